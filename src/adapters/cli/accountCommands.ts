@@ -1,0 +1,115 @@
+import type { Command } from 'commander';
+import type { AccountState, KeyState } from '../../domain/account/state.js';
+import { isPlanName, type PlanName, planNames } from '../../domain/plans.js';
+import { withAccounts } from './context.js';
+import { CliError, emit, type Output } from './output.js';
+
+const plan = (value: string): PlanName => {
+  if (!isPlanName(value)) throw new CliError(`unknown plan "${value}"; plans are ${planNames.join(', ')}`);
+  return value;
+};
+
+const accountJson = (a: AccountState) => ({
+  id: a.accountId,
+  email: a.email,
+  plan: a.plan,
+  suspended: a.suspended,
+  created_at: new Date(a.createdAt).toISOString(),
+  active_keys: a.activeKeys,
+});
+const accountLine = (a: AccountState) =>
+  `${a.accountId}  ${a.email}  ${a.plan}${a.suspended ? '  suspended' : ''}  keys: ${a.activeKeys}`;
+
+const keyJson = (k: KeyState) => ({
+  id: k.keyId,
+  prefix: k.prefix,
+  account_id: k.accountId,
+  created_at: new Date(k.createdAt).toISOString(),
+  revoked_at: k.revokedAt === undefined ? null : new Date(k.revokedAt).toISOString(),
+});
+const keyLine = (k: KeyState) =>
+  `${k.keyId}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}`;
+
+/** `airs accounts ...`: create, list, set-plan, suspend, resume. */
+export const registerAccountCommands = (program: Command, output: Output) => {
+  const accounts = program.command('accounts').description('manage accounts');
+  accounts
+    .command('create')
+    .description('create an account (on the free plan unless --plan says otherwise)')
+    .requiredOption('--email <email>', 'the account holder’s email')
+    .option('--plan <plan>', `one of ${planNames.join(', ')}`, 'free')
+    .option('--json', 'print JSON')
+    .action(async (options: { email: string; plan: string; json?: boolean }) => {
+      const created = await withAccounts((a) => a.createAccount(options.email, plan(options.plan)));
+      emit(output, options.json, accountJson(created), () => [
+        `created account ${created.accountId} (${created.email}, plan ${created.plan})`,
+      ]);
+    });
+  accounts
+    .command('list')
+    .description('list accounts')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }) => {
+      const all = await withAccounts((a) => a.listAccounts());
+      emit(output, options.json, all.map(accountJson), () =>
+        all.length === 0 ? ['no accounts'] : all.map(accountLine),
+      );
+    });
+  const change = (name: string, description: string) =>
+    accounts.command(name).description(description).option('--json', 'print JSON');
+  change('set-plan', 'move an account to another plan')
+    .argument('<id>', 'account id')
+    .argument('<plan>', `one of ${planNames.join(', ')}`)
+    .action(async (id: string, planName: string, options: { json?: boolean }) => {
+      const next = plan(planName);
+      const account = await withAccounts((a) => a.changePlan(id, next));
+      emit(output, options.json, accountJson(account), () => [`account ${id} is on plan ${account.plan}`]);
+    });
+  change('suspend', 'suspend an account: its keys get 403 from the next request on')
+    .argument('<id>', 'account id')
+    .action(async (id: string, options: { json?: boolean }) => {
+      const account = await withAccounts((a) => a.suspend(id));
+      emit(output, options.json, accountJson(account), () => [`account ${id} is suspended`]);
+    });
+  change('resume', 'lift a suspension')
+    .argument('<id>', 'account id')
+    .action(async (id: string, options: { json?: boolean }) => {
+      const account = await withAccounts((a) => a.resume(id));
+      emit(output, options.json, accountJson(account), () => [`account ${id} is active`]);
+    });
+};
+
+/** `airs keys ...`: create (shown once), list (never the key), revoke. */
+export const registerKeyCommands = (program: Command, output: Output) => {
+  const keys = program.command('keys').description('manage API keys');
+  keys
+    .command('create')
+    .description('create an API key; it is printed once and cannot be shown again')
+    .requiredOption('--account <id>', 'account id')
+    .option('--json', 'print JSON')
+    .action(async (options: { account: string; json?: boolean }) => {
+      const created = await withAccounts((a) => a.createKey(options.account));
+      emit(output, options.json, created, () => [
+        created.key,
+        `(key ${created.id} of account ${created.account_id}; store it now: it cannot be shown again)`,
+      ]);
+    });
+  keys
+    .command('list')
+    .description('list an account’s keys (ids and prefixes, never the keys)')
+    .requiredOption('--account <id>', 'account id')
+    .option('--json', 'print JSON')
+    .action(async (options: { account: string; json?: boolean }) => {
+      const list = await withAccounts((a) => a.listKeys(options.account));
+      emit(output, options.json, list.map(keyJson), () => (list.length === 0 ? ['no keys'] : list.map(keyLine)));
+    });
+  keys
+    .command('revoke')
+    .description('revoke a key: it fails from the very next request on')
+    .argument('<keyId>', 'key id (from keys list)')
+    .option('--json', 'print JSON')
+    .action(async (keyId: string, options: { json?: boolean }) => {
+      const key = await withAccounts((a) => a.revokeKey(keyId));
+      emit(output, options.json, keyJson(key), () => [`key ${keyId} is revoked`]);
+    });
+};

@@ -1,0 +1,31 @@
+import { Effect, ManagedRuntime, Result } from 'effect';
+import { Accounts, type AccountsShape } from '../../app/Accounts.js';
+import { type Config, ConfigError, loadConfig } from '../../config.js';
+import type { Refused } from '../../domain/errors.js';
+import { silentLogger } from '../../ports/Logger.js';
+import { managementLayer } from '../../server.js';
+import { CliError } from './output.js';
+
+export const configOrFail = (): Config => {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(`bad configuration: ${error.message}`, 2);
+    throw error;
+  }
+};
+
+/** Runs one management command against the data directory, with the store open only for its duration. */
+export const withAccounts = async <A>(use: (accounts: AccountsShape, config: Config) => Effect.Effect<A, Refused>) => {
+  const config = configOrFail();
+  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
+  try {
+    const result = await runtime.runPromise(
+      Effect.result(Effect.flatMap(Accounts, (accounts) => use(accounts, config))),
+    );
+    if (Result.isFailure(result)) throw new CliError(result.failure.message);
+    return result.success;
+  } finally {
+    await runtime.dispose();
+  }
+};

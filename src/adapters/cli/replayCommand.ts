@@ -1,0 +1,82 @@
+import type { Command } from 'commander';
+import { parseSince, replay } from '../../app/replay.js';
+import type { StoredEvent } from '../../domain/events.js';
+import { openDatabases, openLmdbStore } from '../lmdb/LmdbStore.js';
+import { verifyViews } from '../lmdb/verify.js';
+import { configOrFail } from './context.js';
+import { CliError, emit, type Output } from './output.js';
+
+type ReplayOptions = { request?: string; account?: string; since?: string; json?: boolean; verify?: boolean };
+
+/** What an event says besides its type, time and sequence number (already in the line). */
+const detailsOf = (event: StoredEvent): string =>
+  Object.entries(event)
+    .filter(([name]) => !['type', 'at', 'seq'].includes(name))
+    .map(
+      ([name, value]) =>
+        `${name}=${typeof value === 'number' && name.endsWith('At') ? new Date(value).toISOString() : String(value)}`,
+    )
+    .join(' ');
+
+const runVerify = (dataDir: string, output: Output, json: boolean | undefined) => {
+  const dbs = openDatabases(dataDir);
+  try {
+    const report = verifyViews(dbs);
+    emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
+      report.differences.length === 0
+        ? [
+            `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
+          ]
+        : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
+    );
+    if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
+  } finally {
+    void dbs.root.close();
+  }
+};
+
+/** `airs replay`: the log as a timeline with the state each request reaches; `--verify` rebuilds every view. */
+export const registerReplayCommand = (program: Command, output: Output) => {
+  program
+    .command('replay')
+    .description('print the event log as a timeline and the state each request reaches (works while the server runs)')
+    .option('--request <reqId>', 'only this request')
+    .option('--account <id>', 'only this account and its requests')
+    .option('--since <time>', 'only events at or after this time (ISO 8601 or epoch ms)')
+    .option('--verify', 'rebuild every view from the log and report any difference')
+    .option('--json', 'print JSON')
+    .action(async (options: ReplayOptions) => {
+      const config = configOrFail();
+      if (options.verify) return runVerify(config.dataDir, output, options.json);
+      const since = options.since === undefined ? undefined : parseSince(options.since);
+      if (options.since !== undefined && since === undefined) {
+        throw new CliError(`--since: "${options.since}" is not an ISO 8601 time or epoch milliseconds`);
+      }
+      const store = openLmdbStore(config.dataDir);
+      try {
+        const result = replay(store.reads, { request: options.request, account: options.account, since });
+        emit(
+          output,
+          options.json,
+          {
+            events: result.entries.map(({ event, state }) => ({
+              ...event,
+              at: new Date(event.at).toISOString(),
+              state,
+            })),
+            final_states: result.finalStates,
+          },
+          () => [
+            ...result.entries.map(
+              ({ event, state }) =>
+                `${new Date(event.at).toISOString()}  #${event.seq}  ${event.type.padEnd(24)} ${state === undefined ? '' : `→ ${state.padEnd(10)} `}${detailsOf(event)}`,
+            ),
+            ...(result.entries.length === 0 ? ['no events match'] : []),
+            ...Object.entries(result.finalStates).map(([reqId, state]) => `${reqId}: ${state}`),
+          ],
+        );
+      } finally {
+        await store.close();
+      }
+    });
+};

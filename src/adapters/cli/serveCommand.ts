@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import { serve } from 'h3';
+import { createLogger } from '../../ports/Logger.js';
+import { startApp } from '../../server.js';
+import { configOrFail } from './context.js';
+import type { Output } from './output.js';
+
+/** How long a stop waits for calls and model work in flight before it closes the store anyway. */
+const drainMs = 10_000;
+
+/** `airs serve`: the HTTP server, the worker pool and the sweeper, until SIGINT or SIGTERM. */
+export const registerServeCommand = (program: Command, output: Output) => {
+  program
+    .command('serve')
+    .description('run the server (config: $AIRS_CONFIG or ./airs.config.json; PORT, HOST, AIRS_DATA_DIR)')
+    .action(async () => {
+      const config = configOrFail();
+      const logger = createLogger();
+      const app = await startApp({ config, logger });
+      const server = serve(app.http, {
+        port: config.port,
+        hostname: config.host,
+        silent: true,
+        gracefulShutdown: false,
+      });
+      await server.ready();
+      output.out(`airs listening on ${server.url ?? `http://${config.host}:${config.port}/`}`);
+      logger.info(
+        { config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) },
+        'started',
+      );
+      let stopping = false;
+      const stop = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'stopping');
+        const force = setTimeout(() => process.exit(1), drainMs + 5_000).unref();
+        await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, drainMs))]);
+        await app.close();
+        clearTimeout(force);
+        logger.flush();
+        process.exit(0);
+      };
+      process.on('SIGINT', () => void stop('SIGINT'));
+      process.on('SIGTERM', () => void stop('SIGTERM'));
+    });
+};

@@ -1,0 +1,156 @@
+import { Effect, Result } from 'effect';
+import { assertBodySize, H3, type H3Event, HTTPError } from 'h3';
+import type { Logger } from 'pino';
+import type { AuthShape, Principal } from '../../app/Auth.js';
+import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
+import type { RequestsShape } from '../../app/Requests.js';
+import {
+  type ApiError,
+  InvalidRequest,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  Unavailable,
+} from '../../domain/errors.js';
+import { errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+
+export type HttpDeps = {
+  readonly auth: AuthShape;
+  readonly rateLimiter: RateLimiterShape;
+  readonly requests: RequestsShape;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+  readonly pollIntervalSeconds: number;
+  /** False while starting or draining: every call then answers 503. */
+  readonly accepting: () => boolean;
+};
+
+const aiPath = '/v1/ai';
+const aiMethods = ['GET', 'POST'] as const;
+
+/** The IETF draft RateLimit headers (structured-field form) for one budget. */
+const rateLimitHeaders = (status: RateLimitStatus, headers: Headers) => {
+  headers.set('RateLimit-Policy', `"${status.budget}";q=${status.limit};w=${status.windowSeconds}`);
+  headers.set('RateLimit', `"${status.budget}";r=${status.remaining};t=${status.resetSeconds}`);
+};
+
+const json = (status: number, body: unknown, headers: Headers) => {
+  headers.set('Content-Type', jsonHeaders['Content-Type']);
+  return new Response(JSON.stringify(body), { status, headers });
+};
+
+const isJsonContentType = (value: string | null) =>
+  value !== null && value.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
+/** Reads the body as JSON within the byte limit; an oversized body is refused as soon as it is known. */
+const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unknown | ApiError> => {
+  if (!isJsonContentType(event.req.headers.get('content-type'))) {
+    return new InvalidRequest({ message: 'Content-Type must be application/json' });
+  }
+  let text: string;
+  try {
+    assertBodySize(event, maxBodyBytes);
+    text = await event.req.text();
+  } catch (error) {
+    if (error instanceof HTTPError && error.status === 413) {
+      return new PayloadTooLarge({ message: `request body is larger than ${maxBodyBytes} bytes` });
+    }
+    if (error instanceof HTTPError && error.status === 400) {
+      return new InvalidRequest({ message: 'request body could not be read' });
+    }
+    throw error;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    return new InvalidRequest({ message: `body is not valid JSON: ${(error as Error).message.slice(0, 200)}` });
+  }
+};
+
+const isApiError = (value: unknown): value is ApiError =>
+  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
+
+/**
+ * The HTTP adapter: `POST /v1/ai` is the submit command, `GET /v1/ai` the poll query. Every call goes through the
+ * same steps in the contract's order: auth, then rate limit, then input, then lookup; every failure leaves as the
+ * contract's error shape through one table (errorResponse.ts).
+ */
+export const createHttpApp = (deps: HttpDeps): H3 => {
+  /** Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. */
+  const admit = async (event: H3Event, budget: BudgetName, headers: Headers): Promise<Principal | ApiError> => {
+    const authenticated = await Effect.runPromise(
+      Effect.result(deps.auth.authenticate(event.req.headers.get('authorization'))),
+    );
+    if (Result.isFailure(authenticated)) return authenticated.failure;
+    const principal = authenticated.success;
+    const limited = await Effect.runPromise(
+      Effect.result(deps.rateLimiter.take(principal, budget, (status) => rateLimitHeaders(status, headers))),
+    );
+    return Result.isFailure(limited) ? limited.failure : principal;
+  };
+
+  const submit = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
+    const principal = await admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    const body = await readJsonBody(event, deps.maxBodyBytes);
+    if (isApiError(body)) return body;
+    const accepted = await Effect.runPromise(Effect.result(deps.requests.submit(principal, body)));
+    if (Result.isFailure(accepted)) return accepted.failure;
+    headers.set('Location', `${aiPath}?req_id=${accepted.success.request_id}`);
+    return json(202, accepted.success, headers);
+  };
+
+  const poll = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
+    const principal = await admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const reqId = event.url.searchParams.get('req_id') ?? undefined;
+    const answer = await Effect.runPromise(Effect.result(deps.requests.poll(principal, reqId)));
+    if (Result.isFailure(answer)) return answer.failure;
+    if (answer.success.status === 'queued') headers.set('Retry-After', String(deps.pollIntervalSeconds));
+    return json(200, answer.success, headers);
+  };
+
+  /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
+  const guarded =
+    (route: (event: H3Event, headers: Headers) => Promise<Response | ApiError>) => async (event: H3Event) => {
+      const headers = new Headers();
+      if (!deps.accepting()) {
+        return errorResponse(
+          new Unavailable({ message: 'the service is not accepting requests right now', retryAfterSeconds: 5 }),
+        );
+      }
+      try {
+        const result = await route(event, headers);
+        return result instanceof Response ? result : errorResponse(result, headers);
+      } catch (error) {
+        deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
+        return serverErrorResponse();
+      }
+    };
+
+  const app = new H3({
+    // h3 answers some requests itself (a malformed path, say): give those the contract's shape too.
+    onError: (error) =>
+      error.status >= 500
+        ? serverErrorResponse()
+        : errorResponse(new InvalidRequest({ message: error.message || 'bad request' })),
+  });
+
+  const routes = new Map<string, ReturnType<typeof guarded>>([
+    ['GET', guarded(poll)],
+    ['POST', guarded(submit)],
+  ]);
+  const wrongMethod = guarded(
+    async (event) =>
+      new MethodNotAllowed({
+        message: `${event.req.method} is not allowed on ${aiPath}; use GET or POST`,
+        allow: aiMethods,
+      }),
+  );
+  app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
+  app.all(
+    '/**',
+    guarded(async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` })),
+  );
+  return app;
+};

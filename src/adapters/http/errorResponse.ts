@@ -1,0 +1,72 @@
+import type { ApiError } from '../../domain/errors.js';
+
+/** The contract's error codes. */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'rate_limited'
+  | 'server_error';
+
+/** The one table from domain errors to HTTP: status, code and the headers the contract asks for. */
+const table: {
+  readonly [T in ApiError['_tag']]: (error: Extract<ApiError, { _tag: T }>) => {
+    status: number;
+    code: ErrorCode;
+    headers?: Record<string, string>;
+  };
+} = {
+  InvalidRequest: () => ({ status: 400, code: 'invalid_request' }),
+  PayloadTooLarge: () => ({ status: 413, code: 'invalid_request' }),
+  Unauthorized: () => ({ status: 401, code: 'unauthorized', headers: { 'WWW-Authenticate': 'Bearer' } }),
+  Forbidden: () => ({ status: 403, code: 'forbidden' }),
+  NotFound: () => ({ status: 404, code: 'not_found' }),
+  MethodNotAllowed: (error) => ({
+    status: 405,
+    code: 'method_not_allowed',
+    headers: { Allow: error.allow.join(', ') },
+  }),
+  RateLimited: (error) => ({
+    status: 429,
+    code: 'rate_limited',
+    headers: { 'Retry-After': String(error.retryAfterSeconds) },
+  }),
+  ProcessingFailed: () => ({ status: 500, code: 'server_error' }),
+  Unavailable: (error) => ({
+    status: 503,
+    code: 'server_error',
+    headers: { 'Retry-After': String(error.retryAfterSeconds) },
+  }),
+};
+
+const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
+  if (error._tag === 'InvalidRequest') return error.details;
+  if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };
+  return undefined;
+};
+
+export const jsonHeaders = { 'Content-Type': 'application/json' } as const;
+
+/** `{"error": {"code", "message", "details"?}}` with its status and headers. */
+export const errorResponse = (error: ApiError, extraHeaders?: Headers): Response => {
+  const { status, code, headers } = (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(
+    error,
+  );
+  const details = detailsOf(error);
+  const body = {
+    error: details === undefined ? { code, message: error.message } : { code, message: error.message, details },
+  };
+  const all = new Headers(extraHeaders);
+  all.set('Content-Type', jsonHeaders['Content-Type']);
+  for (const [name, value] of Object.entries(headers ?? {})) all.set(name, value);
+  return new Response(JSON.stringify(body), { status, headers: all });
+};
+
+/** An unexpected fault: a fixed message, never the error's own text (no stack traces, paths or key material). */
+export const serverErrorResponse = (): Response =>
+  new Response(JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }), {
+    status: 500,
+    headers: { ...jsonHeaders, 'Retry-After': '30' },
+  });

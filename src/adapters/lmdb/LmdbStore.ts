@@ -1,0 +1,150 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Effect, Layer } from 'effect';
+import { type Database, open, type RootDatabase } from 'lmdb';
+import type { AccountState, KeyState } from '../../domain/account/state.js';
+import type { DomainEvent, StoredEvent } from '../../domain/events.js';
+import type { RequestState } from '../../domain/request/state.js';
+import { type PayloadKind, Store, type StoreReads, type StoreShape, type StoreWrites } from '../../ports/Store.js';
+import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
+
+type Key = IndexKey;
+
+/** The named databases of one LMDB environment: the log, the views and their indexes, and the text payloads. */
+export type LmdbDatabases = {
+  readonly root: RootDatabase;
+  readonly events: Database<StoredEvent, number>;
+  readonly requests: Database<RequestState, string>;
+  readonly payloads: Database<string, Key>;
+  readonly accounts: Database<AccountState, string>;
+  readonly keys: Database<KeyState, string>;
+  readonly indexes: Readonly<Record<IndexName, Database<string | null, Key>>>;
+};
+
+export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
+
+export const openDatabases = (dataDir: string): LmdbDatabases => {
+  mkdirSync(dataDir, { recursive: true });
+  const root = open({ path: environmentFile(dataDir), maxDbs: 16 });
+  const db = <V, K extends Key>(name: string) => root.openDB<V, K>({ name });
+  return {
+    root,
+    events: db('events'),
+    requests: db('requests'),
+    payloads: db('payloads'),
+    accounts: db('accounts'),
+    keys: db('keys'),
+    indexes: {
+      dispatch: db('idx.dispatch'),
+      expiry: db('idx.expiry'),
+      emails: db('idx.emails'),
+      keyHashes: db('idx.keyHashes'),
+      accountKeys: db('idx.accountKeys'),
+    },
+  };
+};
+
+const firstKey = (keys: Iterable<Key>): Key | undefined => {
+  for (const key of keys) return key;
+  return undefined;
+};
+
+const readsOf = (dbs: LmdbDatabases): StoreReads => ({
+  request: (reqId) => dbs.requests.get(reqId),
+  payload: (reqId, kind) => dbs.payloads.get([reqId, kind]),
+  account: (accountId) => dbs.accounts.get(accountId),
+  accountIdByEmail: (email) => dbs.indexes.emails.get(email) ?? undefined,
+  accounts: () => dbs.accounts.getRange({}).map(({ value }) => value),
+  key: (keyId) => dbs.keys.get(keyId),
+  keyIdByHash: (keyHash) => dbs.indexes.keyHashes.get(keyHash) ?? undefined,
+  keysOf: (accountId) =>
+    Array.from(dbs.indexes.accountKeys.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }))
+      .map((key) => dbs.keys.get((key as [string, string])[1]))
+      .filter((key): key is KeyState => key !== undefined),
+  dispatchable: (now, limit, skip) => {
+    const ids: string[] = [];
+    for (const key of dbs.indexes.dispatch.getKeys({ end: [now + 1] })) {
+      const reqId = (key as [number, string])[1];
+      if (skip.has(reqId)) continue;
+      ids.push(reqId);
+      if (ids.length >= limit) break;
+    }
+    return ids;
+  },
+  nextAvailableAt: () => {
+    const key = firstKey(dbs.indexes.dispatch.getKeys({ limit: 1 }));
+    return key === undefined ? undefined : (key as [number, string])[0];
+  },
+  dueForExpiry: (now, limit) =>
+    Array.from(dbs.indexes.expiry.getKeys({ end: [now + 1], limit }), (key) => (key as [number, string])[1]),
+  events: (fromSeq = 1) => dbs.events.getRange({ start: fromSeq }).map(({ value }) => value),
+  lastSeq: () => (firstKey(dbs.events.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0,
+});
+
+/** The projection's view access, writing through the open transaction. */
+const viewsOf = (dbs: LmdbDatabases): ViewAccess => ({
+  getRequest: (reqId) => dbs.requests.get(reqId),
+  putRequest: (reqId, state) => void dbs.requests.put(reqId, state),
+  getAccount: (accountId) => dbs.accounts.get(accountId),
+  putAccount: (accountId, state) => void dbs.accounts.put(accountId, state),
+  getKey: (keyId) => dbs.keys.get(keyId),
+  putKey: (keyId, state) => void dbs.keys.put(keyId, state),
+  putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
+  removeIndex: (index, key) => void dbs.indexes[index].remove(key),
+  removePayloads: (reqId) => {
+    dbs.payloads.remove([reqId, 'prompt']);
+    dbs.payloads.remove([reqId, 'response']);
+  },
+});
+
+const writesOf = (dbs: LmdbDatabases, reads: StoreReads): StoreWrites => {
+  const views = viewsOf(dbs);
+  return {
+    ...reads,
+    append: (event: DomainEvent) => {
+      // The sequence number is taken inside the write transaction, so the CLI and the server, writing to the
+      // same environment from two processes, never take the same number.
+      const stored: StoredEvent = { ...event, seq: reads.lastSeq() + 1 };
+      dbs.events.put(stored.seq, stored);
+      project(views, event);
+      return stored;
+    },
+    putPayload: (reqId: string, kind: PayloadKind, text: string) => void dbs.payloads.put([reqId, kind], text),
+  };
+};
+
+/** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
+export const openLmdbStore = (dataDir: string): StoreShape => {
+  const dbs = openDatabases(dataDir);
+  const reads = readsOf(dbs);
+  const writes = writesOf(dbs, reads);
+  const transactPromise = async <A>(work: (tx: StoreWrites) => A): Promise<A> => {
+    const outcome = await dbs.root.transaction(() => {
+      try {
+        return { ok: true as const, value: work(writes) };
+      } catch (error) {
+        return { ok: false as const, error };
+      }
+    });
+    if (!outcome.ok) throw outcome.error;
+    // The commit is visible now; the acknowledgement waits until it is also on disk.
+    await dbs.root.flushed;
+    return outcome.value;
+  };
+  return {
+    reads,
+    transact: (work) => Effect.promise(() => transactPromise(work)),
+    transactPromise,
+    close: () => dbs.root.close(),
+  };
+};
+
+/** The Store as a layer: opened when the layer is built, closed when its scope ends. */
+export const LmdbStoreLayer = (dataDir: string) =>
+  Layer.effect(
+    Store,
+    Effect.acquireRelease(
+      Effect.sync(() => openLmdbStore(dataDir)),
+      (store) => Effect.promise(() => store.close()),
+    ),
+  );

@@ -1,0 +1,71 @@
+import type { AccountEvent } from '../../domain/account/events.js';
+import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../domain/account/state.js';
+import type { DomainEvent } from '../../domain/events.js';
+import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
+import { evolve, initialRequestState, isQueued, type RequestState } from '../../domain/request/state.js';
+
+/** Secondary indexes kept beside the views. Keys are LMDB ordered keys (arrays sort element by element). */
+export type IndexName = 'dispatch' | 'expiry' | 'emails' | 'keyHashes' | 'accountKeys';
+export type IndexKey = string | number | (string | number)[];
+
+/**
+ * Where the projection reads and writes views. LMDB implements it inside the write transaction of the event;
+ * `airs replay --verify` implements it in memory to rebuild everything from the log and compare.
+ */
+export interface ViewAccess {
+  getRequest(reqId: string): RequestState | undefined;
+  putRequest(reqId: string, state: RequestState): void;
+  getAccount(accountId: string): AccountState | undefined;
+  putAccount(accountId: string, state: AccountState): void;
+  getKey(keyId: string): KeyState | undefined;
+  putKey(keyId: string, state: KeyState): void;
+  putIndex(index: IndexName, key: IndexKey, value: string | null): void;
+  removeIndex(index: IndexName, key: IndexKey): void;
+  removePayloads(reqId: string): void;
+}
+
+/** A queued request (waiting or being processed) is in the dispatch index until it settles or expires. */
+export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
+  isQueued(state.status) ? [state.context.availableAt, state.context.reqId] : undefined;
+
+/** Every request that exists and has not expired yet is in the expiry index, by expiry time. */
+export const expiryKeyOf = (state: RequestState): IndexKey | undefined =>
+  state.status === 'none' || state.status === 'expired' ? undefined : [state.context.expiresAt, state.context.reqId];
+
+const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined) => JSON.stringify(a) === JSON.stringify(b);
+
+const moveIndex = (views: ViewAccess, index: IndexName, from: IndexKey | undefined, to: IndexKey | undefined) => {
+  if (sameKey(from, to)) return;
+  if (from !== undefined) views.removeIndex(index, from);
+  if (to !== undefined) views.putIndex(index, to, null);
+};
+
+const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
+  const before = views.getRequest(event.reqId) ?? initialRequestState;
+  const after = evolve(before, event);
+  views.putRequest(event.reqId, after);
+  moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after));
+  moveIndex(views, 'expiry', expiryKeyOf(before), expiryKeyOf(after));
+  // Retention: once expired, the prompt and response text are deleted; the events keep ids, times and sizes.
+  if (after.status === 'expired' && before.status !== 'expired') views.removePayloads(event.reqId);
+};
+
+const projectAccountEvent = (views: ViewAccess, event: AccountEvent) => {
+  const account = evolveAccount(views.getAccount(event.accountId), event);
+  if (account !== undefined) views.putAccount(event.accountId, account);
+  if (event.type === 'AccountCreated') views.putIndex('emails', event.email, event.accountId);
+  if (event.type === 'ApiKeyCreated' || event.type === 'ApiKeyRevoked') {
+    const key = evolveKey(views.getKey(event.keyId), event);
+    if (key !== undefined) views.putKey(event.keyId, key);
+  }
+  if (event.type === 'ApiKeyCreated') {
+    views.putIndex('keyHashes', event.keyHash, event.keyId);
+    views.putIndex('accountKeys', [event.accountId, event.keyId], null);
+  }
+};
+
+/** Applies one event to every view and index it touches. The same code serves live writes and verification. */
+export const project = (views: ViewAccess, event: DomainEvent): void => {
+  if (isRequestEvent(event)) projectRequestEvent(views, event);
+  else projectAccountEvent(views, event);
+};

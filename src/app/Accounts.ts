@@ -1,0 +1,115 @@
+import { Context, Effect, Layer } from 'effect';
+import { type AccountCommand, decideAccount } from '../domain/account/decider.js';
+import type { AccountState, KeyState } from '../domain/account/state.js';
+import { Refused } from '../domain/errors.js';
+import type { PlanName } from '../domain/plans.js';
+import { AppClock } from '../ports/Clock.js';
+import { Ids } from '../ports/Ids.js';
+import { Store, type StoreWrites } from '../ports/Store.js';
+import { AppConfig } from './AppConfig.js';
+import { displayPrefix, hashKey } from './keyMaterial.js';
+
+/** A key as shown once, at creation: the only moment the secret exists outside the caller's hands. */
+export type CreatedKey = {
+  readonly id: string;
+  readonly key: string;
+  readonly prefix: string;
+  readonly account_id: string;
+};
+
+export interface AccountsShape {
+  createAccount(email: string, plan: PlanName): Effect.Effect<AccountState, Refused>;
+  listAccounts(): Effect.Effect<AccountState[]>;
+  changePlan(accountId: string, plan: PlanName): Effect.Effect<AccountState, Refused>;
+  suspend(accountId: string): Effect.Effect<AccountState, Refused>;
+  resume(accountId: string): Effect.Effect<AccountState, Refused>;
+  createKey(accountId: string): Effect.Effect<CreatedKey, Refused>;
+  listKeys(accountId: string): Effect.Effect<KeyState[], Refused>;
+  revokeKey(keyId: string): Effect.Effect<KeyState, Refused>;
+}
+
+export class Accounts extends Context.Service<Accounts, AccountsShape>()('airs/Accounts') {}
+
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export const AccountsLayer = Layer.effect(
+  Accounts,
+  Effect.gen(function* () {
+    const store = yield* Store;
+    const clock = yield* AppClock;
+    const ids = yield* Ids;
+    const config = yield* AppConfig;
+
+    /** Decides and appends in one transaction, so concurrent CLI runs cannot both take the last key slot. */
+    const run = <A>(
+      accountId: string,
+      command: (tx: StoreWrites) => AccountCommand | Refused,
+      result: (tx: StoreWrites) => A,
+    ) =>
+      Effect.flatMap(
+        store.transact((tx) => {
+          const cmd = command(tx);
+          if (cmd instanceof Refused) return cmd;
+          const decision = decideAccount(tx.account(accountId), cmd);
+          if (decision instanceof Refused) return decision;
+          for (const event of decision) tx.append(event);
+          return { value: result(tx) };
+        }),
+        (outcome) => (outcome instanceof Refused ? Effect.fail(outcome) : Effect.succeed(outcome.value)),
+      );
+
+    const existing = (accountId: string) => (tx: StoreWrites) => tx.account(accountId) as AccountState;
+
+    const withAccount = (accountId: string) => {
+      const account = store.reads.account(accountId);
+      return account === undefined
+        ? Effect.fail(new Refused({ message: `no account ${accountId}` }))
+        : Effect.succeed(account);
+    };
+
+    const accountCommand = (accountId: string, make: (now: number) => AccountCommand) =>
+      Effect.flatMap(withAccount(accountId), () => run(accountId, () => make(clock.now()), existing(accountId)));
+
+    return Accounts.of({
+      createAccount: (email, plan) => {
+        const normalized = email.trim().toLowerCase();
+        if (!emailPattern.test(normalized))
+          return Effect.fail(new Refused({ message: `"${email}" is not an email address` }));
+        const accountId = ids.accountId();
+        return run(
+          accountId,
+          (tx) =>
+            tx.accountIdByEmail(normalized) !== undefined
+              ? new Refused({ message: `an account with email ${normalized} already exists` })
+              : { type: 'CreateAccount', accountId, email: normalized, plan, now: clock.now() },
+          existing(accountId),
+        );
+      },
+      listAccounts: () => Effect.sync(() => [...store.reads.accounts()]),
+      changePlan: (accountId, plan) => accountCommand(accountId, (now) => ({ type: 'ChangePlan', plan, now })),
+      suspend: (accountId) => accountCommand(accountId, (now) => ({ type: 'Suspend', now })),
+      resume: (accountId) => accountCommand(accountId, (now) => ({ type: 'Resume', now })),
+      createKey: (accountId) =>
+        Effect.flatMap(withAccount(accountId), () => {
+          const key = ids.apiKey();
+          const keyId = ids.keyId();
+          const prefix = displayPrefix(key);
+          return run(
+            accountId,
+            () => ({ type: 'CreateKey', keyId, keyHash: hashKey(key), prefix, plans: config.plans, now: clock.now() }),
+            () => ({ id: keyId, key, prefix, account_id: accountId }),
+          );
+        }),
+      listKeys: (accountId) => Effect.map(withAccount(accountId), () => store.reads.keysOf(accountId)),
+      revokeKey: (keyId) => {
+        const key = store.reads.key(keyId);
+        if (key === undefined) return Effect.fail(new Refused({ message: `no key ${keyId}` }));
+        return run(
+          key.accountId,
+          (tx) => ({ type: 'RevokeKey', key: tx.key(keyId) as KeyState, now: clock.now() }),
+          (tx) => tx.key(keyId) as KeyState,
+        );
+      },
+    });
+  }),
+);

@@ -1,0 +1,7 @@
+import { Context, Layer } from 'effect';
+import type { Config } from '../config.js';
+
+/** The configuration in force, as a service so tests can build the app with their own. */
+export class AppConfig extends Context.Service<AppConfig, Config>()('airs/AppConfig') {}
+
+export const AppConfigLayer = (config: Config) => Layer.succeed(AppConfig, config);

@@ -1,0 +1,29 @@
+import { Context, Effect, Layer } from 'effect';
+import { createProvider } from '../adapters/models/providers.js';
+import type { ModelConfig } from '../config.js';
+import type { ModelProvider } from '../ports/ModelProvider.js';
+import { AppConfig } from './AppConfig.js';
+
+export type Model = { readonly config: ModelConfig; readonly provider: ModelProvider };
+
+export interface ModelsShape {
+  get(id: string): Model | undefined;
+  ids(): readonly string[];
+}
+
+/** The configured models by id. */
+export class Models extends Context.Service<Models, ModelsShape>()('airs/Models') {}
+
+export const modelsFrom = (configs: readonly ModelConfig[]): ModelsShape => {
+  const byId = new Map(configs.map((config) => [config.id, { config, provider: createProvider(config) }]));
+  const ids = [...byId.keys()];
+  return { get: (id) => byId.get(id), ids: () => ids };
+};
+
+export const ModelsLayer = Layer.effect(
+  Models,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    return Models.of(modelsFrom(config.models));
+  }),
+);

@@ -1,0 +1,182 @@
+import { Context, Effect, Layer } from 'effect';
+import type { Logger } from 'pino';
+import { LifecycleViolation } from '../domain/errors.js';
+import { decide, type RequestCommand } from '../domain/request/decider.js';
+import { defaultRetryPolicy, type RetryPolicy } from '../domain/request/retryPolicy.js';
+import { initialRequestState } from '../domain/request/state.js';
+import { AppClock, type ClockShape } from '../ports/Clock.js';
+import { Log } from '../ports/Logger.js';
+import { Store, type StoreShape, type StoreWrites } from '../ports/Store.js';
+import { AppConfig } from './AppConfig.js';
+import { Models, type ModelsShape } from './Models.js';
+
+export interface ProcessorShape {
+  /** Tells the pool there may be new work (called after a submit commits). Cheap; coalesced. */
+  wake(): void;
+  /** Requests being worked on right now. */
+  inFlight(): number;
+  /** Resolves when no work is in flight and none is available now (for tests and graceful shutdown). */
+  idle(): Promise<void>;
+}
+
+export class Processor extends Context.Service<Processor, ProcessorShape>()('airs/Processor') {}
+
+type Deps = {
+  readonly store: StoreShape;
+  readonly models: ModelsShape;
+  readonly clock: ClockShape;
+  readonly log: Logger;
+  readonly concurrency: number;
+  readonly policy: RetryPolicy;
+};
+
+/** Applies a request command in one transaction: fold, decide, append. Returns the refusal, if any. */
+export const applyRequestCommand = (tx: StoreWrites, command: RequestCommand): LifecycleViolation | undefined => {
+  const decision = decide(tx.request(command.reqId) ?? initialRequestState, command);
+  if (decision instanceof LifecycleViolation) return decision;
+  for (const event of decision) tx.append(event);
+  return undefined;
+};
+
+/**
+ * The worker pool. It takes queued requests from the dispatch index (in LMDB, oldest first) up to `concurrency`
+ * at a time, runs each through its model with a timeout, and records the outcome as events. What it holds in
+ * memory is bounded by `concurrency`: the queue itself lives on disk, so a restart simply continues from it,
+ * including requests that were being processed when the process died.
+ */
+export const createProcessor = (deps: Deps) => {
+  const { store, models, clock, log } = deps;
+  const running = new Map<string, Promise<void>>();
+  const shutdown = new AbortController();
+  let pumpScheduled = false;
+  let timer: NodeJS.Timeout | undefined;
+  let idleWaiters: Array<() => void> = [];
+
+  const command = (work: (tx: StoreWrites) => LifecycleViolation | undefined) => store.transactPromise(work);
+
+  const attempt = async (reqId: string): Promise<void> => {
+    const refused = await command((tx) => applyRequestCommand(tx, { type: 'StartAttempt', reqId, now: clock.now() }));
+    if (refused !== undefined) {
+      // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
+      const expired = await command((tx) => applyRequestCommand(tx, { type: 'Expire', reqId, now: clock.now() }));
+      if (expired !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
+      return;
+    }
+    const state = store.reads.request(reqId);
+    const prompt = store.reads.payload(reqId, 'prompt');
+    const model = state === undefined ? undefined : models.get(state.context.model);
+    let outcome: { ok: true; text: string } | { ok: false; reason: string };
+    if (state === undefined || prompt === undefined || model === undefined) {
+      outcome = { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
+    } else {
+      const signal = AbortSignal.any([shutdown.signal, AbortSignal.timeout(model.config.timeoutMs)]);
+      outcome = await model.provider.generate({ prompt, signal }).then(
+        (text) => ({ ok: true as const, text }),
+        (error: unknown) => ({
+          ok: false as const,
+          reason:
+            signal.aborted && !shutdown.signal.aborted
+              ? `timed out after ${model.config.timeoutMs} ms`
+              : describe(error),
+        }),
+      );
+    }
+    // Stopping: leave the request as it is; the next start picks it up again.
+    if (shutdown.signal.aborted) return;
+    const now = clock.now();
+    const refusedOutcome = await command((tx) => {
+      if (outcome.ok) {
+        const rejected = applyRequestCommand(tx, {
+          type: 'RecordSuccess',
+          reqId,
+          responseChars: outcome.text.length,
+          now,
+        });
+        if (rejected === undefined) tx.putPayload(reqId, 'response', outcome.text);
+        return rejected;
+      }
+      return applyRequestCommand(tx, {
+        type: 'RecordFailure',
+        reqId,
+        reason: outcome.reason,
+        policy: deps.policy,
+        now,
+      });
+    });
+    if (refusedOutcome !== undefined) log.warn({ reqId, reason: refusedOutcome.message }, 'outcome not recorded');
+    else if (!outcome.ok) log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
+  };
+
+  const pump = () => {
+    pumpScheduled = false;
+    if (shutdown.signal.aborted) return;
+    const free = deps.concurrency - running.size;
+    const now = clock.now();
+    const ids = free > 0 ? store.reads.dispatchable(now, free, new Set(running.keys())) : [];
+    for (const reqId of ids) {
+      const run = attempt(reqId)
+        .catch((error: unknown) => log.error({ reqId, err: error }, 'processing fault'))
+        .finally(() => {
+          running.delete(reqId);
+          wake();
+        });
+      running.set(reqId, run);
+    }
+    if (running.size === 0 && ids.length === 0) scheduleRetryWake(now);
+    if (running.size === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+  };
+
+  /** Requests waiting out a retry backoff become available later: one timer for the earliest of them. */
+  const scheduleRetryWake = (now: number) => {
+    const next = store.reads.nextAvailableAt();
+    if (timer !== undefined) clearTimeout(timer);
+    timer = next === undefined ? undefined : setTimeout(wake, Math.max(0, next - now) + 1);
+    timer?.unref();
+  };
+
+  const wake = () => {
+    if (pumpScheduled || shutdown.signal.aborted) return;
+    pumpScheduled = true;
+    setImmediate(pump);
+  };
+
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      idleWaiters.push(resolve);
+      wake();
+    });
+
+  const stop = async () => {
+    shutdown.abort();
+    if (timer !== undefined) clearTimeout(timer);
+    await Promise.allSettled(running.values());
+    for (const resolve of idleWaiters.splice(0)) resolve();
+    idleWaiters = [];
+  };
+
+  return { wake, idle, stop, inFlight: () => running.size };
+};
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
+
+/** The pool as a layer: started when built (picking up whatever the log left queued), stopped with its scope. */
+export const ProcessorLayer = Layer.effect(
+  Processor,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    const deps: Deps = {
+      store: yield* Store,
+      models: yield* Models,
+      clock: yield* AppClock,
+      log: yield* Log,
+      concurrency: config.processing.concurrency,
+      policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
+    };
+    const processor = yield* Effect.acquireRelease(
+      Effect.sync(() => createProcessor(deps)),
+      (p) => Effect.promise(() => p.stop()),
+    );
+    processor.wake();
+    return Processor.of({ wake: processor.wake, inFlight: processor.inFlight, idle: processor.idle });
+  }),
+);

@@ -1,0 +1,75 @@
+import { Context, Effect, Layer } from 'effect';
+import { RateLimited } from '../domain/errors.js';
+import { type Budget, decideGcra } from '../domain/rateLimit/gcra.js';
+import { AppClock } from '../ports/Clock.js';
+import { AppConfig } from './AppConfig.js';
+import type { Principal } from './Auth.js';
+
+export type BudgetName = 'submits' | 'polls';
+
+/** What the IETF RateLimit headers say after a call: the policy and what is left of it. */
+export type RateLimitStatus = {
+  readonly budget: BudgetName;
+  readonly limit: number;
+  readonly windowSeconds: number;
+  readonly remaining: number;
+  readonly resetSeconds: number;
+};
+
+export interface RateLimiterShape {
+  /** Spends one call of `budget` for the principal's account, or fails with RateLimited. Either way the status
+   * for the response headers is reported through `onStatus`. */
+  take(
+    principal: Principal,
+    budget: BudgetName,
+    onStatus: (status: RateLimitStatus) => void,
+  ): Effect.Effect<void, RateLimited>;
+}
+
+export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()('airs/RateLimiter') {}
+
+const windowMs = 60_000;
+const pruneEvery = 10_000;
+
+/** One GCRA state per account and budget, in memory: O(1) per active account, no timers. Entries whose budget
+ * is whole again carry no information and are dropped from time to time. */
+export const RateLimiterLayer = Layer.effect(
+  RateLimiter,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    const clock = yield* AppClock;
+    const tats = new Map<string, number>();
+    let calls = 0;
+    const prune = (now: number) => {
+      for (const [key, tat] of tats) if (tat <= now) tats.delete(key);
+    };
+    const take: RateLimiterShape['take'] = (principal, budget, onStatus) =>
+      Effect.suspend(() => {
+        const now = clock.now();
+        if (++calls % pruneEvery === 0) prune(now);
+        const plan = config.plans[principal.plan];
+        const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
+        const spec: Budget = { limit, windowMs };
+        const key = `${principal.accountId}\u0000${budget}`;
+        const decision = decideGcra(spec, tats.get(key), now);
+        tats.set(key, decision.tat);
+        onStatus({
+          budget,
+          limit,
+          windowSeconds: windowMs / 1000,
+          remaining: decision.remaining,
+          resetSeconds: Math.ceil(decision.resetMs / 1000),
+        });
+        if (decision.allowed) return Effect.void;
+        const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        return Effect.fail(
+          new RateLimited({
+            message: `the ${principal.plan} plan allows ${limit} ${budget} per minute for this account; retry after ${retryAfterSeconds} s`,
+            retryAfterSeconds,
+            budget,
+          }),
+        );
+      });
+    return RateLimiter.of({ take });
+  }),
+);

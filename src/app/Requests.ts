@@ -1,0 +1,100 @@
+import { Context, Effect, Layer } from 'effect';
+import { InvalidRequest, NotFound, ProcessingFailed } from '../domain/errors.js';
+import { publicStatus } from '../domain/request/publicStatus.js';
+import { AppClock } from '../ports/Clock.js';
+import { Ids } from '../ports/Ids.js';
+import { Store } from '../ports/Store.js';
+import { AppConfig } from './AppConfig.js';
+import type { Principal } from './Auth.js';
+import { Models } from './Models.js';
+import { applyRequestCommand, Processor } from './Processor.js';
+import { parseSubmission } from './submission.js';
+
+/** The POST answer, with the specification's field names. */
+export type Accepted = { readonly request_id: string; readonly model: string };
+
+/** The GET answer, with the specification's field names. */
+export type PollAnswer =
+  | { readonly req_id: string; readonly status: 'queued'; readonly model: string }
+  | { readonly req_id: string; readonly status: 'completed'; readonly model: string; readonly response: string };
+
+export interface RequestsShape {
+  /** Validates and queues a request; succeeds only once its `RequestQueued` event is flushed to disk. */
+  submit(principal: Principal, body: unknown): Effect.Effect<Accepted, InvalidRequest>;
+  /** What the principal's account may see of a request. Another account's request is answered as unknown. */
+  poll(
+    principal: Principal,
+    reqId: string | undefined,
+  ): Effect.Effect<PollAnswer, InvalidRequest | NotFound | ProcessingFailed>;
+}
+
+export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
+
+const notFound = (reqId: string) =>
+  new NotFound({
+    message: `no request ${reqId.slice(0, 100)}; it may never have existed or it expired (requests live 24 hours)`,
+  });
+
+export const RequestsLayer = Layer.effect(
+  Requests,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    const store = yield* Store;
+    const clock = yield* AppClock;
+    const ids = yield* Ids;
+    const models = yield* Models;
+    const processor = yield* Processor;
+    const ttlMs = config.requestTtlSeconds * 1000;
+    const rules = { modelIds: models.ids(), maxPromptChars: config.maxPromptChars };
+
+    const submit: RequestsShape['submit'] = (principal, body) =>
+      Effect.gen(function* () {
+        const submission = parseSubmission(body, rules);
+        if (submission instanceof InvalidRequest) return yield* submission;
+        const reqId = ids.requestId();
+        const refused = yield* store.transact((tx) => {
+          const command = {
+            type: 'Submit' as const,
+            reqId,
+            accountId: principal.accountId,
+            keyId: principal.keyId,
+            model: submission.model,
+            promptChars: submission.prompt.length,
+            ttlMs,
+            now: clock.now(),
+          };
+          const refusal = applyRequestCommand(tx, command);
+          if (refusal === undefined) tx.putPayload(reqId, 'prompt', submission.prompt);
+          return refusal;
+        });
+        // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
+        if (refused !== undefined) return yield* Effect.die(refused);
+        processor.wake();
+        return { request_id: reqId, model: submission.model };
+      });
+
+    const poll: RequestsShape['poll'] = (principal, reqId) =>
+      Effect.suspend((): ReturnType<RequestsShape['poll']> => {
+        if (reqId === undefined || reqId === '') {
+          return Effect.fail(new InvalidRequest({ message: 'query parameter req_id is required' }));
+        }
+        const state = store.reads.request(reqId);
+        const visible = state !== undefined && state.context.accountId === principal.accountId ? state : undefined;
+        const status = publicStatus(visible, clock.now());
+        if (visible === undefined || status === 'unknown' || status === 'expired') return Effect.fail(notFound(reqId));
+        const { model } = visible.context;
+        if (status === 'failed') {
+          return Effect.fail(
+            new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` }),
+          );
+        }
+        if (status === 'queued') return Effect.succeed({ req_id: reqId, status: 'queued' as const, model });
+        const response = store.reads.payload(reqId, 'response');
+        // Deleted by retention between the two reads: the request has just expired.
+        if (response === undefined) return Effect.fail(notFound(reqId));
+        return Effect.succeed({ req_id: reqId, status: 'completed' as const, model, response });
+      });
+
+    return Requests.of({ submit, poll });
+  }),
+);

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { InvalidRequest } from '../domain/errors.js';
+
+/** A POST body that passed validation. */
+export type Submission = { readonly model: string; readonly prompt: string };
+
+const bodySchema = z.object(
+  {
+    model: z.string({ error: (issue) => (issue.input === undefined ? 'model is required' : 'model must be a string') }),
+    prompt: z.string({
+      error: (issue) => (issue.input === undefined ? 'prompt is required' : 'prompt must be a string'),
+    }),
+  },
+  { error: 'the body must be a JSON object with "model" and "prompt"' },
+);
+
+/**
+ * Checks a parsed POST body against the contract: an object whose `model` is a configured model id and whose
+ * `prompt` is a non-empty string of at most `maxPromptChars` characters.
+ */
+export const parseSubmission = (
+  body: unknown,
+  rules: { readonly modelIds: readonly string[]; readonly maxPromptChars: number },
+): Submission | InvalidRequest => {
+  const parsed = bodySchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return new InvalidRequest({ message: issue?.message ?? 'invalid body' });
+  }
+  const { model, prompt } = parsed.data;
+  if (!rules.modelIds.includes(model)) {
+    return new InvalidRequest({
+      message: `unknown model "${model.slice(0, 100)}"; known models: ${rules.modelIds.join(', ')}`,
+      details: { known_models: rules.modelIds },
+    });
+  }
+  if (prompt.trim().length === 0) {
+    return new InvalidRequest({
+      message:
+        prompt.length === 0 ? 'prompt must not be empty' : 'prompt must not be empty (it holds only white space)',
+    });
+  }
+  if (prompt.length > rules.maxPromptChars) {
+    return new InvalidRequest({
+      message: `prompt is ${prompt.length} characters long; the maximum is ${rules.maxPromptChars}`,
+      details: { max_prompt_chars: rules.maxPromptChars },
+    });
+  }
+  return { model, prompt };
+};

@@ -1,0 +1,140 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
+
+const positiveInt = z.number().int().positive();
+
+const echoModel = z.strictObject({
+  id: z.string().min(1),
+  provider: z.literal('echo'),
+  /** Simulated generation time. */
+  delayMs: z.number().int().min(0).default(0),
+  /** One attempt is abandoned after this long. */
+  timeoutMs: positiveInt.default(60_000),
+});
+
+export const modelSchema = z.discriminatedUnion('provider', [echoModel], {
+  error: (issue) => (issue.code === 'invalid_union' ? 'unknown provider (this version supports: echo)' : undefined),
+});
+export type ModelConfig = z.infer<typeof modelSchema>;
+
+const planOverride = z.strictObject({
+  maxKeys: positiveInt.nullable().optional(),
+  submitsPerMinute: positiveInt.optional(),
+  pollsPerMinute: positiveInt.optional(),
+});
+
+const fileSchema = z.strictObject({
+  port: z.number().int().min(0).max(65_535).optional(),
+  host: z.string().min(1).optional(),
+  dataDir: z.string().min(1).optional(),
+  requestTtlSeconds: positiveInt.optional(),
+  maxPromptChars: positiveInt.optional(),
+  maxBodyBytes: positiveInt.optional(),
+  pollIntervalSeconds: positiveInt.optional(),
+  plans: z.strictObject(Object.fromEntries(planNames.map((name) => [name, planOverride.optional()]))).optional(),
+  models: z
+    .array(modelSchema)
+    .min(1)
+    .refine((models) => new Set(models.map((m) => m.id)).size === models.length, 'model ids must be unique')
+    .optional(),
+  processing: z
+    .strictObject({
+      concurrency: positiveInt.max(10_000).optional(),
+      maxAttempts: positiveInt.max(100).optional(),
+    })
+    .optional(),
+});
+
+export type Config = {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly requestTtlSeconds: number;
+  readonly maxPromptChars: number;
+  readonly maxBodyBytes: number;
+  readonly pollIntervalSeconds: number;
+  readonly plans: PlanTable;
+  readonly models: readonly ModelConfig[];
+  readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
+  /** Where the config came from, for the start-up line. */
+  readonly source: string;
+};
+
+export const defaultModels: readonly ModelConfig[] = [
+  { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
+  { id: 'echo-slow', provider: 'echo', delayMs: 5_000, timeoutMs: 60_000 },
+];
+
+/** A config that cannot be used; the message names the file and the field. */
+export class ConfigError extends Error {}
+
+const describeIssues = (source: string, error: z.ZodError) =>
+  error.issues
+    .map((issue) => `${source}: ${issue.path.length > 0 ? issue.path.join('.') : '(top level)'}: ${issue.message}`)
+    .join('; ');
+
+const envPort = (value: string | undefined): number | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65_535)
+    throw new ConfigError(`PORT: expected an integer from 0 to 65535, got "${value}"`);
+  return port;
+};
+
+const readFile = (path: string): unknown => {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`config file ${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`config file ${path}: not valid JSON (${(error as Error).message})`);
+  }
+};
+
+const mergePlans = (overrides: Partial<Record<PlanName, Partial<PlanLimits>>> | undefined): PlanTable =>
+  Object.fromEntries(
+    planNames.map((name) => [name, { ...defaultPlans[name], ...stripUndefined(overrides?.[name] ?? {}) }]),
+  ) as unknown as PlanTable;
+
+const stripUndefined = <T extends object>(value: T): Partial<T> =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/**
+ * The configuration in force: `$AIRS_CONFIG`, else `./airs.config.json` if present, else built-in defaults;
+ * then `PORT`, `HOST` and `AIRS_DATA_DIR` from the environment win. Throws ConfigError naming the bad field.
+ */
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config => {
+  const explicit = env.AIRS_CONFIG;
+  const implicit = resolve(cwd, 'airs.config.json');
+  const path = explicit ? resolve(cwd, explicit) : existsSync(implicit) ? implicit : undefined;
+  const raw = path === undefined ? {} : readFile(path);
+  const source = path ?? 'built-in defaults';
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
+  const file = parsed.data;
+  return {
+    port: envPort(env.PORT) ?? file.port ?? 8080,
+    host: env.HOST || file.host || '127.0.0.1',
+    dataDir: resolve(cwd, env.AIRS_DATA_DIR || file.dataDir || './data'),
+    requestTtlSeconds: file.requestTtlSeconds ?? 86_400,
+    maxPromptChars: file.maxPromptChars ?? 1_000_000,
+    maxBodyBytes: file.maxBodyBytes ?? 4 * 1024 * 1024,
+    pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
+    plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
+    models: file.models ?? defaultModels,
+    processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
+    source,
+  };
+};
+
+/** Defaults for tests and embedding: what `loadConfig` gives with no file and no environment. */
+export const defaultConfig = (overrides: Partial<Config> = {}): Config => ({
+  ...loadConfig({}, '/nonexistent-airs-dir'),
+  ...overrides,
+});

@@ -1,0 +1,70 @@
+import { Refused } from '../errors.js';
+import type { PlanName, PlanTable } from '../plans.js';
+import type { AccountEvent } from './events.js';
+import type { AccountState, KeyState } from './state.js';
+
+export type AccountCommand =
+  | {
+      readonly type: 'CreateAccount';
+      readonly accountId: string;
+      readonly email: string;
+      readonly plan: PlanName;
+      readonly now: number;
+    }
+  | { readonly type: 'ChangePlan'; readonly plan: PlanName; readonly now: number }
+  | { readonly type: 'Suspend'; readonly now: number }
+  | { readonly type: 'Resume'; readonly now: number }
+  | {
+      readonly type: 'CreateKey';
+      readonly keyId: string;
+      readonly keyHash: string;
+      readonly prefix: string;
+      readonly plans: PlanTable;
+      readonly now: number;
+    }
+  | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number };
+
+/**
+ * Decides an account command against the account's state. Asking for what already holds (suspend a suspended
+ * account, revoke a revoked key) succeeds with no events, so scripts may repeat themselves safely.
+ */
+export const decideAccount = (
+  account: AccountState | undefined,
+  command: AccountCommand,
+): readonly AccountEvent[] | Refused => {
+  if (command.type === 'CreateAccount') {
+    if (account !== undefined) return new Refused({ message: `account ${command.accountId} already exists` });
+    const { accountId, email, plan, now: at } = command;
+    return [{ type: 'AccountCreated', accountId, email, plan, at }];
+  }
+  if (account === undefined) return new Refused({ message: 'no such account' });
+  const { accountId } = account;
+  const at = command.now;
+  switch (command.type) {
+    case 'ChangePlan':
+      return account.plan === command.plan ? [] : [{ type: 'AccountPlanChanged', accountId, plan: command.plan, at }];
+    case 'Suspend':
+      return account.suspended ? [] : [{ type: 'AccountSuspended', accountId, at }];
+    case 'Resume':
+      return account.suspended ? [{ type: 'AccountResumed', accountId, at }] : [];
+    case 'CreateKey': {
+      const maxKeys = command.plans[account.plan].maxKeys;
+      if (maxKeys !== null && account.activeKeys >= maxKeys) {
+        return new Refused({
+          message: `the ${account.plan} plan allows ${maxKeys} active API key${maxKeys === 1 ? '' : 's'} and account ${accountId} has ${account.activeKeys}; revoke one or move to a larger plan`,
+        });
+      }
+      const { keyId, keyHash, prefix } = command;
+      return [{ type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at }];
+    }
+    case 'RevokeKey':
+      if (command.key.accountId !== accountId) return new Refused({ message: 'key belongs to another account' });
+      return command.key.revokedAt === undefined
+        ? [{ type: 'ApiKeyRevoked', accountId, keyId: command.key.keyId, at }]
+        : [];
+    default: {
+      const unknown: never = command;
+      return unknown;
+    }
+  }
+};

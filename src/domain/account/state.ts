@@ -1,0 +1,66 @@
+import type { PlanName } from '../plans.js';
+import type { AccountEvent } from './events.js';
+
+export type AccountState = {
+  readonly accountId: string;
+  readonly email: string;
+  readonly plan: PlanName;
+  readonly suspended: boolean;
+  readonly createdAt: number;
+  readonly activeKeys: number;
+};
+
+export type KeyState = {
+  readonly keyId: string;
+  readonly accountId: string;
+  readonly keyHash: string;
+  readonly prefix: string;
+  readonly createdAt: number;
+  readonly revokedAt?: number;
+};
+
+/** Fold step of an account: its own events and those of its keys. */
+export const evolveAccount = (state: AccountState | undefined, event: AccountEvent): AccountState | undefined => {
+  if (event.type === 'AccountCreated') {
+    return {
+      accountId: event.accountId,
+      email: event.email,
+      plan: event.plan,
+      suspended: false,
+      createdAt: event.at,
+      activeKeys: 0,
+    };
+  }
+  if (state === undefined) return state;
+  switch (event.type) {
+    case 'AccountPlanChanged':
+      return { ...state, plan: event.plan };
+    case 'AccountSuspended':
+      return { ...state, suspended: true };
+    case 'AccountResumed':
+      return { ...state, suspended: false };
+    case 'ApiKeyCreated':
+      return { ...state, activeKeys: state.activeKeys + 1 };
+    case 'ApiKeyRevoked':
+      return { ...state, activeKeys: state.activeKeys - 1 };
+    default: {
+      const unknown: never = event;
+      return unknown;
+    }
+  }
+};
+
+/** Fold step of one key. */
+export const evolveKey = (state: KeyState | undefined, event: AccountEvent): KeyState | undefined => {
+  if (event.type === 'ApiKeyCreated') {
+    return {
+      keyId: event.keyId,
+      accountId: event.accountId,
+      keyHash: event.keyHash,
+      prefix: event.prefix,
+      createdAt: event.at,
+    };
+  }
+  if (event.type === 'ApiKeyRevoked' && state !== undefined) return { ...state, revokedAt: event.at };
+  return state;
+};

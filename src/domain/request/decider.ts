@@ -1,0 +1,79 @@
+import { LifecycleViolation } from '../errors.js';
+import type { RequestEvent } from './events.js';
+import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
+import { canApply, type RequestState } from './state.js';
+
+/** Commands on one request. Each carries the time it is issued at (`now`), so deciding stays pure. */
+export type RequestCommand =
+  | {
+      readonly type: 'Submit';
+      readonly reqId: string;
+      readonly accountId: string;
+      readonly keyId: string;
+      readonly model: string;
+      readonly promptChars: number;
+      readonly ttlMs: number;
+      readonly now: number;
+    }
+  | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
+  | { readonly type: 'RecordSuccess'; readonly reqId: string; readonly responseChars: number; readonly now: number }
+  | {
+      readonly type: 'RecordFailure';
+      readonly reqId: string;
+      readonly reason: string;
+      readonly policy: RetryPolicy;
+      readonly now: number;
+    }
+  | { readonly type: 'Expire'; readonly reqId: string; readonly now: number };
+
+const eventFor = (state: RequestState, command: RequestCommand): RequestEvent => {
+  const { reqId, now: at } = command;
+  switch (command.type) {
+    case 'Submit':
+      return {
+        type: 'RequestQueued',
+        reqId,
+        accountId: command.accountId,
+        keyId: command.keyId,
+        model: command.model,
+        promptChars: command.promptChars,
+        at,
+        expiresAt: at + command.ttlMs,
+      };
+    case 'StartAttempt':
+      return { type: 'RequestProcessingStarted', reqId, attempt: state.context.attempts + 1, at };
+    case 'RecordSuccess':
+      return { type: 'RequestCompleted', reqId, responseChars: command.responseChars, at };
+    case 'RecordFailure': {
+      const attempt = state.context.attempts;
+      if (attempt >= command.policy.maxAttempts) {
+        return { type: 'RequestFailed', reqId, reason: `gave up after ${attempt} attempts: ${command.reason}`, at };
+      }
+      const retryAt = at + backoffDelayMs(command.policy, attempt);
+      return { type: 'RequestAttemptFailed', reqId, attempt, reason: command.reason, retryAt, at };
+    }
+    case 'Expire':
+      return { type: 'RequestExpired', reqId, at };
+    default: {
+      const unknown: never = command;
+      throw new Error(`unknown command ${(unknown as { type: string }).type}`);
+    }
+  }
+};
+
+/**
+ * Decides what a command means for a request in `state`: the events to append, or why it is refused.
+ * The request machine is asked whether it accepts the event, so the lifecycle rules live in one place.
+ */
+export const decide = (state: RequestState, command: RequestCommand): readonly RequestEvent[] | LifecycleViolation => {
+  const event = eventFor(state, command);
+  if (!canApply(state, event)) {
+    return new LifecycleViolation({
+      reqId: command.reqId,
+      from: state.status,
+      event: event.type,
+      message: `request ${command.reqId}: ${event.type} is not allowed in state ${state.status}`,
+    });
+  }
+  return [event];
+};

@@ -1,0 +1,71 @@
+/**
+ * Events of one AI request's life. Every change of a request is one of these, appended to the log.
+ * Time (`at`, epoch milliseconds) is data carried by the event, never read from a clock here.
+ * Prompt and response text are not in the events: they live beside the log as payloads, so that
+ * retention can delete them without rewriting history (see docs/decisions.md, "claim check").
+ */
+export type RequestQueued = {
+  readonly type: 'RequestQueued';
+  readonly reqId: string;
+  readonly accountId: string;
+  readonly keyId: string;
+  readonly model: string;
+  readonly promptChars: number;
+  readonly at: number;
+  readonly expiresAt: number;
+};
+
+export type RequestProcessingStarted = {
+  readonly type: 'RequestProcessingStarted';
+  readonly reqId: string;
+  readonly attempt: number;
+  readonly at: number;
+};
+
+export type RequestAttemptFailed = {
+  readonly type: 'RequestAttemptFailed';
+  readonly reqId: string;
+  readonly attempt: number;
+  readonly reason: string;
+  readonly retryAt: number;
+  readonly at: number;
+};
+
+export type RequestCompleted = {
+  readonly type: 'RequestCompleted';
+  readonly reqId: string;
+  readonly responseChars: number;
+  readonly at: number;
+};
+
+export type RequestFailed = {
+  readonly type: 'RequestFailed';
+  readonly reqId: string;
+  readonly reason: string;
+  readonly at: number;
+};
+
+export type RequestExpired = {
+  readonly type: 'RequestExpired';
+  readonly reqId: string;
+  readonly at: number;
+};
+
+export type RequestEvent =
+  | RequestQueued
+  | RequestProcessingStarted
+  | RequestAttemptFailed
+  | RequestCompleted
+  | RequestFailed
+  | RequestExpired;
+
+export const requestEventTypes: ReadonlySet<string> = new Set<RequestEvent['type']>([
+  'RequestQueued',
+  'RequestProcessingStarted',
+  'RequestAttemptFailed',
+  'RequestCompleted',
+  'RequestFailed',
+  'RequestExpired',
+]);
+
+export const isRequestEvent = (event: { type: string }): event is RequestEvent => requestEventTypes.has(event.type);

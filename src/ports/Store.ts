@@ -1,0 +1,48 @@
+import { Context, type Effect } from 'effect';
+import type { AccountState, KeyState } from '../domain/account/state.js';
+import type { DomainEvent, StoredEvent } from '../domain/events.js';
+import type { RequestState } from '../domain/request/state.js';
+
+export type PayloadKind = 'prompt' | 'response';
+
+/** Reads of the views and the log, as of the latest committed state (or, inside `transact`, the open transaction). */
+export interface StoreReads {
+  request(reqId: string): RequestState | undefined;
+  payload(reqId: string, kind: PayloadKind): string | undefined;
+  account(accountId: string): AccountState | undefined;
+  accountIdByEmail(email: string): string | undefined;
+  accounts(): Iterable<AccountState>;
+  key(keyId: string): KeyState | undefined;
+  keyIdByHash(keyHash: string): string | undefined;
+  keysOf(accountId: string): KeyState[];
+  /** Ids of requests a worker may take at `now`, oldest availability first, leaving out `skip`. */
+  dispatchable(now: number, limit: number, skip: ReadonlySet<string>): string[];
+  /** The earliest time any queued request becomes available, if any is queued. */
+  nextAvailableAt(): number | undefined;
+  /** Ids of requests whose expiry time is at or before `now` and that have not been expired yet. */
+  dueForExpiry(now: number, limit: number): string[];
+  /** The log in order, from `fromSeq` (inclusive). */
+  events(fromSeq?: number): Iterable<StoredEvent>;
+  lastSeq(): number;
+}
+
+/** What a write transaction may do: append events (views follow in the same transaction) and store payloads. */
+export interface StoreWrites extends StoreReads {
+  append(event: DomainEvent): StoredEvent;
+  putPayload(reqId: string, kind: PayloadKind, text: string): void;
+}
+
+export interface StoreShape {
+  readonly reads: StoreReads;
+  /**
+   * Runs `work` inside one write transaction, batched with concurrent ones into one commit, and succeeds only
+   * once that commit is flushed to disk. `work` must not throw once it has written (compute first, then write).
+   */
+  transact<A>(work: (tx: StoreWrites) => A): Effect.Effect<A>;
+  /** The same as a plain promise, for the code that runs outside Effect (workers, CLI). */
+  transactPromise<A>(work: (tx: StoreWrites) => A): Promise<A>;
+  close(): Promise<void>;
+}
+
+/** The event log and its views. Live: LMDB on disk (adapters/lmdb). */
+export class Store extends Context.Service<Store, StoreShape>()('airs/Store') {}

@@ -1,0 +1,91 @@
+import { Effect, Layer, ManagedRuntime } from 'effect';
+import type { H3 } from 'h3';
+import type { Logger } from 'pino';
+import { createHttpApp } from './adapters/http/app.js';
+import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
+import { Accounts, AccountsLayer } from './app/Accounts.js';
+import { AppConfigLayer } from './app/AppConfig.js';
+import { Auth, AuthLayer } from './app/Auth.js';
+import { ModelsLayer } from './app/Models.js';
+import { Processor, ProcessorLayer } from './app/Processor.js';
+import { RateLimiter, RateLimiterLayer } from './app/RateLimiter.js';
+import { Requests, RequestsLayer } from './app/Requests.js';
+import { Sweeper, SweeperLayer } from './app/Sweeper.js';
+import type { Config } from './config.js';
+import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
+import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
+import { LogLayer } from './ports/Logger.js';
+import { Store } from './ports/Store.js';
+
+export type AppOptions = {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock?: ClockShape;
+  readonly ids?: IdsShape;
+  /** How often the expiry sweeper runs. */
+  readonly sweepIntervalMs?: number;
+};
+
+/** The ground every service stands on: config, store, clock, ids, log. Tests swap clock and ids via options. */
+const baseLayer = (options: AppOptions) =>
+  Layer.mergeAll(
+    AppConfigLayer(options.config),
+    LmdbStoreLayer(options.config.dataDir),
+    Layer.succeed(AppClock, options.clock ?? systemClock),
+    Layer.succeed(Ids, options.ids ?? randomIds),
+    LogLayer(options.logger),
+  );
+
+/** What management commands need, and no more: no workers and no sweeper, which belong to the server alone. */
+export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options)));
+
+/** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
+export const appLayer = (options: AppOptions) => {
+  const base = baseLayer(options);
+  return RequestsLayer.pipe(
+    Layer.provideMerge(ProcessorLayer),
+    Layer.provideMerge(
+      Layer.mergeAll(AuthLayer, RateLimiterLayer, ModelsLayer, AccountsLayer, SweeperLayer(options.sweepIntervalMs)),
+    ),
+    Layer.provideMerge(base),
+  );
+};
+
+/** The running application without a socket: its HTTP app (for `app.request()` and for serving) and services. */
+export type App = Awaited<ReturnType<typeof startApp>>;
+
+export const startApp = async (options: AppOptions) => {
+  const runtime = ManagedRuntime.make(appLayer(options));
+  const services = await runtime.runPromise(
+    Effect.gen(function* () {
+      return {
+        auth: yield* Auth,
+        rateLimiter: yield* RateLimiter,
+        requests: yield* Requests,
+        accounts: yield* Accounts,
+        processor: yield* Processor,
+        sweeper: yield* Sweeper,
+        store: yield* Store,
+      };
+    }),
+  );
+  let accepting = true;
+  const http: H3 = createHttpApp({
+    ...services,
+    log: options.logger,
+    maxBodyBytes: options.config.maxBodyBytes,
+    pollIntervalSeconds: options.config.pollIntervalSeconds,
+    accepting: () => accepting,
+  });
+  return {
+    http,
+    ...services,
+    /** Runs an Effect of this app's services (for tests and the CLI). */
+    run: <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect),
+    /** Stops taking calls, lets work in flight settle, and closes the store. */
+    close: async () => {
+      accepting = false;
+      await runtime.dispose();
+    },
+  };
+};
