@@ -1,0 +1,90 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Effect } from 'effect';
+import { serve } from 'h3';
+import { type Config, defaultConfig } from '../../src/config.js';
+import type { PlanName } from '../../src/domain/plans.js';
+import { type ClockShape, ManualClock } from '../../src/ports/Clock.js';
+import { silentLogger } from '../../src/ports/Logger.js';
+import { type App, startApp } from '../../src/server.js';
+
+export const tempDataDir = (label = 'airs-test') => mkdtempSync(join(tmpdir(), `${label}-`));
+
+export type TestAppOptions = {
+  readonly config?: Partial<Config>;
+  /** A manual clock by default, so tests move time themselves. Pass `systemClock` for real time. */
+  readonly clock?: ClockShape;
+  readonly dataDir?: string;
+  readonly sweepIntervalMs?: number;
+};
+
+export type TestApp = App & {
+  readonly config: Config;
+  readonly clock: ClockShape;
+  readonly dataDir: string;
+  /** Creates an account with one key; returns both. */
+  account(plan?: PlanName, email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
+  /** Calls the app in-process (no socket). */
+  call(method: string, path: string, init?: CallInit): Promise<Response>;
+  /** Closes the app; removes the data directory unless `keepData`. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
+};
+
+export type CallInit = { readonly key?: string; readonly body?: unknown; readonly headers?: Record<string, string> };
+
+let emails = 0;
+
+export const requestInit = (method: string, init: CallInit = {}): RequestInit => {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.key !== undefined) headers.authorization = `Bearer ${init.key}`;
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  return { method, headers, body };
+};
+
+/** Starts the whole app on a fresh LMDB environment in a temporary directory. */
+export const startTestApp = async (options: TestAppOptions = {}): Promise<TestApp> => {
+  const dataDir = options.dataDir ?? tempDataDir();
+  const config = defaultConfig({ dataDir, ...options.config });
+  const clock = options.clock ?? new ManualClock();
+  const app = await startApp({ config, logger: silentLogger(), clock, sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000 });
+  return {
+    ...app,
+    config,
+    clock,
+    dataDir,
+    account: async (plan = 'free', email = `user${++emails}-${Date.now()}@example.com`) => {
+      const account = await Effect.runPromise(app.accounts.createAccount(email, plan));
+      const key = await Effect.runPromise(app.accounts.createKey(account.accountId));
+      return { accountId: account.accountId, key: key.key, keyId: key.id };
+    },
+    call: async (method, path, init) => app.http.request(`http://airs.test${path}`, requestInit(method, init)),
+    stop: async ({ keepData = false } = {}) => {
+      await app.close();
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/** Serves an app on a real socket on 127.0.0.1 with a free port. */
+export const listen = async (app: App) => {
+  const server = serve(app.http, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false });
+  await server.ready();
+  const url = new URL(server.url ?? '').origin;
+  return { url, close: () => server.close(true) };
+};
+
+/** Polls `check` until it returns a value or `timeoutMs` passes. */
+export const eventually = async <A>(check: () => Promise<A | undefined> | A | undefined, timeoutMs = 5_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+};

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { type AccountCommand, decideAccount } from '../../src/domain/account/decider.js';
+import type { AccountEvent } from '../../src/domain/account/events.js';
+import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../src/domain/account/state.js';
+import { Refused } from '../../src/domain/errors.js';
+import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
+
+const accountId = 'acct_a';
+const fold = (events: AccountEvent[]) => events.reduce<AccountState | undefined>(evolveAccount, undefined);
+const created = (plan: PlanName = 'free'): AccountEvent => ({ type: 'AccountCreated', accountId, email: 'a@example.com', plan, at: 1 });
+const keyCreated = (keyId: string): AccountEvent => ({ type: 'ApiKeyCreated', accountId, keyId, keyHash: `h-${keyId}`, prefix: 'sk_abc', at: 2 });
+const createKey = (keyId: string): AccountCommand => ({ type: 'CreateKey', keyId, keyHash: `h-${keyId}`, prefix: 'sk_abc', plans: defaultPlans, now: 2 });
+
+describe('When the account does not exist', () => {
+  it('creating it records the account on the chosen plan', () => {
+    expect(decideAccount(undefined, { type: 'CreateAccount', accountId, email: 'a@example.com', plan: 'free', now: 1 })).toEqual([created()]);
+  });
+  it('every other command is refused', () => {
+    expect(decideAccount(undefined, createKey('k1'))).toBeInstanceOf(Refused);
+    expect(decideAccount(undefined, { type: 'Suspend', now: 1 })).toBeInstanceOf(Refused);
+  });
+});
+
+describe('When the account exists', () => {
+  it('creating it again is refused', () => {
+    expect(decideAccount(fold([created()]), { type: 'CreateAccount', accountId, email: 'a@example.com', plan: 'free', now: 1 })).toBeInstanceOf(Refused);
+  });
+  it.each([
+    ['free', 1],
+    ['starter', 3],
+    ['scale', 10],
+  ] as const)('the %s plan allows exactly %i active keys', (plan, max) => {
+    const events = [created(plan)];
+    for (let i = 0; i < max; i++) {
+      const decision = decideAccount(fold(events), createKey(`k${i}`));
+      expect(decision).toEqual([keyCreated(`k${i}`)]);
+      events.push(keyCreated(`k${i}`));
+    }
+    const refused = decideAccount(fold(events), createKey('one-more'));
+    expect(refused).toBeInstanceOf(Refused);
+    expect((refused as Refused).message).toContain(`the ${plan} plan allows ${max} active API key`);
+  });
+  it('the enterprise plan has no key limit', () => {
+    const events = [created('enterprise')];
+    for (let i = 0; i < 50; i++) events.push(keyCreated(`k${i}`));
+    expect(decideAccount(fold(events), createKey('k50'))).toEqual([keyCreated('k50')]);
+  });
+  it('revoked keys do not count against the limit', () => {
+    const events = [created(), keyCreated('k1'), { type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 3 } as const];
+    expect(decideAccount(fold(events), createKey('k2'))).toEqual([keyCreated('k2')]);
+  });
+  it('revoking a key records it once; revoking it again changes nothing', () => {
+    const key = evolveKey(undefined, keyCreated('k1')) as KeyState;
+    const account = fold([created(), keyCreated('k1')]);
+    expect(decideAccount(account, { type: 'RevokeKey', key, now: 5 })).toEqual([{ type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 5 }]);
+    const revoked = evolveKey(key, { type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 5 }) as KeyState;
+    expect(decideAccount(account, { type: 'RevokeKey', key: revoked, now: 6 })).toEqual([]);
+  });
+  it('suspending and resuming toggle the account, and repeating either changes nothing', () => {
+    const account = fold([created()]);
+    expect(decideAccount(account, { type: 'Resume', now: 3 })).toEqual([]);
+    expect(decideAccount(account, { type: 'Suspend', now: 3 })).toEqual([{ type: 'AccountSuspended', accountId, at: 3 }]);
+    const suspended = fold([created(), { type: 'AccountSuspended', accountId, at: 3 }]);
+    expect(suspended?.suspended).toBe(true);
+    expect(decideAccount(suspended, { type: 'Suspend', now: 4 })).toEqual([]);
+    expect(decideAccount(suspended, { type: 'Resume', now: 4 })).toEqual([{ type: 'AccountResumed', accountId, at: 4 }]);
+  });
+  it('moving to another plan records the change; moving to the same plan changes nothing', () => {
+    const account = fold([created()]);
+    expect(decideAccount(account, { type: 'ChangePlan', plan: 'scale', now: 3 })).toEqual([{ type: 'AccountPlanChanged', accountId, plan: 'scale', at: 3 }]);
+    expect(decideAccount(account, { type: 'ChangePlan', plan: 'free', now: 3 })).toEqual([]);
+  });
+});

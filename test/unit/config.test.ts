@@ -1,0 +1,55 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'airs-config-'));
+const withFile = (content: string, env: Record<string, string> = {}) => {
+  const path = join(dir, `c${Math.random()}.json`);
+  writeFileSync(path, content);
+  return () => loadConfig({ AIRS_CONFIG: path, ...env }, dir);
+};
+
+describe('Configuration', () => {
+  it('with no file and no environment gives the contract’s defaults', () => {
+    const config = loadConfig({}, dir);
+    expect(config).toMatchObject({ port: 8080, host: '127.0.0.1', requestTtlSeconds: 86_400, maxPromptChars: 1_000_000, maxBodyBytes: 4 * 1024 * 1024, pollIntervalSeconds: 5 });
+    expect(config.dataDir).toBe(join(dir, 'data'));
+    expect(config.models.map((m) => m.id)).toEqual(['echo', 'echo-slow']);
+    expect(config.models[1]).toMatchObject({ provider: 'echo', delayMs: 5_000 });
+    expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600 });
+    expect(config.plans.enterprise.maxKeys).toBeNull();
+  });
+  it('reads ./airs.config.json when AIRS_CONFIG is not set', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'airs-cwd-'));
+    writeFileSync(join(cwd, 'airs.config.json'), JSON.stringify({ port: 9000 }));
+    expect(loadConfig({}, cwd).port).toBe(9000);
+  });
+  it('lets PORT, HOST and AIRS_DATA_DIR override the file', () => {
+    const config = withFile(JSON.stringify({ port: 9000, host: '0.0.0.0', dataDir: '/x' }), { PORT: '9100', HOST: '::1', AIRS_DATA_DIR: '/y' })();
+    expect(config).toMatchObject({ port: 9100, host: '::1', dataDir: '/y' });
+  });
+  it('merges plan overrides over the defaults, field by field', () => {
+    const config = withFile(JSON.stringify({ plans: { free: { submitsPerMinute: 5 } } }))();
+    expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 5, pollsPerMinute: 600 });
+  });
+  it.each([
+    ['{"port":"x"}', 'port'],
+    ['{"plans":{"free":{"submitsPerMinute":-1}}}', 'plans.free.submitsPerMinute'],
+    ['{"prot":8080}', 'prot'],
+    ['{"models":[{"id":"m","provider":"magic"}]}', 'models.0'],
+    ['{"models":[{"id":"a","provider":"echo"},{"id":"a","provider":"echo"}]}', 'models'],
+    ['{"processing":{"concurrency":0}}', 'processing.concurrency'],
+    ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
+  ])('refuses %s with a message naming %s', (content, field) => {
+    expect(withFile(content)).toThrow(ConfigError);
+    expect(withFile(content)).toThrow(field);
+  });
+  it('refuses a file that is not JSON, naming the file', () => {
+    expect(withFile('{ port: 1 ')).toThrow(/not valid JSON/);
+  });
+  it('refuses a PORT that is not a port number', () => {
+    expect(() => loadConfig({ PORT: 'eighty' }, dir)).toThrow(/PORT/);
+  });
+});
