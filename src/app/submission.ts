@@ -40,6 +40,10 @@ export const parseSubmission = (
         prompt.length === 0 ? 'prompt must not be empty' : 'prompt must not be empty (it holds only white space)',
     });
   }
+  // A lone surrogate (JSON "\ud800") is not text: storage would turn it into U+FFFD and the echo would differ.
+  if (/\p{Cs}/u.test(prompt)) {
+    return new InvalidRequest({ message: 'prompt must be valid Unicode text; it contains an unpaired surrogate' });
+  }
   if (prompt.length > rules.maxPromptChars) {
     return new InvalidRequest({
       message: `prompt is ${prompt.length} characters long; the maximum is ${rules.maxPromptChars}`,

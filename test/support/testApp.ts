@@ -51,7 +51,12 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
   const dataDir = options.dataDir ?? tempDataDir();
   const config = defaultConfig({ dataDir, ...options.config });
   const clock = options.clock ?? new ManualClock();
-  const app = await startApp({ config, logger: silentLogger(), clock, sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000 });
+  const app = await startApp({
+    config,
+    logger: silentLogger(),
+    clock,
+    sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
+  });
   return {
     ...app,
     config,
@@ -79,7 +84,10 @@ export const listen = async (app: App) => {
 };
 
 /** Polls `check` until it returns a value or `timeoutMs` passes. */
-export const eventually = async <A>(check: () => Promise<A | undefined> | A | undefined, timeoutMs = 5_000): Promise<A> => {
+export const eventually = async <A>(
+  check: () => Promise<A | undefined> | A | undefined,
+  timeoutMs = 5_000,
+): Promise<A> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

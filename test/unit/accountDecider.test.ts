@@ -7,13 +7,35 @@ import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
 
 const accountId = 'acct_a';
 const fold = (events: AccountEvent[]) => events.reduce<AccountState | undefined>(evolveAccount, undefined);
-const created = (plan: PlanName = 'free'): AccountEvent => ({ type: 'AccountCreated', accountId, email: 'a@example.com', plan, at: 1 });
-const keyCreated = (keyId: string): AccountEvent => ({ type: 'ApiKeyCreated', accountId, keyId, keyHash: `h-${keyId}`, prefix: 'sk_abc', at: 2 });
-const createKey = (keyId: string): AccountCommand => ({ type: 'CreateKey', keyId, keyHash: `h-${keyId}`, prefix: 'sk_abc', plans: defaultPlans, now: 2 });
+const created = (plan: PlanName = 'free'): AccountEvent => ({
+  type: 'AccountCreated',
+  accountId,
+  email: 'a@example.com',
+  plan,
+  at: 1,
+});
+const keyCreated = (keyId: string): AccountEvent => ({
+  type: 'ApiKeyCreated',
+  accountId,
+  keyId,
+  keyHash: `h-${keyId}`,
+  prefix: 'sk_abc',
+  at: 2,
+});
+const createKey = (keyId: string): AccountCommand => ({
+  type: 'CreateKey',
+  keyId,
+  keyHash: `h-${keyId}`,
+  prefix: 'sk_abc',
+  plans: defaultPlans,
+  now: 2,
+});
 
 describe('When the account does not exist', () => {
   it('creating it records the account on the chosen plan', () => {
-    expect(decideAccount(undefined, { type: 'CreateAccount', accountId, email: 'a@example.com', plan: 'free', now: 1 })).toEqual([created()]);
+    expect(
+      decideAccount(undefined, { type: 'CreateAccount', accountId, email: 'a@example.com', plan: 'free', now: 1 }),
+    ).toEqual([created()]);
   });
   it('every other command is refused', () => {
     expect(decideAccount(undefined, createKey('k1'))).toBeInstanceOf(Refused);
@@ -23,7 +45,15 @@ describe('When the account does not exist', () => {
 
 describe('When the account exists', () => {
   it('creating it again is refused', () => {
-    expect(decideAccount(fold([created()]), { type: 'CreateAccount', accountId, email: 'a@example.com', plan: 'free', now: 1 })).toBeInstanceOf(Refused);
+    expect(
+      decideAccount(fold([created()]), {
+        type: 'CreateAccount',
+        accountId,
+        email: 'a@example.com',
+        plan: 'free',
+        now: 1,
+      }),
+    ).toBeInstanceOf(Refused);
   });
   it.each([
     ['free', 1],
@@ -52,22 +82,30 @@ describe('When the account exists', () => {
   it('revoking a key records it once; revoking it again changes nothing', () => {
     const key = evolveKey(undefined, keyCreated('k1')) as KeyState;
     const account = fold([created(), keyCreated('k1')]);
-    expect(decideAccount(account, { type: 'RevokeKey', key, now: 5 })).toEqual([{ type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 5 }]);
+    expect(decideAccount(account, { type: 'RevokeKey', key, now: 5 })).toEqual([
+      { type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 5 },
+    ]);
     const revoked = evolveKey(key, { type: 'ApiKeyRevoked', accountId, keyId: 'k1', at: 5 }) as KeyState;
     expect(decideAccount(account, { type: 'RevokeKey', key: revoked, now: 6 })).toEqual([]);
   });
   it('suspending and resuming toggle the account, and repeating either changes nothing', () => {
     const account = fold([created()]);
     expect(decideAccount(account, { type: 'Resume', now: 3 })).toEqual([]);
-    expect(decideAccount(account, { type: 'Suspend', now: 3 })).toEqual([{ type: 'AccountSuspended', accountId, at: 3 }]);
+    expect(decideAccount(account, { type: 'Suspend', now: 3 })).toEqual([
+      { type: 'AccountSuspended', accountId, at: 3 },
+    ]);
     const suspended = fold([created(), { type: 'AccountSuspended', accountId, at: 3 }]);
     expect(suspended?.suspended).toBe(true);
     expect(decideAccount(suspended, { type: 'Suspend', now: 4 })).toEqual([]);
-    expect(decideAccount(suspended, { type: 'Resume', now: 4 })).toEqual([{ type: 'AccountResumed', accountId, at: 4 }]);
+    expect(decideAccount(suspended, { type: 'Resume', now: 4 })).toEqual([
+      { type: 'AccountResumed', accountId, at: 4 },
+    ]);
   });
   it('moving to another plan records the change; moving to the same plan changes nothing', () => {
     const account = fold([created()]);
-    expect(decideAccount(account, { type: 'ChangePlan', plan: 'scale', now: 3 })).toEqual([{ type: 'AccountPlanChanged', accountId, plan: 'scale', at: 3 }]);
+    expect(decideAccount(account, { type: 'ChangePlan', plan: 'scale', now: 3 })).toEqual([
+      { type: 'AccountPlanChanged', accountId, plan: 'scale', at: 3 },
+    ]);
     expect(decideAccount(account, { type: 'ChangePlan', plan: 'free', now: 3 })).toEqual([]);
   });
 });

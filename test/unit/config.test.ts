@@ -14,7 +14,14 @@ const withFile = (content: string, env: Record<string, string> = {}) => {
 describe('Configuration', () => {
   it('with no file and no environment gives the contract’s defaults', () => {
     const config = loadConfig({}, dir);
-    expect(config).toMatchObject({ port: 8080, host: '127.0.0.1', requestTtlSeconds: 86_400, maxPromptChars: 1_000_000, maxBodyBytes: 4 * 1024 * 1024, pollIntervalSeconds: 5 });
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      requestTtlSeconds: 86_400,
+      maxPromptChars: 1_000_000,
+      maxBodyBytes: 4 * 1024 * 1024,
+      pollIntervalSeconds: 5,
+    });
     expect(config.dataDir).toBe(join(dir, 'data'));
     expect(config.models.map((m) => m.id)).toEqual(['echo', 'echo-slow']);
     expect(config.models[1]).toMatchObject({ provider: 'echo', delayMs: 5_000 });
@@ -27,7 +34,11 @@ describe('Configuration', () => {
     expect(loadConfig({}, cwd).port).toBe(9000);
   });
   it('lets PORT, HOST and AIRS_DATA_DIR override the file', () => {
-    const config = withFile(JSON.stringify({ port: 9000, host: '0.0.0.0', dataDir: '/x' }), { PORT: '9100', HOST: '::1', AIRS_DATA_DIR: '/y' })();
+    const config = withFile(JSON.stringify({ port: 9000, host: '0.0.0.0', dataDir: '/x' }), {
+      PORT: '9100',
+      HOST: '::1',
+      AIRS_DATA_DIR: '/y',
+    })();
     expect(config).toMatchObject({ port: 9100, host: '::1', dataDir: '/y' });
   });
   it('merges plan overrides over the defaults, field by field', () => {

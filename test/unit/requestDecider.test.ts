@@ -21,14 +21,28 @@ const queued: RequestEvent = {
   at: t0,
   expiresAt,
 };
-const started = (attempt: number, at = t0 + 10): RequestEvent => ({ type: 'RequestProcessingStarted', reqId, attempt, at });
+const started = (attempt: number, at = t0 + 10): RequestEvent => ({
+  type: 'RequestProcessingStarted',
+  reqId,
+  attempt,
+  at,
+});
 const completed: RequestEvent = { type: 'RequestCompleted', reqId, responseChars: 5, at: t0 + 20 };
 const failed: RequestEvent = { type: 'RequestFailed', reqId, reason: 'boom', at: t0 + 20 };
 
 describe('When the request does not exist yet', () => {
   it('a submit queues it with an expiry time counted from creation', () => {
     given([])
-      .when({ type: 'Submit', reqId, accountId: 'acct_a', keyId: 'key_a', model: 'echo', promptChars: 5, ttlMs, now: t0 })
+      .when({
+        type: 'Submit',
+        reqId,
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        model: 'echo',
+        promptChars: 5,
+        ttlMs,
+        now: t0,
+      })
       .then([queued]);
   });
   it('no work can start on it', () => {
@@ -41,24 +55,41 @@ describe('When the request does not exist yet', () => {
 
 describe('When the request is queued and waiting', () => {
   it('a worker starts attempt number one', () => {
-    given([queued]).when({ type: 'StartAttempt', reqId, now: t0 + 10 }).then([started(1)]);
+    given([queued])
+      .when({ type: 'StartAttempt', reqId, now: t0 + 10 })
+      .then([started(1)]);
   });
   it('a second submit with the same id is refused', () => {
     given([queued])
-      .when({ type: 'Submit', reqId, accountId: 'acct_a', keyId: 'key_a', model: 'echo', promptChars: 5, ttlMs, now: t0 })
+      .when({
+        type: 'Submit',
+        reqId,
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        model: 'echo',
+        promptChars: 5,
+        ttlMs,
+        now: t0,
+      })
       .thenRefused('RequestQueued');
   });
   it('it cannot complete without an attempt in progress', () => {
-    given([queued]).when({ type: 'RecordSuccess', reqId, responseChars: 1, now: t0 + 5 }).thenRefused('RequestCompleted');
+    given([queued])
+      .when({ type: 'RecordSuccess', reqId, responseChars: 1, now: t0 + 5 })
+      .thenRefused('RequestCompleted');
   });
   it('no work starts once the expiry time has come', () => {
     given([queued]).when({ type: 'StartAttempt', reqId, now: expiresAt }).thenRefused('RequestProcessingStarted');
   });
   it('it cannot be expired before its expiry time', () => {
-    given([queued]).when({ type: 'Expire', reqId, now: expiresAt - 1 }).thenRefused('RequestExpired');
+    given([queued])
+      .when({ type: 'Expire', reqId, now: expiresAt - 1 })
+      .thenRefused('RequestExpired');
   });
   it('it expires at its expiry time', () => {
-    given([queued]).when({ type: 'Expire', reqId, now: expiresAt }).then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
+    given([queued])
+      .when({ type: 'Expire', reqId, now: expiresAt })
+      .then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
   });
   it('it is publicly queued', () => {
     expect(publicStatus(foldRequest([queued]), t0 + 1)).toBe('queued');
@@ -74,27 +105,47 @@ describe('When the request is being processed', () => {
   it('a failure before the last attempt schedules a retry after an exponential backoff', () => {
     given([queued, started(1)])
       .when({ type: 'RecordFailure', reqId, reason: 'upstream 503', policy, now: t0 + 20 })
-      .then([{ type: 'RequestAttemptFailed', reqId, attempt: 1, reason: 'upstream 503', retryAt: t0 + 1_020, at: t0 + 20 }]);
-    const retried = [queued, started(1), { type: 'RequestAttemptFailed', reqId, attempt: 1, reason: 'x', retryAt: t0 + 1_020, at: t0 + 20 } as const];
+      .then([
+        { type: 'RequestAttemptFailed', reqId, attempt: 1, reason: 'upstream 503', retryAt: t0 + 1_020, at: t0 + 20 },
+      ]);
+    const retried = [
+      queued,
+      started(1),
+      { type: 'RequestAttemptFailed', reqId, attempt: 1, reason: 'x', retryAt: t0 + 1_020, at: t0 + 20 } as const,
+    ];
     given([...retried, started(2, t0 + 1_100)])
       .when({ type: 'RecordFailure', reqId, reason: 'again', policy, now: t0 + 1_200 })
-      .then([{ type: 'RequestAttemptFailed', reqId, attempt: 2, reason: 'again', retryAt: t0 + 3_200, at: t0 + 1_200 }]);
+      .then([
+        { type: 'RequestAttemptFailed', reqId, attempt: 2, reason: 'again', retryAt: t0 + 3_200, at: t0 + 1_200 },
+      ]);
   });
   it('a failure of the last allowed attempt fails the request for good', () => {
     const history: RequestEvent[] = [queued];
     for (let attempt = 1; attempt <= 3; attempt++) {
       history.push(started(attempt, t0 + attempt * 100));
-      if (attempt < 3) history.push({ type: 'RequestAttemptFailed', reqId, attempt, reason: 'x', retryAt: t0, at: t0 + attempt * 100 + 1 });
+      if (attempt < 3)
+        history.push({
+          type: 'RequestAttemptFailed',
+          reqId,
+          attempt,
+          reason: 'x',
+          retryAt: t0,
+          at: t0 + attempt * 100 + 1,
+        });
     }
     given(history)
       .when({ type: 'RecordFailure', reqId, reason: 'timed out', policy, now: t0 + 500 })
       .then([{ type: 'RequestFailed', reqId, reason: 'gave up after 3 attempts: timed out', at: t0 + 500 }]);
   });
   it('a worker restarted after a crash may start it again, as a new attempt', () => {
-    given([queued, started(1)]).when({ type: 'StartAttempt', reqId, now: t0 + 30 }).then([started(2, t0 + 30)]);
+    given([queued, started(1)])
+      .when({ type: 'StartAttempt', reqId, now: t0 + 30 })
+      .then([started(2, t0 + 30)]);
   });
   it('a result arriving at or after the expiry time is not recorded', () => {
-    given([queued, started(1)]).when({ type: 'RecordSuccess', reqId, responseChars: 5, now: expiresAt }).thenRefused('RequestCompleted');
+    given([queued, started(1)])
+      .when({ type: 'RecordSuccess', reqId, responseChars: 5, now: expiresAt })
+      .thenRefused('RequestCompleted');
   });
   it('it is still publicly queued', () => {
     expect(publicStatus(foldRequest([queued, started(1)]), t0 + 11)).toBe('queued');
@@ -104,13 +155,19 @@ describe('When the request is being processed', () => {
 describe('When the request is completed', () => {
   const history = [queued, started(1), completed];
   it('it cannot complete a second time', () => {
-    given(history).when({ type: 'RecordSuccess', reqId, responseChars: 9, now: t0 + 30 }).thenRefused('RequestCompleted');
+    given(history)
+      .when({ type: 'RecordSuccess', reqId, responseChars: 9, now: t0 + 30 })
+      .thenRefused('RequestCompleted');
   });
   it('it cannot be started again', () => {
-    given(history).when({ type: 'StartAttempt', reqId, now: t0 + 30 }).thenRefused('RequestProcessingStarted');
+    given(history)
+      .when({ type: 'StartAttempt', reqId, now: t0 + 30 })
+      .thenRefused('RequestProcessingStarted');
   });
   it('it expires at its expiry time, counted from creation and not from completion', () => {
-    given(history).when({ type: 'Expire', reqId, now: expiresAt }).then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
+    given(history)
+      .when({ type: 'Expire', reqId, now: expiresAt })
+      .then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
   });
   it('it is publicly completed until the expiry time and hidden from then on, before any expiry is written', () => {
     expect(publicStatus(foldRequest(history), expiresAt - 1)).toBe('completed');
@@ -121,10 +178,14 @@ describe('When the request is completed', () => {
 describe('When the request has failed', () => {
   const history = [queued, started(1), failed];
   it('it cannot be completed any more', () => {
-    given(history).when({ type: 'RecordSuccess', reqId, responseChars: 1, now: t0 + 30 }).thenRefused('RequestCompleted');
+    given(history)
+      .when({ type: 'RecordSuccess', reqId, responseChars: 1, now: t0 + 30 })
+      .thenRefused('RequestCompleted');
   });
   it('it still expires', () => {
-    given(history).when({ type: 'Expire', reqId, now: expiresAt + 5 }).then([{ type: 'RequestExpired', reqId, at: expiresAt + 5 }]);
+    given(history)
+      .when({ type: 'Expire', reqId, now: expiresAt + 5 })
+      .then([{ type: 'RequestExpired', reqId, at: expiresAt + 5 }]);
   });
   it('it is publicly failed', () => {
     expect(publicStatus(foldRequest(history), t0 + 30)).toBe('failed');
@@ -134,8 +195,12 @@ describe('When the request has failed', () => {
 describe('When the request has expired', () => {
   const history: RequestEvent[] = [queued, { type: 'RequestExpired', reqId, at: expiresAt }];
   it('nothing can happen to it any more', () => {
-    given(history).when({ type: 'StartAttempt', reqId, now: expiresAt + 1 }).thenRefused('RequestProcessingStarted');
-    given(history).when({ type: 'Expire', reqId, now: expiresAt + 1 }).thenRefused('RequestExpired');
+    given(history)
+      .when({ type: 'StartAttempt', reqId, now: expiresAt + 1 })
+      .thenRefused('RequestProcessingStarted');
+    given(history)
+      .when({ type: 'Expire', reqId, now: expiresAt + 1 })
+      .thenRefused('RequestExpired');
   });
   it('it is publicly hidden', () => {
     expect(publicStatus(foldRequest(history), expiresAt + 1)).toBe('expired');

@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import type { ManualClock } from '../../src/ports/Clock.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+
+const dayMs = 86_400_000;
+
+describe('Expiry and retention', () => {
+  let app: TestApp;
+  afterEach(() => app?.stop());
+
+  const submit = async (key: string, model = 'echo', prompt = 'secret prompt') => {
+    const response = await app.call('POST', '/v1/ai', { key, body: { model, prompt } });
+    return ((await response.json()) as { request_id: string }).request_id;
+  };
+  const typesOf = (reqId: string) =>
+    [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+
+  it('answers 404 from the expiry time on, before the sweeper has written anything', async () => {
+    app = await startTestApp();
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account();
+    const reqId = await submit(key);
+    await app.processor.idle();
+    clock.advance(dayMs - 1);
+    expect((await app.call('GET', `/v1/ai?req_id=${reqId}`, { key })).status).toBe(200);
+    clock.advance(1);
+    const expired = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
+    expect(expired.status).toBe(404);
+    expect(((await expired.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect(typesOf(reqId)).not.toContain('RequestExpired');
+  });
+
+  it('the sweeper appends RequestExpired and deletes the prompt and response, keeping ids, times and sizes', async () => {
+    app = await startTestApp();
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account();
+    const reqId = await submit(key);
+    await app.processor.idle();
+    expect(app.store.reads.payload(reqId, 'prompt')).toBe('secret prompt');
+    expect(app.store.reads.payload(reqId, 'response')).toBe('secret prompt');
+    clock.advance(dayMs);
+    expect(await app.sweeper.sweep()).toBe(1);
+    expect(typesOf(reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted', 'RequestExpired']);
+    expect(app.store.reads.payload(reqId, 'prompt')).toBeUndefined();
+    expect(app.store.reads.payload(reqId, 'response')).toBeUndefined();
+    expect(app.store.reads.request(reqId)?.context).toMatchObject({ reqId, promptChars: 13, responseChars: 13 });
+    expect(JSON.stringify([...app.store.reads.events()])).not.toContain('secret prompt');
+    expect(await app.sweeper.sweep()).toBe(0);
+  });
+
+  it('never processes a request that is still queued when its time runs out', async () => {
+    app = await startTestApp({
+      config: {
+        models: [
+          { id: 'slow', provider: 'echo', delayMs: 150, timeoutMs: 10_000 },
+          { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 10_000 },
+        ],
+        processing: { concurrency: 1, maxAttempts: 1 },
+      },
+    });
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account('starter');
+    const busy = await submit(key, 'slow');
+    const waiting = await submit(key, 'echo');
+    await eventually(() => (typesOf(busy).includes('RequestProcessingStarted') ? true : undefined));
+    clock.advance(dayMs);
+    await eventually(() => (typesOf(waiting).includes('RequestExpired') ? true : undefined));
+    expect(typesOf(waiting)).toEqual(['RequestQueued', 'RequestExpired']);
+    await eventually(() => (typesOf(busy).includes('RequestExpired') ? true : undefined));
+    expect(typesOf(busy)).not.toContain('RequestCompleted');
+  });
+
+  it('after expiry and sweeping, the views still equal the fold of the log', async () => {
+    app = await startTestApp();
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account();
+    for (let i = 0; i < 5; i++) await submit(key);
+    await app.processor.idle();
+    clock.advance(dayMs);
+    await app.sweeper.sweep();
+    const dataDir = app.dataDir;
+    await app.stop({ keepData: true });
+    const dbs = openDatabases(dataDir);
+    try {
+      expect(verifyViews(dbs).differences).toEqual([]);
+    } finally {
+      await dbs.root.close();
+    }
+  });
+});
