@@ -9,7 +9,7 @@ export const given = (events: readonly RequestEvent[]) => ({
   when: (command: RequestCommand) => {
     const result = decide(foldRequest(events), command);
     return {
-      then: (expected: readonly RequestEvent[]) => expect(result).toEqual(expected),
+      thenEvents: (expected: readonly RequestEvent[]) => expect(result).toEqual(expected),
       thenRefused: (event: RequestEvent['type']) => {
         expect(result).toBeInstanceOf(LifecycleViolation);
         expect((result as LifecycleViolation).event).toBe(event);

@@ -43,7 +43,7 @@ describe('When the request does not exist yet', () => {
         ttlMs,
         now: t0,
       })
-      .then([queued]);
+      .thenEvents([queued]);
   });
   it('no work can start on it', () => {
     given([]).when({ type: 'StartAttempt', reqId, now: t0 }).thenRefused('RequestProcessingStarted');
@@ -57,7 +57,7 @@ describe('When the request is queued and waiting', () => {
   it('a worker starts attempt number one', () => {
     given([queued])
       .when({ type: 'StartAttempt', reqId, now: t0 + 10 })
-      .then([started(1)]);
+      .thenEvents([started(1)]);
   });
   it('a second submit with the same id is refused', () => {
     given([queued])
@@ -89,7 +89,7 @@ describe('When the request is queued and waiting', () => {
   it('it expires at its expiry time', () => {
     given([queued])
       .when({ type: 'Expire', reqId, now: expiresAt })
-      .then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
+      .thenEvents([{ type: 'RequestExpired', reqId, at: expiresAt }]);
   });
   it('it is publicly queued', () => {
     expect(publicStatus(foldRequest([queued]), t0 + 1)).toBe('queued');
@@ -100,12 +100,12 @@ describe('When the request is being processed', () => {
   it('success completes it with the response size', () => {
     given([queued, started(1)])
       .when({ type: 'RecordSuccess', reqId, responseChars: 5, now: t0 + 20 })
-      .then([completed]);
+      .thenEvents([completed]);
   });
   it('a failure before the last attempt schedules a retry after an exponential backoff', () => {
     given([queued, started(1)])
       .when({ type: 'RecordFailure', reqId, reason: 'upstream 503', policy, now: t0 + 20 })
-      .then([
+      .thenEvents([
         { type: 'RequestAttemptFailed', reqId, attempt: 1, reason: 'upstream 503', retryAt: t0 + 1_020, at: t0 + 20 },
       ]);
     const retried = [
@@ -115,7 +115,7 @@ describe('When the request is being processed', () => {
     ];
     given([...retried, started(2, t0 + 1_100)])
       .when({ type: 'RecordFailure', reqId, reason: 'again', policy, now: t0 + 1_200 })
-      .then([
+      .thenEvents([
         { type: 'RequestAttemptFailed', reqId, attempt: 2, reason: 'again', retryAt: t0 + 3_200, at: t0 + 1_200 },
       ]);
   });
@@ -135,12 +135,12 @@ describe('When the request is being processed', () => {
     }
     given(history)
       .when({ type: 'RecordFailure', reqId, reason: 'timed out', policy, now: t0 + 500 })
-      .then([{ type: 'RequestFailed', reqId, reason: 'gave up after 3 attempts: timed out', at: t0 + 500 }]);
+      .thenEvents([{ type: 'RequestFailed', reqId, reason: 'gave up after 3 attempts: timed out', at: t0 + 500 }]);
   });
   it('a worker restarted after a crash may start it again, as a new attempt', () => {
     given([queued, started(1)])
       .when({ type: 'StartAttempt', reqId, now: t0 + 30 })
-      .then([started(2, t0 + 30)]);
+      .thenEvents([started(2, t0 + 30)]);
   });
   it('a result arriving at or after the expiry time is not recorded', () => {
     given([queued, started(1)])
@@ -167,7 +167,7 @@ describe('When the request is completed', () => {
   it('it expires at its expiry time, counted from creation and not from completion', () => {
     given(history)
       .when({ type: 'Expire', reqId, now: expiresAt })
-      .then([{ type: 'RequestExpired', reqId, at: expiresAt }]);
+      .thenEvents([{ type: 'RequestExpired', reqId, at: expiresAt }]);
   });
   it('it is publicly completed until the expiry time and hidden from then on, before any expiry is written', () => {
     expect(publicStatus(foldRequest(history), expiresAt - 1)).toBe('completed');
@@ -185,7 +185,7 @@ describe('When the request has failed', () => {
   it('it still expires', () => {
     given(history)
       .when({ type: 'Expire', reqId, now: expiresAt + 5 })
-      .then([{ type: 'RequestExpired', reqId, at: expiresAt + 5 }]);
+      .thenEvents([{ type: 'RequestExpired', reqId, at: expiresAt + 5 }]);
   });
   it('it is publicly failed', () => {
     expect(publicStatus(foldRequest(history), t0 + 30)).toBe('failed');
