@@ -99,7 +99,10 @@ describe('Accounts, keys and plans against a model of who may do what', () => {
           app.accounts.createAccount(`model${++n}-${Date.now()}@example.com`, 'free'),
         );
         await fc.asyncModelRun(
-          () => ({ model: { plan: 'free', suspended: false, keys: [] }, real: { app, accountId: account.accountId } }),
+          (): { model: Model; real: Real } => ({
+            model: { plan: 'free', suspended: false, keys: [] },
+            real: { app, accountId: account.accountId },
+          }),
           cmds,
         );
       }),
