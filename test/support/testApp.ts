@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Effect } from 'effect';
-import { serve } from 'h3';
+import { listen as listenHttp } from '../../src/adapters/http/listen.js';
 import { type Config, defaultConfig } from '../../src/config.js';
 import type { PlanName } from '../../src/domain/plans.js';
 import { type ClockShape, ManualClock } from '../../src/ports/Clock.js';
@@ -77,9 +77,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
 
 /** Serves an app on a real socket on 127.0.0.1 with a free port. */
 export const listen = async (app: App) => {
-  const server = serve(app.http, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false });
-  await server.ready();
-  const url = new URL(server.url ?? '').origin;
+  const { server, url } = await listenHttp(app.http, { port: 0, hostname: '127.0.0.1' });
   return { url, close: () => server.close(true) };
 };
 

@@ -133,7 +133,14 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     onError: (error) =>
       error.status >= 500
         ? serverErrorResponse()
-        : errorResponse(new InvalidRequest({ message: error.message || 'bad request' })),
+        : errorResponse(
+            new InvalidRequest({
+              message:
+                error.message && error.message !== 'Bad Request'
+                  ? error.message
+                  : 'the request could not be parsed (for example, invalid percent-encoding in the path)',
+            }),
+          ),
   });
 
   const routes = new Map<string, ReturnType<typeof guarded>>([
