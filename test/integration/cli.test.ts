@@ -1,0 +1,251 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
+import { ManualClock } from '../../src/ports/Clock.js';
+import {
+  type CliResult,
+  type CreatedKey,
+  cliJson,
+  killChildren,
+  runCli,
+  type Sandbox,
+  sandbox,
+} from '../support/processes.js';
+import { startTestApp } from '../support/testApp.js';
+
+type AccountJson = { id: string; email: string; plan: string; suspended: boolean };
+type ReplayJson = {
+  events: Array<{ type: string; seq: number; at: string; reqId?: string; accountId?: string }>;
+  final_states: Record<string, string>;
+};
+
+/** A failure as the contract wants it: non-zero exit, nothing on stdout, exactly one line on stderr. */
+const expectOneLineFailure = (result: CliResult, message?: RegExp) => {
+  expect(result.code, result.stderr).not.toBe(0);
+  expect(result.stdout).toBe('');
+  expect(result.stderr.trimEnd().split('\n'), result.stderr).toHaveLength(1);
+  if (message !== undefined) expect(result.stderr).toMatch(message);
+};
+
+const boxes: Sandbox[] = [];
+const newBox = (label: string) => {
+  const box = sandbox(label);
+  boxes.push(box);
+  return box;
+};
+afterAll(async () => {
+  await killChildren();
+  for (const box of boxes) box.remove();
+});
+
+describe('account and key commands', { timeout: 60_000 }, () => {
+  let box: Sandbox;
+  beforeAll(() => {
+    box = newBox('airs-cli');
+  });
+
+  it('`accounts create` prints the account in words, or with --json exactly one JSON document', async () => {
+    const text = await runCli(box, ['accounts', 'create', '--email', 'words@example.com']);
+    expect(text.code).toBe(0);
+    expect(text.stderr).toBe('');
+    expect(text.stdout).toMatch(/created account acct_\S+ \(words@example\.com, plan free\)/);
+
+    const json = await runCli(box, ['accounts', 'create', '--email', 'json@example.com', '--plan', 'scale', '--json']);
+    expect(json.code).toBe(0);
+    expect(json.stderr).toBe('');
+    const account = JSON.parse(json.stdout) as AccountJson;
+    expect(account).toMatchObject({ email: 'json@example.com', plan: 'scale', suspended: false });
+
+    const [listed, lines] = await Promise.all([
+      cliJson<AccountJson[]>(box, ['accounts', 'list']),
+      runCli(box, ['accounts', 'list']),
+    ]);
+    expect(listed.map((a) => a.email)).toEqual(expect.arrayContaining(['words@example.com', 'json@example.com']));
+    expect(lines.code).toBe(0);
+    expect(lines.stdout).toContain(account.id);
+  });
+
+  it('`keys create` prints the key once; `keys list` and `replay` show only its prefix and hash', async () => {
+    const account = await cliJson<AccountJson>(box, ['accounts', 'create', '--email', 'keys@example.com']);
+    const created = await runCli(box, ['keys', 'create', '--account', account.id]);
+    expect(created.code).toBe(0);
+    const key = created.stdout.split('\n')[0] ?? '';
+    expect(key).toMatch(/^sk_[A-Za-z0-9_-]{43,}$/);
+    expect(created.stdout).toMatch(/cannot be shown again/);
+
+    const outputs = await Promise.all([
+      runCli(box, ['keys', 'list', '--account', account.id, '--json']),
+      runCli(box, ['keys', 'list', '--account', account.id]),
+      runCli(box, ['replay']),
+      runCli(box, ['replay', '--json']),
+    ]);
+    const listed = JSON.parse(outputs[0]?.stdout ?? '') as Array<{ id: string; prefix: string }>;
+    expect(listed).toHaveLength(1);
+    const prefix = listed[0]?.prefix ?? '';
+    expect(key.startsWith(prefix)).toBe(true);
+    expect(prefix.length).toBeLessThan(key.length / 2);
+    for (const output of outputs) {
+      expect(output.code).toBe(0);
+      expect(output.stdout).toContain(prefix);
+      expect(output.stdout).not.toContain(key);
+      expect(output.stdout).not.toContain(key.slice(3));
+    }
+    const hash = createHash('sha256').update(key).digest('hex');
+    expect(outputs[2]?.stdout).toContain(hash);
+  });
+
+  it('a free account is refused a second key with a clear message, until its key is revoked or its plan grows', async () => {
+    const account = await cliJson<AccountJson>(box, ['accounts', 'create', '--email', 'limit@example.com']);
+    const first = await cliJson<CreatedKey>(box, ['keys', 'create', '--account', account.id]);
+    expectOneLineFailure(
+      await runCli(box, ['keys', 'create', '--account', account.id]),
+      /free plan allows 1 active API key/,
+    );
+
+    expect((await runCli(box, ['keys', 'revoke', first.id])).code).toBe(0);
+    const replacement = await cliJson<CreatedKey>(box, ['keys', 'create', '--account', account.id]);
+    expect(replacement.account_id).toBe(account.id);
+
+    const moved = await cliJson<AccountJson>(box, ['accounts', 'set-plan', account.id, 'starter']);
+    expect(moved.plan).toBe('starter');
+    expect((await runCli(box, ['keys', 'create', '--account', account.id])).code).toBe(0);
+  });
+
+  it('an unknown plan, account or key, a missing option or an unknown command fail with one stderr line', async () => {
+    const account = await cliJson<AccountJson>(box, ['accounts', 'create', '--email', 'errors@example.com']);
+    const cases: Array<[string[], RegExp]> = [
+      [['accounts', 'create', '--email', 'gold@example.com', '--plan', 'gold'], /unknown plan "gold".*enterprise/],
+      [['accounts', 'set-plan', account.id, 'platinum'], /unknown plan "platinum"/],
+      [['accounts', 'suspend', 'acct_missing'], /acct_missing/],
+      [['keys', 'create', '--account', 'acct_missing'], /acct_missing/],
+      [['keys', 'revoke', 'key_missing'], /key_missing/],
+      [['keys', 'create'], /--account/],
+      [['accounts', 'create', '--email', 'errors@example.com'], /already exists/],
+      [['replay', '--since', 'yesterday'], /--since/],
+      [['frobnicate'], /frobnicate/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => runCli(box, args)));
+    for (const [i, result] of results.entries()) expectOneLineFailure(result, cases[i]?.[1]);
+    const listed = await cliJson<AccountJson[]>(box, ['accounts', 'list']);
+    expect(listed.map((a) => a.email)).not.toContain('gold@example.com');
+    expect(listed.find((a) => a.id === account.id)?.plan).toBe('free');
+  });
+});
+
+describe('a bad config file', { timeout: 60_000 }, () => {
+  const badConfigs: Array<[string, string, RegExp]> = [
+    ['a port that is not a number', '{"port":"x"}', /: port: /],
+    ['an unknown key', '{"colour":"blue"}', /colour/],
+    ['text that is not JSON', '{"port": 80', /not valid JSON/],
+    ['a negative submit budget', '{"plans":{"free":{"submitsPerMinute":-1}}}', /plans\.free\.submitsPerMinute/],
+  ];
+  it.each(badConfigs)(
+    'with %s makes `serve` and management commands exit non-zero, naming the field',
+    async (_, config, field) => {
+      const box = newBox('airs-badcfg');
+      box.writeConfig(config);
+      const [serve, list] = await Promise.all([
+        runCli(box, ['serve'], { env: { PORT: '0' }, timeoutMs: 15_000 }),
+        runCli(box, ['accounts', 'list']),
+      ]);
+      for (const result of [serve, list]) {
+        expectOneLineFailure(result, field);
+        expect(result.stderr).toMatch(/configuration/);
+      }
+    },
+  );
+});
+
+describe('replay', { timeout: 60_000 }, () => {
+  const t0 = Date.UTC(2026, 0, 1);
+  let box: Sandbox;
+  let first: { accountId: string; reqId: string };
+  let second: { accountId: string; reqId: string };
+
+  beforeAll(async () => {
+    box = newBox('airs-replay');
+    // The log is written in-process with a manual clock, so event times are known; no server runs.
+    const clock = new ManualClock(t0);
+    const app = await startTestApp({ dataDir: box.dataDir, clock });
+    const submitAs = async (email: string) => {
+      const { accountId, key } = await app.account('free', email);
+      const posted = await app.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt: email } });
+      expect(posted.status).toBe(202);
+      await app.processor.idle();
+      return { accountId, reqId: String(((await posted.json()) as { request_id: string }).request_id) };
+    };
+    first = await submitAs('first@example.com');
+    clock.advance(60_000);
+    second = await submitAs('second@example.com');
+    await app.stop({ keepData: true });
+  }, 30_000);
+
+  it('--request shows only that request’s events and the state it reaches', async () => {
+    const json = await cliJson<ReplayJson>(box, ['replay', '--request', first.reqId]);
+    expect(json.events.map((e) => [e.type, e.reqId])).toEqual([
+      ['RequestQueued', first.reqId],
+      ['RequestProcessingStarted', first.reqId],
+      ['RequestCompleted', first.reqId],
+    ]);
+    expect(json.final_states).toEqual({ [first.reqId]: 'completed' });
+    const text = await runCli(box, ['replay', '--request', first.reqId]);
+    expect(text.code).toBe(0);
+    expect(text.stdout.trimEnd().split('\n').at(-1)).toBe(`${first.reqId}: completed`);
+    expect(text.stdout).not.toContain(second.reqId);
+  });
+
+  it('--account shows that account’s own events and its requests, and nothing of others', async () => {
+    const json = await cliJson<ReplayJson>(box, ['replay', '--account', second.accountId]);
+    expect(json.events.map((e) => e.type)).toEqual([
+      'AccountCreated',
+      'ApiKeyCreated',
+      'RequestQueued',
+      'RequestProcessingStarted',
+      'RequestCompleted',
+    ]);
+    for (const event of json.events) expect([event.accountId, event.reqId]).not.toContain(first.accountId);
+    expect(json.final_states).toEqual({ [second.reqId]: 'completed' });
+  });
+
+  it('--since shows only events at or after the given time, as ISO 8601 or epoch milliseconds', async () => {
+    const [iso, epoch] = await Promise.all([
+      cliJson<ReplayJson>(box, ['replay', '--since', new Date(t0 + 30_000).toISOString()]),
+      cliJson<ReplayJson>(box, ['replay', '--since', String(t0 + 30_000)]),
+    ]);
+    expect(epoch.events).toEqual(iso.events);
+    expect(iso.events.length).toBeGreaterThan(0);
+    for (const event of iso.events) expect(Date.parse(event.at)).toBeGreaterThanOrEqual(t0 + 30_000);
+    expect(iso.events.some((e) => e.reqId === second.reqId)).toBe(true);
+    expect(iso.events.some((e) => e.reqId === first.reqId)).toBe(false);
+    const all = await cliJson<ReplayJson>(box, ['replay']);
+    expect(all.events.length).toBeGreaterThan(iso.events.length);
+  });
+
+  it('--verify passes on an untouched log and names the request whose view was tampered with', async () => {
+    const clean = await runCli(box, ['replay', '--verify']);
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toMatch(/every view matches the log/);
+
+    const dbs = openDatabases(box.dataDir);
+    try {
+      const stored = dbs.requests.get(first.reqId);
+      expect(stored?.status).toBe('completed');
+      if (stored !== undefined) dbs.requests.putSync(first.reqId, { ...stored, status: 'waiting' });
+    } finally {
+      await dbs.root.close();
+    }
+
+    const tampered = await runCli(box, ['replay', '--verify']);
+    expect(tampered.code).not.toBe(0);
+    expect(tampered.stdout).toContain(`request ${first.reqId}`);
+    expect(tampered.stdout).not.toContain(`request ${second.reqId}`);
+    expect(tampered.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(tampered.stderr).toMatch(/views differ from the log/);
+    const json = await runCli(box, ['replay', '--verify', '--json']);
+    expect(json.code).not.toBe(0);
+    const report = JSON.parse(json.stdout) as { ok: boolean; differences: string[] };
+    expect(report.ok).toBe(false);
+    expect(report.differences).toHaveLength(1);
+    expect(report.differences[0]).toContain(first.reqId);
+  });
+});

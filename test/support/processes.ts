@@ -1,0 +1,204 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Helpers for tests that run the real `airs` CLI and server as child processes (built into dist/ by `tsc`). */
+
+/** The checkout: the nearest folder above this file with a package.json (this file may run from dist/test/). */
+const findRoot = (from: string): string => {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+};
+const root = findRoot(dirname(fileURLToPath(import.meta.url)));
+export const binPath = join(root, 'dist', 'src', 'adapters', 'cli', 'bin.js');
+
+const assertBuilt = () => {
+  if (!existsSync(binPath)) throw new Error(`${binPath} is missing: run "npx tsc -p ." first`);
+};
+
+/** A temporary home for one test: a data directory, a working directory and an optional config file. */
+export type Sandbox = {
+  readonly dir: string;
+  readonly dataDir: string;
+  /** The environment a child gets: only what the test chose, plus PATH and the like. */
+  env(extra?: Record<string, string>): NodeJS.ProcessEnv;
+  /** Writes `config` (an object, or raw text) as the config file that `env()` points AIRS_CONFIG at. */
+  writeConfig(config: unknown): string;
+  remove(): void;
+};
+
+export const sandbox = (label = 'airs-proc'): Sandbox => {
+  const dir = mkdtempSync(join(tmpdir(), `${label}-`));
+  const dataDir = join(dir, 'data');
+  const configPath = join(dir, 'airs.test-config.json');
+  let hasConfig = false;
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('AIRS_') && name !== 'PORT' && name !== 'HOST'),
+  );
+  return {
+    dir,
+    dataDir,
+    env: (extra = {}) => ({
+      ...base,
+      AIRS_DATA_DIR: dataDir,
+      ...(hasConfig ? { AIRS_CONFIG: configPath } : {}),
+      ...extra,
+    }),
+    writeConfig: (config) => {
+      writeFileSync(configPath, typeof config === 'string' ? config : JSON.stringify(config));
+      hasConfig = true;
+      return configPath;
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+};
+
+export type CliResult = { readonly code: number | null; readonly stdout: string; readonly stderr: string };
+
+const children = new Set<ChildProcess>();
+
+/** Runs one CLI command to its end (killed after `timeoutMs`, so a hung command fails the test instead). */
+export const runCli = (
+  box: Sandbox,
+  args: readonly string[],
+  options: { timeoutMs?: number; env?: Record<string, string> } = {},
+) =>
+  new Promise<CliResult>((resolvePromise, reject) => {
+    assertBuilt();
+    const child = spawn(process.execPath, [binPath, ...args], {
+      cwd: box.dir,
+      env: box.env(options.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+
+/** Runs a CLI command that must succeed and print one JSON document; returns the document. */
+export const cliJson = async <T = unknown>(box: Sandbox, args: readonly string[]): Promise<T> => {
+  const result = await runCli(box, [...args, '--json']);
+  if (result.code !== 0) throw new Error(`airs ${args.join(' ')} exited ${result.code}: ${result.stderr.trim()}`);
+  return JSON.parse(result.stdout) as T;
+};
+
+export type CreatedKey = { id: string; key: string; prefix: string; account_id: string };
+
+/** Creates an account on `plan` and one key for it, both through the CLI. */
+export const createAccountWithKey = async (box: Sandbox, email: string, plan = 'free') => {
+  const account = await cliJson<{ id: string }>(box, ['accounts', 'create', '--email', email, '--plan', plan]);
+  const key = await cliJson<CreatedKey>(box, ['keys', 'create', '--account', account.id]);
+  return { accountId: account.id, key: key.key, keyId: key.id };
+};
+
+export type ServerProcess = {
+  readonly child: ChildProcess;
+  /** The URL the server printed, without the trailing slash. */
+  readonly url: string;
+  /** What the server wrote on stderr so far (its logs), for failure messages. */
+  stderr(): string;
+  /** Sends `signal` and resolves when the process has exited. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+};
+
+/** Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. */
+export const startServer = (box: Sandbox, options: { timeoutMs?: number } = {}) =>
+  new Promise<ServerProcess>((resolvePromise, reject) => {
+    assertBuilt();
+    const child = spawn(process.execPath, [binPath, 'serve'], {
+      cwd: box.dir,
+      env: box.env({ PORT: '0', HOST: '127.0.0.1' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    const exited = new Promise<number | null>((done) =>
+      child.on('exit', (code, signal) => {
+        children.delete(child);
+        done(code ?? (signal === null ? null : -1));
+      }),
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-20_000);
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`airs serve printed no URL in time; stdout: ${stdout} stderr: ${stderr}`));
+    }, options.timeoutMs ?? 20_000);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`airs serve exited (${code}) before listening: ${stderr.trim()}`));
+    });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      const match = /airs listening on (http:\/\/\S+)/.exec(stdout);
+      if (match?.[1] === undefined) return;
+      clearTimeout(timer);
+      resolvePromise({
+        child,
+        url: match[1].replace(/\/$/, ''),
+        stderr: () => stderr,
+        stop: async (signal = 'SIGTERM') => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    });
+  });
+
+/** Kills every child these helpers started that is still running (for afterEach/afterAll). */
+export const killChildren = async () => {
+  const running = [...children];
+  await Promise.all(
+    running.map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+  children.clear();
+};
+
+export type ApiError = { error: { code: string; message: string } };
+
+/** One call to the service over real HTTP. */
+export const call = async (url: string, method: 'GET' | 'POST', path: string, key?: string, body?: unknown) => {
+  const headers: Record<string, string> = {};
+  if (key !== undefined) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Record<string, unknown>,
+  };
+};
+
+export const submit = (url: string, key: string, model: string, prompt: string) =>
+  call(url, 'POST', '/v1/ai', key, { model, prompt });
+
+export const poll = (url: string, key: string, reqId: string) =>
+  call(url, 'GET', `/v1/ai?req_id=${encodeURIComponent(reqId)}`, key);
+
+export const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
