@@ -36,7 +36,7 @@ export interface StoreShape {
   readonly reads: StoreReads;
   /**
    * Runs `work` inside one write transaction, batched with concurrent ones into one commit, and succeeds only
-   * once that commit is flushed to disk. `work` must not throw once it has written (compute first, then write).
+   * once that commit is flushed to disk. If `work` throws, its writes are rolled back and the error is raised.
    */
   transact<A>(work: (tx: StoreWrites) => A): Effect.Effect<A>;
   /** The same as a plain promise, for the code that runs outside Effect (workers, CLI). */

@@ -26,7 +26,11 @@ describe('The API reference (docs/api.md)', () => {
   it('shows the default limits of every plan as the code has them', () => {
     for (const plan of planNames) {
       const { maxKeys, submitsPerMinute, pollsPerMinute } = defaultPlans[plan];
-      const cells = [maxKeys === null ? 'unlimited' : String(maxKeys), submitsPerMinute.toLocaleString('en-US'), pollsPerMinute.toLocaleString('en-US')];
+      const cells = [
+        maxKeys === null ? 'unlimited' : String(maxKeys),
+        submitsPerMinute.toLocaleString('en-US'),
+        pollsPerMinute.toLocaleString('en-US'),
+      ];
       expect(reference).toContain(`| ${plan} | ${cells.join(' | ')} |`);
     }
   });

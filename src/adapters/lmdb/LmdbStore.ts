@@ -113,25 +113,23 @@ const writesOf = (dbs: LmdbDatabases, reads: StoreReads): StoreWrites => {
   };
 };
 
+export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
+
 /** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
-export const openLmdbStore = (dataDir: string): StoreShape => {
+export const openLmdbStore = (dataDir: string): LmdbStore => {
   const dbs = openDatabases(dataDir);
   const reads = readsOf(dbs);
   const writes = writesOf(dbs, reads);
   const transactPromise = async <A>(work: (tx: StoreWrites) => A): Promise<A> => {
-    const outcome = await dbs.root.transaction(() => {
-      try {
-        return { ok: true as const, value: work(writes) };
-      } catch (error) {
-        return { ok: false as const, error };
-      }
-    });
-    if (!outcome.ok) throw outcome.error;
+    // Each command runs in a child transaction of the shared batch: commands queued in the same event-loop turn
+    // share one commit (group commit), and one that throws is rolled back alone, never half-written.
+    const value = await dbs.root.childTransaction(() => work(writes));
     // The commit is visible now; the acknowledgement waits until it is also on disk.
     await dbs.root.flushed;
-    return outcome.value;
+    return value;
   };
   return {
+    databases: dbs,
     reads,
     transact: (work) => Effect.promise(() => transactPromise(work)),
     transactPromise,
