@@ -82,6 +82,10 @@ export const startApp = async (options: AppOptions) => {
     ...services,
     /** Runs an Effect of this app's services (for tests and the CLI). */
     run: <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect),
+    /** From now on every call answers 503 (the server is draining). */
+    stopAccepting: () => {
+      accepting = false;
+    },
     /** Stops taking calls, lets work in flight settle, and closes the store. */
     close: async () => {
       accepting = false;

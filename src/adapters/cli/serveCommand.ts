@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { serve } from 'h3';
 import { createLogger } from '../../ports/Logger.js';
 import { startApp } from '../../server.js';
+import { listen } from '../http/listen.js';
 import { configOrFail } from './context.js';
-import type { Output } from './output.js';
+import { CliError, type Output } from './output.js';
 
 /** How long a stop waits for calls and model work in flight before it closes the store anyway. */
 const drainMs = 10_000;
@@ -17,14 +17,16 @@ export const registerServeCommand = (program: Command, output: Output) => {
       const config = configOrFail();
       const logger = createLogger();
       const app = await startApp({ config, logger });
-      const server = serve(app.http, {
-        port: config.port,
-        hostname: config.host,
-        silent: true,
-        gracefulShutdown: false,
-      });
-      await server.ready();
-      output.out(`airs listening on ${server.url ?? `http://${config.host}:${config.port}/`}`);
+      let listening: Awaited<ReturnType<typeof listen>>;
+      try {
+        listening = await listen(app.http, { port: config.port, hostname: config.host });
+      } catch (error) {
+        await app.close();
+        const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+        throw new CliError(`cannot listen on ${config.host}:${config.port} (${reason})`);
+      }
+      const { server, url } = listening;
+      output.out(`airs listening on ${url}/`);
       logger.info(
         { config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) },
         'started',
@@ -35,6 +37,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
         stopping = true;
         logger.info({ signal }, 'stopping');
         const force = setTimeout(() => process.exit(1), drainMs + 5_000).unref();
+        app.stopAccepting();
         await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, drainMs))]);
         await app.close();
         clearTimeout(force);
