@@ -3,19 +3,19 @@ import type { H3 } from 'h3';
 import type { Logger } from 'pino';
 import { createHttpApp } from './adapters/http/app.js';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
-import { Accounts, AccountsLayer } from './app/Accounts.js';
+import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { AppConfigLayer } from './app/AppConfig.js';
-import { Auth, AuthLayer } from './app/Auth.js';
+import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { ModelsLayer } from './app/Models.js';
-import { Processor, ProcessorLayer } from './app/Processor.js';
-import { RateLimiter, RateLimiterLayer } from './app/RateLimiter.js';
-import { Requests, RequestsLayer } from './app/Requests.js';
-import { Sweeper, SweeperLayer } from './app/Sweeper.js';
+import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
+import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
+import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
+import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import type { Config } from './config.js';
 import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
 import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
 import { LogLayer } from './ports/Logger.js';
-import { Store } from './ports/Store.js';
+import { Store, type StoreShape } from './ports/Store.js';
 
 export type AppOptions = {
   readonly config: Config;
@@ -52,9 +52,22 @@ export const appLayer = (options: AppOptions) => {
 };
 
 /** The running application without a socket: its HTTP app (for `app.request()` and for serving) and services. */
-export type App = Awaited<ReturnType<typeof startApp>>;
+export type App = {
+  readonly http: H3;
+  readonly auth: AuthShape;
+  readonly rateLimiter: RateLimiterShape;
+  readonly requests: RequestsShape;
+  readonly accounts: AccountsShape;
+  readonly processor: ProcessorShape;
+  readonly sweeper: SweeperShape;
+  readonly store: StoreShape;
+  /** From now on every call answers 503 (the server is draining). */
+  stopAccepting(): void;
+  /** Stops taking calls, lets work in flight settle, and closes the store. */
+  close(): Promise<void>;
+};
 
-export const startApp = async (options: AppOptions) => {
+export const startApp = async (options: AppOptions): Promise<App> => {
   const runtime = ManagedRuntime.make(appLayer(options));
   const services = await runtime.runPromise(
     Effect.gen(function* () {
@@ -80,13 +93,9 @@ export const startApp = async (options: AppOptions) => {
   return {
     http,
     ...services,
-    /** Runs an Effect of this app's services (for tests and the CLI). */
-    run: <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect),
-    /** From now on every call answers 503 (the server is draining). */
     stopAccepting: () => {
       accepting = false;
     },
-    /** Stops taking calls, lets work in flight settle, and closes the store. */
     close: async () => {
       accepting = false;
       await runtime.dispose();
