@@ -12,6 +12,8 @@ const echoModel = z.strictObject({
   delayMs: z.number().int().min(0).default(0),
   /** One attempt is abandoned after this long. */
   timeoutMs: positiveInt.default(60_000),
+  /** Requests of this model processed at once, at most (within `processing.concurrency`). */
+  maxConcurrency: positiveInt.optional(),
 });
 
 export const modelSchema = z.discriminatedUnion('provider', [echoModel], {

@@ -8,6 +8,7 @@ import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
 import { Store, type StoreShape, type StoreWrites } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
+import { pickFairly } from './dispatchPolicy.js';
 import { Models, type ModelsShape } from './Models.js';
 
 export interface ProcessorShape {
@@ -39,14 +40,17 @@ export const applyRequestCommand = (tx: StoreWrites, command: RequestCommand): L
 };
 
 /**
- * The worker pool. It takes queued requests from the dispatch index (in LMDB, oldest first) up to `concurrency`
- * at a time, runs each through its model with a timeout, and records the outcome as events. What it holds in
+ * The worker pool. It takes queued requests from the dispatch index (in LMDB), accounts in turn (pickFairly), up
+ * to `concurrency` at a time and up to each model's `maxConcurrency`, runs each through its model with a timeout, and records the outcome as events. What it holds in
  * memory is bounded by `concurrency`: the queue itself lives on disk, so a restart simply continues from it,
  * including requests that were being processed when the process died.
  */
 export const createProcessor = (deps: Deps) => {
   const { store, models, clock, log } = deps;
   const running = new Map<string, Promise<void>>();
+  const runningPerModel = new Map<string, number>();
+  const modelLimit = (id: string) => models.get(id)?.config.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  let lastAccount: string | undefined;
   const shutdown = new AbortController();
   let pumpScheduled = false;
   let timer: NodeJS.Timeout | undefined;
@@ -110,27 +114,37 @@ export const createProcessor = (deps: Deps) => {
   const pump = () => {
     pumpScheduled = false;
     if (shutdown.signal.aborted) return;
-    const free = deps.concurrency - running.size;
     const now = clock.now();
-    const ids = free > 0 ? store.reads.dispatchable(now, free, new Set(running.keys())) : [];
-    for (const reqId of ids) {
+    const free = deps.concurrency - running.size;
+    const pick =
+      free > 0
+        ? pickFairly(
+            store.reads,
+            { lastAccount, running: new Set(running.keys()), runningPerModel },
+            { free, modelLimit },
+            now,
+          )
+        : undefined;
+    if (pick !== undefined) lastAccount = pick.lastAccount;
+    for (const { reqId, model } of pick?.picked ?? []) {
+      runningPerModel.set(model, (runningPerModel.get(model) ?? 0) + 1);
       const run = attempt(reqId)
         .catch((error: unknown) => log.error({ reqId, err: error }, 'processing fault'))
         .finally(() => {
           running.delete(reqId);
+          runningPerModel.set(model, (runningPerModel.get(model) ?? 1) - 1);
           wake();
         });
       running.set(reqId, run);
     }
-    if (running.size === 0 && ids.length === 0) scheduleRetryWake(now);
+    // Requests waiting out a retry backoff become available later: one timer for the earliest of them.
+    if (pick !== undefined && pick.picked.length === 0) scheduleWake(pick.nextAvailableAt, now);
     if (running.size === 0) for (const resolve of idleWaiters.splice(0)) resolve();
   };
 
-  /** Requests waiting out a retry backoff become available later: one timer for the earliest of them. */
-  const scheduleRetryWake = (now: number) => {
-    const next = store.reads.nextAvailableAt();
+  const scheduleWake = (at: number | undefined, now: number) => {
     if (timer !== undefined) clearTimeout(timer);
-    timer = next === undefined ? undefined : setTimeout(wake, Math.max(0, next - now) + 1);
+    timer = at === undefined ? undefined : setTimeout(wake, Math.max(0, at - now) + 1);
     timer?.unref();
   };
 

@@ -5,6 +5,9 @@ import type { RequestState } from '../domain/request/state.js';
 
 export type PayloadKind = 'prompt' | 'response';
 
+/** A queued request as the dispatcher sees it. */
+export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
+
 /** Reads of the views and the log, as of the latest committed state (or, inside `transact`, the open transaction). */
 export interface StoreReads {
   request(reqId: string): RequestState | undefined;
@@ -15,10 +18,10 @@ export interface StoreReads {
   key(keyId: string): KeyState | undefined;
   keyIdByHash(keyHash: string): string | undefined;
   keysOf(accountId: string): KeyState[];
-  /** Ids of requests a worker may take at `now`, oldest availability first, leaving out `skip`. */
-  dispatchable(now: number, limit: number, skip: ReadonlySet<string>): string[];
-  /** The earliest time any queued request becomes available, if any is queued. */
-  nextAvailableAt(): number | undefined;
+  /** Accounts with queued requests, in id order, starting after `after` and wrapping round to it. */
+  queuedAccounts(after: string | undefined): Iterable<string>;
+  /** An account's queued requests (waiting or being processed), earliest availability first. */
+  queuedOf(accountId: string): Iterable<QueuedEntry>;
   /** Ids of requests whose expiry time is at or before `now` and that have not been expired yet. */
   dueForExpiry(now: number, limit: number): string[];
   /** The log in order, from `fromSeq` (inclusive). */

@@ -49,6 +49,28 @@ const firstKey = (keys: Iterable<Key>): Key | undefined => {
   return undefined;
 };
 
+/** The first account in the dispatch index at or after `from` (each hop skips one account's whole range). */
+const accountFrom = (dbs: LmdbDatabases, from: string): string | undefined => {
+  const key = firstKey(dbs.indexes.dispatch.getKeys({ start: [from], limit: 1 }));
+  return key === undefined ? undefined : (key as [string])[0];
+};
+
+function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterable<string> {
+  const next = (account: string) => accountFrom(dbs, `${account}\u0000`);
+  let account = after === undefined ? accountFrom(dbs, '') : next(after);
+  while (account !== undefined) {
+    yield account;
+    account = next(account);
+  }
+  if (after === undefined) return;
+  // Wrap round: the accounts before and including `after`.
+  account = accountFrom(dbs, '');
+  while (account !== undefined && account <= after) {
+    yield account;
+    account = next(account);
+  }
+}
+
 const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   request: (reqId) => dbs.requests.get(reqId),
   payload: (reqId, kind) => dbs.payloads.get([reqId, kind]),
@@ -61,20 +83,12 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
     Array.from(dbs.indexes.accountKeys.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }))
       .map((key) => dbs.keys.get((key as [string, string])[1]))
       .filter((key): key is KeyState => key !== undefined),
-  dispatchable: (now, limit, skip) => {
-    const ids: string[] = [];
-    for (const key of dbs.indexes.dispatch.getKeys({ end: [now + 1] })) {
-      const reqId = (key as [number, string])[1];
-      if (skip.has(reqId)) continue;
-      ids.push(reqId);
-      if (ids.length >= limit) break;
-    }
-    return ids;
-  },
-  nextAvailableAt: () => {
-    const key = firstKey(dbs.indexes.dispatch.getKeys({ limit: 1 }));
-    return key === undefined ? undefined : (key as [number, string])[0];
-  },
+  queuedAccounts: (after) => queuedAccounts(dbs, after),
+  queuedOf: (accountId) =>
+    dbs.indexes.dispatch.getRange({ start: [accountId], end: [`${accountId}\u0000`] }).map(({ key, value }) => {
+      const [, availableAt, reqId] = key as [string, number, string];
+      return { reqId, availableAt, model: value ?? '' };
+    }),
   dueForExpiry: (now, limit) =>
     Array.from(dbs.indexes.expiry.getKeys({ end: [now + 1], limit }), (key) => (key as [number, string])[1]),
   events: (fromSeq = 1) => dbs.events.getRange({ start: fromSeq }).map(({ value }) => value),

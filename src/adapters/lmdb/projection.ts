@@ -24,9 +24,12 @@ export interface ViewAccess {
   removePayloads(reqId: string): void;
 }
 
-/** A queued request (waiting or being processed) is in the dispatch index until it settles or expires. */
+/**
+ * A queued request (waiting or being processed) is in the dispatch index until it settles or expires: grouped by
+ * account (so workers can take accounts in turn), then by the time it becomes available. The value is its model.
+ */
 export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
-  isQueued(state.status) ? [state.context.availableAt, state.context.reqId] : undefined;
+  isQueued(state.status) ? [state.context.accountId, state.context.availableAt, state.context.reqId] : undefined;
 
 /** Every request that exists and has not expired yet is in the expiry index, by expiry time. */
 export const expiryKeyOf = (state: RequestState): IndexKey | undefined =>
@@ -34,17 +37,23 @@ export const expiryKeyOf = (state: RequestState): IndexKey | undefined =>
 
 const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined) => JSON.stringify(a) === JSON.stringify(b);
 
-const moveIndex = (views: ViewAccess, index: IndexName, from: IndexKey | undefined, to: IndexKey | undefined) => {
+const moveIndex = (
+  views: ViewAccess,
+  index: IndexName,
+  from: IndexKey | undefined,
+  to: IndexKey | undefined,
+  value: string | null = null,
+) => {
   if (sameKey(from, to)) return;
   if (from !== undefined) views.removeIndex(index, from);
-  if (to !== undefined) views.putIndex(index, to, null);
+  if (to !== undefined) views.putIndex(index, to, value);
 };
 
 const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
   const before = views.getRequest(event.reqId) ?? initialRequestState;
   const after = evolve(before, event);
   views.putRequest(event.reqId, after);
-  moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after));
+  moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
   moveIndex(views, 'expiry', expiryKeyOf(before), expiryKeyOf(after));
   // Retention: once expired, the prompt and response text are deleted; the events keep ids, times and sizes.
   if (after.status === 'expired' && before.status !== 'expired') views.removePayloads(event.reqId);

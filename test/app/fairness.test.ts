@@ -1,0 +1,79 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../../src/config.js';
+import { defaultPlans } from '../../src/domain/plans.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+
+const slow: ModelConfig = { id: 'slow', provider: 'echo', delayMs: 5, timeoutMs: 10_000 };
+const generous = { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 100_000 } };
+
+const completions = (app: TestApp) =>
+  [...app.store.reads.events()].filter((e) => e.type === 'RequestCompleted').map((e) => (e as { reqId: string }).reqId);
+
+describe('Fair dispatch', () => {
+  let app: TestApp;
+  afterEach(() => app?.stop());
+
+  const submit = async (key: string, model: string, prompt: string) => {
+    const response = await app.call('POST', '/v1/ai', { key, body: { model, prompt } });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { request_id: string }).request_id;
+  };
+
+  it('serves an account’s single request before another account’s 10th, even when that one queued 200 first', async () => {
+    app = await startTestApp({
+      config: { models: [slow], processing: { concurrency: 1, maxAttempts: 1 }, plans: generous },
+    });
+    const a = await app.account();
+    const b = await app.account();
+    const flood = await Promise.all(Array.from({ length: 200 }, (_, i) => submit(a.key, 'slow', `a${i}`)));
+    const single = await submit(b.key, 'slow', 'b');
+    await eventually(() => (completions(app).includes(single) ? true : undefined), 20_000);
+    const done = completions(app);
+    const floodBeforeSingle = done.slice(0, done.indexOf(single)).filter((id) => flood.includes(id)).length;
+    expect(floodBeforeSingle).toBeLessThan(10);
+  });
+
+  it('takes accounts in turn: three accounts with five requests each are served round robin', async () => {
+    app = await startTestApp({
+      config: { models: [slow], processing: { concurrency: 1, maxAttempts: 1 }, plans: generous },
+    });
+    const accounts = [await app.account(), await app.account(), await app.account()];
+    const owner = new Map<string, number>();
+    // Queue everything before any worker can run: the pool is busy with a first request meanwhile.
+    for (let i = 0; i < 5; i++) {
+      for (const [n, account] of accounts.entries()) owner.set(await submit(account.key, 'slow', `${n}-${i}`), n);
+    }
+    await app.processor.idle();
+    const order = completions(app).map((id) => owner.get(id));
+    // After the first completion (whoever got the worker first), no account is served twice before the others had a turn.
+    const rest = order.slice(1, 13);
+    for (let i = 0; i + 3 <= rest.length; i += 3) expect(new Set(rest.slice(i, i + 3)).size).toBe(3);
+  });
+
+  it('never runs more requests of a model at once than its maxConcurrency', async () => {
+    const limited: ModelConfig = { id: 'limited', provider: 'echo', delayMs: 20, timeoutMs: 10_000, maxConcurrency: 2 };
+    app = await startTestApp({
+      config: {
+        models: [limited, { ...slow, id: 'other' }],
+        processing: { concurrency: 8, maxAttempts: 1 },
+        plans: generous,
+      },
+    });
+    const { key } = await app.account();
+    const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => submit(key, 'limited', `l${i}`)));
+    const other = await submit(key, 'other', 'o');
+    await eventually(() => (completions(app).length === 11 ? true : undefined), 20_000);
+    // Replay the log: how many requests of the limited model were being processed at once, at most.
+    const limitedIds = new Set(ids);
+    let processing = 0;
+    let peak = 0;
+    for (const event of app.store.reads.events()) {
+      if (!('reqId' in event) || !limitedIds.has(event.reqId)) continue;
+      if (event.type === 'RequestProcessingStarted') peak = Math.max(peak, ++processing);
+      if (event.type === 'RequestCompleted' || event.type === 'RequestFailed') processing--;
+    }
+    expect(peak).toBeLessThanOrEqual(2);
+    // The other model was not held up behind the limited one.
+    expect(completions(app).indexOf(other)).toBeLessThan(10);
+  });
+});
