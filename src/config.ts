@@ -16,8 +16,26 @@ const echoModel = z.strictObject({
   maxConcurrency: positiveInt.optional(),
 });
 
-export const modelSchema = z.discriminatedUnion('provider', [echoModel], {
-  error: (issue) => (issue.code === 'invalid_union' ? 'unknown provider (this version supports: echo)' : undefined),
+const openAiModel = z.strictObject({
+  id: z.string().min(1),
+  provider: z.literal('openai'),
+  /** The API root as OpenAI clients take it, e.g. `http://127.0.0.1:11434/v1`. */
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
+  /** The name of the environment variable that holds the upstream key (the key itself is never in the file). */
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
+    .optional(),
+  upstreamModel: z.string().min(1),
+  timeoutMs: positiveInt.default(120_000),
+  maxConcurrency: positiveInt.optional(),
+  /** Retries of upstream 429/5xx inside one attempt (the SDK's backoff, honouring Retry-After). */
+  maxRetries: z.number().int().min(0).max(10).default(2),
+});
+
+export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {
+  error: (issue) =>
+    issue.code === 'invalid_union' ? 'unknown provider (this version supports: echo, openai)' : undefined,
 });
 export type ModelConfig = z.infer<typeof modelSchema>;
 
@@ -120,6 +138,13 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
   const file = parsed.data;
+  file.models?.forEach((model, index) => {
+    if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
+      throw new ConfigError(
+        `config file ${source}: models.${index}.apiKeyEnv: environment variable ${model.apiKeyEnv} is not set`,
+      );
+    }
+  });
   return {
     port: envPort(env.PORT) ?? file.port ?? 8080,
     host: env.HOST || file.host || '127.0.0.1',

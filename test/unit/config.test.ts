@@ -60,6 +60,25 @@ describe('Configuration', () => {
   it('refuses a file that is not JSON, naming the file', () => {
     expect(withFile('{ port: 1 ')).toThrow(/not valid JSON/);
   });
+  it('accepts an openai model and refuses one whose key variable is not set, naming the variable', () => {
+    const model = {
+      id: 'gpt',
+      provider: 'openai',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+      upstreamModel: 'llama3',
+      apiKeyEnv: 'AIRS_TEST_KEY_VAR',
+    };
+    const content = JSON.stringify({ models: [model] });
+    expect(withFile(content, { AIRS_TEST_KEY_VAR: 'sk-x' })().models[0]).toMatchObject({
+      ...model,
+      timeoutMs: 120_000,
+      maxRetries: 2,
+    });
+    expect(withFile(content)).toThrow(/models\.0\.apiKeyEnv: environment variable AIRS_TEST_KEY_VAR is not set/);
+    expect(
+      withFile(JSON.stringify({ models: [{ ...model, baseUrl: 'ftp://x' }] }), { AIRS_TEST_KEY_VAR: 'k' }),
+    ).toThrow(/models\.0\.baseUrl/);
+  });
   it('refuses a PORT that is not a port number', () => {
     expect(() => loadConfig({ PORT: 'eighty' }, dir)).toThrow(/PORT/);
   });

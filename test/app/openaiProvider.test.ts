@@ -1,0 +1,105 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../../src/config.js';
+import { defaultPlans } from '../../src/domain/plans.js';
+import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+
+const upstreamKey = 'sk-upstream-secret-0123456789';
+
+describe('The openai provider against a local OpenAI-compatible server', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeOpenAi>>;
+  let app: TestApp;
+  beforeAll(async () => {
+    upstream = await startFakeOpenAi();
+    process.env.AIRS_TEST_UPSTREAM_KEY = upstreamKey;
+  });
+  afterAll(async () => {
+    delete process.env.AIRS_TEST_UPSTREAM_KEY;
+    await upstream.close();
+  });
+  afterEach(() => app?.stop());
+
+  const start = async (overrides: Partial<Extract<ModelConfig, { provider: 'openai' }>> = {}) => {
+    const model: ModelConfig = {
+      id: 'gpt',
+      provider: 'openai',
+      baseUrl: upstream.baseUrl,
+      apiKeyEnv: 'AIRS_TEST_UPSTREAM_KEY',
+      upstreamModel: 'llama-3-8b',
+      timeoutMs: 2_000,
+      maxRetries: 1,
+      ...overrides,
+    };
+    app = await startTestApp({
+      config: {
+        models: [model],
+        processing: { concurrency: 4, maxAttempts: 1 },
+        plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 1_000 } },
+      },
+    });
+    return app.account();
+  };
+  const submitAndSettle = async (key: string, prompt: string) => {
+    const response = await app.call('POST', '/v1/ai', { key, body: { model: 'gpt', prompt } });
+    const { request_id } = (await response.json()) as { request_id: string };
+    const settled = await eventually(async () => {
+      const polled = await app.call('GET', `/v1/ai?req_id=${request_id}`, { key });
+      return polled.status === 200 && ((await polled.clone().json()) as { status: string }).status === 'queued'
+        ? undefined
+        : polled;
+    }, 15_000);
+    const events = [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === request_id);
+    return { polled: settled, events, request_id };
+  };
+
+  it('completes a request with the upstream’s answer, sending the prompt as a user message to the upstream model with the key from the environment', async () => {
+    const { key } = await start();
+    const { polled } = await submitAndSettle(key, 'hello upstream');
+    expect(await polled.json()).toMatchObject({
+      status: 'completed',
+      model: 'gpt',
+      response: 'upstream says: hello upstream',
+    });
+    const call = upstream.received.find((r) => r.body.messages[0]?.content === 'hello upstream');
+    expect(call?.authorization).toBe(`Bearer ${upstreamKey}`);
+    expect(call?.body).toMatchObject({ model: 'llama-3-8b', messages: [{ role: 'user', content: 'hello upstream' }] });
+  });
+
+  it('retries an upstream 429 (honouring Retry-After) and completes', async () => {
+    const { key } = await start();
+    const { polled } = await submitAndSettle(key, 'rate-limit-once');
+    expect(await polled.json()).toMatchObject({ status: 'completed', response: 'upstream says: rate-limit-once' });
+    expect(upstream.calls('rate-limit-once')).toBe(2);
+  });
+
+  it('fails a request whose upstream keeps answering 500, with the reason in the log and not in the answer', async () => {
+    const { key } = await start();
+    const { polled, events } = await submitAndSettle(key, 'always-500');
+    expect(polled.status).toBe(500);
+    const body = await polled.text();
+    expect(body).not.toContain('crashed');
+    expect(events.at(-1)).toMatchObject({ type: 'RequestFailed' });
+    expect((events.at(-1) as { reason: string }).reason).toContain('upstream answered 500');
+    expect(upstream.calls('always-500')).toBe(2);
+  });
+
+  it('abandons an upstream that hangs after the model’s timeout', async () => {
+    const { key } = await start({ timeoutMs: 300, maxRetries: 0 });
+    const { polled, events } = await submitAndSettle(key, 'hang');
+    expect(polled.status).toBe(500);
+    expect((events.at(-1) as { reason: string }).reason).toMatch(/timed out/);
+  });
+
+  it.each(['malformed', 'not-json'])('fails a request whose upstream answers a %s body', async (prompt) => {
+    const { key } = await start({ maxRetries: 0 });
+    const { polled, events } = await submitAndSettle(key, prompt);
+    expect(polled.status).toBe(500);
+    expect(events.at(-1)).toMatchObject({ type: 'RequestFailed' });
+  });
+
+  it('never writes the upstream key into the event log', async () => {
+    const { key } = await start();
+    await submitAndSettle(key, 'always-500');
+    expect(JSON.stringify([...app.store.reads.events()])).not.toContain(upstreamKey);
+  });
+});
