@@ -76,21 +76,22 @@ const isApiError = (value: unknown): value is ApiError =>
  * contract's error shape through one table (errorResponse.ts).
  */
 export const createHttpApp = (deps: HttpDeps): H3 => {
-  /** Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. */
-  const admit = async (event: H3Event, budget: BudgetName, headers: Headers): Promise<Principal | ApiError> => {
-    const authenticated = await Effect.runPromise(
-      Effect.result(deps.auth.authenticate(event.req.headers.get('authorization'))),
-    );
+  /**
+   * Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. Both are
+   * synchronous (memory and memory-mapped reads), so they run with `runSync`: no promise hop per call.
+   */
+  const admit = (event: H3Event, budget: BudgetName, headers: Headers): Principal | ApiError => {
+    const authenticated = Effect.runSync(Effect.result(deps.auth.authenticate(event.req.headers.get('authorization'))));
     if (Result.isFailure(authenticated)) return authenticated.failure;
     const principal = authenticated.success;
-    const limited = await Effect.runPromise(
+    const limited = Effect.runSync(
       Effect.result(deps.rateLimiter.take(principal, budget, (status) => rateLimitHeaders(status, headers))),
     );
     return Result.isFailure(limited) ? limited.failure : principal;
   };
 
   const submit = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
-    const principal = await admit(event, 'submits', headers);
+    const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const body = await readJsonBody(event, deps.maxBodyBytes);
     if (isApiError(body)) return body;
@@ -101,10 +102,11 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   const poll = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
-    const principal = await admit(event, 'polls', headers);
+    const principal = admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const reqId = event.url.searchParams.get('req_id') ?? undefined;
-    const answer = await Effect.runPromise(Effect.result(deps.requests.poll(principal, reqId)));
+    // A poll reads views only: synchronous as well.
+    const answer = Effect.runSync(Effect.result(deps.requests.poll(principal, reqId)));
     if (Result.isFailure(answer)) return answer.failure;
     if (answer.success.status === 'queued') headers.set('Retry-After', String(deps.pollIntervalSeconds));
     return json(200, answer.success, headers);
