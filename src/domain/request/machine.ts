@@ -1,4 +1,5 @@
 import { assign, setup } from 'xstate';
+import { applyContextUpdate } from './contextUpdates.js';
 import type { RequestEvent } from './events.js';
 
 /**
@@ -54,33 +55,8 @@ export const requestMachine = setup({
     atOrAfterExpiry: ({ context, event }) => event.at >= context.expiresAt,
   },
   actions: {
-    recordQueued: assign(({ event }) => {
-      if (event.type !== 'RequestQueued') return {};
-      return {
-        reqId: event.reqId,
-        accountId: event.accountId,
-        keyId: event.keyId,
-        model: event.model,
-        promptChars: event.promptChars,
-        createdAt: event.at,
-        expiresAt: event.expiresAt,
-        attempts: 0,
-        availableAt: event.at,
-      };
-    }),
-    recordAttemptStarted: assign(({ context, event }) =>
-      event.type === 'RequestProcessingStarted' ? { attempts: Math.max(context.attempts + 1, event.attempt) } : {},
-    ),
-    recordAttemptFailed: assign(({ event }) =>
-      event.type === 'RequestAttemptFailed' ? { availableAt: event.retryAt, lastError: event.reason } : {},
-    ),
-    recordCompleted: assign(({ event }) =>
-      event.type === 'RequestCompleted' ? { responseChars: event.responseChars, completedAt: event.at } : {},
-    ),
-    recordFailed: assign(({ event }) =>
-      event.type === 'RequestFailed' ? { failedAt: event.at, failureReason: event.reason } : {},
-    ),
-    recordExpired: assign(({ event }) => ({ expiredAt: event.at })),
+    // Every accepted event updates the data the same way, defined once in contextUpdates.ts.
+    update: assign(({ context, event }) => applyContextUpdate(context, event)),
   },
 }).createMachine({
   id: 'request',
@@ -88,15 +64,15 @@ export const requestMachine = setup({
   initial: 'none',
   states: {
     none: {
-      on: { RequestQueued: { target: 'queued', actions: 'recordQueued' } },
+      on: { RequestQueued: { target: 'queued', actions: 'update' } },
     },
     queued: {
       initial: 'waiting',
-      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'recordExpired' } },
+      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
       states: {
         waiting: {
           on: {
-            RequestProcessingStarted: { guard: 'beforeExpiry', target: 'processing', actions: 'recordAttemptStarted' },
+            RequestProcessingStarted: { guard: 'beforeExpiry', target: 'processing', actions: 'update' },
           },
         },
         processing: {
@@ -106,20 +82,20 @@ export const requestMachine = setup({
               guard: 'beforeExpiry',
               target: 'processing',
               reenter: true,
-              actions: 'recordAttemptStarted',
+              actions: 'update',
             },
-            RequestAttemptFailed: { target: 'waiting', actions: 'recordAttemptFailed' },
-            RequestCompleted: { guard: 'beforeExpiry', target: '#request.completed', actions: 'recordCompleted' },
-            RequestFailed: { target: '#request.failed', actions: 'recordFailed' },
+            RequestAttemptFailed: { target: 'waiting', actions: 'update' },
+            RequestCompleted: { guard: 'beforeExpiry', target: '#request.completed', actions: 'update' },
+            RequestFailed: { target: '#request.failed', actions: 'update' },
           },
         },
       },
     },
     completed: {
-      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'recordExpired' } },
+      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
     },
     failed: {
-      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'recordExpired' } },
+      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
     },
     expired: { type: 'final' },
   },
