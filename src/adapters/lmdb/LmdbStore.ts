@@ -25,7 +25,9 @@ export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
 
 export const openDatabases = (dataDir: string): LmdbDatabases => {
   mkdirSync(dataDir, { recursive: true });
-  const root = open({ path: environmentFile(dataDir), maxDbs: 16 });
+  // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
+  // ever sees a state that a power cut could take back. Measured here: no loss of group-commit throughput.
+  const root = open({ path: environmentFile(dataDir), maxDbs: 16, overlappingSync: false });
   const db = <V, K extends Key>(name: string) => root.openDB<V, K>({ name });
   return {
     root,
