@@ -34,6 +34,8 @@ export const AuthLayer = Layer.effect(
         );
       }
       if (!keyPattern.test(token)) return Effect.fail(new Unauthorized({ message: 'invalid API key' }));
+      // A key revoked or an account suspended by another process a moment ago must already count.
+      reads.refresh();
       const keyId = reads.keyIdByHash(hashKey(token));
       const key = keyId === undefined ? undefined : reads.key(keyId);
       if (key === undefined) return Effect.fail(new Unauthorized({ message: 'invalid API key' }));

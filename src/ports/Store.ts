@@ -10,6 +10,11 @@ export type QueuedEntry = { readonly reqId: string; readonly availableAt: number
 
 /** Reads of the views and the log, as of the latest committed state (or, inside `transact`, the open transaction). */
 export interface StoreReads {
+  /**
+   * Makes the following reads see everything committed up to now, also by other processes (the CLI). Reads are
+   * otherwise served from a snapshot that is renewed lazily, a moment after it was taken.
+   */
+  refresh(): void;
   request(reqId: string): RequestState | undefined;
   payload(reqId: string, kind: PayloadKind): string | undefined;
   account(accountId: string): AccountState | undefined;

@@ -1,9 +1,7 @@
-import { Effect, ManagedRuntime, Result } from 'effect';
-import { Accounts, type AccountsShape } from '../../app/Accounts.js';
+import type { Effect } from 'effect';
+import type { AccountsShape } from '../../app/Accounts.js';
 import { type Config, ConfigError, loadConfig } from '../../config.js';
 import type { Refused } from '../../domain/errors.js';
-import { silentLogger } from '../../ports/Logger.js';
-import { managementLayer } from '../../server.js';
 import { CliError } from './output.js';
 
 export const configOrFail = (): Config => {
@@ -18,6 +16,13 @@ export const configOrFail = (): Config => {
 /** Runs one management command against the data directory, with the store open only for its duration. */
 export const withAccounts = async <A>(use: (accounts: AccountsShape, config: Config) => Effect.Effect<A, Refused>) => {
   const config = configOrFail();
+  // Loaded on use: commands that do not touch the store start without these modules.
+  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { silentLogger }, { managementLayer }] = await Promise.all([
+    import('effect'),
+    import('../../app/Accounts.js'),
+    import('../../ports/Logger.js'),
+    import('../../server.js'),
+  ]);
   const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
   try {
     const result = await runtime.runPromise(

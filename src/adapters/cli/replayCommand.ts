@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { parseSince, replay } from '../../app/replay.js';
 import type { StoredEvent } from '../../domain/events.js';
-import { openDatabases, openLmdbStore } from '../lmdb/LmdbStore.js';
-import { verifyViews } from '../lmdb/verify.js';
 import { configOrFail } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
@@ -18,7 +16,11 @@ const detailsOf = (event: StoredEvent): string =>
     )
     .join(' ');
 
-const runVerify = (dataDir: string, output: Output, json: boolean | undefined) => {
+const runVerify = async (dataDir: string, output: Output, json: boolean | undefined) => {
+  const [{ openDatabases }, { verifyViews }] = await Promise.all([
+    import('../lmdb/LmdbStore.js'),
+    import('../lmdb/verify.js'),
+  ]);
   const dbs = openDatabases(dataDir);
   try {
     const report = verifyViews(dbs);
@@ -52,6 +54,7 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       if (options.since !== undefined && since === undefined) {
         throw new CliError(`--since: "${options.since}" is not an ISO 8601 time or epoch milliseconds`);
       }
+      const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
       const store = openLmdbStore(config.dataDir);
       try {
         const result = replay(store.reads, { request: options.request, account: options.account, since });

@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../ports/Logger.js';
-import { startApp } from '../../server.js';
-import { listen } from '../http/listen.js';
 import { configOrFail } from './context.js';
 import { CliError, type Output } from './output.js';
 
@@ -15,9 +12,15 @@ export const registerServeCommand = (program: Command, output: Output) => {
     .description('run the server (config: $AIRS_CONFIG or ./airs.config.json; PORT, HOST, AIRS_DATA_DIR)')
     .action(async () => {
       const config = configOrFail();
+      // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
+      const [{ createLogger }, { startApp }, { listen }] = await Promise.all([
+        import('../../ports/Logger.js'),
+        import('../../server.js'),
+        import('../http/listen.js'),
+      ]);
       const logger = createLogger();
       const app = await startApp({ config, logger });
-      let listening: Awaited<ReturnType<typeof listen>>;
+      let listening: Awaited<ReturnType<typeof import('../http/listen.js').listen>>;
       try {
         listening = await listen(app.http, { port: config.port, hostname: config.host });
       } catch (error) {

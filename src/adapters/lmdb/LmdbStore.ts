@@ -74,6 +74,7 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
 }
 
 const readsOf = (dbs: LmdbDatabases): StoreReads => ({
+  refresh: () => dbs.root.resetReadTxn(),
   request: (reqId) => dbs.requests.get(reqId),
   payload: (reqId, kind) => dbs.payloads.get([reqId, kind]),
   account: (accountId) => dbs.accounts.get(accountId),
