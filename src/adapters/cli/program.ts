@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
+import { registerAskCommand } from './askCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerServeCommand } from './serveCommand.js';
@@ -17,6 +18,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerAccountCommands(program, output);
   registerKeyCommands(program, output);
   registerReplayCommand(program, output);
+  registerAskCommand(program, output);
   return program;
 };
 

@@ -1,0 +1,41 @@
+/**
+ * `airs/client`: a small client for the Asynchronous AI Request Service.
+ *
+ * ```ts
+ * import { AirsError, AirsTimeoutError, createClient } from 'airs/client';
+ *
+ * const airs = createClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: process.env.AIRS_API_KEY! });
+ * const done = await airs.run('echo', 'Hello, airs', { timeoutMs: 60_000 });
+ * console.log(done.response);
+ * ```
+ *
+ * - `submit(model, prompt)`: `POST /v1/ai`, resolves with `{request_id, model}`.
+ * - `get(reqId)`: one `GET /v1/ai?req_id=…`.
+ * - `wait(reqId, {signal, timeoutMs, onPoll})`: polls every 5 s, or after the server's `Retry-After`.
+ * - `run(model, prompt, options)`: both.
+ *
+ * Every call retries a 429 after `Retry-After` and a 500/503 after 30 s (or `Retry-After`), a bounded number of
+ * times; 400, 401, 403 and 404 fail at once. Failures are `AirsError` (`status`, `code`, `message`, `details`),
+ * `AirsTimeoutError` when `timeoutMs` passes, or the signal's `reason` when the caller aborts.
+ *
+ * Only `fetch`, `AbortController` and `setTimeout` are used: no Node modules, so it runs in browsers too.
+ */
+export { createClient } from './createClient.js';
+export { AirsError, type AirsErrorInit, AirsTimeoutError } from './errors.js';
+export { isCompleted } from './polling.js';
+export { defaultSleep, parseRetryAfter } from './timing.js';
+export type {
+  AirsClient,
+  CallOptions,
+  ClientOptions,
+  CompletedPoll,
+  FetchLike,
+  PollBody,
+  PollInfo,
+  QueuedPoll,
+  RetryInfo,
+  RunOptions,
+  SleepFn,
+  Submitted,
+  WaitOptions,
+} from './types.js';

@@ -1,0 +1,155 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  binPath,
+  type CliResult,
+  createAccountWithKey,
+  killChildren,
+  runCli,
+  type Sandbox,
+  type ServerProcess,
+  sandbox,
+  startServer,
+} from '../support/processes.js';
+import { scriptedServer } from './support.js';
+
+/** `airs ask` as a user runs it: the built CLI as a child process against a real `airs serve` child on 127.0.0.1. */
+
+/** Runs the CLI with `input` on its stdin (the shared helper gives children no stdin). */
+const runCliWithStdin = (box: Sandbox, args: readonly string[], input: string, env: Record<string, string> = {}) =>
+  new Promise<CliResult>((resolve, reject) => {
+    const child = spawn(process.execPath, [binPath, ...args], {
+      cwd: box.dir,
+      env: box.env(env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(input);
+  });
+
+/** A failure as the contract wants it: nothing on stdout and exactly one line on stderr. */
+const expectOneLineFailure = (result: CliResult, code: number, message: RegExp) => {
+  expect(result.code, result.stderr).toBe(code);
+  expect(result.stdout).toBe('');
+  expect(result.stderr.trimEnd().split('\n'), result.stderr).toHaveLength(1);
+  expect(result.stderr).toMatch(message);
+};
+
+describe('airs ask', { timeout: 60_000 }, () => {
+  let box: Sandbox;
+  let server: ServerProcess;
+  let key: string;
+  beforeAll(async () => {
+    box = sandbox('airs-ask');
+    // The server advises 1 s between polls (Retry-After), so a request still queued at the first poll costs 1 s.
+    box.writeConfig({ pollIntervalSeconds: 1 });
+    server = await startServer(box);
+    ({ key } = await createAccountWithKey(box, 'ask@example.com'));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await killChildren();
+    box?.remove();
+  });
+
+  it('prints exactly the response and a newline on stdout, and nothing on stderr when stderr is not a terminal', async () => {
+    const result = await runCli(box, ['ask', '--model', 'echo', '--url', server.url, '--key', key, 'hello']);
+
+    expect(result).toEqual({ code: 0, stdout: 'hello\n', stderr: '' });
+  });
+
+  it('takes the server and the key from AIRS_URL and AIRS_API_KEY', async () => {
+    const result = await runCli(box, ['ask', '--model', 'echo', 'from the environment'], {
+      env: { AIRS_URL: server.url, AIRS_API_KEY: key },
+    });
+
+    expect(result).toEqual({ code: 0, stdout: 'from the environment\n', stderr: '' });
+  });
+
+  it('reads the prompt from stdin when it is -, without the trailing newline the shell adds', async () => {
+    const result = await runCliWithStdin(
+      box,
+      ['ask', '--model', 'echo', '--url', server.url, '-'],
+      'line one\nline two\n',
+      {
+        AIRS_API_KEY: key,
+      },
+    );
+
+    expect(result).toEqual({ code: 0, stdout: 'line one\nline two\n', stderr: '' });
+  });
+
+  it('prints the completed poll answer as one JSON document with --json', async () => {
+    const result = await runCli(box, ['ask', '--model', 'echo', '--url', server.url, '--key', key, '--json', 'hi']);
+
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toBe('');
+    const document = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(document).toMatchObject({ status: 'completed', model: 'echo', response: 'hi' });
+    expect(document.req_id).toMatch(/^req_/);
+  });
+
+  it('exits 4 with one line on stderr when the key is refused (401)', async () => {
+    const result = await runCli(box, ['ask', '--model', 'echo', '--url', server.url, '--key', 'sk_wrong', 'hi']);
+
+    expectOneLineFailure(result, 4, /^airs: 401 unauthorized: /);
+  });
+
+  it('exits 1 with the known models on stderr when the model is unknown (400)', async () => {
+    const result = await runCli(box, ['ask', '--model', 'no-such-model', '--url', server.url, '--key', key, 'hi']);
+
+    expectOneLineFailure(result, 1, /^airs: 400 invalid_request: .*echo/);
+  });
+
+  it('exits 2 when no key is given by --key or AIRS_API_KEY', async () => {
+    const result = await runCli(box, ['ask', '--model', 'echo', '--url', server.url, 'hi']);
+
+    expectOneLineFailure(result, 2, /AIRS_API_KEY/);
+  });
+
+  it('exits 2 on usage errors: no --model, no prompt, a --timeout that is not a positive number', async () => {
+    const results = await Promise.all([
+      runCli(box, ['ask', '--url', server.url, '--key', key, 'hi']),
+      runCli(box, ['ask', '--model', 'echo', '--url', server.url, '--key', key]),
+      runCli(box, ['ask', '--model', 'echo', '--url', server.url, '--key', key, '--timeout', 'soon', 'hi']),
+    ]);
+
+    for (const result of results) expect(result.code, result.stderr).toBe(2);
+    expect(results.map((result) => result.stdout)).toEqual(['', '', '']);
+  });
+
+  it('exits 6 when the response is not ready within --timeout', async () => {
+    const result = await runCli(box, [
+      'ask',
+      '--model',
+      'echo-slow',
+      '--url',
+      server.url,
+      '--key',
+      key,
+      '--timeout',
+      '0.5',
+      'too slow',
+    ]);
+
+    expectOneLineFailure(result, 6, /did not complete within 0\.5 s/);
+  });
+
+  it('exits 1 with a one-line message when nothing listens at the URL', async () => {
+    const closed = await scriptedServer([]);
+    await closed.close();
+
+    const result = await runCli(box, ['ask', '--model', 'echo', '--url', closed.url, '--key', key, 'hi']);
+
+    expectOneLineFailure(result, 1, new RegExp(`cannot reach ${closed.url}`));
+  });
+});
