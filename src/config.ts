@@ -138,13 +138,6 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
   const file = parsed.data;
-  file.models?.forEach((model, index) => {
-    if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
-      throw new ConfigError(
-        `config file ${source}: models.${index}.apiKeyEnv: environment variable ${model.apiKeyEnv} is not set`,
-      );
-    }
-  });
   return {
     port: envPort(env.PORT) ?? file.port ?? 8080,
     host: env.HOST || file.host || '127.0.0.1',
@@ -158,6 +151,20 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.c
     processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
     source,
   };
+};
+
+/**
+ * The upstream keys the models name must be in the environment before the server starts. Only `serve` checks:
+ * management commands read the same file but never call a model.
+ */
+export const checkModelSecrets = (config: Config, env: NodeJS.ProcessEnv = process.env): void => {
+  config.models.forEach((model, index) => {
+    if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
+      throw new ConfigError(
+        `config file ${config.source}: models.${index}.apiKeyEnv: environment variable ${model.apiKeyEnv} is not set`,
+      );
+    }
+  });
 };
 
 /** Defaults for tests and embedding: what `loadConfig` gives with no file and no environment. */

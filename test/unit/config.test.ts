@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, checkModelSecrets, loadConfig } from '../../src/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'airs-config-'));
 const withFile = (content: string, env: Record<string, string> = {}) => {
@@ -74,7 +74,12 @@ describe('Configuration', () => {
       timeoutMs: 120_000,
       maxRetries: 2,
     });
-    expect(withFile(content)).toThrow(/models\.0\.apiKeyEnv: environment variable AIRS_TEST_KEY_VAR is not set/);
+    // Only the server needs the key: management commands load the same file without it.
+    const withoutKey = withFile(content)();
+    expect(() => checkModelSecrets(withoutKey, {})).toThrow(
+      /models\.0\.apiKeyEnv: environment variable AIRS_TEST_KEY_VAR is not set/,
+    );
+    expect(() => checkModelSecrets(withoutKey, { AIRS_TEST_KEY_VAR: 'sk-x' })).not.toThrow();
     expect(
       withFile(JSON.stringify({ models: [{ ...model, baseUrl: 'ftp://x' }] }), { AIRS_TEST_KEY_VAR: 'k' }),
     ).toThrow(/models\.0\.baseUrl/);

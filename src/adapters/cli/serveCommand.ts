@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { checkModelSecrets } from '../../config.js';
 import { configOrFail } from './context.js';
 import { CliError, type Output } from './output.js';
 
@@ -12,6 +13,11 @@ export const registerServeCommand = (program: Command, output: Output) => {
     .description('run the server (config: $AIRS_CONFIG or ./airs.config.json; PORT, HOST, AIRS_DATA_DIR)')
     .action(async () => {
       const config = configOrFail();
+      try {
+        checkModelSecrets(config);
+      } catch (error) {
+        throw new CliError(`bad configuration: ${(error as Error).message}`, 2);
+      }
       // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
       const [{ createLogger }, { startApp }, { listen }] = await Promise.all([
         import('../../ports/Logger.js'),
