@@ -19,7 +19,7 @@ describe('Changes made by another process', () => {
 
   it('apply to the very next authentication, even within the same turn of the event loop', async () => {
     app = await startTestApp();
-    const { accountId, key, keyId } = await app.account();
+    const { key, keyId } = await app.account();
     // This read takes a snapshot that lmdb-js would otherwise keep until its next timer tick.
     expect(Result.isSuccess(authenticate(key))).toBe(true);
     cliBlocking(app.dataDir, ['keys', 'revoke', keyId]);

@@ -1,0 +1,97 @@
+/** Command-line options of `npm run bench` and the sizes each mode runs with. */
+
+export const scenarioNames = ['post', 'get', 'e2e', 'storage'] as const;
+export type ScenarioName = (typeof scenarioNames)[number];
+
+export type Sizes = {
+  /** Concurrent connections of every HTTP load (the targets are stated at 64). */
+  readonly connections: number;
+  /** A/B rounds of the HTTP scenarios: one warm-up per server (none if 0), then `rounds` x (airs, bare). */
+  readonly http: { readonly warmupSec: number; readonly roundSec: number; readonly rounds: number };
+  readonly e2e: {
+    readonly requests: number;
+    /** Requests run through each system first, untimed (JIT warm-up, connections, scripts loaded). */
+    readonly warmup: number;
+    readonly clients: number;
+    readonly bullConcurrency: number;
+    /** Bound on one timed run, submission and completion together. */
+    readonly timeoutSec: number;
+  };
+  readonly storage: {
+    readonly smallRequests: number;
+    readonly largeRequests: number;
+    /** Events in the log when `airs replay --verify` is timed. */
+    readonly verifyEvents: number;
+    /** Start-ups timed per data directory (the median is reported). */
+    readonly starts: number;
+    /** Length of the fixed workload run before RSS is read. */
+    readonly memoryWorkloadSec: number;
+    /** Distinct stored requests the memory workload polls. */
+    readonly pollSample: number;
+  };
+};
+
+export type Options = {
+  readonly smoke: boolean;
+  readonly only: readonly ScenarioName[];
+  /** Run the airs servers with `node --cpu-prof` and keep the profiles with the results. */
+  readonly cpuProf: boolean;
+  /** Keep the temporary data directories. */
+  readonly keep: boolean;
+  readonly sizes: Sizes;
+};
+
+const fullSizes: Sizes = {
+  connections: 64,
+  http: { warmupSec: 3, roundSec: 10, rounds: 5 },
+  e2e: { requests: 100_000, warmup: 5_000, clients: 64, bullConcurrency: 50, timeoutSec: 600 },
+  storage: {
+    smallRequests: 10_000,
+    largeRequests: 1_000_000,
+    verifyEvents: 1_000_000,
+    starts: 3,
+    memoryWorkloadSec: 10,
+    pollSample: 1_000,
+  },
+};
+
+const smokeSizes: Sizes = {
+  connections: 16,
+  http: { warmupSec: 0, roundSec: 0.5, rounds: 1 },
+  e2e: { requests: 300, warmup: 30, clients: 16, bullConcurrency: 50, timeoutSec: 60 },
+  storage: {
+    smallRequests: 100,
+    largeRequests: 1_000,
+    verifyEvents: 1_500,
+    starts: 1,
+    memoryWorkloadSec: 0.5,
+    pollSample: 50,
+  },
+};
+
+export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]
+  --smoke      tiny counts, about 30 s: keeps the harness working (figures mean nothing)
+  --only=LIST  run only these scenarios (comma-separated)
+  --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
+  --keep       keep the temporary data directories (printed at the end)
+environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)`;
+
+export const parseOptions = (argv: readonly string[]): Options | string => {
+  let smoke = false;
+  let cpuProf = false;
+  let keep = false;
+  let only: ScenarioName[] = [...scenarioNames];
+  for (const arg of argv) {
+    if (arg === '--smoke') smoke = true;
+    else if (arg === '--cpu-prof') cpuProf = true;
+    else if (arg === '--keep') keep = true;
+    else if (arg.startsWith('--only=')) {
+      const names = arg.slice('--only='.length).split(',').filter(Boolean);
+      const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
+      if (unknown.length > 0) return `unknown scenario(s): ${unknown.join(', ')}\n${usage}`;
+      only = names as ScenarioName[];
+    } else if (arg === '--help' || arg === '-h') return usage;
+    else return `unknown option ${arg}\n${usage}`;
+  }
+  return { smoke, only, cpuProf, keep, sizes: smoke ? smokeSizes : fullSizes };
+};

@@ -1,0 +1,127 @@
+/**
+ * `npm run bench`: airs against baselines measured side by side in one run (see docs/performance.md).
+ *
+ *   npm run bench                         the full run (about 9 minutes on 2 CPUs)
+ *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
+ *   npm run bench -- --only=post,get      some scenarios only; --cpu-prof profiles the airs servers
+ *
+ * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
+ * reported, never a failure. The exit status is non-zero only when a scenario could not run.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Context, ScenarioResult } from './context.js';
+import { pinSelf, planCpus } from './cpus.js';
+import { describeMachine } from './machine.js';
+import { type Options, parseOptions, type ScenarioName } from './options.js';
+import { airsBin, root } from './paths.js';
+import { installExitHooks, stopAll } from './processes.js';
+import { type ProfileSummary, summarizeProfile } from './profile.js';
+import { printReport, type RunReport, writeReport } from './report.js';
+import { endToEndScenario } from './scenarios/endToEnd.js';
+import { httpScenario } from './scenarios/http.js';
+import { storageScenario } from './scenarios/storage.js';
+
+const scenarios: Record<ScenarioName, { title: string; run: (context: Context) => Promise<ScenarioResult> }> = {
+  post: { title: 'POST /v1/ai vs bare node:http', run: (c) => httpScenario('post', c) },
+  get: { title: 'GET /v1/ai vs bare node:http', run: (c) => httpScenario('get', c) },
+  e2e: { title: 'end to end vs BullMQ + Redis', run: endToEndScenario },
+  storage: { title: 'replay --verify, start-up and memory with stored requests', run: storageScenario },
+};
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+// A closed stderr or stdout (`npm run bench | head`) must not end the run before its children are stopped.
+process.stderr.on('error', () => {});
+process.stdout.on('error', () => {});
+
+/** Summaries of the profiles written by `--cpu-prof` runs (the files stay beside the results). */
+const profileSummaries = (dir: string): ProfileSummary[] =>
+  readdirSync(dir)
+    .filter((file) => file.endsWith('.cpuprofile'))
+    .sort()
+    .map((file) => summarizeProfile(join(dir, file), 15));
+
+const main = async (options: Options): Promise<number> => {
+  if (!existsSync(airsBin)) {
+    log(`${airsBin} is missing: build first (npm run bench builds with tsc)`);
+    return 2;
+  }
+  const startedAt = new Date().toISOString();
+  const resultsDir = join(root, 'test', 'bench', 'results');
+  const workDir = mkdtempSync(join(tmpdir(), 'airs-bench-'));
+  const profileDir = options.cpuProf ? join(resultsDir, `${startedAt.replace(/[:.]/g, '-')}-profiles`) : undefined;
+  if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+  const cleanUp = async () => {
+    await stopAll();
+    if (!options.keep) rmSync(workDir, { recursive: true, force: true });
+  };
+  installExitHooks(cleanUp);
+  // Whatever way this process ends, the temporary directory goes too (the children are killed by the hooks).
+  process.on('exit', () => {
+    if (!options.keep) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  const machine = describeMachine();
+  const cpus = planCpus();
+  pinSelf(cpus.load);
+  log(`airs bench (${options.smoke ? 'smoke' : 'full'}): ${options.only.join(', ')}`);
+  log(`${machine.nproc} CPUs (${machine.cpuModel}), node ${machine.node}, load average ${machine.loadAverage}`);
+  log(cpus.note);
+  const context: Context = { options, cpus, workDir, profileDir, log };
+
+  const results: ScenarioResult[] = [];
+  const failures: { scenario: string; error: string }[] = [];
+  try {
+    for (const name of options.only) {
+      const scenario = scenarios[name];
+      log(`\n== ${name}: ${scenario.title}`);
+      const started = performance.now();
+      try {
+        results.push(await scenario.run(context));
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        failures.push({ scenario: name, error: message });
+        log(`  FAILED: ${message}`);
+        // Whatever the scenario left running goes before the next one starts.
+        await stopAll();
+      }
+      log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    }
+  } finally {
+    await cleanUp();
+  }
+
+  const report: RunReport = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    mode: options.smoke ? 'smoke' : 'full',
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    machine,
+    pinning: cpus.note,
+    scenarios: results,
+    failures,
+    ...(profileDir === undefined ? {} : { profiles: profileSummaries(profileDir) }),
+  };
+  printReport(report);
+  const path = writeReport(resultsDir, report);
+  log(`\nresults: ${path}`);
+  if (report.profiles !== undefined) log(`profiles: ${profileDir}`);
+  if (options.keep) log(`data kept in ${workDir}`);
+  return failures.length > 0 ? 1 : 0;
+};
+
+const parsed = parseOptions(process.argv.slice(2));
+if (typeof parsed === 'string') {
+  log(parsed);
+  process.exitCode = parsed.startsWith('usage') ? 0 : 2;
+} else {
+  main(parsed).then(
+    (code) => process.exit(code),
+    async (error: unknown) => {
+      log(`bench failed: ${error instanceof Error ? error.stack : String(error)}`);
+      await stopAll();
+      process.exit(1);
+    },
+  );
+}

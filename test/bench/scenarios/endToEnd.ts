@@ -1,0 +1,48 @@
+/** End to end, airs against BullMQ + Redis in the same run: time until all N requests are completed. */
+import type { Context, Row, ScenarioResult } from '../context.js';
+import { redisServerPath } from '../redis.js';
+import { ratio } from '../stats.js';
+import { airsEndToEnd } from './airsEndToEnd.js';
+import { bullEndToEnd } from './bullEndToEnd.js';
+
+const minRatio = 2;
+
+export const endToEndScenario = async (context: Context): Promise<ScenarioResult> => {
+  const { e2e } = context.options.sizes;
+  const notes: string[] = [];
+  const airs = await airsEndToEnd(context);
+  context.log(
+    `  airs: ${airs.jobs} in ${airs.seconds} s (${airs.jobsPerSec}/s; submitting took ${airs.submitSeconds} s)`,
+  );
+
+  const redisServer = redisServerPath();
+  let bull: Awaited<ReturnType<typeof bullEndToEnd>> | undefined;
+  if (redisServer === undefined) {
+    const message =
+      'redis-server not found: the BullMQ + Redis baseline is skipped (Debian: apt-get install -y redis-server, or set REDIS_SERVER)';
+    context.log(`  ${message}`);
+    notes.push(message);
+  } else {
+    bull = await bullEndToEnd(context, redisServer);
+    context.log(
+      `  BullMQ: ${bull.jobs} in ${bull.seconds} s (${bull.jobsPerSec}/s; adding took ${bull.submitSeconds} s)`,
+    );
+    notes.push(
+      `End to end: BullMQ reached Redis ${bull.redisVersion} through ${bull.driver}; redis-server --appendonly yes --appendfsync always; ${e2e.clients} producers awaiting queue.add, one worker process with concurrency ${e2e.bullConcurrency}.`,
+    );
+  }
+  notes.push(
+    `End to end: ${e2e.requests} echo requests after an untimed warm-up of ${e2e.warmup} on each system; airs completion read from its log (time of the last RequestCompleted), BullMQ's from the worker's completed events.`,
+  );
+  const speedup = bull === undefined ? Number.NaN : ratio(bull.seconds, airs.seconds);
+  const rows: Row[] = [
+    {
+      scenario: `End to end: ${e2e.requests} echo requests, ${e2e.clients} clients, until all completed`,
+      target: `>= ${minRatio} x BullMQ`,
+      measured: bull === undefined ? 'no baseline' : `${speedup.toFixed(2)} x`,
+      detail: `airs ${airs.seconds} s (${airs.jobsPerSec}/s)${bull === undefined ? '' : `, BullMQ ${bull.seconds} s (${bull.jobsPerSec}/s)`}`,
+      met: bull === undefined || context.options.smoke ? null : speedup >= minRatio,
+    },
+  ];
+  return { name: 'e2e', rows, notes, details: { airs, bullmq: bull ?? null, speedup } };
+};

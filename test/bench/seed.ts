@@ -1,0 +1,131 @@
+/**
+ * Child process: fills an airs data directory with completed requests through the project's own store API:
+ * for each request the real domain events the server appends (RequestQueued, RequestProcessingStarted,
+ * RequestCompleted) with `tx.append` (the views and indexes follow through the project's projection in the same
+ * transaction) and its prompt and response payloads with `tx.putPayload`. Many requests share a transaction and
+ * many transactions run concurrently (lmdb-js group-commits them).
+ *
+ * Usage: node seed.js '{"dataDir":…,"accountId":…,"keyId":…,"count":N,"sampleFile":…,"sampleSize":K}'
+ * Prints one JSON line: {requests, events, seconds, lastSeq}. Keeps K ids, sampled uniformly, in sampleFile.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import type { DomainEvent } from '../../src/domain/events.js';
+
+type SeedSpec = {
+  readonly dataDir: string;
+  readonly accountId: string;
+  readonly keyId: string;
+  /** Requests to add (on top of whatever the directory holds). */
+  readonly count: number;
+  /** JSON `{population, ids}`: a uniform sample of all ids seeded into this directory (merged on a later run). */
+  readonly sampleFile: string;
+  readonly sampleSize: number;
+  /** Requests per batch of concurrent transactions. */
+  readonly batch?: number;
+  /** Requests per transaction. */
+  readonly perTransaction?: number;
+  /** Give up after this long (a bound, not a target). */
+  readonly timeoutMs?: number;
+};
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as SeedSpec;
+const prompt = 'hello from the airs bench seeder';
+const ttlMs = 86_400_000;
+const batchSize = spec.batch ?? 5_000;
+const perTransaction = spec.perTransaction ?? 50;
+const deadline = Date.now() + (spec.timeoutMs ?? 30 * 60_000);
+
+const store = openLmdbStore(spec.dataDir);
+const eventsBefore = store.reads.lastSeq();
+
+/** Reservoir sample (algorithm R) of the ids written now, merged with an earlier sample of the same directory. */
+const sample: string[] = [];
+let seen = 0;
+const offer = (reqId: string) => {
+  seen++;
+  if (sample.length < spec.sampleSize) sample.push(reqId);
+  else {
+    const slot = Math.floor(Math.random() * seen);
+    if (slot < spec.sampleSize) sample[slot] = reqId;
+  }
+};
+
+const shuffle = <T>(items: readonly T[]): T[] => {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+};
+
+/** The events the server appends for one request that was queued, started and completed. */
+const eventsOf = (reqId: string, at: number): DomainEvent[] => [
+  {
+    type: 'RequestQueued',
+    reqId,
+    accountId: spec.accountId,
+    keyId: spec.keyId,
+    model: 'echo',
+    promptChars: prompt.length,
+    at,
+    expiresAt: at + ttlMs,
+  },
+  { type: 'RequestProcessingStarted', reqId, attempt: 1, at: at + 1 },
+  { type: 'RequestCompleted', reqId, responseChars: prompt.length, at: at + 2 },
+];
+
+/** One transaction holding `size` requests: their events (views follow in the same transaction) and payloads. */
+const seedTransaction = (size: number, at: number) => {
+  const reqIds = Array.from({ length: size }, () => `req_${randomBytes(16).toString('base64url')}`);
+  for (const reqId of reqIds) offer(reqId);
+  return store.transactPromise((tx) => {
+    for (const reqId of reqIds) {
+      for (const event of eventsOf(reqId, at)) tx.append(event);
+      tx.putPayload(reqId, 'prompt', prompt);
+      tx.putPayload(reqId, 'response', prompt);
+    }
+  });
+};
+
+const main = async () => {
+  const started = performance.now();
+  let written = 0;
+  let lastReport = started;
+  while (written < spec.count) {
+    if (Date.now() > deadline) throw new Error(`seeding stopped by its time bound after ${written} requests`);
+    const size = Math.min(batchSize, spec.count - written);
+    const now = Date.now();
+    const batch: Promise<void>[] = [];
+    for (let done = 0; done < size; done += perTransaction)
+      batch.push(seedTransaction(Math.min(perTransaction, size - done), now));
+    await Promise.all(batch);
+    written += size;
+    if (performance.now() - lastReport > 5_000) {
+      lastReport = performance.now();
+      const rate = Math.round(written / ((lastReport - started) / 1000));
+      process.stderr.write(`seed: ${written}/${spec.count} requests (${rate}/s)\n`);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  // Keep a uniform sample of the whole directory: merge with the earlier one in proportion to the populations.
+  const earlier: { population: number; ids: string[] } = existsSync(spec.sampleFile)
+    ? JSON.parse(readFileSync(spec.sampleFile, 'utf8'))
+    : { population: 0, ids: [] };
+  const population = earlier.population + seen;
+  const fromEarlier = Math.round((spec.sampleSize * earlier.population) / population);
+  const ids = [...shuffle(earlier.ids).slice(0, fromEarlier), ...sample.slice(0, spec.sampleSize - fromEarlier)];
+  writeFileSync(spec.sampleFile, JSON.stringify({ population, ids: shuffle(ids) }));
+  const lastSeq = store.reads.lastSeq();
+  await store.close();
+  process.stdout.write(
+    `${JSON.stringify({ requests: written, events: lastSeq - eventsBefore, lastSeq, seconds: Math.round(seconds * 100) / 100 })}\n`,
+  );
+};
+
+main().catch((error: unknown) => {
+  process.stderr.write(`seed failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
