@@ -1,5 +1,5 @@
 import { Effect, Result } from 'effect';
-import { assertBodySize, H3, type H3Event, HTTPError } from 'h3';
+import { assertBodySize, H3, type H3Event, HTTPError, HTTPResponse } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
@@ -36,7 +36,7 @@ const rateLimitHeaders = (status: RateLimitStatus, headers: Headers) => {
 
 const json = (status: number, body: unknown, headers: Headers) => {
   headers.set('Content-Type', jsonHeaders['Content-Type']);
-  return new Response(JSON.stringify(body), { status, headers });
+  return new HTTPResponse(JSON.stringify(body), { status, headers });
 };
 
 const isJsonContentType = (value: string | null) =>
@@ -90,7 +90,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return Result.isFailure(limited) ? limited.failure : principal;
   };
 
-  const submit = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
+  const submit = async (event: H3Event, headers: Headers): Promise<HTTPResponse | ApiError> => {
     const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const body = await readJsonBody(event, deps.maxBodyBytes);
@@ -101,7 +101,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return json(202, accepted.success, headers);
   };
 
-  const poll = async (event: H3Event, headers: Headers): Promise<Response | ApiError> => {
+  const poll = async (event: H3Event, headers: Headers): Promise<HTTPResponse | ApiError> => {
     const principal = admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const reqId = event.url.searchParams.get('req_id') ?? undefined;
@@ -114,7 +114,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
   const guarded =
-    (route: (event: H3Event, headers: Headers) => Promise<Response | ApiError>) => async (event: H3Event) => {
+    (route: (event: H3Event, headers: Headers) => Promise<HTTPResponse | ApiError>) => async (event: H3Event) => {
       const headers = new Headers();
       if (!deps.accepting()) {
         return errorResponse(
@@ -123,7 +123,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       }
       try {
         const result = await route(event, headers);
-        return result instanceof Response ? result : errorResponse(result, headers);
+        return result instanceof HTTPResponse ? result : errorResponse(result, headers);
       } catch (error) {
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
         return serverErrorResponse();

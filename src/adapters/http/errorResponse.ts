@@ -1,3 +1,4 @@
+import { HTTPResponse } from 'h3';
 import type { ApiError } from '../../domain/errors.js';
 
 /** The contract's error codes. */
@@ -49,8 +50,11 @@ const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
 
 export const jsonHeaders = { 'Content-Type': 'application/json' } as const;
 
-/** `{"error": {"code", "message", "details"?}}` with its status and headers. */
-export const errorResponse = (error: ApiError, extraHeaders?: Headers): Response => {
+/**
+ * `{"error": {"code", "message", "details"?}}` with its status and headers. Answers are h3 `HTTPResponse`s (a
+ * string body), which srvx writes to the socket in one go; a web `Response` would be streamed chunk by chunk.
+ */
+export const errorResponse = (error: ApiError, extraHeaders?: Headers): HTTPResponse => {
   const { status, code, headers } = (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(
     error,
   );
@@ -61,12 +65,15 @@ export const errorResponse = (error: ApiError, extraHeaders?: Headers): Response
   const all = new Headers(extraHeaders);
   all.set('Content-Type', jsonHeaders['Content-Type']);
   for (const [name, value] of Object.entries(headers ?? {})) all.set(name, value);
-  return new Response(JSON.stringify(body), { status, headers: all });
+  return new HTTPResponse(JSON.stringify(body), { status, headers: all });
 };
 
 /** An unexpected fault: a fixed message, never the error's own text (no stack traces, paths or key material). */
-export const serverErrorResponse = (): Response =>
-  new Response(JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }), {
-    status: 500,
-    headers: { ...jsonHeaders, 'Retry-After': '30' },
-  });
+export const serverErrorResponse = (): HTTPResponse =>
+  new HTTPResponse(
+    JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }),
+    {
+      status: 500,
+      headers: { ...jsonHeaders, 'Retry-After': '30' },
+    },
+  );
