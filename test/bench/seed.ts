@@ -8,10 +8,11 @@
  * Usage: node seed.js '{"dataDir":…,"accountId":…,"keyId":…,"count":N,"sampleFile":…,"sampleSize":K}'
  * Prints one JSON line: {requests, events, seconds, lastSeq}. Keeps K ids, sampled uniformly, in sampleFile.
  */
-import { randomBytes } from 'node:crypto';
+
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { DomainEvent } from '../../src/domain/events.js';
+import { randomIds } from '../../src/ports/Ids.js';
 
 type SeedSpec = {
   readonly dataDir: string;
@@ -79,7 +80,7 @@ const eventsOf = (reqId: string, at: number): DomainEvent[] => [
 
 /** One transaction holding `size` requests: their events (views follow in the same transaction) and payloads. */
 const seedTransaction = (size: number, at: number) => {
-  const reqIds = Array.from({ length: size }, () => `req_${randomBytes(16).toString('base64url')}`);
+  const reqIds = Array.from({ length: size }, () => randomIds.requestId());
   for (const reqId of reqIds) offer(reqId);
   return store.transactPromise((tx) => {
     for (const reqId of reqIds) {

@@ -35,7 +35,10 @@ export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
 export const expiryKeyOf = (state: RequestState): IndexKey | undefined =>
   state.status === 'none' || state.status === 'expired' ? undefined : [state.context.expiresAt, state.context.reqId];
 
-const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined) => JSON.stringify(a) === JSON.stringify(b);
+const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined): boolean => {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((part, i) => part === b[i]);
+  return a === b;
+};
 
 const moveIndex = (
   views: ViewAccess,
