@@ -1,4 +1,4 @@
-import { Context, Layer } from 'effect';
+import { Context } from 'effect';
 
 /** Wall-clock time in epoch milliseconds. The domain never reads a clock; the app passes `now` in. */
 export interface ClockShape {
@@ -8,8 +8,6 @@ export interface ClockShape {
 export class AppClock extends Context.Service<AppClock, ClockShape>()('airs/Clock') {}
 
 export const systemClock: ClockShape = { now: () => Date.now() };
-
-export const SystemClockLayer = Layer.succeed(AppClock, systemClock);
 
 /** A clock that moves only when told to: for tests of expiry, retries and rate limits. */
 export class ManualClock implements ClockShape {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Context, Layer } from 'effect';
+import { Context } from 'effect';
 
 /** Makers of identifiers and secrets. */
 export interface IdsShape {
@@ -28,5 +28,3 @@ export const randomIds: IdsShape = {
   keyId: () => `key_${random(12)}`,
   apiKey: () => `sk_${random(32)}`,
 };
-
-export const RandomIdsLayer = Layer.succeed(Ids, randomIds);

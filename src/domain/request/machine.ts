@@ -100,5 +100,3 @@ export const requestMachine = setup({
     expired: { type: 'final' },
   },
 });
-
-export type RequestMachine = typeof requestMachine;

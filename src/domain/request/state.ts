@@ -88,7 +88,3 @@ export const foldRequest = (events: Iterable<RequestEvent>): RequestState => {
 
 /** A request counts as queued (publicly) while it waits or is being worked on. */
 export const isQueued = (status: RequestStatus): boolean => status === 'waiting' || status === 'processing';
-
-/** Final states never change again (but completed and failed still expire). */
-export const isSettled = (status: RequestStatus): boolean =>
-  status === 'completed' || status === 'failed' || status === 'expired';
