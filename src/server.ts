@@ -6,6 +6,8 @@ import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { AppConfigLayer } from './app/AppConfig.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
+import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
+import { LimiterStatesLayer } from './app/LimiterStates.js';
 import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
@@ -24,16 +26,22 @@ export type AppOptions = {
   readonly ids?: IdsShape;
   /** How often the expiry sweeper runs. */
   readonly sweepIntervalMs?: number;
+  /** Bounds of the committer's queue and batches (tests make them small). */
+  readonly committerLimits?: CommitterLimits;
 };
 
 /** The ground every service stands on: config, store, clock, ids, log. Tests swap clock and ids via options. */
 const baseLayer = (options: AppOptions) =>
-  Layer.mergeAll(
-    AppConfigLayer(options.config),
-    LmdbStoreLayer(options.config.dataDir),
-    Layer.succeed(AppClock, options.clock ?? systemClock),
-    Layer.succeed(Ids, options.ids ?? randomIds),
-    LogLayer(options.logger),
+  CommitterLayer(options.committerLimits).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        AppConfigLayer(options.config),
+        LmdbStoreLayer(options.config.dataDir),
+        Layer.succeed(AppClock, options.clock ?? systemClock),
+        Layer.succeed(Ids, options.ids ?? randomIds),
+        LogLayer(options.logger),
+      ),
+    ),
   );
 
 /** What management commands need, and no more: no workers and no sweeper, which belong to the server alone. */
@@ -45,7 +53,13 @@ export const appLayer = (options: AppOptions) => {
   return RequestsLayer.pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(
-      Layer.mergeAll(AuthLayer, RateLimiterLayer, ModelsLayer, AccountsLayer, SweeperLayer(options.sweepIntervalMs)),
+      Layer.mergeAll(
+        AuthLayer,
+        RateLimiterLayer.pipe(Layer.provide(LimiterStatesLayer)),
+        ModelsLayer,
+        AccountsLayer,
+        SweeperLayer(options.sweepIntervalMs),
+      ),
     ),
     Layer.provideMerge(base),
   );

@@ -1,12 +1,14 @@
 import { Context, Effect, Layer } from 'effect';
-import { type AccountCommand, decideAccount } from '../domain/account/decider.js';
+import type { AccountCommand } from '../domain/account/decider.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
+import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
-import { Store, type StoreWrites } from '../ports/Store.js';
+import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
+import { Committer } from './Committer.js';
 import { displayPrefix, hashKey } from './keyMaterial.js';
 
 /** A key as shown once, at creation: the only moment the secret exists outside the caller's hands. */
@@ -36,29 +38,25 @@ export const AccountsLayer = Layer.effect(
   Accounts,
   Effect.gen(function* () {
     const store = yield* Store;
+    const committer = yield* Committer;
     const clock = yield* AppClock;
     const ids = yield* Ids;
     const config = yield* AppConfig;
 
-    /** Decides and appends in one transaction, so concurrent CLI runs cannot both take the last key slot. */
-    const run = <A>(
-      accountId: string,
-      command: (tx: StoreWrites) => AccountCommand | Refused,
-      result: (tx: StoreWrites) => A,
-    ) =>
+    /** Sends an account command to the committer (decided inside the write, so concurrent CLI runs cannot both take
+     * the last key slot or the same email) and, once it is durable, answers from the views. */
+    const run = <A>(accountId: string, command: AccountCommand, result: () => A) =>
       Effect.flatMap(
-        store.transact((tx) => {
-          const cmd = command(tx);
-          if (cmd instanceof Refused) return cmd;
-          const decision = decideAccount(tx.account(accountId), cmd);
-          if (decision instanceof Refused) return decision;
-          for (const event of decision) tx.append(event);
-          return { value: result(tx) };
-        }),
-        (outcome) => (outcome instanceof Refused ? Effect.fail(outcome) : Effect.succeed(outcome.value)),
+        Effect.promise(() => committer.send({ type: 'Account', accountId, command })),
+        (outcome): Effect.Effect<A, Refused> => {
+          if (outcome instanceof Refused) return Effect.fail(outcome);
+          if (isRefusal(outcome)) return Effect.die(outcome);
+          store.reads.refresh();
+          return Effect.sync(result);
+        },
       );
 
-    const existing = (accountId: string) => (tx: StoreWrites) => tx.account(accountId) as AccountState;
+    const existing = (accountId: string) => () => store.reads.account(accountId) as AccountState;
 
     const withAccount = (accountId: string) => {
       const account = store.reads.account(accountId);
@@ -68,7 +66,7 @@ export const AccountsLayer = Layer.effect(
     };
 
     const accountCommand = (accountId: string, make: (now: number) => AccountCommand) =>
-      Effect.flatMap(withAccount(accountId), () => run(accountId, () => make(clock.now()), existing(accountId)));
+      Effect.flatMap(withAccount(accountId), () => run(accountId, make(clock.now()), existing(accountId)));
 
     return Accounts.of({
       createAccount: (email, plan) => {
@@ -78,10 +76,7 @@ export const AccountsLayer = Layer.effect(
         const accountId = ids.accountId();
         return run(
           accountId,
-          (tx) =>
-            tx.accountIdByEmail(normalized) !== undefined
-              ? new Refused({ message: `an account with email ${normalized} already exists` })
-              : { type: 'CreateAccount', accountId, email: normalized, plan, now: clock.now() },
+          { type: 'CreateAccount', accountId, email: normalized, plan, now: clock.now() },
           existing(accountId),
         );
       },
@@ -96,7 +91,7 @@ export const AccountsLayer = Layer.effect(
           const prefix = displayPrefix(key);
           return run(
             accountId,
-            () => ({ type: 'CreateKey', keyId, keyHash: hashKey(key), prefix, plans: config.plans, now: clock.now() }),
+            { type: 'CreateKey', keyId, keyHash: hashKey(key), prefix, plans: config.plans, now: clock.now() },
             () => ({ id: keyId, key, prefix, account_id: accountId }),
           );
         }),
@@ -106,8 +101,8 @@ export const AccountsLayer = Layer.effect(
         if (key === undefined) return Effect.fail(new Refused({ message: `no key ${keyId}` }));
         return run(
           key.accountId,
-          (tx) => ({ type: 'RevokeKey', key: tx.key(keyId) as KeyState, now: clock.now() }),
-          (tx) => tx.key(keyId) as KeyState,
+          { type: 'RevokeKey', key, now: clock.now() },
+          () => store.reads.key(keyId) as KeyState,
         );
       },
     });

@@ -1,13 +1,13 @@
 import { Context, Effect, Layer } from 'effect';
 import type { Logger } from 'pino';
-import { LifecycleViolation } from '../domain/errors.js';
-import { decide, type RequestCommand } from '../domain/request/decider.js';
+import { type Command, isRefusal, type Refusal } from '../domain/commands.js';
+import type { Unavailable } from '../domain/errors.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../domain/request/retryPolicy.js';
-import { initialRequestState } from '../domain/request/state.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
-import { Store, type StoreShape, type StoreWrites } from '../ports/Store.js';
+import { type CommandOutcome, Store, type StoreShape } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
+import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
 import { Models, type ModelsShape } from './Models.js';
 
@@ -24,6 +24,7 @@ export class Processor extends Context.Service<Processor, ProcessorShape>()('air
 
 type Deps = {
   readonly store: StoreShape;
+  readonly committer: CommitterShape;
   readonly models: ModelsShape;
   readonly clock: ClockShape;
   readonly log: Logger;
@@ -31,22 +32,19 @@ type Deps = {
   readonly policy: RetryPolicy;
 };
 
-/** Applies a request command in one transaction: fold, decide, append. Returns the refusal, if any. */
-export const applyRequestCommand = (tx: StoreWrites, command: RequestCommand): LifecycleViolation | undefined => {
-  const decision = decide(tx.request(command.reqId) ?? initialRequestState, command);
-  if (decision instanceof LifecycleViolation) return decision;
-  for (const event of decision) tx.append(event);
-  return undefined;
-};
+type Outcome = { ok: true; text: string } | { ok: false; reason: string };
 
 /**
  * The worker pool. It takes queued requests from the dispatch index (in LMDB), accounts in turn (pickFairly), up
- * to `concurrency` at a time and up to each model's `maxConcurrency`, runs each through its model with a timeout, and records the outcome as events. What it holds in
+ * to `concurrency` at a time and up to each model's `maxConcurrency`. The starts of everything it picks in one go
+ * are one batch for the committer (one durable write); each model is called only once its start is on disk, so the
+ * model is called at most once per recorded attempt. Outcomes go to the committer as they arrive. What it holds in
  * memory is bounded by `concurrency`: the queue itself lives on disk, so a restart simply continues from it,
  * including requests that were being processed when the process died.
  */
 export const createProcessor = (deps: Deps) => {
-  const { store, models, clock, log } = deps;
+  const { store, committer, models, clock, log } = deps;
+  /** Requests picked and not settled yet: from before their start is committed until their outcome is. */
   const running = new Map<string, Promise<void>>();
   const runningPerModel = new Map<string, number>();
   const modelLimit = (id: string) => models.get(id)?.config.maxConcurrency ?? Number.POSITIVE_INFINITY;
@@ -56,58 +54,47 @@ export const createProcessor = (deps: Deps) => {
   let timer: NodeJS.Timeout | undefined;
   let idleWaiters: Array<() => void> = [];
 
-  const command = (work: (tx: StoreWrites) => LifecycleViolation | undefined) => store.transactPromise(work);
+  const send = async (command: Command): Promise<Refusal | undefined> => {
+    const outcome = await committer.send(command);
+    return isRefusal(outcome) ? outcome : undefined;
+  };
 
-  const attempt = async (reqId: string): Promise<void> => {
-    const refused = await command((tx) => applyRequestCommand(tx, { type: 'StartAttempt', reqId, now: clock.now() }));
-    if (refused !== undefined) {
-      // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
-      const expired = await command((tx) => applyRequestCommand(tx, { type: 'Expire', reqId, now: clock.now() }));
-      if (expired !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
-      return;
-    }
+  const callModel = async (reqId: string): Promise<Outcome> => {
     const state = store.reads.request(reqId);
     const prompt = store.reads.payload(reqId, 'prompt');
     const model = state === undefined ? undefined : models.get(state.context.model);
-    let outcome: { ok: true; text: string } | { ok: false; reason: string };
     if (state === undefined || prompt === undefined || model === undefined) {
-      outcome = { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
-    } else {
-      const signal = AbortSignal.any([shutdown.signal, AbortSignal.timeout(model.config.timeoutMs)]);
-      outcome = await model.provider.generate({ prompt, signal }).then(
-        (text) => ({ ok: true as const, text }),
-        (error: unknown) => ({
-          ok: false as const,
-          reason:
-            signal.aborted && !shutdown.signal.aborted
-              ? `timed out after ${model.config.timeoutMs} ms`
-              : describe(error),
-        }),
-      );
+      return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
+    const signal = AbortSignal.any([shutdown.signal, AbortSignal.timeout(model.config.timeoutMs)]);
+    return model.provider.generate({ prompt, signal }).then(
+      (text) => ({ ok: true as const, text }),
+      (error: unknown) => ({
+        ok: false as const,
+        reason:
+          signal.aborted && !shutdown.signal.aborted ? `timed out after ${model.config.timeoutMs} ms` : describe(error),
+      }),
+    );
+  };
+
+  /** One attempt from its recorded start: `started` settles when the start is durable (or refused). */
+  const attempt = async (reqId: string, started: Promise<CommandOutcome | Unavailable>): Promise<void> => {
+    if (isRefusal(await started)) {
+      // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
+      const refused = await send({ type: 'Expire', reqId, now: clock.now() });
+      if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
+      return;
+    }
+    const outcome = await callModel(reqId);
     // Stopping: leave the request as it is; the next start picks it up again.
     if (shutdown.signal.aborted) return;
     const now = clock.now();
-    const refusedOutcome = await command((tx) => {
-      if (outcome.ok) {
-        const rejected = applyRequestCommand(tx, {
-          type: 'RecordSuccess',
-          reqId,
-          responseChars: outcome.text.length,
-          now,
-        });
-        if (rejected === undefined) tx.putPayload(reqId, 'response', outcome.text);
-        return rejected;
-      }
-      return applyRequestCommand(tx, {
-        type: 'RecordFailure',
-        reqId,
-        reason: outcome.reason,
-        policy: deps.policy,
-        now,
-      });
-    });
-    if (refusedOutcome !== undefined) log.warn({ reqId, reason: refusedOutcome.message }, 'outcome not recorded');
+    const refused = await send(
+      outcome.ok
+        ? { type: 'RecordSuccess', reqId, responseChars: outcome.text.length, response: outcome.text, now }
+        : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
+    );
+    if (refused !== undefined) log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
     else if (!outcome.ok) log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
   };
 
@@ -126,9 +113,11 @@ export const createProcessor = (deps: Deps) => {
           )
         : undefined;
     if (pick !== undefined) lastAccount = pick.lastAccount;
+    // Sent in one turn, the starts of this pick share one batch: one durable write for all of them.
     for (const { reqId, model } of pick?.picked ?? []) {
       runningPerModel.set(model, (runningPerModel.get(model) ?? 0) + 1);
-      const run = attempt(reqId)
+      const started = committer.send({ type: 'StartAttempt', reqId, now });
+      const run = attempt(reqId, started)
         .catch((error: unknown) => log.error({ reqId, err: error }, 'processing fault'))
         .finally(() => {
           running.delete(reqId);
@@ -180,6 +169,7 @@ export const ProcessorLayer = Layer.effect(
     const config = yield* AppConfig;
     const deps: Deps = {
       store: yield* Store,
+      committer: yield* Committer,
       models: yield* Models,
       clock: yield* AppClock,
       log: yield* Log,

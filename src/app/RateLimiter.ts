@@ -4,6 +4,7 @@ import { type Budget, decideGcra } from '../domain/rateLimit/gcra.js';
 import { AppClock } from '../ports/Clock.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
+import { LimiterStates } from './LimiterStates.js';
 
 export type BudgetName = 'submits' | 'polls';
 
@@ -31,14 +32,24 @@ export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>(
 const windowMs = 60_000;
 const pruneEvery = 10_000;
 
-/** One GCRA state per account and budget, in memory: O(1) per active account, no timers. Entries whose budget
- * is whole again carry no information and are dropped from time to time. */
+/**
+ * One GCRA state per account and budget, in memory: O(1) per active account, no timers. Entries whose budget is
+ * whole again carry no information and are dropped from time to time. Every change is saved with the committer's
+ * next batch, so a restart does not hand out a fresh burst: a submit's state is in the same commit as its
+ * `RequestQueued` (or an earlier one); what a crash can over-grant is bounded by the calls granted in the last
+ * `limiterFlushMs` (see docs/decisions.md). A state missing from memory is read back from the store once.
+ */
 export const RateLimiterLayer = Layer.effect(
   RateLimiter,
   Effect.gen(function* () {
     const config = yield* AppConfig;
     const clock = yield* AppClock;
+    const saved = yield* LimiterStates;
     const tats = new Map<string, number>();
+    const stateOf = (key: string, accountId: string, budget: BudgetName) => {
+      const known = tats.get(key);
+      return known !== undefined ? known : saved.load(accountId, budget);
+    };
     let calls = 0;
     const prune = (now: number) => {
       for (const [key, tat] of tats) if (tat <= now) tats.delete(key);
@@ -51,8 +62,12 @@ export const RateLimiterLayer = Layer.effect(
         const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
         const spec: Budget = { limit, windowMs };
         const key = `${principal.accountId}\u0000${budget}`;
-        const decision = decideGcra(spec, tats.get(key), now);
+        const previous = stateOf(key, principal.accountId, budget);
+        const decision = decideGcra(spec, previous, now);
         tats.set(key, decision.tat);
+        if (decision.tat !== previous) {
+          saved.save({ accountId: principal.accountId, budget, tat: decision.tat });
+        }
         onStatus({
           budget,
           limit,

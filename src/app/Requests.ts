@@ -1,13 +1,15 @@
 import { Context, Effect, Layer } from 'effect';
-import { InvalidRequest, NotFound, ProcessingFailed } from '../domain/errors.js';
+import { isRefusal } from '../domain/commands.js';
+import { InvalidRequest, NotFound, ProcessingFailed, Unavailable } from '../domain/errors.js';
 import { publicStatus } from '../domain/request/publicStatus.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
+import { Committer } from './Committer.js';
 import { Models } from './Models.js';
-import { applyRequestCommand, Processor } from './Processor.js';
+import { Processor } from './Processor.js';
 import { parseSubmission } from './submission.js';
 
 /** The POST answer, with the specification's field names. */
@@ -20,7 +22,7 @@ export type PollAnswer =
 
 export interface RequestsShape {
   /** Validates and queues a request; succeeds only once its `RequestQueued` event is flushed to disk. */
-  submit(principal: Principal, body: unknown): Effect.Effect<Accepted, InvalidRequest>;
+  submit(principal: Principal, body: unknown): Effect.Effect<Accepted, InvalidRequest | Unavailable>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
   poll(
     principal: Principal,
@@ -44,6 +46,7 @@ export const RequestsLayer = Layer.effect(
     const ids = yield* Ids;
     const models = yield* Models;
     const processor = yield* Processor;
+    const committer = yield* Committer;
     const ttlMs = config.requestTtlSeconds * 1000;
     const rules = { modelIds: models.ids(), maxPromptChars: config.maxPromptChars };
 
@@ -52,23 +55,25 @@ export const RequestsLayer = Layer.effect(
         const submission = parseSubmission(body, rules);
         if (submission instanceof InvalidRequest) return yield* submission;
         const reqId = ids.requestId();
-        const refused = yield* store.transact((tx) => {
-          const command = {
-            type: 'Submit' as const,
-            reqId,
-            accountId: principal.accountId,
-            keyId: principal.keyId,
-            model: submission.model,
-            promptChars: submission.prompt.length,
-            ttlMs,
-            now: clock.now(),
-          };
-          const refusal = applyRequestCommand(tx, command);
-          if (refusal === undefined) tx.putPayload(reqId, 'prompt', submission.prompt);
-          return refusal;
-        });
+        const outcome = yield* Effect.promise(() =>
+          committer.send(
+            {
+              type: 'Submit',
+              reqId,
+              accountId: principal.accountId,
+              keyId: principal.keyId,
+              model: submission.model,
+              promptChars: submission.prompt.length,
+              prompt: submission.prompt,
+              ttlMs,
+              now: clock.now(),
+            },
+            { fromApi: true },
+          ),
+        );
+        if (outcome instanceof Unavailable) return yield* outcome;
         // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
-        if (refused !== undefined) return yield* Effect.die(refused);
+        if (isRefusal(outcome)) return yield* Effect.die(outcome);
         processor.wake();
         return { request_id: reqId, model: submission.model };
       });

@@ -1,9 +1,10 @@
 import { Context, Effect, Layer } from 'effect';
 import type { Logger } from 'pino';
+import { isRefusal } from '../domain/commands.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
 import { Store, type StoreShape } from '../ports/Store.js';
-import { applyRequestCommand } from './Processor.js';
+import { Committer, type CommitterShape } from './Committer.js';
 
 export interface SweeperShape {
   /** Expires every request whose time is up; returns how many. */
@@ -18,19 +19,25 @@ const batchSize = 1_000;
  * Appends `RequestExpired` for requests past their expiry time (which deletes their prompt and response). Reads
  * answer 404 from the expiry time on regardless; the sweeper only makes the log and storage catch up.
  */
-export const createSweeper = (store: StoreShape, clock: ClockShape, log: Logger): SweeperShape => ({
+export const createSweeper = (
+  store: StoreShape,
+  committer: CommitterShape,
+  clock: ClockShape,
+  log: Logger,
+): SweeperShape => ({
   sweep: async () => {
     let total = 0;
     for (;;) {
       const now = clock.now();
       const due = store.reads.dueForExpiry(now, batchSize);
       if (due.length === 0) return total;
-      const refusals = await Promise.all(
-        due.map((reqId) => store.transactPromise((tx) => applyRequestCommand(tx, { type: 'Expire', reqId, now }))),
-      );
-      const refused = refusals.filter((refusal) => refusal !== undefined);
+      // Sent in one turn: one batch, one durable write for all of them.
+      const outcomes = await Promise.all(due.map((reqId) => committer.send({ type: 'Expire', reqId, now })));
+      const refused = outcomes.filter(isRefusal);
       for (const refusal of refused) log.error({ reason: refusal.message }, 'expiry refused');
       total += due.length - refused.length;
+      // The next read must see this batch (it is durable now, the snapshot may be older).
+      store.reads.refresh();
       // A full batch may mean more are due; a refused one would come back forever, so stop on any refusal.
       if (due.length < batchSize || refused.length > 0) return total;
     }
@@ -41,7 +48,7 @@ export const SweeperLayer = (intervalMs = 1_000) =>
   Layer.effect(
     Sweeper,
     Effect.gen(function* () {
-      const sweeper = createSweeper(yield* Store, yield* AppClock, yield* Log);
+      const sweeper = createSweeper(yield* Store, yield* Committer, yield* AppClock, yield* Log);
       const log = yield* Log;
       let running: Promise<unknown> = Promise.resolve();
       const tick = () => {

@@ -1,14 +1,18 @@
-import { Context, type Effect } from 'effect';
+import { Context } from 'effect';
 import type { AccountState, KeyState } from '../domain/account/state.js';
-import type { DomainEvent, StoredEvent } from '../domain/events.js';
+import type { Command, PayloadKind, Refusal } from '../domain/commands.js';
+import type { StoredEvent } from '../domain/events.js';
 import type { RequestState } from '../domain/request/state.js';
 
-export type PayloadKind = 'prompt' | 'response';
+export type { PayloadKind } from '../domain/commands.js';
 
 /** A queued request as the dispatcher sees it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
 
-/** Reads of the views and the log, as of the latest committed state (or, inside `transact`, the open transaction). */
+/** A rate limiter's state for one account and budget: its theoretical arrival time (GCRA). */
+export type LimiterEntry = { readonly accountId: string; readonly budget: string; readonly tat: number };
+
+/** Reads of the views and the log, as of the latest committed state. */
 export interface StoreReads {
   /**
    * Makes the following reads see everything committed up to now, also by other processes (the CLI). Reads are
@@ -32,23 +36,25 @@ export interface StoreReads {
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): Iterable<StoredEvent>;
   lastSeq(): number;
+  /** The last saved rate-limiter state of an account's budget, if any. */
+  limiterState(accountId: string, budget: string): number | undefined;
 }
 
-/** What a write transaction may do: append events (views follow in the same transaction) and store payloads. */
-export interface StoreWrites extends StoreReads {
-  append(event: DomainEvent): StoredEvent;
-  putPayload(reqId: string, kind: PayloadKind, text: string): void;
-}
+/** What one command of a batch came to: the events it appended, or why it appended nothing. */
+export type CommandOutcome = { readonly events: readonly StoredEvent[] } | Refusal;
+
+/** One durable write: commands decided in order, plus limiter states that ride along (not events: not in the log). */
+export type Batch = { readonly commands: readonly Command[]; readonly limiterStates?: readonly LimiterEntry[] };
 
 export interface StoreShape {
   readonly reads: StoreReads;
   /**
-   * Runs `work` inside one write transaction, batched with concurrent ones into one commit, and succeeds only
-   * once that commit is flushed to disk. If `work` throws, its writes are rolled back and the error is raised.
+   * Decides and appends a batch of commands in **one** write transaction (views and indexes in the same
+   * transaction), each decided against the state the ones before it left, and resolves once that transaction is
+   * durable on disk. A refused command is an outcome; a command whose deciding throws is a rejected outcome of its
+   * own; neither touches the others. An I/O failure rejects the whole batch: nothing of it was written.
    */
-  transact<A>(work: (tx: StoreWrites) => A): Effect.Effect<A>;
-  /** The same as a plain promise, for the code that runs outside Effect (workers, CLI). */
-  transactPromise<A>(work: (tx: StoreWrites) => A): Promise<A>;
+  commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   close(): Promise<void>;
 }
 

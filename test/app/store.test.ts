@@ -1,16 +1,31 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { DomainEvent } from '../../src/domain/events.js';
+import type { Command } from '../../src/domain/commands.js';
+import { Refused } from '../../src/domain/errors.js';
+import type { CommandOutcome } from '../../src/ports/Store.js';
 import { tempDataDir } from '../support/testApp.js';
 
-const accountCreated = (n: number): DomainEvent => ({
-  type: 'AccountCreated',
+const createAccount = (n: number, email = `${n}@example.com`): Command => ({
+  type: 'Account',
   accountId: `acct_${n}`,
-  email: `${n}@example.com`,
-  plan: 'free',
-  at: n,
+  command: { type: 'CreateAccount', accountId: `acct_${n}`, email, plan: 'free', now: n },
 });
+
+const submit = (reqId: string, now = 1_000): Command => ({
+  type: 'Submit',
+  reqId,
+  accountId: 'acct_1',
+  keyId: 'key_1',
+  model: 'echo',
+  promptChars: 5,
+  prompt: 'hello',
+  ttlMs: 60_000,
+  now,
+});
+
+const seqsOf = (outcome: CommandOutcome | Error | undefined) =>
+  outcome !== undefined && 'events' in outcome ? outcome.events.map((event) => event.seq) : [];
 
 describe('The LMDB store', () => {
   let store: LmdbStore;
@@ -24,51 +39,87 @@ describe('The LMDB store', () => {
     store = openLmdbStore(dir);
   };
 
-  it('numbers events from 1 without gaps and updates the views in the same transaction', async () => {
+  it('numbers the events of a batch from 1 without gaps and updates the views in the same transaction', async () => {
     open();
-    const seqs = await Promise.all(
-      [1, 2, 3].map((n) => store.transactPromise((tx) => tx.append(accountCreated(n)).seq)),
-    );
-    expect(seqs.sort()).toEqual([1, 2, 3]);
+    const outcomes = await store.commit({ commands: [1, 2, 3].map((n) => createAccount(n)) });
+    expect(outcomes.map(seqsOf)).toEqual([[1], [2], [3]]);
     expect(store.reads.lastSeq()).toBe(3);
     expect(store.reads.account('acct_2')).toMatchObject({ email: '2@example.com', plan: 'free' });
     expect(store.reads.accountIdByEmail('3@example.com')).toBe('acct_3');
   });
 
-  it('commits concurrent commands of one event-loop turn together (group commit)', async () => {
+  it('continues the numbering across batches, also batches in flight at the same time', async () => {
     open();
-    const txnIds = await Promise.all(
-      Array.from({ length: 200 }, (_, n) =>
-        store.transactPromise((tx) => {
-          tx.append(accountCreated(n));
-          return store.databases.root.getWriteTxnId();
-        }),
+    const batches = await Promise.all(
+      Array.from({ length: 20 }, (_, b) =>
+        store.commit({ commands: [createAccount(2 * b), createAccount(2 * b + 1)] }),
       ),
     );
-    expect(new Set(txnIds).size).toBeLessThan(10);
-    expect(store.reads.lastSeq()).toBe(200);
+    const seqs = batches.flatMap((outcomes) => outcomes.flatMap(seqsOf)).sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
   });
 
-  it('rolls back a command that throws after writing, and commits the others of its batch', async () => {
+  it('decides each command against what the commands before it in the batch did', async () => {
     open();
-    const outcomes = await Promise.allSettled(
-      [1, 2, 3].map((n) =>
-        store.transactPromise((tx) => {
-          tx.append(accountCreated(n));
-          if (n === 2) throw new Error('fault after writing');
-          return n;
-        }),
-      ),
-    );
-    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect([...store.reads.events()].map((e) => (e as { accountId: string }).accountId)).toEqual(['acct_1', 'acct_3']);
-    expect([...store.reads.events()].map((e) => e.seq)).toEqual([1, 2]);
+    const [first, second, third] = await store.commit({
+      commands: [createAccount(1, 'same@example.com'), createAccount(2, 'same@example.com'), createAccount(3)],
+    });
+    expect(seqsOf(first)).toEqual([1]);
+    expect(second).toBeInstanceOf(Refused);
+    expect((second as Refused).message).toMatch(/already exists/);
+    // A refused command leaves the others of its batch committed, and takes no sequence number.
+    expect(seqsOf(third)).toEqual([2]);
     expect(store.reads.account('acct_2')).toBeUndefined();
+    expect(store.reads.account('acct_3')).toBeDefined();
+  });
+
+  it('fails a command whose deciding throws on its own, and commits the rest of its batch', async () => {
+    open();
+    const broken = { type: 'NoSuchCommand', reqId: 'req_x', now: 1 } as unknown as Command;
+    const outcomes = await store.commit({ commands: [createAccount(1), broken, createAccount(2)] });
+    expect(outcomes[1]).toBeInstanceOf(Error);
+    expect(outcomes[1]).not.toBeInstanceOf(Refused);
+    expect([outcomes[0], outcomes[2]].map(seqsOf)).toEqual([[1], [2]]);
+  });
+
+  it('writes nothing of a batch when a write in it fails, and rejects the whole batch', async () => {
+    open();
+    await store.commit({ commands: [createAccount(1)] });
+    // A request id longer than LMDB's largest key makes the view's put fail after the event's put succeeded.
+    const tooLong = `req_${'x'.repeat(3_000)}`;
+    await expect(store.commit({ commands: [submit('req_fine'), submit(tooLong)] })).rejects.toThrow(/key size/i);
+    store.reads.refresh();
+    expect(store.reads.lastSeq()).toBe(1);
+    expect(store.reads.request('req_fine')).toBeUndefined();
+    expect(store.reads.payload('req_fine', 'prompt')).toBeUndefined();
+  });
+
+  it('stores the prompt with the submit that introduces it, and the response only with an accepted completion', async () => {
+    open();
+    const outcomes = await store.commit({
+      commands: [
+        submit('req_a'),
+        // Not started: the machine refuses a completion, so no response text may be stored.
+        { type: 'RecordSuccess', reqId: 'req_a', responseChars: 3, response: 'bye', now: 1_001 },
+      ],
+    });
+    expect(seqsOf(outcomes[0])).toEqual([1]);
+    expect(outcomes[1]).toMatchObject({ _tag: 'LifecycleViolation' });
+    expect(store.reads.payload('req_a', 'prompt')).toBe('hello');
+    expect(store.reads.payload('req_a', 'response')).toBeUndefined();
+  });
+
+  it('saves rate-limiter states with a batch, outside the log', async () => {
+    open();
+    await store.commit({ commands: [], limiterStates: [{ accountId: 'acct_1', budget: 'submits', tat: 1234 }] });
+    expect(store.reads.limiterState('acct_1', 'submits')).toBe(1234);
+    expect(store.reads.limiterState('acct_1', 'polls')).toBeUndefined();
+    expect(store.reads.lastSeq()).toBe(0);
   });
 
   it('keeps what was committed when the environment is reopened', async () => {
     open();
-    await store.transactPromise((tx) => tx.append(accountCreated(7)));
+    await store.commit({ commands: [createAccount(7)] });
     await store.close();
     store = openLmdbStore(dir);
     expect(store.reads.account('acct_7')?.email).toBe('7@example.com');

@@ -5,12 +5,19 @@
 import { Effect, Layer } from 'effect';
 import { AppConfigLayer } from '../../src/app/AppConfig.js';
 import type { Principal } from '../../src/app/Auth.js';
+import { inMemoryLimiterStates, LimiterStates } from '../../src/app/LimiterStates.js';
 import { RateLimiter, RateLimiterLayer } from '../../src/app/RateLimiter.js';
 import { defaultConfig } from '../../src/config.js';
 import { AppClock, systemClock } from '../../src/ports/Clock.js';
 
 const layer = RateLimiterLayer.pipe(
-  Layer.provide(Layer.mergeAll(AppConfigLayer(defaultConfig()), Layer.succeed(AppClock, systemClock))),
+  Layer.provide(
+    Layer.mergeAll(
+      AppConfigLayer(defaultConfig()),
+      Layer.succeed(AppClock, systemClock),
+      Layer.succeed(LimiterStates, inMemoryLimiterStates()),
+    ),
+  ),
 );
 const limiter = Effect.runSync(Effect.provide(RateLimiter, layer));
 const accounts = 10_000;

@@ -1,9 +1,8 @@
 /**
  * Child process: fills an airs data directory with completed requests through the project's own store API:
- * for each request the real domain events the server appends (RequestQueued, RequestProcessingStarted,
- * RequestCompleted) with `tx.append` (the views and indexes follow through the project's projection in the same
- * transaction) and its prompt and response payloads with `tx.putPayload`. Many requests share a transaction and
- * many transactions run concurrently (lmdb-js group-commits them).
+ * for each request the commands the server sends (Submit, StartAttempt, RecordSuccess), committed with
+ * `store.commit`, which decides them, appends the real domain events and keeps views, indexes and payloads in the
+ * same transaction. Many requests share a batch and many batches are in flight at once.
  *
  * Usage: node seed.js '{"dataDir":…,"accountId":…,"keyId":…,"count":N,"sampleFile":…,"sampleSize":K}'
  * Prints one JSON line: {requests, events, seconds, lastSeq}. Keeps K ids, sampled uniformly, in sampleFile.
@@ -11,7 +10,7 @@
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { DomainEvent } from '../../src/domain/events.js';
+import type { Command } from '../../src/domain/commands.js';
 import { randomIds } from '../../src/ports/Ids.js';
 
 type SeedSpec = {
@@ -62,33 +61,30 @@ const shuffle = <T>(items: readonly T[]): T[] => {
   return copy;
 };
 
-/** The events the server appends for one request that was queued, started and completed. */
-const eventsOf = (reqId: string, at: number): DomainEvent[] => [
+/** The commands the server sends for one request that is queued, started and completed. */
+const commandsOf = (reqId: string, at: number): Command[] => [
   {
-    type: 'RequestQueued',
+    type: 'Submit',
     reqId,
     accountId: spec.accountId,
     keyId: spec.keyId,
     model: 'echo',
     promptChars: prompt.length,
-    at,
-    expiresAt: at + ttlMs,
+    prompt,
+    ttlMs,
+    now: at,
   },
-  { type: 'RequestProcessingStarted', reqId, attempt: 1, at: at + 1 },
-  { type: 'RequestCompleted', reqId, responseChars: prompt.length, at: at + 2 },
+  { type: 'StartAttempt', reqId, now: at + 1 },
+  { type: 'RecordSuccess', reqId, responseChars: prompt.length, response: prompt, now: at + 2 },
 ];
 
-/** One transaction holding `size` requests: their events (views follow in the same transaction) and payloads. */
-const seedTransaction = (size: number, at: number) => {
+/** One batch (one durable write) holding `size` whole requests: decided, appended and projected as in the server. */
+const seedTransaction = async (size: number, at: number) => {
   const reqIds = Array.from({ length: size }, () => randomIds.requestId());
   for (const reqId of reqIds) offer(reqId);
-  return store.transactPromise((tx) => {
-    for (const reqId of reqIds) {
-      for (const event of eventsOf(reqId, at)) tx.append(event);
-      tx.putPayload(reqId, 'prompt', prompt);
-      tx.putPayload(reqId, 'response', prompt);
-    }
-  });
+  const outcomes = await store.commit({ commands: reqIds.flatMap((reqId) => commandsOf(reqId, at)) });
+  const refused = outcomes.find((outcome) => !('events' in outcome));
+  if (refused !== undefined) throw refused;
 };
 
 const main = async () => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppConfigLayer } from '../../src/app/AppConfig.js';
 import type { Principal } from '../../src/app/Auth.js';
+import { inMemoryLimiterStates, LimiterStates } from '../../src/app/LimiterStates.js';
 import { type BudgetName, RateLimiter, RateLimiterLayer, type RateLimitStatus } from '../../src/app/RateLimiter.js';
 import { defaultConfig } from '../../src/config.js';
 import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
@@ -13,7 +14,13 @@ const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
     plans: { ...defaultPlans, free: { maxKeys: 1, submitsPerMinute, pollsPerMinute: submitsPerMinute } },
   });
   const layer = RateLimiterLayer.pipe(
-    Layer.provide(Layer.mergeAll(AppConfigLayer(config), Layer.succeed(AppClock, clock))),
+    Layer.provide(
+      Layer.mergeAll(
+        AppConfigLayer(config),
+        Layer.succeed(AppClock, clock),
+        Layer.succeed(LimiterStates, inMemoryLimiterStates()),
+      ),
+    ),
   );
   return Effect.runSync(Effect.provide(RateLimiter, layer));
 };

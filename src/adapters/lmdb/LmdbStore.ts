@@ -3,9 +3,16 @@ import { join } from 'node:path';
 import { Effect, Layer } from 'effect';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
-import type { DomainEvent, StoredEvent } from '../../domain/events.js';
+import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
+import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
-import { type PayloadKind, Store, type StoreReads, type StoreShape, type StoreWrites } from '../../ports/Store.js';
+import {
+  type Batch,
+  type CommandOutcome,
+  Store,
+  type StoreReads,
+  type StoreShape,
+} from '../../ports/Store.js';
 import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
 
 type Key = IndexKey;
@@ -18,6 +25,8 @@ export type LmdbDatabases = {
   readonly payloads: Database<string, Key>;
   readonly accounts: Database<AccountState, string>;
   readonly keys: Database<KeyState, string>;
+  /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
+  readonly limiter: Database<number, Key>;
   readonly indexes: Readonly<Record<IndexName, Database<string | null, Key>>>;
 };
 
@@ -36,6 +45,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     payloads: db('payloads'),
     accounts: db('accounts'),
     keys: db('keys'),
+    limiter: db('limiter'),
     indexes: {
       dispatch: db('idx.dispatch'),
       expiry: db('idx.expiry'),
@@ -96,6 +106,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
     Array.from(dbs.indexes.expiry.getKeys({ end: [now + 1], limit }), (key) => (key as [number, string])[1]),
   events: (fromSeq = 1) => dbs.events.getRange({ start: fromSeq }).map(({ value }) => value),
   lastSeq: () => (firstKey(dbs.events.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0,
+  limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
 });
 
 /** The projection's view access, writing through the open transaction. */
@@ -114,21 +125,14 @@ const viewsOf = (dbs: LmdbDatabases): ViewAccess => ({
   },
 });
 
-const writesOf = (dbs: LmdbDatabases, reads: StoreReads): StoreWrites => {
-  const views = viewsOf(dbs);
-  return {
-    ...reads,
-    append: (event: DomainEvent) => {
-      // The sequence number is taken inside the write transaction, so the CLI and the server, writing to the
-      // same environment from two processes, never take the same number.
-      const stored: StoredEvent = { ...event, seq: reads.lastSeq() + 1 };
-      dbs.events.put(stored.seq, stored);
-      project(views, event);
-      return stored;
-    },
-    putPayload: (reqId: string, kind: PayloadKind, text: string) => void dbs.payloads.put([reqId, kind], text),
-  };
-};
+/** Reads made while a batch is being written: through the open write transaction, so each command sees the ones
+ * before it in the same batch. */
+const decisionReadsOf = (dbs: LmdbDatabases): DecisionReads => ({
+  request: (reqId) => dbs.requests.get(reqId),
+  account: (accountId) => dbs.accounts.get(accountId),
+  key: (keyId) => dbs.keys.get(keyId),
+  accountIdByEmail: (email) => dbs.indexes.emails.get(email) ?? undefined,
+});
 
 export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
 
@@ -136,22 +140,43 @@ export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
 export const openLmdbStore = (dataDir: string): LmdbStore => {
   const dbs = openDatabases(dataDir);
   const reads = readsOf(dbs);
-  const writes = writesOf(dbs, reads);
-  const transactPromise = async <A>(work: (tx: StoreWrites) => A): Promise<A> => {
-    // Each command runs in a child transaction of the shared batch: commands queued in the same event-loop turn
-    // share one commit (group commit), and one that throws is rolled back alone, never half-written.
-    const value = await dbs.root.childTransaction(() => work(writes));
-    // The commit is visible now; the acknowledgement waits until it is also on disk.
-    await dbs.root.flushed;
-    return value;
+  const views = viewsOf(dbs);
+  const decisionReads = decisionReadsOf(dbs);
+
+  const applyCommand = (command: Command, nextSeq: () => number): CommandOutcome | Error => {
+    let decision: ReturnType<typeof decideCommand>;
+    try {
+      decision = decideCommand(decisionReads, command);
+    } catch (error) {
+      // A faulty command wrote nothing yet (deciding is pure): it fails alone.
+      return error instanceof Error ? error : new Error(String(error));
+    }
+    if (isRefusal(decision)) return decision;
+    const events = decision.events.map((event) => {
+      const stored: StoredEvent = { ...event, seq: nextSeq() };
+      dbs.events.put(stored.seq, stored);
+      project(views, event);
+      return stored;
+    });
+    for (const { reqId, kind, text } of decision.payloads) dbs.payloads.put([reqId, kind], text);
+    return { events };
   };
-  return {
-    databases: dbs,
-    reads,
-    transact: (work) => Effect.promise(() => transactPromise(work)),
-    transactPromise,
-    close: () => dbs.root.close(),
-  };
+
+  const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> =>
+    // One write transaction for the whole batch. It is a child transaction of lmdb-js's write batch so that a fault
+    // while writing (not a refusal: those are values) aborts all of it rather than committing half. With
+    // overlappingSync off, the promise resolves only once the commit is synced to disk.
+    dbs.root.childTransaction(() => {
+      // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
+      // environment from another process, can never take the same numbers.
+      let seq = reads.lastSeq();
+      const nextSeq = () => ++seq;
+      const outcomes = batch.commands.map((command) => applyCommand(command, nextSeq));
+      for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
+      return outcomes;
+    });
+
+  return { databases: dbs, reads, commit, close: () => dbs.root.close() };
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */

@@ -1,0 +1,184 @@
+import { Context, Effect, Layer } from 'effect';
+import { type Command, payloadBytesOf } from '../domain/commands.js';
+import { Unavailable } from '../domain/errors.js';
+import { type CommandOutcome, type LimiterEntry, Store, type StoreShape } from '../ports/Store.js';
+
+/** How much the committer holds: beyond these, API submits are refused with 503 instead of growing memory. */
+export type CommitterLimits = {
+  /** Commands waiting for a batch (all callers). API submits are refused at this count. */
+  readonly maxQueued: number;
+  /** Bytes of text waiting (prompts, responses). API submits are refused at this size. */
+  readonly maxQueuedBytes: number;
+  /** Commands in one write transaction. */
+  readonly maxBatch: number;
+  /** Bytes of text in one write transaction (a batch takes at least one command, whatever its size). */
+  readonly maxBatchBytes: number;
+  /** How long a rate-limiter state may wait for a batch to ride on before it is saved on its own. */
+  readonly limiterFlushMs: number;
+};
+
+export const defaultCommitterLimits: CommitterLimits = {
+  maxQueued: 20_000,
+  maxQueuedBytes: 256 * 1024 * 1024,
+  maxBatch: 2_000,
+  maxBatchBytes: 32 * 1024 * 1024,
+  limiterFlushMs: 1_000,
+};
+
+export type SendOptions = {
+  /** An API call: refused with `Unavailable` when the queue is full. Internal callers (workers, sweeper) hold a
+   * bounded number of commands of their own and are always queued, so no outcome of real work is dropped. */
+  readonly fromApi?: boolean;
+};
+
+export interface CommitterShape {
+  /** Queues a command for the next batch; resolves with its outcome once the batch is durable. */
+  send(command: Command, options?: SendOptions): Promise<CommandOutcome | Unavailable>;
+  /** Saves a rate-limiter state with the next batch (at the latest after `limiterFlushMs`). */
+  saveLimiterState(entry: LimiterEntry): void;
+  /** Commands queued or being committed. */
+  pending(): number;
+  /** Waits until everything queued so far is committed (for shutdown). */
+  drain(): Promise<void>;
+}
+
+/** The actor system's mailbox: every change of state goes through one committer, one durable write per batch. */
+export class Committer extends Context.Service<Committer, CommitterShape>()('airs/Committer') {}
+
+type Waiting = {
+  readonly command: Command;
+  readonly bytes: number;
+  readonly resolve: (outcome: CommandOutcome) => void;
+  readonly reject: (error: Error) => void;
+};
+
+const retryAfterSeconds = 1;
+
+export const createCommitter = (store: StoreShape, limits: CommitterLimits = defaultCommitterLimits) => {
+  let queue: Waiting[] = [];
+  let queuedBytes = 0;
+  /** A batch is being committed; the next one is taken when it is durable. */
+  let busy = false;
+  let committing = 0;
+  let scheduled = false;
+  const limiterStates = new Map<string, LimiterEntry>();
+  let limiterTimer: NodeJS.Timeout | undefined;
+  let drainWaiters: Array<() => void> = [];
+
+  const schedule = () => {
+    if (scheduled || busy) return;
+    scheduled = true;
+    // Everything sent in this event-loop turn goes into the same batch.
+    setImmediate(turn);
+  };
+
+  /** Takes the head of the queue, up to the batch's count and byte bounds. */
+  const takeBatch = (): Waiting[] => {
+    let count = 0;
+    let bytes = 0;
+    while (count < queue.length && count < limits.maxBatch) {
+      const next = queue[count] as Waiting;
+      if (count > 0 && bytes + next.bytes > limits.maxBatchBytes) break;
+      bytes += next.bytes;
+      count++;
+    }
+    const batch = queue.slice(0, count);
+    queue = count === queue.length ? [] : queue.slice(count);
+    queuedBytes -= bytes;
+    return batch;
+  };
+
+  const turn = () => {
+    scheduled = false;
+    if (busy || (queue.length === 0 && limiterStates.size === 0)) return settleIfDrained();
+    const batch = takeBatch();
+    const riders = [...limiterStates.values()];
+    limiterStates.clear();
+    if (limiterTimer !== undefined) clearTimeout(limiterTimer);
+    limiterTimer = undefined;
+    busy = true;
+    committing = batch.length;
+    store
+      .commit({ commands: batch.map((waiting) => waiting.command), limiterStates: riders })
+      .then(
+        (outcomes) =>
+          batch.forEach((waiting, i) => {
+            const outcome = outcomes[i];
+            if (outcome instanceof Error && !('_tag' in outcome)) waiting.reject(outcome);
+            else waiting.resolve(outcome as CommandOutcome);
+          }),
+        (error: unknown) => {
+          // Nothing of the batch was written: every caller in it gets the error, none an acknowledgement.
+          const failure = error instanceof Error ? error : new Error(String(error));
+          for (const waiting of batch) waiting.reject(failure);
+        },
+      )
+      .finally(() => {
+        busy = false;
+        committing = 0;
+        if (queue.length > 0) schedule();
+        else settleIfDrained();
+      });
+  };
+
+  const settleIfDrained = () => {
+    if (queue.length === 0 && !busy && !scheduled) for (const done of drainWaiters.splice(0)) done();
+  };
+
+  const send: CommitterShape['send'] = (command, options = {}) => {
+    const bytes = payloadBytesOf(command);
+    if (options.fromApi && (queue.length >= limits.maxQueued || queuedBytes + bytes > limits.maxQueuedBytes)) {
+      return Promise.resolve(
+        new Unavailable({
+          message: 'the service is writing as fast as it can and its queue is full; retry shortly',
+          retryAfterSeconds,
+        }),
+      );
+    }
+    return new Promise<CommandOutcome>((resolve, reject) => {
+      queue.push({ command, bytes, resolve, reject });
+      queuedBytes += bytes;
+      schedule();
+    });
+  };
+
+  const saveLimiterState = (entry: LimiterEntry) => {
+    limiterStates.set(`${entry.accountId}\u0000${entry.budget}`, entry);
+    if (limiterTimer === undefined) {
+      limiterTimer = setTimeout(() => {
+        limiterTimer = undefined;
+        schedule();
+      }, limits.limiterFlushMs);
+      limiterTimer.unref();
+    }
+  };
+
+  const drain = () =>
+    new Promise<void>((resolve) => {
+      drainWaiters.push(resolve);
+      schedule();
+      settleIfDrained();
+    });
+
+  const stop = async () => {
+    await drain();
+    if (limiterTimer !== undefined) clearTimeout(limiterTimer);
+    drainWaiters = [];
+  };
+
+  return { send, saveLimiterState, pending: () => queue.length + committing, drain, stop };
+};
+
+/** The committer as a layer: built on the store, drained (everything queued committed) when its scope ends. */
+export const CommitterLayer = (limits?: CommitterLimits) =>
+  Layer.effect(
+    Committer,
+    Effect.gen(function* () {
+      const store = yield* Store;
+      const committer = yield* Effect.acquireRelease(
+        Effect.sync(() => createCommitter(store, limits)),
+        (c) => Effect.promise(() => c.stop()),
+      );
+      return Committer.of(committer);
+    }),
+  );

@@ -1,0 +1,77 @@
+import { type AccountCommand, decideAccount } from './account/decider.js';
+import type { AccountState, KeyState } from './account/state.js';
+import { LifecycleViolation, Refused } from './errors.js';
+import type { DomainEvent } from './events.js';
+import { decide, type RequestCommand } from './request/decider.js';
+import { initialRequestState, type RequestState } from './request/state.js';
+
+/**
+ * Every change of state the product makes is one of these commands, sent to the store's single committer, which
+ * decides and appends a whole batch of them in one durable write. They are plain data: a batch can be logged,
+ * replayed in a test, or applied one by one with the same result.
+ */
+export type Command =
+  | (Extract<RequestCommand, { type: 'Submit' }> & { readonly prompt: string })
+  | Extract<RequestCommand, { type: 'StartAttempt' | 'RecordFailure' | 'Expire' }>
+  | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
+  | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
+
+export type PayloadKind = 'prompt' | 'response';
+export type PayloadWrite = { readonly reqId: string; readonly kind: PayloadKind; readonly text: string };
+
+/** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
+export type Refusal = LifecycleViolation | Refused;
+
+/** What a command means: events to append and text to store beside them. */
+export type Decision = { readonly events: readonly DomainEvent[]; readonly payloads: readonly PayloadWrite[] };
+
+/** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
+export interface DecisionReads {
+  request(reqId: string): RequestState | undefined;
+  account(accountId: string): AccountState | undefined;
+  key(keyId: string): KeyState | undefined;
+  accountIdByEmail(email: string): string | undefined;
+}
+
+export const isRefusal = (value: unknown): value is Refusal =>
+  value instanceof LifecycleViolation || value instanceof Refused;
+
+const noPayloads: readonly PayloadWrite[] = [];
+
+const decideRequest = (reads: DecisionReads, command: Exclude<Command, { type: 'Account' }>): Decision | Refusal => {
+  const events = decide(reads.request(command.reqId) ?? initialRequestState, command);
+  if (events instanceof LifecycleViolation) return events;
+  // The text travels beside the log (claim check): stored with the event that introduces it.
+  if (command.type === 'Submit')
+    return { events, payloads: [{ reqId: command.reqId, kind: 'prompt', text: command.prompt }] };
+  if (command.type === 'RecordSuccess') {
+    return { events, payloads: [{ reqId: command.reqId, kind: 'response', text: command.response }] };
+  }
+  return { events, payloads: noPayloads };
+};
+
+const decideAccountCommand = (
+  reads: DecisionReads,
+  { accountId, command }: Extract<Command, { type: 'Account' }>,
+): Decision | Refusal => {
+  // Facts other than the account itself are read here, inside the write, so that two concurrent writers (the server
+  // and the CLI) cannot both take the same email or revoke from a stale copy of a key.
+  if (command.type === 'CreateAccount' && reads.accountIdByEmail(command.email) !== undefined) {
+    return new Refused({ message: `an account with email ${command.email} already exists` });
+  }
+  const current =
+    command.type === 'RevokeKey' ? { ...command, key: reads.key(command.key.keyId) ?? command.key } : command;
+  const events = decideAccount(reads.account(accountId), current);
+  return events instanceof Refused ? events : { events, payloads: noPayloads };
+};
+
+/** Decides one command against the current state. Pure: reads come in, events and payload writes go out. */
+export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal =>
+  command.type === 'Account' ? decideAccountCommand(reads, command) : decideRequest(reads, command);
+
+/** How many bytes of text a command carries (for the committer's bound on a batch). */
+export const payloadBytesOf = (command: Command): number => {
+  if (command.type === 'Submit') return command.prompt.length * 3;
+  if (command.type === 'RecordSuccess') return command.response.length * 3;
+  return 0;
+};
