@@ -6,13 +6,7 @@ import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
-import {
-  type Batch,
-  type CommandOutcome,
-  Store,
-  type StoreReads,
-  type StoreShape,
-} from '../../ports/Store.js';
+import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
 
 type Key = IndexKey;
