@@ -59,8 +59,12 @@ const decideAccountCommand = (
   if (command.type === 'CreateAccount' && reads.accountIdByEmail(command.email) !== undefined) {
     return new Refused({ message: `an account with email ${command.email} already exists` });
   }
-  const current =
-    command.type === 'RevokeKey' ? { ...command, key: reads.key(command.key.keyId) ?? command.key } : command;
+  let current = command;
+  if (command.type === 'RevokeKey') {
+    const key = reads.key(command.key.keyId);
+    if (key === undefined) return new Refused({ message: `no key ${command.key.keyId}` });
+    current = { ...command, key };
+  }
   const events = decideAccount(reads.account(accountId), current);
   return events instanceof Refused ? events : { events, payloads: noPayloads };
 };

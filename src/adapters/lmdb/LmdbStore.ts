@@ -8,6 +8,7 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
+import { createWrittenStates } from './writtenStates.js';
 
 type Key = IndexKey;
 
@@ -103,10 +104,15 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
 });
 
+type WrittenStates = ReturnType<typeof createWrittenStates>;
+
 /** The projection's view access, writing through the open transaction. */
-const viewsOf = (dbs: LmdbDatabases): ViewAccess => ({
-  getRequest: (reqId) => dbs.requests.get(reqId),
-  putRequest: (reqId, state) => void dbs.requests.put(reqId, state),
+const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
+  getRequest: (reqId) => written.get(reqId) ?? dbs.requests.get(reqId),
+  putRequest: (reqId, state) => {
+    written.set(reqId, state);
+    dbs.requests.put(reqId, state);
+  },
   getAccount: (accountId) => dbs.accounts.get(accountId),
   putAccount: (accountId, state) => void dbs.accounts.put(accountId, state),
   getKey: (keyId) => dbs.keys.get(keyId),
@@ -121,12 +127,15 @@ const viewsOf = (dbs: LmdbDatabases): ViewAccess => ({
 
 /** Reads made while a batch is being written: through the open write transaction, so each command sees the ones
  * before it in the same batch. */
-const decisionReadsOf = (dbs: LmdbDatabases): DecisionReads => ({
-  request: (reqId) => dbs.requests.get(reqId),
+const decisionReadsOf = (dbs: LmdbDatabases, written: WrittenStates): DecisionReads => ({
+  request: (reqId) => written.get(reqId) ?? dbs.requests.get(reqId),
   account: (accountId) => dbs.accounts.get(accountId),
   key: (keyId) => dbs.keys.get(keyId),
   accountIdByEmail: (email) => dbs.indexes.emails.get(email) ?? undefined,
 });
+
+/** Request states kept from one command to the next (see writtenStates.ts). */
+const writtenStatesLimit = 20_000;
 
 export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
 
@@ -134,8 +143,9 @@ export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
 export const openLmdbStore = (dataDir: string): LmdbStore => {
   const dbs = openDatabases(dataDir);
   const reads = readsOf(dbs);
-  const views = viewsOf(dbs);
-  const decisionReads = decisionReadsOf(dbs);
+  const written = createWrittenStates(writtenStatesLimit);
+  const views = viewsOf(dbs, written);
+  const decisionReads = decisionReadsOf(dbs, written);
 
   const applyCommand = (command: Command, nextSeq: () => number): CommandOutcome | Error => {
     let decision: ReturnType<typeof decideCommand>;
@@ -156,19 +166,29 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     return { events };
   };
 
-  const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> =>
-    // One write transaction for the whole batch. It is a child transaction of lmdb-js's write batch so that a fault
-    // while writing (not a refusal: those are values) aborts all of it rather than committing half. With
-    // overlappingSync off, the promise resolves only once the commit is synced to disk.
-    dbs.root.childTransaction(() => {
-      // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
-      // environment from another process, can never take the same numbers.
-      let seq = reads.lastSeq();
-      const nextSeq = () => ++seq;
-      const outcomes = batch.commands.map((command) => applyCommand(command, nextSeq));
-      for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
+  const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
+    let seq = 0;
+    try {
+      // One write transaction for the whole batch. It is a child transaction of lmdb-js's write batch so that a
+      // fault while writing (not a refusal: those are values) aborts all of it rather than committing half. With
+      // overlappingSync off, the promise resolves only once the commit is synced to disk.
+      const outcomes = await dbs.root.childTransaction(() => {
+        // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
+        // environment from another process, can never take the same numbers.
+        seq = reads.lastSeq();
+        written.beginBatch(seq);
+        const nextSeq = () => ++seq;
+        const outcomes = batch.commands.map((command) => applyCommand(command, nextSeq));
+        for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
+        return outcomes;
+      });
+      written.committed(seq);
       return outcomes;
-    });
+    } catch (error) {
+      written.failed();
+      throw error;
+    }
+  };
 
   return { databases: dbs, reads, commit, close: () => dbs.root.close() };
 };

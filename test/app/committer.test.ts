@@ -1,0 +1,165 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { type CommitterLimits, createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
+import type { Command } from '../../src/domain/commands.js';
+import { Unavailable } from '../../src/domain/errors.js';
+import type { Batch, StoreShape } from '../../src/ports/Store.js';
+import { tempDataDir } from '../support/testApp.js';
+
+const submit = (n: number, prompt = 'hello'): Command => ({
+  type: 'Submit',
+  reqId: `req_${String(n).padStart(6, '0')}`,
+  accountId: 'acct_1',
+  keyId: 'key_1',
+  model: 'echo',
+  promptChars: prompt.length,
+  prompt,
+  ttlMs: 60_000,
+  now: 1_000,
+});
+
+/** The real LMDB store, watched: every batch it is given is recorded, and commits wait for `open()` if held. */
+const watched = (store: StoreShape) => {
+  const batches: Batch[] = [];
+  let gate: Promise<void> = Promise.resolve();
+  let release = () => {};
+  let failNext = false;
+  const watching: StoreShape = {
+    ...store,
+    commit: async (batch) => {
+      batches.push(batch);
+      await gate;
+      if (failNext) {
+        failNext = false;
+        throw new Error('injected I/O failure');
+      }
+      return store.commit(batch);
+    },
+  };
+  return {
+    store: watching,
+    batches,
+    hold: () => {
+      gate = new Promise((resolve) => (release = resolve));
+    },
+    open: () => release(),
+    failNextCommit: () => {
+      failNext = true;
+    },
+  };
+};
+
+const settled = async <A>(promise: Promise<A>) => {
+  let done = false;
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  return done;
+};
+
+describe('The committer (one durable write per batch of commands)', () => {
+  let lmdb: LmdbStore;
+  let dir: string;
+  afterEach(async () => {
+    await lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const setUp = (limits: Partial<CommitterLimits> = {}) => {
+    dir = tempDataDir('airs-committer');
+    lmdb = openLmdbStore(dir);
+    const watch = watched(lmdb);
+    return { ...watch, committer: createCommitter(watch.store, { ...defaultCommitterLimits, ...limits }) };
+  };
+
+  it('commits the commands sent in one event-loop turn as one batch', async () => {
+    const { committer, batches } = setUp();
+    const outcomes = await Promise.all(Array.from({ length: 50 }, (_, n) => committer.send(submit(n))));
+    expect(batches.map((batch) => batch.commands.length)).toEqual([50]);
+    expect(outcomes.map((outcome) => ('events' in outcome ? outcome.events[0]?.seq : outcome))).toEqual(
+      Array.from({ length: 50 }, (_, n) => n + 1),
+    );
+  });
+
+  it('answers a caller only once its own batch is durable, and queues what comes meanwhile for the next batch', async () => {
+    const { committer, batches, hold, open } = setUp();
+    hold();
+    const first = committer.send(submit(1));
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = committer.send(submit(2));
+    const third = committer.send(submit(3));
+    expect(await settled(first)).toBe(false);
+    expect(batches.map((batch) => batch.commands.length)).toEqual([1]);
+    open();
+    await Promise.all([first, second, third]);
+    expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2]);
+    lmdb.reads.refresh();
+    expect(lmdb.reads.lastSeq()).toBe(3);
+  });
+
+  it('bounds each batch by its count of commands and by the bytes of text it carries', async () => {
+    const counted = setUp({ maxBatch: 10 });
+    await Promise.all(Array.from({ length: 25 }, (_, n) => counted.committer.send(submit(n))));
+    expect(counted.batches.map((batch) => batch.commands.length)).toEqual([10, 10, 5]);
+    await lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+
+    const sized = setUp({ maxBatchBytes: 3 * 3_000 });
+    const prompt = 'x'.repeat(1_000);
+    await Promise.all(Array.from({ length: 7 }, (_, n) => sized.committer.send(submit(n, prompt))));
+    expect(sized.batches.map((batch) => batch.commands.length)).toEqual([3, 3, 1]);
+  });
+
+  it('refuses API submits with Unavailable when its queue is full, still queues internal commands, and loses nothing it accepted', async () => {
+    const { committer, hold, open } = setUp({ maxQueued: 5 });
+    hold();
+    const first = committer.send(submit(0), { fromApi: true });
+    await new Promise((resolve) => setImmediate(resolve));
+    const accepted = Array.from({ length: 5 }, (_, n) => committer.send(submit(n + 1), { fromApi: true }));
+    const refused = await committer.send(submit(6), { fromApi: true });
+    expect(refused).toBeInstanceOf(Unavailable);
+    expect((refused as Unavailable).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    const internal = committer.send(submit(7));
+    open();
+    const outcomes = await Promise.all([first, ...accepted, internal]);
+    expect(outcomes.every((outcome) => 'events' in outcome)).toBe(true);
+    lmdb.reads.refresh();
+    expect(lmdb.reads.request('req_000006')).toBeUndefined();
+    expect(lmdb.reads.lastSeq()).toBe(7);
+  });
+
+  it('fails every caller of a batch whose write fails, acknowledges none of them, and goes on with the next batch', async () => {
+    const { committer, failNextCommit } = setUp();
+    failNextCommit();
+    const failed = await Promise.allSettled([committer.send(submit(1)), committer.send(submit(2))]);
+    expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    lmdb.reads.refresh();
+    expect(lmdb.reads.lastSeq()).toBe(0);
+    const next = await committer.send(submit(3));
+    expect('events' in next).toBe(true);
+  });
+
+  it('saves rate-limiter states with the next batch, or on their own after limiterFlushMs', async () => {
+    const { committer, batches } = setUp({ limiterFlushMs: 20 });
+    committer.saveLimiterState({ accountId: 'acct_1', budget: 'submits', tat: 5 });
+    await committer.send(submit(1));
+    expect(batches[0]?.limiterStates).toEqual([{ accountId: 'acct_1', budget: 'submits', tat: 5 }]);
+    committer.saveLimiterState({ accountId: 'acct_1', budget: 'polls', tat: 6 });
+    committer.saveLimiterState({ accountId: 'acct_1', budget: 'polls', tat: 7 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(batches[1]).toEqual({ commands: [], limiterStates: [{ accountId: 'acct_1', budget: 'polls', tat: 7 }] });
+    lmdb.reads.refresh();
+    expect(lmdb.reads.limiterState('acct_1', 'polls')).toBe(7);
+  });
+
+  it('drains: everything queued before the drain is committed when it resolves', async () => {
+    const { committer } = setUp();
+    const sent = Array.from({ length: 20 }, (_, n) => committer.send(submit(n)));
+    await committer.drain();
+    expect(await Promise.all(sent.map(settled))).toEqual(sent.map(() => true));
+    expect(committer.pending()).toBe(0);
+  });
+});

@@ -1,0 +1,186 @@
+import { rmSync } from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type LmdbDatabases, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import type { Command } from '../../src/domain/commands.js';
+import { defaultPlans } from '../../src/domain/plans.js';
+import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import type { CommandOutcome } from '../../src/ports/Store.js';
+import { tempDataDir } from '../support/testApp.js';
+
+const reqIds = ['req_a', 'req_b', 'req_c'];
+const accounts = ['acct_1', 'acct_2'];
+const keyIds = ['key_1', 'key_2', 'key_3'];
+/** Times around the requests' expiry (created at 0..100, live 150 ms), so the machine's guards take part. */
+const at = fc.integer({ min: 0, max: 400 });
+const policy = { ...defaultRetryPolicy, maxAttempts: 2, baseDelayMs: 10 };
+
+const requestCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: fc.integer({ min: 0, max: 100 }),
+      prompt: fc.string({ minLength: 1, maxLength: 8 }),
+      accountId: fc.constantFrom(...accounts),
+    })
+    .map(
+      ({ reqId, now, prompt, accountId }): Command => ({
+        type: 'Submit',
+        reqId,
+        accountId,
+        keyId: 'key_1',
+        model: 'echo',
+        promptChars: prompt.length,
+        prompt,
+        ttlMs: 150,
+        now,
+      }),
+    ),
+  fc
+    .record({ reqId: fc.constantFrom(...reqIds), now: at })
+    .map(({ reqId, now }): Command => ({ type: 'StartAttempt', reqId, now })),
+  fc.record({ reqId: fc.constantFrom(...reqIds), now: at, response: fc.string({ maxLength: 8 }) }).map(
+    ({ reqId, now, response }): Command => ({
+      type: 'RecordSuccess',
+      reqId,
+      responseChars: response.length,
+      response,
+      now,
+    }),
+  ),
+  fc
+    .record({ reqId: fc.constantFrom(...reqIds), now: at })
+    .map(({ reqId, now }): Command => ({ type: 'RecordFailure', reqId, reason: 'boom', policy, now })),
+  fc
+    .record({ reqId: fc.constantFrom(...reqIds), now: at })
+    .map(({ reqId, now }): Command => ({ type: 'Expire', reqId, now })),
+);
+
+const accountCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc.record({ accountId: fc.constantFrom(...accounts), email: fc.constantFrom('a@x.io', 'b@x.io', 'c@x.io') }).map(
+    ({ accountId, email }): Command => ({
+      type: 'Account',
+      accountId,
+      command: { type: 'CreateAccount', accountId, email, plan: 'free', now: 1 },
+    }),
+  ),
+  fc.record({ accountId: fc.constantFrom(...accounts), keyId: fc.constantFrom(...keyIds) }).map(
+    ({ accountId, keyId }): Command => ({
+      type: 'Account',
+      accountId,
+      command: { type: 'CreateKey', keyId, keyHash: `hash_${keyId}`, prefix: 'sk_x', plans: defaultPlans, now: 2 },
+    }),
+  ),
+  fc.record({ accountId: fc.constantFrom(...accounts), keyId: fc.constantFrom(...keyIds) }).map(
+    ({ accountId, keyId }): Command => ({
+      type: 'Account',
+      accountId,
+      command: { type: 'RevokeKey', key: { keyId, accountId, keyHash: '', prefix: '', createdAt: 0 }, now: 3 },
+    }),
+  ),
+  fc.record({ accountId: fc.constantFrom(...accounts), suspend: fc.boolean() }).map(
+    ({ accountId, suspend }): Command => ({
+      type: 'Account',
+      accountId,
+      command: { type: suspend ? 'Suspend' : 'Resume', now: 4 },
+    }),
+  ),
+);
+
+const commands = fc.array(
+  fc.oneof({ weight: 3, arbitrary: requestCommand }, { weight: 1, arbitrary: accountCommand }),
+  {
+    minLength: 1,
+    maxLength: 40,
+  },
+);
+
+/** Everything the store holds, database by database, as plain data. */
+const contents = (dbs: LmdbDatabases) => {
+  const all = (db: { getRange(options: object): Iterable<{ key: unknown; value: unknown }> }) =>
+    Array.from(db.getRange({}), ({ key, value }) => [key, value]);
+  return {
+    events: all(dbs.events),
+    requests: all(dbs.requests),
+    payloads: all(dbs.payloads),
+    accounts: all(dbs.accounts),
+    keys: all(dbs.keys),
+    indexes: Object.fromEntries(Object.entries(dbs.indexes).map(([name, db]) => [name, all(db)])),
+  };
+};
+
+const shape = (outcome: CommandOutcome | Error) =>
+  'events' in outcome
+    ? outcome.events.map((event) => `${event.seq}:${event.type}`).join(',')
+    : `refused:${outcome.name}`;
+
+const withStore = async <A>(work: (store: ReturnType<typeof openLmdbStore>) => Promise<A>) => {
+  const dir = tempDataDir('airs-batch');
+  const store = openLmdbStore(dir);
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+describe('A batch of commands', () => {
+  it('applied in one transaction gives exactly the events, outcomes and views of applying its commands one by one', async () => {
+    await fc.assert(
+      fc.asyncProperty(commands, async (batch) => {
+        const together = await withStore(async (store) => {
+          const outcomes = await store.commit({ commands: batch });
+          store.reads.refresh();
+          return { outcomes: outcomes.map(shape), contents: contents(store.databases) };
+        });
+        const oneByOne = await withStore(async (store) => {
+          const outcomes: string[] = [];
+          for (const command of batch) {
+            const [outcome] = await store.commit({ commands: [command] });
+            outcomes.push(shape(outcome as CommandOutcome));
+          }
+          store.reads.refresh();
+          return { outcomes, contents: contents(store.databases) };
+        });
+        expect(together).toEqual(oneByOne);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('keeps every command that was not refused, also when refused ones sit between them', async () => {
+    await withStore(async (store) => {
+      const submit = (reqId: string): Command => ({
+        type: 'Submit',
+        reqId,
+        accountId: 'acct_1',
+        keyId: 'key_1',
+        model: 'echo',
+        promptChars: 1,
+        prompt: 'x',
+        ttlMs: 1_000,
+        now: 0,
+      });
+      const outcomes = await store.commit({
+        commands: [
+          submit('req_1'),
+          submit('req_1'),
+          { type: 'RecordSuccess', reqId: 'req_2', responseChars: 1, response: 'y', now: 1 },
+          submit('req_2'),
+        ],
+      });
+      expect(outcomes.map(shape)).toEqual([
+        '1:RequestQueued',
+        'refused:LifecycleViolation',
+        'refused:LifecycleViolation',
+        '2:RequestQueued',
+      ]);
+      store.reads.refresh();
+      expect([store.reads.request('req_1')?.status, store.reads.request('req_2')?.status]).toEqual([
+        'waiting',
+        'waiting',
+      ]);
+    });
+  });
+});
