@@ -6,7 +6,7 @@ import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { AppConfigLayer } from './app/AppConfig.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
-import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
+import { Committer, CommitterLayer, type CommitterLimits, type CommitterShape } from './app/Committer.js';
 import { LimiterStatesLayer } from './app/LimiterStates.js';
 import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
@@ -28,6 +28,8 @@ export type AppOptions = {
   readonly sweepIntervalMs?: number;
   /** Bounds of the committer's queue and batches (tests make them small). */
   readonly committerLimits?: CommitterLimits;
+  /** Another Store than LMDB under `config.dataDir` (tests wrap it, for example to make commits slow). */
+  readonly storeLayer?: Layer.Layer<Store>;
 };
 
 /** The ground every service stands on: config, store, clock, ids, log. Tests swap clock and ids via options. */
@@ -36,7 +38,7 @@ const baseLayer = (options: AppOptions) =>
     Layer.provideMerge(
       Layer.mergeAll(
         AppConfigLayer(options.config),
-        LmdbStoreLayer(options.config.dataDir),
+        options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
         Layer.succeed(AppClock, options.clock ?? systemClock),
         Layer.succeed(Ids, options.ids ?? randomIds),
         LogLayer(options.logger),
@@ -75,6 +77,7 @@ export type App = {
   readonly processor: ProcessorShape;
   readonly sweeper: SweeperShape;
   readonly store: StoreShape;
+  readonly committer: CommitterShape;
   /** From now on every call answers 503 (the server is draining). */
   stopAccepting(): void;
   /** Stops taking calls, lets work in flight settle, and closes the store. */
@@ -93,6 +96,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         processor: yield* Processor,
         sweeper: yield* Sweeper,
         store: yield* Store,
+        committer: yield* Committer,
       };
     }),
   );

@@ -7,7 +7,7 @@ import { type Config, defaultConfig } from '../../src/config.js';
 import type { PlanName } from '../../src/domain/plans.js';
 import { type ClockShape, ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
-import { type App, startApp } from '../../src/server.js';
+import { type App, type AppOptions, startApp } from '../../src/server.js';
 
 export const tempDataDir = (label = 'airs-test') => mkdtempSync(join(tmpdir(), `${label}-`));
 
@@ -17,6 +17,8 @@ export type TestAppOptions = {
   readonly clock?: ClockShape;
   readonly dataDir?: string;
   readonly sweepIntervalMs?: number;
+  readonly committerLimits?: AppOptions['committerLimits'];
+  readonly storeLayer?: AppOptions['storeLayer'];
 };
 
 export type TestApp = App & {
@@ -56,6 +58,8 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     logger: silentLogger(),
     clock,
     sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
+    committerLimits: options.committerLimits,
+    storeLayer: options.storeLayer,
   });
   return {
     ...app,
