@@ -59,11 +59,10 @@ export const createProcessor = (deps: Deps) => {
     return isRefusal(outcome) ? outcome : undefined;
   };
 
-  const callModel = async (reqId: string): Promise<Outcome> => {
-    const state = store.reads.request(reqId);
+  const callModel = async (reqId: string, modelId: string): Promise<Outcome> => {
     const prompt = store.reads.payload(reqId, 'prompt');
-    const model = state === undefined ? undefined : models.get(state.context.model);
-    if (state === undefined || prompt === undefined || model === undefined) {
+    const model = models.get(modelId);
+    if (prompt === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
     const signal = AbortSignal.any([shutdown.signal, AbortSignal.timeout(model.config.timeoutMs)]);
@@ -78,14 +77,18 @@ export const createProcessor = (deps: Deps) => {
   };
 
   /** One attempt from its recorded start: `started` settles when the start is durable (or refused). */
-  const attempt = async (reqId: string, started: Promise<CommandOutcome | Unavailable>): Promise<void> => {
+  const attempt = async (
+    reqId: string,
+    modelId: string,
+    started: Promise<CommandOutcome | Unavailable>,
+  ): Promise<void> => {
     if (isRefusal(await started)) {
       // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
       const refused = await send({ type: 'Expire', reqId, now: clock.now() });
       if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
       return;
     }
-    const outcome = await callModel(reqId);
+    const outcome = await callModel(reqId, modelId);
     // Stopping: leave the request as it is; the next start picks it up again.
     if (shutdown.signal.aborted) return;
     const now = clock.now();
@@ -117,7 +120,7 @@ export const createProcessor = (deps: Deps) => {
     for (const { reqId, model } of pick?.picked ?? []) {
       runningPerModel.set(model, (runningPerModel.get(model) ?? 0) + 1);
       const started = committer.send({ type: 'StartAttempt', reqId, now });
-      const run = attempt(reqId, started)
+      const run = attempt(reqId, model, started)
         .catch((error: unknown) => log.error({ reqId, err: error }, 'processing fault'))
         .finally(() => {
           running.delete(reqId);
