@@ -1,53 +1,80 @@
 import { Context, Effect, Layer } from 'effect';
 import { Forbidden, Unauthorized } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
-import { Store } from '../ports/Store.js';
+import { Store, type StoreReads } from '../ports/Store.js';
 import { hashKey, keyPattern } from './keyMaterial.js';
 
 /** Who is calling: the account (limits and ownership are per account) and which of its keys was used. */
 export type Principal = { readonly accountId: string; readonly keyId: string; readonly plan: PlanName };
 
 export interface AuthShape {
-  /** Resolves the `Authorization` header to a principal. Reads the committed views on every call, so a revoke or
-   * suspension made by any process applies to the very next request. */
-  authenticate(authorization: string | null | undefined): Effect.Effect<Principal, Unauthorized | Forbidden>;
+  /**
+   * Resolves the `Authorization` header to a principal, or says why not. Synchronous and without Effect: it runs on
+   * every API call (see docs/decisions.md). A revoke or suspension made by any process applies to the very next call.
+   */
+  authenticate(authorization: string | null | undefined): Principal | Unauthorized | Forbidden;
 }
 
 export class Auth extends Context.Service<Auth, AuthShape>()('airs/Auth') {}
 
 const bearer = /^Bearer +(\S+) *$/i;
+/** Keys remembered at once; beyond it the oldest is forgotten. Unknown keys are remembered too (a flood of them is
+ * bounded by this as well). */
+const cacheLimit = 10_000;
+
+/** Looks a key up in the views: key id by hash, the key, its account. */
+const lookUp = (reads: StoreReads, keyHash: string): Principal | Unauthorized | Forbidden => {
+  const keyId = reads.keyIdByHash(keyHash);
+  const key = keyId === undefined ? undefined : reads.key(keyId);
+  if (key === undefined) return new Unauthorized({ message: 'invalid API key' });
+  if (key.revokedAt !== undefined) return new Unauthorized({ message: 'this API key has been revoked' });
+  const account = reads.account(key.accountId);
+  if (account === undefined) return new Unauthorized({ message: 'invalid API key' });
+  if (account.suspended) return new Forbidden({ message: 'this account is suspended; contact the service operator' });
+  return { accountId: account.accountId, keyId: key.keyId, plan: account.plan };
+};
+
+/**
+ * Authentication answers from a small cache by key hash. The cache is only as old as the accounts version it was
+ * filled under: every account or key event (from this process or the CLI) changes that version in the same commit,
+ * and each call reads it from a freshly renewed snapshot first, so a cached answer is never older than the last
+ * committed change of any account or key.
+ */
+export const createAuth = (reads: StoreReads): AuthShape => {
+  const cache = new Map<string, Principal | Unauthorized | Forbidden>();
+  let cachedVersion = -1;
+  return {
+    authenticate: (authorization) => {
+      if (authorization === null || authorization === undefined || authorization.trim() === '') {
+        return new Unauthorized({ message: 'missing Authorization header; send "Authorization: Bearer <API key>"' });
+      }
+      const token = bearer.exec(authorization)?.[1];
+      if (token === undefined) {
+        return new Unauthorized({ message: 'malformed Authorization header; expected "Bearer <API key>"' });
+      }
+      if (!keyPattern.test(token)) return new Unauthorized({ message: 'invalid API key' });
+      // A key revoked or an account suspended by another process a moment ago must already count.
+      reads.refresh();
+      const version = reads.accountsVersion();
+      if (version !== cachedVersion) {
+        cache.clear();
+        cachedVersion = version;
+      }
+      const keyHash = hashKey(token);
+      const known = cache.get(keyHash);
+      if (known !== undefined) return known;
+      const answer = lookUp(reads, keyHash);
+      if (cache.size >= cacheLimit) cache.delete(cache.keys().next().value as string);
+      cache.set(keyHash, answer);
+      return answer;
+    },
+  };
+};
 
 export const AuthLayer = Layer.effect(
   Auth,
   Effect.gen(function* () {
     const { reads } = yield* Store;
-    const authenticate = (authorization: string | null | undefined) => {
-      if (authorization === null || authorization === undefined || authorization.trim() === '') {
-        return Effect.fail(
-          new Unauthorized({ message: 'missing Authorization header; send "Authorization: Bearer <API key>"' }),
-        );
-      }
-      const token = bearer.exec(authorization)?.[1];
-      if (token === undefined) {
-        return Effect.fail(
-          new Unauthorized({ message: 'malformed Authorization header; expected "Bearer <API key>"' }),
-        );
-      }
-      if (!keyPattern.test(token)) return Effect.fail(new Unauthorized({ message: 'invalid API key' }));
-      // A key revoked or an account suspended by another process a moment ago must already count.
-      reads.refresh();
-      const keyId = reads.keyIdByHash(hashKey(token));
-      const key = keyId === undefined ? undefined : reads.key(keyId);
-      if (key === undefined) return Effect.fail(new Unauthorized({ message: 'invalid API key' }));
-      if (key.revokedAt !== undefined)
-        return Effect.fail(new Unauthorized({ message: 'this API key has been revoked' }));
-      const account = reads.account(key.accountId);
-      if (account === undefined) return Effect.fail(new Unauthorized({ message: 'invalid API key' }));
-      if (account.suspended) {
-        return Effect.fail(new Forbidden({ message: 'this account is suspended; contact the service operator' }));
-      }
-      return Effect.succeed({ accountId: account.accountId, keyId: key.keyId, plan: account.plan });
-    };
-    return Auth.of({ authenticate });
+    return Auth.of(createAuth(reads));
   }),
 );

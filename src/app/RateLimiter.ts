@@ -17,14 +17,13 @@ export type RateLimitStatus = {
   readonly resetSeconds: number;
 };
 
+/** A call's spending: the status for the headers, and the refusal when the budget was spent. */
+export type Spent = { readonly status: RateLimitStatus; readonly refusal?: RateLimited };
+
 export interface RateLimiterShape {
-  /** Spends one call of `budget` for the principal's account, or fails with RateLimited. Either way the status
-   * for the response headers is reported through `onStatus`. */
-  take(
-    principal: Principal,
-    budget: BudgetName,
-    onStatus: (status: RateLimitStatus) => void,
-  ): Effect.Effect<void, RateLimited>;
+  /** Spends one call of `budget` for the principal's account, or refuses it. Synchronous and without Effect: it
+   * runs on every API call (see docs/decisions.md). */
+  take(principal: Principal, budget: BudgetName): Spent;
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()('airs/RateLimiter') {}
@@ -54,37 +53,33 @@ export const RateLimiterLayer = Layer.effect(
     const prune = (now: number) => {
       for (const [key, tat] of tats) if (tat <= now) tats.delete(key);
     };
-    const take: RateLimiterShape['take'] = (principal, budget, onStatus) =>
-      Effect.suspend(() => {
-        const now = clock.now();
-        if (++calls % pruneEvery === 0) prune(now);
-        const plan = config.plans[principal.plan];
-        const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
-        const spec: Budget = { limit, windowMs };
-        const key = `${principal.accountId}\u0000${budget}`;
-        const previous = stateOf(key, principal.accountId, budget);
-        const decision = decideGcra(spec, previous, now);
-        tats.set(key, decision.tat);
-        if (decision.tat !== previous) {
-          saved.save({ accountId: principal.accountId, budget, tat: decision.tat });
-        }
-        onStatus({
-          budget,
-          limit,
-          windowSeconds: windowMs / 1000,
-          remaining: decision.remaining,
-          resetSeconds: Math.ceil(decision.resetMs / 1000),
-        });
-        if (decision.allowed) return Effect.void;
-        const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        return Effect.fail(
-          new RateLimited({
-            message: `the ${principal.plan} plan allows ${limit} ${budget} per minute for this account; retry after ${retryAfterSeconds} s`,
-            retryAfterSeconds,
-            budget,
-          }),
-        );
+    const take: RateLimiterShape['take'] = (principal, budget) => {
+      const now = clock.now();
+      if (++calls % pruneEvery === 0) prune(now);
+      const plan = config.plans[principal.plan];
+      const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
+      const spec: Budget = { limit, windowMs };
+      const key = `${principal.accountId}\u0000${budget}`;
+      const previous = stateOf(key, principal.accountId, budget);
+      const decision = decideGcra(spec, previous, now);
+      tats.set(key, decision.tat);
+      if (decision.tat !== previous) saved.save({ accountId: principal.accountId, budget, tat: decision.tat });
+      const status: RateLimitStatus = {
+        budget,
+        limit,
+        windowSeconds: windowMs / 1000,
+        remaining: decision.remaining,
+        resetSeconds: Math.ceil(decision.resetMs / 1000),
+      };
+      if (decision.allowed) return { status };
+      const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      const refusal = new RateLimited({
+        message: `the ${principal.plan} plan allows ${limit} ${budget} per minute for this account; retry after ${retryAfterSeconds} s`,
+        retryAfterSeconds,
+        budget,
       });
+      return { status, refusal };
+    };
     return RateLimiter.of({ take });
   }),
 );

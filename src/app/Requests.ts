@@ -21,13 +21,10 @@ export type PollAnswer =
   | { readonly req_id: string; readonly status: 'completed'; readonly model: string; readonly response: string };
 
 export interface RequestsShape {
-  /** Validates and queues a request; succeeds only once its `RequestQueued` event is flushed to disk. */
-  submit(principal: Principal, body: unknown): Effect.Effect<Accepted, InvalidRequest | Unavailable>;
+  /** Validates and queues a request; resolves only once its `RequestQueued` event is durable on disk. */
+  submit(principal: Principal, body: unknown): Promise<Accepted | InvalidRequest | Unavailable>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
-  poll(
-    principal: Principal,
-    reqId: string | undefined,
-  ): Effect.Effect<PollAnswer, InvalidRequest | NotFound | ProcessingFailed>;
+  poll(principal: Principal, reqId: string | undefined): PollAnswer | InvalidRequest | NotFound | ProcessingFailed;
 }
 
 export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
@@ -37,6 +34,10 @@ const notFound = (reqId: string) =>
     message: `no request ${reqId.slice(0, 100)}; it may never have existed or it expired (requests live 24 hours)`,
   });
 
+/**
+ * Submit and poll. Both run on every API call, so they are plain functions (a promise, a value) rather than Effects:
+ * the service is still built and wired as an Effect layer (see docs/decisions.md).
+ */
 export const RequestsLayer = Layer.effect(
   Requests,
   Effect.gen(function* () {
@@ -50,55 +51,48 @@ export const RequestsLayer = Layer.effect(
     const ttlMs = config.requestTtlSeconds * 1000;
     const rules = { modelIds: models.ids(), maxPromptChars: config.maxPromptChars };
 
-    const submit: RequestsShape['submit'] = (principal, body) =>
-      Effect.gen(function* () {
-        const submission = parseSubmission(body, rules);
-        if (submission instanceof InvalidRequest) return yield* submission;
-        const reqId = ids.requestId();
-        const outcome = yield* Effect.promise(() =>
-          committer.send(
-            {
-              type: 'Submit',
-              reqId,
-              accountId: principal.accountId,
-              keyId: principal.keyId,
-              model: submission.model,
-              promptChars: submission.prompt.length,
-              prompt: submission.prompt,
-              ttlMs,
-              now: clock.now(),
-            },
-            { fromApi: true },
-          ),
-        );
-        if (outcome instanceof Unavailable) return yield* outcome;
-        // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
-        if (isRefusal(outcome)) return yield* Effect.die(outcome);
-        processor.wake();
-        return { request_id: reqId, model: submission.model };
-      });
+    const submit: RequestsShape['submit'] = async (principal, body) => {
+      const submission = parseSubmission(body, rules);
+      if (submission instanceof InvalidRequest) return submission;
+      const reqId = ids.requestId();
+      const outcome = await committer.send(
+        {
+          type: 'Submit',
+          reqId,
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          model: submission.model,
+          promptChars: submission.prompt.length,
+          prompt: submission.prompt,
+          ttlMs,
+          now: clock.now(),
+        },
+        { fromApi: true },
+      );
+      if (outcome instanceof Unavailable) return outcome;
+      // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
+      if (isRefusal(outcome)) throw outcome;
+      processor.wake();
+      return { request_id: reqId, model: submission.model };
+    };
 
-    const poll: RequestsShape['poll'] = (principal, reqId) =>
-      Effect.suspend((): ReturnType<RequestsShape['poll']> => {
-        if (reqId === undefined || reqId === '') {
-          return Effect.fail(new InvalidRequest({ message: 'query parameter req_id is required' }));
-        }
-        const state = store.reads.request(reqId);
-        const visible = state !== undefined && state.context.accountId === principal.accountId ? state : undefined;
-        const status = publicStatus(visible, clock.now());
-        if (visible === undefined || status === 'unknown' || status === 'expired') return Effect.fail(notFound(reqId));
-        const { model } = visible.context;
-        if (status === 'failed') {
-          return Effect.fail(
-            new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` }),
-          );
-        }
-        if (status === 'queued') return Effect.succeed({ req_id: reqId, status: 'queued' as const, model });
-        const response = store.reads.payload(reqId, 'response');
-        // Deleted by retention between the two reads: the request has just expired.
-        if (response === undefined) return Effect.fail(notFound(reqId));
-        return Effect.succeed({ req_id: reqId, status: 'completed' as const, model, response });
-      });
+    const poll: RequestsShape['poll'] = (principal, reqId) => {
+      if (reqId === undefined || reqId === '')
+        return new InvalidRequest({ message: 'query parameter req_id is required' });
+      const state = store.reads.request(reqId);
+      const visible = state !== undefined && state.context.accountId === principal.accountId ? state : undefined;
+      const status = publicStatus(visible, clock.now());
+      if (visible === undefined || status === 'unknown' || status === 'expired') return notFound(reqId);
+      const { model } = visible.context;
+      if (status === 'failed') {
+        return new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` });
+      }
+      if (status === 'queued') return { req_id: reqId, status: 'queued', model };
+      const response = store.reads.payload(reqId, 'response');
+      // Deleted by retention between the two reads: the request has just expired.
+      if (response === undefined) return notFound(reqId);
+      return { req_id: reqId, status: 'completed', model, response };
+    };
 
     return Requests.of({ submit, poll });
   }),

@@ -36,6 +36,9 @@ export interface StoreReads {
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): Iterable<StoredEvent>;
   lastSeq(): number;
+  /** A number that changes whenever any account or key changes (also by another process): a cache of accounts and
+   * keys read in the same snapshot is current exactly while this is unchanged. */
+  accountsVersion(): number;
   /** The last saved rate-limiter state of an account's budget, if any. */
   limiterState(accountId: string, budget: string): number | undefined;
 }

@@ -33,11 +33,10 @@ const take = (
   budget: BudgetName,
   at: number,
 ): Outcome => {
-  let status: RateLimitStatus | undefined;
-  const result = Effect.runSync(Effect.result(limiter.take(principal, budget, (s) => (status = s))));
-  return result._tag === 'Success'
+  const { status, refusal } = limiter.take(principal, budget);
+  return refusal === undefined
     ? { at, granted: true, status }
-    : { at, granted: false, retryAfterSeconds: result.failure.retryAfterSeconds, status };
+    : { at, granted: false, retryAfterSeconds: refusal.retryAfterSeconds, status };
 };
 
 const arrivals = fc.array(fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.integer({ min: 0, max: 2 })), {

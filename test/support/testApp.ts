@@ -80,8 +80,9 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
 };
 
 /** Serves an app on a real socket on 127.0.0.1 with a free port. */
-export const listen = async (app: App) => {
-  const { server, url } = await listenHttp(app.http, { port: 0, hostname: '127.0.0.1' });
+export const listen = async (app: App & { readonly config?: Config }) => {
+  const maxBodyBytes = (app.config ?? defaultConfig()).maxBodyBytes;
+  const { server, url } = await listenHttp(app.http, { port: 0, hostname: '127.0.0.1', maxBodyBytes });
   return { url, close: () => server.close(true) };
 };
 

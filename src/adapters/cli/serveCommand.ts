@@ -28,7 +28,11 @@ export const registerServeCommand = (program: Command, output: Output) => {
       const app = await startApp({ config, logger });
       let listening: Awaited<ReturnType<typeof import('../http/listen.js').listen>>;
       try {
-        listening = await listen(app.http, { port: config.port, hostname: config.host });
+        listening = await listen(app.http, {
+          port: config.port,
+          hostname: config.host,
+          maxBodyBytes: config.maxBodyBytes,
+        });
       } catch (error) {
         await app.close();
         const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;

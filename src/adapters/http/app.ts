@@ -1,4 +1,3 @@
-import { Effect, Result } from 'effect';
 import { assertBodySize, H3, type H3Event, HTTPError, HTTPResponse } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
@@ -28,33 +27,45 @@ export type HttpDeps = {
 const aiPath = '/v1/ai';
 const aiMethods = ['GET', 'POST'] as const;
 
+/** Response headers gathered while a call is answered: a plain object, cheaper than a `Headers` per call. */
+export type HeaderBag = Record<string, string>;
+
 /** The IETF draft RateLimit headers (structured-field form) for one budget. */
-const rateLimitHeaders = (status: RateLimitStatus, headers: Headers) => {
-  headers.set('RateLimit-Policy', `"${status.budget}";q=${status.limit};w=${status.windowSeconds}`);
-  headers.set('RateLimit', `"${status.budget}";r=${status.remaining};t=${status.resetSeconds}`);
+const rateLimitHeaders = (status: RateLimitStatus, headers: HeaderBag) => {
+  headers['RateLimit-Policy'] = `"${status.budget}";q=${status.limit};w=${status.windowSeconds}`;
+  headers.RateLimit = `"${status.budget}";r=${status.remaining};t=${status.resetSeconds}`;
 };
 
-const json = (status: number, body: unknown, headers: Headers) => {
-  headers.set('Content-Type', jsonHeaders['Content-Type']);
+const json = (status: number, body: unknown, headers: HeaderBag) => {
+  headers['Content-Type'] = jsonHeaders['Content-Type'];
   return new HTTPResponse(JSON.stringify(body), { status, headers });
 };
 
 const isJsonContentType = (value: string | null) =>
   value !== null && value.split(';')[0]?.trim().toLowerCase() === 'application/json';
 
-/** Reads the body as JSON within the byte limit; an oversized body is refused as soon as it is known. */
+/** h3's limit throws an `HTTPError`, srvx's its own error; both carry status 413. */
+const isTooLarge = (error: unknown) => error instanceof Error && (error as { status?: unknown }).status === 413;
+
+/**
+ * Reads the body as JSON within the byte limit; an oversized body is refused as soon as it is known (a declared
+ * length over the limit before reading anything). On a real socket srvx reads the body straight from Node's request
+ * into one buffer, enforcing the limit it was served with (listen.ts); a web `Request` (in-process calls) goes
+ * through h3's stream limit instead.
+ */
 const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unknown | ApiError> => {
   if (!isJsonContentType(event.req.headers.get('content-type'))) {
     return new InvalidRequest({ message: 'Content-Type must be application/json' });
   }
+  const tooLarge = new PayloadTooLarge({ message: `request body is larger than ${maxBodyBytes} bytes` });
+  if (Number(event.req.headers.get('content-length')) > maxBodyBytes) return tooLarge;
   let text: string;
   try {
-    assertBodySize(event, maxBodyBytes);
+    if ((event.req as { runtime?: { node?: unknown } }).runtime?.node === undefined)
+      assertBodySize(event, maxBodyBytes);
     text = await event.req.text();
   } catch (error) {
-    if (error instanceof HTTPError && error.status === 413) {
-      return new PayloadTooLarge({ message: `request body is larger than ${maxBodyBytes} bytes` });
-    }
+    if (isTooLarge(error)) return tooLarge;
     if (error instanceof HTTPError && error.status === 400) {
       return new InvalidRequest({ message: 'request body could not be read' });
     }
@@ -76,46 +87,39 @@ const isApiError = (value: unknown): value is ApiError =>
  * contract's error shape through one table (errorResponse.ts).
  */
 export const createHttpApp = (deps: HttpDeps): H3 => {
-  /**
-   * Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. Both are
-   * synchronous (memory and memory-mapped reads), so they run with `runSync`: no promise hop per call.
-   */
-  const admit = (event: H3Event, budget: BudgetName, headers: Headers): Principal | ApiError => {
-    const authenticated = Effect.runSync(Effect.result(deps.auth.authenticate(event.req.headers.get('authorization'))));
-    if (Result.isFailure(authenticated)) return authenticated.failure;
-    const principal = authenticated.success;
-    const limited = Effect.runSync(
-      Effect.result(deps.rateLimiter.take(principal, budget, (status) => rateLimitHeaders(status, headers))),
-    );
-    return Result.isFailure(limited) ? limited.failure : principal;
+  /** Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. */
+  const admit = (event: H3Event, budget: BudgetName, headers: HeaderBag): Principal | ApiError => {
+    const principal = deps.auth.authenticate(event.req.headers.get('authorization'));
+    if (isApiError(principal)) return principal;
+    const spent = deps.rateLimiter.take(principal, budget);
+    rateLimitHeaders(spent.status, headers);
+    return spent.refusal ?? principal;
   };
 
-  const submit = async (event: H3Event, headers: Headers): Promise<HTTPResponse | ApiError> => {
+  const submit = async (event: H3Event, headers: HeaderBag): Promise<HTTPResponse | ApiError> => {
     const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const body = await readJsonBody(event, deps.maxBodyBytes);
     if (isApiError(body)) return body;
-    const accepted = await Effect.runPromise(Effect.result(deps.requests.submit(principal, body)));
-    if (Result.isFailure(accepted)) return accepted.failure;
-    headers.set('Location', `${aiPath}?req_id=${accepted.success.request_id}`);
-    return json(202, accepted.success, headers);
+    const accepted = await deps.requests.submit(principal, body);
+    if (isApiError(accepted)) return accepted;
+    headers.Location = `${aiPath}?req_id=${accepted.request_id}`;
+    return json(202, accepted, headers);
   };
 
-  const poll = async (event: H3Event, headers: Headers): Promise<HTTPResponse | ApiError> => {
+  const poll = async (event: H3Event, headers: HeaderBag): Promise<HTTPResponse | ApiError> => {
     const principal = admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const reqId = event.url.searchParams.get('req_id') ?? undefined;
-    // A poll reads views only: synchronous as well.
-    const answer = Effect.runSync(Effect.result(deps.requests.poll(principal, reqId)));
-    if (Result.isFailure(answer)) return answer.failure;
-    if (answer.success.status === 'queued') headers.set('Retry-After', String(deps.pollIntervalSeconds));
-    return json(200, answer.success, headers);
+    const answer = deps.requests.poll(principal, event.url.searchParams.get('req_id') ?? undefined);
+    if (isApiError(answer)) return answer;
+    if (answer.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
+    return json(200, answer, headers);
   };
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
   const guarded =
-    (route: (event: H3Event, headers: Headers) => Promise<HTTPResponse | ApiError>) => async (event: H3Event) => {
-      const headers = new Headers();
+    (route: (event: H3Event, headers: HeaderBag) => Promise<HTTPResponse | ApiError>) => async (event: H3Event) => {
+      const headers: HeaderBag = {};
       if (!deps.accepting()) {
         return errorResponse(
           new Unavailable({ message: 'the service is not accepting requests right now', retryAfterSeconds: 5 }),

@@ -54,7 +54,7 @@ export const jsonHeaders = { 'Content-Type': 'application/json' } as const;
  * `{"error": {"code", "message", "details"?}}` with its status and headers. Answers are h3 `HTTPResponse`s (a
  * string body), which srvx writes to the socket in one go; a web `Response` would be streamed chunk by chunk.
  */
-export const errorResponse = (error: ApiError, extraHeaders?: Headers): HTTPResponse => {
+export const errorResponse = (error: ApiError, extraHeaders?: Record<string, string>): HTTPResponse => {
   const { status, code, headers } = (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(
     error,
   );
@@ -62,9 +62,7 @@ export const errorResponse = (error: ApiError, extraHeaders?: Headers): HTTPResp
   const body = {
     error: details === undefined ? { code, message: error.message } : { code, message: error.message, details },
   };
-  const all = new Headers(extraHeaders);
-  all.set('Content-Type', jsonHeaders['Content-Type']);
-  for (const [name, value] of Object.entries(headers ?? {})) all.set(name, value);
+  const all = { ...extraHeaders, ...jsonHeaders, ...headers };
   return new HTTPResponse(JSON.stringify(body), { status, headers: all });
 };
 

@@ -14,8 +14,18 @@ const parserErrorResponse = (error: NodeJS.ErrnoException): string => {
  * Serves the app on a real socket: srvx (h3's server) without its own signal handling (the CLI drains itself),
  * plus the contract's error shape for what Node's parser refuses.
  */
-export const listen = async (app: H3, options: { readonly port: number; readonly hostname: string }) => {
-  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+export const listen = async (
+  app: H3,
+  options: { readonly port: number; readonly hostname: string; readonly maxBodyBytes: number },
+) => {
+  // srvx then reads a body straight from Node's request into one buffer and stops at the limit (see app.ts).
+  const server = serve(app, {
+    port: options.port,
+    hostname: options.hostname,
+    silent: true,
+    gracefulShutdown: false,
+    maxRequestBodySize: options.maxBodyBytes,
+  });
   server.node?.server?.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (socket.writable && error.code !== 'ECONNRESET') socket.end(parserErrorResponse(error));
     else socket.destroy();

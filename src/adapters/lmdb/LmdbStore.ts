@@ -22,8 +22,12 @@ export type LmdbDatabases = {
   readonly keys: Database<KeyState, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
+  /** Single values kept beside the views: `accountsVersion`, the number of account and key events so far. */
+  readonly meta: Database<number, string>;
   readonly indexes: Readonly<Record<IndexName, Database<string | null, Key>>>;
 };
+
+export const accountsVersionKey = 'accountsVersion';
 
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
 
@@ -41,6 +45,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     accounts: db('accounts'),
     keys: db('keys'),
     limiter: db('limiter'),
+    meta: db('meta'),
     indexes: {
       dispatch: db('idx.dispatch'),
       expiry: db('idx.expiry'),
@@ -102,6 +107,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   events: (fromSeq = 1) => dbs.events.getRange({ start: fromSeq }).map(({ value }) => value),
   lastSeq: () => (firstKey(dbs.events.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0,
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
+  accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -119,6 +125,7 @@ const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
   putKey: (keyId, state) => void dbs.keys.put(keyId, state),
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
+  bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
   removePayloads: (reqId) => {
     dbs.payloads.remove([reqId, 'prompt']);
     dbs.payloads.remove([reqId, 'response']);

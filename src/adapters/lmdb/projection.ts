@@ -22,6 +22,8 @@ export interface ViewAccess {
   putIndex(index: IndexName, key: IndexKey, value: string | null): void;
   removeIndex(index: IndexName, key: IndexKey): void;
   removePayloads(reqId: string): void;
+  /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
+  bumpAccountsVersion(): void;
 }
 
 /**
@@ -63,6 +65,7 @@ const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
 };
 
 const projectAccountEvent = (views: ViewAccess, event: AccountEvent) => {
+  views.bumpAccountsVersion();
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);
   if (event.type === 'AccountCreated') views.putIndex('emails', event.email, event.accountId);

@@ -1,6 +1,6 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import type { RequestState } from '../../domain/request/state.js';
-import type { LmdbDatabases } from './LmdbStore.js';
+import { accountsVersionKey, type LmdbDatabases } from './LmdbStore.js';
 import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
 
 /** Views rebuilt in memory from the log by the same projection the server runs. */
@@ -9,6 +9,7 @@ type Rebuilt = {
   readonly accounts: Map<string, AccountState>;
   readonly keys: Map<string, KeyState>;
   readonly indexes: Record<IndexName, Map<string, string | null>>;
+  accountsVersion: number;
 };
 
 export type VerifyReport = {
@@ -40,6 +41,7 @@ const rebuild = (dbs: LmdbDatabases): { rebuilt: Rebuilt; events: number } => {
       keyHashes: new Map(),
       accountKeys: new Map(),
     },
+    accountsVersion: 0,
   };
   const views: ViewAccess = {
     getRequest: (reqId) => rebuilt.requests.get(reqId),
@@ -51,6 +53,9 @@ const rebuild = (dbs: LmdbDatabases): { rebuilt: Rebuilt; events: number } => {
     putIndex: (index, key, value) => void rebuilt.indexes[index].set(keyText(key), value),
     removeIndex: (index, key) => void rebuilt.indexes[index].delete(keyText(key)),
     removePayloads: () => {},
+    bumpAccountsVersion: () => {
+      rebuilt.accountsVersion++;
+    },
   };
   let events = 0;
   let expected = 1;
@@ -97,6 +102,10 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   compare('key', dbs.keys.getRange({}), rebuilt.keys, plain, differences);
   for (const name of Object.keys(rebuilt.indexes) as IndexName[]) {
     compare(`index ${name}`, dbs.indexes[name].getRange({}), rebuilt.indexes[name], keyText, differences);
+  }
+  const storedVersion = dbs.meta.get(accountsVersionKey) ?? 0;
+  if (storedVersion !== rebuilt.accountsVersion) {
+    differences.push(`meta accountsVersion: stored ${storedVersion} but the log gives ${rebuilt.accountsVersion}`);
   }
   // Payloads: a prompt while the request lives, a response while it is completed and lives; nothing after expiry.
   for (const { key } of dbs.payloads.getRange({})) {
