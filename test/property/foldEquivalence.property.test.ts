@@ -1,12 +1,28 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { assign, transition } from 'xstate';
+import { type CompiledMachine, compileMachine } from '../../src/domain/request/compiledMachine.js';
+import { applyContextUpdate } from '../../src/domain/request/contextUpdates.js';
 import type { RequestEvent } from '../../src/domain/request/events.js';
-import { evolve, evolveWithMachine, initialRequestState, type RequestState } from '../../src/domain/request/state.js';
+import { type RequestContext, requestMachine } from '../../src/domain/request/machine.js';
+import {
+  canApply,
+  evolve,
+  evolveWithMachine,
+  initialRequestState,
+  type RequestState,
+  type RequestStatus,
+  toSnapshot,
+  toState,
+} from '../../src/domain/request/state.js';
 
 const reqId = 'req_x';
-const time = fc.integer({ min: 0, max: 200 });
+const expiresAt = 1_000;
+/** Event times just before, at and just after the expiry, and further away: every guard decides both ways. */
+const time = fc.oneof(fc.constantFrom(expiresAt - 1, expiresAt, expiresAt + 1), fc.integer({ min: 0, max: 2_000 }));
+
 const event: fc.Arbitrary<RequestEvent> = fc.oneof(
-  fc.record({ at: time, ttl: fc.integer({ min: 1, max: 150 }) }).map(
+  fc.record({ at: time, ttl: fc.integer({ min: 1, max: 1_500 }) }).map(
     ({ at, ttl }): RequestEvent => ({
       type: 'RequestQueued',
       reqId,
@@ -21,23 +37,88 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
   fc
     .record({ at: time, attempt: fc.integer({ min: 1, max: 5 }) })
     .map(({ at, attempt }): RequestEvent => ({ type: 'RequestProcessingStarted', reqId, attempt, at })),
-  fc.record({ at: time, retryAt: time }).map(
-    ({ at, retryAt }): RequestEvent => ({
-      type: 'RequestAttemptFailed',
-      reqId,
-      attempt: 1,
-      reason: 'x',
-      retryAt,
-      at,
-    }),
-  ),
+  fc
+    .record({ at: time, retryAt: time })
+    .map(
+      ({ at, retryAt }): RequestEvent => ({
+        type: 'RequestAttemptFailed',
+        reqId,
+        attempt: 1,
+        reason: 'x',
+        retryAt,
+        at,
+      }),
+    ),
   time.map((at): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 7, at })),
   time.map((at): RequestEvent => ({ type: 'RequestFailed', reqId, reason: 'y', at })),
   time.map((at): RequestEvent => ({ type: 'RequestExpired', reqId, at })),
 );
 
-describe('The fast fold step', () => {
-  it('gives exactly the state XState’s own transition gives, for any sequence of events, accepted or not', () => {
+const statuses: RequestStatus[] = ['none', 'waiting', 'processing', 'completed', 'failed', 'expired'];
+const state: fc.Arbitrary<RequestState> = fc
+  .record({
+    status: fc.constantFrom(...statuses),
+    createdAt: fc.integer({ min: 0, max: expiresAt - 1 }),
+    attempts: fc.integer({ min: 0, max: 4 }),
+    availableAt: time,
+  })
+  .map(({ status, createdAt, attempts, availableAt }) => {
+    const context: RequestContext = {
+      reqId,
+      accountId: 'a',
+      keyId: 'k',
+      model: 'm',
+      promptChars: 3,
+      createdAt,
+      expiresAt,
+      attempts,
+      availableAt,
+    };
+    return { status, context };
+  });
+
+/** Same status, same context, same keys in the same order (stored views are compared as encoded bytes). */
+const exactly = (value: RequestState) => JSON.stringify(value);
+
+/** A step built on `compiled`, next to XState's own `transition` of `machine`: the first state and event where they
+ * differ, if any. */
+const divergence = (compiled: CompiledMachine, machine: typeof requestMachine) =>
+  fc.check(
+    fc.property(state, event, (from, e) => {
+      const snapshot = machine.resolveState({
+        value: from.status === 'waiting' || from.status === 'processing' ? { queued: from.status } : from.status,
+        context: from.context,
+      } as never);
+      const expected = toState(transition(machine, snapshot, e)[0]);
+      const stepped = compiled.step(from.status, from.context, e);
+      const after = stepped === undefined ? from : (stepped as RequestState);
+      return compiled.can(from.status, from.context, e) === snapshot.can(e) && exactly(after) === exactly(expected);
+    }),
+    { numRuns: 2_000, seed: 42 },
+  );
+
+/** Variants of the machine with one rule changed, to show the check notices. */
+const looserGuard = requestMachine.provide({
+  guards: { beforeExpiry: ({ context, event: e }) => e.at <= context.expiresAt },
+});
+const forgetfulUpdate = requestMachine.provide({
+  actions: {
+    update: assign(({ context, event: e }) => ({ ...applyContextUpdate(context, e), lastError: 'forgotten' })),
+  },
+});
+
+describe('The compiled fold step', () => {
+  it('accepts exactly the events XState accepts and gives exactly the state its transition gives, from any state', () => {
+    fc.assert(
+      fc.property(state, event, (from, e) => {
+        expect(canApply(from, e)).toBe(toSnapshot(from).can(e));
+        expect(exactly(evolve(from, e))).toBe(exactly(evolveWithMachine(from, e)));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('folds any sequence of events to exactly the state XState folds it to', () => {
     fc.assert(
       fc.property(fc.array(event, { maxLength: 30 }), (events) => {
         let fast: RequestState = initialRequestState;
@@ -45,10 +126,26 @@ describe('The fast fold step', () => {
         for (const e of events) {
           fast = evolve(fast, e);
           machine = evolveWithMachine(machine, e);
-          expect(JSON.parse(JSON.stringify(fast))).toEqual(JSON.parse(JSON.stringify(machine)));
+          expect(exactly(fast)).toBe(exactly(machine));
         }
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('is read off the machine: compiled from any variant of it, it matches that variant', () => {
+    expect(divergence(compileMachine(requestMachine), requestMachine).failed).toBe(false);
+    expect(divergence(compileMachine(looserGuard), looserGuard).failed).toBe(false);
+    expect(divergence(compileMachine(forgetfulUpdate), forgetfulUpdate).failed).toBe(false);
+  });
+
+  it('would be caught by the check if a guard differed on one side only', () => {
+    expect(divergence(compileMachine(looserGuard), requestMachine).failed).toBe(true);
+    expect(divergence(compileMachine(requestMachine), looserGuard).failed).toBe(true);
+  });
+
+  it('would be caught by the check if a context update differed on one side only', () => {
+    expect(divergence(compileMachine(forgetfulUpdate), requestMachine).failed).toBe(true);
+    expect(divergence(compileMachine(requestMachine), forgetfulUpdate).failed).toBe(true);
   });
 });

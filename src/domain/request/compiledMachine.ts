@@ -1,0 +1,125 @@
+import type { RequestEvent } from './events.js';
+import type { RequestContext, requestMachine } from './machine.js';
+
+/** A request's status: the name of the machine's atomic state it is in. */
+export type CompiledStatus = string;
+
+type Guard = (args: { context: RequestContext; event: RequestEvent }) => boolean;
+type Assignment = (args: { context: RequestContext; event: RequestEvent }) => Partial<RequestContext>;
+type Candidate = {
+  readonly guard?: Guard;
+  readonly target: CompiledStatus;
+  readonly assignments: readonly Assignment[];
+};
+
+/** The machine as a table: for each status and event type, the transitions to try, in XState's order. */
+export type CompiledMachine = {
+  /** Whether the machine accepts `event` in this status with this context (guards included). */
+  can(status: CompiledStatus, context: RequestContext, event: RequestEvent): boolean;
+  /** The status and context after `event`, or `undefined` when the machine does not accept it. */
+  step(
+    status: CompiledStatus,
+    context: RequestContext,
+    event: RequestEvent,
+  ): { status: CompiledStatus; context: RequestContext } | undefined;
+  readonly statuses: readonly CompiledStatus[];
+};
+
+/** The slice of an XState state node this compiler reads. */
+type Node = {
+  readonly key: string;
+  readonly type: string;
+  readonly parent?: Node;
+  readonly states: Record<string, Node>;
+  readonly initial?: { readonly target?: readonly Node[] };
+  readonly transitions: Map<string, readonly Transition[]>;
+};
+type Transition = {
+  readonly target?: readonly Node[];
+  readonly guard?: unknown;
+  readonly actions: readonly unknown[];
+};
+
+/** A compound state is entered through its initial child, down to an atomic one. */
+const atomicOf = (node: Node): Node => {
+  const initial = node.initial?.target?.[0];
+  return node.type === 'atomic' || initial === undefined ? node : atomicOf(initial);
+};
+
+const atomicNodes = (node: Node): Node[] =>
+  node.type === 'atomic' || node.type === 'final' ? [node] : Object.values(node.states).flatMap(atomicNodes);
+
+const nameOf = (reference: unknown): string => {
+  if (typeof reference === 'string') return reference;
+  if (typeof reference === 'object' && reference !== null && 'type' in reference) return String(reference.type);
+  throw new Error('the request machine uses an inline guard or action; name it in setup() so it can be compiled');
+};
+
+/**
+ * Reads the request machine once (its states, their transitions in the order XState tries them, the guards and the
+ * `assign` actions it names) into a table, so that folding an event costs a lookup and a function call instead of
+ * resolving an XState snapshot. Everything comes from the machine object: change a guard, a target or an update
+ * there and the table follows. A construct the compiler does not know (an inline guard, an action other than
+ * `assign`) stops it at start-up rather than letting the table drift from the machine.
+ */
+export const compileMachine = (machine: typeof requestMachine): CompiledMachine => {
+  const guards = machine.implementations.guards as unknown as Record<string, Guard>;
+  const actions = machine.implementations.actions as unknown as Record<string, { assignment?: unknown }>;
+  const guardOf = (reference: unknown): Guard | undefined => {
+    if (reference === undefined) return undefined;
+    const guard = guards[nameOf(reference)];
+    if (typeof guard !== 'function') throw new Error(`the request machine names an unknown guard ${nameOf(reference)}`);
+    return guard;
+  };
+  const assignmentOf = (reference: unknown): Assignment => {
+    const assignment = actions[nameOf(reference)]?.assignment;
+    if (typeof assignment !== 'function') {
+      throw new Error(`the request machine's action ${nameOf(reference)} is not an assign(function) action`);
+    }
+    return assignment as Assignment;
+  };
+
+  const root = machine.root as unknown as Node;
+  const table = new Map<string, Candidate[]>();
+  const leaves = atomicNodes(root);
+  for (const leaf of leaves) {
+    // XState tries the deepest state's transitions first, then its ancestors'.
+    for (let node: Node | undefined = leaf; node !== undefined; node = node.parent) {
+      for (const [eventType, transitions] of node.transitions) {
+        const key = `${leaf.key}/${eventType}`;
+        const candidates = table.get(key) ?? [];
+        for (const transition of transitions) {
+          const target = transition.target?.[0];
+          candidates.push({
+            guard: guardOf(transition.guard),
+            target: target === undefined ? leaf.key : atomicOf(target).key,
+            assignments: transition.actions.map(assignmentOf),
+          });
+        }
+        table.set(key, candidates);
+      }
+    }
+  }
+
+  const chosen = (status: CompiledStatus, context: RequestContext, event: RequestEvent) => {
+    const candidates = table.get(`${status}/${event.type}`);
+    if (candidates === undefined) return undefined;
+    for (const candidate of candidates)
+      if (candidate.guard === undefined || candidate.guard({ context, event })) return candidate;
+    return undefined;
+  };
+
+  return {
+    statuses: leaves.map((leaf) => leaf.key),
+    can: (status, context, event) => chosen(status, context, event) !== undefined,
+    step: (status, context, event) => {
+      const candidate = chosen(status, context, event);
+      if (candidate === undefined) return undefined;
+      let next = context;
+      // As XState's assign does: the update is merged over a copy of the context.
+      for (const assignment of candidate.assignments)
+        next = Object.assign({}, next, assignment({ context: next, event }));
+      return { status: candidate.target, context: next };
+    },
+  };
+};
