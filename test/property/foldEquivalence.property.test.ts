@@ -37,18 +37,16 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
   fc
     .record({ at: time, attempt: fc.integer({ min: 1, max: 5 }) })
     .map(({ at, attempt }): RequestEvent => ({ type: 'RequestProcessingStarted', reqId, attempt, at })),
-  fc
-    .record({ at: time, retryAt: time })
-    .map(
-      ({ at, retryAt }): RequestEvent => ({
-        type: 'RequestAttemptFailed',
-        reqId,
-        attempt: 1,
-        reason: 'x',
-        retryAt,
-        at,
-      }),
-    ),
+  fc.record({ at: time, retryAt: time }).map(
+    ({ at, retryAt }): RequestEvent => ({
+      type: 'RequestAttemptFailed',
+      reqId,
+      attempt: 1,
+      reason: 'x',
+      retryAt,
+      at,
+    }),
+  ),
   time.map((at): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 7, at })),
   time.map((at): RequestEvent => ({ type: 'RequestFailed', reqId, reason: 'y', at })),
   time.map((at): RequestEvent => ({ type: 'RequestExpired', reqId, at })),

@@ -115,10 +115,17 @@ export type ServerProcess = {
 };
 
 /** Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. */
-export const startServer = (box: Sandbox, options: { timeoutMs?: number } = {}) =>
+export const startServer = (
+  box: Sandbox,
+  options: {
+    timeoutMs?: number /** A command the server runs under, such as `['strace', ...]`. */;
+    wrapper?: string[];
+  } = {},
+) =>
   new Promise<ServerProcess>((resolvePromise, reject) => {
     assertBuilt();
-    const child = spawn(process.execPath, [binPath, 'serve'], {
+    const [command, ...args] = [...(options.wrapper ?? []), process.execPath, binPath, 'serve'];
+    const child = spawn(command as string, args, {
       cwd: box.dir,
       env: box.env({ PORT: '0', HOST: '127.0.0.1' }),
       stdio: ['ignore', 'pipe', 'pipe'],
