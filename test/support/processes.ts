@@ -114,11 +114,15 @@ export type ServerProcess = {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 };
 
-/** Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. */
-export const startServer = (box: Sandbox, options: { timeoutMs?: number } = {}) =>
+/**
+ * Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. `wrapper` runs
+ * it under another program (e.g. `['strace', ..., '--']`), which must pass the server's stdout through.
+ */
+export const startServer = (box: Sandbox, options: { timeoutMs?: number; wrapper?: readonly string[] } = {}) =>
   new Promise<ServerProcess>((resolvePromise, reject) => {
     assertBuilt();
-    const child = spawn(process.execPath, [binPath, 'serve'], {
+    const [file = process.execPath, ...args] = [...(options.wrapper ?? []), process.execPath, binPath, 'serve'];
+    const child = spawn(file, args, {
       cwd: box.dir,
       env: box.env({ PORT: '0', HOST: '127.0.0.1' }),
       stdio: ['ignore', 'pipe', 'pipe'],
