@@ -7,28 +7,44 @@ export type Received = {
   readonly body: { model: string; messages: { role: string; content: string }[] };
 };
 
+export type FakeOpenAiOptions = {
+  /** Milliseconds before each answer (a function gives each call its own), so callers can die mid-call. */
+  readonly delayMs?: number | (() => number);
+  /** Appends ` #<n>` (the prompt's call count) to each answer, so every call's answer is distinct. */
+  readonly numbered?: boolean;
+};
+
 /**
  * A local OpenAI-compatible chat-completions server on 127.0.0.1 that behaves by the prompt it is sent:
  * `rate-limit-once` answers 429 with Retry-After: 0 the first time, `always-500` answers 500, `hang` never
  * answers, `malformed` answers 200 with a body lacking choices, `not-json` answers 200 with text; anything
  * else is answered with `upstream says: <prompt>`.
  */
-export const startFakeOpenAi = async () => {
+export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const received: Received[] = [];
   const seen = new Map<string, number>();
+  const answered = new Map<string, string[]>();
   const hanging = new Set<ServerResponse>();
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    let text = '';
-    for await (const chunk of req) text += chunk;
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
-      return;
+    let body: Received['body'];
+    try {
+      let text = '';
+      for await (const chunk of req) text += chunk;
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+        return;
+      }
+      body = JSON.parse(text) as Received['body'];
+    } catch {
+      // A caller killed mid-request: what arrived is no call.
+      return void res.destroy();
     }
-    const body = JSON.parse(text) as Received['body'];
     received.push({ authorization: req.headers.authorization, body });
     const prompt = body.messages.at(-1)?.content ?? '';
     const count = (seen.get(prompt) ?? 0) + 1;
     seen.set(prompt, count);
+    const delay = typeof options.delayMs === 'function' ? options.delayMs() : (options.delayMs ?? 0);
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     const json = (status: number, payload: unknown, headers: Record<string, string> = {}) =>
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(payload));
     if (prompt === 'rate-limit-once' && count === 1)
@@ -37,14 +53,14 @@ export const startFakeOpenAi = async () => {
     if (prompt === 'hang') return void hanging.add(res);
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');
+    const answer = `upstream says: ${prompt}${options.numbered ? ` #${count}` : ''}`;
+    answered.set(prompt, [...(answered.get(prompt) ?? []), answer]);
     return json(200, {
       id: 'chatcmpl-1',
       object: 'chat.completion',
       created: 0,
       model: body.model,
-      choices: [
-        { index: 0, finish_reason: 'stop', message: { role: 'assistant', content: `upstream says: ${prompt}` } },
-      ],
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: answer } }],
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,6 +70,10 @@ export const startFakeOpenAi = async () => {
     received,
     /** How many calls a prompt got (retries included). */
     calls: (prompt: string) => seen.get(prompt) ?? 0,
+    /** Every prompt the server was called with. */
+    prompts: () => [...seen.keys()],
+    /** The successful answers a prompt was given, in order (an answer may be lost if its caller died). */
+    answers: (prompt: string) => answered.get(prompt) ?? [],
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
