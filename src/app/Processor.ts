@@ -50,6 +50,8 @@ export const createProcessor = (deps: Deps) => {
   const modelLimit = (id: string) => models.get(id)?.config.maxConcurrency ?? Number.POSITIVE_INFINITY;
   let lastAccount: string | undefined;
   const shutdown = new AbortController();
+  /** Model calls in flight, aborted together when the pool stops. */
+  const calls = new Set<AbortController>();
   let pumpScheduled = false;
   let timer: NodeJS.Timeout | undefined;
   let idleWaiters: Array<() => void> = [];
@@ -65,15 +67,20 @@ export const createProcessor = (deps: Deps) => {
     if (prompt === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
-    const signal = AbortSignal.any([shutdown.signal, AbortSignal.timeout(model.config.timeoutMs)]);
-    return model.provider.generate({ prompt, signal }).then(
-      (text) => ({ ok: true as const, text }),
-      (error: unknown) => ({
-        ok: false as const,
-        reason:
-          signal.aborted && !shutdown.signal.aborted ? `timed out after ${model.config.timeoutMs} ms` : describe(error),
-      }),
-    );
+    // One controller per call, aborted by its own timer or by shutdown. `AbortSignal.any` over the long-lived
+    // shutdown signal and a timeout signal cost a few per cent of a request on Node 20.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), model.config.timeoutMs);
+    calls.add(controller);
+    try {
+      return { ok: true, text: await model.provider.generate({ prompt, signal: controller.signal }) };
+    } catch (error) {
+      const timedOut = controller.signal.aborted && !shutdown.signal.aborted;
+      return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
+    } finally {
+      clearTimeout(timer);
+      calls.delete(controller);
+    }
   };
 
   /** One attempt from its recorded start: `started` settles when the start is durable (or refused). */
@@ -154,6 +161,7 @@ export const createProcessor = (deps: Deps) => {
 
   const stop = async () => {
     shutdown.abort();
+    for (const call of calls) call.abort();
     if (timer !== undefined) clearTimeout(timer);
     await Promise.allSettled(running.values());
     for (const resolve of idleWaiters.splice(0)) resolve();
