@@ -72,6 +72,8 @@ export const createProcessor = (deps: Deps) => {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), model.config.timeoutMs);
     calls.add(controller);
+    // A call that begins after the pool was told to stop is aborted at once, like the ones already running.
+    if (shutdown.signal.aborted) controller.abort();
     try {
       return { ok: true, text: await model.provider.generate({ prompt, signal: controller.signal }) };
     } catch (error) {

@@ -1,0 +1,85 @@
+import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { createCommitter } from '../../src/app/Committer.js';
+import type { ModelsShape } from '../../src/app/Models.js';
+import { createProcessor } from '../../src/app/Processor.js';
+import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import { ManualClock } from '../../src/ports/Clock.js';
+import { silentLogger } from '../../src/ports/Logger.js';
+import type { StoreShape } from '../../src/ports/Store.js';
+import { eventually, tempDataDir } from '../support/testApp.js';
+
+/** A model that answers only when its call is aborted. */
+const neverAnswers: ModelsShape = {
+  ids: () => ['never'],
+  get: () => ({
+    config: { id: 'never', provider: 'echo', delayMs: 0, timeoutMs: 600_000 },
+    provider: {
+      generate: ({ signal }) =>
+        new Promise((_, reject) => {
+          if (signal.aborted) reject(new Error('aborted'));
+          signal.addEventListener('abort', () => reject(new Error('aborted')));
+        }),
+    },
+  }),
+};
+
+describe('Stopping the worker pool', () => {
+  it('also aborts a model call that begins after the stop, once its start has been committed', async () => {
+    const dir = tempDataDir('airs-pool-stop');
+    const lmdb = openLmdbStore(dir);
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    // Commits of starts wait at the gate, so the stop comes while a start is being committed.
+    const store: StoreShape = {
+      ...lmdb,
+      commit: async (batch) => {
+        if (batch.commands.some((command) => command.type === 'StartAttempt')) {
+          held++;
+          await gate;
+        }
+        return lmdb.commit(batch);
+      },
+    };
+    const committer = createCommitter(store);
+    const clock = new ManualClock();
+    const processor = createProcessor({
+      store,
+      committer,
+      models: neverAnswers,
+      clock,
+      log: silentLogger(),
+      concurrency: 1,
+      policy: defaultRetryPolicy,
+    });
+    try {
+      await committer.send({
+        type: 'Submit',
+        reqId: 'req_stop',
+        accountId: 'acct',
+        keyId: 'key',
+        model: 'never',
+        promptChars: 1,
+        prompt: 'x',
+        ttlMs: 86_400_000,
+        now: clock.now(),
+      });
+      processor.wake();
+      await eventually(() => (held > 0 ? true : undefined));
+      const stopped = processor.stop();
+      release();
+      const outcome = await Promise.race([
+        stopped.then(() => 'stopped'),
+        new Promise((resolve) => setTimeout(() => resolve('still running after 3 s'), 3_000)),
+      ]);
+      expect(outcome).toBe('stopped');
+    } finally {
+      release();
+      await committer.stop();
+      await lmdb.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
