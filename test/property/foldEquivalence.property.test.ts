@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { assign, transition } from 'xstate';
 import { type CompiledMachine, compileMachine } from '../../src/domain/request/compiledMachine.js';
-import { applyContextUpdate } from '../../src/domain/request/contextUpdates.js';
+import { contextChangeOf } from '../../src/domain/request/contextUpdates.js';
 import type { RequestEvent } from '../../src/domain/request/events.js';
 import { type RequestContext, requestMachine } from '../../src/domain/request/machine.js';
 import {
@@ -101,7 +101,7 @@ const looserGuard = requestMachine.provide({
 });
 const forgetfulUpdate = requestMachine.provide({
   actions: {
-    update: assign(({ context, event: e }) => ({ ...applyContextUpdate(context, e), lastError: 'forgotten' })),
+    update: assign(({ context, event: e }) => ({ ...contextChangeOf(context, e), lastError: 'forgotten' })),
   },
 });
 

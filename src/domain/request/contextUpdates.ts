@@ -1,16 +1,18 @@
 import type { RequestEvent } from './events.js';
 import type { RequestContext } from './machine.js';
 
-type Update<T extends RequestEvent['type']> = (
+type Change<T extends RequestEvent['type']> = (
   context: RequestContext,
   event: Extract<RequestEvent, { type: T }>,
-) => RequestContext;
+) => Partial<RequestContext>;
 
 /**
- * What each event does to a request's data once the machine has accepted it. The machine's `assign` actions call
- * these, and so does the fast fold in state.ts: one definition for both.
+ * What each event changes in a request's data once the machine has accepted it: only the fields that change. The
+ * machine's `assign` action returns these and XState merges them over the context (so does the compiled fold,
+ * which reads that assign action). Partial changes also keep the step fast: in V8, `{...context, newField}` costs
+ * about ten times a merge with `Object.assign`.
  */
-export const contextUpdates: { readonly [T in RequestEvent['type']]: Update<T> } = {
+export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> } = {
   RequestQueued: (_context, event) => ({
     reqId: event.reqId,
     accountId: event.accountId,
@@ -22,15 +24,12 @@ export const contextUpdates: { readonly [T in RequestEvent['type']]: Update<T> }
     attempts: 0,
     availableAt: event.at,
   }),
-  RequestProcessingStarted: (context, event) => ({
-    ...context,
-    attempts: Math.max(context.attempts + 1, event.attempt),
-  }),
-  RequestAttemptFailed: (context, event) => ({ ...context, availableAt: event.retryAt, lastError: event.reason }),
-  RequestCompleted: (context, event) => ({ ...context, responseChars: event.responseChars, completedAt: event.at }),
-  RequestFailed: (context, event) => ({ ...context, failedAt: event.at, failureReason: event.reason }),
-  RequestExpired: (context, event) => ({ ...context, expiredAt: event.at }),
+  RequestProcessingStarted: (context, event) => ({ attempts: Math.max(context.attempts + 1, event.attempt) }),
+  RequestAttemptFailed: (_context, event) => ({ availableAt: event.retryAt, lastError: event.reason }),
+  RequestCompleted: (_context, event) => ({ responseChars: event.responseChars, completedAt: event.at }),
+  RequestFailed: (_context, event) => ({ failedAt: event.at, failureReason: event.reason }),
+  RequestExpired: (_context, event) => ({ expiredAt: event.at }),
 };
 
-export const applyContextUpdate = (context: RequestContext, event: RequestEvent): RequestContext =>
-  (contextUpdates[event.type] as (c: RequestContext, e: RequestEvent) => RequestContext)(context, event);
+export const contextChangeOf = (context: RequestContext, event: RequestEvent): Partial<RequestContext> =>
+  (contextChanges[event.type] as (c: RequestContext, e: RequestEvent) => Partial<RequestContext>)(context, event);

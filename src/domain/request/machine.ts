@@ -1,5 +1,5 @@
 import { assign, setup } from 'xstate';
-import { applyContextUpdate } from './contextUpdates.js';
+import { contextChangeOf } from './contextUpdates.js';
 import type { RequestEvent } from './events.js';
 
 /**
@@ -55,8 +55,8 @@ export const requestMachine = setup({
     atOrAfterExpiry: ({ context, event }) => event.at >= context.expiresAt,
   },
   actions: {
-    // Every accepted event updates the data the same way, defined once in contextUpdates.ts.
-    update: assign(({ context, event }) => applyContextUpdate(context, event)),
+    // Every accepted event changes the data the same way, defined once in contextUpdates.ts; XState merges it.
+    update: assign(({ context, event }) => contextChangeOf(context, event)),
   },
 }).createMachine({
   id: 'request',
