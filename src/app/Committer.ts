@@ -94,8 +94,8 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
     const batch = takeBatch();
     const riders = [...limiterStates.values()];
     limiterStates.clear();
-    if (limiterTimer !== undefined) clearTimeout(limiterTimer);
-    limiterTimer = undefined;
+    // The flush timer is left to run: re-arming it after every batch would cost a timer per batch under load; when it
+    // fires with nothing left, its turn does nothing.
     busy = true;
     committing = batch.length;
     store
