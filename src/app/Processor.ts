@@ -12,9 +12,21 @@ import { pickFairly } from './dispatchPolicy.js';
 import { Models, type ModelsShape } from './Models.js';
 
 export interface ProcessorShape {
-  /** Tells the pool there may be new work (called after a submit commits). Cheap; coalesced. */
+  /** Tells the pool there may be new work in the queue (for example after a restart). Cheap; coalesced. */
   wake(): void;
-  /** Requests being worked on right now. */
+  /**
+   * Before a submit: may the new request start at once? Yes when a worker is free for its model and nothing waits
+   * in the queue before it (which would be served first). A yes holds a worker until `started` or `release`; a no
+   * means the request joins the queue, and the caller says `enqueued` once its submit is settled.
+   */
+  claim(reqId: string, model: string): boolean;
+  /** The submit committed with its first attempt started: call the model now, with the prompt in hand. */
+  started(reqId: string, model: string, prompt: string): void;
+  /** A claim that was not used (the submit failed, or was committed without a start). */
+  release(reqId: string, model: string): void;
+  /** A submit that was refused a claim is settled (committed or failed): look at the queue. */
+  enqueued(): void;
+  /** Requests being worked on right now (from their pick or claim until their outcome is durable). */
   inFlight(): number;
   /** Resolves when no work is in flight and none is available now (for tests and graceful shutdown). */
   idle(): Promise<void>;
@@ -35,19 +47,30 @@ type Deps = {
 type Outcome = { ok: true; text: string } | { ok: false; reason: string };
 
 /**
- * The worker pool. It takes queued requests from the dispatch index (in LMDB), accounts in turn (pickFairly), up
- * to `concurrency` at a time and up to each model's `maxConcurrency`. The starts of everything it picks in one go
- * are one batch for the committer (one durable write); each model is called only once its start is on disk, so the
- * model is called at most once per recorded attempt. Outcomes go to the committer as they arrive. What it holds in
- * memory is bounded by `concurrency`: the queue itself lives on disk, so a restart simply continues from it,
- * including requests that were being processed when the process died.
+ * The worker pool. A request is started in one of two ways, both recorded before the model is called, so the model
+ * is called at most once per recorded attempt:
+ * - at once, with its submit (`claim` then `started`): when a worker is free and nothing waits in the queue, the
+ *   submit and the first attempt's start are one command in one durable write, and the worker gets the prompt
+ *   from the caller;
+ * - from the queue (the dispatch index in LMDB), accounts in turn (pickFairly): the starts of everything picked in
+ *   one go are one batch for the committer, and each model is called once its start is on disk.
+ * `concurrency` and each model's `maxConcurrency` count workers held: from the claim or pick until the model has
+ * answered. A request stays out of further picks until its outcome is durable. Outcomes go to the committer as they
+ * arrive. What the pool holds in memory is bounded by `concurrency`: the queue itself lives on disk, so a restart
+ * simply continues from it, including requests that were being processed when the process died.
  */
 export const createProcessor = (deps: Deps) => {
   const { store, committer, models, clock, log } = deps;
-  /** Requests picked and not settled yet: from before their start is committed until their outcome is. */
-  const running = new Map<string, Promise<void>>();
-  const runningPerModel = new Map<string, number>();
+  /** Requests worked on: from their claim or pick until their outcome is durable (or the claim is released). */
+  const working = new Map<string, Promise<void> | undefined>();
+  /** Workers held, in all and per model: from the claim or pick until the model has answered. */
+  let held = 0;
+  const heldPerModel = new Map<string, number>();
   const modelLimit = (id: string) => models.get(id)?.config.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  /** The queue may hold requests that wait (true until a pick finds nothing waiting). */
+  let backlog = true;
+  /** Submits refused a claim and not settled yet: they are about to join the queue. */
+  let joining = 0;
   let lastAccount: string | undefined;
   const shutdown = new AbortController();
   /** Model calls in flight, aborted together when the pool stops. */
@@ -56,13 +79,23 @@ export const createProcessor = (deps: Deps) => {
   let timer: NodeJS.Timeout | undefined;
   let idleWaiters: Array<() => void> = [];
 
+  const hold = (model: string) => {
+    held++;
+    heldPerModel.set(model, (heldPerModel.get(model) ?? 0) + 1);
+  };
+  const letGo = (model: string) => {
+    held--;
+    heldPerModel.set(model, (heldPerModel.get(model) ?? 1) - 1);
+    schedule();
+  };
+
   const send = async (command: Command): Promise<Refusal | undefined> => {
     const outcome = await committer.send(command);
     return isRefusal(outcome) ? outcome : undefined;
   };
 
-  const callModel = async (reqId: string, modelId: string): Promise<Outcome> => {
-    const prompt = store.reads.payload(reqId, 'prompt');
+  const callModel = async (reqId: string, modelId: string, known: string | undefined): Promise<Outcome> => {
+    const prompt = known ?? store.reads.payload(reqId, 'prompt');
     const model = models.get(modelId);
     if (prompt === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
@@ -89,15 +122,21 @@ export const createProcessor = (deps: Deps) => {
   const attempt = async (
     reqId: string,
     modelId: string,
-    started: Promise<CommandOutcome | Unavailable>,
+    started: Promise<CommandOutcome | Unavailable> | undefined,
+    prompt: string | undefined,
   ): Promise<void> => {
-    if (isRefusal(await started)) {
-      // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
-      const refused = await send({ type: 'Expire', reqId, now: clock.now() });
-      if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
-      return;
+    let outcome: Outcome;
+    try {
+      if (started !== undefined && isRefusal(await started)) {
+        // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
+        const refused = await send({ type: 'Expire', reqId, now: clock.now() });
+        if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
+        return;
+      }
+      outcome = await callModel(reqId, modelId, prompt);
+    } finally {
+      letGo(modelId);
     }
-    const outcome = await callModel(reqId, modelId);
     // Stopping: leave the request as it is; the next start picks it up again.
     if (shutdown.signal.aborted) return;
     const now = clock.now();
@@ -107,52 +146,103 @@ export const createProcessor = (deps: Deps) => {
         : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
     );
     if (refused !== undefined) log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
-    else if (!outcome.ok) log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
+    else if (!outcome.ok) {
+      log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
+      // A retry waits in the queue.
+      backlog = true;
+    }
+  };
+
+  const run = (reqId: string, model: string, started: Promise<CommandOutcome | Unavailable> | undefined, prompt?: string) => {
+    const work = attempt(reqId, model, started, prompt)
+      .catch((error: unknown) => {
+        // A write failed: the request is still in the queue, where a later pick finds it.
+        backlog = true;
+        log.error({ reqId, err: error }, 'processing fault');
+      })
+      .finally(() => {
+        working.delete(reqId);
+        settleIdle();
+      });
+    working.set(reqId, work);
   };
 
   const pump = () => {
     pumpScheduled = false;
     if (shutdown.signal.aborted) return;
     const now = clock.now();
-    const free = deps.concurrency - running.size;
-    const pick =
-      free > 0
-        ? pickFairly(
-            store.reads,
-            { lastAccount, running: new Set(running.keys()), runningPerModel },
-            { free, modelLimit },
-            now,
-          )
-        : undefined;
-    if (pick !== undefined) lastAccount = pick.lastAccount;
-    // Sent in one turn, the starts of this pick share one batch: one durable write for all of them.
-    for (const { reqId, model } of pick?.picked ?? []) {
-      runningPerModel.set(model, (runningPerModel.get(model) ?? 0) + 1);
-      const started = committer.send({ type: 'StartAttempt', reqId, now });
-      const run = attempt(reqId, model, started)
-        .catch((error: unknown) => log.error({ reqId, err: error }, 'processing fault'))
-        .finally(() => {
-          running.delete(reqId);
-          runningPerModel.set(model, (runningPerModel.get(model) ?? 1) - 1);
-          wake();
-        });
-      running.set(reqId, run);
+    const free = deps.concurrency - held;
+    if (free > 0 && (backlog || joining > 0)) {
+      const pick = pickFairly(
+        store.reads,
+        { lastAccount, running: new Set(working.keys()), runningPerModel: heldPerModel },
+        { free, modelLimit },
+        now,
+      );
+      lastAccount = pick.lastAccount;
+      // Claims may go to new submits again once nothing waits in the queue.
+      if (pick.exhausted && joining === 0) backlog = false;
+      // Sent in one turn, the starts of this pick share one batch: one durable write for all of them.
+      for (const { reqId, model } of pick.picked) {
+        hold(model);
+        run(reqId, model, committer.send({ type: 'StartAttempt', reqId, now }));
+      }
+      // Requests waiting out a retry backoff become available later: one timer for the earliest of them.
+      if (pick.picked.length === 0) scheduleWake(pick.nextAvailableAt, now);
     }
-    // Requests waiting out a retry backoff become available later: one timer for the earliest of them.
-    if (pick !== undefined && pick.picked.length === 0) scheduleWake(pick.nextAvailableAt, now);
-    if (running.size === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+    settleIdle();
+  };
+
+  const settleIdle = () => {
+    if (working.size === 0 && !pumpScheduled) for (const resolve of idleWaiters.splice(0)) resolve();
   };
 
   const scheduleWake = (at: number | undefined, now: number) => {
     if (timer !== undefined) clearTimeout(timer);
-    timer = at === undefined ? undefined : setTimeout(wake, Math.max(0, at - now) + 1);
+    timer = at === undefined ? undefined : setTimeout(schedule, Math.max(0, at - now) + 1);
     timer?.unref();
   };
 
-  const wake = () => {
+  const schedule = () => {
     if (pumpScheduled || shutdown.signal.aborted) return;
     pumpScheduled = true;
     setImmediate(pump);
+  };
+
+  const wake = () => {
+    backlog = true;
+    schedule();
+  };
+
+  const claim = (reqId: string, model: string): boolean => {
+    const free =
+      !shutdown.signal.aborted && held < deps.concurrency && (heldPerModel.get(model) ?? 0) < modelLimit(model);
+    if (!free || backlog || joining > 0) {
+      joining++;
+      return false;
+    }
+    hold(model);
+    working.set(reqId, undefined);
+    return true;
+  };
+
+  const release = (reqId: string, model: string) => {
+    if (!working.has(reqId)) return;
+    working.delete(reqId);
+    // The submit may have been committed without its start: then it waits in the queue.
+    backlog = true;
+    letGo(model);
+    settleIdle();
+  };
+
+  const started = (reqId: string, model: string, prompt: string) => {
+    if (!working.has(reqId)) return;
+    run(reqId, model, undefined, prompt);
+  };
+
+  const enqueued = () => {
+    joining--;
+    wake();
   };
 
   const idle = () =>
@@ -165,12 +255,12 @@ export const createProcessor = (deps: Deps) => {
     shutdown.abort();
     for (const call of calls) call.abort();
     if (timer !== undefined) clearTimeout(timer);
-    await Promise.allSettled(running.values());
+    await Promise.allSettled([...working.values()]);
     for (const resolve of idleWaiters.splice(0)) resolve();
     idleWaiters = [];
   };
 
-  return { wake, idle, stop, inFlight: () => running.size };
+  return { wake, claim, started, release, enqueued, idle, stop, inFlight: () => working.size };
 };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
@@ -193,7 +283,9 @@ export const ProcessorLayer = Layer.effect(
       Effect.sync(() => createProcessor(deps)),
       (p) => Effect.promise(() => p.stop()),
     );
+    // Whatever the log left queued or being processed is picked up now.
     processor.wake();
-    return Processor.of({ wake: processor.wake, inFlight: processor.inFlight, idle: processor.idle });
+    const { wake, claim, started, release, enqueued, inFlight, idle } = processor;
+    return Processor.of({ wake, claim, started, release, enqueued, inFlight, idle });
   }),
 );

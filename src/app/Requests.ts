@@ -54,26 +54,37 @@ export const RequestsLayer = Layer.effect(
     const submit: RequestsShape['submit'] = async (principal, body) => {
       const submission = parseSubmission(body, rules);
       if (submission instanceof InvalidRequest) return submission;
+      const { model, prompt } = submission;
       const reqId = ids.requestId();
-      const outcome = await committer.send(
-        {
-          type: 'Submit',
-          reqId,
-          accountId: principal.accountId,
-          keyId: principal.keyId,
-          model: submission.model,
-          promptChars: submission.prompt.length,
-          prompt: submission.prompt,
-          ttlMs,
-          now: clock.now(),
-        },
-        { fromApi: true },
-      );
-      if (outcome instanceof Unavailable) return outcome;
-      // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
-      if (isRefusal(outcome)) throw outcome;
-      processor.wake();
-      return { request_id: reqId, model: submission.model };
+      // A free worker and an empty queue: the request is queued and started in one write, and worked on at once.
+      const claimed = processor.claim(reqId, model);
+      let startedNow = false;
+      try {
+        const outcome = await committer.send(
+          {
+            type: 'Submit',
+            reqId,
+            accountId: principal.accountId,
+            keyId: principal.keyId,
+            model,
+            promptChars: prompt.length,
+            prompt,
+            ttlMs,
+            now: clock.now(),
+            startNow: claimed,
+          },
+          { fromApi: true },
+        );
+        if (outcome instanceof Unavailable) return outcome;
+        // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
+        if (isRefusal(outcome)) throw outcome;
+        startedNow = claimed && outcome.events.some((event) => event.type === 'RequestProcessingStarted');
+      } finally {
+        if (startedNow) processor.started(reqId, model, prompt);
+        else if (claimed) processor.release(reqId, model);
+        else processor.enqueued();
+      }
+      return { request_id: reqId, model };
     };
 
     const poll: RequestsShape['poll'] = (principal, reqId) => {

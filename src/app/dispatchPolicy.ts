@@ -21,6 +21,8 @@ export type Pick = {
   readonly lastAccount: string | undefined;
   /** The earliest future time a skipped request becomes available (to wake up then), if any. */
   readonly nextAvailableAt: number | undefined;
+  /** Nothing was left waiting: every queued request the pick saw is picked now or already being worked on. */
+  readonly exhausted: boolean;
 };
 
 /** How far into one account's queue a pick looks for a request it may take (past ones being worked on). */
@@ -38,6 +40,7 @@ export const pickFairly = (reads: StoreReads, state: DispatchState, limits: Disp
   const perModel = new Map(state.runningPerModel);
   let lastAccount = state.lastAccount;
   let nextAvailableAt: number | undefined;
+  let leftBehind = false;
 
   const eligible = (entry: QueuedEntry) =>
     !state.running.has(entry.reqId) &&
@@ -55,12 +58,18 @@ export const pickFairly = (reads: StoreReads, state: DispatchState, limits: Disp
     while (!cursor.done) {
       const next = cursor.entries.next();
       if (next.done || ++cursor.scanned > scanLimit) {
+        if (!next.done) leftBehind = true;
         cursor.done = true;
         return undefined;
       }
       const entry = next.value;
-      if (!eligible(entry)) continue;
+      if (!eligible(entry)) {
+        // Passed over for its model's limit (not because it is being worked on): it still waits.
+        if (!state.running.has(entry.reqId) && !taken.has(entry.reqId)) leftBehind = true;
+        continue;
+      }
       if (entry.availableAt > now) {
+        leftBehind = true;
         // Later entries of this account become available later still.
         nextAvailableAt = Math.min(nextAvailableAt ?? entry.availableAt, entry.availableAt);
         cursor.done = true;
@@ -71,6 +80,7 @@ export const pickFairly = (reads: StoreReads, state: DispatchState, limits: Disp
     return undefined;
   };
 
+  let full = false;
   while (picked.length < limits.free) {
     const before = picked.length;
     for (const accountId of reads.queuedAccounts(lastAccount)) {
@@ -80,11 +90,14 @@ export const pickFairly = (reads: StoreReads, state: DispatchState, limits: Disp
       taken.add(entry.reqId);
       perModel.set(entry.model, (perModel.get(entry.model) ?? 0) + 1);
       lastAccount = accountId;
-      if (picked.length >= limits.free) break;
+      if (picked.length >= limits.free) {
+        full = true;
+        break;
+      }
     }
     if (picked.length === before) break;
   }
   // Close the database cursors left open part-way.
   for (const cursor of cursors.values()) cursor.entries.return?.();
-  return { picked, lastAccount, nextAvailableAt };
+  return { picked, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };
 };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeView, encodeView } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import {
@@ -228,9 +229,10 @@ describe('replay', { timeout: 60_000 }, () => {
 
     const dbs = openDatabases(box.dataDir);
     try {
-      const stored = dbs.requests.get(first.reqId);
+      const bytes = dbs.requests.get(first.reqId);
+      const stored = bytes === undefined ? undefined : decodeView(bytes);
       expect(stored?.status).toBe('completed');
-      if (stored !== undefined) dbs.requests.putSync(first.reqId, { ...stored, status: 'waiting' });
+      if (stored !== undefined) dbs.requests.putSync(first.reqId, encodeView({ ...stored, status: 'waiting' }));
     } finally {
       await dbs.root.close();
     }

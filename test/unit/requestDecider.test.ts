@@ -45,6 +45,36 @@ describe('When the request does not exist yet', () => {
       })
       .thenEvents([queued]);
   });
+  it('a submit that may start at once queues it and starts attempt number one in the same decision', () => {
+    given([])
+      .when({
+        type: 'Submit',
+        reqId,
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        model: 'echo',
+        promptChars: 5,
+        ttlMs,
+        now: t0,
+        startNow: true,
+      })
+      .thenEvents([queued, started(1, t0)]);
+  });
+  it('a submit that may start at once is only queued when the machine would refuse the start (no time left)', () => {
+    given([])
+      .when({
+        type: 'Submit',
+        reqId,
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        model: 'echo',
+        promptChars: 5,
+        ttlMs: 0,
+        now: t0,
+        startNow: true,
+      })
+      .thenEvents([{ ...queued, expiresAt: t0 }]);
+  });
   it('no work can start on it', () => {
     given([]).when({ type: 'StartAttempt', reqId, now: t0 }).thenRefused('RequestProcessingStarted');
   });

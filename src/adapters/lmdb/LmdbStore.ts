@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { Effect, Layer } from 'effect';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
-import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
+import type { PayloadKind } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
-import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
+import { type BatchTarget, writeBatch } from './batchWriter.js';
+import { decodeEvents, decodeMap, decodeView, encodeEvents, encodeMap, encodeView } from './codec.js';
+import type { IndexKey, IndexName, ViewAccess } from './projection.js';
 import { createWrittenStates } from './writtenStates.js';
 
 type Key = IndexKey;
@@ -15,43 +17,63 @@ type Key = IndexKey;
 /** The named databases of one LMDB environment: the log, the views and their indexes, and the text payloads. */
 export type LmdbDatabases = {
   readonly root: RootDatabase;
-  readonly events: Database<StoredEvent, number>;
-  readonly requests: Database<RequestState, string>;
-  readonly payloads: Database<string, Key>;
-  readonly accounts: Database<AccountState, string>;
-  readonly keys: Database<KeyState, string>;
+  /** The log: one record per committed batch, keyed by the sequence number of its last event (codec.ts). */
+  readonly log: Database<Buffer, number>;
+  /** Request views by request id (codec.ts). */
+  readonly requests: Database<Buffer, string>;
+  readonly payloads: Readonly<Record<PayloadKind, Database<string, string>>>;
+  readonly accounts: Database<Buffer, string>;
+  readonly keys: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
-  /** Single values kept beside the views: `accountsVersion`, the number of account and key events so far. */
+  /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
   readonly meta: Database<number, string>;
-  readonly indexes: Readonly<Record<IndexName, Database<string | null, Key>>>;
+  readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
 };
 
 export const accountsVersionKey = 'accountsVersion';
+const layoutKey = 'layout';
+/** The layout of the databases this code writes. 2: one log record per batch, binary views. */
+const layout = 2;
 
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
+
+/** A data directory written by an airs whose databases are laid out differently. */
+export class UnknownLayout extends Error {}
 
 export const openDatabases = (dataDir: string): LmdbDatabases => {
   mkdirSync(dataDir, { recursive: true });
   // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
-  // ever sees a state that a power cut could take back. Measured here: no loss of group-commit throughput.
-  const root = open({ path: environmentFile(dataDir), maxDbs: 16, overlappingSync: false });
-  const db = <V, K extends Key>(name: string) => root.openDB<V, K>({ name });
+  // ever sees a state that a power cut could take back.
+  const root = open({ path: environmentFile(dataDir), maxDbs: 20, overlappingSync: false });
+  const db = <V, K extends Key>(name: string, encoding?: 'binary' | 'string') =>
+    root.openDB<V, K>({ name, ...(encoding === undefined ? {} : { encoding }) });
+  const meta = db<number, string>('meta');
+  const found = meta.get(layoutKey);
+  // The first layout kept one record per event in a database named `events`.
+  const oldLog = found === undefined ? root.openDB({ name: 'events', create: false } as { name: string }) : undefined;
+  if (found !== undefined ? found !== layout : oldLog !== undefined) {
+    void root.close();
+    throw new UnknownLayout(
+      `the data directory ${dataDir} was written by a version of airs with another storage layout (${found ?? 1}; this version reads ${layout}); back it up and start with an empty directory`,
+    );
+  }
+  if (found === undefined) meta.putSync(layoutKey, layout);
   return {
     root,
-    events: db('events'),
-    requests: db('requests'),
-    payloads: db('payloads'),
-    accounts: db('accounts'),
-    keys: db('keys'),
+    log: db('log', 'binary'),
+    requests: db('requests', 'binary'),
+    payloads: { prompt: db('prompts', 'string'), response: db('responses', 'string') },
+    accounts: db('accounts', 'binary'),
+    keys: db('keys', 'binary'),
     limiter: db('limiter'),
-    meta: db('meta'),
+    meta,
     indexes: {
-      dispatch: db('idx.dispatch'),
-      expiry: db('idx.expiry'),
-      emails: db('idx.emails'),
-      keyHashes: db('idx.keyHashes'),
-      accountKeys: db('idx.accountKeys'),
+      dispatch: db('idx.dispatch', 'string'),
+      expiry: db('idx.expiry', 'string'),
+      emails: db('idx.emails', 'string'),
+      keyHashes: db('idx.keyHashes', 'string'),
+      accountKeys: db('idx.accountKeys', 'string'),
     },
   };
 };
@@ -83,29 +105,45 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
   }
 }
 
+/** The log in order from `fromSeq`, one record per batch unfolded into its events. */
+function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
+  for (const { key, value } of dbs.log.getRange({ start: fromSeq })) {
+    const events = decodeEvents(value);
+    const first = key - events.length + 1;
+    for (let i = Math.max(0, fromSeq - first); i < events.length; i++)
+      yield { ...(events[i] as StoredEvent), seq: first + i };
+  }
+}
+
+const lastSeqOf = (dbs: LmdbDatabases): number =>
+  (firstKey(dbs.log.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0;
+
+const decoded = <T>(bytes: Buffer | undefined, decode: (bytes: Uint8Array) => T): T | undefined =>
+  bytes === undefined ? undefined : decode(bytes);
+
 const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   refresh: () => dbs.root.resetReadTxn(),
-  request: (reqId) => dbs.requests.get(reqId),
-  payload: (reqId, kind) => dbs.payloads.get([reqId, kind]),
-  account: (accountId) => dbs.accounts.get(accountId),
-  accountIdByEmail: (email) => dbs.indexes.emails.get(email) ?? undefined,
-  accounts: () => dbs.accounts.getRange({}).map(({ value }) => value),
-  key: (keyId) => dbs.keys.get(keyId),
-  keyIdByHash: (keyHash) => dbs.indexes.keyHashes.get(keyHash) ?? undefined,
+  request: (reqId) => decoded(dbs.requests.getBinaryFast(reqId), decodeView),
+  payload: (reqId, kind) => dbs.payloads[kind].get(reqId),
+  account: (accountId) => decoded(dbs.accounts.getBinaryFast(accountId), decodeMap<AccountState>),
+  accountIdByEmail: (email) => dbs.indexes.emails.get(email),
+  accounts: () => dbs.accounts.getRange({}).map(({ value }) => decodeMap<AccountState>(value)),
+  key: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
+  keyIdByHash: (keyHash) => dbs.indexes.keyHashes.get(keyHash),
   keysOf: (accountId) =>
     Array.from(dbs.indexes.accountKeys.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }))
-      .map((key) => dbs.keys.get((key as [string, string])[1]))
+      .map((key) => decoded(dbs.keys.getBinaryFast((key as [string, string])[1]), decodeMap<KeyState>))
       .filter((key): key is KeyState => key !== undefined),
   queuedAccounts: (after) => queuedAccounts(dbs, after),
   queuedOf: (accountId) =>
     dbs.indexes.dispatch.getRange({ start: [accountId], end: [`${accountId}\u0000`] }).map(({ key, value }) => {
       const [, availableAt, reqId] = key as [string, number, string];
-      return { reqId, availableAt, model: value ?? '' };
+      return { reqId, availableAt, model: value };
     }),
   dueForExpiry: (now, limit) =>
     Array.from(dbs.indexes.expiry.getKeys({ end: [now + 1], limit }), (key) => (key as [number, string])[1]),
-  events: (fromSeq = 1) => dbs.events.getRange({ start: fromSeq }).map(({ value }) => value),
-  lastSeq: () => (firstKey(dbs.events.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0,
+  events: (fromSeq = 1) => eventsFrom(dbs, fromSeq),
+  lastSeq: () => lastSeqOf(dbs),
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
 });
@@ -114,31 +152,22 @@ type WrittenStates = ReturnType<typeof createWrittenStates>;
 
 /** The projection's view access, writing through the open transaction. */
 const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
-  getRequest: (reqId) => written.get(reqId) ?? dbs.requests.get(reqId),
+  getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(reqId), decodeView),
   putRequest: (reqId, state) => {
     written.set(reqId, state);
-    dbs.requests.put(reqId, state);
+    dbs.requests.put(reqId, encodeView(state));
   },
-  getAccount: (accountId) => dbs.accounts.get(accountId),
-  putAccount: (accountId, state) => void dbs.accounts.put(accountId, state),
-  getKey: (keyId) => dbs.keys.get(keyId),
-  putKey: (keyId, state) => void dbs.keys.put(keyId, state),
+  getAccount: (accountId) => decoded(dbs.accounts.getBinaryFast(accountId), decodeMap<AccountState>),
+  putAccount: (accountId, state) => void dbs.accounts.put(accountId, encodeMap(state)),
+  getKey: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
+  putKey: (keyId, state) => void dbs.keys.put(keyId, encodeMap(state)),
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
   removePayloads: (reqId) => {
-    dbs.payloads.remove([reqId, 'prompt']);
-    dbs.payloads.remove([reqId, 'response']);
+    dbs.payloads.prompt.remove(reqId);
+    dbs.payloads.response.remove(reqId);
   },
-});
-
-/** Reads made while a batch is being written: through the open write transaction, so each command sees the ones
- * before it in the same batch. */
-const decisionReadsOf = (dbs: LmdbDatabases, written: WrittenStates): DecisionReads => ({
-  request: (reqId) => written.get(reqId) ?? dbs.requests.get(reqId),
-  account: (accountId) => dbs.accounts.get(accountId),
-  key: (keyId) => dbs.keys.get(keyId),
-  accountIdByEmail: (email) => dbs.indexes.emails.get(email) ?? undefined,
 });
 
 /** Request states kept from one command to the next (see writtenStates.ts). */
@@ -152,25 +181,18 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const reads = readsOf(dbs);
   const written = createWrittenStates(writtenStatesLimit);
   const views = viewsOf(dbs, written);
-  const decisionReads = decisionReadsOf(dbs, written);
-
-  const applyCommand = (command: Command, nextSeq: () => number): CommandOutcome | Error => {
-    let decision: ReturnType<typeof decideCommand>;
-    try {
-      decision = decideCommand(decisionReads, command);
-    } catch (error) {
-      // A faulty command wrote nothing yet (deciding is pure): it fails alone.
-      return error instanceof Error ? error : new Error(String(error));
-    }
-    if (isRefusal(decision)) return decision;
-    const events = decision.events.map((event) => {
-      const stored: StoredEvent = { ...event, seq: nextSeq() };
-      dbs.events.put(stored.seq, stored);
-      project(views, event);
-      return stored;
-    });
-    for (const { reqId, kind, text } of decision.payloads) dbs.payloads.put([reqId, kind], text);
-    return { events };
+  const target: BatchTarget = {
+    views,
+    committedRequest: views.getRequest,
+    // Reads made while a batch is written go through the open write transaction, so each command sees the ones
+    // before it in the same batch.
+    reads: {
+      account: views.getAccount,
+      key: views.getKey,
+      accountIdByEmail: (email) => dbs.indexes.emails.get(email),
+    },
+    appendLog: (lastSeq, events) => void dbs.log.put(lastSeq, encodeEvents(events)),
+    putPayload: ({ reqId, kind, text }) => void dbs.payloads[kind].put(reqId, text),
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
@@ -182,12 +204,12 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       const outcomes = await dbs.root.childTransaction(() => {
         // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
         // environment from another process, can never take the same numbers.
-        seq = reads.lastSeq();
-        written.beginBatch(seq);
-        const nextSeq = () => ++seq;
-        const outcomes = batch.commands.map((command) => applyCommand(command, nextSeq));
+        const lastSeq = lastSeqOf(dbs);
+        written.beginBatch(lastSeq);
+        const result = writeBatch(target, batch.commands, lastSeq);
+        seq = result.lastSeq;
         for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
-        return outcomes;
+        return result.outcomes;
       });
       written.committed(seq);
       return outcomes;

@@ -9,7 +9,7 @@ export type IndexName = 'dispatch' | 'expiry' | 'emails' | 'keyHashes' | 'accoun
 export type IndexKey = string | number | (string | number)[];
 
 /**
- * Where the projection reads and writes views. LMDB implements it inside the write transaction of the event;
+ * Where the projection reads and writes views. LMDB implements it inside the write transaction of a batch;
  * `airs replay --verify` implements it in memory to rebuild everything from the log and compare.
  */
 export interface ViewAccess {
@@ -19,7 +19,8 @@ export interface ViewAccess {
   putAccount(accountId: string, state: AccountState): void;
   getKey(keyId: string): KeyState | undefined;
   putKey(keyId: string, state: KeyState): void;
-  putIndex(index: IndexName, key: IndexKey, value: string | null): void;
+  /** Index values are strings; an index that only needs its keys stores ''. */
+  putIndex(index: IndexName, key: IndexKey, value: string): void;
   removeIndex(index: IndexName, key: IndexKey): void;
   removePayloads(reqId: string): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
@@ -47,24 +48,35 @@ const moveIndex = (
   index: IndexName,
   from: IndexKey | undefined,
   to: IndexKey | undefined,
-  value: string | null = null,
+  value = '',
 ) => {
   if (sameKey(from, to)) return;
   if (from !== undefined) views.removeIndex(index, from);
   if (to !== undefined) views.putIndex(index, to, value);
 };
 
-const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
-  const before = views.getRequest(event.reqId) ?? initialRequestState;
-  const after = evolve(before, event);
-  views.putRequest(event.reqId, after);
+/**
+ * What a request's move from `before` to `after` does to the views: its view, its index entries, and retention.
+ * Every index entry is a function of the request's state, so one move over many events (a batch) leaves exactly
+ * what event-by-event moves would: the store calls this once per request and batch, verification once per event.
+ */
+export const projectRequestChange = (views: ViewAccess, before: RequestState, after: RequestState): void => {
+  const { reqId } = after.context;
+  views.putRequest(reqId, after);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
   moveIndex(views, 'expiry', expiryKeyOf(before), expiryKeyOf(after));
   // Retention: once expired, the prompt and response text are deleted; the events keep ids, times and sizes.
-  if (after.status === 'expired' && before.status !== 'expired') views.removePayloads(event.reqId);
+  if (after.status === 'expired' && before.status !== 'expired') views.removePayloads(reqId);
 };
 
-const projectAccountEvent = (views: ViewAccess, event: AccountEvent) => {
+const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
+  const before = views.getRequest(event.reqId) ?? initialRequestState;
+  const after = evolve(before, event);
+  if (after !== before) projectRequestChange(views, before, after);
+};
+
+/** Applies one account or key event to the views and indexes it touches. */
+export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): void => {
   views.bumpAccountsVersion();
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);
@@ -75,11 +87,11 @@ const projectAccountEvent = (views: ViewAccess, event: AccountEvent) => {
   }
   if (event.type === 'ApiKeyCreated') {
     views.putIndex('keyHashes', event.keyHash, event.keyId);
-    views.putIndex('accountKeys', [event.accountId, event.keyId], null);
+    views.putIndex('accountKeys', [event.accountId, event.keyId], '');
   }
 };
 
-/** Applies one event to every view and index it touches. The same code serves live writes and verification. */
+/** Applies one event to every view and index it touches, the way verification rebuilds them from the log. */
 export const project = (views: ViewAccess, event: DomainEvent): void => {
   if (isRequestEvent(event)) projectRequestEvent(views, event);
   else projectAccountEvent(views, event);

@@ -1,16 +1,16 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
-import type { RequestState } from '../../domain/request/state.js';
+import { isRequestEvent } from '../../domain/request/events.js';
+import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
+import { decodeEvents, encodeMap, encodeView } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases } from './LmdbStore.js';
-import { type IndexKey, type IndexName, project, type ViewAccess } from './projection.js';
-
-/** Views rebuilt in memory from the log by the same projection the server runs. */
-type Rebuilt = {
-  readonly requests: Map<string, RequestState>;
-  readonly accounts: Map<string, AccountState>;
-  readonly keys: Map<string, KeyState>;
-  readonly indexes: Record<IndexName, Map<string, string | null>>;
-  accountsVersion: number;
-};
+import {
+  dispatchKeyOf,
+  expiryKeyOf,
+  type IndexKey,
+  type IndexName,
+  projectAccountEvent,
+  type ViewAccess,
+} from './projection.js';
 
 export type VerifyReport = {
   readonly events: number;
@@ -21,106 +21,153 @@ export type VerifyReport = {
   readonly differences: string[];
 };
 
-const canonical = (value: unknown) => JSON.stringify(value);
-/** An index key as a map key: cheaper than JSON, and unambiguous for the ids and numbers keys are made of. */
-const keyText = (key: IndexKey): string => (Array.isArray(key) ? key.join('\u0001') : String(key));
-/** Index values are strings or null; views are objects compared by their JSON. */
-const sameValue = (a: unknown, b: unknown) =>
-  a === b || (typeof a === 'object' && a !== null && canonical(a) === canonical(b));
 const maxDifferences = 50;
 
-const rebuild = (dbs: LmdbDatabases): { rebuilt: Rebuilt; events: number } => {
-  const rebuilt: Rebuilt = {
-    requests: new Map(),
+/** An index key as text, for messages and for the small account indexes kept in maps. */
+const keyText = (key: IndexKey): string => (Array.isArray(key) ? key.join('\u0001') : String(key));
+
+const sameKey = (a: IndexKey, b: IndexKey | undefined): boolean =>
+  Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
+
+type AccountViews = {
+  readonly accounts: Map<string, AccountState>;
+  readonly keys: Map<string, KeyState>;
+  readonly indexes: Record<'emails' | 'keyHashes' | 'accountKeys', Map<string, string>>;
+  version: number;
+};
+
+/** Account and key views rebuilt in maps by the projection the server runs (there are few of them). */
+const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
+  const rebuilt: AccountViews = {
     accounts: new Map(),
     keys: new Map(),
-    indexes: {
-      dispatch: new Map(),
-      expiry: new Map(),
-      emails: new Map(),
-      keyHashes: new Map(),
-      accountKeys: new Map(),
-    },
-    accountsVersion: 0,
+    indexes: { emails: new Map(), keyHashes: new Map(), accountKeys: new Map() },
+    version: 0,
+  };
+  const unexpected = () => {
+    throw new Error('an account event touched a request view');
   };
   const views: ViewAccess = {
-    getRequest: (reqId) => rebuilt.requests.get(reqId),
-    putRequest: (reqId, state) => void rebuilt.requests.set(reqId, state),
+    getRequest: unexpected,
+    putRequest: unexpected,
+    removePayloads: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
     putKey: (keyId, state) => void rebuilt.keys.set(keyId, state),
-    putIndex: (index, key, value) => void rebuilt.indexes[index].set(keyText(key), value),
-    removeIndex: (index, key) => void rebuilt.indexes[index].delete(keyText(key)),
-    removePayloads: () => {},
+    putIndex: (index, key, value) => void rebuilt.indexes[index as keyof AccountViews['indexes']].set(keyText(key), value),
+    removeIndex: (index, key) => void rebuilt.indexes[index as keyof AccountViews['indexes']].delete(keyText(key)),
     bumpAccountsVersion: () => {
-      rebuilt.accountsVersion++;
+      rebuilt.version++;
     },
   };
-  let events = 0;
-  let expected = 1;
-  for (const { key, value } of dbs.events.getRange({})) {
-    if (key !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${key}`);
-    expected++;
-    events++;
-    project(views, value);
-  }
-  return { rebuilt, events };
-};
-
-/** Compares one stored database with its rebuilt map, in both directions. */
-const compare = <V>(
-  name: string,
-  stored: Iterable<{ key: IndexKey; value: V }>,
-  rebuilt: Map<string, V>,
-  keyOf: (key: IndexKey) => string,
-  differences: string[],
-) => {
-  const seen = new Set<string>();
-  for (const { key, value } of stored) {
-    const id = keyOf(key);
-    seen.add(id);
-    if (!rebuilt.has(id)) differences.push(`${name} ${id}: stored but not produced by the log`);
-    else if (!sameValue(rebuilt.get(id), value)) {
-      differences.push(`${name} ${id}: stored ${canonical(value)} but the log gives ${canonical(rebuilt.get(id))}`);
-    }
-  }
-  for (const id of rebuilt.keys())
-    if (!seen.has(id)) differences.push(`${name} ${id}: produced by the log but not stored`);
+  return { views, rebuilt };
 };
 
 /**
- * Rebuilds every view and index from the log and reports where the stored ones differ. It runs synchronously
- * from start to end, so it reads one snapshot of the environment even while a server keeps writing.
+ * Rebuilds every view and index from the log and reports where the stored ones differ. Requests are folded with
+ * the server's own step (`evolve`, the compiled machine); their index entries are functions of the folded state
+ * (`dispatchKeyOf`, `expiryKeyOf`), as in the projection, so they are checked against the final states. Views are
+ * compared as encoded values. It runs synchronously from start to end, so it reads one snapshot of the environment
+ * even while a server keeps writing.
  */
 export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
-  const { rebuilt, events } = rebuild(dbs);
   const differences: string[] = [];
-  const plain = (key: IndexKey) => String(key);
-  compare('request', dbs.requests.getRange({}), rebuilt.requests, plain, differences);
-  compare('account', dbs.accounts.getRange({}), rebuilt.accounts, plain, differences);
-  compare('key', dbs.keys.getRange({}), rebuilt.keys, plain, differences);
-  for (const name of Object.keys(rebuilt.indexes) as IndexName[]) {
-    compare(`index ${name}`, dbs.indexes[name].getRange({}), rebuilt.indexes[name], keyText, differences);
+  const differ = (message: string) => {
+    if (differences.length < maxDifferences) differences.push(message);
+  };
+  const requests = new Map<string, RequestState>();
+  const account = accountViews();
+  let events = 0;
+  let expected = 1;
+  for (const { key, value } of dbs.log.getRange({})) {
+    const batch = decodeEvents(value);
+    const first = key - batch.length + 1;
+    if (first !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${first}`);
+    expected = key + 1;
+    events += batch.length;
+    for (const event of batch) {
+      if (isRequestEvent(event)) {
+        const before = requests.get(event.reqId) ?? initialRequestState;
+        const after = evolve(before, event);
+        if (after === before) differ(`event ${first + batch.indexOf(event)}: ${event.type} is not accepted by the machine`);
+        requests.set(event.reqId, after);
+      } else projectAccountEvent(account.views, event);
+    }
+  }
+
+  // Request views, compared as encoded values, both ways.
+  let stored = 0;
+  for (const { key, value } of dbs.requests.getRange({})) {
+    stored++;
+    const rebuilt = requests.get(key);
+    if (rebuilt === undefined) differ(`request ${key}: stored but not produced by the log`);
+    else if (!encodeView(rebuilt).equals(value)) differ(`request ${key}: the stored view differs from the log's`);
+  }
+  if (stored !== requests.size) differ(`requests: ${stored} views stored, the log gives ${requests.size}`);
+
+  // Request indexes: every stored entry is the one its request's state calls for, and none is missing.
+  const checkIndex = (name: IndexName, keyOf: (state: RequestState) => IndexKey | undefined, reqIdAt: number) => {
+    let count = 0;
+    for (const { key, value } of dbs.indexes[name].getRange({})) {
+      count++;
+      const reqId = (key as (string | number)[])[reqIdAt] as string;
+      const state = requests.get(reqId);
+      const wanted = state === undefined ? undefined : keyOf(state);
+      if (!sameKey(key, wanted)) differ(`index ${name} ${keyText(key)}: stored but not produced by the log`);
+      else if (name === 'dispatch' && value !== state?.context.model) differ(`index ${name} ${keyText(key)}: model differs`);
+    }
+    let wantedCount = 0;
+    for (const state of requests.values()) if (keyOf(state) !== undefined) wantedCount++;
+    if (count !== wantedCount) differ(`index ${name}: ${count} entries stored, the log gives ${wantedCount}`);
+  };
+  checkIndex('dispatch', dispatchKeyOf, 2);
+  checkIndex('expiry', expiryKeyOf, 1);
+
+  // Payloads: a prompt while the request lives, a response while it is completed and lives; nothing after expiry.
+  const live = (state: RequestState | undefined) => state !== undefined && state.status !== 'expired';
+  const checkPayloads = (kind: 'prompt' | 'response', allowed: (state: RequestState) => boolean) => {
+    let count = 0;
+    for (const reqId of dbs.payloads[kind].getKeys({})) {
+      count++;
+      const state = requests.get(reqId);
+      if (state === undefined || !live(state) || !allowed(state))
+        differ(`payload ${kind} of ${reqId}: stored but its request is ${state?.status ?? 'unknown'}`);
+    }
+    let wantedCount = 0;
+    for (const state of requests.values()) if (live(state) && allowed(state)) wantedCount++;
+    if (count !== wantedCount) differ(`payloads ${kind}: ${count} stored, the log calls for ${wantedCount}`);
+  };
+  checkPayloads('prompt', () => true);
+  checkPayloads('response', (state) => state.status === 'completed');
+
+  // Accounts, keys and their indexes (few): compared entry by entry, both ways.
+  const compareMap = <V>(name: string, entries: Iterable<{ key: IndexKey; value: V }>, rebuilt: Map<string, V>, same: (a: V, b: V) => boolean) => {
+    const seen = new Set<string>();
+    for (const { key, value } of entries) {
+      const id = keyText(key);
+      seen.add(id);
+      const expectedValue = rebuilt.get(id);
+      if (expectedValue === undefined) differ(`${name} ${id}: stored but not produced by the log`);
+      else if (!same(value, expectedValue)) differ(`${name} ${id}: the stored value differs from the log's`);
+    }
+    for (const id of rebuilt.keys()) if (!seen.has(id)) differ(`${name} ${id}: produced by the log but not stored`);
+  };
+  const sameEncoded = (stored: Buffer, rebuilt: object) => encodeMap(rebuilt).equals(stored);
+  compareMap<Buffer | AccountState>('account', dbs.accounts.getRange({}), account.rebuilt.accounts, (s, r) => sameEncoded(s as Buffer, r));
+  compareMap<Buffer | KeyState>('key', dbs.keys.getRange({}), account.rebuilt.keys, (s, r) => sameEncoded(s as Buffer, r));
+  for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
+    compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
   const storedVersion = dbs.meta.get(accountsVersionKey) ?? 0;
-  if (storedVersion !== rebuilt.accountsVersion) {
-    differences.push(`meta accountsVersion: stored ${storedVersion} but the log gives ${rebuilt.accountsVersion}`);
-  }
-  // Payloads: a prompt while the request lives, a response while it is completed and lives; nothing after expiry.
-  for (const { key } of dbs.payloads.getRange({})) {
-    const [reqId, kind] = key as [string, string];
-    const state = rebuilt.requests.get(reqId);
-    const allowed =
-      state !== undefined && state.status !== 'expired' && (kind === 'prompt' || state.status === 'completed');
-    if (!allowed)
-      differences.push(`payload ${kind} of ${reqId}: stored but its request is ${state?.status ?? 'unknown'}`);
+  if (storedVersion !== account.rebuilt.version) {
+    differ(`meta accountsVersion: stored ${storedVersion} but the log gives ${account.rebuilt.version}`);
   }
   return {
     events,
-    requests: rebuilt.requests.size,
-    accounts: rebuilt.accounts.size,
-    keys: rebuilt.keys.size,
-    differences: differences.slice(0, maxDifferences),
+    requests: requests.size,
+    accounts: account.rebuilt.accounts.size,
+    keys: account.rebuilt.keys.size,
+    differences,
   };
 };

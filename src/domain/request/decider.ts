@@ -1,7 +1,7 @@
 import { LifecycleViolation } from '../errors.js';
 import type { RequestEvent } from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
-import { canApply, type RequestState } from './state.js';
+import { canApply, evolve, type RequestState } from './state.js';
 
 /** Commands on one request. Each carries the time it is issued at (`now`), so deciding stays pure. */
 export type RequestCommand =
@@ -14,6 +14,8 @@ export type RequestCommand =
       readonly promptChars: number;
       readonly ttlMs: number;
       readonly now: number;
+      /** A worker is free and nothing waits before this request: start its first attempt in the same write. */
+      readonly startNow?: boolean;
     }
   | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
   | { readonly type: 'RecordSuccess'; readonly reqId: string; readonly responseChars: number; readonly now: number }
@@ -61,19 +63,25 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
   }
 };
 
+const refusal = (state: RequestState, command: RequestCommand, event: RequestEvent) =>
+  new LifecycleViolation({
+    reqId: command.reqId,
+    from: state.status,
+    event: event.type,
+    message: `request ${command.reqId}: ${event.type} is not allowed in state ${state.status}`,
+  });
+
 /**
  * Decides what a command means for a request in `state`: the events to append, or why it is refused.
- * The request machine is asked whether it accepts the event, so the lifecycle rules live in one place.
+ * The request machine is asked whether it accepts each event, so the lifecycle rules live in one place. A submit
+ * that may start at once is also a `StartAttempt` on the state its own event leaves, when the machine allows it
+ * there (otherwise the request is only queued, and a worker takes it from the queue later).
  */
 export const decide = (state: RequestState, command: RequestCommand): readonly RequestEvent[] | LifecycleViolation => {
   const event = eventFor(state, command);
-  if (!canApply(state, event)) {
-    return new LifecycleViolation({
-      reqId: command.reqId,
-      from: state.status,
-      event: event.type,
-      message: `request ${command.reqId}: ${event.type} is not allowed in state ${state.status}`,
-    });
-  }
-  return [event];
+  if (!canApply(state, event)) return refusal(state, command, event);
+  if (command.type !== 'Submit' || command.startNow !== true) return [event];
+  const queued = evolve(state, event);
+  const start = eventFor(queued, { type: 'StartAttempt', reqId: command.reqId, now: command.now });
+  return canApply(queued, start) ? [event, start] : [event];
 };
