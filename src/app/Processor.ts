@@ -95,7 +95,8 @@ export const createProcessor = (deps: Deps) => {
   };
 
   const callModel = async (reqId: string, modelId: string, known: string | undefined): Promise<Outcome> => {
-    const prompt = known ?? store.reads.payload(reqId, 'prompt');
+    // A request being processed holds its prompt in its record.
+    const prompt = known ?? store.reads.requestWithText(reqId)?.text;
     const model = models.get(modelId);
     if (prompt === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };

@@ -90,19 +90,16 @@ export const RequestsLayer = Layer.effect(
     const poll: RequestsShape['poll'] = (principal, reqId) => {
       if (reqId === undefined || reqId === '')
         return new InvalidRequest({ message: 'query parameter req_id is required' });
-      const state = store.reads.request(reqId);
-      const visible = state !== undefined && state.context.accountId === principal.accountId ? state : undefined;
-      const status = publicStatus(visible, clock.now());
+      const stored = store.reads.requestWithText(reqId);
+      const visible = stored !== undefined && stored.state.context.accountId === principal.accountId ? stored : undefined;
+      const status = publicStatus(visible?.state, clock.now());
       if (visible === undefined || status === 'unknown' || status === 'expired') return notFound(reqId);
-      const { model } = visible.context;
+      const { model } = visible.state.context;
       if (status === 'failed') {
         return new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` });
       }
       if (status === 'queued') return { req_id: reqId, status: 'queued', model };
-      const response = store.reads.payload(reqId, 'response');
-      // Deleted by retention between the two reads: the request has just expired.
-      if (response === undefined) return notFound(reqId);
-      return { req_id: reqId, status: 'completed', model, response };
+      return { req_id: reqId, status: 'completed', model, response: visible.text ?? '' };
     };
 
     return Requests.of({ submit, poll });

@@ -2,7 +2,7 @@ import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState } from './account/state.js';
 import { LifecycleViolation, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
-import { decide, type RequestCommand } from './request/decider.js';
+import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
 
 /**
@@ -16,14 +16,17 @@ export type Command =
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
 
-export type PayloadKind = 'prompt' | 'response';
-export type PayloadWrite = { readonly reqId: string; readonly kind: PayloadKind; readonly text: string };
-
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
 export type Refusal = LifecycleViolation | Refused;
 
-/** What a command means: events to append and text to store beside them. */
-export type Decision = { readonly events: readonly DomainEvent[]; readonly payloads: readonly PayloadWrite[] };
+/**
+ * What a command means: the events to append; for a request, also the state they leave it in and the text it
+ * brings (the prompt of a submit, the response of a success), which is kept beside the log, not in it.
+ */
+export type Decision = {
+  readonly events: readonly DomainEvent[];
+  readonly request?: { readonly state: RequestState; readonly text?: string };
+};
 
 /** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
 export interface DecisionReads {
@@ -36,18 +39,16 @@ export interface DecisionReads {
 export const isRefusal = (value: unknown): value is Refusal =>
   value instanceof LifecycleViolation || value instanceof Refused;
 
-const noPayloads: readonly PayloadWrite[] = [];
+const textOf = (command: Exclude<Command, { type: 'Account' }>): string | undefined => {
+  if (command.type === 'Submit') return command.prompt;
+  if (command.type === 'RecordSuccess') return command.response;
+  return undefined;
+};
 
 const decideRequest = (reads: DecisionReads, command: Exclude<Command, { type: 'Account' }>): Decision | Refusal => {
-  const events = decide(reads.request(command.reqId) ?? initialRequestState, command);
-  if (events instanceof LifecycleViolation) return events;
-  // The text travels beside the log (claim check): stored with the event that introduces it.
-  if (command.type === 'Submit')
-    return { events, payloads: [{ reqId: command.reqId, kind: 'prompt', text: command.prompt }] };
-  if (command.type === 'RecordSuccess') {
-    return { events, payloads: [{ reqId: command.reqId, kind: 'response', text: command.response }] };
-  }
-  return { events, payloads: noPayloads };
+  const decision = decideOnRequest(reads.request(command.reqId) ?? initialRequestState, command);
+  if (decision instanceof LifecycleViolation) return decision;
+  return { events: decision.events, request: { state: decision.state, text: textOf(command) } };
 };
 
 const decideAccountCommand = (
@@ -66,10 +67,10 @@ const decideAccountCommand = (
     current = { ...command, key };
   }
   const events = decideAccount(reads.account(accountId), current);
-  return events instanceof Refused ? events : { events, payloads: noPayloads };
+  return events instanceof Refused ? events : { events };
 };
 
-/** Decides one command against the current state. Pure: reads come in, events and payload writes go out. */
+/** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */
 export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal =>
   command.type === 'Account' ? decideAccountCommand(reads, command) : decideRequest(reads, command);
 

@@ -1,10 +1,8 @@
 import { Context } from 'effect';
 import type { AccountState, KeyState } from '../domain/account/state.js';
-import type { Command, PayloadKind, Refusal } from '../domain/commands.js';
+import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { RequestState } from '../domain/request/state.js';
-
-export type { PayloadKind } from '../domain/commands.js';
 
 /** A queued request as the dispatcher sees it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
@@ -20,7 +18,8 @@ export interface StoreReads {
    */
   refresh(): void;
   request(reqId: string): RequestState | undefined;
-  payload(reqId: string, kind: PayloadKind): string | undefined;
+  /** A request and the text it holds now: its prompt while it is queued, its response once it is completed. */
+  requestWithText(reqId: string): { readonly state: RequestState; readonly text: string | undefined } | undefined;
   account(accountId: string): AccountState | undefined;
   accountIdByEmail(email: string): string | undefined;
   accounts(): Iterable<AccountState>;

@@ -32,19 +32,18 @@ describe('Expiry and retention', () => {
     expect(typesOf(reqId)).not.toContain('RequestExpired');
   });
 
-  it('the sweeper appends RequestExpired and deletes the prompt and response, keeping ids, times and sizes', async () => {
+  it('keeps the prompt until the request settles and the response until it expires; the log keeps ids, times and sizes', async () => {
     app = await startTestApp();
     const clock = app.clock as ManualClock;
     const { key } = await app.account();
     const reqId = await submit(key);
     await app.processor.idle();
-    expect(app.store.reads.payload(reqId, 'prompt')).toBe('secret prompt');
-    expect(app.store.reads.payload(reqId, 'response')).toBe('secret prompt');
+    // Completed: the record holds the response; the prompt is not needed any more and is gone.
+    expect(app.store.reads.requestWithText(reqId)).toMatchObject({ state: { status: 'completed' }, text: 'secret prompt' });
     clock.advance(dayMs);
     expect(await app.sweeper.sweep()).toBe(1);
     expect(typesOf(reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted', 'RequestExpired']);
-    expect(app.store.reads.payload(reqId, 'prompt')).toBeUndefined();
-    expect(app.store.reads.payload(reqId, 'response')).toBeUndefined();
+    expect(app.store.reads.requestWithText(reqId)).toMatchObject({ state: { status: 'expired' }, text: undefined });
     expect(app.store.reads.request(reqId)?.context).toMatchObject({ reqId, promptChars: 13, responseChars: 13 });
     expect(JSON.stringify([...app.store.reads.events()])).not.toContain('secret prompt');
     expect(await app.sweeper.sweep()).toBe(0);

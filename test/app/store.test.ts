@@ -85,16 +85,23 @@ describe('The LMDB store', () => {
   it('writes nothing of a batch when a write in it fails, and rejects the whole batch', async () => {
     open();
     await store.commit({ commands: [createAccount(1)] });
-    // A request id longer than LMDB's largest key makes the view's put fail after the event's put succeeded.
-    const tooLong = `req_${'x'.repeat(3_000)}`;
-    await expect(store.commit({ commands: [submit('req_fine'), submit(tooLong)] })).rejects.toThrow(/key size/i);
+    // The log record is written after the batch's views: a fault there must take the views back with it.
+    const { log } = store.databases;
+    const put = log.put.bind(log);
+    log.put = () => {
+      throw new Error('injected write fault');
+    };
+    await expect(store.commit({ commands: [submit('req_fine'), createAccount(2)] })).rejects.toThrow(/injected/);
+    log.put = put;
     store.reads.refresh();
     expect(store.reads.lastSeq()).toBe(1);
     expect(store.reads.request('req_fine')).toBeUndefined();
-    expect(store.reads.payload('req_fine', 'prompt')).toBeUndefined();
+    expect(store.reads.account('acct_2')).toBeUndefined();
+    // The store goes on: the next batch numbers its events after the last committed one.
+    expect((await store.commit({ commands: [submit('req_next')] })).map(seqsOf)).toEqual([[2]]);
   });
 
-  it('stores the prompt with the submit that introduces it, and the response only with an accepted completion', async () => {
+  it('keeps the prompt with the submit that introduces it, and a response only with an accepted completion', async () => {
     open();
     const outcomes = await store.commit({
       commands: [
@@ -105,8 +112,32 @@ describe('The LMDB store', () => {
     });
     expect(seqsOf(outcomes[0])).toEqual([1]);
     expect(outcomes[1]).toMatchObject({ _tag: 'LifecycleViolation' });
-    expect(store.reads.payload('req_a', 'prompt')).toBe('hello');
-    expect(store.reads.payload('req_a', 'response')).toBeUndefined();
+    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'waiting' }, text: 'hello' });
+  });
+
+  it('drops the prompt from a request once it settles, and all text once it expires', async () => {
+    open();
+    const raw = () => store.databases.requests.get('req_a')?.toString('latin1') ?? '';
+    await store.commit({
+      commands: [
+        submit('req_a'),
+        { type: 'StartAttempt', reqId: 'req_a', now: 1_001 },
+        { type: 'RecordSuccess', reqId: 'req_a', responseChars: 3, response: 'bye', now: 1_002 },
+      ],
+    });
+    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'completed' }, text: 'bye' });
+    expect(raw()).toContain('bye');
+    expect(raw()).not.toContain('hello');
+    await store.commit({ commands: [{ type: 'Expire', reqId: 'req_a', now: 61_000 }] });
+    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'expired' }, text: undefined });
+    expect(raw()).not.toContain('bye');
+  });
+
+  it('carries the prompt over when a waiting request is started from the queue', async () => {
+    open();
+    await store.commit({ commands: [submit('req_a')] });
+    await store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_a', now: 1_001 }] });
+    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'processing' }, text: 'hello' });
   });
 
   it('saves rate-limiter states with a batch, outside the log', async () => {

@@ -104,7 +104,6 @@ const contents = (store: ReturnType<typeof openLmdbStore>) => {
   return {
     events: [...store.reads.events()],
     requests: all(dbs.requests),
-    payloads: Object.fromEntries(Object.entries(dbs.payloads).map(([kind, db]) => [kind, all(db)])),
     accounts: all(dbs.accounts),
     keys: all(dbs.keys),
     indexes: Object.fromEntries(Object.entries(dbs.indexes).map(([name, db]) => [name, all(db)])),

@@ -3,12 +3,21 @@ import { join } from 'node:path';
 import { Effect, Layer } from 'effect';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
-import type { PayloadKind } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type BatchTarget, writeBatch } from './batchWriter.js';
-import { decodeEvents, decodeMap, decodeView, encodeEvents, encodeMap, encodeView } from './codec.js';
+import {
+  decodeEvents,
+  decodeMap,
+  decodeRecord,
+  decodeView,
+  encodeEvents,
+  encodeMap,
+  encodeRecord,
+  holdsText,
+  textBytesOf,
+} from './codec.js';
 import type { IndexKey, IndexName, ViewAccess } from './projection.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -17,11 +26,11 @@ type Key = IndexKey;
 /** The named databases of one LMDB environment: the log, the views and their indexes, and the text payloads. */
 export type LmdbDatabases = {
   readonly root: RootDatabase;
-  /** The log: one record per committed batch, keyed by the sequence number of its last event (codec.ts). */
+  /** The log: one record per committed batch (its events, each with its sequence number), keyed by the sequence
+   * number of its last event (codec.ts). */
   readonly log: Database<Buffer, number>;
-  /** Request views by request id (codec.ts). */
+  /** Request records by request id: the view and the text the request holds now (codec.ts). */
   readonly requests: Database<Buffer, string>;
-  readonly payloads: Readonly<Record<PayloadKind, Database<string, string>>>;
   readonly accounts: Database<Buffer, string>;
   readonly keys: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
@@ -33,7 +42,7 @@ export type LmdbDatabases = {
 
 export const accountsVersionKey = 'accountsVersion';
 const layoutKey = 'layout';
-/** The layout of the databases this code writes. 2: one log record per batch, binary views. */
+/** The layout of the databases this code writes. 2: one log record per batch; request records with their text. */
 const layout = 2;
 
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
@@ -63,7 +72,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     root,
     log: db('log', 'binary'),
     requests: db('requests', 'binary'),
-    payloads: { prompt: db('prompts', 'string'), response: db('responses', 'string') },
     accounts: db('accounts', 'binary'),
     keys: db('keys', 'binary'),
     limiter: db('limiter'),
@@ -107,11 +115,8 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
 
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
 function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
-  for (const { key, value } of dbs.log.getRange({ start: fromSeq })) {
-    const events = decodeEvents(value);
-    const first = key - events.length + 1;
-    for (let i = Math.max(0, fromSeq - first); i < events.length; i++)
-      yield { ...(events[i] as StoredEvent), seq: first + i };
+  for (const { value } of dbs.log.getRange({ start: fromSeq })) {
+    for (const event of decodeEvents(value)) if (event.seq >= fromSeq) yield event;
   }
 }
 
@@ -124,7 +129,7 @@ const decoded = <T>(bytes: Buffer | undefined, decode: (bytes: Uint8Array) => T)
 const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   refresh: () => dbs.root.resetReadTxn(),
   request: (reqId) => decoded(dbs.requests.getBinaryFast(reqId), decodeView),
-  payload: (reqId, kind) => dbs.payloads[kind].get(reqId),
+  requestWithText: (reqId) => decoded(dbs.requests.getBinaryFast(reqId), decodeRecord),
   account: (accountId) => decoded(dbs.accounts.getBinaryFast(accountId), decodeMap<AccountState>),
   accountIdByEmail: (email) => dbs.indexes.emails.get(email),
   accounts: () => dbs.accounts.getRange({}).map(({ value }) => decodeMap<AccountState>(value)),
@@ -153,9 +158,12 @@ type WrittenStates = ReturnType<typeof createWrittenStates>;
 /** The projection's view access, writing through the open transaction. */
 const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(reqId), decodeView),
-  putRequest: (reqId, state) => {
+  putRequest: (reqId, state, text) => {
     written.set(reqId, state);
-    dbs.requests.put(reqId, encodeView(state));
+    // A request that keeps its text through this change (a start, a retry) carries it over from its record.
+    const kept =
+      text === undefined && holdsText(state.status) ? decoded(dbs.requests.getBinaryFast(reqId), textBytesOf) : text;
+    dbs.requests.put(reqId, encodeRecord(state, kept));
   },
   getAccount: (accountId) => decoded(dbs.accounts.getBinaryFast(accountId), decodeMap<AccountState>),
   putAccount: (accountId, state) => void dbs.accounts.put(accountId, encodeMap(state)),
@@ -164,10 +172,6 @@ const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
-  removePayloads: (reqId) => {
-    dbs.payloads.prompt.remove(reqId);
-    dbs.payloads.response.remove(reqId);
-  },
 });
 
 /** Request states kept from one command to the next (see writtenStates.ts). */
@@ -192,7 +196,6 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
     },
     appendLog: (lastSeq, events) => void dbs.log.put(lastSeq, encodeEvents(events)),
-    putPayload: ({ reqId, kind, text }) => void dbs.payloads[kind].put(reqId, text),
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {

@@ -1,30 +1,29 @@
-import { type Command, type DecisionReads, decideCommand, isRefusal, type PayloadWrite } from '../../domain/commands.js';
-import type { DomainEvent } from '../../domain/events.js';
+import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
+import type { DomainEvent, StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
+import { initialRequestState, type RequestState } from '../../domain/request/state.js';
 import type { CommandOutcome } from '../../ports/Store.js';
 import { projectAccountEvent, projectRequestChange, type ViewAccess } from './projection.js';
 
-/** What a batch is written through: the views and indexes, and the log and payloads, all in one transaction. */
+/** What a batch is written through: the views and indexes, and the log, all in one transaction. */
 export type BatchTarget = {
   readonly views: ViewAccess;
   /** The request's committed state (before this batch). */
   readonly committedRequest: (reqId: string) => RequestState | undefined;
   readonly reads: Omit<DecisionReads, 'request'>;
   /** One log record for the whole batch, keyed by the sequence number of its last event. */
-  readonly appendLog: (lastSeq: number, events: readonly DomainEvent[]) => void;
-  readonly putPayload: (payload: PayloadWrite) => void;
+  readonly appendLog: (lastSeq: number, events: readonly StoredEvent[]) => void;
 };
 
-type Touched = { readonly before: RequestState; after: RequestState };
+type Touched = { readonly before: RequestState; after: RequestState; text: string | undefined };
 
 const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
 
 /**
  * Decides and writes one batch of commands inside an open write transaction. Each command is decided against the
  * state the commands before it left (requests from an overlay kept for the batch, accounts through the transaction);
- * its events take the next sequence numbers. Then, once for the whole batch: one log record, the payloads, and per
- * request one view write and one move of its index entries from where the batch found it to where it leaves it.
+ * its events take the next sequence numbers. Then, once for the whole batch: one log record, and per request one
+ * record (view and text) and one move of its index entries from where the batch found it to where it leaves it.
  * A refusal or a command whose deciding throws is that command's outcome alone; a fault while writing propagates
  * (the caller's transaction is then aborted, so nothing of the batch is written).
  */
@@ -38,40 +37,46 @@ export const writeBatch = (
     let entry = touched.get(reqId);
     if (entry === undefined) {
       const state = target.committedRequest(reqId) ?? initialRequestState;
-      entry = { before: state, after: state };
+      entry = { before: state, after: state, text: undefined };
       touched.set(reqId, entry);
     }
     return entry;
   };
   const reads: DecisionReads = { ...target.reads, request: (reqId) => entryOf(reqId).after };
-  const logged: DomainEvent[] = [];
-  const payloads: PayloadWrite[] = [];
+  const logged: StoredEvent[] = [];
   let seq = lastSeq;
 
-  const outcomes = commands.map((command): CommandOutcome | Error => {
+  const outcomes: (CommandOutcome | Error)[] = [];
+  for (const command of commands) {
     let decision: ReturnType<typeof decideCommand>;
     try {
       decision = decideCommand(reads, command);
     } catch (error) {
       // Deciding is pure: a faulty command wrote nothing and fails alone.
-      return asError(error);
+      outcomes.push(asError(error));
+      continue;
     }
-    if (isRefusal(decision)) return decision;
-    const events = decision.events.map((event) => {
+    if (isRefusal(decision)) {
+      outcomes.push(decision);
+      continue;
+    }
+    // The events were made by this decision alone: they take their place in the log as they are.
+    const events = decision.events as (DomainEvent & { seq: number })[];
+    for (const event of events) {
+      event.seq = ++seq;
       logged.push(event);
-      if (isRequestEvent(event)) {
-        const entry = entryOf(event.reqId);
-        entry.after = evolve(entry.after, event);
-      } else projectAccountEvent(target.views, event);
-      return { ...event, seq: ++seq };
-    });
-    for (const payload of decision.payloads) payloads.push(payload);
-    return { events };
-  });
+    }
+    const request = decision.request;
+    if (request !== undefined) {
+      const entry = entryOf(request.state.context.reqId);
+      entry.after = request.state;
+      if (request.text !== undefined) entry.text = request.text;
+    } else for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);
+    outcomes.push({ events });
+  }
 
   if (logged.length > 0) target.appendLog(seq, logged);
-  // Payloads first: a request that expired within this batch then has its text removed by the projection.
-  for (const payload of payloads) target.putPayload(payload);
-  for (const { before, after } of touched.values()) if (after !== before) projectRequestChange(target.views, before, after);
+  for (const { before, after, text } of touched.values())
+    if (after !== before) projectRequestChange(target.views, before, after, text);
   return { outcomes, lastSeq: seq };
 };

@@ -1,8 +1,6 @@
 import type { AccountEvent } from '../../domain/account/events.js';
 import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../domain/account/state.js';
-import type { DomainEvent } from '../../domain/events.js';
-import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
-import { evolve, initialRequestState, isQueued, type RequestState } from '../../domain/request/state.js';
+import { isQueued, type RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes kept beside the views. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName = 'dispatch' | 'expiry' | 'emails' | 'keyHashes' | 'accountKeys';
@@ -14,7 +12,9 @@ export type IndexKey = string | number | (string | number)[];
  */
 export interface ViewAccess {
   getRequest(reqId: string): RequestState | undefined;
-  putRequest(reqId: string, state: RequestState): void;
+  /** Writes a request's view with the text it holds from now on (`text` absent: whatever it held before, if its new
+   * status keeps text at all). */
+  putRequest(reqId: string, state: RequestState, text?: string): void;
   getAccount(accountId: string): AccountState | undefined;
   putAccount(accountId: string, state: AccountState): void;
   getKey(keyId: string): KeyState | undefined;
@@ -22,7 +22,6 @@ export interface ViewAccess {
   /** Index values are strings; an index that only needs its keys stores ''. */
   putIndex(index: IndexName, key: IndexKey, value: string): void;
   removeIndex(index: IndexName, key: IndexKey): void;
-  removePayloads(reqId: string): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
 }
@@ -56,23 +55,20 @@ const moveIndex = (
 };
 
 /**
- * What a request's move from `before` to `after` does to the views: its view, its index entries, and retention.
- * Every index entry is a function of the request's state, so one move over many events (a batch) leaves exactly
- * what event-by-event moves would: the store calls this once per request and batch, verification once per event.
+ * What a request's move from `before` to `after` does to the views: its view (with its text: retention follows
+ * from the new status, see codec.ts) and its index entries. Every index entry is a function of the request's state,
+ * so one move over many events (a batch) leaves exactly what event-by-event moves would: the store calls this once
+ * per request and batch.
  */
-export const projectRequestChange = (views: ViewAccess, before: RequestState, after: RequestState): void => {
-  const { reqId } = after.context;
-  views.putRequest(reqId, after);
+export const projectRequestChange = (
+  views: ViewAccess,
+  before: RequestState,
+  after: RequestState,
+  text?: string,
+): void => {
+  views.putRequest(after.context.reqId, after, text);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
   moveIndex(views, 'expiry', expiryKeyOf(before), expiryKeyOf(after));
-  // Retention: once expired, the prompt and response text are deleted; the events keep ids, times and sizes.
-  if (after.status === 'expired' && before.status !== 'expired') views.removePayloads(reqId);
-};
-
-const projectRequestEvent = (views: ViewAccess, event: RequestEvent) => {
-  const before = views.getRequest(event.reqId) ?? initialRequestState;
-  const after = evolve(before, event);
-  if (after !== before) projectRequestChange(views, before, after);
 };
 
 /** Applies one account or key event to the views and indexes it touches. */
@@ -89,10 +85,4 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
     views.putIndex('keyHashes', event.keyHash, event.keyId);
     views.putIndex('accountKeys', [event.accountId, event.keyId], '');
   }
-};
-
-/** Applies one event to every view and index it touches, the way verification rebuilds them from the log. */
-export const project = (views: ViewAccess, event: DomainEvent): void => {
-  if (isRequestEvent(event)) projectRequestEvent(views, event);
-  else projectAccountEvent(views, event);
 };

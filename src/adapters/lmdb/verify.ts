@@ -1,7 +1,7 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
-import { decodeEvents, encodeMap, encodeView } from './codec.js';
+import { decodeEvents, encodeMap, encodeView, holdsText, textBytesOf, viewBytesOf } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases } from './LmdbStore.js';
 import {
   dispatchKeyOf,
@@ -50,7 +50,6 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
   const views: ViewAccess = {
     getRequest: unexpected,
     putRequest: unexpected,
-    removePayloads: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
@@ -82,29 +81,36 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   let expected = 1;
   for (const { key, value } of dbs.log.getRange({})) {
     const batch = decodeEvents(value);
-    const first = key - batch.length + 1;
-    if (first !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${first}`);
-    expected = key + 1;
-    events += batch.length;
     for (const event of batch) {
+      if (event.seq !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${event.seq}`);
+      expected++;
       if (isRequestEvent(event)) {
         const before = requests.get(event.reqId) ?? initialRequestState;
         const after = evolve(before, event);
-        if (after === before) differ(`event ${first + batch.indexOf(event)}: ${event.type} is not accepted by the machine`);
+        if (after === before) differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
         requests.set(event.reqId, after);
       } else projectAccountEvent(account.views, event);
     }
+    if (key !== expected - 1) differ(`log record ${key}: its last event is ${expected - 1}`);
+    events += batch.length;
   }
 
-  // Request views, compared as encoded values, both ways.
+  // Request records: the view compared as an encoded value, both ways; text kept exactly while the status calls
+  // for it (a prompt is never empty; a response may be).
   let stored = 0;
   for (const { key, value } of dbs.requests.getRange({})) {
     stored++;
     const rebuilt = requests.get(key);
     if (rebuilt === undefined) differ(`request ${key}: stored but not produced by the log`);
-    else if (!encodeView(rebuilt).equals(value)) differ(`request ${key}: the stored view differs from the log's`);
+    else if (!encodeView(rebuilt).equals(viewBytesOf(value))) differ(`request ${key}: the stored view differs from the log's`);
+    else {
+      const textLength = textBytesOf(value).length;
+      const queued = rebuilt.status === 'waiting' || rebuilt.status === 'processing';
+      if ((queued && textLength === 0) || (!holdsText(rebuilt.status) && textLength > 0))
+        differ(`request ${key}: ${textLength === 0 ? 'no' : 'a'} text stored while it is ${rebuilt.status}`);
+    }
   }
-  if (stored !== requests.size) differ(`requests: ${stored} views stored, the log gives ${requests.size}`);
+  if (stored !== requests.size) differ(`requests: ${stored} records stored, the log gives ${requests.size}`);
 
   // Request indexes: every stored entry is the one its request's state calls for, and none is missing.
   const checkIndex = (name: IndexName, keyOf: (state: RequestState) => IndexKey | undefined, reqIdAt: number) => {
@@ -123,23 +129,6 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   };
   checkIndex('dispatch', dispatchKeyOf, 2);
   checkIndex('expiry', expiryKeyOf, 1);
-
-  // Payloads: a prompt while the request lives, a response while it is completed and lives; nothing after expiry.
-  const live = (state: RequestState | undefined) => state !== undefined && state.status !== 'expired';
-  const checkPayloads = (kind: 'prompt' | 'response', allowed: (state: RequestState) => boolean) => {
-    let count = 0;
-    for (const reqId of dbs.payloads[kind].getKeys({})) {
-      count++;
-      const state = requests.get(reqId);
-      if (state === undefined || !live(state) || !allowed(state))
-        differ(`payload ${kind} of ${reqId}: stored but its request is ${state?.status ?? 'unknown'}`);
-    }
-    let wantedCount = 0;
-    for (const state of requests.values()) if (live(state) && allowed(state)) wantedCount++;
-    if (count !== wantedCount) differ(`payloads ${kind}: ${count} stored, the log calls for ${wantedCount}`);
-  };
-  checkPayloads('prompt', () => true);
-  checkPayloads('response', (state) => state.status === 'completed');
 
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
   const compareMap = <V>(name: string, entries: Iterable<{ key: IndexKey; value: V }>, rebuilt: Map<string, V>, same: (a: V, b: V) => boolean) => {

@@ -80,14 +80,16 @@ export const compileMachine = (machine: typeof requestMachine): CompiledMachine 
   };
 
   const root = machine.root as unknown as Node;
-  const table = new Map<string, Candidate[]>();
+  /** Per status, per event type: the candidate transitions. Plain objects built once, so a step is two lookups. */
+  const table: Record<string, Record<string, Candidate[]>> = Object.create(null);
   const leaves = atomicNodes(root);
   for (const leaf of leaves) {
+    const byEvent: Record<string, Candidate[]> = Object.create(null);
+    table[leaf.key] = byEvent;
     // XState tries the deepest state's transitions first, then its ancestors'.
     for (let node: Node | undefined = leaf; node !== undefined; node = node.parent) {
       for (const [eventType, transitions] of node.transitions) {
-        const key = `${leaf.key}/${eventType}`;
-        const candidates = table.get(key) ?? [];
+        const candidates = byEvent[eventType] ?? [];
         for (const transition of transitions) {
           const target = transition.target?.[0];
           candidates.push({
@@ -96,16 +98,16 @@ export const compileMachine = (machine: typeof requestMachine): CompiledMachine 
             assignments: transition.actions.map(assignmentOf),
           });
         }
-        table.set(key, candidates);
+        byEvent[eventType] = candidates;
       }
     }
   }
 
   const chosen = (status: CompiledStatus, context: RequestContext, event: RequestEvent) => {
-    const candidates = table.get(`${status}/${event.type}`);
+    const candidates = table[status]?.[event.type];
     if (candidates === undefined) return undefined;
-    for (const candidate of candidates)
-      if (candidate.guard === undefined || candidate.guard({ context, event })) return candidate;
+    const args = { context, event };
+    for (const candidate of candidates) if (candidate.guard === undefined || candidate.guard(args)) return candidate;
     return undefined;
   };
 

@@ -1,7 +1,7 @@
 import { LifecycleViolation } from '../errors.js';
 import type { RequestEvent } from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
-import { canApply, evolve, type RequestState } from './state.js';
+import { type RequestState, tryEvolve } from './state.js';
 
 /** Commands on one request. Each carries the time it is issued at (`now`), so deciding stays pure. */
 export type RequestCommand =
@@ -71,17 +71,28 @@ const refusal = (state: RequestState, command: RequestCommand, event: RequestEve
     message: `request ${command.reqId}: ${event.type} is not allowed in state ${state.status}`,
   });
 
+/** What a command comes to: its events and the state they leave the request in. */
+export type RequestDecision = { readonly events: readonly RequestEvent[]; readonly state: RequestState };
+
 /**
- * Decides what a command means for a request in `state`: the events to append, or why it is refused.
- * The request machine is asked whether it accepts each event, so the lifecycle rules live in one place. A submit
- * that may start at once is also a `StartAttempt` on the state its own event leaves, when the machine allows it
- * there (otherwise the request is only queued, and a worker takes it from the queue later).
+ * Decides what a command means for a request in `state`: the events to append and the state they lead to, or why it
+ * is refused. The request machine is asked whether it accepts each event (its step is the fold itself), so the
+ * lifecycle rules live in one place. A submit that may start at once is also a `StartAttempt` on the state its own
+ * event leaves, when the machine allows it there (otherwise the request is only queued, and a worker takes it from
+ * the queue later).
  */
-export const decide = (state: RequestState, command: RequestCommand): readonly RequestEvent[] | LifecycleViolation => {
+export const decideRequest = (state: RequestState, command: RequestCommand): RequestDecision | LifecycleViolation => {
   const event = eventFor(state, command);
-  if (!canApply(state, event)) return refusal(state, command, event);
-  if (command.type !== 'Submit' || command.startNow !== true) return [event];
-  const queued = evolve(state, event);
-  const start = eventFor(queued, { type: 'StartAttempt', reqId: command.reqId, now: command.now });
-  return canApply(queued, start) ? [event, start] : [event];
+  const next = tryEvolve(state, event);
+  if (next === undefined) return refusal(state, command, event);
+  if (command.type !== 'Submit' || command.startNow !== true) return { events: [event], state: next };
+  const start = eventFor(next, { type: 'StartAttempt', reqId: command.reqId, now: command.now });
+  const started = tryEvolve(next, start);
+  return started === undefined ? { events: [event], state: next } : { events: [event, start], state: started };
+};
+
+/** The events alone (the decider's specification is written in events). */
+export const decide = (state: RequestState, command: RequestCommand): readonly RequestEvent[] | LifecycleViolation => {
+  const decision = decideRequest(state, command);
+  return decision instanceof LifecycleViolation ? decision : decision.events;
 };

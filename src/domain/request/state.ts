@@ -46,10 +46,11 @@ export const canApply = (state: RequestState, event: RequestEvent): boolean =>
  * updates), with no XState snapshot resolved per event. It equals `evolveWithMachine`; a property test holds it to
  * that. An event the machine does not accept leaves the state as it was.
  */
-export const evolve = (state: RequestState, event: RequestEvent): RequestState => {
-  const next = compiled.step(state.status, state.context, event);
-  return next === undefined ? state : (next as RequestState);
-};
+export const evolve = (state: RequestState, event: RequestEvent): RequestState => tryEvolve(state, event) ?? state;
+
+/** The state after `event`, or `undefined` when the machine does not accept it (guards included). */
+export const tryEvolve = (state: RequestState, event: RequestEvent): RequestState | undefined =>
+  compiled.step(state.status, state.context, event) as RequestState | undefined;
 
 /** Folds a whole stream of events from nothing. */
 export const foldRequest = (events: Iterable<RequestEvent>): RequestState => {
