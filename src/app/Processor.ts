@@ -154,7 +154,12 @@ export const createProcessor = (deps: Deps) => {
     }
   };
 
-  const run = (reqId: string, model: string, started: Promise<CommandOutcome | Unavailable> | undefined, prompt?: string) => {
+  const run = (
+    reqId: string,
+    model: string,
+    started: Promise<CommandOutcome | Unavailable> | undefined,
+    prompt?: string,
+  ) => {
     const work = attempt(reqId, model, started, prompt)
       .catch((error: unknown) => {
         // A write failed: the request is still in the queue, where a later pick finds it.

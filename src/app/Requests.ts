@@ -91,7 +91,8 @@ export const RequestsLayer = Layer.effect(
       if (reqId === undefined || reqId === '')
         return new InvalidRequest({ message: 'query parameter req_id is required' });
       const stored = store.reads.requestWithText(reqId);
-      const visible = stored !== undefined && stored.state.context.accountId === principal.accountId ? stored : undefined;
+      const visible =
+        stored !== undefined && stored.state.context.accountId === principal.accountId ? stored : undefined;
       const status = publicStatus(visible?.state, clock.now());
       if (visible === undefined || status === 'unknown' || status === 'expired') return notFound(reqId);
       const { model } = visible.state.context;

@@ -39,7 +39,10 @@ describe('Expiry and retention', () => {
     const reqId = await submit(key);
     await app.processor.idle();
     // Completed: the record holds the response; the prompt is not needed any more and is gone.
-    expect(app.store.reads.requestWithText(reqId)).toMatchObject({ state: { status: 'completed' }, text: 'secret prompt' });
+    expect(app.store.reads.requestWithText(reqId)).toMatchObject({
+      state: { status: 'completed' },
+      text: 'secret prompt',
+    });
     clock.advance(dayMs);
     expect(await app.sweeper.sweep()).toBe(1);
     expect(typesOf(reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted', 'RequestExpired']);

@@ -4,7 +4,6 @@ import { Effect, Layer } from 'effect';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
-import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type BatchTarget, writeBatch } from './batchWriter.js';
 import {

@@ -75,7 +75,9 @@ export const encodeRecord = (state: RequestState, text: string | Uint8Array | un
 };
 
 const viewEnd = (record: Uint8Array) =>
-  lengthBytes + ((record[0] as number) | ((record[1] as number) << 8) | ((record[2] as number) << 16)) + (record[3] as number) * 0x1000000;
+  lengthBytes +
+  ((record[0] as number) | ((record[1] as number) << 8) | ((record[2] as number) << 16)) +
+  (record[3] as number) * 0x1000000;
 
 /** The encoded view inside a record. */
 export const viewBytesOf = (record: Uint8Array): Uint8Array => record.subarray(lengthBytes, viewEnd(record));
@@ -86,7 +88,20 @@ export const textBytesOf = (record: Uint8Array): Uint8Array => record.subarray(v
 const optionalFields = ['lastError', 'responseChars', 'completedAt', 'failedAt', 'failureReason', 'expiredAt'] as const;
 const firstOptional = 11;
 
-type ViewTuple = [number, RequestStatus, string, string, string, string, number, number, number, number, number, ...(string | number | null)[]];
+type ViewTuple = [
+  number,
+  RequestStatus,
+  string,
+  string,
+  string,
+  string,
+  number,
+  number,
+  number,
+  number,
+  number,
+  ...(string | number | null)[],
+];
 
 export const decodeView = (record: Uint8Array): RequestState => {
   const t = mapPackr.unpack(viewBytesOf(record)) as ViewTuple;
@@ -104,7 +119,8 @@ export const decodeView = (record: Uint8Array): RequestState => {
   };
   for (let i = 0; i < optionalFields.length; i++) {
     const value = t[firstOptional + i];
-    if (value !== absent && value !== undefined) (context as Record<string, unknown>)[optionalFields[i] as string] = value;
+    if (value !== absent && value !== undefined)
+      (context as Record<string, unknown>)[optionalFields[i] as string] = value;
   }
   return { status: t[1], context };
 };
@@ -112,6 +128,8 @@ export const decodeView = (record: Uint8Array): RequestState => {
 /** A request and the text it holds now (undefined when its status keeps none). */
 export const decodeRecord = (record: Uint8Array): { state: RequestState; text: string | undefined } => {
   const state = decodeView(record);
-  const text = holdsText(state.status) ? Buffer.from(record.buffer, record.byteOffset, record.length).toString('utf8', viewEnd(record)) : undefined;
+  const text = holdsText(state.status)
+    ? Buffer.from(record.buffer, record.byteOffset, record.length).toString('utf8', viewEnd(record))
+    : undefined;
   return { state, text };
 };

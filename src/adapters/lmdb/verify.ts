@@ -54,7 +54,8 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
     putKey: (keyId, state) => void rebuilt.keys.set(keyId, state),
-    putIndex: (index, key, value) => void rebuilt.indexes[index as keyof AccountViews['indexes']].set(keyText(key), value),
+    putIndex: (index, key, value) =>
+      void rebuilt.indexes[index as keyof AccountViews['indexes']].set(keyText(key), value),
     removeIndex: (index, key) => void rebuilt.indexes[index as keyof AccountViews['indexes']].delete(keyText(key)),
     bumpAccountsVersion: () => {
       rebuilt.version++;
@@ -102,7 +103,8 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     stored++;
     const rebuilt = requests.get(key);
     if (rebuilt === undefined) differ(`request ${key}: stored but not produced by the log`);
-    else if (!encodeView(rebuilt).equals(viewBytesOf(value))) differ(`request ${key}: the stored view differs from the log's`);
+    else if (!encodeView(rebuilt).equals(viewBytesOf(value)))
+      differ(`request ${key}: the stored view differs from the log's`);
     else {
       const textLength = textBytesOf(value).length;
       const queued = rebuilt.status === 'waiting' || rebuilt.status === 'processing';
@@ -121,7 +123,8 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       const state = requests.get(reqId);
       const wanted = state === undefined ? undefined : keyOf(state);
       if (!sameKey(key, wanted)) differ(`index ${name} ${keyText(key)}: stored but not produced by the log`);
-      else if (name === 'dispatch' && value !== state?.context.model) differ(`index ${name} ${keyText(key)}: model differs`);
+      else if (name === 'dispatch' && value !== state?.context.model)
+        differ(`index ${name} ${keyText(key)}: model differs`);
     }
     let wantedCount = 0;
     for (const state of requests.values()) if (keyOf(state) !== undefined) wantedCount++;
@@ -131,7 +134,12 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   checkIndex('expiry', expiryKeyOf, 1);
 
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
-  const compareMap = <V>(name: string, entries: Iterable<{ key: IndexKey; value: V }>, rebuilt: Map<string, V>, same: (a: V, b: V) => boolean) => {
+  const compareMap = <V>(
+    name: string,
+    entries: Iterable<{ key: IndexKey; value: V }>,
+    rebuilt: Map<string, V>,
+    same: (a: V, b: V) => boolean,
+  ) => {
     const seen = new Set<string>();
     for (const { key, value } of entries) {
       const id = keyText(key);
@@ -143,8 +151,12 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     for (const id of rebuilt.keys()) if (!seen.has(id)) differ(`${name} ${id}: produced by the log but not stored`);
   };
   const sameEncoded = (stored: Buffer, rebuilt: object) => encodeMap(rebuilt).equals(stored);
-  compareMap<Buffer | AccountState>('account', dbs.accounts.getRange({}), account.rebuilt.accounts, (s, r) => sameEncoded(s as Buffer, r));
-  compareMap<Buffer | KeyState>('key', dbs.keys.getRange({}), account.rebuilt.keys, (s, r) => sameEncoded(s as Buffer, r));
+  compareMap<Buffer | AccountState>('account', dbs.accounts.getRange({}), account.rebuilt.accounts, (s, r) =>
+    sameEncoded(s as Buffer, r),
+  );
+  compareMap<Buffer | KeyState>('key', dbs.keys.getRange({}), account.rebuilt.keys, (s, r) =>
+    sameEncoded(s as Buffer, r),
+  );
   for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
