@@ -1,4 +1,4 @@
-import { assertBodySize, H3, type H3Event, HTTPError, HTTPResponse } from 'h3';
+import { assertBodySize, H3, type H3Event, HTTPError } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
@@ -11,7 +11,7 @@ import {
   PayloadTooLarge,
   Unavailable,
 } from '../../domain/errors.js';
-import { errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 
 export type HttpDeps = {
   readonly auth: AuthShape;
@@ -38,7 +38,7 @@ const rateLimitHeaders = (status: RateLimitStatus, headers: HeaderBag) => {
 
 const json = (status: number, body: unknown, headers: HeaderBag) => {
   headers['Content-Type'] = jsonHeaders['Content-Type'];
-  return new HTTPResponse(JSON.stringify(body), { status, headers });
+  return answer(status, JSON.stringify(body), headers);
 };
 
 const isJsonContentType = (value: string | null) =>
@@ -97,7 +97,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return spent.refusal ?? principal;
   };
 
-  const submit = async (event: H3Event, headers: HeaderBag): Promise<HTTPResponse | ApiError> => {
+  const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
     const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const body = await readJsonBody(event, deps.maxBodyBytes);
@@ -108,7 +108,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return json(202, accepted, headers);
   };
 
-  const poll = async (event: H3Event, headers: HeaderBag): Promise<HTTPResponse | ApiError> => {
+  const poll = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
     const principal = admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const answer = deps.requests.poll(principal, event.url.searchParams.get('req_id') ?? undefined);
@@ -119,7 +119,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
   const guarded =
-    (route: (event: H3Event, headers: HeaderBag) => Promise<HTTPResponse | ApiError>) => async (event: H3Event) => {
+    (route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>) => async (event: H3Event) => {
       const headers: HeaderBag = {};
       if (!deps.accepting()) {
         return errorResponse(
@@ -128,7 +128,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       }
       try {
         const result = await route(event, headers);
-        return result instanceof HTTPResponse ? result : errorResponse(result, headers);
+        return isApiError(result) ? errorResponse(result, headers) : result;
       } catch (error) {
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
         return serverErrorResponse();

@@ -1,4 +1,4 @@
-import { HTTPResponse } from 'h3';
+import { FastResponse } from 'srvx';
 import type { ApiError } from '../../domain/errors.js';
 
 /** The contract's error codes. */
@@ -51,10 +51,15 @@ const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
 export const jsonHeaders = { 'Content-Type': 'application/json' } as const;
 
 /**
- * `{"error": {"code", "message", "details"?}}` with its status and headers. Answers are h3 `HTTPResponse`s (a
- * string body), which srvx writes to the socket in one go; a web `Response` would be streamed chunk by chunk.
+ * An answer as h3 serves it fastest: srvx's `FastResponse` with a string body and plain headers. h3 passes a
+ * Response through untouched, and srvx writes it to the socket in one go with its Content-Length (an h3
+ * `HTTPResponse` would first be copied into a web `Headers`, and a web `Response` body would be streamed).
  */
-export const errorResponse = (error: ApiError, extraHeaders?: Record<string, string>): HTTPResponse => {
+export const answer = (status: number, body: string, headers: Record<string, string>): Response =>
+  new FastResponse(body, { status, headers });
+
+/** `{"error": {"code", "message", "details"?}}` with its status and headers. */
+export const errorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
   const { status, code, headers } = (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(
     error,
   );
@@ -63,15 +68,12 @@ export const errorResponse = (error: ApiError, extraHeaders?: Record<string, str
     error: details === undefined ? { code, message: error.message } : { code, message: error.message, details },
   };
   const all = { ...extraHeaders, ...jsonHeaders, ...headers };
-  return new HTTPResponse(JSON.stringify(body), { status, headers: all });
+  return answer(status, JSON.stringify(body), all);
 };
 
 /** An unexpected fault: a fixed message, never the error's own text (no stack traces, paths or key material). */
-export const serverErrorResponse = (): HTTPResponse =>
-  new HTTPResponse(
-    JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }),
-    {
-      status: 500,
-      headers: { ...jsonHeaders, 'Retry-After': '30' },
-    },
-  );
+export const serverErrorResponse = (): Response =>
+  answer(500, JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }), {
+    ...jsonHeaders,
+    'Retry-After': '30',
+  });

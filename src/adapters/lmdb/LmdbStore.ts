@@ -40,6 +40,9 @@ export type LmdbDatabases = {
 };
 
 export const accountsVersionKey = 'accountsVersion';
+/** The sequence number of the log's last event, kept beside it in the same transaction (a cursor to the log's last
+ * record costs far more per batch). */
+export const lastSeqKey = 'lastSeq';
 const layoutKey = 'layout';
 /** The layout of the databases this code writes. 2: one log record per batch; request records with their text. */
 const layout = 2;
@@ -119,8 +122,7 @@ function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent>
   }
 }
 
-const lastSeqOf = (dbs: LmdbDatabases): number =>
-  (firstKey(dbs.log.getKeys({ reverse: true, limit: 1 })) as number | undefined) ?? 0;
+const lastSeqOf = (dbs: LmdbDatabases): number => dbs.meta.get(lastSeqKey) ?? 0;
 
 const decoded = <T>(bytes: Buffer | undefined, decode: (bytes: Uint8Array) => T): T | undefined =>
   bytes === undefined ? undefined : decode(bytes);
@@ -194,7 +196,10 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
     },
-    appendLog: (lastSeq, events) => void dbs.log.put(lastSeq, encodeEvents(events)),
+    appendLog: (lastSeq, events) => {
+      dbs.log.put(lastSeq, encodeEvents(events));
+      dbs.meta.put(lastSeqKey, lastSeq);
+    },
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {

@@ -2,7 +2,7 @@ import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
 import { decodeEvents, encodeMap, encodeView, holdsText, textBytesOf, viewBytesOf } from './codec.js';
-import { accountsVersionKey, type LmdbDatabases } from './LmdbStore.js';
+import { accountsVersionKey, type LmdbDatabases, lastSeqKey } from './LmdbStore.js';
 import {
   dispatchKeyOf,
   expiryKeyOf,
@@ -160,6 +160,9 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
+  const storedLastSeq = dbs.meta.get(lastSeqKey) ?? 0;
+  if (storedLastSeq !== expected - 1)
+    differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);
   const storedVersion = dbs.meta.get(accountsVersionKey) ?? 0;
   if (storedVersion !== account.rebuilt.version) {
     differ(`meta accountsVersion: stored ${storedVersion} but the log gives ${account.rebuilt.version}`);
