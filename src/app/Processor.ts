@@ -9,7 +9,7 @@ import { type CommandOutcome, Store, type StoreShape } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
-import { Models, type ModelsShape } from './Models.js';
+import { type Model, Models, type ModelsShape } from './Models.js';
 
 export interface ProcessorShape {
   /** Tells the pool there may be new work in the queue (for example after a restart). Cheap; coalesced. */
@@ -73,7 +73,7 @@ export const createProcessor = (deps: Deps) => {
   let joining = 0;
   let lastAccount: string | undefined;
   const shutdown = new AbortController();
-  /** Model calls in flight, aborted together when the pool stops. */
+  /** Controllers of the model calls in flight, aborted together when the pool stops. */
   const calls = new Set<AbortController>();
   let pumpScheduled = false;
   let timer: NodeJS.Timeout | undefined;
@@ -94,6 +94,53 @@ export const createProcessor = (deps: Deps) => {
     return isRefusal(outcome) ? outcome : undefined;
   };
 
+  /**
+   * Calls started in the same event-loop turn for the same model share one AbortController and one timer: their
+   * timeouts would fire at the same moment anyway, and a controller with its signal costs more than an echo call.
+   * A group is closed at the end of its turn and dropped once its last call has ended.
+   */
+  type CallGroup = {
+    readonly controller: AbortController;
+    readonly timer: NodeJS.Timeout;
+    running: number;
+    open: boolean;
+  };
+  const openGroups = new Map<string, CallGroup>();
+  const finishGroup = (group: CallGroup) => {
+    clearTimeout(group.timer);
+    calls.delete(group.controller);
+  };
+  const closeGroups = () => {
+    for (const group of openGroups.values()) {
+      group.open = false;
+      if (group.running === 0) finishGroup(group);
+    }
+    openGroups.clear();
+  };
+  const joinGroup = (model: Model): CallGroup => {
+    let group = openGroups.get(model.config.id);
+    if (group === undefined) {
+      const controller = new AbortController();
+      group = {
+        controller,
+        timer: setTimeout(() => controller.abort(), model.config.timeoutMs),
+        running: 0,
+        open: true,
+      };
+      calls.add(controller);
+      // A call that begins after the pool was told to stop is aborted at once, like the ones already running.
+      if (shutdown.signal.aborted) controller.abort();
+      if (openGroups.size === 0) setImmediate(closeGroups);
+      openGroups.set(model.config.id, group);
+    }
+    group.running++;
+    return group;
+  };
+  const leaveGroup = (group: CallGroup) => {
+    group.running--;
+    if (group.running === 0 && !group.open) finishGroup(group);
+  };
+
   const callModel = async (reqId: string, modelId: string, known: string | undefined): Promise<Outcome> => {
     // A request being processed holds its prompt in its record.
     const prompt = known ?? store.reads.requestWithText(reqId)?.text;
@@ -101,21 +148,15 @@ export const createProcessor = (deps: Deps) => {
     if (prompt === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
-    // One controller per call, aborted by its own timer or by shutdown. `AbortSignal.any` over the long-lived
-    // shutdown signal and a timeout signal cost a few per cent of a request on Node 20.
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), model.config.timeoutMs);
-    calls.add(controller);
-    // A call that begins after the pool was told to stop is aborted at once, like the ones already running.
-    if (shutdown.signal.aborted) controller.abort();
+    const group = joinGroup(model);
+    const { signal } = group.controller;
     try {
-      return { ok: true, text: await model.provider.generate({ prompt, signal: controller.signal }) };
+      return { ok: true, text: await model.provider.generate({ prompt, signal }) };
     } catch (error) {
-      const timedOut = controller.signal.aborted && !shutdown.signal.aborted;
+      const timedOut = signal.aborted && !shutdown.signal.aborted;
       return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
     } finally {
-      clearTimeout(timer);
-      calls.delete(controller);
+      leaveGroup(group);
     }
   };
 
