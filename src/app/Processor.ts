@@ -71,6 +71,11 @@ export const createProcessor = (deps: Deps) => {
   let backlog = true;
   /** Submits refused a claim and not settled yet: they are about to join the queue. */
   let joining = 0;
+  /**
+   * The log may say requests are being processed that no worker here has: after a start (the process died
+   * mid-attempt) or a failed write. Looked for when that may be the case, not on every pump.
+   */
+  let orphansPossible = true;
   let lastAccount: string | undefined;
   const shutdown = new AbortController();
   /** Controllers of the model calls in flight, aborted together when the pool stops. */
@@ -187,8 +192,13 @@ export const createProcessor = (deps: Deps) => {
         ? { type: 'RecordSuccess', reqId, responseChars: outcome.text.length, response: outcome.text, now }
         : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
     );
-    if (refused !== undefined) log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
-    else if (!outcome.ok) {
+    if (refused !== undefined) {
+      log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
+      // The machine refuses an outcome only past the request's expiry: expire it now rather than wait for the
+      // sweeper (it would otherwise stay "processing" with nobody working on it).
+      const notExpired = await send({ type: 'Expire', reqId, now: clock.now() });
+      if (notExpired !== undefined) orphansPossible = true;
+    } else if (!outcome.ok) {
       log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
       // A retry waits in the queue.
       backlog = true;
@@ -203,8 +213,9 @@ export const createProcessor = (deps: Deps) => {
   ) => {
     const work = attempt(reqId, model, started, prompt)
       .catch((error: unknown) => {
-        // A write failed: the request is still in the queue, where a later pick finds it.
+        // A write failed: the request is still waiting or still processing, where a later pump finds it.
         backlog = true;
+        orphansPossible = true;
         log.error({ reqId, err: error }, 'processing fault');
       })
       .finally(() => {
@@ -214,11 +225,34 @@ export const createProcessor = (deps: Deps) => {
     working.set(reqId, work);
   };
 
+  /** Starts again the requests being processed that nobody works on; returns how many it started. */
+  const takeOrphans = (free: number, now: number): number => {
+    store.reads.refresh();
+    let taken = 0;
+    let leftBehind = false;
+    for (const reqId of store.reads.processing()) {
+      if (working.has(reqId)) continue;
+      const model = store.reads.request(reqId)?.context.model;
+      if (model === undefined) continue;
+      if (taken >= free || (heldPerModel.get(model) ?? 0) >= modelLimit(model)) {
+        leftBehind = true;
+        continue;
+      }
+      hold(model);
+      taken++;
+      run(reqId, model, committer.send({ type: 'StartAttempt', reqId, now }));
+    }
+    orphansPossible = leftBehind;
+    return taken;
+  };
+
   const pump = () => {
     pumpScheduled = false;
     if (shutdown.signal.aborted) return;
     const now = clock.now();
-    const free = deps.concurrency - held;
+    let free = deps.concurrency - held;
+    // Requests whose attempt was cut short come first: they were started before anything in the queue.
+    if (free > 0 && orphansPossible) free -= takeOrphans(free, now);
     if (free > 0 && (backlog || joining > 0)) {
       const pick = pickFairly(
         store.reads,
@@ -258,6 +292,7 @@ export const createProcessor = (deps: Deps) => {
 
   const wake = () => {
     backlog = true;
+    orphansPossible = true;
     schedule();
   };
 

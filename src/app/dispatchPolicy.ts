@@ -3,7 +3,7 @@ import type { QueuedEntry, StoreReads } from '../ports/Store.js';
 export type DispatchState = {
   /** The account served last; the next pick starts after it (round robin). */
   readonly lastAccount: string | undefined;
-  /** Requests already being worked on. */
+  /** Requests already being worked on (picked or claimed, their start not durable yet). */
   readonly running: ReadonlySet<string>;
   /** Requests in flight per model, against each model's own concurrency limit. */
   readonly runningPerModel: ReadonlyMap<string, number>;

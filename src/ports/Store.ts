@@ -26,12 +26,14 @@ export interface StoreReads {
   key(keyId: string): KeyState | undefined;
   keyIdByHash(keyHash: string): string | undefined;
   keysOf(accountId: string): KeyState[];
-  /** Accounts with queued requests, in id order, starting after `after` and wrapping round to it. */
+  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
   queuedAccounts(after: string | undefined): Iterable<string>;
-  /** An account's queued requests (waiting or being processed), earliest availability first. */
+  /** An account's requests waiting for a worker, earliest availability first. */
   queuedOf(accountId: string): Iterable<QueuedEntry>;
   /** Ids of requests whose expiry time is at or before `now` and that have not been expired yet. */
   dueForExpiry(now: number, limit: number): string[];
+  /** Ids of the requests being processed (an attempt started, no outcome yet): after a restart, to take them up. */
+  processing(): string[];
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): Iterable<StoredEvent>;
   lastSeq(): number;

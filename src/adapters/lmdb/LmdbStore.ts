@@ -8,16 +8,18 @@ import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShap
 import { type BatchTarget, writeBatch } from './batchWriter.js';
 import {
   decodeEvents,
+  decodeIds,
   decodeMap,
   decodeRecord,
   decodeView,
   encodeEvents,
+  encodeIds,
   encodeMap,
   encodeRecord,
   holdsText,
   textBytesOf,
 } from './codec.js';
-import type { IndexKey, IndexName, ViewAccess } from './projection.js';
+import type { GroupName, IndexKey, IndexName, ViewAccess } from './projection.js';
 import { createWrittenStates } from './writtenStates.js';
 
 type Key = IndexKey;
@@ -37,6 +39,8 @@ export type LmdbDatabases = {
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
   readonly meta: Database<number, string>;
   readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
+  /** Grouped indexes (projection.ts): milliseconds to the sorted ids in that group (codec.ts). */
+  readonly groups: Readonly<Record<GroupName, Database<Buffer, number>>>;
 };
 
 export const accountsVersionKey = 'accountsVersion';
@@ -44,7 +48,8 @@ export const accountsVersionKey = 'accountsVersion';
  * record costs far more per batch). */
 export const lastSeqKey = 'lastSeq';
 const layoutKey = 'layout';
-/** The layout of the databases this code writes. 2: one log record per batch; request records with their text. */
+/** The layout of the databases this code writes. 2: one log record per batch; request records with their text;
+ * grouped expiry and processing indexes. */
 const layout = 2;
 
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
@@ -80,11 +85,11 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
-      expiry: db('idx.expiry', 'string'),
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
     },
+    groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };
 };
 
@@ -146,8 +151,15 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
       const [, availableAt, reqId] = key as [string, number, string];
       return { reqId, availableAt, model: value };
     }),
-  dueForExpiry: (now, limit) =>
-    Array.from(dbs.indexes.expiry.getKeys({ end: [now + 1], limit }), (key) => (key as [number, string])[1]),
+  dueForExpiry: (now, limit) => {
+    const due: string[] = [];
+    for (const { value } of dbs.groups.expiry.getRange({ end: now + 1 })) {
+      for (const reqId of decodeIds(value)) if (due.length < limit) due.push(reqId);
+      if (due.length >= limit) break;
+    }
+    return due;
+  },
+  processing: () => Array.from(dbs.groups.processing.getRange({}), ({ value }) => decodeIds(value)).flat(),
   events: (fromSeq = 1) => eventsFrom(dbs, fromSeq),
   lastSeq: () => lastSeqOf(dbs),
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
@@ -156,8 +168,52 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
 
+/** What a batch changes in the groups of the grouped indexes, written once per group when the batch ends. */
+const createGroupChanges = (dbs: LmdbDatabases) => {
+  const changes: Record<GroupName, Map<number, { added: string[]; removed: Set<string> }>> = {
+    expiry: new Map(),
+    processing: new Map(),
+  };
+  const of = (group: GroupName, key: number) => {
+    let change = changes[group].get(key);
+    if (change === undefined) {
+      change = { added: [], removed: new Set() };
+      changes[group].set(key, change);
+    }
+    return change;
+  };
+  return {
+    move(group: GroupName, reqId: string, from: number | undefined, to: number | undefined) {
+      if (from !== undefined) of(group, from).removed.add(reqId);
+      if (to !== undefined) of(group, to).added.push(reqId);
+    },
+    /** Inside the batch's transaction, after its last request: one read and one write per group touched. */
+    flush() {
+      for (const group of ['expiry', 'processing'] as const) {
+        const db = dbs.groups[group];
+        for (const [key, { added, removed }] of changes[group]) {
+          const stored = db.getBinaryFast(key);
+          const kept = stored === undefined ? [] : decodeIds(stored).filter((reqId) => !removed.has(reqId));
+          const ids = kept.length === 0 ? added : [...kept, ...added];
+          if (ids.length === 0) db.remove(key);
+          else db.put(key, encodeIds(ids.sort()));
+        }
+        changes[group].clear();
+      }
+    },
+    clear() {
+      changes.expiry.clear();
+      changes.processing.clear();
+    },
+  };
+};
+
 /** The projection's view access, writing through the open transaction. */
-const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
+const viewsOf = (
+  dbs: LmdbDatabases,
+  written: WrittenStates,
+  groups: ReturnType<typeof createGroupChanges>,
+): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(reqId), decodeView),
   putRequest: (reqId, state, text) => {
     written.set(reqId, state);
@@ -172,6 +228,7 @@ const viewsOf = (dbs: LmdbDatabases, written: WrittenStates): ViewAccess => ({
   putKey: (keyId, state) => void dbs.keys.put(keyId, encodeMap(state)),
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
+  moveInGroup: groups.move,
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
 });
 
@@ -185,7 +242,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const dbs = openDatabases(dataDir);
   const reads = readsOf(dbs);
   const written = createWrittenStates(writtenStatesLimit);
-  const views = viewsOf(dbs, written);
+  const groups = createGroupChanges(dbs);
+  const views = viewsOf(dbs, written, groups);
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -200,6 +258,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       dbs.log.put(lastSeq, encodeEvents(events));
       dbs.meta.put(lastSeqKey, lastSeq);
     },
+    flush: groups.flush,
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
@@ -222,6 +281,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       return outcomes;
     } catch (error) {
       written.failed();
+      groups.clear();
       throw error;
     }
   };

@@ -13,6 +13,8 @@ export type BatchTarget = {
   readonly reads: Omit<DecisionReads, 'request'>;
   /** One log record for the whole batch, keyed by the sequence number of its last event. */
   readonly appendLog: (lastSeq: number, events: readonly StoredEvent[]) => void;
+  /** Writes what the views gathered for the whole batch (the groups of grouped indexes). */
+  readonly flush: () => void;
 };
 
 type Touched = { readonly before: RequestState; after: RequestState; text: string | undefined };
@@ -22,8 +24,9 @@ const asError = (error: unknown) => (error instanceof Error ? error : new Error(
 /**
  * Decides and writes one batch of commands inside an open write transaction. Each command is decided against the
  * state the commands before it left (requests from an overlay kept for the batch, accounts through the transaction);
- * its events take the next sequence numbers. Then, once for the whole batch: one log record, and per request one
- * record (view and text) and one move of its index entries from where the batch found it to where it leaves it.
+ * its events take the next sequence numbers. Then, once for the whole batch: one log record, per request one record
+ * (view and text) and one move of its index entries from where the batch found it to where it leaves it, and one
+ * write per group of a grouped index that changed.
  * A refusal or a command whose deciding throws is that command's outcome alone; a fault while writing propagates
  * (the caller's transaction is then aborted, so nothing of the batch is written).
  */
@@ -78,5 +81,6 @@ export const writeBatch = (
   if (logged.length > 0) target.appendLog(seq, logged);
   for (const { before, after, text } of touched.values())
     if (after !== before) projectRequestChange(target.views, before, after, text);
+  target.flush();
   return { outcomes, lastSeq: seq };
 };

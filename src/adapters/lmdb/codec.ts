@@ -13,7 +13,8 @@ import type { RequestState, RequestStatus } from '../../domain/request/state.js'
 /** Log records: the events of one batch. Records (msgpackr's extension) are defined inside each message, so the
  * shape of an event type is written once per batch and each event after it costs only its values. */
 const logPackr = new Packr({ useRecords: true });
-/** Accounts and keys: plain maps (they are few; their key order is the fold's, the same in the server and verify). */
+/** Accounts and keys: plain maps (they are few; their key order is the fold's, the same in the server and verify).
+ * Also the request view's positional array and the id lists of grouped indexes. */
 const mapPackr = new Packr({ useRecords: false });
 
 export const encodeEvents = (events: readonly StoredEvent[]): Buffer => logPackr.pack(events);
@@ -21,6 +22,10 @@ export const decodeEvents = (bytes: Uint8Array): StoredEvent[] => logPackr.unpac
 
 export const encodeMap = (value: object): Buffer => mapPackr.pack(value);
 export const decodeMap = <T>(bytes: Uint8Array): T => mapPackr.unpack(bytes) as T;
+
+/** A group of a grouped index: the ids in it, sorted. */
+export const encodeIds = (ids: readonly string[]): Buffer => mapPackr.pack(ids);
+export const decodeIds = (bytes: Uint8Array): string[] => mapPackr.unpack(bytes) as string[];
 
 /**
  * The request record: the request's view, then the text it holds now (its prompt while it is queued, its response
@@ -56,6 +61,7 @@ export const encodeView = ({ status, context: c }: RequestState): Buffer =>
     c.failedAt ?? absent,
     c.failureReason ?? absent,
     c.expiredAt ?? absent,
+    c.startedAt ?? absent,
   ]);
 
 /** Which statuses keep text in the record. */
@@ -85,7 +91,15 @@ export const viewBytesOf = (record: Uint8Array): Uint8Array => record.subarray(l
 /** The text inside a record, as bytes (to carry it over into the next record without decoding it). */
 export const textBytesOf = (record: Uint8Array): Uint8Array => record.subarray(viewEnd(record));
 
-const optionalFields = ['lastError', 'responseChars', 'completedAt', 'failedAt', 'failureReason', 'expiredAt'] as const;
+const optionalFields = [
+  'lastError',
+  'responseChars',
+  'completedAt',
+  'failedAt',
+  'failureReason',
+  'expiredAt',
+  'startedAt',
+] as const;
 const firstOptional = 11;
 
 type ViewTuple = [

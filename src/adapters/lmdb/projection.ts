@@ -1,14 +1,23 @@
 import type { AccountEvent } from '../../domain/account/events.js';
 import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../domain/account/state.js';
-import { isQueued, type RequestState } from '../../domain/request/state.js';
+import type { RequestState } from '../../domain/request/state.js';
 
-/** Secondary indexes kept beside the views. Keys are LMDB ordered keys (arrays sort element by element). */
-export type IndexName = 'dispatch' | 'expiry' | 'emails' | 'keyHashes' | 'accountKeys';
+/** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
+export type IndexName = 'dispatch' | 'emails' | 'keyHashes' | 'accountKeys';
 export type IndexKey = string | number | (string | number)[];
 
 /**
+ * Grouped indexes: one entry per millisecond, holding the sorted ids of the requests that belong there. Requests
+ * arrive and settle in bursts that share milliseconds, so a batch rewrites a few groups instead of writing and
+ * deleting one entry per request.
+ * - `expiry`: requests not expired yet, by expiry time (what the sweeper expires next);
+ * - `processing`: requests being worked on, by the start time of their attempt (what a restart must take up again).
+ */
+export type GroupName = 'expiry' | 'processing';
+
+/**
  * Where the projection reads and writes views. LMDB implements it inside the write transaction of a batch;
- * `airs replay --verify` implements it in memory to rebuild everything from the log and compare.
+ * `airs replay --verify` rebuilds the account side in memory with it.
  */
 export interface ViewAccess {
   getRequest(reqId: string): RequestState | undefined;
@@ -22,20 +31,24 @@ export interface ViewAccess {
   /** Index values are strings; an index that only needs its keys stores ''. */
   putIndex(index: IndexName, key: IndexKey, value: string): void;
   removeIndex(index: IndexName, key: IndexKey): void;
+  /** Moves a request from one group of a grouped index to another (`undefined`: not in the index). */
+  moveInGroup(group: GroupName, reqId: string, from: number | undefined, to: number | undefined): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
 }
 
 /**
- * A queued request (waiting or being processed) is in the dispatch index until it settles or expires: grouped by
- * account (so workers can take accounts in turn), then by the time it becomes available. The value is its model.
+ * A request waiting for a worker is in the dispatch index: grouped by account (so workers can take accounts in
+ * turn), then by the time it becomes available. The value is its model.
  */
 export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
-  isQueued(state.status) ? [state.context.accountId, state.context.availableAt, state.context.reqId] : undefined;
+  state.status === 'waiting' ? [state.context.accountId, state.context.availableAt, state.context.reqId] : undefined;
 
-/** Every request that exists and has not expired yet is in the expiry index, by expiry time. */
-export const expiryKeyOf = (state: RequestState): IndexKey | undefined =>
-  state.status === 'none' || state.status === 'expired' ? undefined : [state.context.expiresAt, state.context.reqId];
+/** The group of each grouped index a request in `state` belongs to, if any. */
+export const groupOf: { readonly [G in GroupName]: (state: RequestState) => number | undefined } = {
+  expiry: (state) => (state.status === 'none' || state.status === 'expired' ? undefined : state.context.expiresAt),
+  processing: (state) => (state.status === 'processing' ? state.context.startedAt : undefined),
+};
 
 const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined): boolean => {
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((part, i) => part === b[i]);
@@ -54,6 +67,12 @@ const moveIndex = (
   if (to !== undefined) views.putIndex(index, to, value);
 };
 
+const moveGroup = (views: ViewAccess, group: GroupName, before: RequestState, after: RequestState) => {
+  const from = groupOf[group](before);
+  const to = groupOf[group](after);
+  if (from !== to) views.moveInGroup(group, after.context.reqId, from, to);
+};
+
 /**
  * What a request's move from `before` to `after` does to the views: its view (with its text: retention follows
  * from the new status, see codec.ts) and its index entries. Every index entry is a function of the request's state,
@@ -68,7 +87,8 @@ export const projectRequestChange = (
 ): void => {
   views.putRequest(after.context.reqId, after, text);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
-  moveIndex(views, 'expiry', expiryKeyOf(before), expiryKeyOf(after));
+  moveGroup(views, 'expiry', before, after);
+  moveGroup(views, 'processing', before, after);
 };
 
 /** Applies one account or key event to the views and indexes it touches. */

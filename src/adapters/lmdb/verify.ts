@@ -1,13 +1,13 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
-import { decodeEvents, encodeMap, encodeView, holdsText, textBytesOf, viewBytesOf } from './codec.js';
+import { decodeEvents, decodeIds, encodeMap, encodeView, holdsText, textBytesOf, viewBytesOf } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey } from './LmdbStore.js';
 import {
   dispatchKeyOf,
-  expiryKeyOf,
+  type GroupName,
+  groupOf,
   type IndexKey,
-  type IndexName,
   projectAccountEvent,
   type ViewAccess,
 } from './projection.js';
@@ -50,6 +50,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
   const views: ViewAccess = {
     getRequest: unexpected,
     putRequest: unexpected,
+    moveInGroup: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
@@ -67,7 +68,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
 /**
  * Rebuilds every view and index from the log and reports where the stored ones differ. Requests are folded with
  * the server's own step (`evolve`, the compiled machine); their index entries are functions of the folded state
- * (`dispatchKeyOf`, `expiryKeyOf`), as in the projection, so they are checked against the final states. Views are
+ * (`dispatchKeyOf`, `groupOf`), as in the projection, so they are checked against the final states. Views are
  * compared as encoded values. It runs synchronously from start to end, so it reads one snapshot of the environment
  * even while a server keeps writing.
  */
@@ -114,24 +115,40 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   if (stored !== requests.size) differ(`requests: ${stored} records stored, the log gives ${requests.size}`);
 
-  // Request indexes: every stored entry is the one its request's state calls for, and none is missing.
-  const checkIndex = (name: IndexName, keyOf: (state: RequestState) => IndexKey | undefined, reqIdAt: number) => {
-    let count = 0;
-    for (const { key, value } of dbs.indexes[name].getRange({})) {
-      count++;
-      const reqId = (key as (string | number)[])[reqIdAt] as string;
-      const state = requests.get(reqId);
-      const wanted = state === undefined ? undefined : keyOf(state);
-      if (!sameKey(key, wanted)) differ(`index ${name} ${keyText(key)}: stored but not produced by the log`);
-      else if (name === 'dispatch' && value !== state?.context.model)
-        differ(`index ${name} ${keyText(key)}: model differs`);
+  // The dispatch index: every stored entry is the one its request's state calls for, and none is missing.
+  let dispatched = 0;
+  for (const { key, value } of dbs.indexes.dispatch.getRange({})) {
+    dispatched++;
+    const state = requests.get((key as (string | number)[])[2] as string);
+    const wanted = state === undefined ? undefined : dispatchKeyOf(state);
+    if (!sameKey(key, wanted)) differ(`index dispatch ${keyText(key)}: stored but not produced by the log`);
+    else if (value !== state?.context.model) differ(`index dispatch ${keyText(key)}: model differs`);
+  }
+  let waiting = 0;
+  for (const state of requests.values()) if (dispatchKeyOf(state) !== undefined) waiting++;
+  if (dispatched !== waiting) differ(`index dispatch: ${dispatched} entries stored, the log gives ${waiting}`);
+
+  // Grouped indexes: each group holds exactly the sorted ids its requests' states put there.
+  const checkGroups = (name: GroupName) => {
+    const wanted = new Map<number, string[]>();
+    for (const state of requests.values()) {
+      const group = groupOf[name](state);
+      if (group === undefined) continue;
+      const ids = wanted.get(group);
+      if (ids === undefined) wanted.set(group, [state.context.reqId]);
+      else ids.push(state.context.reqId);
     }
-    let wantedCount = 0;
-    for (const state of requests.values()) if (keyOf(state) !== undefined) wantedCount++;
-    if (count !== wantedCount) differ(`index ${name}: ${count} entries stored, the log gives ${wantedCount}`);
+    for (const { key, value } of dbs.groups[name].getRange({})) {
+      const ids = wanted.get(key)?.sort();
+      wanted.delete(key);
+      const stored = decodeIds(value);
+      if (ids === undefined || ids.length !== stored.length || ids.some((id, i) => id !== stored[i]))
+        differ(`group ${name} ${key}: stores ${stored.length} ids, the log gives ${ids?.length ?? 0} (or others)`);
+    }
+    for (const key of wanted.keys()) differ(`group ${name} ${key}: produced by the log but not stored`);
   };
-  checkIndex('dispatch', dispatchKeyOf, 2);
-  checkIndex('expiry', expiryKeyOf, 1);
+  checkGroups('expiry');
+  checkGroups('processing');
 
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
   const compareMap = <V>(

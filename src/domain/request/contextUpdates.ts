@@ -24,7 +24,10 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     attempts: 0,
     availableAt: event.at,
   }),
-  RequestProcessingStarted: (context, event) => ({ attempts: Math.max(context.attempts + 1, event.attempt) }),
+  RequestProcessingStarted: (context, event) => ({
+    attempts: Math.max(context.attempts + 1, event.attempt),
+    startedAt: event.at,
+  }),
   RequestAttemptFailed: (_context, event) => ({ availableAt: event.retryAt, lastError: event.reason }),
   RequestCompleted: (_context, event) => ({ responseChars: event.responseChars, completedAt: event.at }),
   RequestFailed: (_context, event) => ({ failedAt: event.at, failureReason: event.reason }),

@@ -17,6 +17,8 @@ export type RequestContext = {
   readonly attempts: number;
   /** When the request may next be picked up by a worker. */
   readonly availableAt: number;
+  /** When its current (or last) attempt started. */
+  readonly startedAt?: number;
   readonly lastError?: string;
   readonly responseChars?: number;
   readonly completedAt?: number;
