@@ -15,6 +15,8 @@ export type CommitterLimits = {
   readonly maxBatchBytes: number;
   /** How long a rate-limiter state may wait for a batch to ride on before it is saved on its own. */
   readonly limiterFlushMs: number;
+  /** Batches handed to the store and not durable yet: one being committed, the next one waiting behind it. */
+  readonly maxInFlight: number;
 };
 
 export const defaultCommitterLimits: CommitterLimits = {
@@ -23,6 +25,7 @@ export const defaultCommitterLimits: CommitterLimits = {
   maxBatch: 2_000,
   maxBatchBytes: 32 * 1024 * 1024,
   limiterFlushMs: 1_000,
+  maxInFlight: 2,
 };
 
 export type SendOptions = {
@@ -57,8 +60,9 @@ const retryAfterSeconds = 1;
 export const createCommitter = (store: StoreShape, limits: CommitterLimits = defaultCommitterLimits) => {
   let queue: Waiting[] = [];
   let queuedBytes = 0;
-  /** A batch is being committed; the next one is taken when it is durable. */
-  let busy = false;
+  /** Batches handed to the store and not durable yet, and the commands in them. While one is being committed, the
+   * next is written behind it (its transaction follows at once), so the disk's flush is rarely waited for idle. */
+  let inFlight = 0;
   let committing = 0;
   let scheduled = false;
   const limiterStates = new Map<string, LimiterEntry>();
@@ -66,7 +70,7 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
   let drainWaiters: Array<() => void> = [];
 
   const schedule = () => {
-    if (scheduled || busy) return;
+    if (scheduled || inFlight >= limits.maxInFlight) return;
     scheduled = true;
     // Everything sent in this event-loop turn goes into the same batch.
     setImmediate(turn);
@@ -90,14 +94,14 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
 
   const turn = () => {
     scheduled = false;
-    if (busy || (queue.length === 0 && limiterStates.size === 0)) return settleIfDrained();
+    if (inFlight >= limits.maxInFlight || (queue.length === 0 && limiterStates.size === 0)) return settleIfDrained();
     const batch = takeBatch();
     const riders = [...limiterStates.values()];
     limiterStates.clear();
     // The flush timer is left to run: re-arming it after every batch would cost a timer per batch under load; when it
     // fires with nothing left, its turn does nothing.
-    busy = true;
-    committing = batch.length;
+    inFlight++;
+    committing += batch.length;
     store
       .commit({ commands: batch.map((waiting) => waiting.command), limiterStates: riders })
       .then(
@@ -114,15 +118,15 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
         },
       )
       .finally(() => {
-        busy = false;
-        committing = 0;
+        inFlight--;
+        committing -= batch.length;
         if (queue.length > 0) schedule();
         else settleIfDrained();
       });
   };
 
   const settleIfDrained = () => {
-    if (queue.length === 0 && !busy && !scheduled) for (const done of drainWaiters.splice(0)) done();
+    if (queue.length === 0 && inFlight === 0 && !scheduled) for (const done of drainWaiters.splice(0)) done();
   };
 
   const send: CommitterShape['send'] = (command, options = {}) => {

@@ -84,20 +84,25 @@ describe('The committer (one durable write per batch of commands)', () => {
     );
   });
 
-  it('answers a caller only once its own batch is durable, and queues what comes meanwhile for the next batch', async () => {
+  it('answers a caller only once its own batch is durable, and hands over at most two batches, queueing the rest', async () => {
     const { committer, batches, hold, open } = setUp();
     hold();
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
     const first = committer.send(submit(1));
-    await new Promise((resolve) => setImmediate(resolve));
+    await turn();
+    // While the first batch is being committed, the next one is written behind it.
     const second = committer.send(submit(2));
     const third = committer.send(submit(3));
-    expect(await settled(first)).toBe(false);
-    expect(batches.map((batch) => batch.commands.length)).toEqual([1]);
-    open();
-    await Promise.all([first, second, third]);
+    await turn();
+    // With two batches in flight, what comes now waits in the queue.
+    const fourth = committer.send(submit(4));
+    for (const pending of [first, second, third, fourth]) expect(await settled(pending)).toBe(false);
     expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2]);
+    open();
+    await Promise.all([first, second, third, fourth]);
+    expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2, 1]);
     lmdb.reads.refresh();
-    expect(lmdb.reads.lastSeq()).toBe(3);
+    expect(lmdb.reads.lastSeq()).toBe(4);
   });
 
   it('bounds each batch by its count of commands and by the bytes of text it carries', async () => {

@@ -101,6 +101,29 @@ describe('The LMDB store', () => {
     expect((await store.commit({ commands: [submit('req_next')] })).map(seqsOf)).toEqual([[2]]);
   });
 
+  it('decides a batch that runs behind a rolled-back one without anything that one wrote', async () => {
+    open();
+    await store.commit({ commands: [createAccount(1)] });
+    // The expiry groups are written last in a batch, after its request records: the fault comes late.
+    const { expiry } = store.databases.groups;
+    const put = expiry.put.bind(expiry);
+    let faults = 1;
+    expiry.put = (...args: Parameters<typeof expiry.put>) => {
+      if (faults-- > 0) throw new Error('injected write fault');
+      return put(...args);
+    };
+    // Handed over together, the two batches are written one behind the other; the first one is rolled back.
+    const first = store.commit({ commands: [submit('req_x')] });
+    const second = store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_x', now: 1_001 }] });
+    await expect(first).rejects.toThrow(/injected/);
+    const [start] = await second;
+    expiry.put = put;
+    expect(start).toMatchObject({ _tag: 'LifecycleViolation' });
+    store.reads.refresh();
+    expect(store.reads.request('req_x')).toBeUndefined();
+    expect(store.reads.lastSeq()).toBe(1);
+  });
+
   it('keeps the prompt with the submit that introduces it, and a response only with an accepted completion', async () => {
     open();
     const outcomes = await store.commit({

@@ -262,26 +262,32 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
-    let seq = 0;
     try {
       // One write transaction for the whole batch. It is a child transaction of lmdb-js's write batch so that a
-      // fault while writing (not a refusal: those are values) aborts all of it rather than committing half. With
-      // overlappingSync off, the promise resolves only once the commit is synced to disk.
-      const outcomes = await dbs.root.childTransaction(() => {
-        // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
-        // environment from another process, can never take the same numbers.
-        const lastSeq = lastSeqOf(dbs);
-        written.beginBatch(lastSeq);
-        const result = writeBatch(target, batch.commands, lastSeq);
-        seq = result.lastSeq;
-        for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
-        return result.outcomes;
+      // fault while writing (not a refusal: those are values) aborts all of it rather than committing half; a batch
+      // handed over while the previous one is being committed runs in the next transaction, or in the same one as
+      // its own child. With overlappingSync off, the promise resolves only once the commit is synced to disk.
+      return await dbs.root.childTransaction(() => {
+        try {
+          // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
+          // environment from another process, can never take the same numbers.
+          const lastSeq = lastSeqOf(dbs);
+          written.beginBatch(lastSeq);
+          const result = writeBatch(target, batch.commands, lastSeq);
+          for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
+          written.wrote(result.lastSeq);
+          return result.outcomes;
+        } catch (error) {
+          // This child transaction is rolled back: what it cached never happened, also for a batch that runs next
+          // in the same transaction.
+          written.failed();
+          groups.clear();
+          throw error;
+        }
       });
-      written.committed(seq);
-      return outcomes;
     } catch (error) {
+      // The commit itself failed (an I/O error): every batch in it is rolled back.
       written.failed();
-      groups.clear();
       throw error;
     }
   };

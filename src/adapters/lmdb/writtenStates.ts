@@ -9,13 +9,13 @@ import type { RequestState } from '../../domain/request/state.js';
  *
  * It is only trusted while this process is the log's only writer: each batch checks the log's last sequence number
  * against the one the previous batch left, and forgets everything if another process (the CLI) appended in
- * between, or if a batch failed.
+ * between, or if a batch was rolled back or its commit failed.
  */
 export const createWrittenStates = (maxEntries: number) => {
   const generationSize = Math.max(1, Math.floor(maxEntries / 2));
   let young = new Map<string, RequestState>();
   let old = new Map<string, RequestState>();
-  /** The log's last sequence number after our last committed batch; -1 when nothing can be trusted. */
+  /** The log's last sequence number after our last batch; -1 when nothing can be trusted. */
   let expectedSeq = -1;
 
   const clear = () => {
@@ -28,11 +28,11 @@ export const createWrittenStates = (maxEntries: number) => {
     beginBatch(lastSeq: number): void {
       if (lastSeq !== expectedSeq) clear();
     },
-    /** Once the batch is durable. */
-    committed(lastSeq: number): void {
+    /** At the end of a batch that wrote everything, inside its write transaction. */
+    wrote(lastSeq: number): void {
       expectedSeq = lastSeq;
     },
-    /** When a batch was rolled back: what it cached never happened. */
+    /** When a batch was rolled back, or its commit failed: what it cached never happened. */
     failed(): void {
       clear();
       expectedSeq = -1;
