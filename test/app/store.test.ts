@@ -108,10 +108,10 @@ describe('The LMDB store', () => {
     const { expiry } = store.databases.groups;
     const put = expiry.put.bind(expiry);
     let faults = 1;
-    expiry.put = (...args: Parameters<typeof expiry.put>) => {
+    expiry.put = ((...args: Parameters<typeof put>) => {
       if (faults-- > 0) throw new Error('injected write fault');
       return put(...args);
-    };
+    }) as typeof expiry.put;
     // Handed over together, the two batches are written one behind the other; the first one is rolled back.
     const first = store.commit({ commands: [submit('req_x')] });
     const second = store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_x', now: 1_001 }] });
