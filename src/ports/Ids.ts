@@ -31,7 +31,16 @@ const random = (bytes: number): string => {
  * at the right edge instead of pages all over a large file (which kept the server's mapped memory growing with the
  * number of stored requests). The 128 random bits after it keep ids unguessable.
  */
-const timeOrderedId = (now: number) => `${now.toString(16).padStart(12, '0')}${random(16)}`;
+let prefixTime = -1;
+let prefix = '';
+const timeOrderedId = (now: number) => {
+  // Many ids are made in the same millisecond: its hex form is made once.
+  if (now !== prefixTime) {
+    prefixTime = now;
+    prefix = now.toString(16).padStart(12, '0');
+  }
+  return `${prefix}${random(16)}`;
+};
 
 export const randomIds: IdsShape = {
   requestId: () => `req_${timeOrderedId(Date.now())}`,
