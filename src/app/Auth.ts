@@ -37,20 +37,14 @@ const lookUp = (reads: StoreReads, keyHash: string): Principal | Unauthorized | 
 /**
  * Authentication answers from a small cache by key hash. The cache is only as old as the accounts version it was
  * filled under: every account or key event (from this process or the CLI) changes that version in the same commit,
- * and each call reads it first, so a cached answer is never older than the last committed change the snapshot
- * shows. The snapshot is renewed at the first call of every event-loop iteration (a commit of this process renews
- * it too): a key revoked or an account suspended by the CLI counts from the next iteration on, that is for every
- * request read after the revocation was committed. (Renewing it for every call cost a microsecond or two each.)
+ * and each call reads it from a freshly renewed snapshot first, so a cached answer is never older than the last
+ * committed change of any account or key.
  */
 export const createAuth = (reads: StoreReads): AuthShape => {
   /** Two generations of at most `cacheLimit / 2` answers: O(1) eviction (see writtenStates.ts for why not an LRU Map). */
   let young = new Map<string, Principal | Unauthorized | Forbidden>();
   let old = new Map<string, Principal | Unauthorized | Forbidden>();
   let cachedVersion = -1;
-  let renewed = false;
-  const endOfIteration = () => {
-    renewed = false;
-  };
   return {
     authenticate: (authorization) => {
       if (authorization === null || authorization === undefined || authorization.trim() === '') {
@@ -62,11 +56,7 @@ export const createAuth = (reads: StoreReads): AuthShape => {
       }
       if (!keyPattern.test(token)) return new Unauthorized({ message: 'invalid API key' });
       // A key revoked or an account suspended by another process a moment ago must already count.
-      if (!renewed) {
-        reads.refresh();
-        renewed = true;
-        setImmediate(endOfIteration);
-      }
+      reads.refresh();
       const version = reads.accountsVersion();
       if (version !== cachedVersion) {
         young = new Map();
