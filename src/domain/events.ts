@@ -6,3 +6,13 @@ export type DomainEvent = RequestEvent | AccountEvent;
 
 /** An event as stored: its place in the log (`seq`, from 1, gap-free) added. */
 export type StoredEvent = DomainEvent & { readonly seq: number };
+
+/** `isRequestEvent` tells events apart by the `Request` prefix of their type: this does not compile if a request
+ * event's type lacks it or an account event's type has it. */
+export type EventNamesAreTellable = [RequestEvent['type']] extends [`Request${string}`]
+  ? [Extract<AccountEvent['type'], `Request${string}`>] extends [never]
+    ? true
+    : never
+  : never;
+const eventNamesAreTellable: EventNamesAreTellable = true;
+void eventNamesAreTellable;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
+import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';

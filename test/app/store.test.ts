@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { requestKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { Command } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
@@ -140,7 +141,7 @@ describe('The LMDB store', () => {
 
   it('drops the prompt from a request once it settles, and all text once it expires', async () => {
     open();
-    const raw = () => store.databases.requests.get('req_a')?.toString('latin1') ?? '';
+    const raw = () => store.databases.requests.get(requestKey('req_a'))?.toString('latin1') ?? '';
     await store.commit({
       commands: [
         submit('req_a'),

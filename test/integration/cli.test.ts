@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeView, encodeView } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
+import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
+import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import {
   type CliResult,
@@ -229,10 +229,15 @@ describe('replay', { timeout: 60_000 }, () => {
 
     const dbs = openDatabases(box.dataDir);
     try {
-      const bytes = dbs.requests.get(first.reqId);
-      const stored = bytes === undefined ? undefined : decodeView(bytes);
-      expect(stored?.status).toBe('completed');
-      if (stored !== undefined) dbs.requests.putSync(first.reqId, encodeView({ ...stored, status: 'waiting' }));
+      const bytes = dbs.requests.get(requestKey(first.reqId));
+      const stored = bytes === undefined ? undefined : decodeRecord(bytes);
+      expect(stored?.state.status).toBe('completed');
+      // The same record with its view changed: status waiting, text kept.
+      if (stored !== undefined)
+        dbs.requests.putSync(
+          requestKey(first.reqId),
+          encodeRecord({ ...stored.state, status: 'waiting' }, stored.text),
+        );
     } finally {
       await dbs.root.close();
     }

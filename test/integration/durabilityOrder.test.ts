@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { environmentFile } from '../../src/adapters/lmdb/LmdbStore.js';
+import { environmentFile } from '../../src/adapters/lmdb/databases.js';
 import {
   createAccountWithKey,
   killChildren,

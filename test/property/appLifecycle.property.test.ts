@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/LmdbStore.js';
+import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import { startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';

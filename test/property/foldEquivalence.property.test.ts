@@ -8,6 +8,7 @@ import { type RequestContext, requestMachine } from '../../src/domain/request/ma
 import {
   canApply,
   evolve,
+  evolveInPlace,
   evolveWithMachine,
   initialRequestState,
   type RequestState,
@@ -128,6 +129,18 @@ describe('The compiled fold step', () => {
         }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('changes a state it owns in place exactly as it makes a new one, from any state', () => {
+    fc.assert(
+      fc.property(state, event, (from, e) => {
+        const expected = evolve(from, e);
+        const owned = { status: from.status, context: { ...from.context } };
+        expect(evolveInPlace(owned, e)).toBe(expected !== from);
+        expect(exactly(owned)).toBe(exactly(expected));
+      }),
+      { numRuns: 3_000 },
     );
   });
 

@@ -18,7 +18,7 @@ const detailsOf = (event: StoredEvent): string =>
 
 const runVerify = async (dataDir: string, output: Output, json: boolean | undefined) => {
   const [{ openDatabases }, { verifyViews }] = await Promise.all([
-    import('../lmdb/LmdbStore.js'),
+    import('../lmdb/databases.js'),
     import('../lmdb/verify.js'),
   ]);
   const dbs = openDatabases(dataDir);

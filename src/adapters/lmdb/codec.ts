@@ -80,13 +80,16 @@ export const encodeRecord = (state: RequestState, text: string | Uint8Array | un
   return record;
 };
 
-const viewEnd = (record: Uint8Array) =>
+/** Where the view ends inside a record (it starts after the length). */
+export const viewEnd = (record: Uint8Array) =>
   lengthBytes +
   ((record[0] as number) | ((record[1] as number) << 8) | ((record[2] as number) << 16)) +
   (record[3] as number) * 0x1000000;
 
+export const viewStart = lengthBytes;
+
 /** The encoded view inside a record. */
-export const viewBytesOf = (record: Uint8Array): Uint8Array => record.subarray(lengthBytes, viewEnd(record));
+export const viewBytesOf = (record: Uint8Array): Uint8Array => record.subarray(viewStart, viewEnd(record));
 
 /** The text inside a record, as bytes (to carry it over into the next record without decoding it). */
 export const textBytesOf = (record: Uint8Array): Uint8Array => record.subarray(viewEnd(record));

@@ -1,8 +1,8 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { evolve, initialRequestState, type RequestState } from '../../domain/request/state.js';
-import { decodeEvents, decodeIds, encodeMap, encodeView, holdsText, textBytesOf, viewBytesOf } from './codec.js';
-import { accountsVersionKey, type LmdbDatabases, lastSeqKey } from './LmdbStore.js';
+import { evolveInPlace, initialRequestState } from '../../domain/request/state.js';
+import { decodeEvents, decodeIds, encodeMap, encodeView, holdsText, viewEnd, viewStart } from './codec.js';
+import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import {
   dispatchKeyOf,
   type GroupName,
@@ -11,6 +11,7 @@ import {
   projectAccountEvent,
   type ViewAccess,
 } from './projection.js';
+import { createRequestColumns } from './requestColumns.js';
 
 export type VerifyReport = {
   readonly events: number;
@@ -77,78 +78,144 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   const differ = (message: string) => {
     if (differences.length < maxDifferences) differences.push(message);
   };
-  const requests = new Map<string, RequestState>();
+  // Each request's state, folded in place by the fold's own step: a request is loaded into one working state when
+  // its events begin (they often come in a row), changed there, and written back to columns kept outside the heap.
+  const columns = createRequestColumns();
   const account = accountViews();
   let events = 0;
   let expected = 1;
+  let workingReqId: string | undefined;
+  let workingSlot = -1;
+  const putBack = () => {
+    if (workingSlot >= 0) columns.save(workingSlot);
+  };
   for (const { key, value } of dbs.log.getRange({})) {
     const batch = decodeEvents(value);
     for (const event of batch) {
       if (event.seq !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${event.seq}`);
       expected++;
-      if (isRequestEvent(event)) {
-        const before = requests.get(event.reqId) ?? initialRequestState;
-        const after = evolve(before, event);
-        if (after === before) differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
-        requests.set(event.reqId, after);
-      } else projectAccountEvent(account.views, event);
+      if (!isRequestEvent(event)) {
+        projectAccountEvent(account.views, event);
+        continue;
+      }
+      if (event.reqId === workingReqId) {
+        if (!evolveInPlace(columns.working, event))
+          differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+        continue;
+      }
+      putBack();
+      workingReqId = undefined;
+      workingSlot = -1;
+      if (event.type === 'RequestQueued') {
+        // A request's life begins with this event (the machine accepts it only from nothing): a new slot.
+        evolveInPlace(columns.loadState(initialRequestState), event);
+        const slot = columns.append(event.reqId);
+        if (slot === undefined) {
+          differ(`event ${event.seq}: RequestQueued for request ${event.reqId}, which exists`);
+          continue;
+        }
+        workingSlot = slot;
+      } else {
+        const slot = columns.slotOf(event.reqId);
+        if (slot === undefined || !evolveInPlace(columns.load(slot), event)) {
+          differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+          continue;
+        }
+        workingSlot = slot;
+      }
+      workingReqId = event.reqId;
     }
     if (key !== expected - 1) differ(`log record ${key}: its last event is ${expected - 1}`);
     events += batch.length;
   }
+  putBack();
 
-  // Request records: the view compared as an encoded value, both ways; text kept exactly while the status calls
-  // for it (a prompt is never empty; a response may be).
-  let stored = 0;
-  for (const { key, value } of dbs.requests.getRange({})) {
-    stored++;
-    const rebuilt = requests.get(key);
-    if (rebuilt === undefined) differ(`request ${key}: stored but not produced by the log`);
-    else if (!encodeView(rebuilt).equals(viewBytesOf(value)))
-      differ(`request ${key}: the stored view differs from the log's`);
-    else {
-      const textLength = textBytesOf(value).length;
-      const queued = rebuilt.status === 'waiting' || rebuilt.status === 'processing';
-      if ((queued && textLength === 0) || (!holdsText(rebuilt.status) && textLength > 0))
-        differ(`request ${key}: ${textLength === 0 ? 'no' : 'a'} text stored while it is ${rebuilt.status}`);
+  // The grouped indexes as stored: each group's ids sorted, and how many ids each index holds.
+  const storedInGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
+  for (const name of ['expiry', 'processing'] as const) {
+    for (const { key, value } of dbs.groups[name].getRange({})) {
+      const ids = decodeIds(value);
+      storedInGroups[name] += ids.length;
+      for (let i = 1; i < ids.length; i++)
+        if ((ids[i - 1] as string) >= (ids[i] as string)) differ(`group ${name} ${key}: ids out of order at ${ids[i]}`);
     }
   }
-  if (stored !== requests.size) differ(`requests: ${stored} records stored, the log gives ${requests.size}`);
+  /** The ids of one stored group, as a set; requests visited in creation order mostly ask for the same group again. */
+  const groupReader = (name: GroupName) => {
+    let key: number | undefined;
+    let ids = new Set<string>();
+    return (wanted: number): Set<string> => {
+      if (wanted !== key) {
+        key = wanted;
+        const stored = dbs.groups[name].getBinaryFast(wanted);
+        ids = new Set(stored === undefined ? [] : decodeIds(stored));
+      }
+      return ids;
+    };
+  };
+  const membersOf: Record<GroupName, (key: number) => Set<string>> = {
+    expiry: groupReader('expiry'),
+    processing: groupReader('processing'),
+  };
+
+  // One pass over the rebuilt requests: each stored record (its view compared as an encoded value; text kept
+  // exactly while the status calls for it: a prompt is never empty, a response may be), the group each belongs to,
+  // and what the dispatch index should hold. Together with the counts, every stored entry is accounted for.
+  let waiting = 0;
+  const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
+  const ids = columns.ids();
+  for (let slot = 0; slot < ids.length; slot++) {
+    const reqId = ids[slot] as string;
+    // The working state, filled from the slot (no object per request; absent fields are undefined, which the
+    // projection's rules and the view's encoding read as absent).
+    const rebuilt = columns.load(slot);
+    if (dispatchKeyOf(rebuilt) !== undefined) waiting++;
+    for (const name of ['expiry', 'processing'] as const) {
+      const group = groupOf[name](rebuilt);
+      if (group === undefined) continue;
+      inGroups[name]++;
+      if (!membersOf[name](group).has(reqId)) differ(`group ${name} ${group}: does not hold ${reqId}, the log does`);
+    }
+    const encoded = encodeView(rebuilt);
+    const record = dbs.requests.getBinaryFast(requestKey(reqId));
+    if (record === undefined) {
+      differ(`request ${reqId}: produced by the log but not stored`);
+      continue;
+    }
+    const end = viewEnd(record);
+    if (encoded.compare(record, viewStart, end) !== 0)
+      differ(`request ${reqId}: the stored view differs from the log's`);
+    else {
+      const textLength = record.length - end;
+      const queued = rebuilt.status === 'waiting' || rebuilt.status === 'processing';
+      if ((queued && textLength === 0) || (!holdsText(rebuilt.status) && textLength > 0))
+        differ(`request ${reqId}: ${textLength === 0 ? 'no' : 'a'} text stored while it is ${rebuilt.status}`);
+    }
+  }
+  for (const name of ['expiry', 'processing'] as const) {
+    if (storedInGroups[name] !== inGroups[name])
+      differ(`group ${name}: ${storedInGroups[name]} ids stored, the log gives ${inGroups[name]}`);
+  }
+  const storedRequests = (dbs.requests.getStats() as { entryCount: number }).entryCount;
+  if (storedRequests !== columns.size()) {
+    for (const key of dbs.requests.getKeys({})) {
+      const reqId = key.toString('utf8');
+      if (columns.slotOf(reqId) === undefined) differ(`request ${reqId}: stored but not produced by the log`);
+    }
+    differ(`requests: ${storedRequests} records stored, the log gives ${columns.size()}`);
+  }
 
   // The dispatch index: every stored entry is the one its request's state calls for, and none is missing.
   let dispatched = 0;
   for (const { key, value } of dbs.indexes.dispatch.getRange({})) {
     dispatched++;
-    const state = requests.get((key as (string | number)[])[2] as string);
+    const slot = columns.slotOf((key as (string | number)[])[2] as string);
+    const state = slot === undefined ? undefined : columns.read(slot);
     const wanted = state === undefined ? undefined : dispatchKeyOf(state);
     if (!sameKey(key, wanted)) differ(`index dispatch ${keyText(key)}: stored but not produced by the log`);
     else if (value !== state?.context.model) differ(`index dispatch ${keyText(key)}: model differs`);
   }
-  let waiting = 0;
-  for (const state of requests.values()) if (dispatchKeyOf(state) !== undefined) waiting++;
   if (dispatched !== waiting) differ(`index dispatch: ${dispatched} entries stored, the log gives ${waiting}`);
-
-  // Grouped indexes: each group holds exactly the sorted ids its requests' states put there.
-  const checkGroups = (name: GroupName) => {
-    const wanted = new Map<number, string[]>();
-    for (const state of requests.values()) {
-      const group = groupOf[name](state);
-      if (group === undefined) continue;
-      const ids = wanted.get(group);
-      if (ids === undefined) wanted.set(group, [state.context.reqId]);
-      else ids.push(state.context.reqId);
-    }
-    for (const { key, value } of dbs.groups[name].getRange({})) {
-      const ids = wanted.get(key)?.sort();
-      wanted.delete(key);
-      const stored = decodeIds(value);
-      if (ids === undefined || ids.length !== stored.length || ids.some((id, i) => id !== stored[i]))
-        differ(`group ${name} ${key}: stores ${stored.length} ids, the log gives ${ids?.length ?? 0} (or others)`);
-    }
-    for (const key of wanted.keys()) differ(`group ${name} ${key}: produced by the log but not stored`);
-  };
-  checkGroups('expiry');
-  checkGroups('processing');
 
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
   const compareMap = <V>(
@@ -186,7 +253,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   return {
     events,
-    requests: requests.size,
+    requests: columns.size(),
     accounts: account.rebuilt.accounts.size,
     keys: account.rebuilt.keys.size,
     differences,

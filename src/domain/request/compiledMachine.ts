@@ -22,6 +22,11 @@ export type CompiledMachine = {
     context: RequestContext,
     event: RequestEvent,
   ): { status: CompiledStatus; context: RequestContext } | undefined;
+  /**
+   * The same step, written into `state` itself (its context merged in place) instead of new objects: for a fold that
+   * owns its states and makes many steps (verification). Returns whether the machine accepted the event.
+   */
+  stepInPlace(state: { status: CompiledStatus; context: RequestContext }, event: RequestEvent): boolean;
   readonly statuses: readonly CompiledStatus[];
 };
 
@@ -122,6 +127,14 @@ export const compileMachine = (machine: typeof requestMachine): CompiledMachine 
       for (const assignment of candidate.assignments)
         next = Object.assign({}, next, assignment({ context: next, event }));
       return { status: candidate.target, context: next };
+    },
+    stepInPlace: (state, event) => {
+      const candidate = chosen(state.status, state.context, event);
+      if (candidate === undefined) return false;
+      for (const assignment of candidate.assignments)
+        Object.assign(state.context, assignment({ context: state.context, event }));
+      state.status = candidate.target;
+      return true;
     },
   };
 };

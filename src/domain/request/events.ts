@@ -59,13 +59,6 @@ export type RequestEvent =
   | RequestFailed
   | RequestExpired;
 
-export const requestEventTypes: ReadonlySet<string> = new Set<RequestEvent['type']>([
-  'RequestQueued',
-  'RequestProcessingStarted',
-  'RequestAttemptFailed',
-  'RequestCompleted',
-  'RequestFailed',
-  'RequestExpired',
-]);
-
-export const isRequestEvent = (event: { type: string }): event is RequestEvent => requestEventTypes.has(event.type);
+/** Every request event's type starts with `Request` and no other's does (a string compare is cheaper than a set
+ * lookup for the millions of events a verification reads). */
+export const isRequestEvent = (event: { type: string }): event is RequestEvent => event.type.startsWith('Request');

@@ -52,6 +52,17 @@ export const evolve = (state: RequestState, event: RequestEvent): RequestState =
 export const tryEvolve = (state: RequestState, event: RequestEvent): RequestState | undefined =>
   compiled.step(state.status, state.context, event) as RequestState | undefined;
 
+/** A request's state owned by one fold, changed in place by `evolveInPlace`. */
+export type MutableRequestState = { status: RequestStatus; context: RequestContext };
+
+/**
+ * The fold step written into a state the caller owns (its context must not be shared): the same table, guards and
+ * updates as `evolve`, without new objects per event. Returns whether the machine accepted the event; a property
+ * test holds it equal to `evolve`.
+ */
+export const evolveInPlace = (state: MutableRequestState, event: RequestEvent): boolean =>
+  compiled.stepInPlace(state, event);
+
 /** Folds a whole stream of events from nothing. */
 export const foldRequest = (events: Iterable<RequestEvent>): RequestState => {
   let state = initialRequestState;

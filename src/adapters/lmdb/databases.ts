@@ -1,0 +1,85 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Database, open, type RootDatabase } from 'lmdb';
+import type { GroupName, IndexKey, IndexName } from './projection.js';
+
+/** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
+ * (`airs replay --verify`) starts quickly. */
+
+type Key = IndexKey;
+
+/** The named databases of one LMDB environment: the log, the views and their indexes, and the text payloads. */
+export type LmdbDatabases = {
+  readonly root: RootDatabase;
+  /** The log: one record per committed batch (its events, each with its sequence number), keyed by the sequence
+   * number of its last event (codec.ts). */
+  readonly log: Database<Buffer, number>;
+  /** Request records by request id (`requestKey`): the view and the text the request holds now (codec.ts). */
+  readonly requests: Database<Buffer, Buffer>;
+  readonly accounts: Database<Buffer, string>;
+  readonly keys: Database<Buffer, string>;
+  /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
+  readonly limiter: Database<number, Key>;
+  /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
+  readonly meta: Database<number, string>;
+  readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
+  /** Grouped indexes (projection.ts): milliseconds to the sorted ids in that group (codec.ts). */
+  readonly groups: Readonly<Record<GroupName, Database<Buffer, number>>>;
+};
+
+export const accountsVersionKey = 'accountsVersion';
+/** The sequence number of the log's last event, kept beside it in the same transaction (a cursor to the log's last
+ * record costs far more per batch). */
+export const lastSeqKey = 'lastSeq';
+const layoutKey = 'layout';
+/** The layout of the databases this code writes. 2: one log record per batch; request records with their text;
+ * grouped expiry and processing indexes. */
+const layout = 2;
+
+export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
+
+/**
+ * The key of a request's record: its id as UTF-8 bytes, compared by LMDB as plain bytes. Request ids share a long
+ * prefix (their creation time), and lmdb-js's own key comparison, word by word, made every lookup twice as costly.
+ * For the ids airs makes (ASCII), the bytes and their order are the same as lmdb-js's string keys.
+ */
+export const requestKey = (reqId: string): Buffer => Buffer.from(reqId, 'utf8');
+
+/** A data directory written by an airs whose databases are laid out differently. */
+export class UnknownLayout extends Error {}
+
+export const openDatabases = (dataDir: string): LmdbDatabases => {
+  mkdirSync(dataDir, { recursive: true });
+  // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
+  // ever sees a state that a power cut could take back.
+  const root = open({ path: environmentFile(dataDir), maxDbs: 20, overlappingSync: false });
+  const db = <V, K extends Key>(name: string, encoding?: 'binary' | 'string') =>
+    root.openDB<V, K>({ name, ...(encoding === undefined ? {} : { encoding }) });
+  const meta = db<number, string>('meta');
+  const found = meta.get(layoutKey);
+  // The first layout kept one record per event in a database named `events`.
+  const oldLog = found === undefined ? root.openDB({ name: 'events', create: false } as { name: string }) : undefined;
+  if (found !== undefined ? found !== layout : oldLog !== undefined) {
+    void root.close();
+    throw new UnknownLayout(
+      `the data directory ${dataDir} was written by a version of airs with another storage layout (${found ?? 1}; this version reads ${layout}); back it up and start with an empty directory`,
+    );
+  }
+  if (found === undefined) meta.putSync(layoutKey, layout);
+  return {
+    root,
+    log: db('log', 'binary'),
+    requests: root.openDB<Buffer, Buffer>({ name: 'requests', encoding: 'binary', keyEncoding: 'binary' }),
+    accounts: db('accounts', 'binary'),
+    keys: db('keys', 'binary'),
+    limiter: db('limiter'),
+    meta,
+    indexes: {
+      dispatch: db('idx.dispatch', 'string'),
+      emails: db('idx.emails', 'string'),
+      keyHashes: db('idx.keyHashes', 'string'),
+      accountKeys: db('idx.accountKeys', 'string'),
+    },
+    groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
+  };
+};

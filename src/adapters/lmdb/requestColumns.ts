@@ -1,0 +1,249 @@
+import type { RequestContext } from '../../domain/request/machine.js';
+import type { MutableRequestState, RequestState, RequestStatus } from '../../domain/request/state.js';
+
+/**
+ * Many requests' folded states, kept in columns (typed arrays, outside the JavaScript heap) rather than one object
+ * per request: a verification holds every request of the log at once, and hundreds of thousands of long-lived
+ * objects made the garbage collector the largest cost of a `replay --verify`. A request is taken out into one
+ * reusable working state, changed there by the fold's own step, and put back. Fields are copied one by one, by
+ * name: a loop over field names made every copy a slow lookup.
+ */
+
+const statuses: readonly RequestStatus[] = ['none', 'waiting', 'processing', 'completed', 'failed', 'expired'];
+const statusCode: Readonly<Record<RequestStatus, number>> = {
+  none: 0,
+  waiting: 1,
+  processing: 2,
+  completed: 3,
+  failed: 4,
+  expired: 5,
+};
+
+type Working = { -readonly [K in keyof RequestContext]: RequestContext[K] | undefined };
+
+/** A column of numbers; NaN stands for an absent field. */
+const absentNumber = Number.NaN;
+const numberOrUndefined = (value: number): number | undefined => (Number.isNaN(value) ? undefined : value);
+
+export const createRequestColumns = () => {
+  let capacity = 1024;
+  let size = 0;
+  /** The request id of each slot (it is also the key its slot is found by). */
+  const ids: string[] = [];
+  const slots = new Map<string, number>();
+  let status = new Uint8Array(capacity);
+  let promptChars = new Float64Array(capacity);
+  let createdAt = new Float64Array(capacity);
+  let expiresAt = new Float64Array(capacity);
+  let attempts = new Float64Array(capacity);
+  let availableAt = new Float64Array(capacity);
+  let responseChars = new Float64Array(capacity);
+  let completedAt = new Float64Array(capacity);
+  let failedAt = new Float64Array(capacity);
+  let expiredAt = new Float64Array(capacity);
+  let startedAt = new Float64Array(capacity);
+  /** Strings that repeat (accounts, keys, models, reasons) are stored once; the columns hold their indexes, -1 for
+   * absent. */
+  let accountId = new Int32Array(capacity);
+  let keyId = new Int32Array(capacity);
+  let model = new Int32Array(capacity);
+  let lastError = new Int32Array(capacity);
+  let failureReason = new Int32Array(capacity);
+  const table: string[] = [];
+  const indexOf = new Map<string, number>();
+  const intern = (text: string | undefined): number => {
+    if (text === undefined) return -1;
+    let index = indexOf.get(text);
+    if (index === undefined) {
+      index = table.length;
+      table.push(text);
+      indexOf.set(text, index);
+    }
+    return index;
+  };
+  /** The index of `text`, reusing `current` (the slot's index so far, or the index last stored in this column) when
+   * the text is the same: a string compare instead of a map lookup, as accounts, keys and models repeat. */
+  const keep = (current: number, text: string | undefined): number =>
+    current >= 0 && text === table[current] ? current : intern(text);
+
+  const grow = () => {
+    capacity *= 2;
+    const numbers = (column: Float64Array) => {
+      const next = new Float64Array(capacity);
+      next.set(column);
+      return next;
+    };
+    const indexes = (column: Int32Array) => {
+      const next = new Int32Array(capacity);
+      next.set(column);
+      return next;
+    };
+    const codes = new Uint8Array(capacity);
+    codes.set(status);
+    status = codes;
+    promptChars = numbers(promptChars);
+    createdAt = numbers(createdAt);
+    expiresAt = numbers(expiresAt);
+    attempts = numbers(attempts);
+    availableAt = numbers(availableAt);
+    responseChars = numbers(responseChars);
+    completedAt = numbers(completedAt);
+    failedAt = numbers(failedAt);
+    expiredAt = numbers(expiredAt);
+    startedAt = numbers(startedAt);
+    accountId = indexes(accountId);
+    keyId = indexes(keyId);
+    model = indexes(model);
+    lastError = indexes(lastError);
+    failureReason = indexes(failureReason);
+  };
+
+  /**
+   * One working state, reused: the fold's step changes it in place. It always has every field (`undefined` when
+   * absent), which the step does not tell apart from absent, nor does the view's encoding.
+   */
+  const working = { status: 'none' as RequestStatus, context: {} as Working };
+
+  const store = (slot: number, fresh: boolean) => {
+    const c = working.context;
+    status[slot] = statusCode[working.status];
+    promptChars[slot] = c.promptChars ?? absentNumber;
+    createdAt[slot] = c.createdAt ?? absentNumber;
+    expiresAt[slot] = c.expiresAt ?? absentNumber;
+    attempts[slot] = c.attempts ?? absentNumber;
+    availableAt[slot] = c.availableAt ?? absentNumber;
+    responseChars[slot] = c.responseChars ?? absentNumber;
+    completedAt[slot] = c.completedAt ?? absentNumber;
+    failedAt[slot] = c.failedAt ?? absentNumber;
+    expiredAt[slot] = c.expiredAt ?? absentNumber;
+    startedAt[slot] = c.startedAt ?? absentNumber;
+    const previous = fresh && slot > 0 ? slot - 1 : slot;
+    accountId[slot] = keep(accountId[previous] as number, c.accountId);
+    keyId[slot] = keep(keyId[previous] as number, c.keyId);
+    model[slot] = keep(model[previous] as number, c.model);
+    lastError[slot] = keep(fresh ? -1 : (lastError[slot] as number), c.lastError);
+    failureReason[slot] = keep(fresh ? -1 : (failureReason[slot] as number), c.failureReason);
+  };
+
+  const text = (index: number) => (index >= 0 ? table[index] : undefined);
+
+  return {
+    /** The working state: what `load` and `loadState` fill, and the step changes. */
+    working: working as MutableRequestState,
+    /** The working state filled from `state`. */
+    loadState(state: RequestState): MutableRequestState {
+      const from = state.context;
+      const c = working.context;
+      working.status = state.status;
+      c.reqId = from.reqId;
+      c.accountId = from.accountId;
+      c.keyId = from.keyId;
+      c.model = from.model;
+      c.promptChars = from.promptChars;
+      c.createdAt = from.createdAt;
+      c.expiresAt = from.expiresAt;
+      c.attempts = from.attempts;
+      c.availableAt = from.availableAt;
+      c.lastError = from.lastError;
+      c.responseChars = from.responseChars;
+      c.completedAt = from.completedAt;
+      c.failedAt = from.failedAt;
+      c.failureReason = from.failureReason;
+      c.expiredAt = from.expiredAt;
+      c.startedAt = from.startedAt;
+      return working as MutableRequestState;
+    },
+    /** The working state filled from `slot`. */
+    load(slot: number): MutableRequestState {
+      const c = working.context;
+      working.status = statuses[status[slot] as number] as RequestStatus;
+      c.reqId = ids[slot];
+      c.accountId = text(accountId[slot] as number);
+      c.keyId = text(keyId[slot] as number);
+      c.model = text(model[slot] as number);
+      c.promptChars = numberOrUndefined(promptChars[slot] as number);
+      c.createdAt = numberOrUndefined(createdAt[slot] as number);
+      c.expiresAt = numberOrUndefined(expiresAt[slot] as number);
+      c.attempts = numberOrUndefined(attempts[slot] as number);
+      c.availableAt = numberOrUndefined(availableAt[slot] as number);
+      c.lastError = text(lastError[slot] as number);
+      c.responseChars = numberOrUndefined(responseChars[slot] as number);
+      c.completedAt = numberOrUndefined(completedAt[slot] as number);
+      c.failedAt = numberOrUndefined(failedAt[slot] as number);
+      c.failureReason = text(failureReason[slot] as number);
+      c.expiredAt = numberOrUndefined(expiredAt[slot] as number);
+      c.startedAt = numberOrUndefined(startedAt[slot] as number);
+      return working as MutableRequestState;
+    },
+    /** Writes the working state into `slot`. */
+    save: (slot: number) => store(slot, false),
+    /**
+     * Writes the working state into a new slot for request `reqId`; `undefined` if the request has a slot already
+     * (then nothing is written). One map operation, not a lookup first: most requests are new when this is asked.
+     */
+    append(reqId: string): number | undefined {
+      const known = slots.size;
+      slots.set(reqId, size);
+      if (slots.size === known) {
+        slots.set(reqId, ids.indexOf(reqId));
+        return undefined;
+      }
+      if (size === capacity) grow();
+      ids.push(reqId);
+      store(size, true);
+      return size++;
+    },
+    /** The slot of request `reqId`, if it has one. */
+    slotOf: (reqId: string): number | undefined => slots.get(reqId),
+    /** The state of `slot` as a new object, with exactly the fields it has (for encoding it). */
+    read(slot: number): RequestState {
+      const context: Record<string, unknown> = {
+        reqId: ids[slot],
+        accountId: text(accountId[slot] as number),
+        keyId: text(keyId[slot] as number),
+        model: text(model[slot] as number),
+        promptChars: promptChars[slot],
+        createdAt: createdAt[slot],
+        expiresAt: expiresAt[slot],
+        attempts: attempts[slot],
+        availableAt: availableAt[slot],
+      };
+      const error = lastError[slot] as number;
+      if (error >= 0) context.lastError = table[error];
+      if (!Number.isNaN(responseChars[slot])) context.responseChars = responseChars[slot];
+      if (!Number.isNaN(completedAt[slot])) context.completedAt = completedAt[slot];
+      if (!Number.isNaN(failedAt[slot])) context.failedAt = failedAt[slot];
+      const reason = failureReason[slot] as number;
+      if (reason >= 0) context.failureReason = table[reason];
+      if (!Number.isNaN(expiredAt[slot])) context.expiredAt = expiredAt[slot];
+      if (!Number.isNaN(startedAt[slot])) context.startedAt = startedAt[slot];
+      return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
+    },
+    /** The request id of each slot, in slot order. */
+    ids: (): readonly string[] => ids,
+    size: () => size,
+  };
+};
+
+export type RequestColumns = ReturnType<typeof createRequestColumns>;
+
+// The columns cover the whole context: adding a field to it without adding a column does not compile.
+type Covered =
+  | 'reqId'
+  | 'accountId'
+  | 'keyId'
+  | 'model'
+  | 'promptChars'
+  | 'createdAt'
+  | 'expiresAt'
+  | 'attempts'
+  | 'availableAt'
+  | 'lastError'
+  | 'responseChars'
+  | 'completedAt'
+  | 'failedAt'
+  | 'failureReason'
+  | 'expiredAt'
+  | 'startedAt';
+const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
+void everyFieldHasAColumn;
