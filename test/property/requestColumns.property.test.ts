@@ -32,18 +32,16 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
   fc
     .record({ reqId: fc.constantFrom(...reqIds), at, attempt: fc.integer({ min: 1, max: 3 }) })
     .map(({ reqId, at, attempt }): RequestEvent => ({ type: 'RequestProcessingStarted', reqId, attempt, at })),
-  fc
-    .record({ reqId: fc.constantFrom(...reqIds), at, reason: fc.constantFrom('x', 'timed out', 'é ✓') })
-    .map(
-      ({ reqId, at, reason }): RequestEvent => ({
-        type: 'RequestAttemptFailed',
-        reqId,
-        attempt: 1,
-        reason,
-        retryAt: at + 5,
-        at,
-      }),
-    ),
+  fc.record({ reqId: fc.constantFrom(...reqIds), at, reason: fc.constantFrom('x', 'timed out', 'é ✓') }).map(
+    ({ reqId, at, reason }): RequestEvent => ({
+      type: 'RequestAttemptFailed',
+      reqId,
+      attempt: 1,
+      reason,
+      retryAt: at + 5,
+      at,
+    }),
+  ),
   fc
     .record({ reqId: fc.constantFrom(...reqIds), at })
     .map(({ reqId, at }): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 2, at })),
