@@ -40,43 +40,116 @@ export const decodeIds = (bytes: Uint8Array): string[] => mapPackr.unpack(bytes)
 const viewVersion = 1;
 const lengthBytes = 4;
 const absent = null;
+/** Where the view begins inside a record (after its length). */
+export const viewStart = lengthBytes;
 
-/** The view alone, encoded (what `replay --verify` compares). */
-export const encodeView = ({ status, context: c }: RequestState): Buffer =>
-  mapPackr.pack([
-    viewVersion,
-    status,
-    c.reqId,
-    c.accountId,
-    c.keyId,
-    c.model,
-    c.promptChars,
-    c.createdAt,
-    c.expiresAt,
-    c.attempts,
-    c.availableAt,
-    c.lastError ?? absent,
-    c.responseChars ?? absent,
-    c.completedAt ?? absent,
-    c.failedAt ?? absent,
-    c.failureReason ?? absent,
-    c.expiredAt ?? absent,
-    c.startedAt ?? absent,
-  ]);
+/**
+ * The view is written as MessagePack by hand, into one scratch buffer: a fixed array of numbers, strings and nils
+ * is simple to write, and this is the hottest encoding of the store (every change of every request, every view a
+ * verification compares); msgpackr decodes it like any other MessagePack.
+ */
+let scratch = Buffer.allocUnsafe(4096);
+let at = 0;
+const put = (byte: number) => {
+  scratch[at++] = byte;
+};
+const writeNumber = (n: number) => {
+  if (Number.isInteger(n) && n >= 0 && n < 0x100000000) {
+    if (n < 0x80) put(n);
+    else if (n < 0x100) {
+      put(0xcc);
+      put(n);
+    } else if (n < 0x10000) {
+      put(0xcd);
+      at = scratch.writeUInt16BE(n, at);
+    } else {
+      put(0xce);
+      at = scratch.writeUInt32BE(n, at);
+    }
+  } else {
+    put(0xcb);
+    at = scratch.writeDoubleBE(n, at);
+  }
+};
+const writeString = (text: string) => {
+  const length = Buffer.byteLength(text);
+  if (length < 32) put(0xa0 | length);
+  else if (length < 0x100) {
+    put(0xd9);
+    put(length);
+  } else if (length < 0x10000) {
+    put(0xda);
+    at = scratch.writeUInt16BE(length, at);
+  } else {
+    put(0xdb);
+    at = scratch.writeUInt32BE(length, at);
+  }
+  at += scratch.write(text, at, length, 'utf8');
+};
+const writeOptional = (value: string | number | undefined) => {
+  if (value === undefined) put(0xc0);
+  else if (typeof value === 'number') writeNumber(value);
+  else writeString(value);
+};
+const viewFields = 18;
+
+/** Writes the view of `state` into the scratch buffer; returns its length. */
+const writeView = ({ status, context: c }: RequestState): number => {
+  // Room for the fixed part, and for every string at three bytes a character (UTF-8's worst case for JS strings).
+  const room =
+    200 +
+    3 *
+      (c.reqId.length +
+        c.accountId.length +
+        c.keyId.length +
+        c.model.length +
+        (c.lastError?.length ?? 0) +
+        (c.failureReason?.length ?? 0));
+  if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
+  at = 0;
+  put(0xdc);
+  at = scratch.writeUInt16BE(viewFields, at);
+  writeNumber(viewVersion);
+  writeString(status);
+  writeString(c.reqId);
+  writeString(c.accountId);
+  writeString(c.keyId);
+  writeString(c.model);
+  writeNumber(c.promptChars);
+  writeNumber(c.createdAt);
+  writeNumber(c.expiresAt);
+  writeNumber(c.attempts);
+  writeNumber(c.availableAt);
+  writeOptional(c.lastError);
+  writeOptional(c.responseChars);
+  writeOptional(c.completedAt);
+  writeOptional(c.failedAt);
+  writeOptional(c.failureReason);
+  writeOptional(c.expiredAt);
+  writeOptional(c.startedAt);
+  return at;
+};
+
+/** The view alone, encoded. */
+export const encodeView = (state: RequestState): Buffer => Buffer.from(scratch.subarray(0, writeView(state)));
+
+/** Whether `record` holds exactly the view of `state`, compared as encoded bytes (what `replay --verify` does). */
+export const viewMatches = (state: RequestState, record: Uint8Array): boolean =>
+  scratch.compare(record, viewStart, viewEnd(record), 0, writeView(state)) === 0;
 
 /** Which statuses keep text in the record. */
 export const holdsText = (status: RequestStatus): boolean =>
   status === 'waiting' || status === 'processing' || status === 'completed';
 
 export const encodeRecord = (state: RequestState, text: string | Uint8Array | undefined): Buffer => {
-  const view = encodeView(state);
+  const viewLength = writeView(state);
   const kept = holdsText(state.status) ? text : undefined;
   const textLength = kept === undefined ? 0 : typeof kept === 'string' ? Buffer.byteLength(kept) : kept.length;
-  const record = Buffer.allocUnsafe(lengthBytes + view.length + textLength);
-  record.writeUInt32LE(view.length, 0);
-  view.copy(record, lengthBytes);
-  if (typeof kept === 'string') record.write(kept, lengthBytes + view.length);
-  else if (kept !== undefined) record.set(kept, lengthBytes + view.length);
+  const record = Buffer.allocUnsafe(lengthBytes + viewLength + textLength);
+  record.writeUInt32LE(viewLength, 0);
+  scratch.copy(record, lengthBytes, 0, viewLength);
+  if (typeof kept === 'string') record.write(kept, lengthBytes + viewLength);
+  else if (kept !== undefined) record.set(kept, lengthBytes + viewLength);
   return record;
 };
 
@@ -85,8 +158,6 @@ export const viewEnd = (record: Uint8Array) =>
   lengthBytes +
   ((record[0] as number) | ((record[1] as number) << 8) | ((record[2] as number) << 16)) +
   (record[3] as number) * 0x1000000;
-
-export const viewStart = lengthBytes;
 
 /** The encoded view inside a record. */
 export const viewBytesOf = (record: Uint8Array): Uint8Array => record.subarray(viewStart, viewEnd(record));

@@ -38,12 +38,19 @@ const layout = 2;
 
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
 
+const keyScratch = Buffer.allocUnsafeSlow(1024);
+
 /**
  * The key of a request's record: its id as UTF-8 bytes, compared by LMDB as plain bytes. Request ids share a long
  * prefix (their creation time), and lmdb-js's own key comparison, word by word, made every lookup twice as costly.
  * For the ids airs makes (ASCII), the bytes and their order are the same as lmdb-js's string keys.
  */
-export const requestKey = (reqId: string): Buffer => Buffer.from(reqId, 'utf8');
+export const requestKey = (reqId: string): Buffer => {
+  // Written into one scratch buffer: lmdb-js copies a key before the call that takes it returns, so the next key
+  // may overwrite it. Ids longer than the scratch get their own buffer (LMDB refuses keys over 1978 bytes anyway).
+  if (reqId.length * 3 > keyScratch.length) return Buffer.from(reqId, 'utf8');
+  return keyScratch.subarray(0, keyScratch.write(reqId, 0, 'utf8'));
+};
 
 /** A data directory written by an airs whose databases are laid out differently. */
 export class UnknownLayout extends Error {}

@@ -30,7 +30,12 @@ export const createRequestColumns = () => {
   let size = 0;
   /** The request id of each slot (it is also the key its slot is found by). */
   const ids: string[] = [];
+  /**
+   * Which slot holds an id, indexed on demand: a request whose events all come in a row never needs a lookup (only
+   * an event that comes after another request's does), and the index is brought up to date only then.
+   */
   const slots = new Map<string, number>();
+  let indexed = 0;
   let status = new Uint8Array(capacity);
   let promptChars = new Float64Array(capacity);
   let createdAt = new Float64Array(capacity);
@@ -177,24 +182,18 @@ export const createRequestColumns = () => {
     },
     /** Writes the working state into `slot`. */
     save: (slot: number) => store(slot, false),
-    /**
-     * Writes the working state into a new slot for request `reqId`; `undefined` if the request has a slot already
-     * (then nothing is written). One map operation, not a lookup first: most requests are new when this is asked.
-     */
-    append(reqId: string): number | undefined {
-      const known = slots.size;
-      slots.set(reqId, size);
-      if (slots.size === known) {
-        slots.set(reqId, ids.indexOf(reqId));
-        return undefined;
-      }
+    /** Writes the working state into a new slot for request `reqId` (a request of the log appears once). */
+    append(reqId: string): number {
       if (size === capacity) grow();
       ids.push(reqId);
       store(size, true);
       return size++;
     },
-    /** The slot of request `reqId`, if it has one. */
-    slotOf: (reqId: string): number | undefined => slots.get(reqId),
+    /** The slot of request `reqId`, if it has one (the latest, should an id have been given two). */
+    slotOf(reqId: string): number | undefined {
+      for (; indexed < size; indexed++) slots.set(ids[indexed] as string, indexed);
+      return slots.get(reqId);
+    },
     /** The state of `slot` as a new object, with exactly the fields it has (for encoding it). */
     read(slot: number): RequestState {
       const context: Record<string, unknown> = {

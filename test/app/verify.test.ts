@@ -1,0 +1,118 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeIds, decodeRecord, encodeEvents, encodeIds, encodeRecord } from '../../src/adapters/lmdb/codec.js';
+import { lastSeqKey, requestKey } from '../../src/adapters/lmdb/databases.js';
+import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import type { Command } from '../../src/domain/commands.js';
+import type { StoredEvent } from '../../src/domain/events.js';
+import { tempDataDir } from '../support/testApp.js';
+
+const submit = (reqId: string, now = 1_000): Command => ({
+  type: 'Submit',
+  reqId,
+  accountId: 'acct_1',
+  keyId: 'key_1',
+  model: 'echo',
+  promptChars: 5,
+  prompt: 'hello',
+  ttlMs: 60_000,
+  now,
+  startNow: true,
+});
+const complete = (reqId: string): Command => ({
+  type: 'RecordSuccess',
+  reqId,
+  responseChars: 3,
+  response: 'bye',
+  now: 1_100,
+});
+
+describe('replay --verify (views rebuilt from the log and compared)', () => {
+  let store: LmdbStore;
+  let dir: string;
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A store with three requests, two completed and one being processed, written as the server writes them. */
+  const written = async () => {
+    dir = tempDataDir('airs-verify');
+    store = openLmdbStore(dir);
+    await store.commit({ commands: [submit('req_a'), submit('req_b'), submit('req_c')] });
+    await store.commit({ commands: [complete('req_a'), complete('req_b')] });
+    store.reads.refresh();
+    return store.databases;
+  };
+  const differences = () => verifyViews(store.databases).differences;
+
+  it('finds nothing to report in what the store wrote', async () => {
+    await written();
+    expect(verifyViews(store.databases)).toMatchObject({ events: 8, requests: 3, differences: [] });
+  });
+
+  it('names a request whose stored view differs from the fold of its events', async () => {
+    const dbs = await written();
+    const record = decodeRecord(dbs.requests.get(requestKey('req_b')) as Buffer);
+    dbs.requests.putSync(requestKey('req_b'), encodeRecord({ ...record.state, status: 'failed' }, undefined));
+    expect(differences()).toEqual([expect.stringMatching(/^request req_b: the stored view differs/)]);
+  });
+
+  it('names a request whose record is missing, and one stored that the log never made', async () => {
+    const dbs = await written();
+    const record = dbs.requests.get(requestKey('req_a')) as Buffer;
+    dbs.requests.removeSync(requestKey('req_a'));
+    dbs.requests.putSync(requestKey('req_z'), record);
+    expect(differences()).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^request req_a: produced by the log but not stored/),
+        expect.stringMatching(/^request req_z: stored but not produced by the log/),
+      ]),
+    );
+  });
+
+  it('notices text kept that the status no longer calls for', async () => {
+    const dbs = await written();
+    const record = decodeRecord(dbs.requests.get(requestKey('req_c')) as Buffer);
+    // Processing keeps the prompt; a record without it is wrong.
+    dbs.requests.putSync(requestKey('req_c'), encodeRecord(record.state, ''));
+    expect(differences()).toEqual([expect.stringMatching(/^request req_c: no text stored while it is processing/)]);
+  });
+
+  it('notices a request missing from its group of a grouped index', async () => {
+    const dbs = await written();
+    const [key] = Array.from(dbs.groups.expiry.getKeys({}));
+    const ids = decodeIds(dbs.groups.expiry.get(key as number) as Buffer);
+    dbs.groups.expiry.putSync(key as number, encodeIds(ids.filter((id) => id !== 'req_b')));
+    expect(differences()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^group expiry \d+: does not hold req_b, the log does/)]),
+    );
+  });
+
+  it('notices a request queued twice in the log', async () => {
+    const dbs = await written();
+    // One more log record, appended by hand: req_a queued again.
+    const again: StoredEvent = {
+      type: 'RequestQueued',
+      reqId: 'req_a',
+      accountId: 'acct_1',
+      keyId: 'key_1',
+      model: 'echo',
+      promptChars: 5,
+      at: 2_000,
+      expiresAt: 62_000,
+      seq: 9,
+    };
+    dbs.log.putSync(9, encodeEvents([again]));
+    dbs.meta.putSync(lastSeqKey, 9);
+    expect(differences().length).toBeGreaterThan(0);
+  });
+
+  it('stops at a gap in the log', async () => {
+    const dbs = await written();
+    // The first batch's record (events 1 to 6) taken away: the log begins at event 7.
+    dbs.log.removeSync(6);
+    expect(() => verifyViews(dbs)).toThrow(/gap: expected event 1, found 7/);
+  });
+});

@@ -1,0 +1,78 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeRecord, encodeRecord, viewMatches } from '../../src/adapters/lmdb/codec.js';
+import type { RequestContext } from '../../src/domain/request/machine.js';
+import type { RequestState, RequestStatus } from '../../src/domain/request/state.js';
+
+const statuses: RequestStatus[] = ['waiting', 'processing', 'completed', 'failed', 'expired'];
+/** Numbers as the views hold them: small counts, epoch milliseconds, and the odd large value. */
+const number = fc.oneof(
+  fc.integer({ min: 0, max: 300 }),
+  fc.integer({ min: 1_700_000_000_000, max: 2_000_000_000_000 }),
+  fc.integer({ min: 0, max: 2 ** 40 }),
+);
+const text = fc.string({ unit: 'grapheme', maxLength: 300 });
+
+const state: fc.Arbitrary<RequestState> = fc
+  .record(
+    {
+      status: fc.constantFrom(...statuses),
+      reqId: fc.string({ minLength: 1, maxLength: 60 }),
+      accountId: fc.string({ minLength: 1, maxLength: 40 }),
+      keyId: fc.string({ minLength: 1, maxLength: 40 }),
+      model: text,
+      promptChars: number,
+      createdAt: number,
+      expiresAt: number,
+      attempts: number,
+      availableAt: number,
+      lastError: text,
+      responseChars: number,
+      completedAt: number,
+      failedAt: number,
+      failureReason: text,
+      expiredAt: number,
+      startedAt: number,
+    },
+    {
+      requiredKeys: [
+        'status',
+        'reqId',
+        'accountId',
+        'keyId',
+        'model',
+        'promptChars',
+        'createdAt',
+        'expiresAt',
+        'attempts',
+        'availableAt',
+      ],
+    },
+  )
+  .map(({ status, ...context }) => ({ status, context: context as RequestContext }));
+
+describe('A request record', () => {
+  it('reads back exactly the view and the text it was written with, whatever the strings and numbers', () => {
+    fc.assert(
+      fc.property(state, text, (written, body) => {
+        const record = encodeRecord(written, body);
+        const read = decodeRecord(record);
+        expect(read.state).toEqual(written);
+        const keepsText = ['waiting', 'processing', 'completed'].includes(written.status);
+        expect(read.text).toBe(keepsText ? body : undefined);
+        expect(viewMatches(written, record)).toBe(true);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('does not match the view of another state', () => {
+    fc.assert(
+      fc.property(state, state, (one, other) => {
+        fc.pre(JSON.stringify(one) !== JSON.stringify(other));
+        expect(viewMatches(other, encodeRecord(one, 'x'))).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
