@@ -1,8 +1,9 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeIds, decodeRecord, encodeEvents, encodeIds, encodeRecord } from '../../src/adapters/lmdb/codec.js';
+import { decodeIds, decodeRecord, encodeIds, encodeRecord } from '../../src/adapters/lmdb/codec.js';
 import { lastSeqKey, requestKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { Command } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
@@ -104,7 +105,7 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
       expiresAt: 62_000,
       seq: 9,
     };
-    dbs.log.putSync(9, encodeEvents([again]));
+    dbs.log.putSync(9, encodeLogRecord([again]));
     dbs.meta.putSync(lastSeqKey, 9);
     expect(differences().length).toBeGreaterThan(0);
   });

@@ -4,12 +4,10 @@ import type { StoredEvent } from '../../domain/events.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type BatchTarget, writeBatch } from './batchWriter.js';
 import {
-  decodeEvents,
   decodeIds,
   decodeMap,
   decodeRecord,
   decodeView,
-  encodeEvents,
   encodeIds,
   encodeMap,
   encodeRecord,
@@ -17,6 +15,7 @@ import {
   textBytesOf,
 } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, openDatabases, requestKey } from './databases.js';
+import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import type { GroupName, IndexKey, ViewAccess } from './projection.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -52,7 +51,7 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
 function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
   for (const { value } of dbs.log.getRange({ start: fromSeq })) {
-    for (const event of decodeEvents(value)) if (event.seq >= fromSeq) yield event;
+    for (const event of decodeLogRecord(value)) if (event.seq >= fromSeq) yield event;
   }
 }
 
@@ -185,7 +184,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
     },
     appendLog: (lastSeq, events) => {
-      dbs.log.put(lastSeq, encodeEvents(events));
+      dbs.log.put(lastSeq, encodeLogRecord(events));
       dbs.meta.put(lastSeqKey, lastSeq);
     },
     flush: groups.flush,

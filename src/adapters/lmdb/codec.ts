@@ -1,5 +1,4 @@
 import { Packr } from 'msgpackr';
-import type { StoredEvent } from '../../domain/events.js';
 import type { RequestContext } from '../../domain/request/machine.js';
 import type { RequestState, RequestStatus } from '../../domain/request/state.js';
 
@@ -10,15 +9,9 @@ import type { RequestState, RequestStatus } from '../../domain/request/state.js'
  * compares views as encoded values.
  */
 
-/** Log records: the events of one batch. Records (msgpackr's extension) are defined inside each message, so the
- * shape of an event type is written once per batch and each event after it costs only its values. */
-const logPackr = new Packr({ useRecords: true });
 /** Accounts and keys: plain maps (they are few; their key order is the fold's, the same in the server and verify).
  * Also the request view's positional array and the id lists of grouped indexes. */
 const mapPackr = new Packr({ useRecords: false });
-
-export const encodeEvents = (events: readonly StoredEvent[]): Buffer => logPackr.pack(events);
-export const decodeEvents = (bytes: Uint8Array): StoredEvent[] => logPackr.unpack(bytes) as StoredEvent[];
 
 export const encodeMap = (value: object): Buffer => mapPackr.pack(value);
 export const decodeMap = <T>(bytes: Uint8Array): T => mapPackr.unpack(bytes) as T;
@@ -50,6 +43,10 @@ export const viewStart = lengthBytes;
  */
 let scratch = Buffer.allocUnsafe(4096);
 let at = 0;
+/** Node's own UTF-8 writer under `Buffer#write`, without the argument checks `write` makes on every call. */
+const utf8Write = (
+  Buffer.prototype as unknown as { utf8Write: (text: string, offset: number, length: number) => number }
+).utf8Write;
 const put = (byte: number) => {
   scratch[at++] = byte;
 };
@@ -84,7 +81,7 @@ const writeString = (text: string) => {
     put(0xdb);
     at = scratch.writeUInt32BE(length, at);
   }
-  at += scratch.write(text, at, length, 'utf8');
+  at += utf8Write.call(scratch, text, at, length);
 };
 const writeOptional = (value: string | number | undefined) => {
   if (value === undefined) put(0xc0);

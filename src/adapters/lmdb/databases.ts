@@ -39,6 +39,10 @@ const layout = 2;
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
 
 const keyScratch = Buffer.allocUnsafeSlow(1024);
+/** Node's own UTF-8 writer under `Buffer#write`, without the argument checks `write` makes on every call. */
+const utf8Write = (
+  Buffer.prototype as unknown as { utf8Write: (text: string, offset: number, length: number) => number }
+).utf8Write;
 
 /**
  * The key of a request's record: its id as UTF-8 bytes, compared by LMDB as plain bytes. Request ids share a long
@@ -49,7 +53,7 @@ export const requestKey = (reqId: string): Buffer => {
   // Written into one scratch buffer: lmdb-js copies a key before the call that takes it returns, so the next key
   // may overwrite it. Ids longer than the scratch get their own buffer (LMDB refuses keys over 1978 bytes anyway).
   if (reqId.length * 3 > keyScratch.length) return Buffer.from(reqId, 'utf8');
-  return keyScratch.subarray(0, keyScratch.write(reqId, 0, 'utf8'));
+  return keyScratch.subarray(0, utf8Write.call(keyScratch, reqId, 0, keyScratch.length));
 };
 
 /** A data directory written by an airs whose databases are laid out differently. */

@@ -1,8 +1,10 @@
 import type { AccountState, KeyState } from '../../domain/account/state.js';
+import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolveInPlace, initialRequestState } from '../../domain/request/state.js';
-import { decodeEvents, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
+import { decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
+import { visitLogRecord } from './logRecord.js';
 import {
   dispatchKeyOf,
   type GroupName,
@@ -89,40 +91,39 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   const putBack = () => {
     if (workingSlot >= 0) columns.save(workingSlot);
   };
-  for (const { key, value } of dbs.log.getRange({})) {
-    const batch = decodeEvents(value);
-    for (const event of batch) {
-      if (event.seq !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${event.seq}`);
-      expected++;
-      if (!isRequestEvent(event)) {
-        projectAccountEvent(account.views, event);
-        continue;
-      }
-      if (event.reqId === workingReqId) {
-        if (!evolveInPlace(columns.working, event))
-          differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
-        continue;
-      }
-      putBack();
-      workingReqId = undefined;
-      workingSlot = -1;
-      if (event.type === 'RequestQueued') {
-        // A request's life begins with this event (the machine accepts it only from nothing): a new slot. A request
-        // queued twice gets two slots, and both are compared with its one record below, so it is reported there.
-        evolveInPlace(columns.loadState(initialRequestState), event);
-        workingSlot = columns.append(event.reqId);
-      } else {
-        const slot = columns.slotOf(event.reqId);
-        if (slot === undefined || !evolveInPlace(columns.load(slot), event)) {
-          differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
-          continue;
-        }
-        workingSlot = slot;
-      }
-      workingReqId = event.reqId;
+  const fold = (event: StoredEvent) => {
+    if (event.seq !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${event.seq}`);
+    expected++;
+    if (!isRequestEvent(event)) {
+      projectAccountEvent(account.views, event);
+      return;
     }
+    if (event.reqId === workingReqId) {
+      if (!evolveInPlace(columns.working, event))
+        differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+      return;
+    }
+    putBack();
+    workingReqId = undefined;
+    workingSlot = -1;
+    if (event.type === 'RequestQueued') {
+      // A request's life begins with this event (the machine accepts it only from nothing): a new slot. A request
+      // queued twice gets two slots, and both are compared with its one record below, so it is reported there.
+      evolveInPlace(columns.loadState(initialRequestState), event);
+      workingSlot = columns.append(event.reqId);
+    } else {
+      const slot = columns.slotOf(event.reqId);
+      if (slot === undefined || !evolveInPlace(columns.load(slot), event)) {
+        differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+        return;
+      }
+      workingSlot = slot;
+    }
+    workingReqId = event.reqId;
+  };
+  for (const { key, value } of dbs.log.getRange({})) {
+    events += visitLogRecord(value, fold);
     if (key !== expected - 1) differ(`log record ${key}: its last event is ${expected - 1}`);
-    events += batch.length;
   }
   putBack();
 
