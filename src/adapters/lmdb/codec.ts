@@ -19,6 +19,18 @@ export const decodeMap = <T>(bytes: Uint8Array): T => mapPackr.unpack(bytes) as 
 /** A group of a grouped index: the ids in it, sorted. */
 export const encodeIds = (ids: readonly string[]): Buffer => mapPackr.pack(ids);
 export const decodeIds = (bytes: Uint8Array): string[] => mapPackr.unpack(bytes) as string[];
+/** How many ids a group holds, read from its array header alone (nothing decoded). */
+export const countIds = (bytes: Uint8Array): number => {
+  const head = bytes[0] as number;
+  if (head >= 0x90 && head <= 0x9f) return head & 0x0f;
+  if (head === 0xdc) return ((bytes[1] as number) << 8) | (bytes[2] as number);
+  if (head === 0xdd)
+    return (
+      (bytes[1] as number) * 0x1000000 +
+      (((bytes[2] as number) << 16) | ((bytes[3] as number) << 8) | (bytes[4] as number))
+    );
+  return decodeIds(bytes).length;
+};
 
 /**
  * The request record: the request's view, then the text it holds now (its prompt while it is queued, its response

@@ -2,7 +2,7 @@ import type { AccountState, KeyState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolveInPlace, initialRequestState } from '../../domain/request/state.js';
-import { decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
+import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
 import {
@@ -127,16 +127,24 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   putBack();
 
-  // The grouped indexes as stored: each group's ids sorted, and how many ids each index holds.
+  // The grouped indexes as stored: how many ids each holds (read from the groups' headers). Each group is decoded
+  // once, when a rebuilt request asks for it or, for a group no rebuilt request belongs to, at the end.
   const storedInGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
+  const storedGroupKeys: Record<GroupName, number[]> = { expiry: [], processing: [] };
+  const readGroups: Record<GroupName, Set<number>> = { expiry: new Set(), processing: new Set() };
   for (const name of ['expiry', 'processing'] as const) {
     for (const { key, value } of dbs.groups[name].getRange({})) {
-      const ids = decodeIds(value);
-      storedInGroups[name] += ids.length;
-      for (let i = 1; i < ids.length; i++)
-        if ((ids[i - 1] as string) >= (ids[i] as string)) differ(`group ${name} ${key}: ids out of order at ${ids[i]}`);
+      storedInGroups[name] += countIds(value);
+      storedGroupKeys[name].push(key);
     }
   }
+  /** A stored group's ids; their order (sorted, no id twice) is checked here. */
+  const decodeGroup = (name: GroupName, key: number, stored: Uint8Array): string[] => {
+    const ids = decodeIds(stored);
+    for (let i = 1; i < ids.length; i++)
+      if ((ids[i - 1] as string) >= (ids[i] as string)) differ(`group ${name} ${key}: ids out of order at ${ids[i]}`);
+    return ids;
+  };
   /** The ids of one stored group, as a set; requests visited in creation order mostly ask for the same group again. */
   const groupReader = (name: GroupName) => {
     let key: number | undefined;
@@ -145,7 +153,8 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       if (wanted !== key) {
         key = wanted;
         const stored = dbs.groups[name].getBinaryFast(wanted);
-        ids = new Set(stored === undefined ? [] : decodeIds(stored));
+        ids = new Set(stored === undefined ? [] : decodeGroup(name, wanted, stored));
+        readGroups[name].add(wanted);
       }
       return ids;
     };
@@ -189,6 +198,10 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     }
   }
   for (const name of ['expiry', 'processing'] as const) {
+    for (const key of storedGroupKeys[name]) {
+      const stored = readGroups[name].has(key) ? undefined : dbs.groups[name].getBinaryFast(key);
+      if (stored !== undefined) decodeGroup(name, key, stored);
+    }
     if (storedInGroups[name] !== inGroups[name])
       differ(`group ${name}: ${storedInGroups[name]} ids stored, the log gives ${inGroups[name]}`);
   }
