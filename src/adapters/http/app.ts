@@ -41,8 +41,9 @@ const json = (status: number, body: unknown, headers: HeaderBag) => {
   return answer(status, JSON.stringify(body), headers);
 };
 
+/** `application/json`, with parameters or in any case; the exact common form is recognised without splitting. */
 const isJsonContentType = (value: string | null) =>
-  value !== null && value.split(';')[0]?.trim().toLowerCase() === 'application/json';
+  value === 'application/json' || (value !== null && value.split(';')[0]?.trim().toLowerCase() === 'application/json');
 
 /** h3's limit throws an `HTTPError`, srvx's its own error; both carry status 413. */
 const isTooLarge = (error: unknown) => error instanceof Error && (error as { status?: unknown }).status === 413;
