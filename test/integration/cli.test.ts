@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
@@ -130,6 +132,26 @@ describe('account and key commands', { timeout: 60_000 }, () => {
     const listed = await cliJson<AccountJson[]>(box, ['accounts', 'list']);
     expect(listed.map((a) => a.email)).not.toContain('gold@example.com');
     expect(listed.find((a) => a.id === account.id)?.plan).toBe('free');
+  });
+});
+
+describe('a data directory of another storage layout', { timeout: 60_000 }, () => {
+  it('is refused by serve and by every command with one line naming the directory, exit 2, and its log left as it was', async () => {
+    const box = newBox('airs-cli-layout');
+    // The first layout: one record per event in a database named `events`, no layout number.
+    const root = open({ path: join(box.dataDir, 'airs.mdb'), maxDbs: 20 });
+    await root.openDB({ name: 'events' }).put(1, { type: 'AccountCreated' });
+    await root.close();
+    for (const args of [['serve'], ['accounts', 'list'], ['replay'], ['replay', '--verify']]) {
+      const result = await runCli(box, args, { env: { PORT: '0' } });
+      expectOneLineFailure(result, /another storage layout \(1; this version reads 2\)/);
+      expect(result.stderr).toContain(box.dataDir);
+      expect(result.stderr).not.toMatch(/unexpected/);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
+    const again = open({ path: join(box.dataDir, 'airs.mdb'), maxDbs: 20 });
+    expect(again.openDB({ name: 'events' }).get(1)).toEqual({ type: 'AccountCreated' });
+    await again.close();
   });
 });
 

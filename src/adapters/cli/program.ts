@@ -34,6 +34,11 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
       output.err(`airs: ${error.message}`);
       return error.exitCode;
     }
+    // A data directory this version cannot read is the operator's setting to fix, like a bad config file.
+    if (error instanceof Error && error.name === 'UnknownLayout') {
+      output.err(`airs: ${error.message}`);
+      return 2;
+    }
     output.err(`airs: unexpected failure: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   }

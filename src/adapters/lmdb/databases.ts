@@ -57,7 +57,10 @@ export const requestKey = (reqId: string): Buffer => {
 };
 
 /** A data directory written by an airs whose databases are laid out differently. */
-export class UnknownLayout extends Error {}
+export class UnknownLayout extends Error {
+  // Recognised by name, so that the CLI can tell it apart without loading the store.
+  override name = 'UnknownLayout';
+}
 
 export const openDatabases = (dataDir: string): LmdbDatabases => {
   mkdirSync(dataDir, { recursive: true });
