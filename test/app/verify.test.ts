@@ -91,6 +91,28 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
     );
   });
 
+  it('reports a group whose ids are out of order once, however often its members ask for it', async () => {
+    dir = tempDataDir('airs-verify');
+    store = openLmdbStore(dir);
+    // Members of the two expiry groups alternate in the log, so the first group is read twice.
+    await store.commit({ commands: [submit('req_a'), submit('req_d', 2_000), submit('req_b')] });
+    store.reads.refresh();
+    const dbs = store.databases;
+    const key = 61_000;
+    expect(decodeIds(dbs.groups.expiry.get(key) as Buffer)).toEqual(['req_a', 'req_b']);
+    dbs.groups.expiry.putSync(key, encodeIds(['req_b', 'req_a']));
+    expect(differences()).toEqual([`group expiry ${key}: ids out of order at req_a`]);
+  });
+
+  it('checks the order of a stored group that no request of the log belongs to', async () => {
+    const dbs = await written();
+    dbs.groups.expiry.putSync(5, encodeIds(['req_y', 'req_x']));
+    expect(differences()).toEqual([
+      'group expiry 5: ids out of order at req_x',
+      'group expiry: 5 ids stored, the log gives 3',
+    ]);
+  });
+
   it('notices a request queued twice in the log', async () => {
     const dbs = await written();
     // One more log record, appended by hand: req_a queued again.
