@@ -49,7 +49,8 @@ const fileSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),
   host: z.string().min(1).optional(),
   dataDir: z.string().min(1).optional(),
-  requestTtlSeconds: positiveInt.optional(),
+  // At most ten years: every time airs derives from it stays a valid date (2^53 seconds passed and broke replay).
+  requestTtlSeconds: positiveInt.max(315_360_000, 'must be at most 315360000 (ten years)').optional(),
   maxPromptChars: positiveInt.optional(),
   maxBodyBytes: positiveInt.optional(),
   pollIntervalSeconds: positiveInt.optional(),

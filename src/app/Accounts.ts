@@ -3,6 +3,7 @@ import type { AccountCommand } from '../domain/account/decider.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
+import { fitsIdBound, idForMessage, maxEmailLength } from '../domain/identifiers.js';
 import type { PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -59,9 +60,9 @@ export const AccountsLayer = Layer.effect(
     const existing = (accountId: string) => () => store.reads.account(accountId) as AccountState;
 
     const withAccount = (accountId: string) => {
-      const account = store.reads.account(accountId);
+      const account = fitsIdBound(accountId) ? store.reads.account(accountId) : undefined;
       return account === undefined
-        ? Effect.fail(new Refused({ message: `no account ${accountId}` }))
+        ? Effect.fail(new Refused({ message: `no account ${idForMessage(accountId)}` }))
         : Effect.succeed(account);
     };
 
@@ -71,6 +72,12 @@ export const AccountsLayer = Layer.effect(
     return Accounts.of({
       createAccount: (email, plan) => {
         const normalized = email.trim().toLowerCase();
+        if (normalized.length > maxEmailLength)
+          return Effect.fail(
+            new Refused({
+              message: `an email address has at most ${maxEmailLength} characters; this one has ${normalized.length}`,
+            }),
+          );
         if (!emailPattern.test(normalized))
           return Effect.fail(new Refused({ message: `"${email}" is not an email address` }));
         const accountId = ids.accountId();
@@ -97,8 +104,8 @@ export const AccountsLayer = Layer.effect(
         }),
       listKeys: (accountId) => Effect.map(withAccount(accountId), () => store.reads.keysOf(accountId)),
       revokeKey: (keyId) => {
-        const key = store.reads.key(keyId);
-        if (key === undefined) return Effect.fail(new Refused({ message: `no key ${keyId}` }));
+        const key = fitsIdBound(keyId) ? store.reads.key(keyId) : undefined;
+        if (key === undefined) return Effect.fail(new Refused({ message: `no key ${idForMessage(keyId)}` }));
         return run(
           key.accountId,
           { type: 'RevokeKey', key, now: clock.now() },

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
 import { isRefusal } from '../domain/commands.js';
 import { InvalidRequest, NotFound, ProcessingFailed, Unavailable } from '../domain/errors.js';
+import { fitsIdBound, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
 import { publicStatus } from '../domain/request/publicStatus.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -29,11 +30,6 @@ export interface RequestsShape {
 
 export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
 
-const notFound = (reqId: string) =>
-  new NotFound({
-    message: `no request ${reqId.slice(0, 100)}; it may never have existed or it expired (requests live 24 hours)`,
-  });
-
 /**
  * Submit and poll. Both run on every API call, so they are plain functions (a promise, a value) rather than Effects:
  * the service is still built and wired as an Effect layer (see docs/decisions.md).
@@ -50,6 +46,11 @@ export const RequestsLayer = Layer.effect(
     const committer = yield* Committer;
     const ttlMs = config.requestTtlSeconds * 1000;
     const rules = { modelIds: models.ids(), maxPromptChars: config.maxPromptChars };
+    const lifetime = lifetimeInWords(config.requestTtlSeconds);
+    const notFound = (reqId: string) =>
+      new NotFound({
+        message: `no request ${idForMessage(reqId)}; it may never have existed or it expired (requests live ${lifetime})`,
+      });
 
     const submit: RequestsShape['submit'] = async (principal, body) => {
       const submission = parseSubmission(body, rules);
@@ -90,6 +91,8 @@ export const RequestsLayer = Layer.effect(
     const poll: RequestsShape['poll'] = (principal, reqId) => {
       if (reqId === undefined || reqId === '')
         return new InvalidRequest({ message: 'query parameter req_id is required' });
+      // An id longer than any airs makes names nothing, and must not reach the store as a key.
+      if (!fitsIdBound(reqId)) return notFound(reqId);
       const stored = store.reads.requestWithText(reqId);
       const visible =
         stored !== undefined && stored.state.context.accountId === principal.accountId ? stored : undefined;

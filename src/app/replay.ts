@@ -33,6 +33,7 @@ export const replay = (reads: StoreReads, filter: ReplayFilter): Replay => {
   const owners = new Map<string, string>();
   const states = new Map<string, RequestState>();
   const entries: TimelineEntry[] = [];
+  const shown = new Set<string>();
   let eventsRead = 0;
   for (const event of reads.events()) {
     eventsRead++;
@@ -47,9 +48,15 @@ export const replay = (reads: StoreReads, filter: ReplayFilter): Replay => {
       states.set(event.reqId, next);
       state = next.status;
     }
-    if (filter.since === undefined || event.at >= filter.since) entries.push({ event, state });
+    if (filter.since === undefined || event.at >= filter.since) {
+      entries.push({ event, state });
+      if (isRequestEvent(event)) shown.add(event.reqId);
+    }
   }
-  const finalStates = Object.fromEntries([...states].map(([reqId, state]) => [reqId, state.status]));
+  // Requests whose every event came before `since` are folded (their later states need them) but not shown.
+  const finalStates = Object.fromEntries(
+    [...states].filter(([reqId]) => shown.has(reqId)).map(([reqId, state]) => [reqId, state.status]),
+  );
   return { entries, finalStates, eventsRead };
 };
 

@@ -4,7 +4,23 @@ import { type Logger, pino } from 'pino';
 /** Structured logs (JSON lines on stderr). Key material and payload text are never logged. */
 export class Log extends Context.Service<Log, Logger>()('airs/Log') {}
 
-export const createLogger = (level: string = process.env.AIRS_LOG_LEVEL ?? 'info'): Logger =>
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * The level asked for by `LOG_LEVEL` (the contract's name; `AIRS_LOG_LEVEL`, this version's earlier name, still
+ * counts), `info` if neither is set, or what is wrong with it.
+ */
+export const logLevelFromEnv = (env: NodeJS.ProcessEnv = process.env): { level: string } | { problem: string } => {
+  const [name, value] =
+    env.LOG_LEVEL !== undefined ? ['LOG_LEVEL', env.LOG_LEVEL] : ['AIRS_LOG_LEVEL', env.AIRS_LOG_LEVEL];
+  if (value === undefined || value === '') return { level: 'info' };
+  const level = value.trim().toLowerCase();
+  return logLevels.includes(level)
+    ? { level }
+    : { problem: `${name}: "${value}" is not a log level; use one of ${logLevels.join(', ')}` };
+};
+
+export const createLogger = (level = 'info'): Logger =>
   pino({ level, base: undefined }, pino.destination({ dest: 2, sync: false }));
 
 export const LogLayer = (logger: Logger) => Layer.succeed(Log, logger);

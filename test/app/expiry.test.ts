@@ -32,6 +32,18 @@ describe('Expiry and retention', () => {
     expect(typesOf(reqId)).not.toContain('RequestExpired');
   });
 
+  it('says in its 404 how long requests live under the configured lifetime', async () => {
+    app = await startTestApp({ config: { requestTtlSeconds: 3_600 } });
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account();
+    const reqId = await submit(key);
+    await app.processor.idle();
+    clock.advance(3_600_000);
+    const expired = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
+    const { error } = (await expired.json()) as { error: { message: string } };
+    expect(error.message).toMatch(/\(requests live 1 hour\)$/);
+  });
+
   it('keeps the prompt until the request settles and the response until it expires; the log keeps ids, times and sizes', async () => {
     app = await startTestApp();
     const clock = app.clock as ManualClock;

@@ -135,6 +135,29 @@ describe('account and key commands', { timeout: 60_000 }, () => {
   });
 });
 
+describe('over-long names', { timeout: 60_000 }, () => {
+  it('refuses an email, account id or key id longer than any it could be with one line and exit 1, and goes on working', async () => {
+    const box = newBox('airs-cli-long');
+    const email = await runCli(box, ['accounts', 'create', '--email', `${'a'.repeat(3_000)}@example.com`]);
+    expectOneLineFailure(email, /^airs: an email address has at most 254 characters; this one has 3012$/m);
+    expect(email.code).toBe(1);
+    const accountId = `acct_${'x'.repeat(3_000)}`;
+    for (const args of [
+      ['keys', 'revoke', `key_${'x'.repeat(3_000)}`],
+      ['keys', 'create', '--account', accountId],
+      ['keys', 'list', '--account', accountId],
+      ['accounts', 'suspend', accountId],
+      ['accounts', 'set-plan', accountId, 'scale'],
+    ]) {
+      const result = await runCli(box, args);
+      expectOneLineFailure(result, /^airs: no (key|account) (key|acct)_x{95,96}…$/m);
+      expect(result.code, args.join(' ')).toBe(1);
+    }
+    const created = await runCli(box, ['accounts', 'create', '--email', 'after@example.com']);
+    expect(created.code, created.stderr).toBe(0);
+  });
+});
+
 describe('a data directory of another storage layout', { timeout: 60_000 }, () => {
   it('is refused by serve and by every command with one line naming the directory, exit 2, and its log left as it was', async () => {
     const box = newBox('airs-cli-layout');
@@ -161,6 +184,7 @@ describe('a bad config file', { timeout: 60_000 }, () => {
     ['an unknown key', '{"colour":"blue"}', /colour/],
     ['text that is not JSON', '{"port": 80', /not valid JSON/],
     ['a negative submit budget', '{"plans":{"free":{"submitsPerMinute":-1}}}', /plans\.free\.submitsPerMinute/],
+    ['a lifetime of 2^53 seconds', '{"requestTtlSeconds":9007199254740992}', /requestTtlSeconds: must be at most/],
   ];
   it.each(badConfigs)(
     'with %s makes `serve` and management commands exit non-zero, naming the field',
@@ -177,6 +201,12 @@ describe('a bad config file', { timeout: 60_000 }, () => {
       }
     },
   );
+  it('a LOG_LEVEL that is not a level stops `serve` with exit 2 and the list of levels', async () => {
+    const box = newBox('airs-loglevel');
+    const result = await runCli(box, ['serve'], { env: { PORT: '0', LOG_LEVEL: 'verbose' }, timeoutMs: 15_000 });
+    expectOneLineFailure(result, /LOG_LEVEL: "verbose" is not a log level; use one of fatal, error, warn, info/);
+    expect(result.code).toBe(2);
+  });
 });
 
 describe('replay', { timeout: 60_000 }, () => {
@@ -240,8 +270,22 @@ describe('replay', { timeout: 60_000 }, () => {
     for (const event of iso.events) expect(Date.parse(event.at)).toBeGreaterThanOrEqual(t0 + 30_000);
     expect(iso.events.some((e) => e.reqId === second.reqId)).toBe(true);
     expect(iso.events.some((e) => e.reqId === first.reqId)).toBe(false);
+    expect(iso.final_states).toEqual({ [second.reqId]: 'completed' });
     const all = await cliJson<ReplayJson>(box, ['replay']);
     expect(all.events.length).toBeGreaterThan(iso.events.length);
+  });
+
+  it('a --since it cannot read, or --verify with a filter, is a usage error: one line, exit 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['replay', '--since', 'yesterday'], /--since: "yesterday" is not an ISO 8601 time/],
+      [['replay', '--verify', '--request', first.reqId], /cannot be combined with --request/],
+      [['replay', '--verify', '--since', '0'], /cannot be combined/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(box, args);
+      expectOneLineFailure(result, message);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
   });
 
   it('--verify passes on an untouched log and names the request whose view was tampered with', async () => {

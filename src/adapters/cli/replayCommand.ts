@@ -48,12 +48,18 @@ export const registerReplayCommand = (program: Command, output: Output) => {
     .option('--verify', 'rebuild every view from the log and report any difference')
     .option('--json', 'print JSON')
     .action(async (options: ReplayOptions) => {
-      const config = configOrFail();
-      if (options.verify) return runVerify(config.dataDir, output, options.json);
+      // Usage errors (exit 2) before anything is opened.
+      if (options.verify && [options.request, options.account, options.since].some((given) => given !== undefined))
+        throw new CliError(
+          '--verify checks the whole log; it cannot be combined with --request, --account or --since',
+          2,
+        );
       const since = options.since === undefined ? undefined : parseSince(options.since);
       if (options.since !== undefined && since === undefined) {
-        throw new CliError(`--since: "${options.since}" is not an ISO 8601 time or epoch milliseconds`);
+        throw new CliError(`--since: "${options.since}" is not an ISO 8601 time or epoch milliseconds`, 2);
       }
+      const config = configOrFail();
+      if (options.verify) return runVerify(config.dataDir, output, options.json);
       const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
       const store = openLmdbStore(config.dataDir);
       try {

@@ -19,12 +19,14 @@ export const registerServeCommand = (program: Command, output: Output) => {
         throw new CliError(`bad configuration: ${(error as Error).message}`, 2);
       }
       // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
-      const [{ createLogger }, { startApp }, { listen }] = await Promise.all([
+      const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }] = await Promise.all([
         import('../../ports/Logger.js'),
         import('../../server.js'),
         import('../http/listen.js'),
       ]);
-      const logger = createLogger();
+      const logLevel = logLevelFromEnv();
+      if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
+      const logger = createLogger(logLevel.level);
       const app = await startApp({ config, logger });
       let listening: Awaited<ReturnType<typeof import('../http/listen.js').listen>>;
       try {

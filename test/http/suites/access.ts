@@ -81,6 +81,16 @@ export const accessSuite = (transport: Transport) =>
       expectRateLimitHeaders(answer, 'polls', 600);
     });
 
+    it.each([200, 2_000, 5_000])(
+      'answers a poll of an unknown req_id of %i characters with 404 not_found and its RateLimit headers',
+      async (length) => {
+        const { key } = await env.app.account();
+        const answer = await poll(env.client, key, `req_${'C'.repeat(length - 4)}`);
+        expect(expectError(answer, 404, 'not_found').message.length).toBeLessThan(200);
+        expectRateLimitHeaders(answer, 'polls', 600);
+      },
+    );
+
     it("answers a poll of another account's req_id exactly like an unknown one", async () => {
       const owner = await env.app.account();
       const other = await env.app.account();

@@ -1,0 +1,30 @@
+/**
+ * Bounds on the names callers give: request, account and key ids, and emails. Each ends up as (part of) a database
+ * key, and LMDB refuses keys over 1,978 bytes with an error; anything longer than these bounds cannot name
+ * anything airs made, so it is refused or not found before it reaches the store.
+ */
+
+/** airs's own ids are 38 characters at most (`req_` + 12 + 22); other writers' ids get generous room. */
+export const maxIdLength = 128;
+
+/** The longest address SMTP can carry (RFC 5321: a path of 256 octets, less the angle brackets). */
+export const maxEmailLength = 254;
+
+/** Whether `id` may name something stored (a longer one never does). */
+export const fitsIdBound = (id: string): boolean => id.length <= maxIdLength;
+
+/** An id as shown in a message: cut to a readable length. */
+export const idForMessage = (id: string): string => (id.length > 100 ? `${id.slice(0, 100)}…` : id);
+
+/** A lifetime in the largest whole unit that states it exactly: "24 hours", "1 hour", "90 seconds". */
+export const lifetimeInWords = (seconds: number): string => {
+  const [count, unit] =
+    seconds % 86_400 === 0 && seconds >= 2 * 86_400
+      ? [seconds / 86_400, 'day']
+      : seconds % 3_600 === 0
+        ? [seconds / 3_600, 'hour']
+        : seconds % 60 === 0
+          ? [seconds / 60, 'minute']
+          : [seconds, 'second'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+};
