@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { checkModelSecrets } from '../../config.js';
 import { configOrFail } from './context.js';
 import { CliError, type Output } from './output.js';
+import { DataDirInUse, type ServeLock, takeServeLock } from './serveLock.js';
 
 /** How long a stop waits for calls and model work in flight before it closes the store anyway. */
 const drainMs = 10_000;
@@ -27,7 +28,20 @@ export const registerServeCommand = (program: Command, output: Output) => {
       const logLevel = logLevelFromEnv();
       if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
       const logger = createLogger(logLevel.level);
-      const app = await startApp({ config, logger });
+      let lock: ServeLock;
+      try {
+        lock = takeServeLock(config.dataDir);
+      } catch (error) {
+        if (error instanceof DataDirInUse) throw new CliError(error.message, 2);
+        throw error;
+      }
+      let app: Awaited<ReturnType<typeof startApp>>;
+      try {
+        app = await startApp({ config, logger });
+      } catch (error) {
+        lock.release();
+        throw error;
+      }
       let listening: Awaited<ReturnType<typeof import('../http/listen.js').listen>>;
       try {
         listening = await listen(app.http, {
@@ -37,6 +51,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
         });
       } catch (error) {
         await app.close();
+        lock.release();
         const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
         throw new CliError(`cannot listen on ${config.host}:${config.port} (${reason})`);
       }
@@ -55,6 +70,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
         app.stopAccepting();
         await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, drainMs))]);
         await app.close();
+        lock.release();
         clearTimeout(force);
         logger.flush();
         process.exit(0);
