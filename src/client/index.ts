@@ -15,7 +15,7 @@
  * - `run(model, prompt, options)`: both.
  *
  * Every call retries a 429 after `Retry-After` and a 500/503 after 30 s (or `Retry-After`), a bounded number of
- * times; 400, 401, 403 and 404 fail at once. Failures are `AirsError` (`status`, `code`, `message`, `details`),
+ * times; 400, 401, 403, 404 and a 500 marked final (`details.final`: the request failed for good) fail at once. Failures are `AirsError` (`status`, `code`, `message`, `details`),
  * `AirsTimeoutError` when `timeoutMs` passes, or the signal's `reason` when the caller aborts.
  *
  * Only `fetch`, `AbortController` and `setTimeout` are used: no Node modules, so it runs in browsers too.

@@ -20,7 +20,8 @@ export type Settings = {
 /** A successful (2xx) answer: its status, its body parsed as JSON (`undefined` if it is not JSON), `Retry-After`. */
 export type Answer = { readonly status: number; readonly body: unknown; readonly retryAfterMs: number | undefined };
 
-/** Answers that mean "not now": the specification says to retry a 500 after 30 s; proxies send 502 and 504. */
+/** Answers that mean "not now": the specification says to retry a 500 after 30 s; proxies send 502 and 504. A
+ * 500 whose details say `final: true` is not one of them. */
 const transientStatuses = new Set([500, 502, 503, 504]);
 
 const parseJson = (text: string): unknown => {
@@ -103,6 +104,8 @@ export const createTransport = (settings: Settings) => {
       const error = errorFromResponse(answer.status, answer.body, answer.retryAfterMs);
       let delayMs: number;
       let retry: number;
+      // The server says the failure is final (a request that failed for good): asking again cannot change it.
+      if (error.details?.final === true) throw error;
       if (answer.status === 429 && rateLimitRetries < settings.maxRateLimitRetries) {
         retry = ++rateLimitRetries;
         delayMs = answer.retryAfterMs ?? settings.pollIntervalMs;

@@ -51,7 +51,16 @@ describe('airs ask', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     box = sandbox('airs-ask');
     // The server advises 1 s between polls (Retry-After), so a request still queued at the first poll costs 1 s.
-    box.writeConfig({ pollIntervalSeconds: 1 });
+    // `doomed` times out on its only attempt: a request that fails for good.
+    box.writeConfig({
+      pollIntervalSeconds: 1,
+      processing: { maxAttempts: 1 },
+      models: [
+        { id: 'echo', provider: 'echo' },
+        { id: 'echo-slow', provider: 'echo', delayMs: 5_000 },
+        { id: 'doomed', provider: 'echo', delayMs: 10_000, timeoutMs: 1 },
+      ],
+    });
     server = await startServer(box);
     ({ key } = await createAccountWithKey(box, 'ask@example.com'));
   });
@@ -108,6 +117,14 @@ describe('airs ask', { timeout: 60_000 }, () => {
     const result = await runCli(box, ['ask', '--model', 'no-such-model', '--url', server.url, '--key', key, 'hi']);
 
     expectOneLineFailure(result, 1, /^airs: 400 invalid_request: .*echo/);
+  });
+
+  it('exits 1 at once with the server’s message when the request failed for good', async () => {
+    const started = Date.now();
+    const result = await runCli(box, ['ask', '--model', 'doomed', '--url', server.url, '--key', key, 'hi']);
+
+    expectOneLineFailure(result, 1, /failed; submit it again/);
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 
   it('exits 2 when no key is given by --key or AIRS_API_KEY', async () => {

@@ -111,7 +111,7 @@ describe('the client against the real service in-process', { timeout: 30_000 }, 
     expect(delays).toEqual([]);
   });
 
-  it('reports a request that failed for good as server_error once the bounded 30-second retries are spent', async () => {
+  it('reports a request that failed for good at once, as the server marks it final', async () => {
     const app = await start({
       models: [{ id: 'doomed', provider: 'echo', delayMs: 10_000, timeoutMs: 1 }],
       processing: { concurrency: 4, maxAttempts: 1 },
@@ -123,9 +123,10 @@ describe('the client against the real service in-process', { timeout: 30_000 }, 
     const failure = await client.wait(request_id).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(AirsError);
-    expect(failure).toMatchObject({ status: 500, code: 'server_error' });
-    expect(delays).toEqual([30_000, 30_000, 30_000]);
-    expect(retries.map((retry) => retry.retry)).toEqual([1, 2, 3]);
+    expect(failure).toMatchObject({ status: 500, code: 'server_error', details: { final: true } });
+    expect((failure as Error).message).toMatch(/failed; submit it again/);
+    expect(delays).toEqual([]);
+    expect(retries).toEqual([]);
   });
 
   it('stops polling when the signal aborts during a wait and rejects with the signal’s reason', async () => {

@@ -45,6 +45,8 @@ const table: {
 const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
   if (error._tag === 'InvalidRequest') return error.details;
   if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };
+  // A failed request stays failed: no Retry-After, and a mark that waiting will not help (clients stop at once).
+  if (error._tag === 'ProcessingFailed') return { final: true };
   return undefined;
 };
 

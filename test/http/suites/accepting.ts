@@ -97,13 +97,15 @@ export const acceptingSuite = (transport: Transport) =>
       expect(answer.body).toMatchObject({ req_id: reqId, status: 'queued' });
     });
 
-    it('answers a poll of a request whose processing failed for good with 500 server_error and no internals', async () => {
+    it('answers a poll of a request whose processing failed for good with 500 server_error marked final, no Retry-After and no internals', async () => {
       const { key } = await env.app.account();
       const reqId = await submit(env.client, key, 'doomed');
       await env.app.processor.idle();
       const answer = await poll(env.client, key, reqId);
       const error = expectError(answer, 500, 'server_error');
       expect(error.message).toMatch(/processing/i);
+      expect((error as { details?: unknown }).details).toEqual({ final: true });
+      expect(answer.headers.get('retry-after')).toBeNull();
       expect(answer.text).not.toMatch(/timed out|timeout|abort|stack|node_modules|\/work\/|\.ts\b|\n\s+at /i);
       expect(answer.text).not.toContain(key);
       expect(answer.text).not.toContain(env.app.dataDir);
