@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -155,6 +156,29 @@ describe('over-long names', { timeout: 60_000 }, () => {
     }
     const created = await runCli(box, ['accounts', 'create', '--email', 'after@example.com']);
     expect(created.code, created.stderr).toBe(0);
+  });
+});
+
+describe('a data directory that cannot be used', { timeout: 60_000 }, () => {
+  it('a file, a path under a file, or a place where nothing can be created: one line naming it, exit 2, for serve and the CLI', async () => {
+    const box = newBox('airs-cli-datadir');
+    const file = join(box.dir, 'not-a-directory');
+    writeFileSync(file, 'x');
+    const cases: Array<[string, RegExp]> = [
+      [file, /is a file, not a directory/],
+      [join(file, 'data'), /not-a-directory is a file, not a directory/],
+      ...(existsSync('/proc/self')
+        ? [['/proc/airs-test/data', /cannot be created: \/proc\/airs-test/] as [string, RegExp]]
+        : []),
+    ];
+    for (const [dataDir, message] of cases) {
+      for (const args of [['accounts', 'list'], ['serve']]) {
+        const result = await runCli(box, args, { env: { AIRS_DATA_DIR: dataDir, PORT: '0' }, timeoutMs: 15_000 });
+        expectOneLineFailure(result, message);
+        expect(result.stderr).toContain(dataDir);
+        expect(result.code, `${args[0]} with ${dataDir}`).toBe(2);
+      }
+    }
   });
 });
 

@@ -34,8 +34,8 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
       output.err(`airs: ${error.message}`);
       return error.exitCode;
     }
-    // A data directory this version cannot read is the operator's setting to fix, like a bad config file.
-    if (error instanceof Error && error.name === 'UnknownLayout') {
+    // A data directory this version cannot use or read is the operator's setting to fix, like a bad config file.
+    if (error instanceof Error && (error.name === 'UnknownLayout' || error.name === 'DataDirUnusable')) {
       output.err(`airs: ${error.message}`);
       return 2;
     }

@@ -1,5 +1,6 @@
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDataDir } from '../lmdb/dataDir.js';
 
 /**
  * One `airs serve` per data directory. Two servers on one directory would each start every queued request (a model
@@ -50,7 +51,7 @@ export type ServeLock = { release(): void };
 
 /** Takes the directory's lock for this process, or throws `DataDirInUse` naming the holder. */
 export const takeServeLock = (dataDir: string): ServeLock => {
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   const path = serveLockFile(dataDir);
   // Written whole first, then linked into place (atomic, and refused if the lock exists): nobody ever reads a lock
   // file half written.

@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
+import { ensureDataDir } from './dataDir.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -63,7 +63,7 @@ export class UnknownLayout extends Error {
 }
 
 export const openDatabases = (dataDir: string): LmdbDatabases => {
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
   // ever sees a state that a power cut could take back.
   const root = open({ path: environmentFile(dataDir), maxDbs: 20, overlappingSync: false });
