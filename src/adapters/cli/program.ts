@@ -35,7 +35,7 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
       return error.exitCode;
     }
     // A data directory this version cannot use or read is the operator's setting to fix, like a bad config file.
-    if (error instanceof Error && (error.name === 'UnknownLayout' || error.name === 'DataDirUnusable')) {
+    if (error instanceof Error && ['UnknownLayout', 'DataDirUnusable', 'DataFileDamaged'].includes(error.name)) {
       output.err(`airs: ${error.message}`);
       return 2;
     }

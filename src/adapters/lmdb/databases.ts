@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import { ensureDataDir } from './dataDir.js';
+import { checkDataFile, markDataFile } from './dataFile.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -64,6 +65,7 @@ export class UnknownLayout extends Error {
 
 export const openDatabases = (dataDir: string): LmdbDatabases => {
   ensureDataDir(dataDir);
+  checkDataFile(dataDir, environmentFile(dataDir));
   // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
   // ever sees a state that a power cut could take back.
   const root = open({ path: environmentFile(dataDir), maxDbs: 20, overlappingSync: false });
@@ -80,6 +82,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     );
   }
   if (found === undefined) meta.putSync(layoutKey, layout);
+  markDataFile(dataDir);
   return {
     root,
     log: db('log', 'binary'),
