@@ -30,7 +30,7 @@ const damages: Array<[string, (file: string) => void, RegExp]> = [
     /not an LMDB header|LMDB version|page size/,
   ],
   ['with its second meta page overwritten', (file) => overwrite(file, randomBytes(200), 4_096), /second meta page/],
-  ['emptied', (file) => truncateSync(file, 0), /it is empty/],
+  ['emptied', (file) => truncateSync(file, 0), /it is empty, and this directory held a database/],
   ['deleted', (file) => rmSync(file), /it is missing, and this directory held a database/],
 ];
 

@@ -64,7 +64,11 @@ export const checkDataFile = (dataDir: string, file: string): void => {
   }
   try {
     const size = fstatSync(fd).size;
-    if (size === 0) throw damaged(file, 'it is empty');
+    if (size === 0) {
+      // Empty and never marked: LMDB is creating it this moment (a first start), or a first start died here.
+      if (existsSync(markerFile(dataDir))) throw damaged(file, 'it is empty, and this directory held a database');
+      return;
+    }
     const first = Buffer.alloc(metaBytes);
     if (size < 2 * 512 || readSync(fd, first, 0, metaBytes, 0) < metaBytes)
       throw damaged(file, `it has only ${size} bytes`);
