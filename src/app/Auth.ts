@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
 import { Forbidden, Unauthorized } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
+import { createTwoGenerationCache } from '../domain/twoGenerationCache.js';
 import { Store, type StoreReads } from '../ports/Store.js';
 import { hashKey, keyPattern } from './keyMaterial.js';
 
@@ -41,9 +42,7 @@ const lookUp = (reads: StoreReads, keyHash: string): Principal | Unauthorized | 
  * committed change of any account or key.
  */
 export const createAuth = (reads: StoreReads): AuthShape => {
-  /** Two generations of at most `cacheLimit / 2` answers: O(1) eviction (see writtenStates.ts for why not an LRU Map). */
-  let young = new Map<string, Principal | Unauthorized | Forbidden>();
-  let old = new Map<string, Principal | Unauthorized | Forbidden>();
+  const cache = createTwoGenerationCache<Principal | Unauthorized | Forbidden>(cacheLimit);
   let cachedVersion = -1;
   return {
     authenticate: (authorization) => {
@@ -59,19 +58,14 @@ export const createAuth = (reads: StoreReads): AuthShape => {
       reads.refresh();
       const version = reads.accountsVersion();
       if (version !== cachedVersion) {
-        young = new Map();
-        old = new Map();
+        cache.clear();
         cachedVersion = version;
       }
       const keyHash = hashKey(token);
-      const known = young.get(keyHash) ?? old.get(keyHash);
+      const known = cache.get(keyHash);
       if (known !== undefined) return known;
       const answer = lookUp(reads, keyHash);
-      if (young.size >= cacheLimit / 2) {
-        old = young;
-        young = new Map();
-      }
-      young.set(keyHash, answer);
+      cache.set(keyHash, answer);
       return answer;
     },
   };

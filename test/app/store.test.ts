@@ -5,6 +5,7 @@ import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore
 import type { Command } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { CommandOutcome } from '../../src/ports/Store.js';
+import { submitCommand } from '../support/commands.js';
 import { tempDataDir } from '../support/testApp.js';
 
 const createAccount = (n: number, email = `${n}@example.com`): Command => ({
@@ -13,17 +14,7 @@ const createAccount = (n: number, email = `${n}@example.com`): Command => ({
   command: { type: 'CreateAccount', accountId: `acct_${n}`, email, plan: 'free', now: n },
 });
 
-const submit = (reqId: string, now = 1_000): Command => ({
-  type: 'Submit',
-  reqId,
-  accountId: 'acct_1',
-  keyId: 'key_1',
-  model: 'echo',
-  promptChars: 5,
-  prompt: 'hello',
-  ttlMs: 60_000,
-  now,
-});
+const submit = (reqId: string, now = 1_000): Command => submitCommand(reqId, now);
 
 const seqsOf = (outcome: CommandOutcome | Error | undefined) =>
   outcome !== undefined && 'events' in outcome ? outcome.events.map((event) => event.seq) : [];

@@ -7,20 +7,11 @@ import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { Command } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
+import { submitCommand } from '../support/commands.js';
 import { tempDataDir } from '../support/testApp.js';
 
-const submit = (reqId: string, now = 1_000): Command => ({
-  type: 'Submit',
-  reqId,
-  accountId: 'acct_1',
-  keyId: 'key_1',
-  model: 'echo',
-  promptChars: 5,
-  prompt: 'hello',
-  ttlMs: 60_000,
-  now,
-  startNow: true,
-});
+/** Queued and started in one write, as the server submits when a worker is free. */
+const submit = (reqId: string, now = 1_000): Command => submitCommand(reqId, now, { startNow: true });
 const complete = (reqId: string): Command => ({
   type: 'RecordSuccess',
   reqId,

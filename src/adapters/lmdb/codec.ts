@@ -56,7 +56,7 @@ export const viewStart = lengthBytes;
 let scratch = Buffer.allocUnsafe(4096);
 let at = 0;
 /** Node's own UTF-8 writer under `Buffer#write`, without the argument checks `write` makes on every call. */
-const utf8Write = (
+export const utf8Write = (
   Buffer.prototype as unknown as { utf8Write: (text: string, offset: number, length: number) => number }
 ).utf8Write;
 const put = (byte: number) => {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
+import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
@@ -40,10 +41,6 @@ const layout = 2;
 export const environmentFile = (dataDir: string) => join(dataDir, 'airs.mdb');
 
 const keyScratch = Buffer.allocUnsafeSlow(1024);
-/** Node's own UTF-8 writer under `Buffer#write`, without the argument checks `write` makes on every call. */
-const utf8Write = (
-  Buffer.prototype as unknown as { utf8Write: (text: string, offset: number, length: number) => number }
-).utf8Write;
 
 /**
  * The key of a request's record: its id as UTF-8 bytes, compared by LMDB as plain bytes. Request ids share a long
