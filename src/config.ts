@@ -66,6 +66,14 @@ const fileSchema = z.strictObject({
       maxAttempts: positiveInt.max(100).optional(),
     })
     .optional(),
+  storage: z
+    .strictObject({
+      /** Submits are refused (503) while the data directory's disk has less free space than this; 0 turns it off. */
+      minFreeMegabytes: z.number().int().min(0).max(1_048_576).optional(),
+    })
+    .optional(),
+  /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
+  shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
 });
 
 export type Config = {
@@ -79,8 +87,20 @@ export type Config = {
   readonly plans: PlanTable;
   readonly models: readonly ModelConfig[];
   readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
+  readonly storage: { readonly minFreeBytes: number };
+  readonly shutdownGraceSeconds: number;
   /** Where the config came from, for the start-up line. */
   readonly source: string;
+  /** Where `dataDir` came from (`--data-dir`, `AIRS_DATA_DIR`, the file, the default), for messages naming it. */
+  readonly dataDirFrom: string;
+};
+
+/** What the command line gives (`--config`, `--data-dir`, `--port`, `--host`): it wins over the environment. */
+export type ConfigOverrides = {
+  readonly configFile?: string;
+  readonly dataDir?: string;
+  readonly port?: number;
+  readonly host?: string;
 };
 
 export const defaultModels: readonly ModelConfig[] = [
@@ -127,11 +147,16 @@ const stripUndefined = <T extends object>(value: T): Partial<T> =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /**
- * The configuration in force: `$AIRS_CONFIG`, else `./airs.config.json` if present, else built-in defaults;
- * then `PORT`, `HOST` and `AIRS_DATA_DIR` from the environment win. Throws ConfigError naming the bad field.
+ * The configuration in force: `overrides.configFile`, else `$AIRS_CONFIG`, else `./airs.config.json` if present,
+ * else built-in defaults; then `PORT`, `HOST` and `AIRS_DATA_DIR` from the environment win, and `overrides` over
+ * them. Throws ConfigError naming the bad field.
  */
-export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config => {
-  const explicit = env.AIRS_CONFIG;
+export const loadConfig = (
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+  overrides: ConfigOverrides = {},
+): Config => {
+  const explicit = overrides.configFile || env.AIRS_CONFIG;
   const implicit = resolve(cwd, 'airs.config.json');
   const path = explicit ? resolve(cwd, explicit) : existsSync(implicit) ? implicit : undefined;
   const raw = path === undefined ? {} : readFile(path);
@@ -140,9 +165,9 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
   const file = parsed.data;
   return {
-    port: envPort(env.PORT) ?? file.port ?? 8080,
-    host: env.HOST || file.host || '127.0.0.1',
-    dataDir: resolve(cwd, env.AIRS_DATA_DIR || file.dataDir || './data'),
+    port: overrides.port ?? envPort(env.PORT) ?? file.port ?? 8080,
+    host: overrides.host || env.HOST || file.host || '127.0.0.1',
+    dataDir: resolve(cwd, overrides.dataDir || env.AIRS_DATA_DIR || file.dataDir || './data'),
     requestTtlSeconds: file.requestTtlSeconds ?? 86_400,
     maxPromptChars: file.maxPromptChars ?? 1_000_000,
     maxBodyBytes: file.maxBodyBytes ?? 4 * 1024 * 1024,
@@ -150,7 +175,16 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env, cwd = process.c
     plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
     models: file.models ?? defaultModels,
     processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
+    storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
+    shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     source,
+    dataDirFrom: overrides.dataDir
+      ? '--data-dir'
+      : env.AIRS_DATA_DIR
+        ? 'AIRS_DATA_DIR'
+        : file.dataDir
+          ? `dataDir in ${source}`
+          : 'the default ./data',
   };
 };
 

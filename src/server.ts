@@ -2,6 +2,7 @@ import { Effect, Layer, ManagedRuntime } from 'effect';
 import type { H3 } from 'h3';
 import type { Logger } from 'pino';
 import { createHttpApp } from './adapters/http/app.js';
+import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { AppConfigLayer } from './app/AppConfig.js';
@@ -12,6 +13,7 @@ import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
 import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
+import { StorageHealth, StorageHealthLayer, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import type { Config } from './config.js';
 import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
@@ -30,28 +32,38 @@ export type AppOptions = {
   readonly committerLimits?: CommitterLimits;
   /** Another Store than LMDB under `config.dataDir` (tests wrap it, for example to make commits slow). */
   readonly storeLayer?: Layer.Layer<Store>;
+  /** The free space of the data directory's disk (default: statfs of `config.dataDir`); tests give their own. */
+  readonly readFreeBytes?: () => Promise<number>;
 };
 
-/** The ground every service stands on: config, store, clock, ids, log. Tests swap clock and ids via options. */
-const baseLayer = (options: AppOptions) =>
-  CommitterLayer(options.committerLimits).pipe(
-    Layer.provideMerge(
-      Layer.mergeAll(
-        AppConfigLayer(options.config),
-        options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
-        Layer.succeed(AppClock, options.clock ?? systemClock),
-        Layer.succeed(Ids, options.ids ?? randomIds),
-        LogLayer(options.logger),
-      ),
-    ),
+/**
+ * The ground every service stands on: config, store, clock, ids, log, and the health of the data directory (with
+ * its free-space watch where `minFreeBytes` asks for one). Tests swap clock and ids via options.
+ */
+const baseLayer = (options: AppOptions, minFreeBytes: number) => {
+  const ground = Layer.mergeAll(
+    AppConfigLayer(options.config),
+    options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
+    Layer.succeed(AppClock, options.clock ?? systemClock),
+    Layer.succeed(Ids, options.ids ?? randomIds),
+    LogLayer(options.logger),
   );
+  const health = StorageHealthLayer({
+    minFreeBytes,
+    readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
+  });
+  return CommitterLayer(options.committerLimits).pipe(Layer.provideMerge(health), Layer.provideMerge(ground));
+};
 
-/** What management commands need, and no more: no workers and no sweeper, which belong to the server alone. */
-export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options)));
+/**
+ * What management commands need, and no more: no workers and no sweeper, which belong to the server alone, and no
+ * free-space floor (an operator's command on a nearly full disk should still work).
+ */
+export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options, 0)));
 
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {
-  const base = baseLayer(options);
+  const base = baseLayer(options, options.config.storage.minFreeBytes);
   return RequestsLayer.pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(
@@ -78,6 +90,7 @@ export type App = {
   readonly sweeper: SweeperShape;
   readonly store: StoreShape;
   readonly committer: CommitterShape;
+  readonly storageHealth: StorageHealthShape;
   /** From now on every call answers 503 (the server is draining). */
   stopAccepting(): void;
   /** Stops taking calls, lets work in flight settle, and closes the store. */
@@ -97,6 +110,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         sweeper: yield* Sweeper,
         store: yield* Store,
         committer: yield* Committer,
+        storageHealth: yield* StorageHealth,
       };
     }),
   );

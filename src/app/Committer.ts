@@ -1,7 +1,8 @@
 import { Context, Effect, Layer } from 'effect';
 import { type Command, payloadBytesOf } from '../domain/commands.js';
 import { Unavailable } from '../domain/errors.js';
-import { type CommandOutcome, type LimiterEntry, Store, type StoreShape } from '../ports/Store.js';
+import { type CommandOutcome, type LimiterEntry, StorageFault, Store, type StoreShape } from '../ports/Store.js';
+import { StorageHealth, type StorageHealthShape, storageRetryAfterSeconds } from './StorageHealth.js';
 
 /** How much the committer holds: beyond these, API submits are refused with 503 instead of growing memory. */
 export type CommitterLimits = {
@@ -51,13 +52,24 @@ export class Committer extends Context.Service<Committer, CommitterShape>()('air
 type Waiting = {
   readonly command: Command;
   readonly bytes: number;
-  readonly resolve: (outcome: CommandOutcome) => void;
+  readonly fromApi: boolean;
+  readonly resolve: (outcome: CommandOutcome | Unavailable) => void;
   readonly reject: (error: Error) => void;
 };
 
 const retryAfterSeconds = 1;
 
-export const createCommitter = (store: StoreShape, limits: CommitterLimits = defaultCommitterLimits) => {
+/** A disk that cannot take writes is the service being unavailable, not an internal error: the client may retry. */
+const diskUnavailable = new Unavailable({
+  message: 'the service cannot write to its disk right now and accepts no new requests; retry later',
+  retryAfterSeconds: storageRetryAfterSeconds,
+});
+
+export const createCommitter = (
+  store: StoreShape,
+  limits: CommitterLimits = defaultCommitterLimits,
+  health?: StorageHealthShape,
+) => {
   let queue: Waiting[] = [];
   let queuedBytes = 0;
   /** Batches handed to the store and not durable yet, and the commands in them. While one is being committed, the
@@ -77,7 +89,7 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
   };
 
   /** Takes the head of the queue, up to the batch's count and byte bounds. */
-  const takeBatch = (): Waiting[] => {
+  const takeBatch = (): { batch: Waiting[]; bytes: number } => {
     let count = 0;
     let bytes = 0;
     while (count < queue.length && count < limits.maxBatch) {
@@ -89,13 +101,13 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
     const batch = queue.slice(0, count);
     queue = count === queue.length ? [] : queue.slice(count);
     queuedBytes -= bytes;
-    return batch;
+    return { batch, bytes };
   };
 
   const turn = () => {
     scheduled = false;
     if (inFlight >= limits.maxInFlight || (queue.length === 0 && limiterStates.size === 0)) return settleIfDrained();
-    const batch = takeBatch();
+    const { batch, bytes: batchBytes } = takeBatch();
     const riders = [...limiterStates.values()];
     limiterStates.clear();
     // The flush timer is left to run: re-arming it after every batch would cost a timer per batch under load; when it
@@ -105,16 +117,24 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
     store
       .commit({ commands: batch.map((waiting) => waiting.command), limiterStates: riders })
       .then(
-        (outcomes) =>
+        (outcomes) => {
+          health?.writeSucceeded(batchBytes);
           batch.forEach((waiting, i) => {
             const outcome = outcomes[i];
             if (outcome instanceof Error && !('_tag' in outcome)) waiting.reject(outcome);
             else waiting.resolve(outcome as CommandOutcome);
-          }),
+          });
+        },
         (error: unknown) => {
-          // Nothing of the batch was written: every caller in it gets the error, none an acknowledgement.
+          // Nothing of the batch was written: every caller in it gets the error, none an acknowledgement. An API
+          // caller whose batch failed for the disk is told the service is unavailable; workers see the fault.
           const failure = error instanceof Error ? error : new Error(String(error));
-          for (const waiting of batch) waiting.reject(failure);
+          const diskFailed = failure instanceof StorageFault;
+          if (diskFailed) health?.writeFailed(failure.message);
+          for (const waiting of batch) {
+            if (diskFailed && waiting.fromApi) waiting.resolve(diskUnavailable);
+            else waiting.reject(failure);
+          }
         },
       )
       .finally(() => {
@@ -131,7 +151,10 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
 
   const send: CommitterShape['send'] = (command, options = {}) => {
     const bytes = payloadBytesOf(command);
-    if (options.fromApi && (queue.length >= limits.maxQueued || queuedBytes + bytes > limits.maxQueuedBytes)) {
+    const fromApi = options.fromApi === true;
+    const refusal = fromApi ? health?.refusal() : undefined;
+    if (refusal !== undefined) return Promise.resolve(refusal);
+    if (fromApi && (queue.length >= limits.maxQueued || queuedBytes + bytes > limits.maxQueuedBytes)) {
       return Promise.resolve(
         new Unavailable({
           message: 'the service is writing as fast as it can and its queue is full; retry shortly',
@@ -139,8 +162,8 @@ export const createCommitter = (store: StoreShape, limits: CommitterLimits = def
         }),
       );
     }
-    return new Promise<CommandOutcome>((resolve, reject) => {
-      queue.push({ command, bytes, resolve, reject });
+    return new Promise<CommandOutcome | Unavailable>((resolve, reject) => {
+      queue.push({ command, bytes, fromApi, resolve, reject });
       queuedBytes += bytes;
       schedule();
     });
@@ -179,8 +202,9 @@ export const CommitterLayer = (limits?: CommitterLimits) =>
     Committer,
     Effect.gen(function* () {
       const store = yield* Store;
+      const health = yield* StorageHealth;
       const committer = yield* Effect.acquireRelease(
-        Effect.sync(() => createCommitter(store, limits)),
+        Effect.sync(() => createCommitter(store, limits, health)),
         (c) => Effect.promise(() => c.stop()),
       );
       return Committer.of(committer);

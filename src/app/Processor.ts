@@ -5,7 +5,7 @@ import type { Unavailable } from '../domain/errors.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
-import { type CommandOutcome, Store, type StoreShape } from '../ports/Store.js';
+import { type CommandOutcome, StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
@@ -59,6 +59,9 @@ type Outcome = { ok: true; text: string } | { ok: false; reason: string };
  * arrive. What the pool holds in memory is bounded by `concurrency`: the queue itself lives on disk, so a restart
  * simply continues from it, including requests that were being processed when the process died.
  */
+/** How long the pool waits before it looks again after a write failed (the disk may be full for a while). */
+const faultRetryMs = 1_000;
+
 export const createProcessor = (deps: Deps) => {
   const { store, committer, models, clock, log } = deps;
   /** Requests worked on: from their claim or pick until their outcome is durable (or the claim is released). */
@@ -213,10 +216,14 @@ export const createProcessor = (deps: Deps) => {
   ) => {
     const work = attempt(reqId, model, started, prompt)
       .catch((error: unknown) => {
-        // A write failed: the request is still waiting or still processing, where a later pump finds it.
+        // A write failed: the request is still waiting or still processing, where a later pump finds it. Nothing
+        // else may wake the pool (a full disk refuses new submits), so it looks again in a moment by itself.
         backlog = true;
         orphansPossible = true;
-        log.error({ reqId, err: error }, 'processing fault');
+        if (error instanceof StorageFault)
+          log.warn({ reqId, reason: error.message }, 'processing paused: write failed');
+        else log.error({ reqId, err: error }, 'processing fault');
+        wakeAfterFault();
       })
       .finally(() => {
         working.delete(reqId);
@@ -231,7 +238,7 @@ export const createProcessor = (deps: Deps) => {
     let taken = 0;
     let leftBehind = false;
     for (const reqId of store.reads.processing()) {
-      if (working.has(reqId)) continue;
+      // mutated
       const model = store.reads.request(reqId)?.context.model;
       if (model === undefined) continue;
       if (taken >= free || (heldPerModel.get(model) ?? 0) >= modelLimit(model)) {
@@ -296,6 +303,16 @@ export const createProcessor = (deps: Deps) => {
     schedule();
   };
 
+  let faultTimer: NodeJS.Timeout | undefined;
+  const wakeAfterFault = () => {
+    if (faultTimer !== undefined || shutdown.signal.aborted) return;
+    faultTimer = setTimeout(() => {
+      faultTimer = undefined;
+      wake();
+    }, faultRetryMs);
+    faultTimer.unref();
+  };
+
   const claim = (reqId: string, model: string): boolean => {
     const free =
       !shutdown.signal.aborted && held < deps.concurrency && (heldPerModel.get(model) ?? 0) < modelLimit(model);
@@ -337,6 +354,7 @@ export const createProcessor = (deps: Deps) => {
     shutdown.abort();
     for (const call of calls) call.abort();
     if (timer !== undefined) clearTimeout(timer);
+    if (faultTimer !== undefined) clearTimeout(faultTimer);
     await Promise.allSettled([...working.values()]);
     for (const resolve of idleWaiters.splice(0)) resolve();
     idleWaiters = [];

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { isRefusal } from '../domain/commands.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
-import { Store, type StoreShape } from '../ports/Store.js';
+import { StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { Committer, type CommitterShape } from './Committer.js';
 
 export interface SweeperShape {
@@ -52,7 +52,11 @@ export const SweeperLayer = (intervalMs = 1_000) =>
       const log = yield* Log;
       let running: Promise<unknown> = Promise.resolve();
       const tick = () => {
-        running = sweeper.sweep().catch((error: unknown) => log.error({ err: error }, 'sweep failed'));
+        running = sweeper.sweep().catch((error: unknown) => {
+          // A disk that fails is said once, by StorageHealth; the sweep simply runs again on the next tick.
+          if (error instanceof StorageFault) log.debug({ reason: error.message }, 'sweep paused: write failed');
+          else log.error({ err: error }, 'sweep failed');
+        });
       };
       yield* Effect.acquireRelease(
         Effect.sync(() => setInterval(tick, intervalMs).unref()),

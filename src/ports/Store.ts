@@ -56,10 +56,17 @@ export interface StoreShape {
    * Decides and appends a batch of commands in **one** write transaction (views and indexes in the same
    * transaction), each decided against the state the ones before it left, and resolves once that transaction is
    * durable on disk. A refused command is an outcome; a command whose deciding throws is a rejected outcome of its
-   * own; neither touches the others. An I/O failure rejects the whole batch: nothing of it was written.
+   * own; neither touches the others. An I/O failure rejects the whole batch: nothing of it was written; when the
+   * disk is the cause (full, read-only, failing), the rejection is a `StorageFault`, and the same batch may succeed
+   * later.
    */
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   close(): Promise<void>;
+}
+
+/** A write failed because of the disk under the store (full, read-only, I/O errors), not because of the batch. */
+export class StorageFault extends Error {
+  override name = 'StorageFault';
 }
 
 /** The event log and its views. Live: LMDB on disk (adapters/lmdb). */

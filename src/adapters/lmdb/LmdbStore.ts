@@ -17,6 +17,7 @@ import {
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, openDatabases, requestKey } from './databases.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import type { GroupName, IndexKey, ViewAccess } from './projection.js';
+import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
 
 type Key = IndexKey;
@@ -168,6 +169,7 @@ export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
 
 /** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
 export const openLmdbStore = (dataDir: string): LmdbStore => {
+  guardAgainstLmdbCommitRejections();
   const dbs = openDatabases(dataDir);
   const reads = readsOf(dbs);
   const written = createWrittenStates(writtenStatesLimit);
@@ -215,9 +217,9 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
         }
       });
     } catch (error) {
-      // The commit itself failed (an I/O error): every batch in it is rolled back.
+      // The commit itself failed (an I/O error, a full disk): every batch in it is rolled back.
       written.failed();
-      throw error;
+      throw await classifyWriteError(error);
     }
   };
 
