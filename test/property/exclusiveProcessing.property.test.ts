@@ -1,0 +1,169 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import type { ModelConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/ports/Clock.js';
+import type { ModelProvider } from '../../src/ports/ModelProvider.js';
+import { type Client, submit, transports } from '../http/support/contract.js';
+import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+
+/**
+ * A request reaches a worker in three ways: with its own submit (the submit carries its start when a worker is free
+ * and nothing waits), from the queue (accounts in turn), and as an orphan (being processed, nobody working on it:
+ * after a restart, which the pool also looks for whenever it is woken). Whatever the mix, with retries after failed
+ * attempts, no request may be in two model calls at once. The whole app runs here, submits go through its HTTP
+ * face, and the one model provider is replaced by one that records which prompts (one per request) are in flight.
+ */
+
+type Behaviour = { readonly fails: boolean; readonly delayMs: number };
+
+const recorder = vi.hoisted(() => ({
+  running: new Set<string>(),
+  overlaps: [] as string[],
+  calls: new Map<string, number>(),
+  plans: new Map<string, readonly Behaviour[]>(),
+}));
+
+vi.mock('../../src/adapters/models/providers.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/adapters/models/providers.js')>();
+  const recorded: ModelProvider = {
+    generate: async ({ prompt, signal }) => {
+      if (recorder.running.has(prompt)) recorder.overlaps.push(prompt);
+      recorder.running.add(prompt);
+      const count = (recorder.calls.get(prompt) ?? 0) + 1;
+      recorder.calls.set(prompt, count);
+      const plan = recorder.plans.get(prompt) ?? [];
+      const behaviour = plan[Math.min(count, plan.length) - 1] ?? { fails: false, delayMs: 0 };
+      try {
+        await sleep(behaviour.delayMs, undefined, { signal });
+        if (behaviour.fails) throw new Error(`planned failure of call ${count}`);
+        return prompt;
+      } finally {
+        recorder.running.delete(prompt);
+      }
+    },
+  };
+  return {
+    ...original,
+    createProvider: (model: ModelConfig) => (model.id === 'recorded' ? recorded : original.createProvider(model)),
+  };
+});
+
+const behaviours = fc.array(fc.record({ fails: fc.boolean(), delayMs: fc.integer({ min: 0, max: 4 }) }), {
+  minLength: 1,
+  maxLength: 3,
+});
+
+type Step =
+  /** Submits sent together: the first may carry its start, the others queue behind it. */
+  | { readonly kind: 'submits'; readonly requests: readonly { account: number; plan: readonly Behaviour[] }[] }
+  /** Time passes on the app's clock (retry backoffs end) and the pool is woken. */
+  | { readonly kind: 'advance'; readonly ms: number }
+  /** Real time passes (model calls progress). */
+  | { readonly kind: 'pause'; readonly ms: number }
+  /** The server stops (calls in flight are aborted, nothing written) and starts again on the same data. */
+  | { readonly kind: 'restart' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('submits' as const),
+      requests: fc.array(fc.record({ account: fc.integer({ min: 0, max: 2 }), plan: behaviours }), {
+        minLength: 1,
+        maxLength: 6,
+      }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 8_000 }) }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('pause' as const), ms: fc.integer({ min: 0, max: 6 }) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+);
+
+const workload = fc.record({
+  concurrency: fc.integer({ min: 1, max: 4 }),
+  steps: fc.array(step, { minLength: 1, maxLength: 10 }),
+});
+
+const maxAttempts = 3;
+const config = {
+  models: [{ id: 'recorded', provider: 'echo' as const, delayMs: 0, timeoutMs: 60_000 }],
+  requestTtlSeconds: 86_400,
+};
+
+describe('The worker pool with submits that carry their start, retries, restarts and orphans', () => {
+  let runs = 0;
+
+  it('never has two model calls in flight for one request, and calls the model at most once per recorded start', async () => {
+    await fc.assert(
+      fc.asyncProperty(workload, async ({ concurrency, steps }) => {
+        const run = ++runs;
+        recorder.running.clear();
+        recorder.overlaps.length = 0;
+        recorder.calls.clear();
+        recorder.plans.clear();
+        const dataDir = tempDataDir('airs-exclusive');
+        const clock = new ManualClock();
+        const options = { dataDir, clock, config: { ...config, processing: { concurrency, maxAttempts } } };
+        let app: TestApp = await startTestApp(options);
+        let client: Client = await (transports[0] as (typeof transports)[number]).open(app);
+        const keys: string[] = [];
+        for (let i = 0; i < 3; i++) keys.push((await app.account('enterprise')).key);
+        const reqIds: string[] = [];
+        let prompts = 0;
+        try {
+          for (const s of steps) {
+            if (s.kind === 'submits') {
+              const sent = s.requests.map(({ account, plan }) => {
+                const prompt = `run ${run} prompt ${++prompts}`;
+                recorder.plans.set(prompt, plan);
+                return submit(client, keys[account] as string, 'recorded', prompt);
+              });
+              reqIds.push(...(await Promise.all(sent)));
+            } else if (s.kind === 'advance') {
+              clock.advance(s.ms);
+              app.processor.wake();
+            } else if (s.kind === 'pause') {
+              await sleep(s.ms);
+            } else {
+              await client.close();
+              await app.stop({ keepData: true });
+              app = await startTestApp(options);
+              client = await (transports[0] as (typeof transports)[number]).open(app);
+            }
+          }
+          // Work until every request settled, moving the clock past each retry's backoff.
+          await eventually(async () => {
+            app.processor.wake();
+            await app.processor.idle();
+            app.store.reads.refresh();
+            const open = reqIds.filter(
+              (id) => !['completed', 'failed'].includes(app.store.reads.request(id)?.status ?? ''),
+            );
+            if (open.length === 0) return true;
+            clock.advance(30_000);
+            return undefined;
+          }, 20_000);
+          const starts = new Map<string, number>();
+          for (const event of app.store.reads.events()) {
+            if (event.type === 'RequestProcessingStarted') starts.set(event.reqId, (starts.get(event.reqId) ?? 0) + 1);
+          }
+          expect(recorder.overlaps).toEqual([]);
+          reqIds.forEach((reqId, i) => {
+            const prompt = `run ${run} prompt ${i + 1}`;
+            const calls = recorder.calls.get(prompt) ?? 0;
+            expect(calls, reqId).toBeGreaterThan(0);
+            expect({ reqId, calls }).toEqual({ reqId, calls: Math.min(calls, starts.get(reqId) ?? 0) });
+          });
+        } finally {
+          await client.close();
+          await app.stop();
+        }
+      }),
+      { numRuns: 30 },
+    );
+  }, 60_000);
+});
