@@ -2,6 +2,7 @@ import { Effect, Layer, ManagedRuntime } from 'effect';
 import type { H3 } from 'h3';
 import type { Logger } from 'pino';
 import { createHttpApp } from './adapters/http/app.js';
+import { createTraffic, type Traffic } from './adapters/http/traffic.js';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
@@ -91,11 +92,21 @@ export type App = {
   readonly store: StoreShape;
   readonly committer: CommitterShape;
   readonly storageHealth: StorageHealthShape;
+  /** Calls being answered, and when the last one came while draining. */
+  readonly traffic: Traffic;
   /** From now on every call answers 503 (the server is draining). */
   stopAccepting(): void;
+  /**
+   * Starts to stop: every new call answers 503, the pool starts nothing new; resolves `true` once the calls and model
+   * work in flight are done and no call has come for a second, or `false` when `graceMs` ran out first.
+   */
+  drain(graceMs: number): Promise<boolean>;
   /** Stops taking calls, lets work in flight settle, and closes the store. */
   close(): Promise<void>;
 };
+
+/** A draining server keeps listening until no call has come for this long (clients still sending get their 503). */
+const drainQuietMs = 1_000;
 
 export const startApp = async (options: AppOptions): Promise<App> => {
   const runtime = ManagedRuntime.make(appLayer(options));
@@ -115,18 +126,34 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     }),
   );
   let accepting = true;
+  const traffic = createTraffic();
   const http: H3 = createHttpApp({
     ...services,
     log: options.logger,
     maxBodyBytes: options.config.maxBodyBytes,
     pollIntervalSeconds: options.config.pollIntervalSeconds,
     accepting: () => accepting,
+    traffic,
   });
   return {
     http,
     ...services,
+    traffic,
     stopAccepting: () => {
       accepting = false;
+    },
+    drain: async (graceMs) => {
+      accepting = false;
+      services.processor.stopTakingWork();
+      const quietMs = Math.min(drainQuietMs, graceMs);
+      const deadline = Date.now() + graceMs;
+      for (;;) {
+        const now = Date.now();
+        const settled = traffic.inFlight === 0 && services.processor.inFlight() === 0;
+        if (settled && now - traffic.lastArrivalAt >= quietMs) return true;
+        if (now >= deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
     },
     close: async () => {
       accepting = false;

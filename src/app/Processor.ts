@@ -30,6 +30,8 @@ export interface ProcessorShape {
   inFlight(): number;
   /** Resolves when no work is in flight and none is available now (for tests and graceful shutdown). */
   idle(): Promise<void>;
+  /** Takes no new work from now on (a stopping server lets the calls in flight finish, and starts nothing more). */
+  stopTakingWork(): void;
 }
 
 export class Processor extends Context.Service<Processor, ProcessorShape>()('airs/Processor') {}
@@ -84,6 +86,9 @@ export const createProcessor = (deps: Deps) => {
   /** Controllers of the model calls in flight, aborted together when the pool stops. */
   const calls = new Set<AbortController>();
   let pumpScheduled = false;
+  /** Set when the server starts to stop: calls in flight finish and record their outcome, nothing new starts. */
+  let stoppedTaking = false;
+  const takesNoWork = () => stoppedTaking || shutdown.signal.aborted;
   let timer: NodeJS.Timeout | undefined;
   let idleWaiters: Array<() => void> = [];
 
@@ -238,7 +243,7 @@ export const createProcessor = (deps: Deps) => {
     let taken = 0;
     let leftBehind = false;
     for (const reqId of store.reads.processing()) {
-      // mutated
+      if (working.has(reqId)) continue;
       const model = store.reads.request(reqId)?.context.model;
       if (model === undefined) continue;
       if (taken >= free || (heldPerModel.get(model) ?? 0) >= modelLimit(model)) {
@@ -255,7 +260,7 @@ export const createProcessor = (deps: Deps) => {
 
   const pump = () => {
     pumpScheduled = false;
-    if (shutdown.signal.aborted) return;
+    if (takesNoWork()) return;
     const now = clock.now();
     let free = deps.concurrency - held;
     // Requests whose attempt was cut short come first: they were started before anything in the queue.
@@ -292,7 +297,7 @@ export const createProcessor = (deps: Deps) => {
   };
 
   const schedule = () => {
-    if (pumpScheduled || shutdown.signal.aborted) return;
+    if (pumpScheduled || takesNoWork()) return;
     pumpScheduled = true;
     setImmediate(pump);
   };
@@ -305,7 +310,7 @@ export const createProcessor = (deps: Deps) => {
 
   let faultTimer: NodeJS.Timeout | undefined;
   const wakeAfterFault = () => {
-    if (faultTimer !== undefined || shutdown.signal.aborted) return;
+    if (faultTimer !== undefined || takesNoWork()) return;
     faultTimer = setTimeout(() => {
       faultTimer = undefined;
       wake();
@@ -314,8 +319,7 @@ export const createProcessor = (deps: Deps) => {
   };
 
   const claim = (reqId: string, model: string): boolean => {
-    const free =
-      !shutdown.signal.aborted && held < deps.concurrency && (heldPerModel.get(model) ?? 0) < modelLimit(model);
+    const free = !takesNoWork() && held < deps.concurrency && (heldPerModel.get(model) ?? 0) < modelLimit(model);
     if (!free || backlog || joining > 0) {
       joining++;
       return false;
@@ -348,6 +352,8 @@ export const createProcessor = (deps: Deps) => {
     new Promise<void>((resolve) => {
       idleWaiters.push(resolve);
       wake();
+      // Taking no work, the pool schedules no pump that would settle it.
+      settleIdle();
     });
 
   const stop = async () => {
@@ -360,7 +366,11 @@ export const createProcessor = (deps: Deps) => {
     idleWaiters = [];
   };
 
-  return { wake, claim, started, release, enqueued, idle, stop, inFlight: () => working.size };
+  const stopTakingWork = () => {
+    stoppedTaking = true;
+  };
+
+  return { wake, claim, started, release, enqueued, idle, stop, stopTakingWork, inFlight: () => working.size };
 };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
@@ -385,7 +395,7 @@ export const ProcessorLayer = Layer.effect(
     );
     // Whatever the log left queued or being processed is picked up now.
     processor.wake();
-    const { wake, claim, started, release, enqueued, inFlight, idle } = processor;
-    return Processor.of({ wake, claim, started, release, enqueued, inFlight, idle });
+    const { wake, claim, started, release, enqueued, inFlight, idle, stopTakingWork } = processor;
+    return Processor.of({ wake, claim, started, release, enqueued, inFlight, idle, stopTakingWork });
   }),
 );

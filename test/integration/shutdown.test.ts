@@ -17,13 +17,15 @@ describe('Stopping the server', () => {
     const response = await app.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt: 'late' } });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
+    expect(response.headers.get('connection')).toBe('close');
     expect(await response.json()).toMatchObject({ error: { code: 'server_error' } });
   });
 
   it('exits 0 on SIGTERM with work in flight, and the next start completes that work', async () => {
     const box = sandbox('airs-sigterm');
     try {
-      box.writeConfig({ models: [{ id: 'm', provider: 'echo', delayMs: 30_000 }] });
+      // A grace period shorter than the model call: the stop cuts it short, the next start takes it up again.
+      box.writeConfig({ models: [{ id: 'm', provider: 'echo', delayMs: 30_000 }], shutdownGraceSeconds: 1 });
       const { key } = await createAccountWithKey(box, 'stop@example.com');
       const first = await startServer(box);
       const accepted = await submit(first.url, key, 'm', 'survive a stop');

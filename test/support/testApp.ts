@@ -19,6 +19,8 @@ export type TestAppOptions = {
   readonly sweepIntervalMs?: number;
   readonly committerLimits?: AppOptions['committerLimits'];
   readonly storeLayer?: AppOptions['storeLayer'];
+  /** Silent by default; tests that read the logs give their own. */
+  readonly logger?: AppOptions['logger'];
 };
 
 export type TestApp = App & {
@@ -55,7 +57,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
   const clock = options.clock ?? new ManualClock();
   const app = await startApp({
     config,
-    logger: silentLogger(),
+    logger: options.logger ?? silentLogger(),
     clock,
     sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
     committerLimits: options.committerLimits,

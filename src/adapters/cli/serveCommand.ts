@@ -1,24 +1,23 @@
 import type { Command } from 'commander';
-import { checkModelSecrets } from '../../config.js';
-import { configOrFail } from './context.js';
+import { type StoreOptions, serveConfigOrFail, withStoreOptions } from './context.js';
 import { CliError, type Output } from './output.js';
 import { DataDirInUse, type ServeLock, takeServeLock } from './serveLock.js';
 
-/** How long a stop waits for calls and model work in flight before it closes the store anyway. */
-const drainMs = 10_000;
+/** How long a stop waits for connections to close after the drain (answers being written) before it goes on. */
+const closeMs = 2_000;
 
 /** `airs serve`: the HTTP server, the worker pool and the sweeper, until SIGINT or SIGTERM. */
 export const registerServeCommand = (program: Command, output: Output) => {
-  program
-    .command('serve')
-    .description('run the server (config: $AIRS_CONFIG or ./airs.config.json; PORT, HOST, AIRS_DATA_DIR)')
-    .action(async () => {
-      const config = configOrFail();
-      try {
-        checkModelSecrets(config);
-      } catch (error) {
-        throw new CliError(`bad configuration: ${(error as Error).message}`, 2);
-      }
+  withStoreOptions(program.command('serve'))
+    .description('run the server; prints the URL it listens on (each setting: flag, else environment, else config)')
+    .option(
+      '--port <port>',
+      'the port to listen on, 0 for any free one (default: $PORT, else port of the config, else 8080)',
+    )
+    .option('--host <host>', 'the address to listen on (default: $HOST, else host of the config, else 127.0.0.1)')
+    .action(async (options: StoreOptions & { port?: string; host?: string }) => {
+      // Flags win over the environment, which wins over the config file.
+      const config = await serveConfigOrFail(options);
       // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
       const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }] = await Promise.all([
         import('../../ports/Logger.js'),
@@ -65,10 +64,21 @@ export const registerServeCommand = (program: Command, output: Output) => {
       const stop = async (signal: string) => {
         if (stopping) return;
         stopping = true;
-        logger.info({ signal }, 'stopping');
-        const force = setTimeout(() => process.exit(1), drainMs + 5_000).unref();
-        app.stopAccepting();
-        await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, drainMs))]);
+        const graceMs = config.shutdownGraceSeconds * 1_000;
+        logger.info(
+          { signal, graceSeconds: config.shutdownGraceSeconds },
+          'stopping: new calls answer 503 while the calls and model work in flight finish',
+        );
+        // Whatever happens below, the process ends: a stop that hangs would keep an orchestrator waiting.
+        const force = setTimeout(() => process.exit(1), graceMs + closeMs + 5_000).unref();
+        if (!(await app.drain(graceMs))) {
+          logger.warn(
+            { calls: app.traffic.inFlight, modelCalls: app.processor.inFlight() },
+            'grace period over: what is still running stops now; model calls are taken up again at the next start',
+          );
+        }
+        // Stops listening and closes the idle keep-alive connections (every call had its answer by now).
+        await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, closeMs))]);
         await app.close();
         lock.release();
         clearTimeout(force);

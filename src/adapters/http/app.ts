@@ -1,4 +1,5 @@
-import { assertBodySize, H3, type H3Event, HTTPError } from 'h3';
+import { isUtf8 } from 'node:buffer';
+import { H3, type H3Event, HTTPError } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
@@ -12,6 +13,8 @@ import {
   Unavailable,
 } from '../../domain/errors.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
+import { createTraffic, type Traffic } from './traffic.js';
 
 export type HttpDeps = {
   readonly auth: AuthShape;
@@ -22,7 +25,15 @@ export type HttpDeps = {
   readonly pollIntervalSeconds: number;
   /** False while starting or draining: every call then answers 503. */
   readonly accepting: () => boolean;
+  /** Counts the calls being answered, for a stopping server (see traffic.ts). */
+  readonly traffic?: Traffic;
 };
+
+/** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
+const notAccepting = () =>
+  errorResponse(new Unavailable({ message: 'the service is stopping; retry shortly', retryAfterSeconds: 5 }), {
+    Connection: 'close',
+  });
 
 const aiPath = '/v1/ai';
 const aiMethods = ['GET', 'POST'] as const;
@@ -45,14 +56,10 @@ const json = (status: number, body: unknown, headers: HeaderBag) => {
 const isJsonContentType = (value: string | null) =>
   value === 'application/json' || (value !== null && value.split(';')[0]?.trim().toLowerCase() === 'application/json');
 
-/** h3's limit throws an `HTTPError`, srvx's its own error; both carry status 413. */
-const isTooLarge = (error: unknown) => error instanceof Error && (error as { status?: unknown }).status === 413;
-
 /**
  * Reads the body as JSON within the byte limit; an oversized body is refused as soon as it is known (a declared
- * length over the limit before reading anything). On a real socket srvx reads the body straight from Node's request
- * into one buffer, enforcing the limit it was served with (listen.ts); a web `Request` (in-process calls) goes
- * through h3's stream limit instead.
+ * length over the limit before reading anything, a streamed one when it passes the limit). Bytes that are not UTF-8
+ * are refused rather than decoded into U+FFFD: the stored prompt would differ from the one sent.
  */
 const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unknown | ApiError> => {
   if (!isJsonContentType(event.req.headers.get('content-type'))) {
@@ -61,20 +68,19 @@ const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unkno
   // Built only when needed: an error value captures a stack trace, which costs more than the rest of a request.
   const tooLarge = () => new PayloadTooLarge({ message: `request body is larger than ${maxBodyBytes} bytes` });
   if (Number(event.req.headers.get('content-length')) > maxBodyBytes) return tooLarge();
-  let text: string;
+  let bytes: Buffer;
   try {
-    if ((event.req as { runtime?: { node?: unknown } }).runtime?.node === undefined)
-      assertBodySize(event, maxBodyBytes);
-    text = await event.req.text();
+    bytes = await readBodyBytes(event, maxBodyBytes);
   } catch (error) {
-    if (isTooLarge(error)) return tooLarge();
+    if (error instanceof BodyTooLarge) return tooLarge();
     if (error instanceof HTTPError && error.status === 400) {
       return new InvalidRequest({ message: 'request body could not be read' });
     }
     throw error;
   }
+  if (!isUtf8(bytes)) return new InvalidRequest({ message: 'body is not valid UTF-8' });
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (error) {
     return new InvalidRequest({ message: `body is not valid JSON: ${(error as Error).message.slice(0, 200)}` });
   }
@@ -119,20 +125,27 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
+  const traffic = deps.traffic ?? createTraffic();
   const guarded =
     (route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>) => async (event: H3Event) => {
-      const headers: HeaderBag = {};
       if (!deps.accepting()) {
-        return errorResponse(
-          new Unavailable({ message: 'the service is not accepting requests right now', retryAfterSeconds: 5 }),
-        );
+        traffic.lastArrivalAt = Date.now();
+        return notAccepting();
       }
+      const headers: HeaderBag = {};
+      traffic.inFlight++;
       try {
         const result = await route(event, headers);
         return isApiError(result) ? errorResponse(result, headers) : result;
       } catch (error) {
+        if (error instanceof ClientGone) {
+          deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
+          return errorResponse(new InvalidRequest({ message: error.message }));
+        }
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
         return serverErrorResponse();
+      } finally {
+        traffic.inFlight--;
       }
     };
 
