@@ -51,7 +51,8 @@ describe('account and key commands', { timeout: 60_000 }, () => {
   it('`accounts create` prints the account in words, or with --json exactly one JSON document', async () => {
     const text = await runCli(box, ['accounts', 'create', '--email', 'words@example.com']);
     expect(text.code).toBe(0);
-    expect(text.stderr).toBe('');
+    // In words, stderr says which data directory was used; stdout is the same as ever.
+    expect(text.stderr).toBe(`airs: data directory ${box.dataDir} (from AIRS_DATA_DIR)\n`);
     expect(text.stdout).toMatch(/created account acct_\S+ \(words@example\.com, plan free\)/);
 
     const json = await runCli(box, ['accounts', 'create', '--email', 'json@example.com', '--plan', 'scale', '--json']);
@@ -164,15 +165,23 @@ describe('a data directory that cannot be used', { timeout: 60_000 }, () => {
     const box = newBox('airs-cli-datadir');
     const file = join(box.dir, 'not-a-directory');
     writeFileSync(file, 'x');
-    const cases: Array<[string, RegExp]> = [
-      [file, /is a file, not a directory/],
-      [join(file, 'data'), /not-a-directory is a file, not a directory/],
+    // [the setting, what serve and `accounts create` say, what a read command says]
+    const cases: Array<[string, RegExp, RegExp]> = [
+      [file, /is a file, not a directory/, /is a file, not a directory/],
+      [join(file, 'data'), /not-a-directory is a file, not a directory/, /not-a-directory is a file, not a directory/],
       ...(existsSync('/proc/self')
-        ? [['/proc/airs-test/data', /cannot be created: \/proc\/airs-test/] as [string, RegExp]]
+        ? [
+            [
+              '/proc/airs-test/data',
+              /cannot be created: \/proc\/airs-test/,
+              /no airs database in \/proc\/airs-test\/data \(data directory from AIRS_DATA_DIR\)/,
+            ] as [string, RegExp, RegExp],
+          ]
         : []),
     ];
-    for (const [dataDir, message] of cases) {
-      for (const args of [['accounts', 'list'], ['serve']]) {
+    for (const [dataDir, writing, reading] of cases) {
+      for (const args of [['accounts', 'list'], ['accounts', 'create', '--email', 'x@example.com'], ['serve']]) {
+        const message = args[1] === 'list' ? reading : writing;
         const result = await runCli(box, args, { env: { AIRS_DATA_DIR: dataDir, PORT: '0' }, timeoutMs: 15_000 });
         expectOneLineFailure(result, message);
         expect(result.stderr).toContain(dataDir);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { isPlanName, type PlanName, planNames } from '../../domain/plans.js';
-import { withAccounts } from './context.js';
+import { runAccounts, type StoreOptions, withAccounts, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 const plan = (value: string): PlanName => {
@@ -30,51 +30,72 @@ const keyJson = (k: KeyState) => ({
 const keyLine = (k: KeyState) =>
   `${k.keyId}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}`;
 
+/**
+ * After a move to a plan that allows fewer keys than the account holds: its keys keep working (nothing is revoked
+ * behind the operator's back), and new keys are refused until enough are revoked (the domain refuses a key at or
+ * over the limit). Said, so that the operator is not surprised later.
+ */
+const overLimitLine = (account: AccountState, maxKeys: number | null): string[] => {
+  if (maxKeys === null || account.activeKeys <= maxKeys) return [];
+  const excess = account.activeKeys - maxKeys;
+  return [
+    `it has ${account.activeKeys} active API keys and the ${account.plan} plan allows ${maxKeys}: they keep working, and new keys are refused until ${excess} ${excess === 1 ? 'is' : 'are'} revoked`,
+  ];
+};
+
+type JsonOption = { json?: boolean };
+
 /** `airs accounts ...`: create, list, set-plan, suspend, resume. */
 export const registerAccountCommands = (program: Command, output: Output) => {
   const accounts = program.command('accounts').description('manage accounts');
-  accounts
-    .command('create')
+  const command = (name: string) => withStoreOptions(accounts.command(name));
+  command('create')
     .description('create an account (on the free plan unless --plan says otherwise)')
     .requiredOption('--email <email>', 'the account holder’s email')
     .option('--plan <plan>', `one of ${planNames.join(', ')}`, 'free')
     .option('--json', 'print JSON')
-    .action(async (options: { email: string; plan: string; json?: boolean }) => {
-      const created = await withAccounts((a) => a.createAccount(options.email, plan(options.plan)));
+    .action(async (options: { email: string; plan: string } & JsonOption & StoreOptions) => {
+      const chosen = plan(options.plan);
+      const created = await withAccounts({ options, output, creates: true }, (a) =>
+        a.createAccount(options.email, chosen),
+      );
       emit(output, options.json, accountJson(created), () => [
         `created account ${created.accountId} (${created.email}, plan ${created.plan})`,
       ]);
     });
-  accounts
-    .command('list')
+  command('list')
     .description('list accounts')
     .option('--json', 'print JSON')
-    .action(async (options: { json?: boolean }) => {
-      const all = await withAccounts((a) => a.listAccounts());
+    .action(async (options: JsonOption & StoreOptions) => {
+      const all = await withAccounts({ options, output }, (a) => a.listAccounts());
       emit(output, options.json, all.map(accountJson), () =>
         all.length === 0 ? ['no accounts'] : all.map(accountLine),
       );
     });
   const change = (name: string, description: string) =>
-    accounts.command(name).description(description).option('--json', 'print JSON');
+    command(name).description(description).option('--json', 'print JSON');
   change('set-plan', 'move an account to another plan')
     .argument('<id>', 'account id')
     .argument('<plan>', `one of ${planNames.join(', ')}`)
-    .action(async (id: string, planName: string, options: { json?: boolean }) => {
+    .action(async (id: string, planName: string, options: JsonOption & StoreOptions) => {
       const next = plan(planName);
-      const account = await withAccounts((a) => a.changePlan(id, next));
-      emit(output, options.json, accountJson(account), () => [`account ${id} is on plan ${account.plan}`]);
+      const { result: account, config } = await runAccounts({ options, output }, (a) => a.changePlan(id, next));
+      const maxKeys = config.plans[account.plan].maxKeys;
+      emit(output, options.json, { ...accountJson(account), max_keys: maxKeys }, () => [
+        `account ${id} is on plan ${account.plan}`,
+        ...overLimitLine(account, maxKeys),
+      ]);
     });
   change('suspend', 'suspend an account: its keys get 403 from the next request on')
     .argument('<id>', 'account id')
-    .action(async (id: string, options: { json?: boolean }) => {
-      const account = await withAccounts((a) => a.suspend(id));
+    .action(async (id: string, options: JsonOption & StoreOptions) => {
+      const account = await withAccounts({ options, output }, (a) => a.suspend(id));
       emit(output, options.json, accountJson(account), () => [`account ${id} is suspended`]);
     });
   change('resume', 'lift a suspension')
     .argument('<id>', 'account id')
-    .action(async (id: string, options: { json?: boolean }) => {
-      const account = await withAccounts((a) => a.resume(id));
+    .action(async (id: string, options: JsonOption & StoreOptions) => {
+      const account = await withAccounts({ options, output }, (a) => a.resume(id));
       emit(output, options.json, accountJson(account), () => [`account ${id} is active`]);
     });
 };
@@ -82,34 +103,32 @@ export const registerAccountCommands = (program: Command, output: Output) => {
 /** `airs keys ...`: create (shown once), list (never the key), revoke. */
 export const registerKeyCommands = (program: Command, output: Output) => {
   const keys = program.command('keys').description('manage API keys');
-  keys
-    .command('create')
+  const command = (name: string) => withStoreOptions(keys.command(name));
+  command('create')
     .description('create an API key; it is printed once and cannot be shown again')
     .requiredOption('--account <id>', 'account id')
     .option('--json', 'print JSON')
-    .action(async (options: { account: string; json?: boolean }) => {
-      const created = await withAccounts((a) => a.createKey(options.account));
+    .action(async (options: { account: string } & JsonOption & StoreOptions) => {
+      const created = await withAccounts({ options, output }, (a) => a.createKey(options.account));
       emit(output, options.json, created, () => [
         created.key,
         `(key ${created.id} of account ${created.account_id}; store it now: it cannot be shown again)`,
       ]);
     });
-  keys
-    .command('list')
+  command('list')
     .description('list an account’s keys (ids and prefixes, never the keys)')
     .requiredOption('--account <id>', 'account id')
     .option('--json', 'print JSON')
-    .action(async (options: { account: string; json?: boolean }) => {
-      const list = await withAccounts((a) => a.listKeys(options.account));
+    .action(async (options: { account: string } & JsonOption & StoreOptions) => {
+      const list = await withAccounts({ options, output }, (a) => a.listKeys(options.account));
       emit(output, options.json, list.map(keyJson), () => (list.length === 0 ? ['no keys'] : list.map(keyLine)));
     });
-  keys
-    .command('revoke')
+  command('revoke')
     .description('revoke a key: it fails from the very next request on')
     .argument('<keyId>', 'key id (from keys list)')
     .option('--json', 'print JSON')
-    .action(async (keyId: string, options: { json?: boolean }) => {
-      const key = await withAccounts((a) => a.revokeKey(keyId));
+    .action(async (keyId: string, options: JsonOption & StoreOptions) => {
+      const key = await withAccounts({ options, output }, (a) => a.revokeKey(keyId));
       emit(output, options.json, keyJson(key), () => [`key ${keyId} is revoked`]);
     });
 };

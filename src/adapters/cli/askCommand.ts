@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import yoctoSpinner from 'yocto-spinner';
-import { AirsError, AirsTimeoutError, type CompletedPoll, createClient, type PollInfo } from '../../client/index.js';
+import type { CompletedPoll, PollInfo } from '../../client/index.js';
 import { CliError, emit, type Output } from './output.js';
 
 /** Exit statuses of `airs ask` (also in docs/decisions.md). */
@@ -52,8 +51,10 @@ const urlOf = (value: string): string => {
 /** One line for stderr, whatever the server put in its message. */
 const oneLine = (text: string) => text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
 
+type ClientModule = typeof import('../../client/index.js');
+
 /** The client's failures as CLI failures with their documented exit statuses. */
-const toCliError = (error: unknown): unknown => {
+const toCliError = (error: unknown, { AirsError, AirsTimeoutError }: ClientModule): unknown => {
   if (error instanceof AirsTimeoutError) return new CliError(oneLine(error.message), askExit.timeout);
   if (!(error instanceof AirsError)) return error;
   const exitCode =
@@ -67,9 +68,10 @@ const toCliError = (error: unknown): unknown => {
 };
 
 /** A spinner on stderr with the elapsed time and the poll count, only when stderr is a terminal. */
-const startProgress = (model: string) => {
+const startProgress = async (model: string) => {
   const stream = process.stderr;
   if (!stream.isTTY) return { polled: (_info: PollInfo) => {}, note: (_text: string) => {}, stop: () => {} };
+  const { default: yoctoSpinner } = await import('yocto-spinner');
   const startedAt = Date.now();
   let polls = 0;
   let state = `submitting to ${model}`;
@@ -111,26 +113,28 @@ const ask = async (promptArgument: string, options: AskOptions, output: Output):
   const timeoutMs = timeoutMsOf(options.timeout);
   const prompt = await readPrompt(promptArgument);
 
-  const progress = startProgress(options.model);
+  // Loaded on use, like every module a command needs: `airs --help` and the other commands start without them.
+  const client = await import('../../client/index.js');
+  const progress = await startProgress(options.model);
   const controller = new AbortController();
   const interrupted = new CliError('interrupted', askExit.interrupted);
   const onSigint = () => controller.abort(interrupted);
   process.once('SIGINT', onSigint);
   let completed: CompletedPoll;
   try {
-    const client = createClient({
+    const airs = client.createClient({
       baseUrl,
       apiKey: key,
       onRetry: (info) =>
         progress.note(`${info.status} ${info.code}, retry ${info.retry} in ${Math.ceil(info.delayMs / 1000)}s`),
     });
-    completed = await client.run(options.model, prompt, {
+    completed = await airs.run(options.model, prompt, {
       signal: controller.signal,
       timeoutMs,
       onPoll: progress.polled,
     });
   } catch (error) {
-    throw toCliError(error);
+    throw toCliError(error, client);
   } finally {
     process.removeListener('SIGINT', onSigint);
     progress.stop();

@@ -1,36 +1,139 @@
+import { statSync } from 'node:fs';
+import type { Command } from 'commander';
 import type { Effect } from 'effect';
 import type { AccountsShape } from '../../app/Accounts.js';
-import { type Config, ConfigError, loadConfig } from '../../config.js';
+import type { Config, ConfigOverrides } from '../../config.js';
 import type { Refused } from '../../domain/errors.js';
-import { CliError } from './output.js';
+import { CliError, type Output } from './output.js';
 
-export const configOrFail = (): Config => {
+// Every module here that is not a type is loaded on use, not at start: `--help`, `--version` and `ask` start without
+// zod, effect or lmdb, and a management command without the server's modules (see docs/decisions.md).
+
+/** The options of every command that uses the data directory and the config file. */
+export type StoreOptions = { readonly dataDir?: string; readonly config?: string };
+
+/** Adds `--data-dir` and `--config` to a command that uses the data directory (they win over the environment). */
+export const withStoreOptions = (command: Command): Command =>
+  command
+    .option('--data-dir <dir>', 'the data directory (default: $AIRS_DATA_DIR, else dataDir of the config, else ./data)')
+    .option('--config <file>', 'the config file (default: $AIRS_CONFIG, else ./airs.config.json if present)');
+
+const given = (flag: string, value: string | undefined, what: string): string | undefined => {
+  if (value !== undefined && value.trim() === '') throw new CliError(`${flag}: expected ${what}, got ""`, 2);
+  return value;
+};
+
+const portOf = (value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) > 65_535)
+    throw new CliError(`--port: expected an integer from 0 to 65535, got "${value}"`, 2);
+  return Number(value);
+};
+
+/**
+ * The configuration in force for this command: its flags, then the environment, then the config file, then the
+ * defaults. A bad flag or a bad config is one line and exit 2.
+ */
+export const configOrFail = async (
+  options: StoreOptions & { readonly port?: string; readonly host?: string } = {},
+): Promise<Config> => {
+  const overrides: ConfigOverrides = {
+    configFile: given('--config', options.config, 'a file'),
+    dataDir: given('--data-dir', options.dataDir, 'a directory'),
+    port: portOf(options.port),
+    host: given('--host', options.host, 'a host name or address'),
+  };
+  const { ConfigError, loadConfig } = await import('../../config.js');
   try {
-    return loadConfig();
+    return loadConfig(process.env, process.cwd(), overrides);
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(`bad configuration: ${error.message}`, 2);
     throw error;
   }
 };
 
-/** Runs one management command against the data directory, with the store open only for its duration. */
-export const withAccounts = async <A>(use: (accounts: AccountsShape, config: Config) => Effect.Effect<A, Refused>) => {
-  const config = configOrFail();
-  // Loaded on use: commands that do not touch the store start without these modules.
-  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { silentLogger }, { managementLayer }] = await Promise.all([
+/** `serve`'s configuration: as every command's, and the upstream keys its models name must be set. */
+export const serveConfigOrFail = async (
+  options: StoreOptions & { readonly port?: string; readonly host?: string },
+): Promise<Config> => {
+  const config = await configOrFail(options);
+  const { checkModelSecrets } = await import('../../config.js');
+  try {
+    checkModelSecrets(config);
+  } catch (error) {
+    throw new CliError(`bad configuration: ${(error as Error).message}`, 2);
+  }
+  return config;
+};
+
+/**
+ * Commands that do not create an account never create a data directory or a database either: a data directory
+ * without one is most likely a mistyped setting, and an empty database made there would answer "no accounts".
+ * A directory that is a file, or whose file is damaged, is left to the store, whose messages say so.
+ */
+export const requireDatabase = async (config: Config): Promise<void> => {
+  try {
+    if (!statSync(config.dataDir).isDirectory()) return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    throw noDatabase(config);
+  }
+  const [{ environmentFile }, { checkDataFile }] = await Promise.all([
+    import('../lmdb/databases.js'),
+    import('../lmdb/dataFile.js'),
+  ]);
+  // A data file that is missing where the directory held one is damage, and checkDataFile says so.
+  checkDataFile(config.dataDir, environmentFile(config.dataDir));
+  if (!fileExists(environmentFile(config.dataDir))) throw noDatabase(config);
+};
+
+const fileExists = (path: string) => statSync(path, { throwIfNoEntry: false }) !== undefined;
+
+const noDatabase = (config: Config) =>
+  new CliError(
+    `no airs database in ${config.dataDir} (data directory from ${config.dataDirFrom}); nothing was created: check the setting, or create the first account with "airs accounts create"`,
+    2,
+  );
+
+/** The line that tells a person (not a script: never with --json) which data directory a command used. */
+export const dataDirNote = (config: Config) => `airs: data directory ${config.dataDir} (from ${config.dataDirFrom})`;
+
+export type AccountsCommand = {
+  readonly options: StoreOptions & { readonly json?: boolean };
+  readonly output: Output;
+  /** Only `accounts create` may create the data directory and its database; every other command needs them. */
+  readonly creates?: boolean;
+};
+
+/**
+ * Runs one management command against the data directory, with the store open only for its duration; gives its
+ * result and the configuration it ran with. Without --json, a success also says on stderr which data directory it
+ * used (stdout stays what scripts read).
+ */
+export const runAccounts = async <A>(
+  command: AccountsCommand,
+  use: (accounts: AccountsShape) => Effect.Effect<A, Refused>,
+): Promise<{ readonly result: A; readonly config: Config }> => {
+  const config = await configOrFail(command.options);
+  if (command.creates !== true) await requireDatabase(config);
+  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { cliManagementLayer }] = await Promise.all([
     import('effect'),
     import('../../app/Accounts.js'),
-    import('../../ports/Logger.js'),
-    import('../../server.js'),
+    import('./managementLayer.js'),
   ]);
-  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
+  const runtime = ManagedRuntime.make(cliManagementLayer(config));
   try {
-    const result = await runtime.runPromise(
-      Effect.result(Effect.flatMap(Accounts, (accounts) => use(accounts, config))),
-    );
+    const result = await runtime.runPromise(Effect.result(Effect.flatMap(Accounts, use)));
     if (Result.isFailure(result)) throw new CliError(result.failure.message);
-    return result.success;
+    if (command.options.json !== true) command.output.err(dataDirNote(config));
+    return { result: result.success, config };
   } finally {
     await runtime.dispose();
   }
 };
+
+/** `runAccounts` for a command that needs only the result. */
+export const withAccounts = async <A>(
+  command: AccountsCommand,
+  use: (accounts: AccountsShape) => Effect.Effect<A, Refused>,
+): Promise<A> => (await runAccounts(command, use)).result;

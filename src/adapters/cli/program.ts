@@ -1,3 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
 import { registerAskCommand } from './askCommand.js';
@@ -5,9 +8,21 @@ import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerServeCommand } from './serveCommand.js';
 
+/** The version in the checkout's package.json: the nearest one above this file (it runs from src/ or dist/src/). */
+const packageVersion = (): string => {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return 'unknown';
+};
+
+// Each command's modules (zod, effect, lmdb, the server, the client) are loaded by its action, not here: building
+// the program costs only commander, so `--help`, `--version` and every command start at once.
 export const buildProgram = (output: Output = processOutput): Command => {
   const program = new Command('airs')
     .description('Asynchronous AI Request Service')
+    .version(packageVersion(), '-V, --version', 'print the version of airs')
     .showHelpAfterError(false)
     .exitOverride()
     .configureOutput({

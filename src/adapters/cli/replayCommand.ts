@@ -1,10 +1,15 @@
 import type { Command } from 'commander';
-import { parseSince, replay } from '../../app/replay.js';
 import type { StoredEvent } from '../../domain/events.js';
-import { configOrFail } from './context.js';
+import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
-type ReplayOptions = { request?: string; account?: string; since?: string; json?: boolean; verify?: boolean };
+type ReplayOptions = StoreOptions & {
+  request?: string;
+  account?: string;
+  since?: string;
+  json?: boolean;
+  verify?: boolean;
+};
 
 /** What an event says besides its type, time and sequence number (already in the line). */
 const detailsOf = (event: StoredEvent): string =>
@@ -39,8 +44,7 @@ const runVerify = async (dataDir: string, output: Output, json: boolean | undefi
 
 /** `airs replay`: the log as a timeline with the state each request reaches; `--verify` rebuilds every view. */
 export const registerReplayCommand = (program: Command, output: Output) => {
-  program
-    .command('replay')
+  withStoreOptions(program.command('replay'))
     .description('print the event log as a timeline and the state each request reaches (works while the server runs)')
     .option('--request <reqId>', 'only this request')
     .option('--account <id>', 'only this account and its requests')
@@ -54,11 +58,14 @@ export const registerReplayCommand = (program: Command, output: Output) => {
           '--verify checks the whole log; it cannot be combined with --request, --account or --since',
           2,
         );
+      const { parseSince, replay } = await import('../../app/replay.js');
       const since = options.since === undefined ? undefined : parseSince(options.since);
       if (options.since !== undefined && since === undefined) {
         throw new CliError(`--since: "${options.since}" is not an ISO 8601 time or epoch milliseconds`, 2);
       }
-      const config = configOrFail();
+      const config = await configOrFail(options);
+      // Reading never creates: a data directory without a database is a mistyped setting.
+      await requireDatabase(config);
       if (options.verify) return runVerify(config.dataDir, output, options.json);
       const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
       const store = openLmdbStore(config.dataDir);
