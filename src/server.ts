@@ -1,66 +1,21 @@
 import { Effect, Layer, ManagedRuntime } from 'effect';
 import type { H3 } from 'h3';
-import type { Logger } from 'pino';
 import { createHttpApp } from './adapters/http/app.js';
 import { createTraffic, type Traffic } from './adapters/http/traffic.js';
-import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
-import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
-import { AppConfigLayer } from './app/AppConfig.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
-import { Committer, CommitterLayer, type CommitterLimits, type CommitterShape } from './app/Committer.js';
+import { Committer, type CommitterShape } from './app/Committer.js';
 import { LimiterStatesLayer } from './app/LimiterStates.js';
 import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
 import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
-import { StorageHealth, StorageHealthLayer, type StorageHealthShape } from './app/StorageHealth.js';
+import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
-import type { Config } from './config.js';
-import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
-import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
-import { LogLayer } from './ports/Logger.js';
+import { type AppOptions, baseLayer } from './baseLayer.js';
 import { Store, type StoreShape } from './ports/Store.js';
 
-export type AppOptions = {
-  readonly config: Config;
-  readonly logger: Logger;
-  readonly clock?: ClockShape;
-  readonly ids?: IdsShape;
-  /** How often the expiry sweeper runs. */
-  readonly sweepIntervalMs?: number;
-  /** Bounds of the committer's queue and batches (tests make them small). */
-  readonly committerLimits?: CommitterLimits;
-  /** Another Store than LMDB under `config.dataDir` (tests wrap it, for example to make commits slow). */
-  readonly storeLayer?: Layer.Layer<Store>;
-  /** The free space of the data directory's disk (default: statfs of `config.dataDir`); tests give their own. */
-  readonly readFreeBytes?: () => Promise<number>;
-};
-
-/**
- * The ground every service stands on: config, store, clock, ids, log, and the health of the data directory (with
- * its free-space watch where `minFreeBytes` asks for one). Tests swap clock and ids via options.
- */
-const baseLayer = (options: AppOptions, minFreeBytes: number) => {
-  const ground = Layer.mergeAll(
-    AppConfigLayer(options.config),
-    options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
-    Layer.succeed(AppClock, options.clock ?? systemClock),
-    Layer.succeed(Ids, options.ids ?? randomIds),
-    LogLayer(options.logger),
-  );
-  const health = StorageHealthLayer({
-    minFreeBytes,
-    readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
-  });
-  return CommitterLayer(options.committerLimits).pipe(Layer.provideMerge(health), Layer.provideMerge(ground));
-};
-
-/**
- * What management commands need, and no more: no workers and no sweeper, which belong to the server alone, and no
- * free-space floor (an operator's command on a nearly full disk should still work).
- */
-export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options, 0)));
+export type { AppOptions } from './baseLayer.js';
 
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {

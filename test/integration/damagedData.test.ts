@@ -56,10 +56,13 @@ describe('a damaged data file', { timeout: 90_000 }, () => {
     },
   );
 
-  it('a directory that never held a database still starts empty', async () => {
+  it('a directory that never held a database is a first start, not damage', async () => {
     const box = sandbox('airs-fresh');
     boxes.push(box);
+    const created = await runCli(box, ['accounts', 'create', '--email', 'first@example.com']);
+    expect(created.code, created.stderr).toBe(0);
     const listed = await runCli(box, ['accounts', 'list']);
-    expect(listed).toMatchObject({ code: 0, stdout: 'no accounts\n' });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('first@example.com');
   });
 });

@@ -116,12 +116,13 @@ export const runAccounts = async <A>(
 ): Promise<{ readonly result: A; readonly config: Config }> => {
   const config = await configOrFail(command.options);
   if (command.creates !== true) await requireDatabase(config);
-  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { cliManagementLayer }] = await Promise.all([
+  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { managementLayer }, { silentLogger }] = await Promise.all([
     import('effect'),
     import('../../app/Accounts.js'),
-    import('./managementLayer.js'),
+    import('../../baseLayer.js'),
+    import('../../ports/Logger.js'),
   ]);
-  const runtime = ManagedRuntime.make(cliManagementLayer(config));
+  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
   try {
     const result = await runtime.runPromise(Effect.result(Effect.flatMap(Accounts, use)));
     if (Result.isFailure(result)) throw new CliError(result.failure.message);

@@ -1,0 +1,58 @@
+import { Layer } from 'effect';
+import type { Logger } from 'pino';
+import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
+import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
+import { AccountsLayer } from './app/Accounts.js';
+import { AppConfigLayer } from './app/AppConfig.js';
+import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
+import { StorageHealthLayer } from './app/StorageHealth.js';
+import type { Config } from './config.js';
+import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
+import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
+import { LogLayer } from './ports/Logger.js';
+import type { Store } from './ports/Store.js';
+
+/*
+ * The layers under every use of the store: the server's (src/server.ts adds HTTP, workers and the sweeper) and the
+ * management commands'. Kept apart from server.ts so that a CLI command loads none of the server's modules.
+ */
+
+export type AppOptions = {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock?: ClockShape;
+  readonly ids?: IdsShape;
+  /** How often the expiry sweeper runs. */
+  readonly sweepIntervalMs?: number;
+  /** Bounds of the committer's queue and batches (tests make them small). */
+  readonly committerLimits?: CommitterLimits;
+  /** Another Store than LMDB under `config.dataDir` (tests wrap it, for example to make commits slow). */
+  readonly storeLayer?: Layer.Layer<Store>;
+  /** The free space of the data directory's disk (default: statfs of `config.dataDir`); tests give their own. */
+  readonly readFreeBytes?: () => Promise<number>;
+};
+
+/**
+ * The ground every service stands on: config, store, clock, ids, log, and the health of the data directory (with
+ * its free-space watch where `minFreeBytes` asks for one). Tests swap clock and ids via options.
+ */
+export const baseLayer = (options: AppOptions, minFreeBytes: number) => {
+  const ground = Layer.mergeAll(
+    AppConfigLayer(options.config),
+    options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
+    Layer.succeed(AppClock, options.clock ?? systemClock),
+    Layer.succeed(Ids, options.ids ?? randomIds),
+    LogLayer(options.logger),
+  );
+  const health = StorageHealthLayer({
+    minFreeBytes,
+    readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
+  });
+  return CommitterLayer(options.committerLimits).pipe(Layer.provideMerge(health), Layer.provideMerge(ground));
+};
+
+/**
+ * What management commands need, and no more: no workers and no sweeper, which belong to the server alone, and no
+ * free-space floor (an operator's command on a nearly full disk should still work).
+ */
+export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options, 0)));
