@@ -11,6 +11,7 @@ import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer } from './Committer.js';
 import { displayPrefix, hashKey } from './keyMaterial.js';
+import { hashPassword, passwordProblem } from './passwords.js';
 
 /** A key as shown once, at creation: the only moment the secret exists outside the caller's hands. */
 export type CreatedKey = {
@@ -29,6 +30,8 @@ export interface AccountsShape {
   createKey(accountId: string): Effect.Effect<CreatedKey, Refused>;
   listKeys(accountId: string): Effect.Effect<KeyState[], Refused>;
   revokeKey(keyId: string): Effect.Effect<KeyState, Refused>;
+  /** Sets the account holder's password (at least 12 characters); only its scrypt hash is kept, beside the log. */
+  setPassword(accountId: string, password: string): Effect.Effect<AccountState, Refused>;
 }
 
 export class Accounts extends Context.Service<Accounts, AccountsShape>()('airs/Accounts') {}
@@ -102,6 +105,17 @@ export const AccountsLayer = Layer.effect(
             () => ({ id: keyId, key, prefix, account_id: accountId }),
           );
         }),
+      setPassword: (accountId, password) => {
+        const problem = passwordProblem(password);
+        if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
+        return Effect.flatMap(withAccount(accountId), () =>
+          Effect.flatMap(
+            Effect.promise(() => hashPassword(password)),
+            (passwordHash) =>
+              run(accountId, { type: 'SetPassword', passwordHash, now: clock.now() }, existing(accountId)),
+          ),
+        );
+      },
       listKeys: (accountId) => Effect.map(withAccount(accountId), () => store.reads.keysOf(accountId)),
       revokeKey: (keyId) => {
         const key = fitsIdBound(keyId) ? store.reads.key(keyId) : undefined;

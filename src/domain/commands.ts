@@ -26,7 +26,12 @@ export type Refusal = LifecycleViolation | Refused;
 export type Decision = {
   readonly events: readonly DomainEvent[];
   readonly request?: { readonly state: RequestState; readonly text?: string };
+  /** A credential to keep beside the log (a password's hash), written in the same transaction as the events. */
+  readonly credential?: { readonly key: string; readonly value: string };
 };
+
+/** Where an account's password hash is kept among the store's credentials. */
+export const passwordCredentialKey = (accountId: string) => `password:${accountId}`;
 
 /** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
 export interface DecisionReads {
@@ -67,7 +72,10 @@ const decideAccountCommand = (
     current = { ...command, key };
   }
   const events = decideAccount(reads.account(accountId), current);
-  return events instanceof Refused ? events : { events };
+  if (events instanceof Refused) return events;
+  return current.type === 'SetPassword'
+    ? { events, credential: { key: passwordCredentialKey(accountId), value: current.passwordHash } }
+    : { events };
 };
 
 /** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */

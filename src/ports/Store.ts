@@ -40,6 +40,8 @@ export interface StoreReads {
   /** A number that changes whenever any account or key changes (also by another process): a cache of accounts and
    * keys read in the same snapshot is current exactly while this is unchanged. */
   accountsVersion(): number;
+  /** A credential kept beside the log (an account's password hash: `passwordCredentialKey`). */
+  credential(key: string): string | undefined;
   /** The last saved rate-limiter state of an account's budget, if any. */
   limiterState(accountId: string, budget: string): number | undefined;
 }

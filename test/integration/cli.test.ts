@@ -137,6 +137,39 @@ describe('account and key commands', { timeout: 60_000 }, () => {
   });
 });
 
+describe('accounts set-password', { timeout: 60_000 }, () => {
+  it('reads the password from stdin, appends AccountPasswordSet (no hash in the log), and replay --verify stays clean', async () => {
+    const box = newBox('airs-cli-password');
+    const account = await cliJson<AccountJson>(box, ['accounts', 'create', '--email', 'pw@example.com']);
+    const set = await runCli(box, ['accounts', 'set-password', account.id], {
+      input: 'correct horse battery staple\n',
+    });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toBe(`account ${account.id} has a new password; it can log in at /dashboard/login\n`);
+    const replay = JSON.parse((await runCli(box, ['replay', '--json'])).stdout) as ReplayJson;
+    const event = replay.events.find((e) => e.type === 'AccountPasswordSet');
+    expect(event).toMatchObject({ type: 'AccountPasswordSet', accountId: account.id });
+    expect(Object.keys(event ?? {}).sort()).toEqual(['accountId', 'at', 'seq', 'type']);
+    expect((await runCli(box, ['replay', '--verify'])).code).toBe(0);
+  });
+
+  it('refuses a short password, an unknown account and a terminal-less empty stdin with one line each', async () => {
+    const box = newBox('airs-cli-password-bad');
+    const account = await cliJson<AccountJson>(box, ['accounts', 'create', '--email', 'short@example.com']);
+    expectOneLineFailure(
+      await runCli(box, ['accounts', 'set-password', account.id], { input: 'short\n' }),
+      /at least 12 characters; this one has 5/,
+    );
+    expectOneLineFailure(
+      await runCli(box, ['accounts', 'set-password', 'acct_nope'], { input: 'long enough password\n' }),
+      /no account acct_nope/,
+    );
+    expectOneLineFailure(await runCli(box, ['accounts', 'set-password', account.id], { input: '' }), /at least 12/);
+    const replay = JSON.parse((await runCli(box, ['replay', '--json'])).stdout) as ReplayJson;
+    expect(replay.events.map((e) => e.type)).toEqual(['AccountCreated']);
+  });
+});
+
 describe('over-long names', { timeout: 60_000 }, () => {
   it('refuses an email, account id or key id longer than any it could be with one line and exit 1, and goes on working', async () => {
     const box = newBox('airs-cli-long');

@@ -65,15 +65,16 @@ const children = new Set<ChildProcess>();
 export const runCli = (
   box: Sandbox,
   args: readonly string[],
-  options: { timeoutMs?: number; env?: Record<string, string> } = {},
+  options: { timeoutMs?: number; env?: Record<string, string>; input?: string } = {},
 ) =>
   new Promise<CliResult>((resolvePromise, reject) => {
     assertBuilt();
     const child = spawn(process.execPath, [binPath, ...args], {
       cwd: box.dir,
       env: box.env(options.env),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    if (options.input !== undefined) child.stdin?.end(options.input);
     children.add(child);
     let stdout = '';
     let stderr = '';

@@ -45,6 +45,23 @@ const overLimitLine = (account: AccountState, maxKeys: number | null): string[] 
 
 type JsonOption = { json?: boolean };
 
+/**
+ * The password, piped on stdin (one trailing newline removed, as `echo` adds it). A terminal is refused: what is
+ * typed there would be shown on the screen and kept in its scrollback.
+ */
+const passwordFromStdin = async (): Promise<string> => {
+  if (process.stdin.isTTY)
+    throw new CliError(
+      'give the password on stdin, not typed at a terminal; e.g. printf %s "$PASSWORD" | airs accounts set-password ID',
+      2,
+    );
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+};
+
 /** `airs accounts ...`: create, list, set-plan, suspend, resume. */
 export const registerAccountCommands = (program: Command, output: Output) => {
   const accounts = program.command('accounts').description('manage accounts');
@@ -85,6 +102,18 @@ export const registerAccountCommands = (program: Command, output: Output) => {
         `account ${id} is on plan ${account.plan}`,
         ...overLimitLine(account, maxKeys),
       ]);
+    });
+  change('set-password', 'set the password the account holder logs in to the dashboard with, read from stdin')
+    .argument('<id>', 'account id')
+    .action(async (id: string, options: JsonOption & StoreOptions) => {
+      const password = await passwordFromStdin();
+      const account = await withAccounts({ options, output }, (a) => a.setPassword(id, password));
+      emit(
+        output,
+        options.json,
+        { ...accountJson(account), password_set_at: new Date(account.passwordSetAt ?? 0).toISOString() },
+        () => [`account ${id} has a new password; it can log in at /dashboard/login`],
+      );
     });
   change('suspend', 'suspend an account: its keys get 403 from the next request on')
     .argument('<id>', 'account id')

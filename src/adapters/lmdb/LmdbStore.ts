@@ -93,6 +93,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   lastSeq: () => lastSeqOf(dbs),
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
+  credential: (key) => dbs.credentials.get(key),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -159,6 +160,7 @@ const viewsOf = (
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
   moveInGroup: groups.move,
+  putCredential: (key, value) => void dbs.credentials.put(key, value),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
 });
 

@@ -20,6 +20,8 @@ export type LmdbDatabases = {
   readonly requests: Database<Buffer, Buffer>;
   readonly accounts: Database<Buffer, string>;
   readonly keys: Database<Buffer, string>;
+  /** What must be kept but never logged: password hashes by `password:<accountId>`. */
+  readonly credentials: Database<string, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
@@ -86,6 +88,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     requests: root.openDB<Buffer, Buffer>({ name: 'requests', encoding: 'binary', keyEncoding: 'binary' }),
     accounts: db('accounts', 'binary'),
     keys: db('keys', 'binary'),
+    credentials: db('credentials', 'string'),
     limiter: db('limiter'),
     meta,
     indexes: {

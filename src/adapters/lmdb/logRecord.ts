@@ -26,6 +26,7 @@ const layouts = {
   AccountResumed: ['accountId', 'at'],
   ApiKeyCreated: ['accountId', 'keyId', 'keyHash', 'prefix', 'at'],
   ApiKeyRevoked: ['accountId', 'keyId', 'at'],
+  AccountPasswordSet: ['accountId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };

@@ -33,6 +33,8 @@ export interface ViewAccess {
   removeIndex(index: IndexName, key: IndexKey): void;
   /** Moves a request from one group of a grouped index to another (`undefined`: not in the index). */
   moveInGroup(group: GroupName, reqId: string, from: number | undefined, to: number | undefined): void;
+  /** Keeps a credential beside the views (a password's hash); never part of a view or the log. */
+  putCredential(key: string, value: string): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
 }

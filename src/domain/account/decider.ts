@@ -22,7 +22,9 @@ export type AccountCommand =
       readonly plans: PlanTable;
       readonly now: number;
     }
-  | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number };
+  | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number }
+  /** The hash travels with the command to the store's credentials; the event carries none of it. */
+  | { readonly type: 'SetPassword'; readonly passwordHash: string; readonly now: number };
 
 /**
  * Decides an account command against the account's state. Asking for what already holds (suspend a suspended
@@ -57,6 +59,8 @@ export const decideAccount = (
       const { keyId, keyHash, prefix } = command;
       return [{ type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at }];
     }
+    case 'SetPassword':
+      return [{ type: 'AccountPasswordSet', accountId, at }];
     case 'RevokeKey':
       if (command.key.accountId !== accountId) return new Refused({ message: 'key belongs to another account' });
       return command.key.revokedAt === undefined

@@ -31,8 +31,17 @@ export type ApiKeyRevoked = {
   readonly at: number;
 };
 
+/** The account holder's password was set (at signup, or by the operator). The log says when, never what: the
+ * password's scrypt hash is kept beside the log (the store's credentials), like a prompt's text. */
+export type AccountPasswordSet = {
+  readonly type: 'AccountPasswordSet';
+  readonly accountId: string;
+  readonly at: number;
+};
+
 export type AccountEvent =
   | AccountCreated
+  | AccountPasswordSet
   | AccountPlanChanged
   | AccountSuspended
   | AccountResumed

@@ -8,6 +8,8 @@ export type AccountState = {
   readonly suspended: boolean;
   readonly createdAt: number;
   readonly activeKeys: number;
+  /** When a password was last set; absent while the account has none (created by the operator, not signed up). */
+  readonly passwordSetAt?: number;
 };
 
 export type KeyState = {
@@ -39,6 +41,8 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
       return { ...state, suspended: true };
     case 'AccountResumed':
       return { ...state, suspended: false };
+    case 'AccountPasswordSet':
+      return { ...state, passwordSetAt: event.at };
     case 'ApiKeyCreated':
       return { ...state, activeKeys: state.activeKeys + 1 };
     case 'ApiKeyRevoked':

@@ -1,0 +1,82 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Effect, Result } from 'effect';
+import { afterEach, describe, expect, it } from 'vitest';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { hashPassword, verifyPassword } from '../../src/app/passwords.js';
+import { passwordCredentialKey } from '../../src/domain/commands.js';
+import { startTestApp, type TestApp } from '../support/testApp.js';
+
+const password = 'correct horse battery staple';
+
+describe('Password hashes', () => {
+  it('verify the password they were made from, and nothing else', async () => {
+    const stored = await hashPassword(password);
+    expect(stored).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
+    expect(await verifyPassword(password, stored)).toBe(true);
+    expect(await verifyPassword(`${password}!`, stored)).toBe(false);
+    expect(
+      await verifyPassword(
+        password,
+        stored.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+      ),
+    ).toBe(false);
+    expect(await verifyPassword(password, 'not a hash')).toBe(false);
+  });
+
+  it('are salted: the same password twice gives two different hashes', async () => {
+    expect(await hashPassword(password)).not.toBe(await hashPassword(password));
+  });
+});
+
+describe('Setting an account’s password', () => {
+  let app: TestApp;
+  afterEach(() => app.stop());
+
+  it('appends AccountPasswordSet without the hash, keeps the hash beside the log, and verify finds them consistent', async () => {
+    app = await startTestApp();
+    const { accountId } = await app.account();
+    const account = await Effect.runPromise(app.accounts.setPassword(accountId, password));
+    expect(account.passwordSetAt).toBeTypeOf('number');
+
+    const events = [...app.store.reads.events()].filter((event) => event.type === 'AccountPasswordSet');
+    expect(events).toEqual([
+      { type: 'AccountPasswordSet', accountId, at: account.passwordSetAt, seq: expect.any(Number) },
+    ]);
+    const stored = app.store.reads.credential(passwordCredentialKey(accountId));
+    expect(await verifyPassword(password, stored as string)).toBe(true);
+    expect(
+      verifyViews((app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases).differences,
+    ).toEqual([]);
+
+    // Nothing of the password in any file of the data directory: not in the log, not in a view.
+    for (const file of readdirSync(app.dataDir)) {
+      expect(readFileSync(join(app.dataDir, file)).includes(Buffer.from(password))).toBe(false);
+    }
+  });
+
+  it('refuses a password shorter than 12 characters and writes nothing', async () => {
+    app = await startTestApp();
+    const { accountId } = await app.account();
+    const before = app.store.reads.lastSeq();
+    const result = await Effect.runPromise(Effect.result(app.accounts.setPassword(accountId, 'too short')));
+    expect(Result.isFailure(result) && result.failure.message).toBe(
+      'a password needs at least 12 characters; this one has 9',
+    );
+    expect(app.store.reads.lastSeq()).toBe(before);
+  });
+
+  it('lets verify notice a password hash that is missing, or one that no event set', async () => {
+    app = await startTestApp();
+    const { accountId } = await app.account();
+    const other = await app.account();
+    await Effect.runPromise(app.accounts.setPassword(accountId, password));
+    const dbs = (app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases;
+    await dbs.credentials.remove(passwordCredentialKey(accountId));
+    await dbs.credentials.put(passwordCredentialKey(other.accountId), 'scrypt$stray');
+    expect(verifyViews(dbs).differences).toEqual([
+      `credential password:${other.accountId}: stored but no account of the log has a password set by it`,
+      `credential password:${accountId}: the log sets it but it is missing`,
+    ]);
+  });
+});
