@@ -109,3 +109,17 @@ describe('When the account exists', () => {
     expect(decideAccount(account, { type: 'ChangePlan', plan: 'free', now: 3 })).toEqual([]);
   });
 });
+
+describe('When the account holder sets a password', () => {
+  const setPassword: AccountCommand = { type: 'SetPassword', passwordHash: 'scrypt$secret-hash', now: 7 };
+  it('records when it was set and nothing of the hash', () => {
+    expect(decideAccount(fold([created()]), setPassword)).toEqual([{ type: 'AccountPasswordSet', accountId, at: 7 }]);
+  });
+  it('the account shows when its password was last set, and had none before', () => {
+    expect(fold([created()])?.passwordSetAt).toBeUndefined();
+    expect(fold([created(), { type: 'AccountPasswordSet', accountId, at: 7 }])?.passwordSetAt).toBe(7);
+  });
+  it('an account that does not exist cannot have one', () => {
+    expect(decideAccount(undefined, setPassword)).toBeInstanceOf(Refused);
+  });
+});
