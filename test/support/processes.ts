@@ -72,7 +72,7 @@ export const runCli = (
     const child = spawn(process.execPath, [binPath, ...args], {
       cwd: box.dir,
       env: box.env(options.env),
-      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] as ['ignore' | 'pipe', 'pipe', 'pipe'],
     });
     if (options.input !== undefined) child.stdin?.end(options.input);
     children.add(child);
