@@ -72,9 +72,10 @@ export const runCli = (
     const child = spawn(process.execPath, [binPath, ...args], {
       cwd: box.dir,
       env: box.env(options.env),
-      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] as ['ignore' | 'pipe', 'pipe', 'pipe'],
+      stdio: 'pipe',
     });
-    if (options.input !== undefined) child.stdin?.end(options.input);
+    // Empty stdin unless the test gives some: the child reads end of file at once, as from /dev/null.
+    child.stdin.end(options.input ?? '');
     children.add(child);
     let stdout = '';
     let stderr = '';
