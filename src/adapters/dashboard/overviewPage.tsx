@@ -1,0 +1,53 @@
+import { Budget } from './Budget.js';
+import { grouped, keyLimit, planTitle } from './format.js';
+import { Layout } from './Layout.js';
+import { PlanTable } from './PlanTable.js';
+import { renderDocument } from './render.js';
+import type { OverviewView } from './viewModels.js';
+
+/** `GET /dashboard`: plan and its limits, keys used of allowed, the rate-limit budgets now, the last day's usage. */
+export const overviewPage = (view: OverviewView): string => {
+  const { csrf, email, plan, plans, keysUsed, maxKeys, rate, requestsLast24h } = view;
+  const limits = plans[plan];
+  return renderDocument(
+    <Layout title="Overview" session={{ csrf, email }} current="overview">
+      <h1>Overview</h1>
+      <div class="grid">
+        <section class="card" aria-labelledby="plan-h">
+          <h2 id="plan-h">Plan</h2>
+          <p class="stat">{planTitle(plan)}</p>
+          <p class="muted">
+            {grouped(limits.submitsPerMinute)} submits and {grouped(limits.pollsPerMinute)} polls per minute
+          </p>
+        </section>
+        <section class="card" aria-labelledby="keys-h">
+          <h2 id="keys-h">API keys</h2>
+          <p class="stat">
+            {grouped(keysUsed)} <span class="muted">of {keyLimit(maxKeys)}</span>
+          </p>
+          <p>
+            <a href="/dashboard/keys">Manage keys</a>
+          </p>
+        </section>
+        <section class="card" aria-labelledby="usage-h">
+          <h2 id="usage-h">Requests, last 24 hours</h2>
+          <p class="stat">{grouped(requestsLast24h)}</p>
+          <p>
+            <a href="/dashboard/requests">See requests</a>
+          </p>
+        </section>
+      </div>
+      <section class="card" aria-labelledby="rate-h">
+        <h2 id="rate-h">Rate limits now</h2>
+        <p class="hint">Counted across all your keys. The whole minute's budget may be used at once.</p>
+        <Budget id="rate-submits" label="Submits (POST /v1/ai)" budget={rate.submits} />
+        <Budget id="rate-polls" label="Polls (GET /v1/ai)" budget={rate.polls} />
+      </section>
+      <section class="card" aria-labelledby="plans-h">
+        <h2 id="plans-h">Plans</h2>
+        <PlanTable plans={plans} current={plan} />
+        <p class="hint">Plan changes are made by the service's operator: to change plans, ask your operator.</p>
+      </section>
+    </Layout>,
+  );
+};

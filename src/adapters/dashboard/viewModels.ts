@@ -1,0 +1,98 @@
+/**
+ * What the dashboard pages show: plain data, filled by the routes. Times are epoch milliseconds (UTC); the pages
+ * format them. Every string here is shown as text (escaped by the renderer), never as markup.
+ */
+import type { PlanName } from '../../domain/plans.js';
+
+/** The signed-in account as every logged-in page needs it: who, and the CSRF token its forms carry. */
+export type SessionView = { readonly csrf: string; readonly email: string };
+
+export type SignupView = { readonly csrf: string; readonly email?: string; readonly error?: string };
+
+export type LoginView = {
+  readonly csrf: string;
+  readonly email?: string;
+  readonly error?: string;
+  /** Set when logins for this email or address are throttled: how many minutes until the next try may work. */
+  readonly throttledMinutes?: number;
+};
+
+export type PlanRow = {
+  readonly maxKeys: number | null;
+  readonly submitsPerMinute: number;
+  readonly pollsPerMinute: number;
+};
+
+/** One rate-limit budget as it stands now. */
+export type BudgetView = {
+  readonly remaining: number;
+  readonly limit: number;
+  /** Seconds until the whole budget is available again (0 when it is). */
+  readonly resetSeconds: number;
+};
+
+export type OverviewView = SessionView & {
+  readonly plan: PlanName;
+  /** All four plans, in the order to show them. */
+  readonly plans: Readonly<Record<PlanName, PlanRow>>;
+  readonly keysUsed: number;
+  /** The account's plan's key limit; `null` is unlimited. */
+  readonly maxKeys: number | null;
+  readonly rate: { readonly submits: BudgetView; readonly polls: BudgetView };
+  readonly requestsLast24h: number;
+};
+
+export type KeyRow = {
+  readonly id: string;
+  readonly name?: string;
+  /** The short display prefix stored for the key (e.g. `sk_AbCd`). */
+  readonly prefix: string;
+  readonly createdAt: number;
+  readonly lastUsedAt?: number;
+};
+
+export type KeysView = SessionView & {
+  /** Active keys only (revoked ones are not listed). */
+  readonly keys: readonly KeyRow[];
+  readonly maxKeys: number | null;
+  /** Only on the page that answers a creation: the full key, shown this once. */
+  readonly newKey?: { readonly key: string; readonly name?: string };
+  /** A refusal to show, such as the plan's key limit being reached. */
+  readonly error?: string;
+};
+
+export const requestStatuses = ['queued', 'processing', 'completed', 'failed', 'expired', 'cancelled'] as const;
+export type RequestStatusView = (typeof requestStatuses)[number];
+
+export type RequestRow = {
+  readonly id: string;
+  readonly model: string;
+  readonly status: RequestStatusView;
+  readonly createdAt: number;
+  readonly completedAt?: number;
+};
+
+export type RequestsView = SessionView & {
+  /** One page of requests; shown newest first whatever order they come in. */
+  readonly requests: readonly RequestRow[];
+  /** 1-based page number. */
+  readonly page: number;
+  /** Whether an older page exists. */
+  readonly hasNext: boolean;
+  /**
+   * 24 counts, oldest first: `hourly[i]` counts the requests created in the UTC clock hour that starts
+   * `23 - i` hours before the hour holding `now`; the last one is the current, unfinished hour.
+   */
+  readonly hourly: readonly number[];
+  readonly now: number;
+};
+
+export type ErrorView = {
+  readonly status: 403 | 404 | 429 | 500;
+  readonly title: string;
+  readonly message: string;
+  readonly loggedIn: boolean;
+  /** When logged in and known, the page also offers the logout button (its form needs the token). */
+  readonly csrf?: string;
+  readonly email?: string;
+};
