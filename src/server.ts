@@ -10,6 +10,7 @@ import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
 import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
+import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
@@ -20,7 +21,7 @@ export type { AppOptions } from './baseLayer.js';
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {
   const base = baseLayer(options, options.config.storage.minFreeBytes);
-  return RequestsLayer.pipe(
+  return Layer.mergeAll(RequestsLayer, SessionsLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(
       Layer.mergeAll(
@@ -47,6 +48,7 @@ export type App = {
   readonly store: StoreShape;
   readonly committer: CommitterShape;
   readonly storageHealth: StorageHealthShape;
+  readonly sessions: SessionsShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
   /** From now on every call answers 503 (the server is draining). */
@@ -77,6 +79,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         store: yield* Store,
         committer: yield* Committer,
         storageHealth: yield* StorageHealth,
+        sessions: yield* Sessions,
       };
     }),
   );

@@ -1,5 +1,5 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
-import type { AccountState, KeyState } from './account/state.js';
+import type { AccountState, KeyState, SessionState } from './account/state.js';
 import { LifecycleViolation, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
@@ -26,12 +26,15 @@ export type Refusal = LifecycleViolation | Refused;
 export type Decision = {
   readonly events: readonly DomainEvent[];
   readonly request?: { readonly state: RequestState; readonly text?: string };
-  /** A credential to keep beside the log (a password's hash), written in the same transaction as the events. */
-  readonly credential?: { readonly key: string; readonly value: string };
+  /** A credential to keep beside the log (a password's hash, a session secret's hash; `undefined`: delete it),
+   * written in the same transaction as the events. */
+  readonly credential?: { readonly key: string; readonly value: string | undefined };
 };
 
 /** Where an account's password hash is kept among the store's credentials. */
 export const passwordCredentialKey = (accountId: string) => `password:${accountId}`;
+/** Where a session's secret hash is kept among the store's credentials. */
+export const sessionCredentialKey = (sessionId: string) => `session:${sessionId}`;
 
 /** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
 export interface DecisionReads {
@@ -39,6 +42,7 @@ export interface DecisionReads {
   account(accountId: string): AccountState | undefined;
   key(keyId: string): KeyState | undefined;
   accountIdByEmail(email: string): string | undefined;
+  session(sessionId: string): SessionState | undefined;
 }
 
 export const isRefusal = (value: unknown): value is Refusal =>
@@ -71,11 +75,16 @@ const decideAccountCommand = (
     if (key === undefined) return new Refused({ message: `no key ${command.key.keyId}` });
     current = { ...command, key };
   }
+  if (command.type === 'EndSession') current = { ...command, session: reads.session(command.sessionId) };
   const events = decideAccount(reads.account(accountId), current);
   if (events instanceof Refused) return events;
-  return current.type === 'SetPassword'
-    ? { events, credential: { key: passwordCredentialKey(accountId), value: current.passwordHash } }
-    : { events };
+  if (current.type === 'SetPassword')
+    return { events, credential: { key: passwordCredentialKey(accountId), value: current.passwordHash } };
+  if (current.type === 'StartSession')
+    return { events, credential: { key: sessionCredentialKey(current.sessionId), value: current.secretHash } };
+  if (current.type === 'EndSession' && events.length > 0)
+    return { events, credential: { key: sessionCredentialKey(current.sessionId), value: undefined } };
+  return { events };
 };
 
 /** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */

@@ -1,5 +1,5 @@
 import { Context } from 'effect';
-import type { AccountState, KeyState } from '../domain/account/state.js';
+import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { RequestState } from '../domain/request/state.js';
@@ -40,8 +40,10 @@ export interface StoreReads {
   /** A number that changes whenever any account or key changes (also by another process): a cache of accounts and
    * keys read in the same snapshot is current exactly while this is unchanged. */
   accountsVersion(): number;
-  /** A credential kept beside the log (an account's password hash: `passwordCredentialKey`). */
+  /** A credential kept beside the log (`passwordCredentialKey`, `sessionCredentialKey`). */
   credential(key: string): string | undefined;
+  /** A dashboard session that has not ended. */
+  session(sessionId: string): SessionState | undefined;
   /** The last saved rate-limiter state of an account's budget, if any. */
   limiterState(accountId: string, budget: string): number | undefined;
 }

@@ -75,7 +75,7 @@ describe('Setting an account’s password', () => {
     await dbs.credentials.remove(passwordCredentialKey(accountId));
     await dbs.credentials.put(passwordCredentialKey(other.accountId), 'scrypt$stray');
     expect(verifyViews(dbs).differences).toEqual([
-      `credential password:${other.accountId}: stored but no account of the log has a password set by it`,
+      `credential password:${other.accountId}: stored but the log sets no such credential`,
       `credential password:${accountId}: the log sets it but it is missing`,
     ]);
   });

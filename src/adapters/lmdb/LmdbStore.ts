@@ -1,5 +1,5 @@
 import { Effect, Layer } from 'effect';
-import type { AccountState, KeyState } from '../../domain/account/state.js';
+import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
 import { type BatchTarget, writeBatch } from './batchWriter.js';
@@ -94,6 +94,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
   credential: (key) => dbs.credentials.get(key),
+  session: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -160,7 +161,11 @@ const viewsOf = (
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
   moveInGroup: groups.move,
-  putCredential: (key, value) => void dbs.credentials.put(key, value),
+  putCredential: (key, value) =>
+    void (value === undefined ? dbs.credentials.remove(key) : dbs.credentials.put(key, value)),
+  getSession: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
+  putSession: (sessionId, state) =>
+    void (state === undefined ? dbs.sessions.remove(sessionId) : dbs.sessions.put(sessionId, encodeMap(state))),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
 });
 
@@ -186,6 +191,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       account: views.getAccount,
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
+      session: views.getSession,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));

@@ -20,8 +20,11 @@ export type LmdbDatabases = {
   readonly requests: Database<Buffer, Buffer>;
   readonly accounts: Database<Buffer, string>;
   readonly keys: Database<Buffer, string>;
-  /** What must be kept but never logged: password hashes by `password:<accountId>`. */
+  /** What must be kept but never logged: password hashes by `password:<accountId>`, session secrets' hashes by
+   * `session:<sessionId>`. */
   readonly credentials: Database<string, string>;
+  /** Dashboard sessions that have not ended, by session id. */
+  readonly sessions: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
@@ -89,6 +92,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     accounts: db('accounts', 'binary'),
     keys: db('keys', 'binary'),
     credentials: db('credentials', 'string'),
+    sessions: db('sessions', 'binary'),
     limiter: db('limiter'),
     meta,
     indexes: {

@@ -27,6 +27,8 @@ const layouts = {
   ApiKeyCreated: ['accountId', 'keyId', 'keyHash', 'prefix', 'at'],
   ApiKeyRevoked: ['accountId', 'keyId', 'at'],
   AccountPasswordSet: ['accountId', 'at'],
+  SessionStarted: ['accountId', 'sessionId', 'expiresAt', 'at'],
+  SessionEnded: ['accountId', 'sessionId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -52,6 +54,7 @@ const textFields: ReadonlySet<string> = new Set([
   'plan',
   'keyHash',
   'prefix',
+  'sessionId',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compiled = types.map((type) => {

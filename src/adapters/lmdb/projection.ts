@@ -1,5 +1,12 @@
 import type { AccountEvent } from '../../domain/account/events.js';
-import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../domain/account/state.js';
+import {
+  type AccountState,
+  evolveAccount,
+  evolveKey,
+  evolveSession,
+  type KeyState,
+  type SessionState,
+} from '../../domain/account/state.js';
 import type { RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
@@ -33,8 +40,12 @@ export interface ViewAccess {
   removeIndex(index: IndexName, key: IndexKey): void;
   /** Moves a request from one group of a grouped index to another (`undefined`: not in the index). */
   moveInGroup(group: GroupName, reqId: string, from: number | undefined, to: number | undefined): void;
-  /** Keeps a credential beside the views (a password's hash); never part of a view or the log. */
-  putCredential(key: string, value: string): void;
+  /** Keeps a credential beside the views (a password's hash, a session secret's hash; `undefined` deletes it);
+   * never part of a view or the log. */
+  putCredential(key: string, value: string | undefined): void;
+  getSession(sessionId: string): SessionState | undefined;
+  /** Writes a session's view; `undefined` removes it (the session ended). */
+  putSession(sessionId: string, state: SessionState | undefined): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
 }
@@ -95,6 +106,11 @@ export const projectRequestChange = (
 
 /** Applies one account or key event to the views and indexes it touches. */
 export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): void => {
+  // Sessions change no account or key: API key answers cached by `accountsVersion` stay current.
+  if (event.type === 'SessionStarted' || event.type === 'SessionEnded') {
+    views.putSession(event.sessionId, evolveSession(views.getSession(event.sessionId), event));
+    return;
+  }
   views.bumpAccountsVersion();
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);

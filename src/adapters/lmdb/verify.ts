@@ -1,4 +1,5 @@
-import type { AccountState, KeyState } from '../../domain/account/state.js';
+import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolveInPlace, initialRequestState } from '../../domain/request/state.js';
@@ -35,6 +36,7 @@ const sameKey = (a: IndexKey, b: IndexKey | undefined): boolean =>
 type AccountViews = {
   readonly accounts: Map<string, AccountState>;
   readonly keys: Map<string, KeyState>;
+  readonly sessions: Map<string, SessionState>;
   readonly indexes: Record<'emails' | 'keyHashes' | 'accountKeys', Map<string, string>>;
   version: number;
 };
@@ -44,6 +46,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
   const rebuilt: AccountViews = {
     accounts: new Map(),
     keys: new Map(),
+    sessions: new Map(),
     indexes: { emails: new Map(), keyHashes: new Map(), accountKeys: new Map() },
     version: 0,
   };
@@ -66,6 +69,9 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     },
     // Credentials are not folded from the log (it holds none of them); they are checked against the accounts below.
     putCredential: () => undefined,
+    getSession: (sessionId) => rebuilt.sessions.get(sessionId),
+    putSession: (sessionId, state) =>
+      void (state === undefined ? rebuilt.sessions.delete(sessionId) : rebuilt.sessions.set(sessionId, state)),
   };
   return { views, rebuilt };
 };
@@ -258,16 +264,21 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
-  // A password hash for exactly the accounts whose log says a password was set (the hash itself is not in the log).
-  const withPassword = new Set(
-    [...account.rebuilt.accounts.values()].filter((a) => a.passwordSetAt !== undefined).map((a) => a.accountId),
+  compareMap<Buffer | SessionState>('session', dbs.sessions.getRange({}), account.rebuilt.sessions, (s, r) =>
+    sameEncoded(s as Buffer, r),
   );
+  // A credential for exactly the accounts whose log set a password and the sessions it left open (the hashes
+  // themselves are not in the log).
+  const wanted = new Set([
+    ...[...account.rebuilt.accounts.values()]
+      .filter((a) => a.passwordSetAt !== undefined)
+      .map((a) => passwordCredentialKey(a.accountId)),
+    ...[...account.rebuilt.sessions.keys()].map(sessionCredentialKey),
+  ]);
   for (const key of dbs.credentials.getKeys({})) {
-    const accountId = String(key).startsWith('password:') ? String(key).slice('password:'.length) : undefined;
-    if (accountId === undefined || !withPassword.delete(accountId))
-      differ(`credential ${String(key)}: stored but no account of the log has a password set by it`);
+    if (!wanted.delete(String(key))) differ(`credential ${String(key)}: stored but the log sets no such credential`);
   }
-  for (const accountId of withPassword) differ(`credential password:${accountId}: the log sets it but it is missing`);
+  for (const key of wanted) differ(`credential ${key}: the log sets it but it is missing`);
   const storedLastSeq = dbs.meta.get(lastSeqKey) ?? 0;
   if (storedLastSeq !== expected - 1)
     differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);

@@ -1,7 +1,7 @@
 import { Refused } from '../errors.js';
 import type { PlanName, PlanTable } from '../plans.js';
 import type { AccountEvent } from './events.js';
-import type { AccountState, KeyState } from './state.js';
+import type { AccountState, KeyState, SessionState } from './state.js';
 
 export type AccountCommand =
   | {
@@ -24,7 +24,17 @@ export type AccountCommand =
     }
   | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number }
   /** The hash travels with the command to the store's credentials; the event carries none of it. */
-  | { readonly type: 'SetPassword'; readonly passwordHash: string; readonly now: number };
+  | { readonly type: 'SetPassword'; readonly passwordHash: string; readonly now: number }
+  /** The secret's hash travels to the store's credentials; the event names the session only. */
+  | {
+      readonly type: 'StartSession';
+      readonly sessionId: string;
+      readonly secretHash: string;
+      readonly expiresAt: number;
+      readonly now: number;
+    }
+  /** `session` is the session as the store has it (read inside the write), absent once ended. */
+  | { readonly type: 'EndSession'; readonly sessionId: string; readonly session?: SessionState; readonly now: number };
 
 /**
  * Decides an account command against the account's state. Asking for what already holds (suspend a suspended
@@ -61,6 +71,13 @@ export const decideAccount = (
     }
     case 'SetPassword':
       return [{ type: 'AccountPasswordSet', accountId, at }];
+    case 'StartSession':
+      return [{ type: 'SessionStarted', accountId, sessionId: command.sessionId, expiresAt: command.expiresAt, at }];
+    case 'EndSession':
+      if (command.session === undefined) return [];
+      if (command.session.accountId !== accountId)
+        return new Refused({ message: 'session belongs to another account' });
+      return [{ type: 'SessionEnded', accountId, sessionId: command.sessionId, at }];
     case 'RevokeKey':
       if (command.key.accountId !== accountId) return new Refused({ message: 'key belongs to another account' });
       return command.key.revokedAt === undefined

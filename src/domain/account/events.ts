@@ -39,9 +39,28 @@ export type AccountPasswordSet = {
   readonly at: number;
 };
 
+/** The account holder logged in to the dashboard (or signed up). The log names the session, never its secret: the
+ * secret's SHA-256 is kept beside the log (the store's credentials), like the password's hash. */
+export type SessionStarted = {
+  readonly type: 'SessionStarted';
+  readonly accountId: string;
+  readonly sessionId: string;
+  readonly expiresAt: number;
+  readonly at: number;
+};
+/** The account holder logged out. */
+export type SessionEnded = {
+  readonly type: 'SessionEnded';
+  readonly accountId: string;
+  readonly sessionId: string;
+  readonly at: number;
+};
+
 export type AccountEvent =
   | AccountCreated
   | AccountPasswordSet
+  | SessionStarted
+  | SessionEnded
   | AccountPlanChanged
   | AccountSuspended
   | AccountResumed

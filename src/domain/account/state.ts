@@ -21,6 +21,24 @@ export type KeyState = {
   readonly revokedAt?: number;
 };
 
+/** A dashboard session that has not ended (it may have expired: readers compare `expiresAt` with the time). */
+export type SessionState = {
+  readonly sessionId: string;
+  readonly accountId: string;
+  readonly startedAt: number;
+  readonly expiresAt: number;
+};
+
+/** Fold step of one session: started, then gone once ended. */
+export const evolveSession = (state: SessionState | undefined, event: AccountEvent): SessionState | undefined => {
+  if (event.type === 'SessionStarted') {
+    const { sessionId, accountId, at: startedAt, expiresAt } = event;
+    return { sessionId, accountId, startedAt, expiresAt };
+  }
+  if (event.type === 'SessionEnded') return undefined;
+  return state;
+};
+
 /** Fold step of an account: its own events and those of its keys. */
 export const evolveAccount = (state: AccountState | undefined, event: AccountEvent): AccountState | undefined => {
   if (event.type === 'AccountCreated') {
@@ -43,6 +61,9 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
       return { ...state, suspended: false };
     case 'AccountPasswordSet':
       return { ...state, passwordSetAt: event.at };
+    case 'SessionStarted':
+    case 'SessionEnded':
+      return state;
     case 'ApiKeyCreated':
       return { ...state, activeKeys: state.activeKeys + 1 };
     case 'ApiKeyRevoked':

@@ -1,0 +1,129 @@
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Context, Effect, Layer, Result } from 'effect';
+import type { AccountCommand } from '../domain/account/decider.js';
+import { isRefusal, passwordCredentialKey, sessionCredentialKey } from '../domain/commands.js';
+import { Refused } from '../domain/errors.js';
+import { AppClock } from '../ports/Clock.js';
+import { Store } from '../ports/Store.js';
+import { Accounts } from './Accounts.js';
+import { Committer } from './Committer.js';
+import { createLoginThrottle } from './loginThrottle.js';
+import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+
+/** How long a dashboard session lasts after login. */
+export const sessionLifetimeMs = 7 * 24 * 3_600_000;
+
+/** A session as its holder has it: the cookie's value is `token`, shown to nobody else and stored nowhere. */
+export type StartedSession = {
+  readonly accountId: string;
+  readonly sessionId: string;
+  readonly token: string;
+  readonly expiresAt: number;
+};
+export type LoggedIn = { readonly accountId: string; readonly sessionId: string };
+/** Too many failed logins for this email or address: try again in `retryAfterMs`. */
+export type Throttled = { readonly throttled: true; readonly retryAfterMs: number };
+
+export interface SessionsShape {
+  /** Creates a free-plan account with this password and logs it in. */
+  signup(email: string, password: string): Promise<StartedSession | Refused>;
+  /** Checks the password (throttled per email and per client address) and starts a session. */
+  login(email: string, password: string, clientAddress: string): Promise<StartedSession | Refused | Throttled>;
+  /** The session a cookie's token names, if it is live (started, not ended, not expired). */
+  current(token: string | undefined): LoggedIn | undefined;
+  /** Ends the session a token names (nothing if it names none). */
+  logout(token: string | undefined): Promise<void>;
+}
+
+export class Sessions extends Context.Service<Sessions, SessionsShape>()('airs/Sessions') {}
+
+const secretHashOf = (secret: string) => hash('sha256', secret, 'base64url');
+/** `sess_` + 16 random bytes, then the secret: 32 random bytes. Anything much longer names no session. */
+const tokenPattern = /^(sess_[A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+/** The same answer for an unknown email and a wrong password: nobody learns which emails have accounts. */
+const wrongLogin = () => new Refused({ message: 'that email and password do not match an account' });
+
+export const SessionsLayer = Layer.effect(
+  Sessions,
+  Effect.gen(function* () {
+    const store = yield* Store;
+    const committer = yield* Committer;
+    const clock = yield* AppClock;
+    const accounts = yield* Accounts;
+    const throttle = createLoginThrottle(clock);
+    // An unknown email is checked against this hash, so that it takes as long as a wrong password: the time of an
+    // answer does not tell which emails have accounts.
+    const decoy = hashPassword(randomBytes(16).toString('base64url'));
+
+    const send = async (accountId: string, command: AccountCommand): Promise<Refused | undefined> => {
+      const outcome = await committer.send({ type: 'Account', accountId, command });
+      if (outcome instanceof Refused) return outcome;
+      if (isRefusal(outcome)) throw outcome;
+      store.reads.refresh();
+      return undefined;
+    };
+
+    const start = async (accountId: string): Promise<StartedSession | Refused> => {
+      const sessionId = `sess_${randomBytes(16).toString('base64url')}`;
+      const secret = randomBytes(32).toString('base64url');
+      const expiresAt = clock.now() + sessionLifetimeMs;
+      const refused = await send(accountId, {
+        type: 'StartSession',
+        sessionId,
+        secretHash: secretHashOf(secret),
+        expiresAt,
+        now: clock.now(),
+      });
+      return refused ?? { accountId, sessionId, token: `${sessionId}.${secret}`, expiresAt };
+    };
+
+    const current: SessionsShape['current'] = (token) => {
+      const parts = token === undefined ? null : tokenPattern.exec(token);
+      if (parts === null) return undefined;
+      const [, sessionId, secret] = parts as unknown as [string, string, string];
+      store.reads.refresh();
+      const session = store.reads.session(sessionId);
+      if (session === undefined || session.expiresAt <= clock.now()) return undefined;
+      const stored = store.reads.credential(sessionCredentialKey(sessionId));
+      const given = Buffer.from(secretHashOf(secret));
+      if (stored === undefined || stored.length !== given.length || !timingSafeEqual(Buffer.from(stored), given))
+        return undefined;
+      return { accountId: session.accountId, sessionId };
+    };
+
+    return Sessions.of({
+      signup: async (email, password) => {
+        // Checked before the account exists, so that a refused password leaves no account without one behind.
+        const problem = passwordProblem(password);
+        if (problem !== undefined) return new Refused({ message: problem });
+        const created = await Effect.runPromise(Effect.result(accounts.createAccount(email, 'free')));
+        if (Result.isFailure(created)) return created.failure;
+        const { accountId } = created.success;
+        const set = await Effect.runPromise(Effect.result(accounts.setPassword(accountId, password)));
+        if (Result.isFailure(set)) return set.failure;
+        return start(accountId);
+      },
+      login: async (email, password, clientAddress) => {
+        const normalized = email.trim().toLowerCase();
+        const keys = [`email:${normalized}`, `address:${clientAddress}`];
+        const waitMs = throttle.waitMs(keys);
+        if (waitMs > 0) return { throttled: true, retryAfterMs: waitMs };
+        const accountId = normalized.length <= 254 ? store.reads.accountIdByEmail(normalized) : undefined;
+        const stored = accountId === undefined ? undefined : store.reads.credential(passwordCredentialKey(accountId));
+        const matches = await verifyPassword(password, stored ?? (await decoy));
+        if (accountId === undefined || stored === undefined || !matches) {
+          throttle.failed(keys);
+          return wrongLogin();
+        }
+        throttle.succeeded(keys[0] as string);
+        return start(accountId);
+      },
+      current,
+      logout: async (token) => {
+        const session = current(token);
+        if (session === undefined) return;
+        await send(session.accountId, { type: 'EndSession', sessionId: session.sessionId, now: clock.now() });
+      },
+    });
+  }),
+);

@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { type StartedSession, sessionLifetimeMs } from '../../src/app/Sessions.js';
+import { Refused } from '../../src/domain/errors.js';
+import type { ManualClock } from '../../src/ports/Clock.js';
+import { startTestApp, type TestApp } from '../support/testApp.js';
+
+const password = 'correct horse battery staple';
+const databasesOf = (app: TestApp) =>
+  (app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases;
+
+describe('Dashboard sessions', () => {
+  let app: TestApp;
+  afterEach(() => app.stop());
+
+  it('a signup creates a free-plan account with a password and a live session; the log names the session, never its secret', async () => {
+    app = await startTestApp();
+    const started = (await app.sessions.signup('New@Example.com', password)) as StartedSession;
+    expect(started.token).toMatch(/^sess_[\w-]{22}\.[\w-]{43}$/);
+    expect(app.sessions.current(started.token)).toEqual({ accountId: started.accountId, sessionId: started.sessionId });
+    expect(app.store.reads.account(started.accountId)).toMatchObject({ email: 'new@example.com', plan: 'free' });
+    const types = [...app.store.reads.events()].map((event) => event.type);
+    expect(types).toEqual(['AccountCreated', 'AccountPasswordSet', 'SessionStarted']);
+    const secret = started.token.split('.')[1] as string;
+    expect(JSON.stringify([...app.store.reads.events()])).not.toContain(secret);
+    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+  });
+
+  it('a token with a wrong secret, an unknown id or another shape names no session', async () => {
+    app = await startTestApp();
+    const started = (await app.sessions.signup('a@example.com', password)) as StartedSession;
+    const [id, secret] = started.token.split('.') as [string, string];
+    const flipped = `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`;
+    expect(app.sessions.current(`${id}.${flipped}`)).toBeUndefined();
+    expect(app.sessions.current(`sess_${'x'.repeat(22)}.${secret}`)).toBeUndefined();
+    expect(app.sessions.current('x'.repeat(10_000))).toBeUndefined();
+    expect(app.sessions.current(undefined)).toBeUndefined();
+  });
+
+  it('logging in checks the password, and the same message answers an unknown email and a wrong password', async () => {
+    app = await startTestApp();
+    await app.sessions.signup('b@example.com', password);
+    const good = await app.sessions.login(' B@example.com ', password, '127.0.0.1');
+    expect(good).toMatchObject({ token: expect.any(String) });
+    const wrong = await app.sessions.login('b@example.com', `${password}?`, '127.0.0.1');
+    const unknown = await app.sessions.login('nobody@example.com', password, '127.0.0.1');
+    expect(wrong).toBeInstanceOf(Refused);
+    expect((unknown as Refused).message).toBe((wrong as Refused).message);
+  });
+
+  it('five failed logins for one email in 15 minutes throttle that email, also with the right password, until the window passes', async () => {
+    app = await startTestApp();
+    await app.sessions.signup('c@example.com', password);
+    for (let i = 0; i < 5; i++) {
+      expect(await app.sessions.login('c@example.com', 'wrong password!', `10.0.0.${i}`)).toBeInstanceOf(Refused);
+    }
+    expect(await app.sessions.login('c@example.com', password, '10.0.1.1')).toMatchObject({ throttled: true });
+    (app.clock as ManualClock).advance(15 * 60_000);
+    expect(await app.sessions.login('c@example.com', password, '10.0.1.1')).toMatchObject({
+      token: expect.any(String),
+    });
+  });
+
+  it('five failed logins from one address throttle that address for every email', async () => {
+    app = await startTestApp();
+    await app.sessions.signup('d@example.com', password);
+    for (let i = 0; i < 5; i++) await app.sessions.login(`guess${i}@example.com`, password, '192.0.2.9');
+    expect(await app.sessions.login('d@example.com', password, '192.0.2.9')).toMatchObject({ throttled: true });
+    expect(await app.sessions.login('d@example.com', password, '192.0.2.10')).toMatchObject({
+      token: expect.any(String),
+    });
+  });
+
+  it('logout ends the session at once, and an expired session is not live', async () => {
+    app = await startTestApp();
+    const first = (await app.sessions.signup('e@example.com', password)) as StartedSession;
+    const second = (await app.sessions.login('e@example.com', password, '127.0.0.1')) as StartedSession;
+    await app.sessions.logout(first.token);
+    expect(app.sessions.current(first.token)).toBeUndefined();
+    expect(app.sessions.current(second.token)).toBeDefined();
+    expect([...app.store.reads.events()].at(-1)).toMatchObject({ type: 'SessionEnded', sessionId: first.sessionId });
+    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    (app.clock as ManualClock).advance(sessionLifetimeMs);
+    expect(app.sessions.current(second.token)).toBeUndefined();
+  });
+
+  it('sessions survive a restart of the server', async () => {
+    app = await startTestApp();
+    const started = (await app.sessions.signup('f@example.com', password)) as StartedSession;
+    await app.stop({ keepData: true });
+    app = await startTestApp({ dataDir: app.dataDir, clock: app.clock });
+    expect(app.sessions.current(started.token)).toEqual({ accountId: started.accountId, sessionId: started.sessionId });
+  });
+
+  it('a refused password at signup leaves no account behind', async () => {
+    app = await startTestApp();
+    expect(await app.sessions.signup('g@example.com', 'short')).toBeInstanceOf(Refused);
+    expect(app.store.reads.accountIdByEmail('g@example.com')).toBeUndefined();
+  });
+});
