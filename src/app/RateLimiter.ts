@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
 import { RateLimited } from '../domain/errors.js';
-import { type Budget, decideGcra } from '../domain/rateLimit/gcra.js';
+import type { PlanName } from '../domain/plans.js';
+import { type Budget, decideGcra, peekGcra } from '../domain/rateLimit/gcra.js';
 import { AppClock } from '../ports/Clock.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
@@ -24,6 +25,8 @@ export interface RateLimiterShape {
   /** Spends one call of `budget` for the principal's account, or refuses it. Synchronous and without Effect: it
    * runs on every API call (see docs/decisions.md). */
   take(principal: Principal, budget: BudgetName): Spent;
+  /** What is left of an account's budget right now, spending nothing (the dashboard shows it). */
+  peek(accountId: string, plan: PlanName, budget: BudgetName): RateLimitStatus;
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()('airs/RateLimiter') {}
@@ -53,6 +56,22 @@ export const RateLimiterLayer = Layer.effect(
     const prune = (now: number) => {
       for (const [key, tat] of tats) if (tat <= now) tats.delete(key);
     };
+    const peek: RateLimiterShape['peek'] = (accountId, planName, budget) => {
+      const plan = config.plans[planName];
+      const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
+      const left = peekGcra(
+        { limit, windowMs },
+        stateOf(`${accountId}\u0000${budget}`, accountId, budget),
+        clock.now(),
+      );
+      return {
+        budget,
+        limit,
+        windowSeconds: windowMs / 1000,
+        remaining: left.remaining,
+        resetSeconds: Math.ceil(left.resetMs / 1000),
+      };
+    };
     const take: RateLimiterShape['take'] = (principal, budget) => {
       const now = clock.now();
       if (++calls % pruneEvery === 0) prune(now);
@@ -80,6 +99,6 @@ export const RateLimiterLayer = Layer.effect(
       });
       return { status, refusal };
     };
-    return RateLimiter.of({ take });
+    return RateLimiter.of({ take, peek });
   }),
 );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideGcra } from '../../src/domain/rateLimit/gcra.js';
+import { decideGcra, peekGcra } from '../../src/domain/rateLimit/gcra.js';
 
 const budget = { limit: 60, windowMs: 60_000 };
 
@@ -36,5 +36,15 @@ describe('The GCRA limiter', () => {
     for (let i = 0; i < 60; i++) tat = decideGcra(budget, tat, 0).tat;
     const refused = decideGcra(budget, tat, 10);
     expect(refused.tat).toBe(tat);
+  });
+});
+
+describe('Peeking at a budget', () => {
+  it('tells what is left now without spending any of it', () => {
+    expect(peekGcra(budget, undefined, 1_000)).toEqual({ remaining: 60, resetMs: 0 });
+    const spent = decideGcra(budget, undefined, 1_000);
+    expect(peekGcra(budget, spent.tat, 1_000)).toEqual({ remaining: 59, resetMs: 1_000 });
+    expect(peekGcra(budget, spent.tat, 1_000)).toEqual(peekGcra(budget, spent.tat, 1_000));
+    expect(peekGcra(budget, spent.tat, 2_000)).toEqual({ remaining: 60, resetMs: 0 });
   });
 });

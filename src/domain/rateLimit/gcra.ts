@@ -30,3 +30,11 @@ export const decideGcra = (budget: Budget, tat: number | undefined, now: number)
   const remaining = Math.floor((now + budget.windowMs - next) / interval + 1e-9);
   return { allowed: true, remaining: Math.max(0, remaining), resetMs: next - now, retryAfterMs: 0, tat: next };
 };
+
+/** What is left of a budget right now, without spending any of it (for a dashboard). */
+export const peekGcra = (budget: Budget, tat: number | undefined, now: number) => {
+  const interval = budget.windowMs / budget.limit;
+  const current = Math.max(tat ?? now, now);
+  const remaining = Math.floor((now + budget.windowMs - current) / interval + 1e-9);
+  return { remaining: Math.min(budget.limit, Math.max(0, remaining)), resetMs: current - now };
+};
