@@ -148,7 +148,9 @@ describe('The dashboard in a real browser (airs serve + headless chromium)', () 
       await copy.click(); // hidden unless the page's script ran (under the strict CSP)
       await expect.poll(() => page.textContent('#new-key-status'), { timeout: browserWaitMs }).toBe('Copied.');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+      // On a phone: nothing wider than the screen (wide tables scroll inside their own box).
       await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       await screenshot(page, 'keys-new-key-phone');
       await page.setViewportSize({ width: 1280, height: 800 });
 
