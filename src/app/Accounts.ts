@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from 'effect';
-import type { AccountCommand } from '../domain/account/decider.js';
+import { type AccountCommand, keyNameProblem } from '../domain/account/decider.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
@@ -19,6 +19,7 @@ export type CreatedKey = {
   readonly key: string;
   readonly prefix: string;
   readonly account_id: string;
+  readonly name?: string;
 };
 
 export interface AccountsShape {
@@ -27,7 +28,8 @@ export interface AccountsShape {
   changePlan(accountId: string, plan: PlanName): Effect.Effect<AccountState, Refused>;
   suspend(accountId: string): Effect.Effect<AccountState, Refused>;
   resume(accountId: string): Effect.Effect<AccountState, Refused>;
-  createKey(accountId: string): Effect.Effect<CreatedKey, Refused>;
+  /** Creates a key, named if `name` is given (trimmed here; 1 to 100 characters, no control characters). */
+  createKey(accountId: string, name?: string): Effect.Effect<CreatedKey, Refused>;
   listKeys(accountId: string): Effect.Effect<KeyState[], Refused>;
   revokeKey(keyId: string): Effect.Effect<KeyState, Refused>;
   /** Sets the account holder's password (at least 12 characters); only its scrypt hash is kept, beside the log. */
@@ -94,15 +96,32 @@ export const AccountsLayer = Layer.effect(
       changePlan: (accountId, plan) => accountCommand(accountId, (now) => ({ type: 'ChangePlan', plan, now })),
       suspend: (accountId) => accountCommand(accountId, (now) => ({ type: 'Suspend', now })),
       resume: (accountId) => accountCommand(accountId, (now) => ({ type: 'Resume', now })),
-      createKey: (accountId) =>
+      createKey: (accountId, name) =>
         Effect.flatMap(withAccount(accountId), () => {
+          const trimmed = name?.trim();
+          const problem = trimmed === undefined ? undefined : keyNameProblem(trimmed);
+          if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
           const key = ids.apiKey();
           const keyId = ids.keyId();
           const prefix = displayPrefix(key);
           return run(
             accountId,
-            { type: 'CreateKey', keyId, keyHash: hashKey(key), prefix, plans: config.plans, now: clock.now() },
-            () => ({ id: keyId, key, prefix, account_id: accountId }),
+            {
+              type: 'CreateKey',
+              keyId,
+              keyHash: hashKey(key),
+              prefix,
+              plans: config.plans,
+              now: clock.now(),
+              ...(trimmed === undefined ? {} : { name: trimmed }),
+            },
+            () => ({
+              id: keyId,
+              key,
+              prefix,
+              account_id: accountId,
+              ...(trimmed === undefined ? {} : { name: trimmed }),
+            }),
           );
         }),
       setPassword: (accountId, password) => {

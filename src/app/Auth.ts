@@ -2,7 +2,9 @@ import { Context, Effect, Layer } from 'effect';
 import { Forbidden, Unauthorized } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { createTwoGenerationCache } from '../domain/twoGenerationCache.js';
+import { AppClock } from '../ports/Clock.js';
 import { Store, type StoreReads } from '../ports/Store.js';
+import { Committer } from './Committer.js';
 import { hashKey, keyPattern } from './keyMaterial.js';
 
 /** Who is calling: the account (limits and ownership are per account) and which of its keys was used. */
@@ -35,15 +37,19 @@ const lookUp = (reads: StoreReads, keyHash: string): Principal | Unauthorized | 
   return { accountId: account.accountId, keyId: key.keyId, plan: account.plan };
 };
 
+/** Where authentication notes the last use of each key (the committer's `keysUsed`), and the clock it reads. */
+export type KeyUsage = { readonly keysUsed: Map<string, number>; readonly now: () => number };
+
 /**
  * Authentication answers from a small cache by key hash. The cache is only as old as the accounts version it was
  * filled under: every account or key event (from this process or the CLI) changes that version in the same commit,
  * and each call reads it from a freshly renewed snapshot first, so a cached answer is never older than the last
  * committed change of any account or key.
  */
-export const createAuth = (reads: StoreReads): AuthShape => {
+export const createAuth = (reads: StoreReads, usage: KeyUsage = { keysUsed: new Map(), now: Date.now }): AuthShape => {
   const cache = createTwoGenerationCache<Principal | Unauthorized | Forbidden>(cacheLimit);
   let cachedVersion = -1;
+  const { keysUsed, now } = usage;
   return {
     authenticate: (authorization) => {
       if (authorization === null || authorization === undefined || authorization.trim() === '') {
@@ -62,10 +68,13 @@ export const createAuth = (reads: StoreReads): AuthShape => {
         cachedVersion = version;
       }
       const keyHash = hashKey(token);
-      const known = cache.get(keyHash);
-      if (known !== undefined) return known;
-      const answer = lookUp(reads, keyHash);
-      cache.set(keyHash, answer);
+      let answer = cache.get(keyHash);
+      if (answer === undefined) {
+        answer = lookUp(reads, keyHash);
+        cache.set(keyHash, answer);
+      }
+      // The key's last use: one Map set; the committer saves it with a batch within a second (Committer.keysUsed).
+      if ('keyId' in answer) keysUsed.set(answer.keyId, now());
       return answer;
     },
   };
@@ -75,6 +84,8 @@ export const AuthLayer = Layer.effect(
   Auth,
   Effect.gen(function* () {
     const { reads } = yield* Store;
-    return Auth.of(createAuth(reads));
+    const { keysUsed } = yield* Committer;
+    const clock = yield* AppClock;
+    return Auth.of(createAuth(reads, { keysUsed, now: () => clock.now() }));
   }),
 );

@@ -1,7 +1,14 @@
 import { Context, Effect, Layer } from 'effect';
 import { type Command, payloadBytesOf } from '../domain/commands.js';
 import { Unavailable } from '../domain/errors.js';
-import { type CommandOutcome, type LimiterEntry, StorageFault, Store, type StoreShape } from '../ports/Store.js';
+import {
+  type CommandOutcome,
+  type KeyUseEntry,
+  type LimiterEntry,
+  StorageFault,
+  Store,
+  type StoreShape,
+} from '../ports/Store.js';
 import { StorageHealth, type StorageHealthShape, storageRetryAfterSeconds } from './StorageHealth.js';
 
 /** How much the committer holds: beyond these, API submits are refused with 503 instead of growing memory. */
@@ -14,7 +21,8 @@ export type CommitterLimits = {
   readonly maxBatch: number;
   /** Bytes of text in one write transaction (a batch takes at least one command, whatever its size). */
   readonly maxBatchBytes: number;
-  /** How long a rate-limiter state may wait for a batch to ride on before it is saved on its own. */
+  /** How long a rate-limiter state may wait for a batch to ride on before it is saved on its own; also how often the
+   * last uses of keys are saved (at most once per key in this time). */
   readonly limiterFlushMs: number;
   /** Batches handed to the store and not durable yet: one being committed, the next one waiting behind it. */
   readonly maxInFlight: number;
@@ -40,6 +48,12 @@ export interface CommitterShape {
   send(command: Command, options?: SendOptions): Promise<CommandOutcome | Unavailable>;
   /** Saves a rate-limiter state with the next batch (at the latest after `limiterFlushMs`). */
   saveLimiterState(entry: LimiterEntry): void;
+  /**
+   * When each key was last used, by key id, not saved yet. Authentication sets it on every call (a Map set, nothing
+   * else: no timer, no write); every `limiterFlushMs` what it holds is taken out and rides on the next batch (a
+   * batch of its own if none comes), so a key's last use is written at most once per interval, and at stop.
+   */
+  readonly keysUsed: Map<string, number>;
   /** Commands queued or being committed. */
   pending(): number;
   /** Waits until everything queued so far is committed (for shutdown). */
@@ -79,6 +93,18 @@ export const createCommitter = (
   let scheduled = false;
   const limiterStates = new Map<string, LimiterEntry>();
   let limiterTimer: NodeJS.Timeout | undefined;
+  const keysUsed = new Map<string, number>();
+  /** Key uses taken out of `keysUsed`, waiting for the next batch. */
+  const keyUsesDue = new Map<string, number>();
+  const takeKeyUses = () => {
+    if (keysUsed.size === 0) return;
+    for (const [keyId, at] of keysUsed) keyUsesDue.set(keyId, at);
+    keysUsed.clear();
+    schedule();
+  };
+  // The one timer for key uses: it looks at a map once per interval, and does nothing while no key was used.
+  const keyUseTimer = setInterval(takeKeyUses, limits.limiterFlushMs);
+  keyUseTimer.unref();
   let drainWaiters: Array<() => void> = [];
 
   const schedule = () => {
@@ -106,16 +132,24 @@ export const createCommitter = (
 
   const turn = () => {
     scheduled = false;
-    if (inFlight >= limits.maxInFlight || (queue.length === 0 && limiterStates.size === 0)) return settleIfDrained();
+    if (inFlight >= limits.maxInFlight || (queue.length === 0 && limiterStates.size === 0 && keyUsesDue.size === 0))
+      return settleIfDrained();
     const { batch, bytes: batchBytes } = takeBatch();
     const riders = [...limiterStates.values()];
     limiterStates.clear();
+    const keyUses: KeyUseEntry[] = [];
+    for (const [keyId, at] of keyUsesDue) keyUses.push({ keyId, at });
+    keyUsesDue.clear();
     // The flush timer is left to run: re-arming it after every batch would cost a timer per batch under load; when it
     // fires with nothing left, its turn does nothing.
     inFlight++;
     committing += batch.length;
     store
-      .commit({ commands: batch.map((waiting) => waiting.command), limiterStates: riders })
+      .commit({
+        commands: batch.map((waiting) => waiting.command),
+        limiterStates: riders,
+        ...(keyUses.length === 0 ? {} : { keyUses }),
+      })
       .then(
         (outcomes) => {
           health?.writeSucceeded(batchBytes);
@@ -188,12 +222,15 @@ export const createCommitter = (
     });
 
   const stop = async () => {
+    // The last uses of keys not saved yet go with the last batch.
+    clearInterval(keyUseTimer);
+    takeKeyUses();
     await drain();
     if (limiterTimer !== undefined) clearTimeout(limiterTimer);
     drainWaiters = [];
   };
 
-  return { send, saveLimiterState, pending: () => queue.length + committing, drain, stop };
+  return { send, saveLimiterState, keysUsed, pending: () => queue.length + committing, drain, stop };
 };
 
 /** The committer as a layer: built on the store, drained (everything queued committed) when its scope ends. */

@@ -10,6 +10,12 @@ export type QueuedEntry = { readonly reqId: string; readonly availableAt: number
 /** A rate limiter's state for one account and budget: its theoretical arrival time (GCRA). */
 export type LimiterEntry = { readonly accountId: string; readonly budget: string; readonly tat: number };
 
+/** When an API key was last used (ms): operational state saved with the batches, not an event. */
+export type KeyUseEntry = { readonly keyId: string; readonly at: number };
+
+/** Where a page of an account's requests ends: the creation time and id of its last (oldest) row. */
+export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
+
 /** Reads of the views and the log, as of the latest committed state. */
 export interface StoreReads {
   /**
@@ -46,13 +52,35 @@ export interface StoreReads {
   session(sessionId: string): SessionState | undefined;
   /** The last saved rate-limiter state of an account's budget, if any. */
   limiterState(accountId: string, budget: string): number | undefined;
+  /**
+   * An account's requests that have not expired (the sweeper has not written their expiry yet), newest first (by
+   * creation time, then id), at most `limit` of them, starting after `before` (the cursor of the last row of the
+   * previous page; absent: from the newest).
+   */
+  requestsOf(
+    accountId: string,
+    options: { readonly before?: RequestCursor | undefined; readonly limit: number },
+  ): RequestState[];
+  /**
+   * How many of an account's requests (not expired yet) were created in each of `hours` slices of an hour, the
+   * first starting at `fromMs` (inclusive), each ending where the next begins. Counted from the index, without
+   * reading the requests.
+   */
+  requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
+  /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
+  keyLastUsed(keyId: string): number | undefined;
 }
 
 /** What one command of a batch came to: the events it appended, or why it appended nothing. */
 export type CommandOutcome = { readonly events: readonly StoredEvent[] } | Refusal;
 
-/** One durable write: commands decided in order, plus limiter states that ride along (not events: not in the log). */
-export type Batch = { readonly commands: readonly Command[]; readonly limiterStates?: readonly LimiterEntry[] };
+/** One durable write: commands decided in order, plus limiter states and key uses that ride along (not events: not
+ * in the log). */
+export type Batch = {
+  readonly commands: readonly Command[];
+  readonly limiterStates?: readonly LimiterEntry[];
+  readonly keyUses?: readonly KeyUseEntry[];
+};
 
 export interface StoreShape {
   readonly reads: StoreReads;

@@ -22,13 +22,14 @@ const accountLine = (a: AccountState) =>
 
 const keyJson = (k: KeyState) => ({
   id: k.keyId,
+  name: k.name ?? null,
   prefix: k.prefix,
   account_id: k.accountId,
   created_at: new Date(k.createdAt).toISOString(),
   revoked_at: k.revokedAt === undefined ? null : new Date(k.revokedAt).toISOString(),
 });
 const keyLine = (k: KeyState) =>
-  `${k.keyId}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}`;
+  `${k.keyId}  ${k.prefix}…${k.name === undefined ? '' : `  "${k.name}"`}  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}`;
 
 /**
  * After a move to a plan that allows fewer keys than the account holds: its keys keep working (nothing is revoked
@@ -136,12 +137,13 @@ export const registerKeyCommands = (program: Command, output: Output) => {
   command('create')
     .description('create an API key; it is printed once and cannot be shown again')
     .requiredOption('--account <id>', 'account id')
+    .option('--name <name>', 'a name to tell the key by (1 to 100 characters)')
     .option('--json', 'print JSON')
-    .action(async (options: { account: string } & JsonOption & StoreOptions) => {
-      const created = await withAccounts({ options, output }, (a) => a.createKey(options.account));
-      emit(output, options.json, created, () => [
+    .action(async (options: { account: string; name?: string } & JsonOption & StoreOptions) => {
+      const created = await withAccounts({ options, output }, (a) => a.createKey(options.account, options.name));
+      emit(output, options.json, { ...created, name: created.name ?? null }, () => [
         created.key,
-        `(key ${created.id} of account ${created.account_id}; store it now: it cannot be shown again)`,
+        `(key ${created.id}${created.name === undefined ? '' : ` "${created.name}"`} of account ${created.account_id}; store it now: it cannot be shown again)`,
       ]);
     });
   command('list')

@@ -1,7 +1,15 @@
 import { Effect, Layer } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
-import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
+import type { RequestState } from '../../domain/request/state.js';
+import {
+  type Batch,
+  type CommandOutcome,
+  type RequestCursor,
+  Store,
+  type StoreReads,
+  type StoreShape,
+} from '../../ports/Store.js';
 import { type BatchTarget, writeBatch } from './batchWriter.js';
 import {
   decodeIds,
@@ -49,6 +57,30 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
   }
 }
 
+const hourMs = 3_600_000;
+
+/** An account's requests from the index by account and creation time, newest first, after `before` if given. */
+const requestsOf = (
+  dbs: LmdbDatabases,
+  accountId: string,
+  before: RequestCursor | undefined,
+  limit: number,
+): RequestState[] => {
+  const rows: RequestState[] = [];
+  if (!(limit > 0)) return rows;
+  // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above every
+  // key of the account ([accountId, …] sorts before [accountId + NUL]); with one, at the cursor's own key, skipped.
+  const start: Key = before === undefined ? [`${accountId}\u0000`] : [accountId, before.createdAt, before.reqId];
+  for (const key of dbs.indexes.accountRequests.getKeys({ start, end: [accountId], reverse: true })) {
+    const [, createdAt, reqId] = key as [string, number, string];
+    if (before !== undefined && createdAt === before.createdAt && reqId === before.reqId) continue;
+    const state = decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView);
+    if (state !== undefined) rows.push(state);
+    if (rows.length >= limit) break;
+  }
+  return rows;
+};
+
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
 function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
   for (const { value } of dbs.log.getRange({ start: fromSeq })) {
@@ -95,6 +127,15 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
   credential: (key) => dbs.credentials.get(key),
   session: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
+  requestsOf: (accountId, { before, limit }) => requestsOf(dbs, accountId, before, limit),
+  requestCountsByHour: (accountId, fromMs, hours) =>
+    Array.from({ length: Math.max(0, hours) }, (_, hour) =>
+      dbs.indexes.accountRequests.getCount({
+        start: [accountId, fromMs + hour * hourMs],
+        end: [accountId, fromMs + (hour + 1) * hourMs],
+      }),
+    ),
+  keyLastUsed: (keyId) => dbs.keyLastUsed.get(keyId),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -214,6 +255,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           written.beginBatch(lastSeq);
           const result = writeBatch(target, batch.commands, lastSeq);
           for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
+          for (const { keyId, at } of batch.keyUses ?? []) dbs.keyLastUsed.put(keyId, at);
           written.wrote(result.lastSeq);
           return result.outcomes;
         } catch (error) {

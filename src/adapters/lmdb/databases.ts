@@ -3,6 +3,7 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
+import { indexAccountRequests } from './migrations.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -27,7 +28,11 @@ export type LmdbDatabases = {
   readonly sessions: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
-  /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far). */
+  /** When each API key was last used (ms), by key id: operational state saved with the batches, not part of the log
+   * (a second or so behind the calls). */
+  readonly keyLastUsed: Database<number, string>;
+  /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
+   * `accountRequestsIndexed` (the index of requests by account was built for the requests before it existed). */
   readonly meta: Database<number, string>;
   readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
   /** Grouped indexes (projection.ts): milliseconds to the sorted ids in that group (codec.ts). */
@@ -85,7 +90,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   }
   if (found === undefined) meta.putSync(layoutKey, layout);
   markDataFile(dataDir);
-  return {
+  const dbs: LmdbDatabases = {
     root,
     log: db('log', 'binary'),
     requests: root.openDB<Buffer, Buffer>({ name: 'requests', encoding: 'binary', keyEncoding: 'binary' }),
@@ -94,13 +99,17 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     credentials: db('credentials', 'string'),
     sessions: db('sessions', 'binary'),
     limiter: db('limiter'),
+    keyLastUsed: db('keyLastUsed'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
+      accountRequests: db('idx.accountRequests', 'string'),
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };
+  indexAccountRequests(dbs);
+  return dbs;
 };

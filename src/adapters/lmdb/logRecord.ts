@@ -29,6 +29,7 @@ const layouts = {
   AccountPasswordSet: ['accountId', 'at'],
   SessionStarted: ['accountId', 'sessionId', 'expiresAt', 'at'],
   SessionEnded: ['accountId', 'sessionId', 'at'],
+  ApiKeyNamed: ['accountId', 'keyId', 'name', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -55,6 +56,7 @@ const textFields: ReadonlySet<string> = new Set([
   'keyHash',
   'prefix',
   'sessionId',
+  'name',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compiled = types.map((type) => {

@@ -10,7 +10,7 @@ import {
 import type { RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
-export type IndexName = 'dispatch' | 'emails' | 'keyHashes' | 'accountKeys';
+export type IndexName = 'dispatch' | 'accountRequests' | 'emails' | 'keyHashes' | 'accountKeys';
 export type IndexKey = string | number | (string | number)[];
 
 /**
@@ -57,6 +57,16 @@ export interface ViewAccess {
 export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
   state.status === 'waiting' ? [state.context.accountId, state.context.availableAt, state.context.reqId] : undefined;
 
+/**
+ * Every request of an account that has not expired, by the time it was made: what the dashboard lists (newest first,
+ * paged) and counts per hour (by range counts, without reading the requests). Present from `RequestQueued` until
+ * `RequestExpired`; the value is empty.
+ */
+export const accountRequestKeyOf = (state: RequestState): IndexKey | undefined =>
+  state.status === 'none' || state.status === 'expired'
+    ? undefined
+    : [state.context.accountId, state.context.createdAt, state.context.reqId];
+
 /** The group of each grouped index a request in `state` belongs to, if any. */
 export const groupOf: { readonly [G in GroupName]: (state: RequestState) => number | undefined } = {
   expiry: (state) => (state.status === 'none' || state.status === 'expired' ? undefined : state.context.expiresAt),
@@ -100,6 +110,7 @@ export const projectRequestChange = (
 ): void => {
   views.putRequest(after.context.reqId, after, text);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
+  moveIndex(views, 'accountRequests', accountRequestKeyOf(before), accountRequestKeyOf(after));
   moveGroup(views, 'expiry', before, after);
   moveGroup(views, 'processing', before, after);
 };
@@ -115,7 +126,7 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);
   if (event.type === 'AccountCreated') views.putIndex('emails', event.email, event.accountId);
-  if (event.type === 'ApiKeyCreated' || event.type === 'ApiKeyRevoked') {
+  if (event.type === 'ApiKeyCreated' || event.type === 'ApiKeyNamed' || event.type === 'ApiKeyRevoked') {
     const key = evolveKey(views.getKey(event.keyId), event);
     if (key !== undefined) views.putKey(event.keyId, key);
   }

@@ -7,6 +7,7 @@ import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from 
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
 import {
+  accountRequestKeyOf,
   dispatchKeyOf,
   type GroupName,
   groupOf,
@@ -177,6 +178,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   // exactly while the status calls for it: a prompt is never empty, a response may be), the group each belongs to,
   // and what the dispatch index should hold. Together with the counts, every stored entry is accounted for.
   let waiting = 0;
+  let unexpired = 0;
   let missing = 0;
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
@@ -186,6 +188,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     // projection's rules and the view's encoding read as absent).
     const rebuilt = columns.load(slot);
     if (dispatchKeyOf(rebuilt) !== undefined) waiting++;
+    if (accountRequestKeyOf(rebuilt) !== undefined) unexpired++;
     for (const name of ['expiry', 'processing'] as const) {
       const group = groupOf[name](rebuilt);
       if (group === undefined) continue;
@@ -237,6 +240,26 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   if (dispatched !== waiting) differ(`index dispatch: ${dispatched} entries stored, the log gives ${waiting}`);
 
+  // The index of requests by account, the same way; when the counts differ, the entries the log calls for and the
+  // index lacks are named too (a second pass, made only then).
+  let listed = 0;
+  for (const { key, value } of dbs.indexes.accountRequests.getRange({})) {
+    listed++;
+    const slot = columns.slotOf((key as (string | number)[])[2] as string);
+    const state = slot === undefined ? undefined : columns.read(slot);
+    const wanted = state === undefined ? undefined : accountRequestKeyOf(state);
+    if (!sameKey(key, wanted)) differ(`index accountRequests ${keyText(key)}: stored but not produced by the log`);
+    else if (value !== '') differ(`index accountRequests ${keyText(key)}: holds a value`);
+  }
+  if (listed !== unexpired) {
+    for (let slot = 0; slot < ids.length; slot++) {
+      const wanted = accountRequestKeyOf(columns.load(slot));
+      if (wanted !== undefined && !dbs.indexes.accountRequests.doesExist(wanted))
+        differ(`index accountRequests ${keyText(wanted)}: produced by the log but not stored`);
+    }
+    differ(`index accountRequests: ${listed} entries stored, the log gives ${unexpired}`);
+  }
+
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
   const compareMap = <V>(
     name: string,
@@ -279,6 +302,10 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     if (!wanted.delete(String(key))) differ(`credential ${String(key)}: stored but the log sets no such credential`);
   }
   for (const key of wanted) differ(`credential ${key}: the log sets it but it is missing`);
+  // Last uses of keys are operational state (not folded from the log), saved only for keys the log made.
+  for (const keyId of dbs.keyLastUsed.getKeys({}))
+    if (!account.rebuilt.keys.has(String(keyId)))
+      differ(`key use ${String(keyId)}: stored for a key the log never made`);
   const storedLastSeq = dbs.meta.get(lastSeqKey) ?? 0;
   if (storedLastSeq !== expected - 1)
     differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);

@@ -19,6 +19,8 @@ export type AccountCommand =
       readonly keyId: string;
       readonly keyHash: string;
       readonly prefix: string;
+      /** Trimmed by the caller; refused unless `keyNameProblem` finds nothing wrong with it. */
+      readonly name?: string | undefined;
       readonly plans: PlanTable;
       readonly now: number;
     }
@@ -35,6 +37,21 @@ export type AccountCommand =
     }
   /** `session` is the session as the store has it (read inside the write), absent once ended. */
   | { readonly type: 'EndSession'; readonly sessionId: string; readonly session?: SessionState; readonly now: number };
+
+/** The longest name a key may have, in characters (code points), after trimming. */
+export const maxKeyNameLength = 100;
+
+/**
+ * What is wrong with a key's name, if anything: it must be trimmed already, 1 to 100 characters, and hold no control
+ * characters (it is shown on one line in `airs keys list` and in the dashboard).
+ */
+export const keyNameProblem = (name: string): string | undefined => {
+  const length = [...name].length;
+  if (name !== name.trim() || length === 0) return 'a key name must not be empty or start or end with spaces';
+  if (length > maxKeyNameLength) return `a key name has at most ${maxKeyNameLength} characters; this one has ${length}`;
+  if (/\p{Cc}/u.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
+  return undefined;
+};
 
 /**
  * Decides an account command against the account's state. Asking for what already holds (suspend a suspended
@@ -66,8 +83,12 @@ export const decideAccount = (
           message: `the ${account.plan} plan allows ${maxKeys} active API key${maxKeys === 1 ? '' : 's'} and account ${accountId} has ${account.activeKeys}; revoke one or move to a larger plan`,
         });
       }
-      const { keyId, keyHash, prefix } = command;
-      return [{ type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at }];
+      const { keyId, keyHash, prefix, name } = command;
+      const created: AccountEvent = { type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at };
+      if (name === undefined) return [created];
+      const problem = keyNameProblem(name);
+      if (problem !== undefined) return new Refused({ message: problem });
+      return [created, { type: 'ApiKeyNamed', accountId, keyId, name, at }];
     }
     case 'SetPassword':
       return [{ type: 'AccountPasswordSet', accountId, at }];

@@ -24,6 +24,16 @@ export type ApiKeyCreated = {
   readonly prefix: string;
   readonly at: number;
 };
+/** The key's name, shown beside it in the dashboard. Appended in the same decision as `ApiKeyCreated` when the key is
+ * created with a name: a separate event because a log record's layout per event type only ever grows by new types
+ * (logRecord.ts), so `ApiKeyCreated` keeps its fields and logs written before names existed read as they are. */
+export type ApiKeyNamed = {
+  readonly type: 'ApiKeyNamed';
+  readonly accountId: string;
+  readonly keyId: string;
+  readonly name: string;
+  readonly at: number;
+};
 export type ApiKeyRevoked = {
   readonly type: 'ApiKeyRevoked';
   readonly accountId: string;
@@ -65,4 +75,5 @@ export type AccountEvent =
   | AccountSuspended
   | AccountResumed
   | ApiKeyCreated
+  | ApiKeyNamed
   | ApiKeyRevoked;

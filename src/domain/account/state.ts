@@ -18,6 +18,8 @@ export type KeyState = {
   readonly keyHash: string;
   readonly prefix: string;
   readonly createdAt: number;
+  /** What the account holder called it (1 to 100 characters, trimmed), if anything. */
+  readonly name?: string;
   readonly revokedAt?: number;
 };
 
@@ -66,6 +68,8 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
       return state;
     case 'ApiKeyCreated':
       return { ...state, activeKeys: state.activeKeys + 1 };
+    case 'ApiKeyNamed':
+      return state;
     case 'ApiKeyRevoked':
       return { ...state, activeKeys: state.activeKeys - 1 };
     default: {
@@ -86,6 +90,7 @@ export const evolveKey = (state: KeyState | undefined, event: AccountEvent): Key
       createdAt: event.at,
     };
   }
+  if (event.type === 'ApiKeyNamed' && state !== undefined) return { ...state, name: event.name };
   if (event.type === 'ApiKeyRevoked' && state !== undefined) return { ...state, revokedAt: event.at };
   return state;
 };

@@ -1,0 +1,25 @@
+import { decodeView } from './codec.js';
+import type { LmdbDatabases } from './databases.js';
+import { accountRequestKeyOf } from './projection.js';
+
+/** Set once the index of requests by account holds the requests written before that index existed. */
+export const accountRequestsIndexedKey = 'accountRequestsIndexed';
+
+/**
+ * Data directories written before `idx.accountRequests` existed have requests and no entries for them. The first
+ * open builds the entries from the request records (the same function of the state the projection uses), in one
+ * write transaction that also sets a marker, so it runs once per directory: a later open reads one meta value. A new
+ * directory gets the marker at once. Two processes opening an old directory together build it once (the second finds
+ * the marker inside its write transaction).
+ */
+export const indexAccountRequests = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(accountRequestsIndexedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(accountRequestsIndexedKey) !== undefined) return;
+    for (const { value } of dbs.requests.getRange({})) {
+      const key = accountRequestKeyOf(decodeView(value));
+      if (key !== undefined) dbs.indexes.accountRequests.put(key, '');
+    }
+    dbs.meta.put(accountRequestsIndexedKey, 1);
+  });
+};

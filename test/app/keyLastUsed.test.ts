@@ -1,0 +1,171 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { createAuth } from '../../src/app/Auth.js';
+import { createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
+import { hashKey } from '../../src/app/keyMaterial.js';
+import type { Command } from '../../src/domain/commands.js';
+import { defaultPlans } from '../../src/domain/plans.js';
+import type { Batch, StoreShape } from '../../src/ports/Store.js';
+import { startTestApp, tempDataDir } from '../support/testApp.js';
+
+const key = `sk_${'a'.repeat(43)}`;
+const otherKey = `sk_${'b'.repeat(43)}`;
+const setUpAccount: Command[] = [
+  {
+    type: 'Account',
+    accountId: 'acct_1',
+    command: { type: 'CreateAccount', accountId: 'acct_1', email: 'used@example.com', plan: 'scale', now: 1 },
+  },
+  ...[key, otherKey].map(
+    (k, i): Command => ({
+      type: 'Account',
+      accountId: 'acct_1',
+      command: {
+        type: 'CreateKey',
+        keyId: `key_${i + 1}`,
+        keyHash: hashKey(k),
+        prefix: k.slice(0, 11),
+        plans: defaultPlans,
+        now: 2,
+      },
+    }),
+  ),
+];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe("A key's last use (kept in memory, saved with the committer's batches)", () => {
+  let lmdb: LmdbStore;
+  let dir: string;
+  afterEach(async () => {
+    await lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const setUp = async (flushMs: number) => {
+    dir = tempDataDir('airs-key-use');
+    lmdb = openLmdbStore(dir);
+    const batches: Batch[] = [];
+    const counting: StoreShape = {
+      ...lmdb,
+      commit: (batch) => {
+        batches.push(batch);
+        return lmdb.commit(batch);
+      },
+    };
+    const committer = createCommitter(counting, { ...defaultCommitterLimits, limiterFlushMs: flushMs });
+    await Promise.all(setUpAccount.map((command) => committer.send(command)));
+    let now = 10_000;
+    const auth = createAuth(lmdb.reads, { keysUsed: committer.keysUsed, now: () => now });
+    return {
+      batches,
+      committer,
+      auth,
+      setNow: (time: number) => {
+        now = time;
+      },
+    };
+  };
+
+  it('costs no commit per call: a thousand calls are one saved value once the interval passes', async () => {
+    const { batches, committer, auth, setNow } = await setUp(50);
+    const before = batches.length;
+    for (let i = 0; i < 1_000; i++) {
+      setNow(10_000 + i);
+      expect(auth.authenticate(`Bearer ${key}`)).toMatchObject({ keyId: 'key_1' });
+    }
+    await turn();
+    await turn();
+    expect(batches.length).toBe(before);
+    expect(lmdb.reads.keyLastUsed('key_1')).toBeUndefined();
+    await sleep(120);
+    expect(batches.slice(before)).toEqual([
+      { commands: [], limiterStates: [], keyUses: [{ keyId: 'key_1', at: 10_999 }] },
+    ]);
+    lmdb.reads.refresh();
+    expect(lmdb.reads.keyLastUsed('key_1')).toBe(10_999);
+    expect(lmdb.reads.keyLastUsed('key_2')).toBeUndefined();
+    // Nothing used since: the interval passes without a commit.
+    await sleep(120);
+    expect(batches.length).toBe(before + 1);
+    await committer.stop();
+  });
+
+  it('rides on the batches of commands, at most once per key and interval', async () => {
+    const { batches, committer, auth, setNow } = await setUp(200);
+    const before = batches.length;
+    const started = Date.now();
+    // Calls and commands through two intervals: the uses go out with the batches that follow each interval's end.
+    for (let round = 0; round < 40; round++) {
+      setNow(20_000 + round);
+      auth.authenticate(`Bearer ${key}`);
+      if (round % 2 === 0) auth.authenticate(`Bearer ${otherKey}`);
+      await committer.send({
+        type: 'Account',
+        accountId: 'acct_1',
+        command: { type: 'ChangePlan', plan: round % 2 === 0 ? 'starter' : 'scale', now: 3 },
+      });
+      await sleep(10);
+    }
+    const intervals = Math.ceil((Date.now() - started) / 200);
+    const withUses = batches.slice(before).filter((batch) => (batch.keyUses ?? []).length > 0);
+    expect(withUses.length).toBeGreaterThanOrEqual(1);
+    // Forty batches of commands, and key uses in at most one per interval that passed.
+    expect(batches.length - before).toBeGreaterThanOrEqual(40);
+    expect(withUses.length).toBeLessThanOrEqual(intervals);
+    for (const batch of withUses) {
+      const keyIds = (batch.keyUses ?? []).map((use) => use.keyId);
+      expect(new Set(keyIds).size).toBe(keyIds.length);
+    }
+    await committer.stop();
+    expect(verifyViews(lmdb.databases).differences).toEqual([]);
+  });
+
+  it('is not set by a call that fails authentication', async () => {
+    const { committer, auth } = await setUp(50);
+    expect(auth.authenticate(`Bearer sk_${'z'.repeat(43)}`)).not.toHaveProperty('keyId');
+    expect(auth.authenticate('Bearer nonsense')).not.toHaveProperty('keyId');
+    await committer.send({
+      type: 'Account',
+      accountId: 'acct_1',
+      command: { type: 'RevokeKey', key: lmdb.reads.key('key_2') as never, now: 5 },
+    });
+    lmdb.reads.refresh();
+    expect(auth.authenticate(`Bearer ${otherKey}`)).not.toHaveProperty('keyId');
+    expect(committer.keysUsed.size).toBe(0);
+    await committer.stop();
+  });
+
+  it('is saved at stop and survives a restart', async () => {
+    const { committer, auth } = await setUp(60_000);
+    auth.authenticate(`Bearer ${key}`);
+    await committer.stop();
+    await lmdb.close();
+    lmdb = openLmdbStore(dir);
+    expect(lmdb.reads.keyLastUsed('key_1')).toBe(10_000);
+  });
+});
+
+describe('The running app', () => {
+  it('saves the last use of the key an API call authenticated with, readable after a restart', async () => {
+    const app = await startTestApp({ committerLimits: { ...defaultCommitterLimits, limiterFlushMs: 50 } });
+    const { key: apiKey, keyId } = await app.account();
+    expect(app.store.reads.keyLastUsed(keyId)).toBeUndefined();
+    const response = await app.call('POST', '/v1/ai', { key: apiKey, body: { model: 'echo', prompt: 'hi' } });
+    expect(response.status).toBe(202);
+    const usedAt = app.clock.now();
+    await sleep(150);
+    app.store.reads.refresh();
+    expect(app.store.reads.keyLastUsed(keyId)).toBe(usedAt);
+    await app.stop({ keepData: true });
+    const reopened = openLmdbStore(app.dataDir);
+    try {
+      expect(reopened.reads.keyLastUsed(keyId)).toBe(usedAt);
+    } finally {
+      await reopened.close();
+      rmSync(app.dataDir, { recursive: true, force: true });
+    }
+  });
+});
