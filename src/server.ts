@@ -14,6 +14,7 @@ import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
+import { systemClock } from './ports/Clock.js';
 import { Store, type StoreShape } from './ports/Store.js';
 
 export type { AppOptions } from './baseLayer.js';
@@ -92,6 +93,15 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     pollIntervalSeconds: options.config.pollIntervalSeconds,
     accepting: () => accepting,
     traffic,
+    dashboard: {
+      sessions: services.sessions,
+      accounts: services.accounts,
+      store: services.store,
+      rateLimiter: services.rateLimiter,
+      config: options.config,
+      clock: options.clock ?? systemClock,
+      log: options.logger,
+    },
   });
   return {
     http,

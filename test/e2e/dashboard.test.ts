@@ -194,7 +194,7 @@ describe('The dashboard in a real browser (airs serve + headless chromium)', () 
       expect(await createKey(page, 'second')).toBe(400);
       expect(await page.locator('#new-key').count()).toBe(0);
       const refusal = (await page.getByRole('alert').textContent()) ?? '';
-      expect(refusal).toContain('the free plan allows 1 active API key');
+      expect(refusal).toContain('Your free plan allows 1 API key and you have 1');
       await screenshot(page, 'keys-second-key-refused');
 
       // Delete it behind the confirmation: the very next API call with it is refused.

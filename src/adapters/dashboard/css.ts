@@ -100,7 +100,7 @@ table { width: 100%; border-collapse: collapse; font-size: 0.95rem; }
 th, td { text-align: left; padding: 0.55rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; font-size: 0.82rem; text-transform: uppercase; letter-spacing: 0.04em; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.current td { background: var(--accent-soft); font-weight: 600; }
+tr.current td, tr.current th { background: var(--accent-soft); font-weight: 600; }
 .badge { display: inline-block; padding: 0.1rem 0.5rem; border-radius: 1rem; font-size: 0.82rem; font-weight: 600; border: 1px solid var(--line); }
 .status-completed { color: var(--ok); border-color: var(--ok); }
 .status-failed { color: var(--danger); border-color: var(--danger); }

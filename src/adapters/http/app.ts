@@ -12,6 +12,7 @@ import {
   PayloadTooLarge,
   Unavailable,
 } from '../../domain/errors.js';
+import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
@@ -27,6 +28,8 @@ export type HttpDeps = {
   readonly accepting: () => boolean;
   /** Counts the calls being answered, for a stopping server (see traffic.ts). */
   readonly traffic?: Traffic;
+  /** The account dashboard's services; without them /dashboard is not served. */
+  readonly dashboard?: DashboardDeps;
 };
 
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
@@ -176,6 +179,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       }),
   );
   app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
+  if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.all(
     '/**',
     guarded(async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` })),

@@ -1,0 +1,326 @@
+import { Effect, Result } from 'effect';
+import { type H3, type H3Event, html, raw, redirect } from 'h3';
+import type { Logger } from 'pino';
+import type { AccountsShape } from '../../../app/Accounts.js';
+import type { RateLimiterShape } from '../../../app/RateLimiter.js';
+import type { SessionsShape, StartedSession, Throttled } from '../../../app/Sessions.js';
+import type { Config } from '../../../config.js';
+import type { AccountState } from '../../../domain/account/state.js';
+import { Refused } from '../../../domain/errors.js';
+import { fitsIdBound } from '../../../domain/identifiers.js';
+import type { RequestState } from '../../../domain/request/state.js';
+import type { ClockShape } from '../../../ports/Clock.js';
+import type { StoreShape } from '../../../ports/Store.js';
+import {
+  dashboardAssetPaths,
+  dashboardCss,
+  dashboardScript,
+  errorPage,
+  keysPage,
+  loginPage,
+  overviewPage,
+  type RequestStatusView,
+  requestsPage,
+  signupPage,
+} from '../../dashboard/pages.js';
+import { readBodyBytes } from '../requestBody.js';
+import {
+  anonymousCsrf,
+  clearSessionCookie,
+  csrfValid,
+  pageHeaders,
+  sessionCsrf,
+  sessionToken,
+  setSessionCookie,
+} from './security.js';
+
+export type DashboardDeps = {
+  readonly sessions: SessionsShape;
+  readonly accounts: AccountsShape;
+  readonly store: StoreShape;
+  readonly rateLimiter: RateLimiterShape;
+  readonly config: Config;
+  readonly clock: ClockShape;
+  readonly log: Logger;
+};
+
+/** The logged-in account as a page needs it. */
+type Visitor = { readonly token: string; readonly account: AccountState; readonly csrf: string };
+
+const formLimitBytes = 16 * 1024;
+const pageSize = 25;
+/** Paging is by page number (offset): a dashboard reads at most this far back. */
+const maxPage = 400;
+const hourMs = 3_600_000;
+
+const send = (event: H3Event, status: number, markup: string) => {
+  event.res.status = status;
+  for (const [name, value] of Object.entries(pageHeaders)) event.res.headers.set(name, value);
+  return html(raw(markup));
+};
+
+const seeOther = (event: H3Event, location: string) => {
+  for (const [name, value] of Object.entries(pageHeaders)) event.res.headers.set(name, value);
+  return redirect(location, 303);
+};
+
+/** A posted form, if it is one: url-encoded, within 16 KB. */
+const readForm = async (event: H3Event): Promise<URLSearchParams | undefined> => {
+  const type = event.req.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') return undefined;
+  try {
+    return new URLSearchParams((await readBodyBytes(event, formLimitBytes)).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+};
+
+/** As the API would answer: a request past its expiry time is expired, whether or not the sweeper wrote it yet. */
+const statusInWords = (state: RequestState, now: number): RequestStatusView => {
+  if (state.status !== 'none' && now >= state.context.expiresAt) return 'expired';
+  switch (state.status) {
+    case 'waiting':
+    case 'none':
+      return 'queued';
+    case 'processing':
+    case 'completed':
+    case 'failed':
+    case 'expired':
+      return state.status;
+    default: {
+      const unknown: never = state.status;
+      return unknown;
+    }
+  }
+};
+
+const isThrottled = (value: unknown): value is Throttled =>
+  typeof value === 'object' && value !== null && 'throttled' in value;
+
+/**
+ * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests. Server-rendered pages
+ * (adapters/dashboard), plain forms with CSRF tokens, a session cookie; every change goes through the same
+ * services, commands and log as the CLI's.
+ */
+export const mountDashboard = (app: H3, deps: DashboardDeps) => {
+  const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.result(effect));
+
+  const visitor = (event: H3Event): Visitor | undefined => {
+    const token = sessionToken(event);
+    const session = deps.sessions.current(token);
+    const account = session === undefined ? undefined : deps.store.reads.account(session.accountId);
+    if (token === undefined || account === undefined) return undefined;
+    return { token, account, csrf: sessionCsrf(token) };
+  };
+
+  const forbidden = (event: H3Event, who: Visitor | undefined) =>
+    send(
+      event,
+      403,
+      errorPage({
+        status: 403,
+        title: 'This form has expired',
+        message: 'The page you sent it from is too old or was not ours. Go back, reload the page and try again.',
+        loggedIn: who !== undefined,
+        csrf: who?.csrf,
+        email: who?.account.email,
+      }),
+    );
+
+  /** A page for logged-in visitors; others are sent to the login page. */
+  const page = (render: (event: H3Event, who: Visitor) => string | Promise<string>) => async (event: H3Event) => {
+    const who = visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    return send(event, 200, await render(event, who));
+  };
+
+  /** A state-changing form of a logged-in visitor: its CSRF token first, then the change. */
+  const action =
+    (change: (event: H3Event, who: Visitor, form: URLSearchParams) => Promise<ReturnType<typeof send>>) =>
+    async (event: H3Event) => {
+      const who = visitor(event);
+      const form = await readForm(event);
+      if (form === undefined || !csrfValid(event, form.get('csrf'), who?.token)) return forbidden(event, who);
+      if (who === undefined) return seeOther(event, '/dashboard/login');
+      return change(event, who, form);
+    };
+
+  const startSession = (event: H3Event, started: StartedSession) => {
+    setSessionCookie(event, started.token);
+    return seeOther(event, '/dashboard');
+  };
+
+  // Assets: named with their content's hash in the pages' links, so they may be cached for good.
+  const asset = (type: string, body: string) => (event: H3Event) => {
+    event.res.headers.set('Content-Type', type);
+    event.res.headers.set('Cache-Control', 'public, max-age=31536000, immutable');
+    event.res.headers.set('X-Content-Type-Options', 'nosniff');
+    return body;
+  };
+  app.get(dashboardAssetPaths.css, asset('text/css; charset=utf-8', dashboardCss));
+  app.get(dashboardAssetPaths.js, asset('text/javascript; charset=utf-8', dashboardScript));
+
+  app.get('/dashboard/signup', (event) =>
+    visitor(event) === undefined
+      ? send(event, 200, signupPage({ csrf: anonymousCsrf(event) }))
+      : seeOther(event, '/dashboard'),
+  );
+  app.post('/dashboard/signup', async (event) => {
+    const form = await readForm(event);
+    if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
+    const email = form.get('email') ?? '';
+    const started = await deps.sessions.signup(email, form.get('password') ?? '');
+    if (started instanceof Refused)
+      return send(event, 400, signupPage({ csrf: anonymousCsrf(event), email, error: started.message }));
+    deps.log.info({ accountId: started.accountId }, 'dashboard signup');
+    return startSession(event, started);
+  });
+
+  app.get('/dashboard/login', (event) =>
+    visitor(event) === undefined
+      ? send(event, 200, loginPage({ csrf: anonymousCsrf(event) }))
+      : seeOther(event, '/dashboard'),
+  );
+  app.post('/dashboard/login', async (event) => {
+    const form = await readForm(event);
+    if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
+    const email = form.get('email') ?? '';
+    const address = (event.req as { ip?: string }).ip ?? 'unknown';
+    const started = await deps.sessions.login(email, form.get('password') ?? '', address);
+    const csrf = anonymousCsrf(event);
+    if (isThrottled(started)) {
+      event.res.headers.set('Retry-After', String(Math.ceil(started.retryAfterMs / 1000)));
+      return send(event, 429, loginPage({ csrf, email, throttledMinutes: Math.ceil(started.retryAfterMs / 60_000) }));
+    }
+    if (started instanceof Refused) return send(event, 401, loginPage({ csrf, email, error: started.message }));
+    return startSession(event, started);
+  });
+
+  app.post(
+    '/dashboard/logout',
+    action(async (event, who) => {
+      await deps.sessions.logout(who.token);
+      clearSessionCookie(event);
+      return seeOther(event, '/dashboard/login');
+    }),
+  );
+
+  app.get(
+    '/dashboard',
+    page((_event, { account, csrf }) => {
+      const plan = deps.config.plans[account.plan];
+      const now = deps.clock.now();
+      const hourly = deps.store.reads.requestCountsByHour(account.accountId, now - 24 * hourMs + 1, 24);
+      return overviewPage({
+        csrf,
+        email: account.email,
+        plan: account.plan,
+        plans: deps.config.plans,
+        keysUsed: account.activeKeys,
+        maxKeys: plan.maxKeys,
+        rate: {
+          submits: deps.rateLimiter.peek(account.accountId, account.plan, 'submits'),
+          polls: deps.rateLimiter.peek(account.accountId, account.plan, 'polls'),
+        },
+        requestsLast24h: hourly.reduce((sum, count) => sum + count, 0),
+      });
+    }),
+  );
+
+  const renderKeys = (who: Visitor, extra: { newKey?: { key: string; name?: string }; error?: string } = {}) => {
+    const keys = deps.store.reads
+      .keysOf(who.account.accountId)
+      .filter((key) => key.revokedAt === undefined)
+      .map((key) => ({
+        id: key.keyId,
+        name: key.name,
+        prefix: key.prefix,
+        createdAt: key.createdAt,
+        lastUsedAt: deps.store.reads.keyLastUsed(key.keyId),
+      }));
+    const account = deps.store.reads.account(who.account.accountId) ?? who.account;
+    return keysPage({
+      csrf: who.csrf,
+      email: account.email,
+      keys,
+      maxKeys: deps.config.plans[account.plan].maxKeys,
+      ...extra,
+    });
+  };
+  app.get(
+    '/dashboard/keys',
+    page((_event, who) => renderKeys(who)),
+  );
+  app.post(
+    '/dashboard/keys',
+    action(async (event, who, form) => {
+      const name = form.get('name')?.trim() || undefined;
+      // Said in the page's words; the domain refuses the same case again inside the write (another tab, the CLI).
+      const maxKeys = deps.config.plans[who.account.plan].maxKeys;
+      if (maxKeys !== null && who.account.activeKeys >= maxKeys) {
+        const error = `Your ${who.account.plan} plan allows ${maxKeys} API key${maxKeys === 1 ? '' : 's'} and you have ${who.account.activeKeys}. Delete one to make a new one, or ask your operator for a larger plan.`;
+        return send(event, 400, renderKeys(who, { error }));
+      }
+      const created = await run(deps.accounts.createKey(who.account.accountId, name));
+      if (Result.isFailure(created)) return send(event, 400, renderKeys(who, { error: created.failure.message }));
+      deps.log.info({ accountId: who.account.accountId, keyId: created.success.id }, 'dashboard key created');
+      // The only page that ever shows the key: answered directly, never through a redirect that could be reloaded.
+      return send(event, 201, renderKeys(who, { newKey: { key: created.success.key, name } }));
+    }),
+  );
+  app.post(
+    '/dashboard/keys/:id/delete',
+    action(async (event, who) => {
+      const keyId = event.context.params?.id ?? '';
+      const key = fitsIdBound(keyId) ? deps.store.reads.key(keyId) : undefined;
+      // Another account's key is answered like an unknown one.
+      if (key === undefined || key.accountId !== who.account.accountId) return notFound(event, who);
+      const revoked = await run(deps.accounts.revokeKey(keyId));
+      if (Result.isFailure(revoked)) return send(event, 400, renderKeys(who, { error: revoked.failure.message }));
+      deps.log.info({ accountId: who.account.accountId, keyId }, 'dashboard key deleted');
+      return seeOther(event, '/dashboard/keys');
+    }),
+  );
+
+  app.get(
+    '/dashboard/requests',
+    page((event, { account, csrf }) => {
+      const asked = Number(event.url.searchParams.get('page') ?? '1');
+      const pageNumber = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, maxPage) : 1;
+      const rows = deps.store.reads.requestsOf(account.accountId, { limit: pageNumber * pageSize + 1 });
+      const shown = rows.slice((pageNumber - 1) * pageSize, pageNumber * pageSize);
+      const now = deps.clock.now();
+      const currentHour = Math.floor(now / hourMs) * hourMs;
+      return requestsPage({
+        csrf,
+        email: account.email,
+        requests: shown.map((state) => ({
+          id: state.context.reqId,
+          model: state.context.model,
+          status: statusInWords(state, now),
+          createdAt: state.context.createdAt,
+          completedAt: state.context.completedAt ?? state.context.failedAt,
+        })),
+        page: pageNumber,
+        hasNext: rows.length > pageNumber * pageSize && pageNumber < maxPage,
+        hourly: deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
+        now,
+      });
+    }),
+  );
+
+  const notFound = (event: H3Event, who: Visitor | undefined) =>
+    send(
+      event,
+      404,
+      errorPage({
+        status: 404,
+        title: 'Not found',
+        message: 'There is nothing at this address.',
+        loggedIn: who !== undefined,
+        csrf: who?.csrf,
+        email: who?.account.email,
+      }),
+    );
+  app.all('/dashboard/**', (event) => notFound(event, visitor(event)));
+};
