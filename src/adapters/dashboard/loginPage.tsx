@@ -1,7 +1,7 @@
+import { CredentialFields } from './CredentialFields.js';
 import { CsrfField } from './CsrfField.js';
 import { plural } from './format.js';
 import { Layout } from './Layout.js';
-import { emailMaxLength, passwordMaxLength } from './limits.js';
 import { Notice } from './Notice.js';
 import { renderDocument } from './render.js';
 import type { LoginView } from './viewModels.js';
@@ -26,29 +26,7 @@ export const loginPage = ({ csrf, email, error, throttledMinutes }: LoginView): 
       )}
       <form class="card" method="post" action="/dashboard/login">
         <CsrfField token={csrf} />
-        <div class="field">
-          <label for="email">Email</label>
-          <input
-            id="email"
-            name="email"
-            type="email"
-            autocomplete="username"
-            required
-            maxLength={emailMaxLength}
-            value={email ?? ''}
-          />
-        </div>
-        <div class="field">
-          <label for="password">Password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="current-password"
-            required
-            maxLength={passwordMaxLength}
-          />
-        </div>
+        <CredentialFields email={email} newPassword={false} />
         <button type="submit">Log in</button>
       </form>
       <p>

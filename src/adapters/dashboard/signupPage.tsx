@@ -1,6 +1,6 @@
+import { CredentialFields } from './CredentialFields.js';
 import { CsrfField } from './CsrfField.js';
 import { Layout } from './Layout.js';
-import { emailMaxLength, passwordMaxLength, passwordMinLength } from './limits.js';
 import { Notice } from './Notice.js';
 import { renderDocument } from './render.js';
 import type { SignupView } from './viewModels.js';
@@ -20,34 +20,7 @@ export const signupPage = ({ csrf, email, error }: SignupView): string =>
       )}
       <form class="card" method="post" action="/dashboard/signup">
         <CsrfField token={csrf} />
-        <div class="field">
-          <label for="email">Email</label>
-          <input
-            id="email"
-            name="email"
-            type="email"
-            autocomplete="email"
-            required
-            maxLength={emailMaxLength}
-            value={email ?? ''}
-          />
-        </div>
-        <div class="field">
-          <label for="password">Password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            required
-            minLength={passwordMinLength}
-            maxLength={passwordMaxLength}
-            aria-describedby="password-hint"
-          />
-          <p class="hint" id="password-hint">
-            At least {passwordMinLength} characters.
-          </p>
-        </div>
+        <CredentialFields email={email} newPassword={true} />
         <button type="submit">Create account</button>
       </form>
       <p>
