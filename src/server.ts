@@ -93,6 +93,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     pollIntervalSeconds: options.config.pollIntervalSeconds,
     accepting: () => accepting,
     traffic,
+    readiness: services.storageHealth.problem,
     dashboard: {
       sessions: services.sessions,
       accounts: services.accounts,

@@ -64,6 +64,9 @@ describe('Stopping under load (SIGTERM)', { timeout: 90_000 }, () => {
     // A client that comes only now, on a new connection, is answered too: the port stays open while draining.
     const late = await submit(server.url, key, 'slow', 'too late');
     expect(late.status).toBe(503);
+    // Probes say so too: not ready while stopping, still alive.
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
 
     expect(seen.networkErrors).toEqual([]);
     expect(new Set(seen.statuses)).toEqual(new Set([202, 200, 503]));

@@ -21,6 +21,8 @@ export type TestAppOptions = {
   readonly storeLayer?: AppOptions['storeLayer'];
   /** Silent by default; tests that read the logs give their own. */
   readonly logger?: AppOptions['logger'];
+  /** The disk's free space as the app reads it (default: the real one). */
+  readonly readFreeBytes?: AppOptions['readFreeBytes'];
 };
 
 export type TestApp = App & {
@@ -62,6 +64,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
     committerLimits: options.committerLimits,
     storeLayer: options.storeLayer,
+    readFreeBytes: options.readFreeBytes,
   });
   return {
     ...app,

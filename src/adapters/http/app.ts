@@ -14,6 +14,7 @@ import {
 } from '../../domain/errors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
 
@@ -30,6 +31,8 @@ export type HttpDeps = {
   readonly traffic?: Traffic;
   /** The account dashboard's services; without them /dashboard is not served. */
   readonly dashboard?: DashboardDeps;
+  /** What `/readyz` reports besides draining (the data directory's health); without it the probes are not served. */
+  readonly readiness?: () => string | undefined;
 };
 
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
@@ -180,6 +183,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   );
   app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
+  if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });
   app.all(
     '/**',
     guarded(async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` })),
