@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
 import { registerAskCommand } from './askCommand.js';
+import { registerBackupCommand } from './backupCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerServeCommand } from './serveCommand.js';
@@ -33,6 +34,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerAccountCommands(program, output);
   registerKeyCommands(program, output);
   registerReplayCommand(program, output);
+  registerBackupCommand(program, output);
   registerAskCommand(program, output);
   return program;
 };

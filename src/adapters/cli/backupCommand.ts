@@ -1,0 +1,58 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
+import { CliError, emit, type Output } from './output.js';
+
+type BackupOptions = StoreOptions & { readonly json?: boolean };
+
+/** A backup goes into a new or empty directory: it never overwrites another data directory. */
+const checkDestination = (dest: string, source: string) => {
+  if (resolve(dest) === resolve(source)) throw new CliError('the backup must go to another directory than the data', 2);
+  if (!existsSync(dest)) return;
+  if (!statSync(dest).isDirectory()) throw new CliError(`${dest} exists and is not a directory`, 2);
+  if (readdirSync(dest).length > 0)
+    throw new CliError(`${dest} is not empty; give a new or empty directory (a backup never overwrites)`, 2);
+};
+
+/** `airs backup DEST`: a consistent, compacted copy of the data directory, taken while the server runs and serves. */
+export const registerBackupCommand = (program: Command, output: Output) => {
+  withStoreOptions(program.command('backup'))
+    .description(
+      'write a consistent copy of the data directory to DEST while the server runs (restore: use DEST as AIRS_DATA_DIR)',
+    )
+    .argument('<dest>', 'a new or empty directory')
+    .option('--json', 'print JSON')
+    .action(async (dest: string, options: BackupOptions) => {
+      const config = await configOrFail(options);
+      await requireDatabase(config);
+      const target = resolve(dest);
+      checkDestination(target, config.dataDir);
+      const [{ environmentFile, openDatabases }, { markDataFile }] = await Promise.all([
+        import('../lmdb/databases.js'),
+        import('../lmdb/dataFile.js'),
+      ]);
+      const started = Date.now();
+      const spinner = process.stderr.isTTY
+        ? (await import('yocto-spinner')).default({ text: `copying ${config.dataDir}`, stream: process.stderr }).start()
+        : undefined;
+      const dbs = openDatabases(config.dataDir);
+      try {
+        // LMDB's own copy: one read transaction, so the copy is the data as of one commit, whatever the server
+        // writes meanwhile; compacted (free pages left out), so it is also the way to shrink a data file.
+        await dbs.root.backup(environmentFile(target), true);
+      } catch (error) {
+        throw new CliError(`backup failed: ${(error as Error).message}`);
+      } finally {
+        spinner?.stop();
+        await dbs.root.close();
+      }
+      markDataFile(target);
+      const bytes = statSync(environmentFile(target)).size;
+      const seconds = (Date.now() - started) / 1000;
+      emit(output, options.json, { source: config.dataDir, destination: target, bytes, seconds }, () => [
+        `backup of ${config.dataDir} written to ${target} (${(bytes / (1024 * 1024)).toFixed(1)} MiB in ${seconds.toFixed(1)} s)`,
+        `restore: stop the server and start it with AIRS_DATA_DIR=${target} (or copy that directory in place)`,
+      ]);
+    });
+};
