@@ -20,8 +20,19 @@ export const logLevelFromEnv = (env: NodeJS.ProcessEnv = process.env): { level: 
     : { problem: `${name}: "${value}" is not a log level; use one of ${logLevels.join(', ')}` };
 };
 
-export const createLogger = (level = 'info'): Logger =>
-  pino({ level, base: undefined }, pino.destination({ dest: 2, sync: false }));
+/**
+ * The server's logger: JSON lines on stderr, or readable lines (pino-pretty, loaded only then) when stderr is a
+ * terminal, where a person reads them rather than a collector.
+ */
+export const createLogger = async (
+  level = 'info',
+  pretty = process.stderr.isTTY === true,
+  destination: number | string = 2,
+): Promise<Logger> => {
+  if (!pretty) return pino({ level, base: undefined }, pino.destination({ dest: destination, sync: false }));
+  const { default: prettyStream } = await import('pino-pretty');
+  return pino({ level, base: undefined }, prettyStream({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
+};
 
 export const LogLayer = (logger: Logger) => Layer.succeed(Log, logger);
 

@@ -26,7 +26,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
       ]);
       const logLevel = logLevelFromEnv();
       if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
-      const logger = createLogger(logLevel.level);
+      const logger = await createLogger(logLevel.level);
       let lock: ServeLock;
       try {
         lock = takeServeLock(config.dataDir);
