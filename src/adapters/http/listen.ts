@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type H3, serve } from 'h3';
+import type { Logger } from 'pino';
 
 /** A whole HTTP/1.1 answer in the contract's error shape, for what is answered below h3 (on the raw socket). */
 const rawErrorResponse = (status: string, code: string, message: string, extra = ''): string => {
@@ -35,7 +36,33 @@ const hasHostHeader = (raw: readonly string[]) => {
  * an HTTP/1.1 request without `Host` (RFC 9112 asks for a 400), an `Expect` other than `100-continue` (417), and
  * `CONNECT` (405: airs is no proxy).
  */
-const answerBelowH3 = (server: Server & { requireHostHeader: boolean }) => {
+/**
+ * One `debug` line per answered call: method, path, the polled `req_id`, status and latency. Off at the default
+ * level: a line per call costs the hot path more than a few percent (docs/decisions.md), and the events that matter
+ * (errors, faults, lifecycle) are logged at info and above anyway.
+ */
+const logAccess = (log: Logger, req: IncomingMessage, res: ServerResponse) => {
+  const started = performance.now();
+  res.once('finish', () => {
+    const url = req.url ?? '';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const reqId = query === -1 ? null : new URLSearchParams(url.slice(query)).get('req_id');
+    log.debug(
+      {
+        method: req.method,
+        path: path.slice(0, 200),
+        reqId: reqId?.slice(0, 128),
+        status: res.statusCode,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+      },
+      'answered',
+    );
+  });
+};
+
+const answerBelowH3 = (server: Server & { requireHostHeader: boolean }, log: Logger | undefined) => {
+  const accessLog = log?.isLevelEnabled('debug') === true ? log : undefined;
   // Node would answer an empty 400 itself; the check moves in front of srvx's handler instead.
   server.requireHostHeader = false;
   const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
@@ -45,6 +72,7 @@ const answerBelowH3 = (server: Server & { requireHostHeader: boolean }) => {
       sendJson(res, 400, 'invalid_request', 'the Host header is required in HTTP/1.1');
       return;
     }
+    if (accessLog !== undefined) logAccess(accessLog, req, res);
     for (const handler of handlers) handler(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
@@ -74,7 +102,13 @@ const answerBelowH3 = (server: Server & { requireHostHeader: boolean }) => {
  */
 export const listen = async (
   app: H3,
-  options: { readonly port: number; readonly hostname: string; readonly maxBodyBytes: number },
+  options: {
+    readonly port: number;
+    readonly hostname: string;
+    readonly maxBodyBytes: number;
+    /** Access lines go here at `debug` (none when the level is higher). */
+    readonly log?: Logger;
+  },
 ) => {
   // The app reads bodies from Node's request itself (requestBody.ts); srvx's limit guards any other reader.
   const server = serve(app, {
@@ -86,7 +120,7 @@ export const listen = async (
   });
   // srvx serves plain HTTP/1.1 here: its server is Node's http.Server (with the property its types lack).
   const node = server.node?.server as (Server & { requireHostHeader: boolean }) | undefined;
-  if (node !== undefined) answerBelowH3(node);
+  if (node !== undefined) answerBelowH3(node, options.log);
   node?.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (socket.writable && error.code !== 'ECONNRESET') socket.end(parserErrorResponse(error));
     else socket.destroy();
