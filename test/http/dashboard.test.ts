@@ -136,4 +136,13 @@ describe('The dashboard over HTTP (in process)', () => {
     expect(answer.status).toBe(404);
     expect(answer.headers.get('content-type')).toContain('text/html');
   });
+
+  it('answers with a 503 page and Retry-After while the server stops', async () => {
+    app = await startTestApp();
+    app.stopAccepting();
+    const answer = await browser(app).get('/dashboard/login');
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('5');
+    expect(answer.text).toContain('restarting');
+  });
 });

@@ -42,6 +42,8 @@ export type DashboardDeps = {
   readonly config: Config;
   readonly clock: ClockShape;
   readonly log: Logger;
+  /** False while the server stops: pages then answer 503. */
+  readonly accepting?: () => boolean;
 };
 
 /** The logged-in account as a page needs it. */
@@ -103,6 +105,30 @@ const isThrottled = (value: unknown): value is Throttled =>
  * services, commands and log as the CLI's.
  */
 export const mountDashboard = (app: H3, deps: DashboardDeps) => {
+  /** A stopping server answers every dashboard call with a 503 page (and closes the connection), as the API does. */
+  const open =
+    (handler: (event: H3Event) => unknown) =>
+    (event: H3Event): unknown => {
+      if (deps.accepting?.() !== false) return handler(event);
+      event.res.headers.set('Retry-After', '5');
+      event.res.headers.set('Connection', 'close');
+      return send(
+        event,
+        503,
+        errorPage({
+          status: 503,
+          title: 'Restarting',
+          message: 'The service is restarting. Try again in a few seconds.',
+          loggedIn: false,
+        }),
+      );
+    };
+  const routes = {
+    get: (path: string, handler: (event: H3Event) => unknown) => app.get(path, open(handler)),
+    post: (path: string, handler: (event: H3Event) => unknown) => app.post(path, open(handler)),
+    all: (path: string, handler: (event: H3Event) => unknown) => app.all(path, open(handler)),
+  };
+
   const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.result(effect));
 
   const visitor = (event: H3Event): Visitor | undefined => {
@@ -157,15 +183,15 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     event.res.headers.set('X-Content-Type-Options', 'nosniff');
     return body;
   };
-  app.get(dashboardAssetPaths.css, asset('text/css; charset=utf-8', dashboardCss));
-  app.get(dashboardAssetPaths.js, asset('text/javascript; charset=utf-8', dashboardScript));
+  routes.get(dashboardAssetPaths.css, asset('text/css; charset=utf-8', dashboardCss));
+  routes.get(dashboardAssetPaths.js, asset('text/javascript; charset=utf-8', dashboardScript));
 
-  app.get('/dashboard/signup', (event) =>
+  routes.get('/dashboard/signup', (event) =>
     visitor(event) === undefined
       ? send(event, 200, signupPage({ csrf: anonymousCsrf(event) }))
       : seeOther(event, '/dashboard'),
   );
-  app.post('/dashboard/signup', async (event) => {
+  routes.post('/dashboard/signup', async (event) => {
     const form = await readForm(event);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
@@ -176,12 +202,12 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     return startSession(event, started);
   });
 
-  app.get('/dashboard/login', (event) =>
+  routes.get('/dashboard/login', (event) =>
     visitor(event) === undefined
       ? send(event, 200, loginPage({ csrf: anonymousCsrf(event) }))
       : seeOther(event, '/dashboard'),
   );
-  app.post('/dashboard/login', async (event) => {
+  routes.post('/dashboard/login', async (event) => {
     const form = await readForm(event);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
@@ -196,7 +222,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     return startSession(event, started);
   });
 
-  app.post(
+  routes.post(
     '/dashboard/logout',
     action(async (event, who) => {
       await deps.sessions.logout(who.token);
@@ -205,7 +231,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  app.get(
+  routes.get(
     '/dashboard',
     page((_event, { account, csrf }) => {
       const plan = deps.config.plans[account.plan];
@@ -247,11 +273,11 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       ...extra,
     });
   };
-  app.get(
+  routes.get(
     '/dashboard/keys',
     page((_event, who) => renderKeys(who)),
   );
-  app.post(
+  routes.post(
     '/dashboard/keys',
     action(async (event, who, form) => {
       const name = form.get('name')?.trim() || undefined;
@@ -268,7 +294,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       return send(event, 201, renderKeys(who, { newKey: { key: created.success.key, name } }));
     }),
   );
-  app.post(
+  routes.post(
     '/dashboard/keys/:id/delete',
     action(async (event, who) => {
       const keyId = event.context.params?.id ?? '';
@@ -282,7 +308,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  app.get(
+  routes.get(
     '/dashboard/requests',
     page((event, { account, csrf }) => {
       const asked = Number(event.url.searchParams.get('page') ?? '1');
@@ -322,5 +348,5 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         email: who?.account.email,
       }),
     );
-  app.all('/dashboard/**', (event) => notFound(event, visitor(event)));
+  routes.all('/dashboard/**', (event) => notFound(event, visitor(event)));
 };
