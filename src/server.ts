@@ -102,6 +102,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
       config: options.config,
       clock: options.clock ?? systemClock,
       log: options.logger,
+      accepting: () => accepting,
     },
   });
   return {
