@@ -5,6 +5,7 @@ import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { AccountsLayer } from './app/Accounts.js';
 import { AppConfigLayer } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
+import { type Metrics, noMetricsLayer } from './app/Metrics.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
 import type { Config } from './config.js';
 import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
@@ -33,10 +34,14 @@ export type AppOptions = {
 };
 
 /**
- * The ground every service stands on: config, store, clock, ids, log, and the health of the data directory (with
+ * The ground every service stands on: config, store, clock, ids, log, metrics, and the health of the data directory (with
  * its free-space watch where `minFreeBytes` asks for one). Tests swap clock and ids via options.
  */
-export const baseLayer = (options: AppOptions, minFreeBytes: number) => {
+export const baseLayer = (
+  options: AppOptions,
+  minFreeBytes: number,
+  metrics: Layer.Layer<Metrics, never, Store | AppClock> = noMetricsLayer,
+) => {
   const ground = Layer.mergeAll(
     AppConfigLayer(options.config),
     options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
@@ -48,7 +53,13 @@ export const baseLayer = (options: AppOptions, minFreeBytes: number) => {
     minFreeBytes,
     readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
   });
-  return CommitterLayer(options.committerLimits).pipe(Layer.provideMerge(health), Layer.provideMerge(ground));
+  // Metrics (Metrics.ts) sit under the committer, which counts its batches; the server gives MetricsLayer, a
+  // management command counts nothing (and does not load prom-client).
+  return CommitterLayer(options.committerLimits).pipe(
+    Layer.provideMerge(health),
+    Layer.provideMerge(metrics),
+    Layer.provideMerge(ground),
+  );
 };
 
 /**

@@ -74,6 +74,16 @@ const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  metrics: z
+    .strictObject({
+      /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
+      token: z
+        .string()
+        .min(16, 'must be at least 16 characters')
+        .regex(/^\S+$/, 'must not contain white space')
+        .optional(),
+    })
+    .optional(),
 });
 
 export type Config = {
@@ -89,6 +99,8 @@ export type Config = {
   readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
+  /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
+  readonly metrics: { readonly token?: string };
   /** Where the config came from, for the start-up line. */
   readonly source: string;
   /** Where `dataDir` came from (`--data-dir`, `AIRS_DATA_DIR`, the file, the default), for messages naming it. */
@@ -177,6 +189,7 @@ export const loadConfig = (
     processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
     source,
     dataDirFrom: overrides.dataDir
       ? '--data-dir'

@@ -6,6 +6,7 @@ import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
 import { LimiterStatesLayer } from './app/LimiterStates.js';
+import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
@@ -21,7 +22,7 @@ export type { AppOptions } from './baseLayer.js';
 
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {
-  const base = baseLayer(options, options.config.storage.minFreeBytes);
+  const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer);
   return Layer.mergeAll(RequestsLayer, SessionsLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(
@@ -50,6 +51,8 @@ export type App = {
   readonly committer: CommitterShape;
   readonly storageHealth: StorageHealthShape;
   readonly sessions: SessionsShape;
+  /** Prometheus metrics (`GET /metrics`). */
+  readonly metrics: MetricsShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
   /** From now on every call answers 503 (the server is draining). */
@@ -81,6 +84,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         committer: yield* Committer,
         storageHealth: yield* StorageHealth,
         sessions: yield* Sessions,
+        metrics: yield* Metrics,
       };
     }),
   );
@@ -94,6 +98,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     accepting: () => accepting,
     traffic,
     readiness: services.storageHealth.problem,
+    metrics: { metrics: services.metrics, token: options.config.metrics?.token },
     dashboard: {
       sessions: services.sessions,
       accounts: services.accounts,

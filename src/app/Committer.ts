@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from 'effect';
+import { Context, Effect, Layer, Option } from 'effect';
 import { type Command, payloadBytesOf } from '../domain/commands.js';
 import { Unavailable } from '../domain/errors.js';
 import {
@@ -9,6 +9,7 @@ import {
   Store,
   type StoreShape,
 } from '../ports/Store.js';
+import { Metrics, type MetricsShape } from './Metrics.js';
 import { StorageHealth, type StorageHealthShape, storageRetryAfterSeconds } from './StorageHealth.js';
 
 /** How much the committer holds: beyond these, API submits are refused with 503 instead of growing memory. */
@@ -83,6 +84,7 @@ export const createCommitter = (
   store: StoreShape,
   limits: CommitterLimits = defaultCommitterLimits,
   health?: StorageHealthShape,
+  metrics?: Pick<MetricsShape, 'committed'>,
 ) => {
   let queue: Waiting[] = [];
   let queuedBytes = 0;
@@ -144,6 +146,7 @@ export const createCommitter = (
     // fires with nothing left, its turn does nothing.
     inFlight++;
     committing += batch.length;
+    const startedAt = performance.now();
     store
       .commit({
         commands: batch.map((waiting) => waiting.command),
@@ -153,6 +156,7 @@ export const createCommitter = (
       .then(
         (outcomes) => {
           health?.writeSucceeded(batchBytes);
+          metrics?.committed(batch.length, (performance.now() - startedAt) / 1000, outcomes);
           batch.forEach((waiting, i) => {
             const outcome = outcomes[i];
             if (outcome instanceof Error && !('_tag' in outcome)) waiting.reject(outcome);
@@ -240,8 +244,9 @@ export const CommitterLayer = (limits?: CommitterLimits) =>
     Effect.gen(function* () {
       const store = yield* Store;
       const health = yield* StorageHealth;
+      const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
       const committer = yield* Effect.acquireRelease(
-        Effect.sync(() => createCommitter(store, limits, health)),
+        Effect.sync(() => createCommitter(store, limits, health, metrics)),
         (c) => Effect.promise(() => c.stop()),
       );
       return Committer.of(committer);

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from 'effect';
+import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
 import { type Command, isRefusal, type Refusal } from '../domain/commands.js';
 import type { Unavailable } from '../domain/errors.js';
@@ -9,6 +9,7 @@ import { type CommandOutcome, StorageFault, Store, type StoreShape } from '../po
 import { AppConfig } from './AppConfig.js';
 import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
+import { Metrics, type MetricsShape } from './Metrics.js';
 import { type Model, Models, type ModelsShape } from './Models.js';
 
 export interface ProcessorShape {
@@ -44,6 +45,8 @@ type Deps = {
   readonly log: Logger;
   readonly concurrency: number;
   readonly policy: RetryPolicy;
+  /** Counts attempts, their outcomes and durations by model. */
+  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
 };
 
 type Outcome = { ok: true; text: string } | { ok: false; reason: string };
@@ -181,6 +184,7 @@ export const createProcessor = (deps: Deps) => {
     prompt: string | undefined,
   ): Promise<void> => {
     let outcome: Outcome;
+    let seconds = 0;
     try {
       if (started !== undefined && isRefusal(await started)) {
         // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
@@ -188,7 +192,10 @@ export const createProcessor = (deps: Deps) => {
         if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
         return;
       }
+      deps.metrics?.attemptStarted(modelId);
+      const calledAt = performance.now();
       outcome = await callModel(reqId, modelId, prompt);
+      seconds = (performance.now() - calledAt) / 1000;
     } finally {
       letGo(modelId);
     }
@@ -199,6 +206,17 @@ export const createProcessor = (deps: Deps) => {
       outcome.ok
         ? { type: 'RecordSuccess', reqId, responseChars: outcome.text.length, response: outcome.text, now }
         : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
+    );
+    deps.metrics?.attemptEnded(
+      modelId,
+      refused !== undefined
+        ? 'expired'
+        : outcome.ok
+          ? 'completed'
+          : outcome.reason.startsWith('timed out')
+            ? 'timed_out'
+            : 'failed',
+      seconds,
     );
     if (refused !== undefined) {
       log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
@@ -388,6 +406,7 @@ export const ProcessorLayer = Layer.effect(
       log: yield* Log,
       concurrency: config.processing.concurrency,
       policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
+      metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
     };
     const processor = yield* Effect.acquireRelease(
       Effect.sync(() => createProcessor(deps)),

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from 'effect';
+import { Context, Effect, Layer, Option } from 'effect';
 import { RateLimited } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { type Budget, decideGcra, peekGcra } from '../domain/rateLimit/gcra.js';
@@ -6,6 +6,7 @@ import { AppClock } from '../ports/Clock.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
 import { LimiterStates } from './LimiterStates.js';
+import { Metrics } from './Metrics.js';
 
 export type BudgetName = 'submits' | 'polls';
 
@@ -47,6 +48,7 @@ export const RateLimiterLayer = Layer.effect(
     const config = yield* AppConfig;
     const clock = yield* AppClock;
     const saved = yield* LimiterStates;
+    const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
     const tats = new Map<string, number>();
     const stateOf = (key: string, accountId: string, budget: BudgetName) => {
       const known = tats.get(key);
@@ -91,6 +93,7 @@ export const RateLimiterLayer = Layer.effect(
         resetSeconds: Math.ceil(decision.resetMs / 1000),
       };
       if (decision.allowed) return { status };
+      metrics?.rateLimited(principal.plan, budget);
       const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
       const refusal = new RateLimited({
         message: `the ${principal.plan} plan allows ${limit} ${budget} per minute for this account; retry after ${retryAfterSeconds} s`,

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { H3, type H3Event, HTTPError } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
+import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { RequestsShape } from '../../app/Requests.js';
 import {
@@ -14,6 +15,8 @@ import {
 } from '../../domain/errors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+import { mountMetrics } from './metricsRoute.js';
+import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
@@ -33,6 +36,8 @@ export type HttpDeps = {
   readonly dashboard?: DashboardDeps;
   /** What `/readyz` reports besides draining (the data directory's health); without it the probes are not served. */
   readonly readiness?: () => string | undefined;
+  /** Counts calls by route and status and serves `GET /metrics`; without it nothing is counted or served. */
+  readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
 };
 
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
@@ -132,24 +137,32 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */
   const traffic = deps.traffic ?? createTraffic();
+  // Counting a call is a few array writes (Metrics.ts); without metrics, a function that does nothing.
+  const count = deps.metrics?.metrics.http ?? (() => {});
+  const counted = (slot: HttpRoute, startedAt: number, response: Response): Response => {
+    count(slot, response.status, startedAt);
+    return response;
+  };
   const guarded =
-    (route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>) => async (event: H3Event) => {
+    (route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>, slot: HttpRoute) =>
+    async (event: H3Event) => {
+      const startedAt = performance.now();
       if (!deps.accepting()) {
         traffic.lastArrivalAt = Date.now();
-        return notAccepting();
+        return counted(slot, startedAt, notAccepting());
       }
       const headers: HeaderBag = {};
       traffic.inFlight++;
       try {
         const result = await route(event, headers);
-        return isApiError(result) ? errorResponse(result, headers) : result;
+        return counted(slot, startedAt, isApiError(result) ? errorResponse(result, headers) : result);
       } catch (error) {
         if (error instanceof ClientGone) {
           deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
-          return errorResponse(new InvalidRequest({ message: error.message }));
+          return counted(slot, startedAt, errorResponse(new InvalidRequest({ message: error.message })));
         }
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
-        return serverErrorResponse();
+        return counted(slot, startedAt, serverErrorResponse());
       } finally {
         traffic.inFlight--;
       }
@@ -171,8 +184,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   });
 
   const routes = new Map<string, ReturnType<typeof guarded>>([
-    ['GET', guarded(poll)],
-    ['POST', guarded(submit)],
+    ['GET', guarded(poll, HttpRoute.poll)],
+    ['POST', guarded(submit, HttpRoute.submit)],
   ]);
   const wrongMethod = guarded(
     async (event) =>
@@ -180,13 +193,19 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
         message: `${event.req.method} is not allowed on ${aiPath}; use GET or POST`,
         allow: aiMethods,
       }),
+    HttpRoute.other,
   );
   app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
+  app.get('/v1/openapi.json', serveOpenApi);
   if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });
+  if (deps.metrics !== undefined) mountMetrics(app, deps.metrics);
   app.all(
     '/**',
-    guarded(async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` })),
+    guarded(
+      async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` }),
+      HttpRoute.other,
+    ),
   );
   return app;
 };

@@ -1,0 +1,73 @@
+import { Context, Effect, Layer } from 'effect';
+import { AppClock } from '../ports/Clock.js';
+import { Store } from '../ports/Store.js';
+
+/*
+ * Prometheus metrics (product contract, section 10; docs/operations.md lists them). One registry per app, not
+ * prom-client's global one, so tests can run several apps in one process. Every label has a bounded set of values:
+ * routes, statuses, methods, model ids from the config, plan and budget names, event types. Never a key, prompt,
+ * response, email, account or request id.
+ *
+ * The HTTP counters are on the API's hot path, so they are plain typed arrays indexed by route and status, turned
+ * into Prometheus samples only when scraped: a call costs two `performance.now()` and a few array writes, no
+ * allocation and no label hashing (prom-client's `observe` hashes its labels on every call).
+ */
+
+/** The routes HTTP calls are counted under (a bounded set; their labels are in prometheusMetrics.ts). */
+export const HttpRoute = { submit: 0, poll: 1, other: 2 } as const;
+export type HttpRoute = (typeof HttpRoute)[keyof typeof HttpRoute];
+
+/** Latency buckets (seconds): the contract's targets (5 ms poll, 10 ms submit p99) fall on bucket edges. */
+export const httpLatencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] as const;
+
+/** Queue entries read per scrape at most: a scrape must stay cheap whatever the backlog. */
+export const queueScanLimit = 50_000;
+
+/** What an attempt came to, as counted: a bounded set. */
+export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired';
+
+export interface MetricsShape {
+  /** One HTTP call answered: its route, status and when it began (`performance.now()`). Hot path: no allocation. */
+  http(route: HttpRoute, status: number, startedAt: number): void;
+  /** One durable batch: its command count, how long the commit took (s), and the events it appended. */
+  committed(commands: number, seconds: number, outcomes: readonly unknown[]): void;
+  /** A model call begins (an attempt). */
+  attemptStarted(model: string): void;
+  /** A model call ended after `seconds` with this outcome. */
+  attemptEnded(model: string, outcome: AttemptOutcome, seconds: number): void;
+  /** A call refused by the rate limiter. */
+  rateLimited(plan: string, budget: string): void;
+  /** The Prometheus text exposition of this app's metrics and the process's. */
+  scrape(): Promise<string>;
+  readonly contentType: string;
+}
+
+export class Metrics extends Context.Service<Metrics, MetricsShape>()('airs/Metrics') {}
+
+/**
+ * The server's metrics, reading the queue from its store. prom-client is loaded only when this layer is built: a
+ * management command, which shares the committer, gets `noMetricsLayer` and never loads it.
+ */
+export const MetricsLayer = Layer.effect(
+  Metrics,
+  Effect.gen(function* () {
+    const store = yield* Store;
+    const clock = yield* AppClock;
+    const { createMetrics } = yield* Effect.promise(() => import('./prometheusMetrics.js'));
+    return Metrics.of(createMetrics({ reads: store.reads, now: () => clock.now() }));
+  }),
+);
+
+/** Metrics that count nothing (management commands: nothing scrapes them). */
+export const noMetricsLayer = Layer.succeed(
+  Metrics,
+  Metrics.of({
+    http: () => {},
+    committed: () => {},
+    attemptStarted: () => {},
+    attemptEnded: () => {},
+    rateLimited: () => {},
+    scrape: async () => '',
+    contentType: 'text/plain; version=0.0.4; charset=utf-8',
+  }),
+);

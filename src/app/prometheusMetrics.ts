@@ -1,0 +1,256 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, Registry } from 'prom-client';
+import type { StoredEvent } from '../domain/events.js';
+import type { StoreReads } from '../ports/Store.js';
+import { type HttpRoute, httpLatencyBuckets, type MetricsShape, queueScanLimit } from './Metrics.js';
+
+/* The Metrics service on prom-client (see Metrics.ts): loaded by the server only. */
+
+const httpRouteLabels = [
+  { method: 'POST', route: '/v1/ai' },
+  { method: 'GET', route: '/v1/ai' },
+  { method: 'other', route: 'other' },
+] as const;
+
+/** Process metrics (CPU, memory, event loop lag, GC, handles) exist once per process: one registry shared by every
+ * app, made on the first scrape (a management command never makes it). */
+let processRegistry: Registry | undefined;
+const processMetrics = (): Registry => {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+};
+
+const statusSlots = 600;
+const nanSamples = / Nan\n/g;
+
+/**
+ * A counter and a latency histogram per HTTP route and status, kept in typed arrays and exposed through a custom
+ * prom-client metric object (prom-client formats whatever `get()` returns).
+ */
+const httpCollectors = () => {
+  const routes = httpRouteLabels.length;
+  const bounds = httpLatencyBuckets;
+  const counts = new Float64Array(routes * statusSlots);
+  /** Per route: one count per bucket (not cumulative), then +Inf. */
+  const buckets = new Float64Array(routes * (bounds.length + 1));
+  const sums = new Float64Array(routes);
+  const record = (route: HttpRoute, status: number, startedAt: number) => {
+    const seconds = (performance.now() - startedAt) / 1000;
+    const slot = route * statusSlots + (status >= 100 && status < statusSlots ? status : 0);
+    counts[slot] = (counts[slot] as number) + 1;
+    let bucket = 0;
+    while (bucket < bounds.length && seconds > (bounds[bucket] as number)) bucket++;
+    const cell = route * (bounds.length + 1) + bucket;
+    buckets[cell] = (buckets[cell] as number) + 1;
+    sums[route] = (sums[route] as number) + seconds;
+  };
+  const requests = {
+    name: 'airs_http_requests_total',
+    help: 'HTTP calls answered, by method, route and status (API routes and unknown paths; not probes or /metrics)',
+    type: 'counter',
+    aggregator: 'sum',
+    get: (): MetricObjectWithValues<never> => {
+      const values = [];
+      for (let route = 0; route < routes; route++) {
+        for (let status = 0; status < statusSlots; status++) {
+          const value = counts[route * statusSlots + status] as number;
+          if (value > 0)
+            values.push({
+              labels: { ...httpRouteLabels[route], status: status === 0 ? 'other' : String(status) },
+              value,
+            });
+        }
+      }
+      return { name: requests.name, help: requests.help, type: 'counter', aggregator: 'sum', values } as never;
+    },
+  };
+  const latency = {
+    name: 'airs_http_request_duration_seconds',
+    help: 'Time from the start of a call to its answer being built, by method and route',
+    type: 'histogram',
+    aggregator: 'sum',
+    get: (): MetricObjectWithValues<never> => {
+      const values = [];
+      for (let route = 0; route < routes; route++) {
+        const labels = httpRouteLabels[route];
+        let cumulative = 0;
+        for (let bucket = 0; bucket <= bounds.length; bucket++) {
+          cumulative += buckets[route * (bounds.length + 1) + bucket] as number;
+          const le = bucket < bounds.length ? (bounds[bucket] as number) : '+Inf';
+          values.push({ metricName: `${latency.name}_bucket`, labels: { ...labels, le }, value: cumulative });
+        }
+        values.push({ metricName: `${latency.name}_sum`, labels, value: sums[route] as number });
+        values.push({ metricName: `${latency.name}_count`, labels, value: cumulative });
+      }
+      return { name: latency.name, help: latency.help, type: 'histogram', aggregator: 'sum', values } as never;
+    },
+  };
+  return { record, requests, latency };
+};
+
+export type MetricsSources = {
+  /** The store's reads, for the queue gauges (read at scrape time, at most `queueScanLimit` entries). */
+  readonly reads?: StoreReads;
+  readonly now?: () => number;
+};
+
+export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
+  const registry = new Registry();
+  const http = httpCollectors();
+  registry.registerMetric(http.requests as never);
+  registry.registerMetric(http.latency as never);
+
+  const reads = sources.reads;
+  const now = sources.now ?? Date.now;
+  /** The queue as of the last scrape, by model; read once per scrape by both gauges. */
+  let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>();
+  let truncated = false;
+  const scanQueue = () => {
+    const found = new Map<string, { depth: number; oldestAvailableAt: number }>();
+    let scanned = 0;
+    truncated = false;
+    if (reads !== undefined) {
+      const at = now();
+      reads.refresh();
+      outer: for (const account of reads.queuedAccounts(undefined)) {
+        for (const entry of reads.queuedOf(account)) {
+          if (scanned++ >= queueScanLimit) {
+            truncated = true;
+            break outer;
+          }
+          let model = found.get(entry.model);
+          if (model === undefined) {
+            model = { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY };
+            found.set(entry.model, model);
+          }
+          model.depth++;
+          // A request waiting out a retry backoff is queued but not available yet: it is not "waiting" for a worker.
+          if (entry.availableAt <= at && entry.availableAt < model.oldestAvailableAt)
+            model.oldestAvailableAt = entry.availableAt;
+        }
+      }
+      // Models seen before and empty now go back to 0 rather than keeping their last value.
+      for (const model of queueByModel.keys())
+        if (!found.has(model)) found.set(model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY });
+    }
+    queueByModel = found;
+  };
+  const queueDepth = new Gauge({
+    name: 'airs_queue_depth',
+    help: `Requests queued (waiting for a worker or a retry), by model; read at scrape time, at most ${queueScanLimit} entries`,
+    labelNames: ['model'],
+    registers: [registry],
+    collect() {
+      scanQueue();
+      this.reset();
+      for (const [model, { depth }] of queueByModel) this.set({ model }, depth);
+    },
+  });
+  void queueDepth;
+  new Gauge({
+    name: 'airs_queue_oldest_age_seconds',
+    help: 'Age of the oldest queued request available to a worker (since its creation or the end of its backoff), by model',
+    labelNames: ['model'],
+    registers: [registry],
+    collect() {
+      // Runs after airs_queue_depth's collect (registration order), which read the queue for this scrape.
+      this.reset();
+      const at = now();
+      for (const [model, { oldestAvailableAt }] of queueByModel)
+        this.set({ model }, Number.isFinite(oldestAvailableAt) ? Math.max(0, at - oldestAvailableAt) / 1000 : 0);
+    },
+  });
+  new Gauge({
+    name: 'airs_queue_scan_truncated',
+    help: `1 when the last scrape stopped reading the queue after ${queueScanLimit} entries (the queue gauges are then lower bounds)`,
+    registers: [registry],
+    collect() {
+      this.set(truncated ? 1 : 0);
+    },
+  });
+
+  const attempts = new Counter({
+    name: 'airs_processing_attempts_total',
+    help: 'Model calls begun (attempts), by model',
+    labelNames: ['model'],
+    registers: [registry],
+  });
+  const outcomes = new Counter({
+    name: 'airs_processing_outcomes_total',
+    help: 'Model calls ended, by model and outcome (completed, failed, timed_out, expired: the result came too late)',
+    labelNames: ['model', 'outcome'],
+    registers: [registry],
+  });
+  const processing = new Histogram({
+    name: 'airs_processing_duration_seconds',
+    help: 'Duration of model calls, by model',
+    labelNames: ['model'],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const expired = new Counter({
+    name: 'airs_requests_expired_total',
+    help: 'Requests expired (RequestExpired appended)',
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: 'airs_rate_limit_refusals_total',
+    help: 'API calls refused by the rate limiter, by plan and budget',
+    labelNames: ['plan', 'budget'],
+    registers: [registry],
+  });
+  const batchSize = new Histogram({
+    name: 'airs_commit_batch_size',
+    help: 'Commands per durable write (committer batch)',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000],
+    registers: [registry],
+  });
+  const commitLatency = new Histogram({
+    name: 'airs_commit_duration_seconds',
+    help: 'Time from handing a batch to the store until it is durable',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  /** Events appended, by type: counted per batch into a small map, handed to prom-client at scrape time. */
+  const appended = new Map<string, number>();
+  new Counter({
+    name: 'airs_events_appended_total',
+    help: 'Events appended to the log, by type',
+    labelNames: ['type'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [type, count] of appended) this.inc({ type }, count);
+    },
+  });
+
+  const committed: MetricsShape['committed'] = (commands, seconds, results) => {
+    batchSize.observe(commands);
+    commitLatency.observe(seconds);
+    for (const result of results) {
+      const events = (result as { events?: readonly StoredEvent[] } | undefined)?.events;
+      if (events === undefined) continue;
+      for (const event of events) {
+        appended.set(event.type, (appended.get(event.type) ?? 0) + 1);
+        if (event.type === 'RequestExpired') expired.inc();
+      }
+    }
+  };
+
+  return {
+    http: http.record,
+    committed,
+    attemptStarted: (model) => attempts.inc({ model }),
+    attemptEnded: (model, outcome, seconds) => {
+      outcomes.inc({ model, outcome });
+      processing.observe({ model }, seconds);
+    },
+    rateLimited: (plan, budget) => refusals.inc({ plan, budget }),
+    // prom-client writes a NaN as `Nan` (the event-loop lag before its first sample); the text format says `NaN`.
+    scrape: async () =>
+      `${await registry.metrics()}\n${await processMetrics().metrics()}`.replace(nanSamples, ' NaN\n'),
+    contentType: registry.contentType,
+  };
+};
