@@ -4,15 +4,23 @@ import { InvalidRequest } from '../domain/errors.js';
 /** A POST body that passed validation. */
 export type Submission = { readonly model: string; readonly prompt: string };
 
-const bodySchema = z.object(
-  {
-    model: z.string({ error: (issue) => (issue.input === undefined ? 'model is required' : 'model must be a string') }),
-    prompt: z.string({
-      error: (issue) => (issue.input === undefined ? 'prompt is required' : 'prompt must be a string'),
-    }),
-  },
-  { error: 'the body must be a JSON object with "model" and "prompt"' },
-);
+/** The POST body's shape (its finer rules are checked below); the OpenAPI document is generated from it too. */
+export const submissionBodySchema = z
+  .object(
+    {
+      model: z
+        .string({ error: (issue) => (issue.input === undefined ? 'model is required' : 'model must be a string') })
+        .meta({ description: 'One of the configured model ids (`echo` and `echo-slow` by default).' }),
+      prompt: z
+        .string({ error: (issue) => (issue.input === undefined ? 'prompt is required' : 'prompt must be a string') })
+        .meta({
+          description:
+            'Not empty, not only white space, valid Unicode, at most `maxPromptChars` (default 1,000,000) UTF-16 units.',
+        }),
+    },
+    { error: 'the body must be a JSON object with "model" and "prompt"' },
+  )
+  .meta({ description: 'A prompt for a model. Other fields are allowed and ignored.' });
 
 /**
  * Checks a parsed POST body against the contract: an object whose `model` is a configured model id and whose
@@ -22,7 +30,7 @@ export const parseSubmission = (
   body: unknown,
   rules: { readonly modelIds: readonly string[]; readonly maxPromptChars: number },
 ): Submission | InvalidRequest => {
-  const parsed = bodySchema.safeParse(body);
+  const parsed = submissionBodySchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return new InvalidRequest({ message: issue?.message ?? 'invalid body' });

@@ -16,6 +16,7 @@ import {
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 import { mountMetrics } from './metricsRoute.js';
+import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
@@ -196,6 +197,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   );
   app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
+  app.get('/v1/openapi.json', serveOpenApi);
   if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });
   if (deps.metrics !== undefined) mountMetrics(app, deps.metrics);
   app.all(

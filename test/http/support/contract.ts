@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect } from 'vitest';
 import type { Config } from '../../../src/config.js';
 import { ManualClock } from '../../../src/ports/Clock.js';
 import { type CallInit, listen, requestInit, startTestApp, type TestApp } from '../../support/testApp.js';
+import { assertMatchesOpenApi } from './openapi.js';
 
 /**
  * Shared ground of the HTTP contract suites: one config, two transports (in-process and a real socket), and
@@ -42,7 +43,8 @@ export type Client = {
 
 export type Transport = { readonly name: string; open(app: TestApp): Promise<Client> };
 
-const read = async (response: Response): Promise<Answer> => {
+/** Reads an answer, and fails the test when it breaks the OpenAPI document (docs/openapi.json). */
+const read = async (method: string, path: string, response: Response): Promise<Answer> => {
   const text = await response.text();
   let body: unknown;
   try {
@@ -50,12 +52,16 @@ const read = async (response: Response): Promise<Answer> => {
   } catch {
     body = undefined;
   }
-  return { status: response.status, headers: response.headers, text, body };
+  const answer = { status: response.status, headers: response.headers, text, body };
+  assertMatchesOpenApi({ method, path, ...answer });
+  return answer;
 };
 
 const clientFor = (fetcher: (path: string, init: RequestInit) => Promise<Response>, close: () => Promise<void>) => ({
-  call: async (method: string, path: string, init?: CallInit) => read(await fetcher(path, requestInit(method, init))),
-  send: async (method: string, path: string, init: RequestInit) => read(await fetcher(path, { ...init, method })),
+  call: async (method: string, path: string, init?: CallInit) =>
+    read(method, path, await fetcher(path, requestInit(method, init))),
+  send: async (method: string, path: string, init: RequestInit) =>
+    read(method, path, await fetcher(path, { ...init, method })),
   close,
 });
 

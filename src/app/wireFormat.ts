@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import type { Accepted, PollAnswer } from './Requests.js';
+
+/**
+ * The answers of the public API (product contract sections 1, 2 and 10) as zod schemas. The OpenAPI document
+ * (adapters/http/openapi.ts) is generated from them and from the POST body schema (submission.ts); the type checks at
+ * the bottom keep them in step with what the code really sends.
+ */
+
+const requestId = z
+  .string()
+  .regex(/^req_[A-Za-z0-9_-]{22,}$/)
+  .meta({
+    description: '`req_` and at least 128 random bits, URL-safe.',
+    examples: ['req_01a200a5c501Z4hRtm25ulmqvAiCWfMFOQ'],
+  });
+
+const model = z.string().meta({ description: 'The model id the request was submitted for.' });
+
+/** The 202 of `POST /v1/ai`. Extra fields may be added later; the specified ones never change. */
+export const acceptedSchema = z
+  .looseObject({ request_id: requestId, model })
+  .meta({ description: 'Sent only once the request is durably committed.' });
+
+export const queuedSchema = z
+  .looseObject({ req_id: requestId, status: z.literal('queued'), model })
+  .meta({ description: 'Waiting or being processed; poll again after `Retry-After` seconds.' });
+
+export const completedSchema = z
+  .looseObject({
+    req_id: requestId,
+    status: z.literal('completed'),
+    model,
+    response: z.string().meta({ description: 'The text the model generated.' }),
+  })
+  .meta({ description: 'Done: the response is here.' });
+
+/** The 200 of `GET /v1/ai`: the only public statuses are `queued` and `completed`. */
+export const pollSchema = z.discriminatedUnion('status', [queuedSchema, completedSchema]);
+
+export const errorCodes = [
+  'invalid_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'rate_limited',
+  'server_error',
+] as const;
+
+/** Every error, on every route: `{"error": {"code", "message", "details"?}}` and nothing else. */
+export const errorSchema = z
+  .object({
+    error: z.object({
+      code: z.enum(errorCodes),
+      message: z.string().min(1).meta({ description: 'For humans: what to fix. Never internals.' }),
+      details: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .meta({
+          description:
+            'Machine-readable facts where they help: `known_models`, `max_prompt_chars` (400), `budget` and ' +
+            '`retry_after_seconds` (429), `final: true` (500 of a request whose processing failed for good).',
+        }),
+    }),
+  })
+  .meta({ description: 'The one error shape of the API.' });
+
+/** `/healthz` and `/readyz` when all is well. */
+export const probeSchema = z.object({ status: z.enum(['ok', 'ready']) });
+
+/** The header values the API sends, with the forms the contract fixes. */
+export const headerSchemas = {
+  rateLimitPolicy: z
+    .string()
+    .regex(/^"(submits|polls)";q=\d+;w=\d+$/)
+    .meta({
+      description: 'IETF draft RateLimit-Policy, structured-field form: the budget, q calls per w seconds.',
+      examples: ['"submits";q=60;w=60'],
+    }),
+  rateLimit: z
+    .string()
+    .regex(/^"(submits|polls)";r=\d+;t=\d+$/)
+    .meta({
+      description: 'IETF draft RateLimit: r calls left now, t seconds until the budget is whole again.',
+      examples: ['"submits";r=59;t=1'],
+    }),
+  retryAfter: z.string().regex(/^\d+$/).meta({ description: 'Whole seconds to wait before the next call.' }),
+  location: z
+    .string()
+    .regex(/^\/v1\/ai\?req_id=req_[A-Za-z0-9_-]+$/)
+    .meta({ description: 'Where to poll the new request.' }),
+  wwwAuthenticate: z.string().regex(/^Bearer\b/),
+  allow: z.string(),
+} as const;
+
+// What the code sends must fit the schemas.
+type Is<T extends true> = T;
+export type WireChecks = [
+  Is<Accepted extends z.infer<typeof acceptedSchema> ? true : false>,
+  Is<PollAnswer extends z.infer<typeof pollSchema> ? true : false>,
+];
