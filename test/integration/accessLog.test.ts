@@ -1,20 +1,15 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createAccountWithKey,
-  killChildren,
+  fileSandboxes,
   poll,
   type Sandbox,
-  sandbox,
   sleep,
   startServer,
   submit,
 } from '../support/processes.js';
 
-const boxes: Sandbox[] = [];
-afterAll(async () => {
-  await killChildren();
-  for (const box of boxes) box.remove();
-});
+const newBox = fileSandboxes();
 
 const withLevel = (box: Sandbox, level: string): Sandbox => ({
   ...box,
@@ -23,8 +18,7 @@ const withLevel = (box: Sandbox, level: string): Sandbox => ({
 
 describe('Access lines in the log', { timeout: 60_000 }, () => {
   it('at debug, every answered call is one JSON line with method, path, req_id, status and latency, and never the key or the prompt', async () => {
-    const box = sandbox('airs-access');
-    boxes.push(box);
+    const box = newBox('airs-access');
     const { key } = await createAccountWithKey(box, 'access@example.com');
     const server = await startServer(withLevel(box, 'debug'));
     const accepted = await submit(server.url, key, 'echo', 'a secret prompt');
@@ -47,8 +41,7 @@ describe('Access lines in the log', { timeout: 60_000 }, () => {
   });
 
   it('at the default level (info), calls write no access lines', async () => {
-    const box = sandbox('airs-access-info');
-    boxes.push(box);
+    const box = newBox('airs-access-info');
     const { key } = await createAccountWithKey(box, 'quiet@example.com');
     const server = await startServer(box);
     await submit(server.url, key, 'echo', 'quiet');

@@ -1,27 +1,20 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createAccountWithKey,
-  killChildren,
+  fileSandboxes,
   poll,
   runCli,
-  type Sandbox,
-  sandbox,
   startServer,
   submit,
 } from '../support/processes.js';
 
-const boxes: Sandbox[] = [];
-afterAll(async () => {
-  await killChildren();
-  for (const box of boxes) box.remove();
-});
+const newBox = fileSandboxes();
 
 describe('airs backup', { timeout: 90_000 }, () => {
   it('copies the data while the server takes a burst of submits: every request acknowledged before it began is in the copy, which verifies clean and serves', async () => {
-    const box = sandbox('airs-backup');
-    boxes.push(box);
+    const box = newBox('airs-backup');
     const { key } = await createAccountWithKey(box, 'backup@example.com', 'enterprise');
     const server = await startServer(box);
     const acknowledged: Array<{ reqId: string; at: number }> = [];
@@ -57,8 +50,7 @@ describe('airs backup', { timeout: 90_000 }, () => {
   });
 
   it('never overwrites: a destination that is not empty, or the data directory itself, is refused with exit 2', async () => {
-    const box = sandbox('airs-backup-refused');
-    boxes.push(box);
+    const box = newBox('airs-backup-refused');
     await createAccountWithKey(box, 'refused@example.com');
     const full = join(box.dir, 'full');
     mkdirSync(full);

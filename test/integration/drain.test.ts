@@ -1,20 +1,14 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createAccountWithKey,
-  killChildren,
+  fileSandboxes,
   poll,
-  type Sandbox,
-  sandbox,
   sleep,
   startServer,
   submit,
 } from '../support/processes.js';
 
-const boxes: Sandbox[] = [];
-afterAll(async () => {
-  await killChildren();
-  for (const box of boxes) box.remove();
-});
+const newBox = fileSandboxes();
 
 type Seen = { statuses: number[]; networkErrors: string[]; acknowledged: string[] };
 
@@ -50,8 +44,7 @@ const client = async (url: string, key: string, seen: Seen) => {
 
 describe('Stopping under load (SIGTERM)', { timeout: 90_000 }, () => {
   it('answers every call (202, 200 or 503, never a reset or a refused connection), finishes the model work in flight, exits 0, and loses nothing acknowledged', async () => {
-    const box = sandbox('airs-drain');
-    boxes.push(box);
+    const box = newBox('airs-drain');
     box.writeConfig({ models: [{ id: 'slow', provider: 'echo', delayMs: 1_500 }], shutdownGraceSeconds: 10 });
     const { key } = await createAccountWithKey(box, 'drain@example.com', 'enterprise');
     const server = await startServer(box);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 /** Helpers for tests that run the real `airs` CLI and server as child processes (built into dist/ by `tsc`). */
 
@@ -208,3 +209,20 @@ export const poll = (url: string, key: string, reqId: string) =>
   call(url, 'GET', `/v1/ai?req_id=${encodeURIComponent(reqId)}`, key);
 
 export const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * Sandboxes for one test file: each call makes one; when the file's tests are done, the children still running are
+ * killed and every sandbox is removed.
+ */
+export const fileSandboxes = () => {
+  const boxes: Sandbox[] = [];
+  afterAll(async () => {
+    await killChildren();
+    for (const box of boxes) box.remove();
+  });
+  return (label: string): Sandbox => {
+    const box = sandbox(label);
+    boxes.push(box);
+    return box;
+  };
+};
