@@ -1,14 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  createAccountWithKey,
-  fileSandboxes,
-  poll,
-  runCli,
-  startServer,
-  submit,
-} from '../support/processes.js';
+import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../support/processes.js';
 
 const newBox = fileSandboxes();
 

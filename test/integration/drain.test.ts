@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  createAccountWithKey,
-  fileSandboxes,
-  poll,
-  sleep,
-  startServer,
-  submit,
-} from '../support/processes.js';
+import { createAccountWithKey, fileSandboxes, poll, sleep, startServer, submit } from '../support/processes.js';
 
 const newBox = fileSandboxes();
 
