@@ -45,7 +45,7 @@ const planOverride = z.strictObject({
   pollsPerMinute: positiveInt.optional(),
 });
 
-const fileSchema = z.strictObject({
+export const fileSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),
   host: z.string().min(1).optional(),
   dataDir: z.string().min(1).optional(),
