@@ -5,12 +5,14 @@ import type { Unavailable } from '../domain/errors.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
+import type { ChatMessage } from '../ports/ModelProvider.js';
 import { type CommandOutcome, StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
 import { Metrics, type MetricsShape } from './Metrics.js';
 import { type Model, Models, type ModelsShape } from './Models.js';
+import { promptOf } from './storedInput.js';
 
 export interface ProcessorShape {
   /** Tells the pool there may be new work in the queue (for example after a restart). Cheap; coalesced. */
@@ -22,7 +24,12 @@ export interface ProcessorShape {
    */
   claim(reqId: string, model: string): boolean;
   /** The submit committed with its first attempt started: call the model now, with the prompt in hand. */
-  started(reqId: string, model: string, prompt: string): void;
+  started(reqId: string, model: string, prompt: string, messages?: readonly ChatMessage[]): void;
+  /** The request was cancelled (durably): a model call in flight for it is aborted; its waiters are told. */
+  cancelled(reqId: string): void;
+  /** Resolves when an outcome of the request is durable (completed, failed for good, cancelled, dropped) or after
+   * `timeoutMs`, whichever comes first. Only a hint to look again: the caller reads the request's state. */
+  outcome(reqId: string, timeoutMs: number): Promise<void>;
   /** A claim that was not used (the submit failed, or was committed without a start). */
   release(reqId: string, model: string): void;
   /** A submit that was refused a claim is settled (committed or failed): look at the queue. */
@@ -50,6 +57,8 @@ type Deps = {
 };
 
 type Outcome = { ok: true; text: string } | { ok: false; reason: string };
+/** What a model is called with: the prompt, and the conversation when the request is one. */
+type Known = { readonly prompt: string; readonly messages?: readonly ChatMessage[] };
 
 /**
  * The worker pool. A request is started in one of two ways, both recorded before the model is called, so the model
@@ -86,6 +95,16 @@ export const createProcessor = (deps: Deps) => {
   let orphansPossible = true;
   let lastAccount: string | undefined;
   const shutdown = new AbortController();
+  /** Per request, the controller of its model call in flight, for calls worth aborting (not an instant echo). */
+  const cancellers = new Map<string, AbortController>();
+  /** Callers waiting for a request's outcome (a waiting `POST /v1/responses`). */
+  const outcomeWaiters = new Map<string, Set<() => void>>();
+  const tellOutcome = (reqId: string) => {
+    const waiters = outcomeWaiters.get(reqId);
+    if (waiters === undefined) return;
+    outcomeWaiters.delete(reqId);
+    for (const resolve of waiters) resolve();
+  };
   /** Controllers of the model calls in flight, aborted together when the pool stops. */
   const calls = new Set<AbortController>();
   let pumpScheduled = false;
@@ -157,23 +176,46 @@ export const createProcessor = (deps: Deps) => {
     if (group.running === 0 && !group.open) finishGroup(group);
   };
 
-  const callModel = async (reqId: string, modelId: string, known: string | undefined): Promise<Outcome> => {
-    // A request being processed holds its prompt in its record.
-    const prompt = known ?? store.reads.requestWithText(reqId)?.text;
+  /** Whether a call to this model takes long enough that cancelling it is worth its own AbortController. */
+  const abortable = (model: Model) => model.config.provider !== 'echo' || model.config.delayMs > 0;
+
+  const callModel = async (reqId: string, modelId: string, known: Known | undefined): Promise<Outcome> => {
+    // A request being processed holds its prompt (or its conversation) in its record.
+    const input = known ?? storedInputOf(reqId);
     const model = models.get(modelId);
-    if (prompt === undefined || model === undefined) {
+    if (input === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
     const group = joinGroup(model);
-    const { signal } = group.controller;
+    let signal = group.controller.signal;
+    const own = abortable(model) ? new AbortController() : undefined;
+    if (own !== undefined) {
+      cancellers.set(reqId, own);
+      signal = AbortSignal.any([signal, own.signal]);
+    }
     try {
-      return { ok: true, text: await model.provider.generate({ prompt, signal }) };
+      return { ok: true, text: await model.provider.generate({ ...input, signal }) };
     } catch (error) {
+      if (own?.signal.aborted) return { ok: false, reason: 'cancelled' };
       const timedOut = signal.aborted && !shutdown.signal.aborted;
       return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
     } finally {
+      if (own !== undefined) cancellers.delete(reqId);
       leaveGroup(group);
     }
+  };
+
+  /** The prompt (and conversation) of a request being processed, from its record. */
+  const storedInputOf = (reqId: string): Known | undefined => {
+    const stored = store.reads.requestWithText(reqId);
+    if (stored?.text === undefined) return undefined;
+    return promptOf(stored.text, stored.state.context.input);
+  };
+
+  /** Whether the request was cancelled (read afresh: the cancel may have come from another process). */
+  const isCancelled = (reqId: string) => {
+    store.reads.refresh();
+    return store.reads.request(reqId)?.status === 'cancelled';
   };
 
   /** One attempt from its recorded start: `started` settles when the start is durable (or refused). */
@@ -181,12 +223,14 @@ export const createProcessor = (deps: Deps) => {
     reqId: string,
     modelId: string,
     started: Promise<CommandOutcome | Unavailable> | undefined,
-    prompt: string | undefined,
+    prompt: Known | undefined,
   ): Promise<void> => {
     let outcome: Outcome;
     let seconds = 0;
     try {
       if (started !== undefined && isRefusal(await started)) {
+        // Cancelled between its pick and its start: nothing to do.
+        if (isCancelled(reqId)) return;
         // Past its expiry a request is never processed: expire it now rather than wait for the sweeper.
         const refused = await send({ type: 'Expire', reqId, now: clock.now() });
         if (refused !== undefined) log.error({ reqId, reason: refused.message }, 'queued request could not be started');
@@ -207,18 +251,23 @@ export const createProcessor = (deps: Deps) => {
         ? { type: 'RecordSuccess', reqId, responseChars: outcome.text.length, response: outcome.text, now }
         : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
     );
+    const dropped = refused !== undefined && isCancelled(reqId);
     deps.metrics?.attemptEnded(
       modelId,
-      refused !== undefined
-        ? 'expired'
-        : outcome.ok
-          ? 'completed'
-          : outcome.reason.startsWith('timed out')
-            ? 'timed_out'
-            : 'failed',
+      dropped
+        ? 'cancelled'
+        : refused !== undefined
+          ? 'expired'
+          : outcome.ok
+            ? 'completed'
+            : outcome.reason.startsWith('timed out')
+              ? 'timed_out'
+              : 'failed',
       seconds,
     );
-    if (refused !== undefined) {
+    if (dropped) {
+      log.info({ reqId }, 'result dropped: the request was cancelled');
+    } else if (refused !== undefined) {
       log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
       // The machine refuses an outcome only past the request's expiry: expire it now rather than wait for the
       // sweeper (it would otherwise stay "processing" with nobody working on it).
@@ -235,7 +284,7 @@ export const createProcessor = (deps: Deps) => {
     reqId: string,
     model: string,
     started: Promise<CommandOutcome | Unavailable> | undefined,
-    prompt?: string,
+    prompt?: Known,
   ) => {
     const work = attempt(reqId, model, started, prompt)
       .catch((error: unknown) => {
@@ -250,6 +299,7 @@ export const createProcessor = (deps: Deps) => {
       })
       .finally(() => {
         working.delete(reqId);
+        tellOutcome(reqId);
         settleIdle();
       });
     working.set(reqId, work);
@@ -356,10 +406,33 @@ export const createProcessor = (deps: Deps) => {
     settleIdle();
   };
 
-  const started = (reqId: string, model: string, prompt: string) => {
+  const started = (reqId: string, model: string, prompt: string, messages?: readonly ChatMessage[]) => {
     if (!working.has(reqId)) return;
-    run(reqId, model, undefined, prompt);
+    run(reqId, model, undefined, messages === undefined ? { prompt } : { prompt, messages });
   };
+
+  const cancelled = (reqId: string) => {
+    cancellers.get(reqId)?.abort();
+    tellOutcome(reqId);
+  };
+
+  const outcome = (reqId: string, timeoutMs: number) =>
+    new Promise<void>((resolve) => {
+      let waiters = outcomeWaiters.get(reqId);
+      if (waiters === undefined) {
+        waiters = new Set();
+        outcomeWaiters.set(reqId, waiters);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && outcomeWaiters.get(reqId) === waiters) outcomeWaiters.delete(reqId);
+        resolve();
+      };
+      timer = setTimeout(done, Math.max(0, timeoutMs));
+      waiters.add(done);
+    });
 
   const enqueued = () => {
     joining--;
@@ -388,7 +461,19 @@ export const createProcessor = (deps: Deps) => {
     stoppedTaking = true;
   };
 
-  return { wake, claim, started, release, enqueued, idle, stop, stopTakingWork, inFlight: () => working.size };
+  return {
+    wake,
+    claim,
+    started,
+    release,
+    enqueued,
+    idle,
+    stop,
+    stopTakingWork,
+    cancelled,
+    outcome,
+    inFlight: () => working.size,
+  };
 };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
@@ -414,7 +499,18 @@ export const ProcessorLayer = Layer.effect(
     );
     // Whatever the log left queued or being processed is picked up now.
     processor.wake();
-    const { wake, claim, started, release, enqueued, inFlight, idle, stopTakingWork } = processor;
-    return Processor.of({ wake, claim, started, release, enqueued, inFlight, idle, stopTakingWork });
+    const { wake, claim, started, release, enqueued, inFlight, idle, stopTakingWork, cancelled, outcome } = processor;
+    return Processor.of({
+      wake,
+      claim,
+      started,
+      release,
+      enqueued,
+      inFlight,
+      idle,
+      stopTakingWork,
+      cancelled,
+      outcome,
+    });
   }),
 );

@@ -1,17 +1,21 @@
 import { Context, Effect, Layer } from 'effect';
 import { isRefusal } from '../domain/commands.js';
-import { InvalidRequest, NotFound, ProcessingFailed, Unavailable } from '../domain/errors.js';
+import { IdempotencyKeyReused, InvalidRequest, NotFound, ProcessingFailed, Unavailable } from '../domain/errors.js';
 import { fitsIdBound, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
-import { publicStatus } from '../domain/request/publicStatus.js';
+import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
+import type { RequestState } from '../domain/request/state.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
+import type { ChatMessage } from '../ports/ModelProvider.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
 import { Committer } from './Committer.js';
 import { Models } from './Models.js';
 import { Processor } from './Processor.js';
-import { parseSubmission } from './submission.js';
+import { requestHashOf } from './requestHash.js';
+import { storedTextOf } from './storedInput.js';
+import { checkModelAndSize, parseSubmission } from './submission.js';
 
 /** The POST answer, with the specification's field names. */
 export type Accepted = { readonly request_id: string; readonly model: string };
@@ -21,11 +25,57 @@ export type PollAnswer =
   | { readonly req_id: string; readonly status: 'queued'; readonly model: string }
   | { readonly req_id: string; readonly status: 'completed'; readonly model: string; readonly response: string };
 
+/** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
+export type SubmitInput = {
+  readonly model: string;
+  /** The prompt; for a conversation, the last user message's text (what `echo` answers). */
+  readonly prompt: string;
+  /** A conversation (`/v1/responses` with a list of messages): sent to the model as messages. */
+  readonly messages?: readonly ChatMessage[] | undefined;
+};
+
+export type SubmitOptions = {
+  /**
+   * The `Idempotency-Key` header, and what identifies the call it came with (the route and its parsed body): a repeat
+   * with the same key and the same fingerprint answers the first request; another fingerprint is refused.
+   */
+  readonly idempotency?: { readonly key: string; readonly fingerprint: unknown } | undefined;
+};
+
+/** A submit's answer; `replayed` when an earlier submit with the same idempotency key made the request. */
+export type Submitted = Accepted & { readonly replayed: boolean };
+
+/** A request as its account may see it: its state, and its response text once completed. */
+export type RequestView = {
+  readonly state: RequestState;
+  readonly status: Exclude<PublicStatus, 'unknown' | 'expired'>;
+  readonly response?: string | undefined;
+};
+
 export interface RequestsShape {
-  /** Validates and queues a request; resolves only once its `RequestQueued` event is durable on disk. */
-  submit(principal: Principal, body: unknown): Promise<Accepted | InvalidRequest | Unavailable>;
+  /** Validates a `/v1/ai` body and queues it; resolves only once its `RequestQueued` event is durable on disk. */
+  submit(
+    principal: Principal,
+    body: unknown,
+    options?: SubmitOptions,
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused>;
+  /** Queues an input already understood (model and size are checked here); durable when it resolves. */
+  submitInput(
+    principal: Principal,
+    input: SubmitInput,
+    options?: SubmitOptions,
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
   poll(principal: Principal, reqId: string | undefined): PollAnswer | InvalidRequest | NotFound | ProcessingFailed;
+  /** The request, if it is the principal's account's and has not expired (cancelled and failed ones included). */
+  find(principal: Principal, reqId: string): RequestView | NotFound;
+  /**
+   * Cancels a queued or processing request (a model call in flight is aborted, a late result dropped) and answers
+   * the request as it is then. Cancelling a cancelled request answers it again; a completed or failed one is refused.
+   */
+  cancel(principal: Principal, reqId: string): Promise<RequestView | NotFound | InvalidRequest | Unavailable>;
+  /** Resolves once the request is no longer queued (completed, failed, cancelled, expired) or after `timeoutMs`. */
+  settled(reqId: string, timeoutMs: number): Promise<void>;
 }
 
 export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
@@ -52,10 +102,14 @@ export const RequestsLayer = Layer.effect(
         message: `no request ${idForMessage(reqId)}; it may never have existed or it expired (requests live ${lifetime})`,
       });
 
-    const submit: RequestsShape['submit'] = async (principal, body) => {
-      const submission = parseSubmission(body, rules);
-      if (submission instanceof InvalidRequest) return submission;
-      const { model, prompt } = submission;
+    /** Queues an input that meets the rules. */
+    const queue = async (
+      principal: Principal,
+      input: SubmitInput,
+      options: SubmitOptions | undefined,
+    ): Promise<Submitted | Unavailable | IdempotencyKeyReused> => {
+      const { model, prompt, messages } = input;
+      const text = storedTextOf(prompt, messages);
       const reqId = ids.requestId();
       // A free worker and an empty queue: the request is queued and started in one write, and worked on at once.
       const claimed = processor.claim(reqId, model);
@@ -68,44 +122,120 @@ export const RequestsLayer = Layer.effect(
             accountId: principal.accountId,
             keyId: principal.keyId,
             model,
-            promptChars: prompt.length,
-            prompt,
+            promptChars: text.length,
+            prompt: text,
             ttlMs,
             now: clock.now(),
             startNow: claimed,
+            input: messages === undefined ? undefined : 'messages',
+            idempotency:
+              options?.idempotency === undefined
+                ? undefined
+                : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) },
           },
           { fromApi: true },
         );
         if (outcome instanceof Unavailable) return outcome;
+        if (outcome instanceof IdempotencyKeyReused) return outcome;
         // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
         if (isRefusal(outcome)) throw outcome;
+        if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };
         startedNow = claimed && outcome.events.some((event) => event.type === 'RequestProcessingStarted');
       } finally {
-        if (startedNow) processor.started(reqId, model, prompt);
+        if (startedNow) processor.started(reqId, model, prompt, messages);
         else if (claimed) processor.release(reqId, model);
         else processor.enqueued();
       }
-      return { request_id: reqId, model };
+      return { request_id: reqId, model, replayed: false };
+    };
+
+    const submitInput: RequestsShape['submitInput'] = async (principal, input, options) =>
+      checkModelAndSize(input, rules) ?? queue(principal, input, options);
+
+    const submit: RequestsShape['submit'] = async (principal, body, options) => {
+      // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
+      const submission = parseSubmission(body, rules);
+      if (submission instanceof InvalidRequest) return submission;
+      return queue(principal, submission, options);
+    };
+
+    /** The request if the principal's account may see it now, with its public status. */
+    const visibleRequest = (principal: Principal, reqId: string) => {
+      // An id longer than any airs makes names nothing, and must not reach the store as a key.
+      if (!fitsIdBound(reqId)) return undefined;
+      const stored = store.reads.requestWithText(reqId);
+      if (stored === undefined || stored.state.context.accountId !== principal.accountId) return undefined;
+      const status = publicStatus(stored.state, clock.now());
+      if (status === 'unknown' || status === 'expired') return undefined;
+      return { state: stored.state, status, text: stored.text };
     };
 
     const poll: RequestsShape['poll'] = (principal, reqId) => {
       if (reqId === undefined || reqId === '')
         return new InvalidRequest({ message: 'query parameter req_id is required' });
-      // An id longer than any airs makes names nothing, and must not reach the store as a key.
-      if (!fitsIdBound(reqId)) return notFound(reqId);
-      const stored = store.reads.requestWithText(reqId);
-      const visible =
-        stored !== undefined && stored.state.context.accountId === principal.accountId ? stored : undefined;
-      const status = publicStatus(visible?.state, clock.now());
-      if (visible === undefined || status === 'unknown' || status === 'expired') return notFound(reqId);
+      const visible = visibleRequest(principal, reqId);
+      if (visible === undefined) return notFound(reqId);
+      const { status } = visible;
       const { model } = visible.state.context;
       if (status === 'failed') {
         return new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` });
+      }
+      if (status === 'cancelled') {
+        return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
       }
       if (status === 'queued') return { req_id: reqId, status: 'queued', model };
       return { req_id: reqId, status: 'completed', model, response: visible.text ?? '' };
     };
 
-    return Requests.of({ submit, poll });
+    const viewOf = (visible: NonNullable<ReturnType<typeof visibleRequest>>): RequestView => ({
+      state: visible.state,
+      status: visible.status,
+      response: visible.status === 'completed' ? (visible.text ?? '') : undefined,
+    });
+
+    const find: RequestsShape['find'] = (principal, reqId) => {
+      const visible = visibleRequest(principal, reqId);
+      return visible === undefined ? notFound(reqId) : viewOf(visible);
+    };
+
+    const cancel: RequestsShape['cancel'] = async (principal, reqId) => {
+      const visible = visibleRequest(principal, reqId);
+      if (visible === undefined) return notFound(reqId);
+      if (visible.status === 'cancelled') return viewOf(visible);
+      if (visible.status !== 'queued') {
+        return new InvalidRequest({
+          message: `request ${reqId} is ${visible.status}; only a queued or in-progress request can be cancelled`,
+        });
+      }
+      const outcome = await committer.send({ type: 'Cancel', reqId, now: clock.now() }, { fromApi: true });
+      if (outcome instanceof Unavailable) return outcome;
+      if (!isRefusal(outcome)) processor.cancelled(reqId);
+      // Refused: it completed, failed or expired in the meantime; the answer says which, as the request is now.
+      const after = visibleRequest(principal, reqId);
+      if (after === undefined) return notFound(reqId);
+      if (isRefusal(outcome) && after.status !== 'cancelled') {
+        return new InvalidRequest({
+          message: `request ${reqId} is ${after.status}; only a queued or in-progress request can be cancelled`,
+        });
+      }
+      return viewOf(after);
+    };
+
+    /** How often a waiting caller looks again without being told (a cancel or expiry by another process). */
+    const settleCheckMs = 1_000;
+    const settled: RequestsShape['settled'] = async (reqId, timeoutMs) => {
+      const deadline = clock.now() + timeoutMs;
+      for (;;) {
+        const state = store.reads.request(reqId);
+        const status = publicStatus(state, clock.now());
+        if (status !== 'queued') return;
+        const left = deadline - clock.now();
+        if (left <= 0) return;
+        await processor.outcome(reqId, Math.min(left, settleCheckMs));
+        store.reads.refresh();
+      }
+    };
+
+    return Requests.of({ submit, submitInput, poll, find, cancel, settled });
   }),
 );

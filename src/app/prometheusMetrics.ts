@@ -179,7 +179,7 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
   });
   const outcomes = new Counter({
     name: 'airs_processing_outcomes_total',
-    help: 'Model calls ended, by model and outcome (completed, failed, timed_out, expired: the result came too late)',
+    help: 'Model calls ended, by model and outcome (completed, failed, timed_out, expired: the result came too late, cancelled: the request was cancelled)',
     labelNames: ['model', 'outcome'],
     registers: [registry],
   });

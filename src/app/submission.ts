@@ -60,3 +60,29 @@ export const parseSubmission = (
   }
   return { model, prompt };
 };
+
+/** The rules every submit's input meets, whichever face it came through: a configured model, and at most
+ * `maxPromptChars` of text in all (a conversation counts every message). */
+export const checkModelAndSize = (
+  input: {
+    readonly model: string;
+    readonly prompt: string;
+    readonly messages?: readonly { content: string }[] | undefined;
+  },
+  rules: { readonly modelIds: readonly string[]; readonly maxPromptChars: number },
+): InvalidRequest | undefined => {
+  if (!rules.modelIds.includes(input.model)) {
+    return new InvalidRequest({
+      message: `unknown model "${input.model.slice(0, 100)}"; known models: ${rules.modelIds.join(', ')}`,
+      details: { known_models: rules.modelIds },
+    });
+  }
+  const chars = input.messages?.reduce((sum, m) => sum + m.content.length, 0) ?? input.prompt.length;
+  if (chars > rules.maxPromptChars) {
+    return new InvalidRequest({
+      message: `${input.messages === undefined ? 'prompt' : 'the input'} is ${chars} characters long; the maximum is ${rules.maxPromptChars}`,
+      details: { max_prompt_chars: rules.maxPromptChars },
+    });
+  }
+  return undefined;
+};

@@ -45,6 +45,7 @@ export const errorCodes = [
   'not_found',
   'method_not_allowed',
   'rate_limited',
+  'idempotency_key_reused',
   'server_error',
 ] as const;
 
@@ -92,6 +93,7 @@ export const headerSchemas = {
     .meta({ description: 'Where to poll the new request.' }),
   wwwAuthenticate: z.string().regex(/^Bearer\b/),
   allow: z.string(),
+  idempotentReplayed: z.literal('true'),
 } as const;
 
 // What the code sends must fit the schemas.

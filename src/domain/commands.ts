@@ -1,6 +1,6 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
-import { LifecycleViolation, Refused } from './errors.js';
+import { IdempotencyKeyReused, LifecycleViolation, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
@@ -12,12 +12,12 @@ import { initialRequestState, type RequestState } from './request/state.js';
  */
 export type Command =
   | (Extract<RequestCommand, { type: 'Submit' }> & { readonly prompt: string })
-  | Extract<RequestCommand, { type: 'StartAttempt' | 'RecordFailure' | 'Expire' }>
+  | Extract<RequestCommand, { type: 'StartAttempt' | 'RecordFailure' | 'Expire' | 'Cancel' }>
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
-export type Refusal = LifecycleViolation | Refused;
+export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused;
 
 /**
  * What a command means: the events to append; for a request, also the state they leave it in and the text it
@@ -29,6 +29,8 @@ export type Decision = {
   /** A credential to keep beside the log (a password's hash, a session secret's hash; `undefined`: delete it),
    * written in the same transaction as the events. */
   readonly credential?: { readonly key: string; readonly value: string | undefined };
+  /** A submit repeated with the idempotency key of this earlier request (and the same body): nothing to append. */
+  readonly replayOf?: string;
 };
 
 /** Where an account's password hash is kept among the store's credentials. */
@@ -43,10 +45,37 @@ export interface DecisionReads {
   key(keyId: string): KeyState | undefined;
   accountIdByEmail(email: string): string | undefined;
   session(sessionId: string): SessionState | undefined;
+  /** The request an account made with an idempotency key (index entry; the window is checked here). */
+  idempotentRequest(accountId: string, key: string): string | undefined;
 }
 
 export const isRefusal = (value: unknown): value is Refusal =>
-  value instanceof LifecycleViolation || value instanceof Refused;
+  value instanceof LifecycleViolation || value instanceof Refused || value instanceof IdempotencyKeyReused;
+
+/** How long an idempotency key answers with the request it made (contract 12), unless that request expires sooner. */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+
+type Submit = Extract<Command, { type: 'Submit' }>;
+
+/**
+ * A submit with an idempotency key the account used before, for a request that still lives and is within the
+ * window: the same body answers that request again (`replayOf`), another body is refused. Otherwise the key is free
+ * and the submit makes a new request.
+ */
+const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | IdempotencyKeyReused | undefined => {
+  if (command.idempotency === undefined) return undefined;
+  const earlierId = reads.idempotentRequest(command.accountId, command.idempotency.key);
+  const earlier = earlierId === undefined ? undefined : reads.request(earlierId);
+  if (earlier === undefined || earlier.status === 'none' || earlier.status === 'expired') return undefined;
+  const { context } = earlier;
+  if (command.now >= context.expiresAt || command.now >= context.createdAt + idempotencyWindowMs) return undefined;
+  if (context.requestHash !== command.idempotency.requestHash) {
+    return new IdempotencyKeyReused({
+      message: `Idempotency-Key was already used with a different body (by request ${context.reqId}); use a new key for a new request`,
+    });
+  }
+  return { events: [], replayOf: context.reqId };
+};
 
 const textOf = (command: Exclude<Command, { type: 'Account' }>): string | undefined => {
   if (command.type === 'Submit') return command.prompt;
@@ -55,6 +84,10 @@ const textOf = (command: Exclude<Command, { type: 'Account' }>): string | undefi
 };
 
 const decideRequest = (reads: DecisionReads, command: Exclude<Command, { type: 'Account' }>): Decision | Refusal => {
+  if (command.type === 'Submit') {
+    const earlier = earlierSubmit(reads, command);
+    if (earlier !== undefined) return earlier;
+  }
   const decision = decideOnRequest(reads.request(command.reqId) ?? initialRequestState, command);
   if (decision instanceof LifecycleViolation) return decision;
   return { events: decision.events, request: { state: decision.state, text: textOf(command) } };

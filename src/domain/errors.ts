@@ -45,6 +45,9 @@ export class Unavailable extends Data.TaggedError('Unavailable')<{
   readonly retryAfterSeconds: number;
 }> {}
 
+/** An `Idempotency-Key` already used by the account for a submit with another body. */
+export class IdempotencyKeyReused extends Data.TaggedError('IdempotencyKeyReused')<{ readonly message: string }> {}
+
 /** A management command the rules refuse (key limit reached, email taken, unknown account...). */
 export class Refused extends Data.TaggedError('Refused')<{ readonly message: string }> {}
 
@@ -66,4 +69,5 @@ export type ApiError =
   | MethodNotAllowed
   | RateLimited
   | ProcessingFailed
-  | Unavailable;
+  | Unavailable
+  | IdempotencyKeyReused;

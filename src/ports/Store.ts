@@ -28,6 +28,8 @@ export interface StoreReads {
   requestWithText(reqId: string): { readonly state: RequestState; readonly text: string | undefined } | undefined;
   account(accountId: string): AccountState | undefined;
   accountIdByEmail(email: string): string | undefined;
+  /** The request the account made with this `Idempotency-Key`, while it lives (see commands.ts for the window). */
+  idempotentRequest(accountId: string, key: string): string | undefined;
   accounts(): Iterable<AccountState>;
   key(keyId: string): KeyState | undefined;
   keyIdByHash(keyHash: string): string | undefined;
@@ -72,7 +74,13 @@ export interface StoreReads {
 }
 
 /** What one command of a batch came to: the events it appended, or why it appended nothing. */
-export type CommandOutcome = { readonly events: readonly StoredEvent[] } | Refusal;
+export type CommandOutcome =
+  | {
+      readonly events: readonly StoredEvent[];
+      /** A submit whose idempotency key made this request before: nothing was appended. */
+      readonly replayOf?: string;
+    }
+  | Refusal;
 
 /** One durable write: commands decided in order, plus limiter states and key uses that ride along (not events: not
  * in the log). */

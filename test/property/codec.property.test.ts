@@ -4,7 +4,7 @@ import { decodeRecord, encodeRecord, viewMatches } from '../../src/adapters/lmdb
 import type { RequestContext } from '../../src/domain/request/machine.js';
 import type { RequestState, RequestStatus } from '../../src/domain/request/state.js';
 
-const statuses: RequestStatus[] = ['waiting', 'processing', 'completed', 'failed', 'expired'];
+const statuses: RequestStatus[] = ['waiting', 'processing', 'completed', 'failed', 'cancelled', 'expired'];
 /** Numbers as the views hold them: small counts, epoch milliseconds, and the odd large value. */
 const number = fc.oneof(
   fc.integer({ min: 0, max: 300 }),
@@ -33,6 +33,10 @@ const state: fc.Arbitrary<RequestState> = fc
       failureReason: text,
       expiredAt: number,
       startedAt: number,
+      cancelledAt: number,
+      input: fc.constant('messages' as const),
+      idempotencyKey: text,
+      requestHash: text,
     },
     {
       requiredKeys: [

@@ -23,8 +23,8 @@ const expiresAt = 1_000;
 const time = fc.oneof(fc.constantFrom(expiresAt - 1, expiresAt, expiresAt + 1), fc.integer({ min: 0, max: 2_000 }));
 
 const event: fc.Arbitrary<RequestEvent> = fc.oneof(
-  fc.record({ at: time, ttl: fc.integer({ min: 1, max: 1_500 }) }).map(
-    ({ at, ttl }): RequestEvent => ({
+  fc.record({ at: time, ttl: fc.integer({ min: 1, max: 1_500 }), extras: fc.boolean() }).map(
+    ({ at, ttl, extras }): RequestEvent => ({
       type: 'RequestQueued',
       reqId,
       accountId: 'a',
@@ -33,6 +33,8 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       promptChars: 3,
       at,
       expiresAt: at + ttl,
+      // A conversation submitted with an idempotency key: the optional fields must fold like the others.
+      ...(extras ? { input: 'messages' as const, idempotencyKey: 'idem-1', requestHash: 'hash-1' } : {}),
     }),
   ),
   fc
@@ -51,9 +53,10 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
   time.map((at): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 7, at })),
   time.map((at): RequestEvent => ({ type: 'RequestFailed', reqId, reason: 'y', at })),
   time.map((at): RequestEvent => ({ type: 'RequestExpired', reqId, at })),
+  time.map((at): RequestEvent => ({ type: 'RequestCancelled', reqId, at })),
 );
 
-const statuses: RequestStatus[] = ['none', 'waiting', 'processing', 'completed', 'failed', 'expired'];
+const statuses: RequestStatus[] = ['none', 'waiting', 'processing', 'completed', 'failed', 'cancelled', 'expired'];
 const state: fc.Arbitrary<RequestState> = fc
   .record({
     status: fc.constantFrom(...statuses),

@@ -16,9 +16,10 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       at,
       ttl: fc.integer({ min: 1, max: 300 }),
       account: fc.constantFrom('a', 'b'),
+      extras: fc.boolean(),
     })
     .map(
-      ({ reqId, at, ttl, account }): RequestEvent => ({
+      ({ reqId, at, ttl, account, extras }): RequestEvent => ({
         type: 'RequestQueued',
         reqId,
         accountId: account,
@@ -27,6 +28,7 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
         promptChars: 3,
         at,
         expiresAt: at + ttl,
+        ...(extras ? { input: 'messages' as const, idempotencyKey: `idem ${reqId}`, requestHash: 'h' } : {}),
       }),
     ),
   fc
@@ -51,6 +53,9 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
   fc
     .record({ reqId: fc.constantFrom(...reqIds), at })
     .map(({ reqId, at }): RequestEvent => ({ type: 'RequestExpired', reqId, at })),
+  fc
+    .record({ reqId: fc.constantFrom(...reqIds), at })
+    .map(({ reqId, at }): RequestEvent => ({ type: 'RequestCancelled', reqId, at })),
 );
 
 describe('The columns a verification folds requests into', () => {

@@ -41,7 +41,15 @@ type Invariant = (step: Step) => void;
 
 type Real = { snapshot: ReturnType<typeof toSnapshot>; events: RequestEvent[]; now: number; invariant: Invariant };
 
-const rank: Record<RequestStatus, number> = { none: 0, waiting: 1, processing: 1, completed: 2, failed: 2, expired: 3 };
+const rank: Record<RequestStatus, number> = {
+  none: 0,
+  waiting: 1,
+  processing: 1,
+  completed: 2,
+  failed: 2,
+  cancelled: 2,
+  expired: 3,
+};
 
 /** What the contract allows, written independently of the machine. Returns the next model, or undefined: refused. */
 const predict = (model: Model, command: RequestCommand): Model | undefined => {
@@ -65,6 +73,8 @@ const predict = (model: Model, command: RequestCommand): Model | undefined => {
       return model.status !== 'none' && model.status !== 'expired' && !live
         ? { ...model, status: 'expired' }
         : undefined;
+    case 'Cancel':
+      return queued && live ? { ...model, status: 'cancelled' } : undefined;
   }
 };
 
@@ -150,6 +160,7 @@ const commands = fc.commands(
       })),
     ),
     fc.constant(on('Expire', (now) => ({ type: 'Expire', reqId, now }))),
+    fc.constant(on('Cancel', (now) => ({ type: 'Cancel', reqId, now }))),
     fc.integer({ min: 0, max: 60_000 }).map((by) => new AdvanceClock({ by })),
     fc.integer({ min: -1, max: 1 }).map((expiryOffset) => new AdvanceClock({ expiryOffset })),
   ],
@@ -182,10 +193,10 @@ describe('request lifecycle (decider and machine, pure)', () => {
     });
   });
 
-  it('the status never goes back, and a completed or failed request can only move on to expired', () => {
+  it('the status never goes back, and a completed, failed or cancelled request can only move on to expired', () => {
     checkAlways(({ before, after }) => {
       expect(rank[after.status]).toBeGreaterThanOrEqual(rank[before.status]);
-      if (before.status === 'completed' || before.status === 'failed') {
+      if (before.status === 'completed' || before.status === 'failed' || before.status === 'cancelled') {
         if (after.status !== 'expired') expect(after).toEqual(before);
       }
       if (before.status === 'expired') expect(after).toEqual(before);
@@ -208,6 +219,24 @@ describe('request lifecycle (decider and machine, pure)', () => {
       if (late && (command.type === 'StartAttempt' || command.type === 'RecordSuccess')) expect(accepted).toBe(false);
       const expiresAt = foldRequest(events).context.expiresAt;
       for (const event of events.filter(isStartOrComplete)) expect(event.at).toBeLessThan(expiresAt);
+    });
+  });
+
+  it('a cancelled request is never completed: no start, success or failure is accepted after its cancellation', () => {
+    checkAlways(({ before, command, accepted, events }) => {
+      if (before.status === 'cancelled' && command !== undefined && command.type !== 'Expire')
+        expect(accepted).toBe(false);
+      const cancelledAt = events.findIndex((event) => event.type === 'RequestCancelled');
+      if (cancelledAt >= 0)
+        for (const event of events.slice(cancelledAt + 1)) expect(event.type).toBe('RequestExpired');
+    });
+  });
+
+  it('a request can be cancelled exactly while it is queued or processing and its TTL has not run out', () => {
+    checkAlways(({ command, before, accepted }) => {
+      if (command?.type !== 'Cancel') return;
+      const queued = before.status === 'waiting' || before.status === 'processing';
+      expect(accepted).toBe(queued && command.now < before.context.expiresAt);
     });
   });
 

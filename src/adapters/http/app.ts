@@ -15,6 +15,7 @@ import {
 } from '../../domain/errors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
+import { idempotencyKeyOf } from './idempotencyKey.js';
 import { mountMetrics } from './metricsRoute.js';
 import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
@@ -118,12 +119,19 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
     const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
+    const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
+    if (isApiError(key)) return key;
     const body = await readJsonBody(event, deps.maxBodyBytes);
     if (isApiError(body)) return body;
-    const accepted = await deps.requests.submit(principal, body);
+    const accepted = await deps.requests.submit(
+      principal,
+      body,
+      key === undefined ? undefined : { idempotency: { key, fingerprint: ['ai', body] } },
+    );
     if (isApiError(accepted)) return accepted;
     headers.Location = `${aiPath}?req_id=${accepted.request_id}`;
-    return json(202, accepted, headers);
+    if (accepted.replayed) headers['Idempotent-Replayed'] = 'true';
+    return json(202, { request_id: accepted.request_id, model: accepted.model }, headers);
   };
 
   const poll = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'rate_limited'
+  | 'idempotency_key_reused'
   | 'server_error';
 
 /** The one table from domain errors to HTTP: status, code and the headers the contract asks for. */
@@ -35,6 +36,7 @@ const table: {
     headers: { 'Retry-After': String(error.retryAfterSeconds) },
   }),
   ProcessingFailed: () => ({ status: 500, code: 'server_error' }),
+  IdempotencyKeyReused: () => ({ status: 422, code: 'idempotency_key_reused' }),
   Unavailable: (error) => ({
     status: 503,
     code: 'server_error',

@@ -34,6 +34,10 @@ const headers = {
   Location: { description: 'The poll URL of the new request.', schema: headerSchemas.location },
   'WWW-Authenticate': { description: 'Always `Bearer`.', schema: headerSchemas.wwwAuthenticate },
   Allow: { description: 'The methods of the path.', schema: headerSchemas.allow },
+  'Idempotent-Replayed': {
+    description: '`true` when an earlier submit with the same `Idempotency-Key` and body made this request.',
+    schema: headerSchemas.idempotentReplayed,
+  },
 } as const;
 
 const headerObject = (name: keyof typeof headers) => ({
@@ -94,11 +98,22 @@ const build = (): Json => ({
         operationId: 'submitRequest',
         summary: 'Submit a prompt',
         security: bearer,
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description:
+              'Makes the submit safe to retry: within 24 hours, a repeat from the same account with the same key and ' +
+              'body answers the first request (`Idempotent-Replayed: true`) and creates nothing.',
+            schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+          },
+        ],
         requestBody: { required: true, content: jsonContent('SubmitRequest') },
         responses: {
           '202': {
             description: 'Accepted, and durably on disk: poll the `Location`.',
-            headers: responseHeaders({ Location: 'required', ...rateLimited }),
+            headers: responseHeaders({ Location: 'required', 'Idempotent-Replayed': 'optional', ...rateLimited }),
             content: jsonContent('Accepted'),
           },
           '400': errorAnswer(
@@ -118,6 +133,10 @@ const build = (): Json => ({
               'Retry-After': 'required',
               ...rateLimited,
             },
+          ),
+          '422': errorAnswer(
+            'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
+            rateLimited,
           ),
           '431': headersTooLarge(),
           '500': errorAnswer('An unexpected fault (`Retry-After: 30`): retry.', { 'Retry-After': 'optional' }),

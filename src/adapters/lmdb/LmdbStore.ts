@@ -99,6 +99,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   requestWithText: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeRecord),
   account: (accountId) => decoded(dbs.accounts.getBinaryFast(accountId), decodeMap<AccountState>),
   accountIdByEmail: (email) => dbs.indexes.emails.get(email),
+  idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
   accounts: () => dbs.accounts.getRange({}).map(({ value }) => decodeMap<AccountState>(value)),
   key: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
   keyIdByHash: (keyHash) => dbs.indexes.keyHashes.get(keyHash),
@@ -199,6 +200,7 @@ const viewsOf = (
   putAccount: (accountId, state) => void dbs.accounts.put(accountId, encodeMap(state)),
   getKey: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
   putKey: (keyId, state) => void dbs.keys.put(keyId, encodeMap(state)),
+  getIndex: (index, key) => dbs.indexes[index].get(key),
   putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
   removeIndex: (index, key) => void dbs.indexes[index].remove(key),
   moveInGroup: groups.move,
@@ -233,6 +235,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
       session: views.getSession,
+      idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));

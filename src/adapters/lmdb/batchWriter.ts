@@ -45,7 +45,14 @@ export const writeBatch = (
     }
     return entry;
   };
-  const reads: DecisionReads = { ...target.reads, request: (reqId) => entryOf(reqId).after };
+  /** Idempotency keys taken by requests made earlier in this batch (their index entries are written at its end). */
+  const keysTaken = new Map<string, string>();
+  const reads: DecisionReads = {
+    ...target.reads,
+    request: (reqId) => entryOf(reqId).after,
+    idempotentRequest: (accountId, key) =>
+      keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
+  };
   const logged: StoredEvent[] = [];
   let seq = lastSeq;
 
@@ -63,6 +70,10 @@ export const writeBatch = (
       outcomes.push(decision);
       continue;
     }
+    if (decision.replayOf !== undefined) {
+      outcomes.push({ events: [], replayOf: decision.replayOf });
+      continue;
+    }
     // The events were made by this decision alone: they take their place in the log as they are.
     const events = decision.events as (DomainEvent & { seq: number })[];
     for (const event of events) {
@@ -72,6 +83,9 @@ export const writeBatch = (
     const request = decision.request;
     if (request !== undefined) {
       const entry = entryOf(request.state.context.reqId);
+      const { idempotencyKey, accountId, reqId } = request.state.context;
+      if (idempotencyKey !== undefined && entry.after.status === 'none')
+        keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;
     } else for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);

@@ -116,6 +116,8 @@ const writeOptional = (value: string | number | undefined) => {
   else if (typeof value === 'number') writeNumber(value);
   else writeString(value);
 };
+/** Fields every view has (the version and status included); newer optional fields follow only when present, so a
+ * view without them has the same bytes as before they existed. */
 const viewFields = 18;
 
 /** Writes the view of `state` into the scratch buffer; returns its length. */
@@ -129,11 +131,23 @@ const writeView = ({ status, context: c }: RequestState): number => {
         c.keyId.length +
         c.model.length +
         (c.lastError?.length ?? 0) +
-        (c.failureReason?.length ?? 0));
+        (c.failureReason?.length ?? 0) +
+        (c.idempotencyKey?.length ?? 0) +
+        (c.requestHash?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
+  const trailing =
+    c.requestHash !== undefined
+      ? 4
+      : c.idempotencyKey !== undefined
+        ? 3
+        : c.input !== undefined
+          ? 2
+          : c.cancelledAt !== undefined
+            ? 1
+            : 0;
   put(0xdc);
-  at = scratch.writeUInt16BE(viewFields, at);
+  at = scratch.writeUInt16BE(viewFields + trailing, at);
   writeNumber(viewVersion);
   writeString(status);
   writeString(c.reqId);
@@ -152,6 +166,10 @@ const writeView = ({ status, context: c }: RequestState): number => {
   writeOptional(c.failureReason);
   writeOptional(c.expiredAt);
   writeOptional(c.startedAt);
+  if (trailing > 0) writeOptional(c.cancelledAt);
+  if (trailing > 1) writeOptional(c.input);
+  if (trailing > 2) writeOptional(c.idempotencyKey);
+  if (trailing > 3) writeOptional(c.requestHash);
   return at;
 };
 
@@ -198,6 +216,10 @@ const optionalFields = [
   'failureReason',
   'expiredAt',
   'startedAt',
+  'cancelledAt',
+  'input',
+  'idempotencyKey',
+  'requestHash',
 ] as const;
 const firstOptional = 11;
 

@@ -107,6 +107,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
+      idempotency: db('idx.idempotency', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };

@@ -12,9 +12,24 @@ import type { DomainEvent, StoredEvent } from '../../domain/events.js';
  * `airs replay --verify` reads a million events this way, and most of its time went into decoding them.
  */
 
-/** Every event type's fields in the order they are written. A type's code is its place in this table: append only. */
+/**
+ * Every event type's fields in the order they are written. A type's code is its place in this table: append only.
+ * A type may gain fields at the end of its list, in a new layout version (the older lists stay, to read older
+ * records). A string field may be absent from an event: it is written as -1.
+ */
 const layouts = {
-  RequestQueued: ['reqId', 'accountId', 'keyId', 'model', 'promptChars', 'at', 'expiresAt'],
+  RequestQueued: [
+    'reqId',
+    'accountId',
+    'keyId',
+    'model',
+    'promptChars',
+    'at',
+    'expiresAt',
+    'input',
+    'idempotencyKey',
+    'requestHash',
+  ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at'],
   RequestCompleted: ['reqId', 'responseChars', 'at'],
@@ -30,8 +45,14 @@ const layouts = {
   SessionStarted: ['accountId', 'sessionId', 'expiresAt', 'at'],
   SessionEnded: ['accountId', 'sessionId', 'at'],
   ApiKeyNamed: ['accountId', 'keyId', 'name', 'at'],
+  RequestCancelled: ['reqId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
+};
+
+/** Layout 1 (before cancellation and idempotency keys): what differs from the current one. */
+const layoutOneChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: ['reqId', 'accountId', 'keyId', 'model', 'promptChars', 'at', 'expiresAt'],
 };
 
 // Every field of every event is in its layout: an event type gaining a field without it does not compile.
@@ -57,14 +78,26 @@ const textFields: ReadonlySet<string> = new Set([
   'prefix',
   'sessionId',
   'name',
+  'input',
+  'idempotencyKey',
+  'requestHash',
 ]);
 /** Per type code: its fields, and whether each is a string. */
-const compiled = types.map((type) => {
-  const fields: readonly string[] = layouts[type];
-  return { type, fields, texts: fields.map((field) => textFields.has(field)) };
-});
+const compile = (layoutOf: (type: EventType) => readonly string[]) =>
+  types.map((type) => {
+    const fields = layoutOf(type);
+    return { type, fields, texts: fields.map((field) => textFields.has(field)) };
+  });
+const compiled = compile((type) => layouts[type]);
+/** Per layout version, the table its records are read with. */
+const compiledByVersion: Record<number, typeof compiled> = {
+  1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
+  2: compiled,
+};
 
-const layoutVersion = 1;
+const layoutVersion = 2;
+/** A string field the event does not have. */
+const absentText = -1;
 const packr = new Packr({ useRecords: false });
 
 type Record5 = [number, number, string[], number[], number[]];
@@ -86,6 +119,10 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
         values.push(value as number);
         continue;
       }
+      if (value === undefined) {
+        values.push(absentText);
+        continue;
+      }
       let index = indexOf.get(value as string);
       if (index === undefined) {
         index = strings.length;
@@ -98,11 +135,11 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
   return packr.pack([layoutVersion, events[0]?.seq ?? 0, strings, codes, values] satisfies Record5);
 };
 
-const unpackRecord = (bytes: Uint8Array): Record5 => {
+const unpackRecord = (bytes: Uint8Array): { record: Record5; table: typeof compiled } => {
   const record = packr.unpack(bytes) as Record5;
-  if (record[0] !== layoutVersion)
-    throw new Error(`log record layout ${record[0]} is not known to this version of airs`);
-  return record;
+  const table = compiledByVersion[record[0]];
+  if (table === undefined) throw new Error(`log record layout ${record[0]} is not known to this version of airs`);
+  return { record, table };
 };
 
 /**
@@ -110,12 +147,15 @@ const unpackRecord = (bytes: Uint8Array): Record5 => {
  * type: take what is needed from it, do not keep it.
  */
 export const visitLogRecord = (bytes: Uint8Array, visit: (event: StoredEvent) => void): number => {
-  const [, firstSeq, strings, codes, values] = unpackRecord(bytes);
+  const {
+    record: [, firstSeq, strings, codes, values],
+    table,
+  } = unpackRecord(bytes);
   const reused: (Record<string, unknown> | undefined)[] = [];
   let v = 0;
   for (let i = 0; i < codes.length; i++) {
     const code = codes[i] as number;
-    const layout = compiled[code];
+    const layout = table[code];
     if (layout === undefined) throw new Error(`log record: unknown event type code ${code}`);
     let event = reused[code];
     if (event === undefined) {
@@ -126,7 +166,10 @@ export const visitLogRecord = (bytes: Uint8Array, visit: (event: StoredEvent) =>
     const { fields, texts } = layout;
     for (let f = 0; f < fields.length; f++) {
       const value = values[v++] as number;
-      event[fields[f] as string] = texts[f] ? strings[value] : value;
+      if (!texts[f]) event[fields[f] as string] = value;
+      else if (value !== absentText) event[fields[f] as string] = strings[value];
+      // The object is reused: a field the previous event of this type had must not carry over.
+      else if ((fields[f] as string) in event) delete event[fields[f] as string];
     }
     event.seq = firstSeq + i;
     visit(event as unknown as StoredEvent);

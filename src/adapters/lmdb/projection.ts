@@ -10,7 +10,7 @@ import {
 import type { RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
-export type IndexName = 'dispatch' | 'accountRequests' | 'emails' | 'keyHashes' | 'accountKeys';
+export type IndexName = 'dispatch' | 'accountRequests' | 'emails' | 'keyHashes' | 'accountKeys' | 'idempotency';
 export type IndexKey = string | number | (string | number)[];
 
 /**
@@ -35,6 +35,7 @@ export interface ViewAccess {
   putAccount(accountId: string, state: AccountState): void;
   getKey(keyId: string): KeyState | undefined;
   putKey(keyId: string, state: KeyState): void;
+  getIndex(index: IndexName, key: IndexKey): string | undefined;
   /** Index values are strings; an index that only needs its keys stores ''. */
   putIndex(index: IndexName, key: IndexKey, value: string): void;
   removeIndex(index: IndexName, key: IndexKey): void;
@@ -66,6 +67,25 @@ export const accountRequestKeyOf = (state: RequestState): IndexKey | undefined =
   state.status === 'none' || state.status === 'expired'
     ? undefined
     : [state.context.accountId, state.context.createdAt, state.context.reqId];
+
+/**
+ * A request made with an `Idempotency-Key` is found by it: [accountId, key] → its id, from `RequestQueued` until it
+ * expires. A key whose request has expired (or is older than the window) may make a new request, which then takes
+ * the entry over; the expiry of the older one removes the entry only while it still names that one.
+ */
+export const idempotencyKeyOf = (state: RequestState): IndexKey | undefined =>
+  state.context.idempotencyKey === undefined ? undefined : [state.context.accountId, state.context.idempotencyKey];
+
+const isLive = (state: RequestState) => state.status !== 'none' && state.status !== 'expired';
+
+const moveIdempotencyEntry = (views: ViewAccess, before: RequestState, after: RequestState) => {
+  const key = idempotencyKeyOf(after);
+  if (key === undefined) return;
+  const reqId = after.context.reqId;
+  if (!isLive(before) && isLive(after)) views.putIndex('idempotency', key, reqId);
+  else if (isLive(before) && !isLive(after) && views.getIndex('idempotency', key) === reqId)
+    views.removeIndex('idempotency', key);
+};
 
 /** The group of each grouped index a request in `state` belongs to, if any. */
 export const groupOf: { readonly [G in GroupName]: (state: RequestState) => number | undefined } = {
@@ -111,6 +131,7 @@ export const projectRequestChange = (
   views.putRequest(after.context.reqId, after, text);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
   moveIndex(views, 'accountRequests', accountRequestKeyOf(before), accountRequestKeyOf(after));
+  moveIdempotencyEntry(views, before, after);
   moveGroup(views, 'expiry', before, after);
   moveGroup(views, 'processing', before, after);
 };

@@ -9,7 +9,15 @@ import type { MutableRequestState, RequestState, RequestStatus } from '../../dom
  * name: a loop over field names made every copy a slow lookup.
  */
 
-const statuses: readonly RequestStatus[] = ['none', 'waiting', 'processing', 'completed', 'failed', 'expired'];
+const statuses: readonly RequestStatus[] = [
+  'none',
+  'waiting',
+  'processing',
+  'completed',
+  'failed',
+  'expired',
+  'cancelled',
+];
 const statusCode: Readonly<Record<RequestStatus, number>> = {
   none: 0,
   waiting: 1,
@@ -17,6 +25,7 @@ const statusCode: Readonly<Record<RequestStatus, number>> = {
   completed: 3,
   failed: 4,
   expired: 5,
+  cancelled: 6,
 };
 
 type Working = { -readonly [K in keyof RequestContext]: RequestContext[K] | undefined };
@@ -47,6 +56,15 @@ export const createRequestColumns = () => {
   let failedAt = new Float64Array(capacity);
   let expiredAt = new Float64Array(capacity);
   let startedAt = new Float64Array(capacity);
+  let cancelledAt = new Float64Array(capacity);
+  /** Fields few requests have (conversations, idempotency keys): by slot, only where present. */
+  const inputs = new Map<number, 'messages'>();
+  const idempotencyKeys = new Map<number, string>();
+  const requestHashes = new Map<number, string>();
+  const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
+    if (value === undefined) column.delete(slot);
+    else column.set(slot, value);
+  };
   /** Strings that repeat (accounts, keys, models, reasons) are stored once; the columns hold their indexes, -1 for
    * absent. */
   let accountId = new Int32Array(capacity);
@@ -96,6 +114,7 @@ export const createRequestColumns = () => {
     failedAt = numbers(failedAt);
     expiredAt = numbers(expiredAt);
     startedAt = numbers(startedAt);
+    cancelledAt = numbers(cancelledAt);
     accountId = indexes(accountId);
     keyId = indexes(keyId);
     model = indexes(model);
@@ -122,6 +141,10 @@ export const createRequestColumns = () => {
     failedAt[slot] = c.failedAt ?? absentNumber;
     expiredAt[slot] = c.expiredAt ?? absentNumber;
     startedAt[slot] = c.startedAt ?? absentNumber;
+    cancelledAt[slot] = c.cancelledAt ?? absentNumber;
+    keepRare(inputs, slot, c.input);
+    keepRare(idempotencyKeys, slot, c.idempotencyKey);
+    keepRare(requestHashes, slot, c.requestHash);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -156,6 +179,10 @@ export const createRequestColumns = () => {
       c.failureReason = from.failureReason;
       c.expiredAt = from.expiredAt;
       c.startedAt = from.startedAt;
+      c.cancelledAt = from.cancelledAt;
+      c.input = from.input;
+      c.idempotencyKey = from.idempotencyKey;
+      c.requestHash = from.requestHash;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -178,6 +205,10 @@ export const createRequestColumns = () => {
       c.failureReason = text(failureReason[slot] as number);
       c.expiredAt = numberOrUndefined(expiredAt[slot] as number);
       c.startedAt = numberOrUndefined(startedAt[slot] as number);
+      c.cancelledAt = numberOrUndefined(cancelledAt[slot] as number);
+      c.input = inputs.get(slot);
+      c.idempotencyKey = idempotencyKeys.get(slot);
+      c.requestHash = requestHashes.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -216,6 +247,10 @@ export const createRequestColumns = () => {
       if (reason >= 0) context.failureReason = table[reason];
       if (!Number.isNaN(expiredAt[slot])) context.expiredAt = expiredAt[slot];
       if (!Number.isNaN(startedAt[slot])) context.startedAt = startedAt[slot];
+      if (!Number.isNaN(cancelledAt[slot])) context.cancelledAt = cancelledAt[slot];
+      if (inputs.has(slot)) context.input = inputs.get(slot);
+      if (idempotencyKeys.has(slot)) context.idempotencyKey = idempotencyKeys.get(slot);
+      if (requestHashes.has(slot)) context.requestHash = requestHashes.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -243,6 +278,10 @@ type Covered =
   | 'failedAt'
   | 'failureReason'
   | 'expiredAt'
-  | 'startedAt';
+  | 'startedAt'
+  | 'cancelledAt'
+  | 'input'
+  | 'idempotencyKey'
+  | 'requestHash';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -2,7 +2,7 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { evolveInPlace, initialRequestState } from '../../domain/request/state.js';
+import { evolveInPlace, initialRequestState, type MutableRequestState } from '../../domain/request/state.js';
 import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
@@ -12,6 +12,7 @@ import {
   type GroupName,
   groupOf,
   type IndexKey,
+  idempotencyKeyOf,
   projectAccountEvent,
   type ViewAccess,
 } from './projection.js';
@@ -65,6 +66,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     putIndex: (index, key, value) =>
       void rebuilt.indexes[index as keyof AccountViews['indexes']].set(keyText(key), value),
     removeIndex: (index, key) => void rebuilt.indexes[index as keyof AccountViews['indexes']].delete(keyText(key)),
+    getIndex: (index, key) => rebuilt.indexes[index as keyof AccountViews['indexes']].get(keyText(key)),
     bumpAccountsVersion: () => {
       rebuilt.version++;
     },
@@ -95,6 +97,17 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   const account = accountViews();
   let events = 0;
   let expected = 1;
+  // The idempotency index, rebuilt event by event with the projection's rule (idempotencyKeyOf): an entry from the
+  // request's RequestQueued, removed at its expiry only while it still names that request.
+  const idempotency = new Map<string, string>();
+  const trackIdempotency = (event: StoredEvent & { type: string }, state: MutableRequestState) => {
+    const key = idempotencyKeyOf(state);
+    if (key === undefined) return;
+    const reqId = state.context.reqId;
+    if (event.type === 'RequestQueued') idempotency.set(keyText(key), reqId);
+    else if (event.type === 'RequestExpired' && idempotency.get(keyText(key)) === reqId)
+      idempotency.delete(keyText(key));
+  };
   let workingReqId: string | undefined;
   let workingSlot = -1;
   const putBack = () => {
@@ -110,6 +123,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     if (event.reqId === workingReqId) {
       if (!evolveInPlace(columns.working, event))
         differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+      else trackIdempotency(event, columns.working);
       return;
     }
     putBack();
@@ -119,6 +133,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       // A request's life begins with this event (the machine accepts it only from nothing): a new slot. A request
       // queued twice gets two slots, and both are compared with its one record below, so it is reported there.
       evolveInPlace(columns.loadState(initialRequestState), event);
+      trackIdempotency(event, columns.working);
       workingSlot = columns.append(event.reqId);
     } else {
       const slot = columns.slotOf(event.reqId);
@@ -126,6 +141,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
         differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
         return;
       }
+      trackIdempotency(event, columns.working);
       workingSlot = slot;
     }
     workingReqId = event.reqId;
@@ -287,6 +303,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
+  compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);
   compareMap<Buffer | SessionState>('session', dbs.sessions.getRange({}), account.rebuilt.sessions, (s, r) =>
     sameEncoded(s as Buffer, r),
   );

@@ -13,17 +13,24 @@ type Change<T extends RequestEvent['type']> = (
  * about ten times a merge with `Object.assign`.
  */
 export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> } = {
-  RequestQueued: (_context, event) => ({
-    reqId: event.reqId,
-    accountId: event.accountId,
-    keyId: event.keyId,
-    model: event.model,
-    promptChars: event.promptChars,
-    createdAt: event.at,
-    expiresAt: event.expiresAt,
-    attempts: 0,
-    availableAt: event.at,
-  }),
+  RequestQueued: (_context, event) => {
+    const change: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {
+      reqId: event.reqId,
+      accountId: event.accountId,
+      keyId: event.keyId,
+      model: event.model,
+      promptChars: event.promptChars,
+      createdAt: event.at,
+      expiresAt: event.expiresAt,
+      attempts: 0,
+      availableAt: event.at,
+    };
+    // Only when present: a view holds no field it does not have (its encoding, verify and the fold compare them).
+    if (event.input !== undefined) change.input = event.input;
+    if (event.idempotencyKey !== undefined) change.idempotencyKey = event.idempotencyKey;
+    if (event.requestHash !== undefined) change.requestHash = event.requestHash;
+    return change;
+  },
   RequestProcessingStarted: (context, event) => ({
     attempts: Math.max(context.attempts + 1, event.attempt),
     startedAt: event.at,
@@ -32,6 +39,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
   RequestCompleted: (_context, event) => ({ responseChars: event.responseChars, completedAt: event.at }),
   RequestFailed: (_context, event) => ({ failedAt: event.at, failureReason: event.reason }),
   RequestExpired: (_context, event) => ({ expiredAt: event.at }),
+  RequestCancelled: (_context, event) => ({ cancelledAt: event.at }),
 };
 
 export const contextChangeOf = (context: RequestContext, event: RequestEvent): Partial<RequestContext> =>

@@ -1,5 +1,5 @@
 import { LifecycleViolation } from '../errors.js';
-import type { RequestEvent } from './events.js';
+import type { RequestEvent, RequestQueued } from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
 import { type RequestState, tryEvolve } from './state.js';
 
@@ -16,6 +16,10 @@ export type RequestCommand =
       readonly now: number;
       /** A worker is free and nothing waits before this request: start its first attempt in the same write. */
       readonly startNow?: boolean;
+      /** The stored text is a conversation (JSON of `ChatMessage`s). */
+      readonly input?: 'messages' | undefined;
+      /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
+      readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined;
     }
   | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
   | { readonly type: 'RecordSuccess'; readonly reqId: string; readonly responseChars: number; readonly now: number }
@@ -26,13 +30,14 @@ export type RequestCommand =
       readonly policy: RetryPolicy;
       readonly now: number;
     }
-  | { readonly type: 'Expire'; readonly reqId: string; readonly now: number };
+  | { readonly type: 'Expire'; readonly reqId: string; readonly now: number }
+  | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number };
 
 const eventFor = (state: RequestState, command: RequestCommand): RequestEvent => {
   const { reqId, now: at } = command;
   switch (command.type) {
-    case 'Submit':
-      return {
+    case 'Submit': {
+      const queued: { -readonly [K in keyof RequestQueued]: RequestQueued[K] } = {
         type: 'RequestQueued',
         reqId,
         accountId: command.accountId,
@@ -42,6 +47,13 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
         at,
         expiresAt: at + command.ttlMs,
       };
+      if (command.input !== undefined) queued.input = command.input;
+      if (command.idempotency !== undefined) {
+        queued.idempotencyKey = command.idempotency.key;
+        queued.requestHash = command.idempotency.requestHash;
+      }
+      return queued;
+    }
     case 'StartAttempt':
       return { type: 'RequestProcessingStarted', reqId, attempt: state.context.attempts + 1, at };
     case 'RecordSuccess':
@@ -56,6 +68,8 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
     }
     case 'Expire':
       return { type: 'RequestExpired', reqId, at };
+    case 'Cancel':
+      return { type: 'RequestCancelled', reqId, at };
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);

@@ -13,6 +13,12 @@ export type RequestQueued = {
   readonly promptChars: number;
   readonly at: number;
   readonly expiresAt: number;
+  /** `messages`: the stored text is a conversation (JSON of `ChatMessage`s), not a prompt. Absent: a prompt. */
+  readonly input?: 'messages' | undefined;
+  /** The `Idempotency-Key` the submit came with, kept with the request so that a repeat finds it (after a crash too). */
+  readonly idempotencyKey?: string | undefined;
+  /** What identifies the submit's body (a hash): a repeat with the same key must carry the same. */
+  readonly requestHash?: string | undefined;
 };
 
 export type RequestProcessingStarted = {
@@ -51,13 +57,21 @@ export type RequestExpired = {
   readonly at: number;
 };
 
+/** Cancelled by its account (API) or an operator (CLI) while queued or processing: it is never completed. */
+export type RequestCancelled = {
+  readonly type: 'RequestCancelled';
+  readonly reqId: string;
+  readonly at: number;
+};
+
 export type RequestEvent =
   | RequestQueued
   | RequestProcessingStarted
   | RequestAttemptFailed
   | RequestCompleted
   | RequestFailed
-  | RequestExpired;
+  | RequestExpired
+  | RequestCancelled;
 
 /** Every request event's type starts with `Request` and no other's does (a string compare is cheaper than a set
  * lookup for the millions of events a verification reads). */

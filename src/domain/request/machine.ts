@@ -25,6 +25,11 @@ export type RequestContext = {
   readonly failedAt?: number;
   readonly failureReason?: string;
   readonly expiredAt?: number;
+  /** `messages`: the stored text is a conversation (see events.ts). */
+  readonly input?: 'messages';
+  readonly idempotencyKey?: string;
+  readonly requestHash?: string;
+  readonly cancelledAt?: number;
 };
 
 const emptyContext: RequestContext = {
@@ -42,10 +47,11 @@ const emptyContext: RequestContext = {
 /**
  * The request lifecycle: the only place where its rules live.
  *
- *   none ─RequestQueued→ queued{waiting ⇄ processing} ─→ completed | failed ; any ─RequestExpired→ expired
+ *   none ─RequestQueued→ queued{waiting ⇄ processing} ─→ completed | failed | cancelled ; any ─RequestExpired→ expired
  *
  * No timers: expiry and retries are events that carry the clock's time, so folding the log is deterministic.
- * Work may start or finish only before the request's expiry time; expiry is allowed only at or after it.
+ * Work may start or finish only before the request's expiry time; expiry is allowed only at or after it. A cancelled
+ * request takes no further work and no result: an answer arriving after the cancellation is refused, so dropped.
  */
 export const requestMachine = setup({
   types: {
@@ -70,7 +76,10 @@ export const requestMachine = setup({
     },
     queued: {
       initial: 'waiting',
-      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
+      on: {
+        RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' },
+        RequestCancelled: { guard: 'beforeExpiry', target: 'cancelled', actions: 'update' },
+      },
       states: {
         waiting: {
           on: {
@@ -97,6 +106,9 @@ export const requestMachine = setup({
       on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
     },
     failed: {
+      on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
+    },
+    cancelled: {
       on: { RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' } },
     },
     expired: { type: 'final' },

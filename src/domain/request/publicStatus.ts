@@ -1,7 +1,7 @@
 import type { RequestState } from './state.js';
 
 /** What a poll may reveal of a request at time `now`: the contract's public statuses, or why it is hidden. */
-export type PublicStatus = 'unknown' | 'expired' | 'queued' | 'completed' | 'failed';
+export type PublicStatus = 'unknown' | 'expired' | 'queued' | 'completed' | 'failed' | 'cancelled';
 
 /**
  * Expiry is counted from creation and holds from the very millisecond the TTL runs out,
@@ -12,5 +12,6 @@ export const publicStatus = (state: RequestState | undefined, now: number): Publ
   if (state.status === 'expired' || now >= state.context.expiresAt) return 'expired';
   if (state.status === 'completed') return 'completed';
   if (state.status === 'failed') return 'failed';
+  if (state.status === 'cancelled') return 'cancelled';
   return 'queued';
 };

@@ -4,7 +4,7 @@ import type { RequestEvent } from './events.js';
 import { type RequestContext, requestMachine } from './machine.js';
 
 /** Where a request stands: the machine's state value, flattened. `waiting` and `processing` are sub-states of queued. */
-export type RequestStatus = 'none' | 'waiting' | 'processing' | 'completed' | 'failed' | 'expired';
+export type RequestStatus = 'none' | 'waiting' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'expired';
 
 /** A request's folded state as stored in the view: plain data, so it can be written to LMDB and compared. */
 export type RequestState = { readonly status: RequestStatus; readonly context: RequestContext };

@@ -87,6 +87,7 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
     case 'processing':
     case 'completed':
     case 'failed':
+    case 'cancelled':
     case 'expired':
       return state.status;
     default: {

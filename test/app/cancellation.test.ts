@@ -1,0 +1,134 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabases } from '../../src/adapters/lmdb/databases.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import type { Principal } from '../../src/app/Auth.js';
+import type { ModelConfig } from '../../src/config.js';
+import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+
+const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 60_000 });
+
+const typesOf = (app: TestApp, reqId: string) =>
+  [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+
+describe('Cancelling a request', () => {
+  const apps: TestApp[] = [];
+  afterEach(async () => {
+    for (const app of apps.splice(0)) await app.stop();
+  });
+  const start = async (...args: Parameters<typeof startTestApp>) => {
+    const app = await startTestApp(...args);
+    apps.push(app);
+    return app;
+  };
+  const principalOf = (account: { accountId: string; keyId: string }): Principal =>
+    ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
+  const submit = async (app: TestApp, key: string, model: string) => {
+    const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'cancel me' } });
+    return ((await answer.json()) as { request_id: string }).request_id;
+  };
+
+  it('stops a waiting request from ever being processed, and GET /v1/ai answers 404 saying it was cancelled', async () => {
+    // One worker, busy with a slow request: the second one waits in the queue.
+    const app = await start({
+      config: { models: [echo('slow', 300)], processing: { concurrency: 1, maxAttempts: 3 } },
+    });
+    const account = await app.account('scale');
+    await submit(app, account.key, 'slow');
+    const waiting = await submit(app, account.key, 'slow');
+    expect(app.store.reads.request(waiting)?.status).toBe('waiting');
+    const view = await app.requests.cancel(principalOf(account), waiting);
+    expect(view).toMatchObject({ status: 'cancelled' });
+    await app.processor.idle();
+    expect(typesOf(app, waiting)).toEqual(['RequestQueued', 'RequestCancelled']);
+    const poll = await app.call('GET', `/v1/ai?req_id=${waiting}`, { key: account.key });
+    expect(poll.status).toBe(404);
+    expect(await poll.json()).toMatchObject({
+      error: { code: 'not_found', message: expect.stringMatching(/cancelled/) },
+    });
+    // The prompt is not kept once nothing will use it.
+    expect(app.store.reads.requestWithText(waiting)?.text).toBeUndefined();
+  });
+
+  it('aborts the model call in flight and drops a result that would arrive later', async () => {
+    const app = await start({ config: { models: [echo('slow', 2_000)] }, clock: systemClock });
+    const account = await app.account('scale');
+    const reqId = await submit(app, account.key, 'slow');
+    await eventually(() => (app.store.reads.request(reqId)?.status === 'processing' ? true : undefined));
+    const startedAt = Date.now();
+    await app.requests.cancel(principalOf(account), reqId);
+    await app.processor.idle();
+    // Aborted, not waited out: the echo would have taken 2 s.
+    expect(Date.now() - startedAt).toBeLessThan(1_500);
+    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
+    expect(app.store.reads.request(reqId)?.status).toBe('cancelled');
+  });
+
+  it('aborts the upstream call of an openai model when its request is cancelled', async () => {
+    const upstream = await startFakeOpenAi({ delayMs: 10_000 });
+    try {
+      const app = await start({
+        clock: systemClock,
+        config: {
+          models: [
+            {
+              id: 'up',
+              provider: 'openai',
+              baseUrl: upstream.baseUrl,
+              upstreamModel: 'm',
+              timeoutMs: 60_000,
+              maxRetries: 0,
+            } as ModelConfig,
+          ],
+        },
+      });
+      const account = await app.account('scale');
+      const reqId = await submit(app, account.key, 'up');
+      await eventually(() => (upstream.received.length > 0 ? true : undefined));
+      await app.requests.cancel(principalOf(account), reqId);
+      await app.processor.idle();
+      expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('answers a second cancel with the cancelled request, and refuses to cancel a completed one', async () => {
+    const app = await start({ config: { models: [echo('echo', 0), echo('slow', 60_000)] } });
+    const account = await app.account('scale');
+    const slow = await submit(app, account.key, 'slow');
+    await app.requests.cancel(principalOf(account), slow);
+    expect(await app.requests.cancel(principalOf(account), slow)).toMatchObject({ status: 'cancelled' });
+    const done = await submit(app, account.key, 'echo');
+    await eventually(() => (app.store.reads.request(done)?.status === 'completed' ? true : undefined));
+    const refused = await app.requests.cancel(principalOf(account), done);
+    expect(refused).toMatchObject({ _tag: 'InvalidRequest', message: expect.stringMatching(/completed/) });
+  });
+
+  it("answers another account's request as unknown", async () => {
+    const app = await start({ config: { models: [echo('slow', 60_000)] } });
+    const owner = await app.account('scale');
+    const stranger = await app.account('scale');
+    const reqId = await submit(app, owner.key, 'slow');
+    expect(await app.requests.cancel(principalOf(stranger), reqId)).toMatchObject({ _tag: 'NotFound' });
+    expect(app.store.reads.request(reqId)?.status).not.toBe('cancelled');
+  });
+
+  it('leaves views that replay --verify rebuilds exactly, cancelled requests and their expiry included', async () => {
+    const dataDir = tempDataDir('airs-cancel');
+    const app = await start({ dataDir, config: { models: [echo('slow', 60_000)], requestTtlSeconds: 60 } });
+    const account = await app.account('scale');
+    const ids = [await submit(app, account.key, 'slow'), await submit(app, account.key, 'slow')];
+    for (const reqId of ids) await app.requests.cancel(principalOf(account), reqId);
+    (app.clock as ManualClock).advance(61_000);
+    await app.sweeper.sweep();
+    expect(typesOf(app, ids[0] as string)).toContain('RequestExpired');
+    const dbs = openDatabases(dataDir);
+    try {
+      expect(verifyViews(dbs).differences).toEqual([]);
+    } finally {
+      await dbs.root.close();
+    }
+  });
+});
