@@ -226,13 +226,13 @@ export const RequestsLayer = Layer.effect(
     const settled: RequestsShape['settled'] = async (reqId, timeoutMs) => {
       const deadline = clock.now() + timeoutMs;
       for (;;) {
-        const state = store.reads.request(reqId);
-        const status = publicStatus(state, clock.now());
+        // Read afresh: the outcome may have been committed a moment ago, after the read snapshot was taken.
+        store.reads.refresh();
+        const status = publicStatus(store.reads.request(reqId), clock.now());
         if (status !== 'queued') return;
         const left = deadline - clock.now();
         if (left <= 0) return;
         await processor.outcome(reqId, Math.min(left, settleCheckMs));
-        store.reads.refresh();
       }
     };
 
