@@ -85,7 +85,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   if (found !== undefined ? found !== layout : oldLog !== undefined) {
     void root.close();
     throw new UnknownLayout(
-      `the data directory ${dataDir} was written by a version of airs with another storage layout (${found ?? 1}; this version reads ${layout}); back it up and start with an empty directory`,
+      `the data directory ${dataDir} was written by a version of airs with another storage layout (${found ?? 1}; this version reads ${layout}); the version that wrote it still reads it; to start afresh, move it aside (cp -a keeps a copy) and start with an empty directory`,
     );
   }
   if (found === undefined) meta.putSync(layoutKey, layout);
