@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { AccountsLayer } from './app/Accounts.js';
-import { AppConfigLayer } from './app/AppConfig.js';
+import { type AppConfig, AppConfigLayer } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
 import { type Metrics, noMetricsLayer } from './app/Metrics.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
@@ -40,7 +40,7 @@ export type AppOptions = {
 export const baseLayer = (
   options: AppOptions,
   minFreeBytes: number,
-  metrics: Layer.Layer<Metrics, never, Store | AppClock> = noMetricsLayer,
+  metrics: Layer.Layer<Metrics, never, Store | AppClock | AppConfig> = noMetricsLayer,
 ) => {
   const ground = Layer.mergeAll(
     AppConfigLayer(options.config),

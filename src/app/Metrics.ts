@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
+import { AppConfig } from './AppConfig.js';
 
 /*
  * Prometheus metrics (product contract, section 10; docs/operations.md lists them). One registry per app, not
@@ -53,8 +54,11 @@ export const MetricsLayer = Layer.effect(
   Effect.gen(function* () {
     const store = yield* Store;
     const clock = yield* AppClock;
+    const config = yield* AppConfig;
     const { createMetrics } = yield* Effect.promise(() => import('./prometheusMetrics.js'));
-    return Metrics.of(createMetrics({ reads: store.reads, now: () => clock.now() }));
+    return Metrics.of(
+      createMetrics({ reads: store.reads, now: () => clock.now(), modelIds: config.models.map((m) => m.id) }),
+    );
   }),
 );
 

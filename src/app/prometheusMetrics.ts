@@ -94,6 +94,8 @@ export type MetricsSources = {
   /** The store's reads, for the queue gauges (read at scrape time, at most `queueScanLimit` entries). */
   readonly reads?: StoreReads;
   readonly now?: () => number;
+  /** The configured models: each has a queue series from the first scrape (0 when empty), so alerts see it. */
+  readonly modelIds?: readonly string[];
 };
 
 export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
@@ -105,7 +107,9 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
   const reads = sources.reads;
   const now = sources.now ?? Date.now;
   /** The queue as of the last scrape, by model; read once per scrape by both gauges. */
-  let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>();
+  let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>(
+    (sources.modelIds ?? []).map((model) => [model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY }]),
+  );
   let truncated = false;
   const scanQueue = () => {
     const found = new Map<string, { depth: number; oldestAvailableAt: number }>();

@@ -235,6 +235,10 @@ describe('GET /metrics', () => {
   it('queue depth and the age of the oldest queued request, by model, read at scrape time', async () => {
     const app = await start();
     app.processor.stopTakingWork();
+    // Every configured model has its series from the first scrape, at 0, so an alert on it has something to read.
+    const empty = await scrape(app);
+    expect(sampleValue(empty.families.get('airs_queue_depth'), { model: 'echo' })).toBe(0);
+    expect(sampleValue(empty.families.get('airs_queue_depth'), { model: 'echo-slow' })).toBe(0);
     const { key } = await app.account('scale');
     for (const model of ['echo', 'echo', 'echo-slow'])
       expect((await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'wait' } })).status).toBe(202);
