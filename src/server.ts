@@ -95,6 +95,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     log: options.logger,
     maxBodyBytes: options.config.maxBodyBytes,
     pollIntervalSeconds: options.config.pollIntervalSeconds,
+    models: options.config.models,
     accepting: () => accepting,
     traffic,
     readiness: services.storageHealth.problem,

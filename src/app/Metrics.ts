@@ -15,7 +15,15 @@ import { AppConfig } from './AppConfig.js';
  */
 
 /** The routes HTTP calls are counted under (a bounded set; their labels are in prometheusMetrics.ts). */
-export const HttpRoute = { submit: 0, poll: 1, other: 2 } as const;
+export const HttpRoute = {
+  submit: 0,
+  poll: 1,
+  other: 2,
+  responsesCreate: 3,
+  responsesRetrieve: 4,
+  responsesCancel: 5,
+  models: 6,
+} as const;
 export type HttpRoute = (typeof HttpRoute)[keyof typeof HttpRoute];
 
 /** Latency buckets (seconds): the contract's targets (5 ms poll, 10 ms submit p99) fall on bucket edges. */

@@ -9,6 +9,10 @@ const httpRouteLabels = [
   { method: 'POST', route: '/v1/ai' },
   { method: 'GET', route: '/v1/ai' },
   { method: 'other', route: 'other' },
+  { method: 'POST', route: '/v1/responses' },
+  { method: 'GET', route: '/v1/responses/{id}' },
+  { method: 'POST', route: '/v1/responses/{id}/cancel' },
+  { method: 'GET', route: '/v1/models' },
 ] as const;
 
 /** Process metrics (CPU, memory, event loop lag, GC, handles) exist once per process: one registry shared by every

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,19 +8,21 @@ import { binPath, killChildren, sandbox, startServer } from '../support/processe
 const root = join(binPath, '..', '..', '..', '..', '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
-/** The first shell block after a heading, exactly as a reader would paste it. */
-const shellBlockAfter = (heading: string) => {
+/** The first block of a language after a heading, exactly as a reader would paste it. */
+const blockAfter = (heading: string, language = 'sh') => {
   const from = readme.indexOf(heading);
-  const match = /```sh\n([\s\S]*?)```/.exec(readme.slice(from));
-  if (from < 0 || match?.[1] === undefined) throw new Error(`no shell block after ${heading}`);
+  const match = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(readme.slice(from));
+  if (from < 0 || match?.[1] === undefined) throw new Error(`no ${language} block after ${heading}`);
   return match[1];
 };
+const shellBlockAfter = (heading: string) => blockAfter(heading, 'sh');
 
 describe('The README', () => {
   const box = sandbox('airs-readme');
+  const boxes = [box];
   afterAll(async () => {
     await killChildren();
-    box.remove();
+    for (const each of boxes) each.remove();
   });
 
   it('quick start works as written against a running server', async () => {
@@ -40,5 +42,32 @@ describe('The README', () => {
       model: 'echo',
       response: 'Hello, airs',
     });
+  }, 90_000);
+
+  it('OpenAI SDK example runs as written with the official openai package against a running server', async () => {
+    const sdkBox = sandbox('airs-readme-sdk');
+    boxes.push(sdkBox);
+    const server = await startServer(sdkBox);
+    const run = promisify(execFile);
+    const json = async (args: string[]) =>
+      JSON.parse((await run(process.execPath, [binPath, ...args, '--json'], { env: sdkBox.env() })).stdout) as {
+        id: string;
+        key: string;
+      };
+    const account = await json(['accounts', 'create', '--email', 'sdk-readme@example.com']);
+    const key = await json(['keys', 'create', '--account', account.id]);
+    // Saved where a reader's project would have `openai` installed: beside this checkout's node_modules.
+    const script = join(root, 'dist', 'readme-openai-example.mjs');
+    writeFileSync(script, blockAfter('## Use the OpenAI SDK', 'js').replaceAll('http://127.0.0.1:8080', server.url));
+    const { stdout } = await run(process.execPath, [script], {
+      env: { ...process.env, AIRS_API_KEY: key.key },
+      timeout: 60_000,
+    });
+    expect(stdout.trim().split('\n')).toEqual([
+      'Hello, airs',
+      'What is a queue?',
+      'cancelled',
+      "[ 'echo', 'echo-slow' ]",
+    ]);
   }, 90_000);
 });

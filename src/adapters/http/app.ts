@@ -17,6 +17,8 @@ import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 import { idempotencyKeyOf } from './idempotencyKey.js';
 import { mountMetrics } from './metricsRoute.js';
+import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
+import { mountOpenAi } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
@@ -39,11 +41,21 @@ export type HttpDeps = {
   readonly readiness?: () => string | undefined;
   /** Counts calls by route and status and serves `GET /metrics`; without it nothing is counted or served. */
   readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
+  /** The configured models (ids and timeouts): with them the OpenAI-compatible face is served. */
+  readonly models?: readonly { readonly id: string; readonly timeoutMs: number }[];
 };
 
+/** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
+type Face = {
+  readonly error: (error: ApiError, headers?: HeaderBag) => Response;
+  readonly fault: () => Response;
+};
+const airsFace: Face = { error: errorResponse, fault: serverErrorResponse };
+const openAiFace: Face = { error: openAiErrorResponse, fault: openAiFaultResponse };
+
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
-const notAccepting = () =>
-  errorResponse(new Unavailable({ message: 'the service is stopping; retry shortly', retryAfterSeconds: 5 }), {
+const notAccepting = (face: Face) =>
+  face.error(new Unavailable({ message: 'the service is stopping; retry shortly', retryAfterSeconds: 5 }), {
     Connection: 'close',
   });
 
@@ -152,25 +164,29 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return response;
   };
   const guarded =
-    (route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>, slot: HttpRoute) =>
+    (
+      route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>,
+      slot: HttpRoute,
+      face: Face = airsFace,
+    ) =>
     async (event: H3Event) => {
       const startedAt = performance.now();
       if (!deps.accepting()) {
         traffic.lastArrivalAt = Date.now();
-        return counted(slot, startedAt, notAccepting());
+        return counted(slot, startedAt, notAccepting(face));
       }
       const headers: HeaderBag = {};
       traffic.inFlight++;
       try {
         const result = await route(event, headers);
-        return counted(slot, startedAt, isApiError(result) ? errorResponse(result, headers) : result);
+        return counted(slot, startedAt, isApiError(result) ? face.error(result, headers) : result);
       } catch (error) {
         if (error instanceof ClientGone) {
           deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
-          return counted(slot, startedAt, errorResponse(new InvalidRequest({ message: error.message })));
+          return counted(slot, startedAt, face.error(new InvalidRequest({ message: error.message })));
         }
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
-        return counted(slot, startedAt, serverErrorResponse());
+        return counted(slot, startedAt, face.fault());
       } finally {
         traffic.inFlight--;
       }
@@ -204,6 +220,16 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     HttpRoute.other,
   );
   app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
+  if (deps.models !== undefined)
+    mountOpenAi(app, {
+      requests: deps.requests,
+      models: deps.models,
+      admit,
+      readJsonBody: (event) => readJsonBody(event, deps.maxBodyBytes),
+      guard: (route, slot) => guarded(route, slot, openAiFace),
+      json,
+      startedAtSeconds: Math.floor(Date.now() / 1000),
+    });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', serveOpenApi);
   if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });

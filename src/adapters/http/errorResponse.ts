@@ -44,7 +44,7 @@ const table: {
   }),
 };
 
-const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
+export const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
   if (error._tag === 'InvalidRequest') return error.details;
   if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };
   // A failed request stays failed: no Retry-After, and a mark that waiting will not help (clients stop at once).
@@ -62,11 +62,13 @@ export const jsonHeaders = { 'Content-Type': 'application/json' } as const;
 export const answer = (status: number, body: string, headers: Record<string, string>): Response =>
   new FastResponse(body, { status, headers });
 
+/** The status, code and headers the contract gives an error (both faces use them; only the body's shape differs). */
+export const statusOf = (error: ApiError): { status: number; code: ErrorCode; headers?: Record<string, string> } =>
+  (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(error);
+
 /** `{"error": {"code", "message", "details"?}}` with its status and headers. */
 export const errorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
-  const { status, code, headers } = (table[error._tag] as (e: ApiError) => ReturnType<(typeof table)['NotFound']>)(
-    error,
-  );
+  const { status, code, headers } = statusOf(error);
   const details = detailsOf(error);
   const body = {
     error: details === undefined ? { code, message: error.message } : { code, message: error.message, details },

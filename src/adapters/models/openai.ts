@@ -24,7 +24,8 @@ const describeUpstreamError = (error: unknown): string => {
 
 /**
  * The `openai` provider: any OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, LM Studio,
- * TGI, hosted APIs), through the official `openai` client. The prompt is sent as one user message.
+ * TGI, hosted APIs), through the official `openai` client. A prompt is sent as one user message, a conversation as
+ * its messages.
  */
 export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
   const client = new OpenAI({
@@ -35,11 +36,18 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     maxRetries: options.maxRetries,
   });
   return {
-    generate: async ({ prompt, signal }) => {
+    generate: async ({ prompt, messages, signal }) => {
       let completion: OpenAI.Chat.Completions.ChatCompletion;
       try {
         completion = await client.chat.completions.create(
-          { model: options.upstreamModel, messages: [{ role: 'user', content: prompt }] },
+          {
+            model: options.upstreamModel,
+            // A conversation goes as its messages; `developer` is sent as `system`, which every compatible server knows.
+            messages:
+              messages === undefined
+                ? [{ role: 'user', content: prompt }]
+                : messages.map(({ role, content }) => ({ role: role === 'developer' ? 'system' : role, content })),
+          },
           { signal },
         );
       } catch (error) {

@@ -1,0 +1,40 @@
+import type { ApiError } from '../../../domain/errors.js';
+import { answer, detailsOf, jsonHeaders, statusOf } from '../errorResponse.js';
+
+/** OpenAI's error types by status: what its SDKs and clients expect beside the status. */
+const typeOf = (status: number): string => {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+};
+
+/**
+ * An error on the OpenAI-compatible routes: OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with
+ * the same status and headers as on `/v1/ai` (contract 11), so the SDKs raise their usual classes. `code` is the
+ * contract's code; `param` names the body field at fault when the parser knows it.
+ */
+export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
+  const { status, code, headers } = statusOf(error);
+  const param = detailsOf(error)?.param;
+  const body = {
+    error: { message: error.message, type: typeOf(status), param: typeof param === 'string' ? param : null, code },
+  };
+  return answer(status, JSON.stringify(body), { ...extraHeaders, ...jsonHeaders, ...headers });
+};
+
+/** An unexpected fault: a fixed message, as on `/v1/ai`. */
+export const openAiFaultResponse = (): Response =>
+  answer(
+    500,
+    JSON.stringify({
+      error: {
+        message: 'internal error; retry after 30 seconds',
+        type: 'server_error',
+        param: null,
+        code: 'server_error',
+      },
+    }),
+    { ...jsonHeaders, 'Retry-After': '30' },
+  );

@@ -1,0 +1,120 @@
+import { getRouterParam, type H3, type H3Event } from 'h3';
+import type { Principal } from '../../../app/Auth.js';
+import { HttpRoute } from '../../../app/Metrics.js';
+import type { BudgetName } from '../../../app/RateLimiter.js';
+import type { RequestsShape, RequestView } from '../../../app/Requests.js';
+import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
+import { idempotencyKeyOf } from '../idempotencyKey.js';
+import { parseResponsesCreate } from './input.js';
+import { modelListOf, modelObjectOf } from './models.js';
+import { requestIdOf, responseObjectOf } from './responseObject.js';
+
+type HeaderBag = Record<string, string>;
+type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
+
+/** What the OpenAI face takes from the HTTP app: the same front (auth, limits, body) as `/v1/ai`, and its services. */
+export type OpenAiFaceDeps = {
+  readonly requests: RequestsShape;
+  /** The configured models: their ids, and how long a waiting create waits for each. */
+  readonly models: readonly { readonly id: string; readonly timeoutMs: number }[];
+  /** Auth, then the rate limit of `budget` (its headers go into `headers`). */
+  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Principal | ApiError;
+  readJsonBody(event: H3Event): Promise<unknown | ApiError>;
+  /** Runs a route with the app's guards (draining, faults, metrics), answering errors in OpenAI's shape. */
+  guard(route: Route, slot: HttpRoute): (event: H3Event) => Promise<Response>;
+  json(status: number, body: unknown, headers: HeaderBag): Response;
+  /** When the server started (seconds): the `created` of the models. */
+  readonly startedAtSeconds: number;
+};
+
+const isApiError = (value: unknown): value is ApiError =>
+  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
+
+/**
+ * The OpenAI-compatible face (contract 11): `GET /v1/models`, `POST /v1/responses` (background or waiting),
+ * `GET /v1/responses/{id}` and `POST /v1/responses/{id}/cancel`, over the same Requests service, limits, queue and
+ * log as `/v1/ai`. A create spends a submit; a retrieve, a cancel and a model list spend a poll.
+ */
+export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
+  const { requests } = deps;
+  const timeoutOf = (model: string) => deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000;
+  const answerView = (view: RequestView | ApiError, headers: HeaderBag) =>
+    isApiError(view) ? view : deps.json(200, responseObjectOf(view), headers);
+  const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
+
+  const create: Route = async (event, headers) => {
+    const principal = deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
+    if (isApiError(key)) return key;
+    const body = await deps.readJsonBody(event);
+    if (isApiError(body)) return body;
+    const parsed = parseResponsesCreate(body);
+    if (parsed instanceof InvalidRequest) return parsed;
+    const submitted = await requests.submitInput(
+      principal,
+      parsed.input,
+      key === undefined ? undefined : { idempotency: { key, fingerprint: ['responses', body] } },
+    );
+    if (isApiError(submitted)) return submitted;
+    if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
+    // Without `background`, the call waits for the result (up to the model's timeout) and answers it as it then is.
+    if (!parsed.background) await requests.settled(submitted.request_id, timeoutOf(submitted.model));
+    return answerView(requests.find(principal, submitted.request_id), headers);
+  };
+
+  const retrieve: Route = async (event, headers) => {
+    const principal = deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    return answerView(requests.find(principal, idOf(event)), headers);
+  };
+
+  const cancel: Route = async (event, headers) => {
+    const principal = deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    return answerView(await requests.cancel(principal, idOf(event)), headers);
+  };
+
+  const listModels: Route = async (event, headers) => {
+    const principal = deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    return deps.json(
+      200,
+      modelListOf(
+        deps.models.map((m) => m.id),
+        deps.startedAtSeconds,
+      ),
+      headers,
+    );
+  };
+
+  const retrieveModel: Route = async (event, headers) => {
+    const principal = deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const id = getRouterParam(event, 'id') ?? '';
+    if (!deps.models.some((m) => m.id === id)) {
+      return new NotFound({ message: `no model "${id.slice(0, 100)}"; GET /v1/models lists them` });
+    }
+    return deps.json(200, modelObjectOf(id, deps.startedAtSeconds), headers);
+  };
+
+  /** One path, its methods, and a 405 (with `Allow`) for any other method. */
+  const path = (pattern: string, routes: Readonly<Record<string, readonly [Route, HttpRoute]>>) => {
+    const guarded = new Map(Object.entries(routes).map(([method, [route, slot]]) => [method, deps.guard(route, slot)]));
+    const allow = Object.keys(routes);
+    const wrongMethod = deps.guard(
+      async (event) =>
+        new MethodNotAllowed({
+          message: `${event.req.method} is not allowed on ${pattern}; use ${allow.join(' or ')}`,
+          allow,
+        }),
+      HttpRoute.other,
+    );
+    app.all(pattern, (event) => (guarded.get(event.req.method) ?? wrongMethod)(event));
+  };
+  path('/v1/models', { GET: [listModels, HttpRoute.models] });
+  path('/v1/models/:id', { GET: [retrieveModel, HttpRoute.models] });
+  path('/v1/responses', { POST: [create, HttpRoute.responsesCreate] });
+  path('/v1/responses/:id', { GET: [retrieve, HttpRoute.responsesRetrieve] });
+  path('/v1/responses/:id/cancel', { POST: [cancel, HttpRoute.responsesCancel] });
+};
