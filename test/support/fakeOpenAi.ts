@@ -25,6 +25,7 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const seen = new Map<string, number>();
   const answered = new Map<string, string[]>();
   const hanging = new Set<ServerResponse>();
+  let abandoned = 0;
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body: Received['body'];
     try {
@@ -40,6 +41,10 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
       return void res.destroy();
     }
     received.push({ authorization: req.headers.authorization, body });
+    // A caller that gives up (an aborted call) closes the connection before the answer is written.
+    res.on('close', () => {
+      if (!res.writableEnded) abandoned++;
+    });
     const prompt = body.messages.at(-1)?.content ?? '';
     const count = (seen.get(prompt) ?? 0) + 1;
     seen.set(prompt, count);
@@ -70,6 +75,8 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     received,
     /** How many calls a prompt got (retries included). */
     calls: (prompt: string) => seen.get(prompt) ?? 0,
+    /** Calls whose caller closed the connection before the answer (aborted calls). */
+    abandoned: () => abandoned,
     /** Every prompt the server was called with. */
     prompts: () => [...seen.keys()],
     /** The successful answers a prompt was given, in order (an answer may be lost if its caller died). */
