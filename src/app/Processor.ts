@@ -97,6 +97,8 @@ export const createProcessor = (deps: Deps) => {
   const shutdown = new AbortController();
   /** Per request, the controller of its model call in flight, for calls worth aborting (not an instant echo). */
   const cancellers = new Map<string, AbortController>();
+  /** Requests cancelled while their attempt was being recorded, before their model call began: it never begins. */
+  const cancelledEarly = new Set<string>();
   /** Callers waiting for a request's outcome (a waiting `POST /v1/responses`). */
   const outcomeWaiters = new Map<string, Set<() => void>>();
   const tellOutcome = (reqId: string) => {
@@ -186,6 +188,7 @@ export const createProcessor = (deps: Deps) => {
     if (input === undefined || model === undefined) {
       return { ok: false, reason: model === undefined ? 'model is no longer configured' : 'prompt is missing' };
     }
+    if (cancelledEarly.size > 0 && cancelledEarly.has(reqId)) return { ok: false, reason: 'cancelled' };
     const group = joinGroup(model);
     let signal = group.controller.signal;
     const own = abortable(model) ? new AbortController() : undefined;
@@ -299,6 +302,7 @@ export const createProcessor = (deps: Deps) => {
       })
       .finally(() => {
         working.delete(reqId);
+        cancelledEarly.delete(reqId);
         tellOutcome(reqId);
         settleIdle();
       });
@@ -400,6 +404,7 @@ export const createProcessor = (deps: Deps) => {
   const release = (reqId: string, model: string) => {
     if (!working.has(reqId)) return;
     working.delete(reqId);
+    cancelledEarly.delete(reqId);
     // The submit may have been committed without its start: then it waits in the queue.
     backlog = true;
     letGo(model);
@@ -412,7 +417,9 @@ export const createProcessor = (deps: Deps) => {
   };
 
   const cancelled = (reqId: string) => {
-    cancellers.get(reqId)?.abort();
+    const canceller = cancellers.get(reqId);
+    if (canceller !== undefined) canceller.abort();
+    else if (working.has(reqId)) cancelledEarly.add(reqId);
     tellOutcome(reqId);
   };
 

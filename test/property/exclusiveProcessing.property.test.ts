@@ -62,7 +62,9 @@ type Step =
   /** Real time passes (model calls progress). */
   | { readonly kind: 'pause'; readonly ms: number }
   /** The server stops (calls in flight are aborted, nothing written) and starts again on the same data. */
-  | { readonly kind: 'restart' };
+  | { readonly kind: 'restart' }
+  /** One of the requests so far is cancelled by its account, whatever state it is in. */
+  | { readonly kind: 'cancel'; readonly pick: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -81,6 +83,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('pause' as const), ms: fc.integer({ min: 0, max: 6 }) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }) },
 );
 
 const workload = fc.record({
@@ -97,7 +100,7 @@ const config = {
 describe('The worker pool with submits that carry their start, retries, restarts and orphans', () => {
   let runs = 0;
 
-  it('never has two model calls in flight for one request, and calls the model at most once per recorded start', async () => {
+  it('never has two model calls in flight for one request, calls the model at most once per recorded start, and never completes a cancelled request', async () => {
     await fc.assert(
       fc.asyncProperty(workload, async ({ concurrency, steps }) => {
         const run = ++runs;
@@ -110,9 +113,11 @@ describe('The worker pool with submits that carry their start, retries, restarts
         const options = { dataDir, clock, config: { ...config, processing: { concurrency, maxAttempts } } };
         let app: TestApp = await startTestApp(options);
         let client: Client = await (transports[0] as (typeof transports)[number]).open(app);
-        const keys: string[] = [];
-        for (let i = 0; i < 3; i++) keys.push((await app.account('enterprise')).key);
+        const accounts = [];
+        for (let i = 0; i < 3; i++) accounts.push(await app.account('enterprise'));
+        const keys = accounts.map((account) => account.key);
         const reqIds: string[] = [];
+        const ownerOf = new Map<string, number>();
         let prompts = 0;
         try {
           for (const s of steps) {
@@ -120,9 +125,20 @@ describe('The worker pool with submits that carry their start, retries, restarts
               const sent = s.requests.map(({ account, plan }) => {
                 const prompt = `run ${run} prompt ${++prompts}`;
                 recorder.plans.set(prompt, plan);
-                return submit(client, keys[account] as string, 'recorded', prompt);
+                return submit(client, keys[account] as string, 'recorded', prompt).then((reqId) => {
+                  ownerOf.set(reqId, account);
+                  return reqId;
+                });
               });
               reqIds.push(...(await Promise.all(sent)));
+            } else if (s.kind === 'cancel') {
+              const reqId = reqIds[s.pick % Math.max(1, reqIds.length)];
+              const owner = reqId === undefined ? undefined : accounts[ownerOf.get(reqId) ?? 0];
+              if (reqId !== undefined && owner !== undefined)
+                await app.requests.cancel(
+                  { accountId: owner.accountId, keyId: owner.keyId, plan: 'enterprise' },
+                  reqId,
+                );
             } else if (s.kind === 'advance') {
               clock.advance(s.ms);
               app.processor.wake();
@@ -141,21 +157,27 @@ describe('The worker pool with submits that carry their start, retries, restarts
             await app.processor.idle();
             app.store.reads.refresh();
             const open = reqIds.filter(
-              (id) => !['completed', 'failed'].includes(app.store.reads.request(id)?.status ?? ''),
+              (id) => !['completed', 'failed', 'cancelled'].includes(app.store.reads.request(id)?.status ?? ''),
             );
             if (open.length === 0) return true;
             clock.advance(30_000);
             return undefined;
           }, 20_000);
           const starts = new Map<string, number>();
+          const cancelled = new Set<string>();
+          const outcomes = new Map<string, string[]>();
           for (const event of app.store.reads.events()) {
             if (event.type === 'RequestProcessingStarted') starts.set(event.reqId, (starts.get(event.reqId) ?? 0) + 1);
+            if (event.type === 'RequestCancelled') cancelled.add(event.reqId);
+            if ('reqId' in event) outcomes.set(event.reqId, [...(outcomes.get(event.reqId) ?? []), event.type]);
           }
           expect(recorder.overlaps).toEqual([]);
+          // A cancelled request is never completed, and nothing is recorded for it after its cancellation.
+          for (const reqId of cancelled) expect(outcomes.get(reqId)?.at(-1), reqId).toBe('RequestCancelled');
           reqIds.forEach((reqId, i) => {
             const prompt = `run ${run} prompt ${i + 1}`;
             const calls = recorder.calls.get(prompt) ?? 0;
-            expect(calls, reqId).toBeGreaterThan(0);
+            if (!cancelled.has(reqId)) expect(calls, reqId).toBeGreaterThan(0);
             expect({ reqId, calls }).toEqual({ reqId, calls: Math.min(calls, starts.get(reqId) ?? 0) });
           });
         } finally {
