@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import { eventually, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 60_000 });
 
@@ -13,15 +13,7 @@ const typesOf = (app: TestApp, reqId: string) =>
   [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 describe('Cancelling a request', () => {
-  const apps: TestApp[] = [];
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.stop();
-  });
-  const start = async (...args: Parameters<typeof startTestApp>) => {
-    const app = await startTestApp(...args);
-    apps.push(app);
-    return app;
-  };
+  const start = testApps();
   const principalOf = (account: { accountId: string; keyId: string }): Principal =>
     ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
   const submit = async (app: TestApp, key: string, model: string) => {

@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { idempotencyWindowMs } from '../../src/domain/commands.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import { type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const submit = (app: TestApp, key: string, body: unknown, idempotencyKey?: string) =>
   app.call('POST', '/v1/ai', {
@@ -16,15 +16,7 @@ const queuedOf = (app: TestApp, accountId: string) =>
   [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
 
 describe('Idempotency-Key on POST /v1/ai', () => {
-  const apps: TestApp[] = [];
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.stop();
-  });
-  const start = async (...args: Parameters<typeof startTestApp>) => {
-    const app = await startTestApp(...args);
-    apps.push(app);
-    return app;
-  };
+  const start = testApps();
 
   it('answers a repeat with the same key and body with the first request, marked as replayed, and creates nothing', async () => {
     const app = await start();

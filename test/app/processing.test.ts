@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import { eventually, startTestApp, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const model = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => ({
   id,
@@ -21,15 +21,7 @@ const submit = async (app: TestApp, key: string, modelId: string, prompt = 'hell
 };
 
 describe('Processing', () => {
-  const apps: TestApp[] = [];
-  afterEach(async () => {
-    for (const app of apps.splice(0)) await app.stop();
-  });
-  const start = async (...args: Parameters<typeof startTestApp>) => {
-    const app = await startTestApp(...args);
-    apps.push(app);
-    return app;
-  };
+  const start = testApps();
 
   it('retries a failing attempt after a backoff and fails the request for good after maxAttempts', async () => {
     const app = await start({

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Effect } from 'effect';
+import { afterEach } from 'vitest';
 import { listen as listenHttp } from '../../src/adapters/http/listen.js';
 import { type Config, defaultConfig } from '../../src/config.js';
 import type { PlanName } from '../../src/domain/plans.js';
@@ -103,4 +104,20 @@ export const eventually = async <A>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+};
+
+/**
+ * Apps for one test file: each call starts one; after each test, the apps it started are stopped and their data
+ * removed.
+ */
+export const testApps = () => {
+  const apps: TestApp[] = [];
+  afterEach(async () => {
+    for (const app of apps.splice(0)) await app.stop();
+  });
+  return async (options?: TestAppOptions): Promise<TestApp> => {
+    const app = await startTestApp(options);
+    apps.push(app);
+    return app;
+  };
 };
