@@ -1,4 +1,5 @@
 import { invalidResponse } from './errors.js';
+import { checkedIdempotencyKey, newIdempotencyKey } from './idempotency.js';
 import { pollOnce, pollUntilCompleted } from './polling.js';
 import { Scope } from './scope.js';
 import { defaultSleep } from './timing.js';
@@ -52,13 +53,16 @@ export const createClient = (options: ClientOptions): AirsClient => {
   const scope = (signal?: AbortSignal, timeoutMs?: number) =>
     new Scope({ now: settings.now, sleep }, signal, timeoutMs);
 
-  const submitIn = async (model: string, prompt: string, within: Scope) => {
-    const answer = await transport.call('POST', '', JSON.stringify({ model, prompt }), within);
+  /** One logical submit: one `Idempotency-Key` (the caller's, else a new one) on each of its attempts. */
+  const submitIn = async (model: string, prompt: string, within: Scope, key: string | undefined) => {
+    const idempotencyKey = key === undefined ? newIdempotencyKey() : checkedIdempotencyKey(key);
+    const answer = await transport.call('POST', '', JSON.stringify({ model, prompt }), within, { idempotencyKey });
     return toSubmitted(answer.status, answer.body);
   };
 
   return {
-    submit: (model, prompt, callOptions = {}) => submitIn(model, prompt, scope(callOptions.signal)),
+    submit: async (model, prompt, submitOptions = {}) =>
+      submitIn(model, prompt, scope(submitOptions.signal), submitOptions.idempotencyKey),
     get: async (reqId, callOptions = {}) => (await pollOnce(transport, reqId, scope(callOptions.signal))).body,
     wait: async (reqId, waitOptions = {}) =>
       pollUntilCompleted(
@@ -70,7 +74,7 @@ export const createClient = (options: ClientOptions): AirsClient => {
       ),
     run: async (model, prompt, runOptions = {}) => {
       const within = scope(runOptions.signal, runOptions.timeoutMs);
-      const submitted = await submitIn(model, prompt, within);
+      const submitted = await submitIn(model, prompt, within, runOptions.idempotencyKey);
       runOptions.onSubmitted?.(submitted);
       // A fast model is often done a moment after the 202: one short pause spares a 5 s wait on a first `queued`.
       if (settings.firstPollDelayMs > 0) await within.pause(settings.firstPollDelayMs);

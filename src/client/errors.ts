@@ -1,6 +1,7 @@
 /**
- * The errors the client throws. Every failure is one of these two classes, or, when the caller's `signal`
- * aborts, the signal's own `reason` (the platform's convention, as `fetch` does).
+ * The errors the client throws. Every failure is one of these two classes (or `AirsIdempotencyError`, a kind of
+ * `AirsError`), or, when the caller's `signal` aborts, the signal's own `reason` (the platform's convention, as
+ * `fetch` does).
  */
 
 /** What the service answered with an error status, or why no usable answer arrived. */
@@ -9,8 +10,9 @@ export type AirsErrorInit = {
   readonly status: number;
   /**
    * The contract's error code (`invalid_request`, `unauthorized`, `forbidden`, `not_found`, `rate_limited`,
-   * `server_error`, …), or one of the client's own: `network_error` (no answer), `invalid_response` (an answer
-   * that is not what the API promises).
+   * `server_error`, `idempotency_key_reused`, …), or one of the client's own: `network_error` (no answer: the
+   * service could not be reached, or the connection was lost before its answer arrived, and the client's retries, if
+   * any, ran out), `invalid_response` (an answer that is not what the API promises).
    */
   readonly code: string;
   readonly message: string;
@@ -23,7 +25,7 @@ export type AirsErrorInit = {
 
 /** A failure the service reported (or a missing/garbled answer). Check `status` and `code`. */
 export class AirsError extends Error {
-  override readonly name = 'AirsError';
+  override readonly name: string = 'AirsError';
   readonly status: number;
   readonly code: string;
   readonly details: Readonly<Record<string, unknown>> | undefined;
@@ -35,6 +37,21 @@ export class AirsError extends Error {
     this.code = init.code;
     this.details = init.details;
     this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/**
+ * `422 idempotency_key_reused`: the submit's `Idempotency-Key` was already used by the account, within the last 24
+ * hours, for a submit with another body. Never retried: pass a new key (or none) for a new request.
+ */
+export class AirsIdempotencyError extends AirsError {
+  override readonly name: string = 'AirsIdempotencyError';
+  /** The key the submit was sent with. */
+  readonly idempotencyKey: string;
+
+  constructor(init: AirsErrorInit & { readonly idempotencyKey: string }) {
+    super(init);
+    this.idempotencyKey = init.idempotencyKey;
   }
 }
 
@@ -61,12 +78,23 @@ const formatSeconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The contract's error body `{"error": {code, message, details?}}` as an AirsError; a fallback for any other body. */
-export const errorFromResponse = (status: number, body: unknown, retryAfterMs: number | undefined): AirsError => {
+/**
+ * The contract's error body `{"error": {code, message, details?}}` as an AirsError; a fallback for any other body. A
+ * submit's `422 idempotency_key_reused` is an AirsIdempotencyError naming its key.
+ */
+export const errorFromResponse = (
+  status: number,
+  body: unknown,
+  retryAfterMs: number | undefined,
+  idempotencyKey?: string,
+): AirsError => {
   const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
   const code = typeof error?.code === 'string' ? error.code : status >= 500 ? 'server_error' : 'http_error';
   const message = typeof error?.message === 'string' ? error.message : `the service answered HTTP ${status}`;
   const details = isRecord(error?.details) ? error.details : undefined;
+  if (code === 'idempotency_key_reused' && idempotencyKey !== undefined) {
+    return new AirsIdempotencyError({ status, code, message, details, retryAfterMs, idempotencyKey });
+  }
   return new AirsError({ status, code, message, details, retryAfterMs });
 };
 

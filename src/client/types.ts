@@ -44,9 +44,13 @@ export type PollInfo = {
   readonly nextPollInMs: number | undefined;
 };
 
-/** Told before the client waits to repeat a call the service refused for now (429, 500, 503). */
+/**
+ * Told before the client waits to repeat a call the service refused for now (429, 500, 502, 503, 504), or whose
+ * answer was lost on the network (`status` 0, `code` `network_error`).
+ */
 export type RetryInfo = {
   readonly method: 'GET' | 'POST';
+  /** The answer's status; `0` when no answer arrived (the connection failed after it was made). */
   readonly status: number;
   readonly code: string;
   /** 1 for the first retry of this call. */
@@ -68,9 +72,16 @@ export type ClientOptions = {
   readonly firstPollDelayMs?: number;
   /** Wait between polls when a queued answer carries no `Retry-After`. Default 5000 (the specification's 5 s). */
   readonly pollIntervalMs?: number;
-  /** Wait after a 500/503 without `Retry-After`. Default 30000 (the specification's 30 s). */
+  /** Wait after a 500/503 without `Retry-After`, and after a lost answer. Default 30000 (the specification's 30 s). */
   readonly serverErrorDelayMs?: number;
-  /** Retries of one call after 500/502/503/504 before it fails with the last answer. Default 3. */
+  /**
+   * Retries of one call after 500/502/503/504 or a lost answer before it fails with the last answer (or
+   * `network_error`). Default 3. A lost answer is one whose connection failed after it was made (reset, closed, the
+   * body cut off): a `GET` is always safe to repeat, and a submit is too, since every submit carries an
+   * `Idempotency-Key` (see `SubmitOptions`) and the service answers its repeat with the request it already made. A
+   * service that cannot be reached at all (connection refused, unknown host) fails at once with `network_error`,
+   * unless the call is already being retried.
+   */
   readonly maxRetries?: number;
   /** Retries of one call after 429 before it fails with `rate_limited`. Default 10. */
   readonly maxRateLimitRetries?: number;
@@ -82,6 +93,18 @@ export type CallOptions = {
   readonly signal?: AbortSignal;
 };
 
+export type SubmitOptions = CallOptions & {
+  /**
+   * The submit's `Idempotency-Key` (1 to 255 visible ASCII characters; anything else rejects with a TypeError before
+   * anything is sent). By default every submit gets a new random key (a UUID). It is sent with every attempt of this
+   * submit, so a submit retried after a lost answer makes one request. Pass your own key to make a submit safe to
+   * repeat across calls or processes (e.g. the id of a job in your own queue): within 24 hours the service answers a
+   * repeat with the same body with the same `request_id`, and a repeat with another body with
+   * `AirsIdempotencyError` (`422 idempotency_key_reused`), which is never retried.
+   */
+  readonly idempotencyKey?: string;
+};
+
 export type WaitOptions = CallOptions & {
   /** Give up with `AirsTimeoutError` once this much time (by `now()`) has passed. No limit by default. */
   readonly timeoutMs?: number;
@@ -91,15 +114,20 @@ export type WaitOptions = CallOptions & {
 export type RunOptions = WaitOptions & {
   /** Told once the request is accepted (before the first poll). */
   readonly onSubmitted?: (submitted: Submitted) => void;
+  /** The submit's `Idempotency-Key`; a new random one by default. See `SubmitOptions`. */
+  readonly idempotencyKey?: string;
 };
 
 export type AirsClient = {
-  /** `POST /v1/ai`: queues the prompt; resolves with the `202` body (`request_id`, `model`). */
-  submit(model: string, prompt: string, options?: CallOptions): Promise<Submitted>;
+  /**
+   * `POST /v1/ai`: queues the prompt; resolves with the `202` body (`request_id`, `model`). Sent with an
+   * `Idempotency-Key` (one per submit, the same on each of its attempts), so it is retried after a lost answer too.
+   */
+  submit(model: string, prompt: string, options?: SubmitOptions): Promise<Submitted>;
   /** `GET /v1/ai?req_id=…` once: the request's current state. */
   get(reqId: string, options?: CallOptions): Promise<PollBody>;
   /** Polls until the request is completed, as the specification says (5 s, or `Retry-After`). */
   wait(reqId: string, options?: WaitOptions): Promise<CompletedPoll>;
-  /** `submit` then `wait`; `timeoutMs` covers both. */
+  /** `submit` then `wait`; `timeoutMs` covers both; `idempotencyKey` is the submit's. */
   run(model: string, prompt: string, options?: RunOptions): Promise<CompletedPoll>;
 };

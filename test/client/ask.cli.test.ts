@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   binPath,
@@ -159,6 +161,77 @@ describe('airs ask', { timeout: 60_000 }, () => {
     ]);
 
     expectOneLineFailure(result, 6, /did not complete within 0\.5 s/);
+  });
+
+  it('sends an Idempotency-Key with its submit, a new one each time', async () => {
+    const keys: unknown[] = [];
+    const recorder = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(request.method === 'POST' ? 202 : 200, { 'content-type': 'application/json' });
+        if (request.method === 'POST') {
+          keys.push(request.headers['idempotency-key']);
+          response.end(JSON.stringify({ request_id: 'req_recorded', model: 'echo' }));
+        } else {
+          response.end(JSON.stringify({ req_id: 'req_recorded', status: 'completed', model: 'echo', response: 'ok' }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+    try {
+      for (let run = 0; run < 2; run++) {
+        const result = await runCli(box, ['ask', '--model', 'echo', '--url', url, '--key', key, 'hi']);
+        expect(result).toEqual({ code: 0, stdout: 'ok\n', stderr: '' });
+      }
+    } finally {
+      recorder.closeAllConnections();
+      recorder.close();
+    }
+    expect(keys).toHaveLength(2);
+    for (const sent of keys) expect(sent).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[0]).not.toBe(keys[1]);
+  });
+
+  it('answers a repeat with the same --idempotency-key and prompt from the same request; another prompt with it exits 1 with 422', async () => {
+    const args = [
+      'ask',
+      '--model',
+      'echo',
+      '--url',
+      server.url,
+      '--key',
+      key,
+      '--idempotency-key',
+      `ask-${Date.now()}`,
+    ];
+    const first = await runCli(box, [...args, '--json', 'the same job']);
+    const again = await runCli(box, [...args, '--json', 'the same job']);
+    const other = await runCli(box, [...args, 'another job']);
+
+    expect(first.code, first.stderr).toBe(0);
+    expect(again.code, again.stderr).toBe(0);
+    const [a, b] = [first, again].map((result) => JSON.parse(result.stdout) as { req_id: string; response: string });
+    expect(b).toEqual(a);
+    expect(a?.response).toBe('the same job');
+    expectOneLineFailure(other, 1, /^airs: 422 idempotency_key_reused: /);
+  });
+
+  it('exits 2 when --idempotency-key is not 1 to 255 visible ASCII characters', async () => {
+    const result = await runCli(box, [
+      'ask',
+      '--model',
+      'echo',
+      '--url',
+      server.url,
+      '--key',
+      key,
+      '--idempotency-key',
+      'has space',
+      'hi',
+    ]);
+
+    expectOneLineFailure(result, 2, /--idempotency-key/);
   });
 
   it('exits 1 with a one-line message when nothing listens at the URL', async () => {

@@ -14,7 +14,14 @@ export const askExit = {
 
 const defaultUrl = 'http://127.0.0.1:8080';
 
-type AskOptions = { model: string; url?: string; key?: string; json?: boolean; timeout?: string };
+type AskOptions = {
+  model: string;
+  url?: string;
+  key?: string;
+  json?: boolean;
+  timeout?: string;
+  idempotencyKey?: string;
+};
 
 /** The prompt: the argument, or all of stdin for `-` (one trailing newline removed: `echo` and shells add it). */
 const readPrompt = async (argument: string): Promise<string> => {
@@ -111,10 +118,19 @@ const ask = async (promptArgument: string, options: AskOptions, output: Output):
   }
   const baseUrl = urlOf(options.url ?? process.env.AIRS_URL ?? defaultUrl);
   const timeoutMs = timeoutMsOf(options.timeout);
+  // Loaded on use, like every module a command needs: `airs --help` and the other commands start without them.
+  const [client, { isIdempotencyKey }] = await Promise.all([
+    import('../../client/index.js'),
+    import('../../client/idempotency.js'),
+  ]);
+  if (options.idempotencyKey !== undefined && !isIdempotencyKey(options.idempotencyKey)) {
+    throw new CliError(
+      '--idempotency-key: expected 1 to 255 visible ASCII characters (no spaces or control characters)',
+      askExit.usage,
+    );
+  }
   const prompt = await readPrompt(promptArgument);
 
-  // Loaded on use, like every module a command needs: `airs --help` and the other commands start without them.
-  const client = await import('../../client/index.js');
   const progress = await startProgress(options.model);
   const controller = new AbortController();
   const interrupted = new CliError('interrupted', askExit.interrupted);
@@ -126,12 +142,17 @@ const ask = async (promptArgument: string, options: AskOptions, output: Output):
       baseUrl,
       apiKey: key,
       onRetry: (info) =>
-        progress.note(`${info.status} ${info.code}, retry ${info.retry} in ${Math.ceil(info.delayMs / 1000)}s`),
+        progress.note(
+          `${info.status === 0 ? 'answer lost' : `${info.status} ${info.code}`}, retry ${info.retry} in ${Math.ceil(info.delayMs / 1000)}s`,
+        ),
     });
+    // The client sends an Idempotency-Key with the submit (this one, or a new one), so a submit whose answer was lost
+    // is retried without making a second request.
     completed = await airs.run(options.model, prompt, {
       signal: controller.signal,
       timeoutMs,
       onPoll: progress.polled,
+      idempotencyKey: options.idempotencyKey,
     });
   } catch (error) {
     throw toCliError(error, client);
@@ -152,6 +173,10 @@ export const registerAskCommand = (program: Command, output: Output) => {
     .option('--url <url>', `the server (default: $AIRS_URL, else ${defaultUrl})`)
     .option('--key <key>', 'the API key (default: $AIRS_API_KEY)')
     .option('--timeout <seconds>', 'give up after this many seconds (exit status 6)')
+    .option(
+      '--idempotency-key <key>',
+      'the submit’s Idempotency-Key (default: a new random one); asking again with the same key and prompt within 24 h answers the same request',
+    )
     .option('--json', 'print the completed poll answer as one JSON document')
     .action((prompt: string, options: AskOptions) => ask(prompt, options, output));
 };

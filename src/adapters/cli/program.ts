@@ -7,6 +7,7 @@ import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
+import { registerRequestCommands } from './requestCommands.js';
 import { registerServeCommand } from './serveCommand.js';
 
 /** The version in the checkout's package.json: the nearest one above this file (it runs from src/ or dist/src/). */
@@ -34,6 +35,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerAccountCommands(program, output);
   registerKeyCommands(program, output);
   registerReplayCommand(program, output);
+  registerRequestCommands(program, output);
   registerBackupCommand(program, output);
   registerAskCommand(program, output);
   return program;
