@@ -75,6 +75,8 @@ type Known = { readonly prompt: string; readonly messages?: readonly ChatMessage
  */
 /** How long the pool waits before it looks again after a write failed (the disk may be full for a while). */
 const faultRetryMs = 1_000;
+/** How often calls in flight are checked for a cancel made by another process. */
+const otherCancelCheckMs = 1_000;
 
 export const createProcessor = (deps: Deps) => {
   const { store, committer, models, clock, log } = deps;
@@ -195,6 +197,7 @@ export const createProcessor = (deps: Deps) => {
     if (own !== undefined) {
       cancellers.set(reqId, own);
       signal = AbortSignal.any([signal, own.signal]);
+      watchForOtherCancels();
     }
     try {
       return { ok: true, text: await model.provider.generate({ ...input, signal }) };
@@ -206,6 +209,26 @@ export const createProcessor = (deps: Deps) => {
       if (own !== undefined) cancellers.delete(reqId);
       leaveGroup(group);
     }
+  };
+
+  /**
+   * A cancel made by another process (`airs requests cancel`) reaches this one only through the log: while calls
+   * worth aborting run, their requests are looked at once a second, and a cancelled one's call is aborted.
+   */
+  let cancelWatch: NodeJS.Timeout | undefined;
+  const watchForOtherCancels = () => {
+    if (cancelWatch !== undefined) return;
+    cancelWatch = setInterval(() => {
+      if (cancellers.size === 0) {
+        clearInterval(cancelWatch);
+        cancelWatch = undefined;
+        return;
+      }
+      store.reads.refresh();
+      for (const [reqId, canceller] of cancellers)
+        if (store.reads.request(reqId)?.status === 'cancelled') canceller.abort();
+    }, otherCancelCheckMs);
+    cancelWatch.unref();
   };
 
   /** The prompt (and conversation) of a request being processed, from its record. */
@@ -459,6 +482,7 @@ export const createProcessor = (deps: Deps) => {
     for (const call of calls) call.abort();
     if (timer !== undefined) clearTimeout(timer);
     if (faultTimer !== undefined) clearTimeout(faultTimer);
+    if (cancelWatch !== undefined) clearInterval(cancelWatch);
     await Promise.allSettled([...working.values()]);
     for (const resolve of idleWaiters.splice(0)) resolve();
     idleWaiters = [];

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import {
   type CliResult,
   cliJson,
@@ -224,5 +225,30 @@ describe('airs requests cancel with no server running', { timeout: 60_000 }, () 
     );
     const replay = await cliJson<ReplayJson>(box, ['replay', '--request', reqId]);
     expect(replay.events.map((event) => event.type)).not.toContain('RequestCancelled');
+  });
+});
+
+describe('airs requests cancel of a request the server is calling a model for', { timeout: 60_000 }, () => {
+  it('makes the server abort the model call in flight within a few seconds, seen by the upstream', async () => {
+    const upstream = await startFakeOpenAi({ delayMs: 60_000 });
+    try {
+      const box = newBox('airs-cancel-upstream');
+      box.writeConfig({
+        models: [{ id: 'llm', provider: 'openai', baseUrl: upstream.baseUrl, upstreamModel: 'tiny', maxRetries: 0 }],
+      });
+      const { key } = await createAccountWithKey(box, 'cancel-upstream@example.com');
+      const server = await startServer(box);
+      const reqId = await requestIdOf(server.url, key, 'llm', 'a long answer');
+      await eventually(() => (upstream.received.length === 1 ? true : undefined));
+      expect((await runCli(box, ['requests', 'cancel', reqId])).code).toBe(0);
+      // The CLI writes to the log; the server sees the cancellation there and aborts its call.
+      await eventually(() => (upstream.abandoned() === 1 ? true : undefined), 10_000);
+      // Nothing left running: a graceful stop does not wait for the minute-long call.
+      expect(await server.stop()).toBe(0);
+      const replay = await cliJson<ReplayJson>(box, ['replay', '--request', reqId]);
+      expect(replay.final_states).toEqual({ [reqId]: 'cancelled' });
+    } finally {
+      await upstream.close();
+    }
   });
 });
