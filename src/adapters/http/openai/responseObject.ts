@@ -7,10 +7,14 @@ export const responseIdOf = (reqId: string): string => (reqId.startsWith('req_')
 export const requestIdOf = (responseId: string): string =>
   responseId.startsWith('resp_') ? `req_${responseId.slice(5)}` : responseId;
 
-/** The Response's status: `queued` while it waits, `in_progress` while a worker has it. */
-const statusOf = (view: RequestView): string => {
-  if (view.status === 'queued') return view.state.status === 'processing' ? 'in_progress' : 'queued';
-  return view.status;
+/** How an unfinished request is shown: `queued` while it waits and `in_progress` while a worker has it, or `queued`. */
+export type ResponseObjectOptions = { readonly unfinishedAs?: 'queued' | 'by-state' };
+
+/** The Response's status: `queued` while it waits, `in_progress` while a worker has it (unless asked otherwise). */
+const statusOf = (view: RequestView, options: ResponseObjectOptions): string => {
+  if (view.status !== 'queued') return view.status;
+  if (options.unfinishedAs === 'queued') return 'queued';
+  return view.state.status === 'processing' ? 'in_progress' : 'queued';
 };
 
 const seconds = (ms: number | undefined) => (ms === undefined ? null : Math.floor(ms / 1000));
@@ -20,9 +24,9 @@ const seconds = (ms: number | undefined) => (ms === undefined ? null : Math.floo
  * carries its text as one assistant message with one `output_text` part (from which the SDKs make `output_text`).
  * Token usage is not known to airs: `usage` is null.
  */
-export const responseObjectOf = (view: RequestView) => {
+export const responseObjectOf = (view: RequestView, options: ResponseObjectOptions = {}) => {
   const { context } = view.state;
-  const status = statusOf(view);
+  const status = statusOf(view, options);
   const completed = view.status === 'completed';
   return {
     id: responseIdOf(context.reqId),

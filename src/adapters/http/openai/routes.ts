@@ -27,6 +27,19 @@ export type OpenAiFaceDeps = {
   readonly startedAtSeconds: number;
 };
 
+/** How long past the model's timeout a waiting create still waits: an attempt's outcome is written a moment later. */
+const outcomeGraceMs = 1_000;
+
+/** The paths of the OpenAI-compatible face: everything under them answers errors in OpenAI's shape. */
+const openAiPrefixes = ['/v1/models', '/v1/responses'] as const;
+
+/**
+ * Whether a path belongs to the OpenAI-compatible face, so that an error answered before routing (a malformed path)
+ * can take OpenAI's shape there too.
+ */
+export const isOpenAiPath = (pathname: string): boolean =>
+  openAiPrefixes.some((prefix) => pathname === prefix || pathname.startsWith(`${prefix}/`));
+
 const isApiError = (value: unknown): value is ApiError =>
   typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
@@ -37,7 +50,8 @@ const isApiError = (value: unknown): value is ApiError =>
  */
 export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const { requests } = deps;
-  const timeoutOf = (model: string) => deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000;
+  // The model's timeout, and a moment more for the attempt's outcome (a timeout too) to be written.
+  const waitOf = (model: string) => (deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000) + outcomeGraceMs;
   const answerView = (view: RequestView | ApiError, headers: HeaderBag) =>
     isApiError(view) ? view : deps.json(200, responseObjectOf(view), headers);
   const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
@@ -58,8 +72,13 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     );
     if (isApiError(submitted)) return submitted;
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
+    if (parsed.background) {
+      // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
+      const view = requests.find(principal, submitted.request_id);
+      return isApiError(view) ? view : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued' }), headers);
+    }
     // Without `background`, the call waits for the result (up to the model's timeout) and answers it as it then is.
-    if (!parsed.background) await requests.settled(submitted.request_id, timeoutOf(submitted.model));
+    await requests.settled(submitted.request_id, waitOf(submitted.model));
     return answerView(requests.find(principal, submitted.request_id), headers);
   };
 
@@ -117,4 +136,10 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   path('/v1/responses', { POST: [create, HttpRoute.responsesCreate] });
   path('/v1/responses/:id', { GET: [retrieve, HttpRoute.responsesRetrieve] });
   path('/v1/responses/:id/cancel', { POST: [cancel, HttpRoute.responsesCancel] });
+  // Any other path under the face's prefixes is unknown, answered in OpenAI's shape too (SDKs read only that).
+  const unknownPath = deps.guard(
+    async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` }),
+    HttpRoute.other,
+  );
+  for (const prefix of openAiPrefixes) app.all(`${prefix}/**`, unknownPath);
 };
