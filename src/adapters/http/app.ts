@@ -18,7 +18,7 @@ import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './error
 import { idempotencyKeyOf } from './idempotencyKey.js';
 import { mountMetrics } from './metricsRoute.js';
 import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
-import { mountOpenAi } from './openai/routes.js';
+import { isOpenAiPath, mountOpenAi } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
@@ -52,6 +52,8 @@ type Face = {
 };
 const airsFace: Face = { error: errorResponse, fault: serverErrorResponse };
 const openAiFace: Face = { error: openAiErrorResponse, fault: openAiFaultResponse };
+/** The face a path belongs to, for answers made before routing (a path h3 cannot parse). */
+const faceOf = (pathname: string): Face => (isOpenAiPath(pathname) ? openAiFace : airsFace);
 
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
 const notAccepting = (face: Face) =>
@@ -194,10 +196,10 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
 
   const app = new H3({
     // h3 answers some requests itself (a malformed path, say): give those the contract's shape too.
-    onError: (error) =>
+    onError: (error, event) =>
       error.status >= 500
-        ? serverErrorResponse()
-        : errorResponse(
+        ? faceOf(event.url.pathname).fault()
+        : faceOf(event.url.pathname).error(
             new InvalidRequest({
               message:
                 error.message && error.message !== 'Bad Request'
