@@ -1,10 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseResponsesCreate } from '../../src/adapters/http/openai/input.js';
 import { openApiDocument, openApiText } from '../../src/adapters/http/openapi.js';
 import { submissionBodySchema } from '../../src/app/submission.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
-import { transports } from './support/contract.js';
+import { InvalidRequest } from '../../src/domain/errors.js';
+import { systemClock } from '../../src/ports/Clock.js';
+import { eventually, listen, requestInit, startTestApp, type TestApp } from '../support/testApp.js';
+import { contractConfig, transports } from './support/contract.js';
 import { openApiChecker } from './support/openapi.js';
 
 const committedPath = new URL('../../docs/openapi.json', import.meta.url);
@@ -22,7 +25,7 @@ describe('the OpenAPI document', () => {
     );
   });
 
-  it('is OpenAPI 3.1 documenting POST and GET /v1/ai and GET /v1/openapi.json, with schemas ajv compiles as 2020-12', () => {
+  it('is OpenAPI 3.1 documenting /v1/ai, the OpenAI-compatible routes and GET /v1/openapi.json, with schemas ajv compiles as 2020-12', () => {
     const document = openApiDocument() as {
       openapi: string;
       jsonSchemaDialect: string;
@@ -33,6 +36,11 @@ describe('the OpenAPI document', () => {
     expect(document.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(Object.keys(document.paths).filter((path) => path.startsWith('/v1/'))).toEqual([
       '/v1/ai',
+      '/v1/models',
+      '/v1/models/{id}',
+      '/v1/responses',
+      '/v1/responses/{id}',
+      '/v1/responses/{id}/cancel',
       '/v1/openapi.json',
     ]);
     expect(Object.keys(document.paths['/v1/ai'] ?? {}).sort()).toEqual(['get', 'post']);
@@ -59,6 +67,25 @@ describe('the OpenAPI document', () => {
       '500',
       '503',
     ]);
+    const methodsAndStatuses = (path: string) =>
+      Object.fromEntries(
+        Object.entries(document.paths[path] ?? {})
+          .filter(([method]) => method !== 'description')
+          .map(([method, operation]) => [method, Object.keys(operation.responses)]),
+      );
+    expect(methodsAndStatuses('/v1/models')).toEqual({ get: ['200', '401', '403', '429', '431', '500', '503'] });
+    expect(methodsAndStatuses('/v1/models/{id}')).toEqual({
+      get: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+    });
+    expect(methodsAndStatuses('/v1/responses')).toEqual({
+      post: ['200', '400', '401', '403', '404', '413', '422', '429', '431', '500', '503'],
+    });
+    expect(methodsAndStatuses('/v1/responses/{id}')).toEqual({
+      get: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+    });
+    expect(methodsAndStatuses('/v1/responses/{id}/cancel')).toEqual({
+      post: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+    });
     // Strict mode: an unknown keyword in a generated schema is an error, not ignored.
     const ajv = new Ajv2020({ strict: true });
     for (const [name, schema] of Object.entries(document.components.schemas)) {
@@ -86,6 +113,68 @@ describe('the OpenAPI document', () => {
     ];
     for (const body of bodies)
       expect(validate(body), JSON.stringify(body)).toBe(submissionBodySchema.safeParse(body).success);
+  });
+
+  it('describes the POST /v1/responses body as the OpenAI face’s parser reads it', () => {
+    const validate = new Ajv2020().compile(
+      (openApiDocument() as { components: { schemas: { ResponsesCreate: object } } }).components.schemas
+        .ResponsesCreate,
+    );
+    const message = (content: unknown, extra: Record<string, unknown> = {}) => ({ role: 'user', content, ...extra });
+    // Rules beyond the shape (an input of only white space, an unknown model, a too long input) are checked later.
+    const bodies = [
+      { model: 'echo', input: 'hi' },
+      { model: 'echo', input: 'hi', background: true, instructions: 'be brief', temperature: 0.2, store: false },
+      { model: 'echo', input: 'hi', background: null, instructions: null, stream: false, tools: [] },
+      { model: 'echo', input: [message('hi')] },
+      { model: 'echo', input: [message([{ type: 'input_text', text: 'hi' }], { type: 'message' })] },
+      {
+        model: 'echo',
+        input: [{ role: 'system', content: 'terse' }, message('hi'), { role: 'assistant', content: 'hello' }],
+      },
+      { model: 'echo', input: [{ role: 'developer', content: 'x' }, message('hi')] },
+      { model: 'echo', input: [message([{ type: 'output_text', text: 'hi', annotations: [] }])] },
+      { model: 'echo' },
+      { input: 'hi' },
+      { model: 42, input: 'hi' },
+      { model: 'echo', input: 42 },
+      { model: 'echo', input: null },
+      { model: 'echo', input: [] },
+      { model: 'echo', input: ['hi'] },
+      { model: 'echo', input: [{ content: 'hi' }] },
+      { model: 'echo', input: [{ role: 'tool', content: 'hi' }] },
+      { model: 'echo', input: [message(42)] },
+      { model: 'echo', input: [message([{ type: 'input_image', image_url: 'https://example.com/a.png' }])] },
+      { model: 'echo', input: [message([{ type: 'input_text' }])] },
+      { model: 'echo', input: [message('hi', { type: 'function_call_output' })] },
+      { model: 'echo', input: 'hi', background: 'yes' },
+      { model: 'echo', input: 'hi', instructions: 5 },
+      { model: 'echo', input: 'hi', stream: true },
+      { model: 'echo', input: 'hi', tools: [{ type: 'function', name: 'f' }] },
+      { model: 'echo', input: 'hi', previous_response_id: 'resp_x' },
+      { model: 'echo', input: 'hi', conversation: 'conv_x' },
+      { model: 'echo', input: 'hi', prompt: { id: 'pmpt_x' } },
+      [],
+      'hello',
+      null,
+    ];
+    for (const body of bodies)
+      expect(validate(body), JSON.stringify(body)).toBe(!(parseResponsesCreate(body) instanceof InvalidRequest));
+  });
+
+  it('documents the Idempotency-Key header on both submit routes', () => {
+    const document = openApiDocument() as {
+      paths: Record<string, Record<string, { parameters?: unknown[] }>>;
+      components: { parameters: Record<string, { in: string; schema: { pattern: string } }> };
+    };
+    const reference = { $ref: '#/components/parameters/Idempotency-Key' };
+    expect(document.paths['/v1/ai']?.post?.parameters).toEqual([reference]);
+    expect(document.paths['/v1/responses']?.post?.parameters).toEqual([reference]);
+    const parameter = document.components.parameters['Idempotency-Key'];
+    expect(parameter?.in).toBe('header');
+    const pattern = new RegExp(parameter?.schema.pattern ?? '');
+    expect(['a', '6f1d9a52-5b8e-4c1e-9d7a-2f0c3b4a5e61', '~'.repeat(255)].every((key) => pattern.test(key))).toBe(true);
+    expect(['', 'a b', 'é', 'x'.repeat(256)].some((key) => pattern.test(key))).toBe(false);
   });
 
   it('refuses answers the document forbids (so the contract suites’ check is not vacuous)', () => {
@@ -127,6 +216,146 @@ describe('the OpenAPI document', () => {
     expect(
       problems({ method: 'GET', path: '/nowhere', status: 404, headers: headers({}), body: { message: 'gone' } }),
     ).not.toEqual([]);
+
+    // The OpenAI face: its Response object, and OpenAI's error shape rather than the contract's.
+    const response = {
+      id: `resp_${'a'.repeat(22)}`,
+      object: 'response',
+      created_at: 1_800_000_000,
+      status: 'queued',
+      completed_at: null,
+      model: 'echo',
+      output: [],
+      error: null,
+      incomplete_details: null,
+      instructions: null,
+      metadata: {},
+      parallel_tool_calls: false,
+      temperature: null,
+      tool_choice: 'auto',
+      tools: [],
+      top_p: null,
+      usage: null,
+    };
+    const create = { method: 'POST', path: '/v1/responses', status: 200, headers: headers(limits), body: response };
+    expect(problems(create)).toEqual([]);
+    expect(problems({ ...create, body: { ...response, status: 'done' } }).join()).toMatch(/status/);
+    expect(problems({ ...create, body: { ...response, id: `req_${'a'.repeat(22)}` } }).join()).toMatch(/id/);
+    expect(problems({ ...create, body: { ...response, usage: { total_tokens: 3 } } }).join()).toMatch(/usage/);
+    expect(problems({ ...create, body: { request_id: `req_${'a'.repeat(22)}`, model: 'echo' } })).not.toEqual([]);
+    const openAiError = {
+      error: { message: 'input: is required', type: 'invalid_request_error', param: 'input', code: 'invalid_request' },
+    };
+    expect(problems({ ...create, status: 400, body: openAiError })).toEqual([]);
+    expect(
+      problems({ ...create, status: 400, body: { error: { code: 'invalid_request', message: 'input: is required' } } }),
+    ).not.toEqual([]);
+    expect(
+      problems({ ...create, status: 400, body: { error: { ...openAiError.error, type: 'invalid_request' } } }),
+    ).not.toEqual([]);
+    const models = { method: 'GET', path: '/v1/models', status: 200, headers: headers(polls) };
+    const model = { id: 'echo', object: 'model', created: 1_800_000_000, owned_by: 'airs' };
+    expect(problems({ ...models, body: { object: 'list', data: [model] } })).toEqual([]);
+    expect(problems({ ...models, body: [model] })).not.toEqual([]);
+    expect(problems({ ...models, body: { object: 'list', data: [{ ...model, created: 'today' }] } })).not.toEqual([]);
+  });
+
+  describe.each(transports)('the OpenAI-compatible face, $name', (transport) => {
+    let app: TestApp;
+    afterEach(() => app.stop());
+
+    it('answers what the document says: models, a background and a waiting create, retrieve, cancel and their errors', async () => {
+      app = await startTestApp({ config: contractConfig, clock: systemClock });
+      const { key } = await app.account('free');
+      let close = async () => {};
+      let fetcher = async (path: string, init: RequestInit) => app.http.request(`http://airs.test${path}`, init);
+      if (transport.name !== 'in-process') {
+        const server = await listen(app);
+        close = server.close;
+        fetcher = (path, init) => fetch(server.url + path, init);
+      }
+      // The checker looks paths up as they are: a called path with an id is given its template's operations.
+      const templates: Record<string, string> = {};
+      const call = async (method: string, path: string, init: Parameters<typeof requestInit>[1] = {}) => {
+        const answer = await fetcher(path, requestInit(method, init));
+        const text = await answer.text();
+        const body = JSON.parse(text) as Record<string, unknown>;
+        const document = openApiDocument() as { paths: Record<string, unknown> };
+        // Checked under a name without `%`, which ajv would read as percent-encoding in its JSON pointers.
+        const pathname = new URL(path, 'http://airs.test').pathname.replaceAll('%', '_');
+        const template = templates[pathname];
+        if (template !== undefined) document.paths = { ...document.paths, [pathname]: document.paths[template] };
+        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body };
+        expect(openApiChecker(document).problems(observed), `${method} ${path}: ${text}`).toEqual([]);
+        return observed;
+      };
+      const known = (id: string) => {
+        templates[`/v1/responses/${id}`] = '/v1/responses/{id}';
+        templates[`/v1/responses/${id}/cancel`] = '/v1/responses/{id}/cancel';
+      };
+      known('resp_unknown');
+      known('_E0_A4_A');
+      templates['/v1/models/echo'] = '/v1/models/{id}';
+      templates['/v1/models/gpt-9'] = '/v1/models/{id}';
+      try {
+        expect((await call('GET', '/v1/models', { key })).status).toBe(200);
+        expect((await call('GET', '/v1/models/echo', { key })).status).toBe(200);
+        expect((await call('GET', '/v1/models/gpt-9', { key })).status).toBe(404);
+
+        const slowBody = { model: 'slow', input: 'to be cancelled', background: true };
+        const idempotency = { 'idempotency-key': 'openapi-test-1' };
+        const queued = await call('POST', '/v1/responses', { key, body: slowBody, headers: idempotency });
+        expect(queued.status).toBe(200);
+        expect(queued.body.status).toBe('queued');
+        const slowId = String(queued.body.id);
+        known(slowId);
+        const replayed = await call('POST', '/v1/responses', { key, body: slowBody, headers: idempotency });
+        expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+        expect(replayed.body.id).toBe(slowId);
+        const reused = { key, body: { ...slowBody, input: 'another' }, headers: idempotency };
+        expect((await call('POST', '/v1/responses', reused)).status).toBe(422);
+
+        const waited = await call('POST', '/v1/responses', {
+          key,
+          body: {
+            model: 'echo',
+            instructions: 'be brief',
+            input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+          },
+        });
+        expect(waited.body).toMatchObject({ status: 'completed', output: [{ content: [{ text: 'hi' }] }] });
+        known(String(waited.body.id));
+
+        expect((await call('GET', `/v1/responses/${slowId}`, { key })).status).toBe(200);
+        expect((await call('POST', `/v1/responses/${slowId}/cancel`, { key })).body.status).toBe('cancelled');
+        expect((await call('POST', `/v1/responses/${slowId}/cancel`, { key })).body.status).toBe('cancelled');
+        expect((await call('POST', `/v1/responses/${String(waited.body.id)}/cancel`, { key })).status).toBe(400);
+        expect((await call('GET', '/v1/responses/resp_unknown', { key })).status).toBe(404);
+        expect((await call('POST', '/v1/responses/resp_unknown/cancel', { key })).status).toBe(404);
+        expect((await call('GET', '/v1/responses/%E0%A4%A', { key })).status).toBe(400);
+
+        // A model that always times out (one attempt): the Response ends `failed`, with its `error`.
+        const doomed = await call('POST', '/v1/responses', {
+          key,
+          body: { model: 'doomed', input: 'x', background: true },
+        });
+        known(String(doomed.body.id));
+        const failed = await eventually(async () => {
+          const answer = await call('GET', `/v1/responses/${String(doomed.body.id)}`, { key });
+          return answer.body.status === 'failed' ? answer : undefined;
+        });
+        expect(failed.body.error).toMatchObject({ code: 'server_error' });
+
+        expect((await call('POST', '/v1/responses', { body: slowBody })).status).toBe(401);
+        expect((await call('POST', '/v1/responses', { key, body: { model: 'echo', input: 5 } })).body).toMatchObject({
+          error: { param: 'input', code: 'invalid_request' },
+        });
+        expect((await call('POST', '/v1/responses', { key, body: { ...slowBody, stream: true } })).status).toBe(400);
+        expect((await call('POST', '/v1/responses', { key, body: 'x'.repeat(2000) })).status).toBe(413);
+      } finally {
+        await close();
+      }
+    });
   });
 
   describe.each(transports)('GET /v1/openapi.json, $name', (transport) => {

@@ -16,12 +16,13 @@ import {
 
 /**
  * Every example of docs/api.md, run as written against a real `airs serve`: each ```sh block whose first command is
- * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI) and `$REQ_ID` set, and the fenced
- * block after it as the answer it must get. The answer is either what `curl -i` prints (status line, headers, blank
- * line, body) or a body whose last line is the status (`curl -w '\n%{http_code}'`). Checked: the status; each header
- * shown (its value, where `…` stands for anything); the body: a JSON body shown must be contained in the one
- * received (the same values for the fields shown, `…` inside a string standing for anything), and each line of a
- * body that is not JSON must match a line received. The examples run in the order of the page, on one server.
+ * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI), `$REQ_ID` and `$RESP_ID` set,
+ * and the fenced block after it as the answer it must get. The answer is either what `curl -i` prints (status line,
+ * headers, blank line, body) or a body whose last line is the status (`curl -w '\n%{http_code}'`). Checked: the
+ * status; each header shown (its value, where `…` stands for anything); the body: a JSON body shown must be contained
+ * in the one received (the same values for the fields shown, `…` inside a string standing for anything, and a bare
+ * `…` as a value for any value), and each line of a body that is not JSON must match a line received. The examples
+ * run in the order of the page, on one server.
  */
 
 const root = join(binPath, '..', '..', '..', '..', '..');
@@ -101,8 +102,16 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 /** A shown value as a pattern: `…` stands for any text. */
 const pattern = (shown: string) => new RegExp(`^${shown.split('…').map(escapeRegExp).join('.*')}$`, 's');
 
+/** What a bare `…` value of a shown JSON body becomes once parsed: any value. */
+const anyValue = '\u0000any value';
+
+/** A shown JSON body, where a bare `…` as a value (`"created_at":…`) stands for any value. */
+const parseShownJson = (text: string) =>
+  parseJson(text.replace(/([:[,]\s*)…(?=\s*[,}\]])/g, `$1${JSON.stringify(anyValue)}`));
+
 /** A shown JSON value contained in a received one: the fields shown, with the same values (`…` in strings: any). */
 const contains = (received: unknown, shown: unknown, at: string): string[] => {
+  if (shown === anyValue) return received === undefined ? [`${at}: missing`] : [];
   if (typeof shown === 'string')
     return typeof received === 'string' && pattern(shown).test(received)
       ? []
@@ -142,7 +151,7 @@ const differences = (received: Answer, shown: Answer): string[] => {
       problems.push(`header ${name}: expected "${value}", got ${got.length === 0 ? 'none' : JSON.stringify(got)}`);
   }
   if (shown.body.trim() === '') return problems;
-  const json = parseJson(shown.body);
+  const json = parseShownJson(shown.body);
   if (json.ok) {
     const got = parseJson(received.body);
     if (!got.ok) return [...problems, `body: expected JSON, got ${received.body.slice(0, 200)}`];
@@ -201,7 +210,10 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
   let box: Sandbox;
   let server: ServerProcess;
   let key: string;
-  /** Set from the answers: a `request_id` answered by an example is `$REQ_ID` for the examples after it. */
+  /**
+   * Set from the answers: a `request_id` answered by an example is `$REQ_ID` for the examples after it, and a
+   * Response's `resp_…` id is `$RESP_ID`.
+   */
   const variables: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -234,6 +246,20 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
       const answered = parseJson(received.body);
       // Taken before the answer is checked, so that the examples after this one run even when it fails.
       const requestId = answered.ok ? (answered.value as { request_id?: unknown }).request_id : undefined;
+      const response = answered.ok ? (answered.value as { id?: unknown; status?: unknown }) : {};
+      if (typeof response.id === 'string' && response.id.startsWith('resp_')) {
+        variables.RESP_ID = response.id;
+        // As a reader would, give a queued Response a moment to be taken by a worker; not more, since an example
+        // after it cancels it while it is in progress.
+        let status = response.status;
+        for (let tries = 0; status === 'queued' && tries < 100; tries++) {
+          await sleep(50);
+          const retrieved = await fetch(`${server.url}/v1/responses/${response.id}`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          status = ((await retrieved.json()) as { status?: unknown }).status;
+        }
+      }
       if (typeof requestId === 'string') {
         variables.REQ_ID = requestId;
         // As a reader would, let the request be processed before the examples that poll it.

@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  modelListSchema,
+  modelObjectSchema,
+  openAiErrorSchema,
+  responseObjectSchema,
+  responsesCreateBodySchema,
+} from '../../app/openAiWireFormat.js';
 import { submissionBodySchema } from '../../app/submission.js';
 import {
   acceptedSchema,
@@ -9,6 +16,8 @@ import {
   probeSchema,
 } from '../../app/wireFormat.js';
 import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
+import type { modelListOf, modelObjectOf } from './openai/models.js';
+import type { responseObjectOf } from './openai/responseObject.js';
 
 /**
  * The OpenAPI 3.1 document of the `/v1` routes (and the probes), generated from the zod schemas the code uses
@@ -25,7 +34,9 @@ const jsonSchema = (schema: z.ZodType, io: 'input' | 'output' = 'output'): Json 
   return rest;
 };
 
-const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const ref = (kind: 'schemas' | 'headers' | 'responses' | 'parameters', name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
 
 const headers = {
   'RateLimit-Policy': { description: 'The budget this call spent from.', schema: headerSchemas.rateLimitPolicy },
@@ -61,11 +72,19 @@ const rateLimitedIfAdmitted = { 'RateLimit-Policy': 'optional', RateLimit: 'opti
 
 const jsonContent = (schemaName: string) => ({ 'application/json': { schema: ref('schemas', schemaName) } });
 
-const errorAnswer = (description: string, names: Parameters<typeof responseHeaders>[0] = {}) => ({
+const errorAnswer = (
+  description: string,
+  names: Parameters<typeof responseHeaders>[0] = {},
+  schemaName: 'Error' | 'OpenAIError' = 'Error',
+) => ({
   description,
   headers: responseHeaders(names),
-  content: jsonContent('Error'),
+  content: jsonContent(schemaName),
 });
+
+/** An error of the OpenAI-compatible face: OpenAI's shape (`OpenAIError`). */
+const openAiErrorAnswer = (description: string, names: Parameters<typeof responseHeaders>[0] = {}) =>
+  errorAnswer(description, names, 'OpenAIError');
 
 const stopping = () =>
   errorAnswer(
@@ -79,6 +98,217 @@ const headersTooLarge = () =>
 
 const bearer = [{ bearerAuth: [] }];
 
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes the submit safe to retry: within 24 hours, a repeat from the same account with the same key and ' +
+    'body answers the first request (`Idempotent-Replayed: true`) and creates nothing.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
+
+// ---- The OpenAI-compatible face (contract section 11) ----
+
+const openAi = {
+  unauthorized: () =>
+    openAiErrorAnswer('No usable key: missing, not `Bearer <key>`, unknown or revoked (`authentication_error`).', {
+      'WWW-Authenticate': 'required',
+    }),
+  forbidden: () => openAiErrorAnswer('A valid key whose account is suspended (`permission_error`).'),
+  rateLimited: (budget: 'submits' | 'polls') =>
+    openAiErrorAnswer(`The account’s ${budget} budget is spent (\`rate_limit_error\`, code \`rate_limited\`).`, {
+      'Retry-After': 'required',
+      ...rateLimited,
+    }),
+  fault: () =>
+    openAiErrorAnswer('An unexpected fault (`Retry-After: 30`): retry.', {
+      'Retry-After': 'required',
+    }),
+  stopping: () =>
+    openAiErrorAnswer(
+      'The server is stopping (`Retry-After: 5`, `Connection: close`), or its write queue is full ' +
+        '(`Retry-After: 1`): nothing was created; try again.',
+      { 'Retry-After': 'required' },
+    ),
+  /** A 400 on a path with an id: from the route, or from h3 for a path it cannot parse (OpenAI's shape too). */
+  unparsablePath: (description?: string) =>
+    openAiErrorAnswer(
+      `${description === undefined ? 'A' : `${description} Or a`} path h3 cannot parse (invalid ` +
+        'percent-encoding), answered before the route, without the RateLimit headers.',
+      rateLimitedIfAdmitted,
+    ),
+};
+
+const idParameter = (description: string) => ({
+  name: 'id',
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', minLength: 1 },
+});
+
+const responseIdParameter = idParameter(
+  'The `id` of the Response (`resp_…`); the `request_id` of a `/v1/ai` submit (`req_…`) names the same request.',
+);
+
+const responseAnswer = (description: string, names: Parameters<typeof responseHeaders>[0]) => ({
+  description,
+  headers: responseHeaders(names),
+  content: jsonContent('Response'),
+});
+
+const otherMethods = (allow: string) =>
+  `Any other method answers \`405 method_not_allowed\` (OpenAI’s error shape) with \`Allow: ${allow}\`.`;
+
+const openAiPaths = {
+  '/v1/models': {
+    description: otherMethods('GET'),
+    get: {
+      operationId: 'listModels',
+      summary: 'List the configured models (OpenAI-compatible)',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      responses: {
+        '200': {
+          description: 'The configured models. Spends a poll.',
+          headers: responseHeaders(rateLimited),
+          content: jsonContent('ModelList'),
+        },
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '429': openAi.rateLimited('polls'),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+  '/v1/models/{id}': {
+    description: otherMethods('GET'),
+    get: {
+      operationId: 'retrieveModel',
+      summary: 'A configured model (OpenAI-compatible)',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [idParameter('A model id, as `GET /v1/models` lists them.')],
+      responses: {
+        '200': {
+          description: 'The model. Spends a poll.',
+          headers: responseHeaders(rateLimited),
+          content: jsonContent('Model'),
+        },
+        '400': openAi.unparsablePath(),
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '404': openAiErrorAnswer('No model with this id is configured (`not_found`).', rateLimited),
+        '429': openAi.rateLimited('polls'),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+  '/v1/responses': {
+    description: otherMethods('POST'),
+    post: {
+      operationId: 'createResponse',
+      summary: 'Queue a request, in the background or waiting for it (OpenAI-compatible)',
+      description:
+        'With `background: true`, answers at once with the Response, `queued` (also when a worker took it ' +
+        'already); poll `GET /v1/responses/{id}`. Without it, waits for the result up to the model’s timeout (and ' +
+        'a second for the outcome to be written) and answers the Response as it then is (`completed`, `failed`, ' +
+        '`cancelled`, or still `queued`/`in_progress` when the queue was long). Spends a submit.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [ref('parameters', 'Idempotency-Key')],
+      requestBody: { required: true, content: jsonContent('ResponsesCreate') },
+      responses: {
+        '200': responseAnswer('The Response: durably queued (background), or as it is after waiting.', {
+          'Idempotent-Replayed': 'optional',
+          ...rateLimited,
+        }),
+        '400': openAiErrorAnswer(
+          'Malformed JSON; a body that is not an object; `model` or `input` missing or of the wrong type; an ' +
+            'unknown model; an empty or too long input; a part or item that is not text; `stream: true`, tools, ' +
+            '`previous_response_id`, `conversation` or `prompt` (named in `param` where the parser knows the ' +
+            'field); a `Content-Type` that is not JSON; an invalid `Idempotency-Key` (with the RateLimit headers). ' +
+            'Or a client that closed its connection before its body arrived (without them).',
+          rateLimitedIfAdmitted,
+        ),
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '404': openAiErrorAnswer(
+          'A waiting create whose request expired while it waited (only when `requestTtlSeconds` is shorter than ' +
+            'the model’s timeout).',
+          rateLimited,
+        ),
+        '413': openAiErrorAnswer(
+          'The body is larger than `maxBodyBytes`; refused without reading it all.',
+          rateLimited,
+        ),
+        '422': openAiErrorAnswer(
+          'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
+          rateLimited,
+        ),
+        '429': openAi.rateLimited('submits'),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+  '/v1/responses/{id}': {
+    description: `${otherMethods('GET')} \`DELETE\` is not supported: a request expires 24 hours after it was created.`,
+    get: {
+      operationId: 'retrieveResponse',
+      summary: 'Retrieve a Response (OpenAI-compatible)',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [responseIdParameter],
+      responses: {
+        '200': responseAnswer(
+          'The Response, whatever its status (a failed one carries `error`; a cancelled one stays cancelled). ' +
+            'Spends a poll.',
+          rateLimited,
+        ),
+        '400': openAi.unparsablePath(),
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
+        '429': openAi.rateLimited('polls'),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+  '/v1/responses/{id}/cancel': {
+    description: otherMethods('POST'),
+    post: {
+      operationId: 'cancelResponse',
+      summary: 'Cancel a queued or in-progress request (OpenAI-compatible)',
+      description:
+        'A model call in flight is aborted and a late result dropped: a cancelled request is never completed. ' +
+        'Cancelling a cancelled request answers it again. No body is read. Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [responseIdParameter],
+      responses: {
+        '200': responseAnswer('The Response, `cancelled`.', rateLimited),
+        '400': openAi.unparsablePath('The request is completed or failed: it cannot be cancelled.'),
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
+        '429': openAi.rateLimited('polls'),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+} as const;
+
 const build = (): Json => ({
   openapi: '3.1.0',
   info: {
@@ -88,27 +318,27 @@ const build = (): Json => ({
       'Submit a prompt, poll for the result. Every `/v1/ai` call needs `Authorization: Bearer <key>`; every ' +
       'authenticated answer carries the IETF draft `RateLimit-Policy` and `RateLimit` headers. Every error has ' +
       'one shape (`Error`). Any other method on `/v1/ai` answers `405 method_not_allowed` with ' +
-      '`Allow: GET, POST`; any unknown path answers `404 not_found`. See docs/api.md.',
+      '`Allow: GET, POST`; any unknown path answers `404 not_found`. The OpenAI-compatible face ' +
+      '(`/v1/models`, `/v1/responses`) serves the same requests, accounts and limits in OpenAI’s wire format, ' +
+      'for the official OpenAI SDKs; its errors, and the `404` of an unknown path under `/v1/models` or ' +
+      '`/v1/responses`, are in OpenAI’s shape (`OpenAIError`). See docs/api.md.',
     license: { name: 'MIT', identifier: 'MIT' },
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+  tags: [
+    {
+      name: 'OpenAI-compatible',
+      description:
+        'OpenAI’s Models and Responses (background mode) over the same requests as `/v1/ai`: `baseURL = <airs>/v1`.',
+    },
+  ],
   paths: {
     '/v1/ai': {
       post: {
         operationId: 'submitRequest',
         summary: 'Submit a prompt',
         security: bearer,
-        parameters: [
-          {
-            name: 'Idempotency-Key',
-            in: 'header',
-            required: false,
-            description:
-              'Makes the submit safe to retry: within 24 hours, a repeat from the same account with the same key and ' +
-              'body answers the first request (`Idempotent-Replayed: true`) and creates nothing.',
-            schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
-          },
-        ],
+        parameters: [ref('parameters', 'Idempotency-Key')],
         requestBody: { required: true, content: jsonContent('SubmitRequest') },
         responses: {
           '202': {
@@ -185,6 +415,7 @@ const build = (): Json => ({
         },
       },
     },
+    ...openAiPaths,
     '/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -228,12 +459,18 @@ const build = (): Json => ({
       Accepted: jsonSchema(acceptedSchema),
       PollAnswer: jsonSchema(pollSchema),
       Error: jsonSchema(errorSchema),
+      ResponsesCreate: jsonSchema(responsesCreateBodySchema, 'input'),
+      Response: jsonSchema(responseObjectSchema),
+      ModelList: jsonSchema(modelListSchema),
+      Model: jsonSchema(modelObjectSchema),
+      OpenAIError: jsonSchema(openAiErrorSchema),
       Probe: jsonSchema(probeSchema),
       OpenApiDocument: jsonSchema(
         z.looseObject({ openapi: z.string().regex(/^3\.1\.\d+$/), info: z.looseObject({}), paths: z.looseObject({}) }),
       ),
     },
     headers: Object.fromEntries(Object.keys(headers).map((name) => [name, headerObject(name as keyof typeof headers)])),
+    parameters: { 'Idempotency-Key': idempotencyKey },
   },
 });
 
@@ -256,4 +493,31 @@ type Is<T extends true> = T;
 export type ErrorCodeChecks = [
   Is<ErrorCode extends (typeof errorCodes)[number] ? true : false>,
   Is<(typeof errorCodes)[number] extends ErrorCode ? true : false>,
+];
+
+/**
+ * What the OpenAI face sends must fit its schemas. Its builders return plain object literals, whose string fields
+ * TypeScript widens (`object: string`, not `"response"`): the check is on the shape (every field the schema names,
+ * of the right kind), with the schema's literals widened too; openapi.test.ts checks the values of real answers.
+ */
+type Widen<T> = T extends string
+  ? string
+  : T extends number
+    ? number
+    : T extends boolean
+      ? boolean
+      : T extends readonly (infer U)[]
+        ? readonly Widen<U>[]
+        : T extends object
+          ? { [K in keyof T]: Widen<T[K]> }
+          : T;
+type Fits<Sent, Schema> = Widen<Sent> extends Widen<Schema> ? true : false;
+/** `Omit` that keeps the named fields of a type with an index signature (zod's loose objects). */
+type Without<T, Name extends string> = { [K in keyof T as K extends Name ? never : K]: T[K] };
+type ResponseObject = z.infer<typeof responseObjectSchema>;
+export type OpenAiWireChecks = [
+  // `created_at` is typed `number | null` by its helper, though a request always has a creation time.
+  Is<Fits<Without<ReturnType<typeof responseObjectOf>, 'created_at'>, Without<ResponseObject, 'created_at'>>>,
+  Is<Fits<ReturnType<typeof modelObjectOf>, z.infer<typeof modelObjectSchema>>>,
+  Is<Fits<ReturnType<typeof modelListOf>, z.infer<typeof modelListSchema>>>,
 ];
