@@ -17,7 +17,11 @@ const typeOf = (status: number): string => {
  */
 export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
   const { status, code, headers } = statusOf(error);
-  const param = detailsOf(error)?.param;
+  const details = detailsOf(error);
+  // The service's own details name the field too: a model it does not know, an input over the size limit.
+  const param =
+    details?.param ??
+    (details?.known_models !== undefined ? 'model' : details?.max_prompt_chars !== undefined ? 'input' : undefined);
   const body = {
     error: { message: error.message, type: typeOf(status), param: typeof param === 'string' ? param : null, code },
   };

@@ -40,6 +40,15 @@ const openAiPrefixes = ['/v1/models', '/v1/responses'] as const;
 export const isOpenAiPath = (pathname: string): boolean =>
   openAiPrefixes.some((prefix) => pathname === prefix || pathname.startsWith(`${prefix}/`));
 
+/** An error about a request, with its id as this face shows it (`resp_…`, not the `req_…` the service names). */
+const inResponseTerms = (error: ApiError): ApiError => {
+  const message = error.message.replace(/\breq_([A-Za-z0-9_-]+)/g, 'resp_$1');
+  if (message === error.message) return error;
+  if (error instanceof NotFound) return new NotFound({ message });
+  if (error instanceof InvalidRequest) return new InvalidRequest({ message, details: error.details });
+  return error;
+};
+
 const isApiError = (value: unknown): value is ApiError =>
   typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
@@ -53,7 +62,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   // The model's timeout, and a moment more for the attempt's outcome (a timeout too) to be written.
   const waitOf = (model: string) => (deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000) + outcomeGraceMs;
   const answerView = (view: RequestView | ApiError, headers: HeaderBag) =>
-    isApiError(view) ? view : deps.json(200, responseObjectOf(view), headers);
+    isApiError(view) ? inResponseTerms(view) : deps.json(200, responseObjectOf(view), headers);
   const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
 
   const create: Route = async (event, headers) => {
@@ -124,7 +133,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     const wrongMethod = deps.guard(
       async (event) =>
         new MethodNotAllowed({
-          message: `${event.req.method} is not allowed on ${pattern}; use ${allow.join(' or ')}`,
+          message: `${event.req.method} is not allowed on ${pattern.replace(':id', '{id}')}; use ${allow.join(' or ')}`,
           allow,
         }),
       HttpRoute.other,
