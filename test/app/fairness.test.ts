@@ -34,19 +34,24 @@ describe('Fair dispatch', () => {
   });
 
   it('takes accounts in turn: three accounts with five requests each are served round robin', async () => {
+    // The one worker is held by a long request of a fourth account while the fifteen are queued, however slowly the
+    // machine runs the submits.
+    const blocker: ModelConfig = { id: 'blocker', provider: 'echo', delayMs: 1_500, timeoutMs: 10_000 };
     app = await startTestApp({
-      config: { models: [slow], processing: { concurrency: 1, maxAttempts: 1 }, plans: generous },
+      config: { models: [slow, blocker], processing: { concurrency: 1, maxAttempts: 1 }, plans: generous },
     });
+    const first = await submit((await app.account()).key, 'blocker', 'holds the worker');
     const accounts = [await app.account(), await app.account(), await app.account()];
     const owner = new Map<string, number>();
-    // Queue everything before any worker can run: the pool is busy with a first request meanwhile.
     for (let i = 0; i < 5; i++) {
       for (const [n, account] of accounts.entries()) owner.set(await submit(account.key, 'slow', `${n}-${i}`), n);
     }
     await app.processor.idle();
-    const order = completions(app).map((id) => owner.get(id));
-    // After the first completion (whoever got the worker first), no account is served twice before the others had a turn.
-    const rest = order.slice(1, 13);
+    const done = completions(app);
+    expect(done[0]).toBe(first);
+    // After the blocker, no account is served twice before the others had a turn.
+    const rest = done.slice(1).map((id) => owner.get(id));
+    expect(rest).toHaveLength(15);
     for (let i = 0; i + 3 <= rest.length; i += 3) expect(new Set(rest.slice(i, i + 3)).size).toBe(3);
   });
 
