@@ -200,7 +200,9 @@ export const createProcessor = (deps: Deps) => {
       watchForOtherCancels();
     }
     try {
-      return { ok: true, text: await model.provider.generate({ ...input, signal }) };
+      // Raced against the signal: a provider that ignores it (a stuck upstream) must not hold the worker past the
+      // attempt's timeout, or the request would stay processing with nobody to end it.
+      return { ok: true, text: await settledBy(model.provider.generate({ ...input, signal }), signal) };
     } catch (error) {
       if (own?.signal.aborted) return { ok: false, reason: 'cancelled' };
       const timedOut = signal.aborted && !shutdown.signal.aborted;
@@ -327,6 +329,10 @@ export const createProcessor = (deps: Deps) => {
         working.delete(reqId);
         cancelledEarly.delete(reqId);
         tellOutcome(reqId);
+        // The outcome is durable now (a retry waits in the queue with its `retryAt`): look at the queue again, so
+        // that the next pick sees it and sets the timer for when it is due. A pick made before this point, when the
+        // worker was let go, still saw the request as being worked on.
+        schedule();
         settleIdle();
       });
     working.set(reqId, work);
@@ -505,6 +511,20 @@ export const createProcessor = (deps: Deps) => {
     outcome,
     inFlight: () => working.size,
   };
+};
+
+/** `work`'s answer, or a rejection as soon as `signal` aborts, whichever comes first. */
+const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> => {
+  if (signal.aborted) {
+    // Whatever it ends with is of no interest any more.
+    work.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);

@@ -1,6 +1,9 @@
 import { Packr } from 'msgpackr';
 import type { RequestContext } from '../../domain/request/machine.js';
+import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState, RequestStatus } from '../../domain/request/state.js';
+
+export { holdsText };
 
 /**
  * How the store writes its values (MessagePack through msgpackr). Every value is self-contained: nothing outside
@@ -179,10 +182,6 @@ export const encodeView = (state: RequestState): Buffer => Buffer.from(scratch.s
 /** Whether `record` holds exactly the view of `state`, compared as encoded bytes (what `replay --verify` does). */
 export const viewMatches = (state: RequestState, record: Uint8Array): boolean =>
   scratch.compare(record, viewStart, viewEnd(record), 0, writeView(state)) === 0;
-
-/** Which statuses keep text in the record. */
-export const holdsText = (status: RequestStatus): boolean =>
-  status === 'waiting' || status === 'processing' || status === 'completed';
 
 export const encodeRecord = (state: RequestState, text: string | Uint8Array | undefined): Buffer => {
   const viewLength = writeView(state);

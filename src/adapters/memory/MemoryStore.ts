@@ -1,0 +1,227 @@
+import { Layer } from 'effect';
+import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { StoredEvent } from '../../domain/events.js';
+import { holdsText } from '../../domain/request/retention.js';
+import type { RequestState } from '../../domain/request/state.js';
+import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
+import { type BatchTarget, writeBatch } from '../lmdb/batchWriter.js';
+import type { GroupName, IndexKey, IndexName, ViewAccess } from '../lmdb/projection.js';
+import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
+
+/**
+ * The Store in memory: the same deciding and projection as LMDB (batchWriter.ts, projection.ts) over sorted maps, for
+ * tests that need no disk (the liveness simulation, fast app tests). A commit is one synchronous step: decided against
+ * everything committed before it, applied whole or, if writing throws, not at all. Nothing survives the process.
+ */
+
+type Stored = { readonly state: RequestState; readonly text: string | undefined };
+
+const hourMs = 3_600_000;
+const after = (accountId: string) => `${accountId}\u0000`;
+
+export type MemoryStore = StoreShape & {
+  /** Commits made so far (each one batch). */
+  readonly commits: () => number;
+};
+
+export const openMemoryStore = (): MemoryStore => {
+  const log: StoredEvent[] = [];
+  const requests = new Map<string, Stored>();
+  const accounts = orderedMap<AccountState>();
+  const keys = new Map<string, KeyState>();
+  const sessions = new Map<string, SessionState>();
+  const credentials = new Map<string, string>();
+  const limiter = new Map<string, number>();
+  const keyLastUsed = new Map<string, number>();
+  const indexes: Record<IndexName, OrderedMap<string>> = {
+    dispatch: orderedMap(),
+    accountRequests: orderedMap(),
+    emails: orderedMap(),
+    keyHashes: orderedMap(),
+    accountKeys: orderedMap(),
+    idempotency: orderedMap(),
+  };
+  const groups: Record<GroupName, OrderedMap<ReadonlySet<string>>> = {
+    expiry: orderedMap(),
+    processing: orderedMap(),
+  };
+  let accountsVersion = 0;
+  let commits = 0;
+
+  /** What a commit changed, undone in reverse if it throws part-way. */
+  let undo: (() => void)[] = [];
+  const setIn = <K, V>(map: { get(k: K): V | undefined; set(k: K, v: V): unknown; delete(k: K): unknown }) => {
+    return (key: K, value: V | undefined) => {
+      const before = map.get(key);
+      undo.push(() => (before === undefined ? map.delete(key) : map.set(key, before)));
+      if (value === undefined) map.delete(key);
+      else map.set(key, value);
+    };
+  };
+  const putRequestRecord = setIn<string, Stored>(requests);
+  const putAccount = setIn<IndexKey, AccountState>(accounts);
+  const putKey = setIn<string, KeyState>(keys);
+  const putSession = setIn<string, SessionState>(sessions);
+  const putCredential = setIn<string, string>(credentials);
+  const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
+  const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
+
+  const views: ViewAccess = {
+    getRequest: (reqId) => requests.get(reqId)?.state,
+    putRequest: (reqId, state, text) => {
+      const kept = text ?? requests.get(reqId)?.text;
+      putRequestRecord(reqId, { state, text: holdsText(state.status) ? kept : undefined });
+    },
+    getAccount: (accountId) => accounts.get(accountId),
+    putAccount: (accountId, state) => putAccount(accountId, state),
+    getKey: (keyId) => keys.get(keyId),
+    putKey: (keyId, state) => putKey(keyId, state),
+    getIndex: (index, key) => indexes[index].get(key),
+    putIndex: (index, key, value) => putIndex(index)(key, value),
+    removeIndex: (index, key) => putIndex(index)(key, undefined),
+    moveInGroup: (group, reqId, from, to) => {
+      const write = putGroup(group);
+      if (from !== undefined) {
+        const members = new Set<string>(groups[group].get(from));
+        members.delete(reqId);
+        write(from, members.size === 0 ? undefined : members);
+      }
+      if (to !== undefined) write(to, new Set<string>(groups[group].get(to)).add(reqId));
+    },
+    putCredential: (key, value) => putCredential(key, value),
+    getSession: (sessionId) => sessions.get(sessionId),
+    putSession: (sessionId, state) => putSession(sessionId, state),
+    bumpAccountsVersion: () => {
+      const before = accountsVersion;
+      undo.push(() => {
+        accountsVersion = before;
+      });
+      accountsVersion++;
+    },
+  };
+
+  const target: BatchTarget = {
+    views,
+    committedRequest: views.getRequest,
+    reads: {
+      account: views.getAccount,
+      key: views.getKey,
+      accountIdByEmail: (email) => indexes.emails.get(email),
+      session: views.getSession,
+      idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
+    },
+    appendLog: (_lastSeq, events) => {
+      const length = log.length;
+      undo.push(() => {
+        log.length = length;
+      });
+      log.push(...events);
+    },
+    flush: () => {},
+  };
+
+  const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
+    undo = [];
+    try {
+      const { outcomes } = writeBatch(target, batch.commands, log.length);
+      for (const { accountId, budget, tat } of batch.limiterStates ?? [])
+        limiter.set(`${accountId}\u0000${budget}`, tat);
+      for (const { keyId, at } of batch.keyUses ?? []) keyLastUsed.set(keyId, at);
+      commits++;
+      return outcomes;
+    } catch (error) {
+      for (const step of undo.reverse()) step();
+      throw error;
+    } finally {
+      undo = [];
+    }
+  };
+
+  function* queuedAccounts(afterAccount: string | undefined): Iterable<string> {
+    // Each hop skips one account's whole range of the dispatch index, as LMDB's reads do.
+    const from = (start: string) => indexes.dispatch.entries([start]).next().value?.[0] as [string] | undefined;
+    const first = (start: string, until?: string) => {
+      const key = from(start);
+      return key === undefined || (until !== undefined && key[0] > until) ? undefined : key[0];
+    };
+    let account = afterAccount === undefined ? first('') : first(after(afterAccount));
+    while (account !== undefined) {
+      yield account;
+      account = first(after(account));
+    }
+    if (afterAccount === undefined) return;
+    account = first('', afterAccount);
+    while (account !== undefined) {
+      yield account;
+      account = first(after(account), afterAccount);
+    }
+  }
+
+  const requestsOf: StoreReads['requestsOf'] = (accountId, { before, limit }) => {
+    const rows: RequestState[] = [];
+    if (!(limit > 0)) return rows;
+    const start: IndexKey = before === undefined ? [after(accountId)] : [accountId, before.createdAt, before.reqId];
+    for (const [key] of indexes.accountRequests.entriesReversed(start, undefined, before !== undefined)) {
+      if (compareKeys(key, [accountId]) <= 0) break;
+      const state = requests.get((key as [string, number, string])[2])?.state;
+      if (state !== undefined) rows.push(state);
+      if (rows.length >= limit) break;
+    }
+    return rows;
+  };
+
+  const reads: StoreReads = {
+    refresh: () => {},
+    request: (reqId) => requests.get(reqId)?.state,
+    requestWithText: (reqId) => requests.get(reqId),
+    account: (accountId) => accounts.get(accountId),
+    accountIdByEmail: (email) => indexes.emails.get(email),
+    idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
+    accounts: () => accounts.valuesArray(),
+    key: (keyId) => keys.get(keyId),
+    keyIdByHash: (keyHash) => indexes.keyHashes.get(keyHash),
+    keysOf: (accountId) =>
+      Array.from(range(indexes.accountKeys, [accountId], [after(accountId)]), ([key]) =>
+        keys.get((key as [string, string])[1]),
+      ).filter((key): key is KeyState => key !== undefined),
+    queuedAccounts,
+    queuedOf: (accountId) =>
+      Array.from(range<string>(indexes.dispatch, [accountId], [after(accountId)]), ([key, model]) => {
+        const [, availableAt, reqId] = key as [string, number, string];
+        return { reqId, availableAt, model };
+      }),
+    dueForExpiry: (now, limit) => {
+      const due: string[] = [];
+      for (const [at, members] of groups.expiry.entries()) {
+        if ((at as number) > now || due.length >= limit) break;
+        for (const reqId of [...members].sort()) if (due.length < limit) due.push(reqId);
+      }
+      return due;
+    },
+    processing: () => groups.processing.valuesArray().flatMap((members) => [...members].sort()),
+    events: (fromSeq = 1) => log.slice(Math.max(0, fromSeq - 1)),
+    lastSeq: () => log.length,
+    accountsVersion: () => accountsVersion,
+    credential: (key) => credentials.get(key),
+    session: (sessionId) => sessions.get(sessionId),
+    limiterState: (accountId, budget) => limiter.get(`${accountId}\u0000${budget}`),
+    requestsOf,
+    requestCountsByHour: (accountId, fromMs, hours) =>
+      Array.from({ length: Math.max(0, hours) }, (_, hour) => {
+        let count = 0;
+        for (const _ of range(
+          indexes.accountRequests,
+          [accountId, fromMs + hour * hourMs],
+          [accountId, fromMs + (hour + 1) * hourMs],
+        ))
+          count++;
+        return count;
+      }),
+    keyLastUsed: (keyId) => keyLastUsed.get(keyId),
+  };
+
+  return { reads, commit, close: async () => {}, commits: () => commits };
+};
+
+/** The in-memory Store as a layer (tests: `storeLayer` in the app's options). */
+export const MemoryStoreLayer = (store: StoreShape = openMemoryStore()) => Layer.succeed(Store, store);

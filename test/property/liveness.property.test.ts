@@ -1,0 +1,166 @@
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
+import type { Principal } from '../../src/app/Auth.js';
+import type { ModelsShape } from '../../src/app/Models.js';
+import { defaultConfig, type ModelConfig } from '../../src/config.js';
+import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import type { RequestStatus } from '../../src/domain/request/state.js';
+import { type CallBehaviour, createSimModel } from '../support/simulation/simModel.js';
+import { type SimNode, simIds, startSimNode } from '../support/simulation/simNode.js';
+
+/**
+ * Liveness of the worker pool, in simulated time: whatever happened before (submits, cancels, model calls that fail,
+ * hang or answer after their timeout, crashes with commits in flight, expiries), once nothing more comes from outside,
+ * every request the store holds reaches a final state within its retry budget, and no request is ever in two model
+ * calls at once. The processes run on fake timers over an in-memory store; fast-check chooses the inputs, when time
+ * moves, and the order in which commits land and their callers hear back.
+ */
+
+const timeoutMs = 1_000;
+const maxAttempts = 3;
+const sweepIntervalMs = 1_000;
+const finalStatuses: ReadonlySet<RequestStatus> = new Set(['completed', 'failed', 'cancelled', 'expired']);
+
+const models: readonly ModelConfig[] = [
+  { id: 'sim', provider: 'echo', delayMs: 0, timeoutMs },
+  // One call at a time: the pool passes its requests over while it is busy.
+  { id: 'sim-one', provider: 'echo', delayMs: 0, timeoutMs, maxConcurrency: 1 },
+];
+
+const behaviour: fc.Arbitrary<CallBehaviour> = fc.record({
+  kind: fc.constantFrom('ok', 'ok', 'fail', 'hang', 'late'),
+  delayMs: fc.integer({ min: 0, max: 2 * timeoutMs }),
+});
+
+type Step =
+  | { readonly kind: 'submit'; readonly account: number; readonly model: string; readonly plan: CallBehaviour[] }
+  | { readonly kind: 'cancel'; readonly pick: number }
+  /** Let `count` scheduled commits land (or their callers hear back), in an order fast-check picks. */
+  | { readonly kind: 'release'; readonly count: number }
+  | { readonly kind: 'advance'; readonly ms: number }
+  /** The process dies; the first `landing` of its commits in flight were durable. A new one starts on the store. */
+  | { readonly kind: 'crash'; readonly landing: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('submit' as const),
+      account: fc.integer({ min: 0, max: 2 }),
+      model: fc.constantFrom('sim', 'sim', 'sim-one'),
+      plan: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('release' as const), count: fc.integer({ min: 1, max: 6 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 3_000 }) }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), landing: fc.integer({ min: 0, max: 3 }) }) },
+);
+
+const scenario = fc.record({
+  concurrency: fc.integer({ min: 1, max: 4 }),
+  // Long enough that expiry cannot rescue a request the pool forgot, or short enough that expiry is part of the story.
+  ttlSeconds: fc.constantFrom(86_400, 86_400, 5, 30),
+  steps: fc.array(step, { minLength: 1, maxLength: 30 }),
+});
+
+const principal = (account: number): Principal => ({
+  accountId: `acct_sim_${account}`,
+  keyId: `key_sim_${account}`,
+  plan: 'enterprise',
+});
+
+/**
+ * The most simulated time the pool may need, once input stops, to bring every request to a final state: each request
+ * at most `maxAttempts` attempts (a crash's orphan takes one more, which then gives up at once), each ending within
+ * its timeout and followed by at most the longest backoff; requests of the one-at-a-time model wait for each other.
+ */
+const budgetMs = (requests: number) => {
+  const longestBackoff = Math.min(defaultRetryPolicy.maxDelayMs, defaultRetryPolicy.baseDelayMs * 2 ** maxAttempts);
+  return (requests + 1) * (maxAttempts + 1) * (timeoutMs + longestBackoff) + 5 * sweepIntervalMs;
+};
+
+describe('The worker pool, simulated', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({
+      now: Date.UTC(2026, 0, 1),
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date'],
+    });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('brings every stored request to a final state within its retry budget once input stops, and never runs one request in two model calls at once', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), scenario, async (scheduler, { concurrency, ttlSeconds, steps }) => {
+        vi.clearAllTimers();
+        const store = openMemoryStore();
+        const model = createSimModel(timeoutMs);
+        const modelsShape: ModelsShape = {
+          get: (id) => {
+            const config = models.find((m) => m.id === id);
+            return config === undefined ? undefined : { config, provider: model.provider };
+          },
+          ids: () => models.map((m) => m.id),
+        };
+        const config = defaultConfig({
+          models,
+          requestTtlSeconds: ttlSeconds,
+          processing: { concurrency, maxAttempts },
+        });
+        const ids = simIds();
+        const clock = { now: () => Date.now() };
+        const start = () =>
+          startSimNode({ store, scheduler, models: modelsShape, config, clock, ids, sweepIntervalMs });
+        let node: SimNode = start();
+        const accepted: { reqId: string; account: number }[] = [];
+        let prompts = 0;
+
+        for (const s of steps) {
+          if (s.kind === 'submit') {
+            const prompt = `prompt ${++prompts}`;
+            model.plan(prompt, s.plan);
+            void node.requests.submit(principal(s.account), { model: s.model, prompt }).then((outcome) => {
+              if ('request_id' in outcome) accepted.push({ reqId: outcome.request_id, account: s.account });
+            });
+          } else if (s.kind === 'cancel') {
+            const target = accepted[s.pick % Math.max(1, accepted.length)];
+            if (target !== undefined) void node.requests.cancel(principal(target.account), target.reqId);
+          } else if (s.kind === 'release') {
+            for (let i = 0; i < s.count && scheduler.count() > 0; i++) await scheduler.waitOne();
+          } else if (s.kind === 'advance') {
+            await vi.advanceTimersByTimeAsync(s.ms);
+          } else {
+            node.crash(s.landing);
+            node = start();
+          }
+        }
+
+        // From here on nothing comes from outside: only the scheduler's commits and the processes' own timers.
+        const stored = () => [...store.reads.events()].filter((e) => e.type === 'RequestQueued').map((e) => e.reqId);
+        const unfinished = () =>
+          stored().filter((reqId) => !finalStatuses.has(store.reads.request(reqId)?.status ?? 'none'));
+        const deadline = Date.now() + budgetMs(prompts);
+        while (Date.now() <= deadline && (scheduler.count() > 0 || unfinished().length > 0)) {
+          await scheduler.waitAll();
+          await vi.advanceTimersToNextTimerAsync();
+        }
+        await scheduler.waitAll();
+
+        const open = unfinished().map((reqId) => {
+          const state = store.reads.request(reqId);
+          return { reqId, status: state?.status, attempts: state?.context.attempts };
+        });
+        expect(open, `unfinished after ${budgetMs(prompts)} ms of simulated time with no input`).toEqual([]);
+        expect(model.overlaps()).toEqual([]);
+        node.crash(0);
+      }),
+      { numRuns: 3_000 },
+    );
+  }, 60_000);
+});
