@@ -43,6 +43,7 @@ const planOverride = z.strictObject({
   maxKeys: positiveInt.nullable().optional(),
   submitsPerMinute: positiveInt.optional(),
   pollsPerMinute: positiveInt.optional(),
+  maxQueued: positiveInt.optional(),
 });
 
 export const fileSchema = z.strictObject({

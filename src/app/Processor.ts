@@ -296,9 +296,10 @@ export const createProcessor = (deps: Deps) => {
     if (dropped) {
       log.info({ reqId }, 'result dropped: the request was cancelled');
     } else if (refused !== undefined) {
-      log.warn({ reqId, reason: refused.message }, 'outcome not recorded');
-      // The machine refuses an outcome only past the request's expiry: expire it now rather than wait for the
-      // sweeper (it would otherwise stay "processing" with nobody working on it).
+      // The machine refuses an outcome only past the request's expiry: a normal race between a slow model and the
+      // request's lifetime, not a fault. Expire it now rather than wait for the sweeper (it would otherwise stay
+      // "processing" with nobody working on it).
+      log.info({ reqId }, 'result dropped: the request expired before its model answered');
       const notExpired = await send({ type: 'Expire', reqId, now: clock.now() });
       if (notExpired !== undefined) orphansPossible = true;
     } else if (!outcome.ok) {

@@ -1,6 +1,14 @@
 import { Context, Effect, Layer } from 'effect';
 import { isRefusal } from '../domain/commands.js';
-import { IdempotencyKeyReused, InvalidRequest, NotFound, ProcessingFailed, Unavailable } from '../domain/errors.js';
+import {
+  IdempotencyKeyReused,
+  InvalidRequest,
+  NotFound,
+  ProcessingFailed,
+  QueueFull,
+  RateLimited,
+  Unavailable,
+} from '../domain/errors.js';
 import { fitsIdBound, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import type { RequestState } from '../domain/request/state.js';
@@ -58,13 +66,13 @@ export interface RequestsShape {
     principal: Principal,
     body: unknown,
     options?: SubmitOptions,
-  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused>;
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
   /** Queues an input already understood (model and size are checked here); durable when it resolves. */
   submitInput(
     principal: Principal,
     input: SubmitInput,
     options?: SubmitOptions,
-  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused>;
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
   poll(principal: Principal, reqId: string | undefined): PollAnswer | InvalidRequest | NotFound | ProcessingFailed;
   /** The request, if it is the principal's account's and has not expired (cancelled and failed ones included). */
@@ -107,7 +115,7 @@ export const RequestsLayer = Layer.effect(
       principal: Principal,
       input: SubmitInput,
       options: SubmitOptions | undefined,
-    ): Promise<Submitted | Unavailable | IdempotencyKeyReused> => {
+    ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited> => {
       const { model, prompt, messages } = input;
       const text = storedTextOf(prompt, messages);
       const reqId = ids.requestId();
@@ -132,11 +140,19 @@ export const RequestsLayer = Layer.effect(
               options?.idempotency === undefined
                 ? undefined
                 : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) },
+            maxQueued: config.plans[principal.plan].maxQueued,
           },
           { fromApi: true },
         );
         if (outcome instanceof Unavailable) return outcome;
         if (outcome instanceof IdempotencyKeyReused) return outcome;
+        if (outcome instanceof QueueFull) {
+          return new RateLimited({
+            message: `${outcome.message} (the ${principal.plan} plan allows ${outcome.maxQueued} at once)`,
+            retryAfterSeconds: config.pollIntervalSeconds,
+            budget: 'queued',
+          });
+        }
         // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
         if (isRefusal(outcome)) throw outcome;
         if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };

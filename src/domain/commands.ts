@@ -1,6 +1,6 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
-import { IdempotencyKeyReused, LifecycleViolation, Refused } from './errors.js';
+import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
@@ -17,7 +17,7 @@ export type Command =
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
-export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused;
+export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | QueueFull;
 
 /**
  * What a command means: the events to append; for a request, also the state they leave it in and the text it
@@ -47,10 +47,15 @@ export interface DecisionReads {
   session(sessionId: string): SessionState | undefined;
   /** The request an account made with an idempotency key (index entry; the window is checked here). */
   idempotentRequest(accountId: string, key: string): string | undefined;
+  /** How many of the account's requests are waiting or being processed. */
+  queuedCount(accountId: string): number;
 }
 
 export const isRefusal = (value: unknown): value is Refusal =>
-  value instanceof LifecycleViolation || value instanceof Refused || value instanceof IdempotencyKeyReused;
+  value instanceof LifecycleViolation ||
+  value instanceof Refused ||
+  value instanceof IdempotencyKeyReused ||
+  value instanceof QueueFull;
 
 /** How long an idempotency key answers with the request it made (contract 12), unless that request expires sooner. */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -83,9 +88,18 @@ const textOf = (command: Exclude<Command, { type: 'Account' }>): string | undefi
   return undefined;
 };
 
+/** A new request beyond the account's bound of requests waiting or being processed is refused, inside the write. */
+const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined => {
+  if (command.maxQueued === undefined || reads.queuedCount(command.accountId) < command.maxQueued) return undefined;
+  return new QueueFull({
+    message: `the queue is full: this account already has ${command.maxQueued} requests waiting or being processed; wait for some to finish (or cancel some) and retry`,
+    maxQueued: command.maxQueued,
+  });
+};
+
 const decideRequest = (reads: DecisionReads, command: Exclude<Command, { type: 'Account' }>): Decision | Refusal => {
   if (command.type === 'Submit') {
-    const earlier = earlierSubmit(reads, command);
+    const earlier = earlierSubmit(reads, command) ?? queueFull(reads, command);
     if (earlier !== undefined) return earlier;
   }
   const decision = decideOnRequest(reads.request(command.reqId) ?? initialRequestState, command);

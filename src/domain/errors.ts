@@ -51,6 +51,12 @@ export class IdempotencyKeyReused extends Data.TaggedError('IdempotencyKeyReused
 /** A management command the rules refuse (key limit reached, email taken, unknown account...). */
 export class Refused extends Data.TaggedError('Refused')<{ readonly message: string }> {}
 
+/** A submit refused because the account already has as many requests waiting or being processed as its plan allows. */
+export class QueueFull extends Data.TaggedError('QueueFull')<{
+  readonly message: string;
+  readonly maxQueued: number;
+}> {}
+
 /** A lifecycle move the request machine does not allow in the request's current state. */
 export class LifecycleViolation extends Data.TaggedError('LifecycleViolation')<{
   readonly reqId: string;

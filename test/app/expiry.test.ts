@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
@@ -102,5 +103,29 @@ describe('Expiry and retention', () => {
     } finally {
       await dbs.root.close();
     }
+  });
+});
+
+describe('A request that expires while its model works', () => {
+  let app: TestApp | undefined;
+  afterEach(() => app?.stop());
+
+  it('drops the late result with an info line, expires the request, and logs nothing at warning level or above', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    app = await startTestApp({
+      logger,
+      config: { models: [{ id: 'slow', provider: 'echo', delayMs: 300, timeoutMs: 60_000 }] },
+    });
+    const clock = app.clock as ManualClock;
+    const { key } = await app.account();
+    const response = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'too late' } });
+    const reqId = ((await response.json()) as { request_id: string }).request_id;
+    expect(app.store.reads.request(reqId)?.status).toBe('processing');
+    clock.advance(dayMs);
+    await app.processor.idle();
+    await eventually(() => (app?.store.reads.request(reqId)?.status === 'expired' ? true : undefined));
+    expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+    expect(lines.map((line) => line.msg)).toContain('result dropped: the request expired before its model answered');
   });
 });

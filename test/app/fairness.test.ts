@@ -4,7 +4,7 @@ import { defaultPlans } from '../../src/domain/plans.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
 const slow: ModelConfig = { id: 'slow', provider: 'echo', delayMs: 5, timeoutMs: 10_000 };
-const generous = { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 100_000 } };
+const generous = { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 100_000, maxQueued: 100_000 } };
 
 const completions = (app: TestApp) =>
   [...app.store.reads.events()].filter((e) => e.type === 'RequestCompleted').map((e) => (e as { reqId: string }).reqId);

@@ -10,7 +10,7 @@ import { type Child, runChild, startChild } from './processes.js';
 /** The config every bench server runs with: enough workers, and limits that never get in the way. */
 export const benchConfig = {
   processing: { concurrency: 64 },
-  plans: { enterprise: { submitsPerMinute: 100_000_000, pollsPerMinute: 100_000_000 } },
+  plans: { enterprise: { submitsPerMinute: 100_000_000, pollsPerMinute: 100_000_000, maxQueued: 100_000_000 } },
 };
 
 export type Sandbox = {

@@ -5,7 +5,9 @@ import { clientOf, startClientApp } from './inProcessApp.js';
 
 /** A plan that allows one submit and one poll a minute, so every second call meets a 429. */
 const start = () =>
-  startClientApp({ plans: { ...defaultPlans, free: { maxKeys: 1, submitsPerMinute: 1, pollsPerMinute: 1 } } });
+  startClientApp({
+    plans: { ...defaultPlans, free: { ...defaultPlans.free, maxKeys: 1, submitsPerMinute: 1, pollsPerMinute: 1 } },
+  });
 
 describe('the client against the real service’s rate limits (429)', { timeout: 30_000 }, () => {
   it('waits out a 429 for the Retry-After the service sends, then the submit goes through', async () => {

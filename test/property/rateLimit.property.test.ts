@@ -11,7 +11,7 @@ import { AppClock, ManualClock } from '../../src/ports/Clock.js';
 
 const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
   const config = defaultConfig({
-    plans: { ...defaultPlans, free: { maxKeys: 1, submitsPerMinute, pollsPerMinute: submitsPerMinute } },
+    plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute, pollsPerMinute: submitsPerMinute } },
   });
   const layer = RateLimiterLayer.pipe(
     Layer.provide(

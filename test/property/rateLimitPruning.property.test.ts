@@ -19,9 +19,9 @@ import { startTestApp, type TestApp } from '../support/testApp.js';
 /** Small budgets, so random sequences spend them. */
 const plans = {
   ...defaultPlans,
-  free: { maxKeys: 1, submitsPerMinute: 3, pollsPerMinute: 5 },
-  starter: { maxKeys: 3, submitsPerMinute: 7, pollsPerMinute: 2 },
-  scale: { maxKeys: 10, submitsPerMinute: 1, pollsPerMinute: 11 },
+  free: { ...defaultPlans.free, submitsPerMinute: 3, pollsPerMinute: 5 },
+  starter: { ...defaultPlans.starter, submitsPerMinute: 7, pollsPerMinute: 2 },
+  scale: { ...defaultPlans.scale, submitsPerMinute: 1, pollsPerMinute: 11 },
 };
 const accountPlans: readonly PlanName[] = ['free', 'starter', 'scale'];
 const windowMs = 60_000;

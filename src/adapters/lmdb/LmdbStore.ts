@@ -181,11 +181,32 @@ const createGroupChanges = (dbs: LmdbDatabases) => {
   };
 };
 
+/** Changes of the accounts' queued counts in a batch, written once per account when the batch ends. */
+const createQueuedChanges = (dbs: LmdbDatabases) => {
+  const deltas = new Map<string, number>();
+  return {
+    add: (accountId: string, delta: number) => void deltas.set(accountId, (deltas.get(accountId) ?? 0) + delta),
+    /** The count as committed before this batch. */
+    committed: (accountId: string) => dbs.queuedCounts.get(accountId) ?? 0,
+    flush() {
+      for (const [accountId, delta] of deltas) {
+        if (delta === 0) continue;
+        const count = (dbs.queuedCounts.get(accountId) ?? 0) + delta;
+        if (count === 0) dbs.queuedCounts.remove(accountId);
+        else dbs.queuedCounts.put(accountId, count);
+      }
+      deltas.clear();
+    },
+    clear: () => deltas.clear(),
+  };
+};
+
 /** The projection's view access, writing through the open transaction. */
 const viewsOf = (
   dbs: LmdbDatabases,
   written: WrittenStates,
   groups: ReturnType<typeof createGroupChanges>,
+  queued: ReturnType<typeof createQueuedChanges>,
 ): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   putRequest: (reqId, state, text) => {
@@ -210,6 +231,7 @@ const viewsOf = (
   putSession: (sessionId, state) =>
     void (state === undefined ? dbs.sessions.remove(sessionId) : dbs.sessions.put(sessionId, encodeMap(state))),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
+  addQueued: queued.add,
 });
 
 /** Request states kept from one command to the next (see writtenStates.ts). */
@@ -224,7 +246,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const reads = readsOf(dbs);
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
-  const views = viewsOf(dbs, written, groups);
+  const queued = createQueuedChanges(dbs);
+  const views = viewsOf(dbs, written, groups, queued);
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -236,12 +259,16 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
       session: views.getSession,
       idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
+      queuedCount: queued.committed,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));
       dbs.meta.put(lastSeqKey, lastSeq);
     },
-    flush: groups.flush,
+    flush: () => {
+      groups.flush();
+      queued.flush();
+    },
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
@@ -266,6 +293,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           // in the same transaction.
           written.failed();
           groups.clear();
+          queued.clear();
           throw error;
         }
       });

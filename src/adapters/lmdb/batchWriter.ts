@@ -1,7 +1,7 @@
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
 import type { DomainEvent, StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { initialRequestState, type RequestState } from '../../domain/request/state.js';
+import { initialRequestState, isQueued, type RequestState } from '../../domain/request/state.js';
 import type { CommandOutcome } from '../../ports/Store.js';
 import { projectAccountEvent, projectRequestChange, type ViewAccess } from './projection.js';
 
@@ -47,11 +47,14 @@ export const writeBatch = (
   };
   /** Idempotency keys taken by requests made earlier in this batch (their index entries are written at its end). */
   const keysTaken = new Map<string, string>();
+  /** How many requests earlier commands of this batch queued (or settled, negative) per account. */
+  const queuedDeltas = new Map<string, number>();
   const reads: DecisionReads = {
     ...target.reads,
     request: (reqId) => entryOf(reqId).after,
     idempotentRequest: (accountId, key) =>
       keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
+    queuedCount: (accountId) => target.reads.queuedCount(accountId) + (queuedDeltas.get(accountId) ?? 0),
   };
   const logged: StoredEvent[] = [];
   let seq = lastSeq;
@@ -86,6 +89,8 @@ export const writeBatch = (
       const { idempotencyKey, accountId, reqId } = request.state.context;
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
+      const delta = Number(isQueued(request.state.status)) - Number(isQueued(entry.after.status));
+      if (delta !== 0) queuedDeltas.set(accountId, (queuedDeltas.get(accountId) ?? 0) + delta);
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;
     } else for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);

@@ -3,7 +3,7 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
-import { indexAccountRequests } from './migrations.js';
+import { countQueuedRequests, indexAccountRequests } from './migrations.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -31,6 +31,8 @@ export type LmdbDatabases = {
   /** When each API key was last used (ms), by key id: operational state saved with the batches, not part of the log
    * (a second or so behind the calls). */
   readonly keyLastUsed: Database<number, string>;
+  /** How many of each account's requests are waiting or being processed, by account id (a view: verify rebuilds it). */
+  readonly queuedCounts: Database<number, string>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
    * `accountRequestsIndexed` (the index of requests by account was built for the requests before it existed). */
   readonly meta: Database<number, string>;
@@ -100,6 +102,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     sessions: db('sessions', 'binary'),
     limiter: db('limiter'),
     keyLastUsed: db('keyLastUsed'),
+    queuedCounts: db('cnt.queued'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
@@ -112,5 +115,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };
   indexAccountRequests(dbs);
+  countQueuedRequests(dbs);
   return dbs;
 };

@@ -1,3 +1,4 @@
+import { isQueued } from '../../domain/request/state.js';
 import { decodeView } from './codec.js';
 import type { LmdbDatabases } from './databases.js';
 import { accountRequestKeyOf } from './projection.js';
@@ -21,5 +22,26 @@ export const indexAccountRequests = (dbs: LmdbDatabases): void => {
       if (key !== undefined) dbs.indexes.accountRequests.put(key, '');
     }
     dbs.meta.put(accountRequestsIndexedKey, 1);
+  });
+};
+
+/** Set once `cnt.queued` counts the requests written before it existed. */
+export const queuedCountedKey = 'queuedCounted';
+
+/**
+ * Data directories written before `cnt.queued` existed have requests waiting and no counts: the first open counts
+ * them from the request records, once, in the same way as `indexAccountRequests` (a marker in the same transaction).
+ */
+export const countQueuedRequests = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(queuedCountedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(queuedCountedKey) !== undefined) return;
+    const counts = new Map<string, number>();
+    for (const { value } of dbs.requests.getRange({})) {
+      const state = decodeView(value);
+      if (isQueued(state.status)) counts.set(state.context.accountId, (counts.get(state.context.accountId) ?? 0) + 1);
+    }
+    for (const [accountId, count] of counts) dbs.queuedCounts.put(accountId, count);
+    dbs.meta.put(queuedCountedKey, 1);
   });
 };

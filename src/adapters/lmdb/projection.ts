@@ -7,7 +7,7 @@ import {
   type KeyState,
   type SessionState,
 } from '../../domain/account/state.js';
-import type { RequestState } from '../../domain/request/state.js';
+import { isQueued, type RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName = 'dispatch' | 'accountRequests' | 'emails' | 'keyHashes' | 'accountKeys' | 'idempotency';
@@ -49,6 +49,8 @@ export interface ViewAccess {
   putSession(sessionId: string, state: SessionState | undefined): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
+  /** Changes how many of the account's requests are waiting or being processed (what `maxQueued` bounds). */
+  addQueued(accountId: string, delta: number): void;
 }
 
 /**
@@ -134,6 +136,8 @@ export const projectRequestChange = (
   moveIdempotencyEntry(views, before, after);
   moveGroup(views, 'expiry', before, after);
   moveGroup(views, 'processing', before, after);
+  const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
+  if (queued !== 0) views.addQueued(after.context.accountId, queued);
 };
 
 /** Applies one account or key event to the views and indexes it touches. */

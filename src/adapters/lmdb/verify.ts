@@ -2,7 +2,7 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { evolveInPlace, initialRequestState, type MutableRequestState } from '../../domain/request/state.js';
+import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
@@ -59,6 +59,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     getRequest: unexpected,
     putRequest: unexpected,
     moveInGroup: unexpected,
+    addQueued: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
@@ -196,6 +197,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   let waiting = 0;
   let unexpired = 0;
   let missing = 0;
+  const queuedPerAccount = new Map<string, number>();
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
   for (let slot = 0; slot < ids.length; slot++) {
@@ -204,6 +206,10 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     // projection's rules and the view's encoding read as absent).
     const rebuilt = columns.load(slot);
     if (dispatchKeyOf(rebuilt) !== undefined) waiting++;
+    if (isQueued(rebuilt.status)) {
+      const { accountId } = rebuilt.context;
+      queuedPerAccount.set(accountId, (queuedPerAccount.get(accountId) ?? 0) + 1);
+    }
     if (accountRequestKeyOf(rebuilt) !== undefined) unexpired++;
     for (const name of ['expiry', 'processing'] as const) {
       const group = groupOf[name](rebuilt);
@@ -304,6 +310,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
   compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);
+  compareMap('queued count of account', dbs.queuedCounts.getRange({}), queuedPerAccount, (a, b) => a === b);
   compareMap<Buffer | SessionState>('session', dbs.sessions.getRange({}), account.rebuilt.sessions, (s, r) =>
     sameEncoded(s as Buffer, r),
   );

@@ -33,6 +33,7 @@ export const openMemoryStore = (): MemoryStore => {
   const credentials = new Map<string, string>();
   const limiter = new Map<string, number>();
   const keyLastUsed = new Map<string, number>();
+  const queuedCounts = new Map<string, number>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
     accountRequests: orderedMap(),
@@ -63,6 +64,7 @@ export const openMemoryStore = (): MemoryStore => {
   const putKey = setIn<string, KeyState>(keys);
   const putSession = setIn<string, SessionState>(sessions);
   const putCredential = setIn<string, string>(credentials);
+  const putQueuedCount = setIn<string, number>(queuedCounts);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
   const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
 
@@ -91,6 +93,10 @@ export const openMemoryStore = (): MemoryStore => {
     putCredential: (key, value) => putCredential(key, value),
     getSession: (sessionId) => sessions.get(sessionId),
     putSession: (sessionId, state) => putSession(sessionId, state),
+    addQueued: (accountId, delta) => {
+      const count = (queuedCounts.get(accountId) ?? 0) + delta;
+      putQueuedCount(accountId, count === 0 ? undefined : count);
+    },
     bumpAccountsVersion: () => {
       const before = accountsVersion;
       undo.push(() => {
@@ -109,6 +115,7 @@ export const openMemoryStore = (): MemoryStore => {
       accountIdByEmail: (email) => indexes.emails.get(email),
       session: views.getSession,
       idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
+      queuedCount: (accountId) => queuedCounts.get(accountId) ?? 0,
     },
     appendLog: (_lastSeq, events) => {
       const length = log.length;

@@ -20,6 +20,8 @@ export type RequestCommand =
       readonly input?: 'messages' | undefined;
       /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
       readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined;
+      /** The most requests the account may have waiting or being processed (its plan's); absent: no bound. */
+      readonly maxQueued?: number | undefined;
     }
   | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
   | { readonly type: 'RecordSuccess'; readonly reqId: string; readonly responseChars: number; readonly now: number }
