@@ -34,9 +34,13 @@ const state: fc.Arbitrary<RequestState> = fc
       expiredAt: number,
       startedAt: number,
       cancelledAt: number,
-      input: fc.constant('messages' as const),
+      input: fc.constantFrom('messages' as const, 'chat' as const),
       idempotencyKey: text,
       requestHash: text,
+      inputTokens: number,
+      outputTokens: number,
+      finishReason: text,
+      output: fc.constant('message' as const),
     },
     {
       requiredKeys: [

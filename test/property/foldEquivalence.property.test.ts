@@ -34,7 +34,7 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       at,
       expiresAt: at + ttl,
       // A conversation submitted with an idempotency key: the optional fields must fold like the others.
-      ...(extras ? { input: 'messages' as const, idempotencyKey: 'idem-1', requestHash: 'hash-1' } : {}),
+      ...(extras ? { input: 'chat' as const, idempotencyKey: 'idem-1', requestHash: 'hash-1' } : {}),
     }),
   ),
   fc
@@ -51,6 +51,18 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
     }),
   ),
   time.map((at): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 7, at })),
+  time.map(
+    (at): RequestEvent => ({
+      type: 'RequestCompleted',
+      reqId,
+      responseChars: 0,
+      at,
+      inputTokens: 5,
+      outputTokens: 2,
+      finishReason: 'tool_calls',
+      output: 'message',
+    }),
+  ),
   time.map((at): RequestEvent => ({ type: 'RequestFailed', reqId, reason: 'y', at })),
   time.map((at): RequestEvent => ({ type: 'RequestExpired', reqId, at })),
   time.map((at): RequestEvent => ({ type: 'RequestCancelled', reqId, at })),

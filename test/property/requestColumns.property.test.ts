@@ -44,9 +44,16 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       at,
     }),
   ),
-  fc
-    .record({ reqId: fc.constantFrom(...reqIds), at })
-    .map(({ reqId, at }): RequestEvent => ({ type: 'RequestCompleted', reqId, responseChars: 2, at })),
+  fc.record({ reqId: fc.constantFrom(...reqIds), at, usage: fc.boolean(), tools: fc.boolean() }).map(
+    ({ reqId, at, usage, tools }): RequestEvent => ({
+      type: 'RequestCompleted',
+      reqId,
+      responseChars: 2,
+      at,
+      ...(usage ? { inputTokens: 3, outputTokens: at % 7 } : {}),
+      ...(tools ? { finishReason: 'tool_calls', output: 'message' as const } : {}),
+    }),
+  ),
   fc
     .record({ reqId: fc.constantFrom(...reqIds), at })
     .map(({ reqId, at }): RequestEvent => ({ type: 'RequestFailed', reqId, reason: 'gave up', at })),

@@ -37,4 +37,31 @@ describe('Log records across layout versions', () => {
     expect(Object.keys(read[1] as object)).not.toContain('idempotencyKey');
     expect(Object.keys(read[3] as object)).not.toContain('input');
   });
+
+  it('reads a record of the second layout (before usage was recorded) and writes usage only where a completion has it', () => {
+    // Layout 2, by hand: RequestCompleted (type code 3) had three fields.
+    const old = new Packr({ useRecords: false }).pack([2, 4, ['req_a'], [3], [0, 12, 5_000]]);
+    expect(decodeLogRecord(old)).toEqual([
+      { type: 'RequestCompleted', reqId: 'req_a', responseChars: 12, at: 5_000, seq: 4 },
+    ]);
+    const events = [
+      {
+        type: 'RequestCompleted',
+        reqId: 'req_a',
+        responseChars: 3,
+        at: 1,
+        inputTokens: 4,
+        outputTokens: 0,
+        finishReason: 'tool_calls',
+        output: 'message',
+        seq: 1,
+      },
+      { type: 'RequestCompleted', reqId: 'req_b', responseChars: 3, at: 2, seq: 2 },
+      { type: 'RequestCompleted', reqId: 'req_c', responseChars: 3, at: 3, inputTokens: 7, outputTokens: 9, seq: 3 },
+    ] as unknown as StoredEvent[];
+    const read = decodeLogRecord(encodeLogRecord(events));
+    expect(read).toEqual(events);
+    expect(Object.keys(read[1] as object)).not.toContain('inputTokens');
+    expect(Object.keys(read[2] as object)).not.toContain('output');
+  });
 });

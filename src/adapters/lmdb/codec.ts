@@ -123,6 +123,19 @@ const writeOptional = (value: string | number | undefined) => {
  * view without them has the same bytes as before they existed. */
 const viewFields = 18;
 
+/** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
+const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.output !== undefined) return 8;
+  if (c.finishReason !== undefined) return 7;
+  if (c.outputTokens !== undefined) return 6;
+  if (c.inputTokens !== undefined) return 5;
+  if (c.requestHash !== undefined) return 4;
+  if (c.idempotencyKey !== undefined) return 3;
+  if (c.input !== undefined) return 2;
+  if (c.cancelledAt !== undefined) return 1;
+  return 0;
+};
+
 /** Writes the view of `state` into the scratch buffer; returns its length. */
 const writeView = ({ status, context: c }: RequestState): number => {
   // Room for the fixed part, and for every string at three bytes a character (UTF-8's worst case for JS strings).
@@ -136,19 +149,11 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.lastError?.length ?? 0) +
         (c.failureReason?.length ?? 0) +
         (c.idempotencyKey?.length ?? 0) +
-        (c.requestHash?.length ?? 0));
+        (c.requestHash?.length ?? 0) +
+        (c.finishReason?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
-  const trailing =
-    c.requestHash !== undefined
-      ? 4
-      : c.idempotencyKey !== undefined
-        ? 3
-        : c.input !== undefined
-          ? 2
-          : c.cancelledAt !== undefined
-            ? 1
-            : 0;
+  const trailing = trailingFieldsOf(c);
   put(0xdc);
   at = scratch.writeUInt16BE(viewFields + trailing, at);
   writeNumber(viewVersion);
@@ -173,6 +178,10 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 1) writeOptional(c.input);
   if (trailing > 2) writeOptional(c.idempotencyKey);
   if (trailing > 3) writeOptional(c.requestHash);
+  if (trailing > 4) writeOptional(c.inputTokens);
+  if (trailing > 5) writeOptional(c.outputTokens);
+  if (trailing > 6) writeOptional(c.finishReason);
+  if (trailing > 7) writeOptional(c.output);
   return at;
 };
 
@@ -219,6 +228,10 @@ const optionalFields = [
   'input',
   'idempotencyKey',
   'requestHash',
+  'inputTokens',
+  'outputTokens',
+  'finishReason',
+  'output',
 ] as const;
 const firstOptional = 11;
 

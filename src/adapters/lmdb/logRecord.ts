@@ -15,7 +15,7 @@ import type { DomainEvent, StoredEvent } from '../../domain/events.js';
 /**
  * Every event type's fields in the order they are written. A type's code is its place in this table: append only.
  * A type may gain fields at the end of its list, in a new layout version (the older lists stay, to read older
- * records). A string field may be absent from an event: it is written as -1.
+ * records). A string field may be absent from an event: it is written as -1; an absent number is written as nil.
  */
 const layouts = {
   RequestQueued: [
@@ -32,7 +32,7 @@ const layouts = {
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at'],
-  RequestCompleted: ['reqId', 'responseChars', 'at'],
+  RequestCompleted: ['reqId', 'responseChars', 'at', 'inputTokens', 'outputTokens', 'finishReason', 'output'],
   RequestFailed: ['reqId', 'reason', 'at'],
   RequestExpired: ['reqId', 'at'],
   AccountCreated: ['accountId', 'email', 'plan', 'at'],
@@ -50,8 +50,13 @@ const layouts = {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
-/** Layout 1 (before cancellation and idempotency keys): what differs from the current one. */
+/** Layout 2 (before usage was recorded): what differs from the current one. */
+const layoutTwoChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestCompleted: ['reqId', 'responseChars', 'at'],
+};
+/** Layout 1 (before cancellation and idempotency keys): what differs from layout 2. */
 const layoutOneChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutTwoChanges,
   RequestQueued: ['reqId', 'accountId', 'keyId', 'model', 'promptChars', 'at', 'expiresAt'],
 };
 
@@ -81,6 +86,8 @@ const textFields: ReadonlySet<string> = new Set([
   'input',
   'idempotencyKey',
   'requestHash',
+  'finishReason',
+  'output',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -92,10 +99,11 @@ const compiled = compile((type) => layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
-  2: compiled,
+  2: compile((type) => layoutTwoChanges[type] ?? layouts[type]),
+  3: compiled,
 };
 
-const layoutVersion = 2;
+const layoutVersion = 3;
 /** A string field the event does not have. */
 const absentText = -1;
 const packr = new Packr({ useRecords: false });
@@ -116,7 +124,8 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
     for (let f = 0; f < fields.length; f++) {
       const value = source[fields[f] as string] as string | number;
       if (!texts[f]) {
-        values.push(value as number);
+        // A number the event lacks is written as nil (null), read back as absent.
+        values.push(value === undefined ? (null as unknown as number) : (value as number));
         continue;
       }
       if (value === undefined) {
@@ -166,8 +175,10 @@ export const visitLogRecord = (bytes: Uint8Array, visit: (event: StoredEvent) =>
     const { fields, texts } = layout;
     for (let f = 0; f < fields.length; f++) {
       const value = values[v++] as number;
-      if (!texts[f]) event[fields[f] as string] = value;
-      else if (value !== absentText) event[fields[f] as string] = strings[value];
+      if (!texts[f]) {
+        if (value !== null) event[fields[f] as string] = value;
+        else if ((fields[f] as string) in event) delete event[fields[f] as string];
+      } else if (value !== absentText) event[fields[f] as string] = strings[value];
       // The object is reused: a field the previous event of this type had must not carry over.
       else if ((fields[f] as string) in event) delete event[fields[f] as string];
     }

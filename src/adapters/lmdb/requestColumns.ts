@@ -57,8 +57,11 @@ export const createRequestColumns = () => {
   let expiredAt = new Float64Array(capacity);
   let startedAt = new Float64Array(capacity);
   let cancelledAt = new Float64Array(capacity);
-  /** Fields few requests have (conversations, idempotency keys): by slot, only where present. */
-  const inputs = new Map<number, 'messages'>();
+  let inputTokens = new Float64Array(capacity);
+  let outputTokens = new Float64Array(capacity);
+  /** Fields few requests have (conversations, idempotency keys, answers that call tools): by slot, where present. */
+  const inputs = new Map<number, 'messages' | 'chat'>();
+  const outputs = new Map<number, 'message'>();
   const idempotencyKeys = new Map<number, string>();
   const requestHashes = new Map<number, string>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
@@ -72,6 +75,7 @@ export const createRequestColumns = () => {
   let model = new Int32Array(capacity);
   let lastError = new Int32Array(capacity);
   let failureReason = new Int32Array(capacity);
+  let finishReason = new Int32Array(capacity);
   const table: string[] = [];
   const indexOf = new Map<string, number>();
   const intern = (text: string | undefined): number => {
@@ -115,11 +119,14 @@ export const createRequestColumns = () => {
     expiredAt = numbers(expiredAt);
     startedAt = numbers(startedAt);
     cancelledAt = numbers(cancelledAt);
+    inputTokens = numbers(inputTokens);
+    outputTokens = numbers(outputTokens);
     accountId = indexes(accountId);
     keyId = indexes(keyId);
     model = indexes(model);
     lastError = indexes(lastError);
     failureReason = indexes(failureReason);
+    finishReason = indexes(finishReason);
   };
 
   /**
@@ -142,7 +149,10 @@ export const createRequestColumns = () => {
     expiredAt[slot] = c.expiredAt ?? absentNumber;
     startedAt[slot] = c.startedAt ?? absentNumber;
     cancelledAt[slot] = c.cancelledAt ?? absentNumber;
+    inputTokens[slot] = c.inputTokens ?? absentNumber;
+    outputTokens[slot] = c.outputTokens ?? absentNumber;
     keepRare(inputs, slot, c.input);
+    keepRare(outputs, slot, c.output);
     keepRare(idempotencyKeys, slot, c.idempotencyKey);
     keepRare(requestHashes, slot, c.requestHash);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
@@ -151,6 +161,7 @@ export const createRequestColumns = () => {
     model[slot] = keep(model[previous] as number, c.model);
     lastError[slot] = keep(fresh ? -1 : (lastError[slot] as number), c.lastError);
     failureReason[slot] = keep(fresh ? -1 : (failureReason[slot] as number), c.failureReason);
+    finishReason[slot] = keep(fresh ? -1 : (finishReason[slot] as number), c.finishReason);
   };
 
   const text = (index: number) => (index >= 0 ? table[index] : undefined);
@@ -183,6 +194,10 @@ export const createRequestColumns = () => {
       c.input = from.input;
       c.idempotencyKey = from.idempotencyKey;
       c.requestHash = from.requestHash;
+      c.inputTokens = from.inputTokens;
+      c.outputTokens = from.outputTokens;
+      c.finishReason = from.finishReason;
+      c.output = from.output;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -209,6 +224,10 @@ export const createRequestColumns = () => {
       c.input = inputs.get(slot);
       c.idempotencyKey = idempotencyKeys.get(slot);
       c.requestHash = requestHashes.get(slot);
+      c.inputTokens = numberOrUndefined(inputTokens[slot] as number);
+      c.outputTokens = numberOrUndefined(outputTokens[slot] as number);
+      c.finishReason = text(finishReason[slot] as number);
+      c.output = outputs.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -251,6 +270,11 @@ export const createRequestColumns = () => {
       if (inputs.has(slot)) context.input = inputs.get(slot);
       if (idempotencyKeys.has(slot)) context.idempotencyKey = idempotencyKeys.get(slot);
       if (requestHashes.has(slot)) context.requestHash = requestHashes.get(slot);
+      if (!Number.isNaN(inputTokens[slot])) context.inputTokens = inputTokens[slot];
+      if (!Number.isNaN(outputTokens[slot])) context.outputTokens = outputTokens[slot];
+      const finish = finishReason[slot] as number;
+      if (finish >= 0) context.finishReason = table[finish];
+      if (outputs.has(slot)) context.output = outputs.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -282,6 +306,10 @@ type Covered =
   | 'cancelledAt'
   | 'input'
   | 'idempotencyKey'
-  | 'requestHash';
+  | 'requestHash'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'finishReason'
+  | 'output';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

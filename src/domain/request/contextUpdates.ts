@@ -36,7 +36,18 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     startedAt: event.at,
   }),
   RequestAttemptFailed: (_context, event) => ({ availableAt: event.retryAt, lastError: event.reason }),
-  RequestCompleted: (_context, event) => ({ responseChars: event.responseChars, completedAt: event.at }),
+  RequestCompleted: (_context, event) => {
+    const change: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {
+      responseChars: event.responseChars,
+      completedAt: event.at,
+    };
+    // Only when present, as for RequestQueued: events written before usage was recorded leave views as they were.
+    if (event.inputTokens !== undefined) change.inputTokens = event.inputTokens;
+    if (event.outputTokens !== undefined) change.outputTokens = event.outputTokens;
+    if (event.finishReason !== undefined) change.finishReason = event.finishReason;
+    if (event.output !== undefined) change.output = event.output;
+    return change;
+  },
   RequestFailed: (_context, event) => ({ failedAt: event.at, failureReason: event.reason }),
   RequestExpired: (_context, event) => ({ expiredAt: event.at }),
   RequestCancelled: (_context, event) => ({ cancelledAt: event.at }),

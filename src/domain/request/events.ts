@@ -13,8 +13,12 @@ export type RequestQueued = {
   readonly promptChars: number;
   readonly at: number;
   readonly expiresAt: number;
-  /** `messages`: the stored text is a conversation (JSON of `ChatMessage`s), not a prompt. Absent: a prompt. */
-  readonly input?: 'messages' | undefined;
+  /**
+   * What the stored text is: absent, a prompt; `messages`, a conversation (JSON of `{role, content}` messages, the
+   * first OpenAI face); `chat`, a conversation with its generation parameters (JSON of `ChatInput`, in the shape of
+   * a chat-completions request).
+   */
+  readonly input?: 'messages' | 'chat' | undefined;
   /** The `Idempotency-Key` the submit came with, kept with the request so that a repeat finds it (after a crash too). */
   readonly idempotencyKey?: string | undefined;
   /** What identifies the submit's body (a hash): a repeat with the same key must carry the same. */
@@ -42,6 +46,14 @@ export type RequestCompleted = {
   readonly reqId: string;
   readonly responseChars: number;
   readonly at: number;
+  /** Tokens the model read and wrote for this answer (the upstream's own count, or echo's word count); absent when
+   * the model did not say (and in events written before usage was recorded). */
+  readonly inputTokens?: number | undefined;
+  readonly outputTokens?: number | undefined;
+  /** Why the model stopped: `stop`, `length`, `tool_calls`, `content_filter`. Absent: `stop`. */
+  readonly finishReason?: string | undefined;
+  /** `message`: the stored response is the assistant message as JSON (it calls tools); absent: the text itself. */
+  readonly output?: 'message' | undefined;
 };
 
 export type RequestFailed = {

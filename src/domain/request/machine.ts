@@ -25,11 +25,16 @@ export type RequestContext = {
   readonly failedAt?: number;
   readonly failureReason?: string;
   readonly expiredAt?: number;
-  /** `messages`: the stored text is a conversation (see events.ts). */
-  readonly input?: 'messages';
+  /** What the stored input text is (see events.ts). */
+  readonly input?: 'messages' | 'chat';
   readonly idempotencyKey?: string;
   readonly requestHash?: string;
   readonly cancelledAt?: number;
+  /** Usage and ending of the answer, from `RequestCompleted` (see events.ts). */
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  readonly finishReason?: string;
+  readonly output?: 'message';
 };
 
 const emptyContext: RequestContext = {
