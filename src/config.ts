@@ -53,7 +53,12 @@ export const fileSchema = z.strictObject({
   // At most ten years: every time airs derives from it stays a valid date (2^53 seconds passed and broke replay).
   requestTtlSeconds: positiveInt.max(315_360_000, 'must be at most 315360000 (ten years)').optional(),
   maxPromptChars: positiveInt.optional(),
+  /** The prompt's size in UTF-8 (a conversation: the text stored for it); the smaller of the two limits applies. */
+  maxPromptBytes: positiveInt.optional(),
   maxBodyBytes: positiveInt.optional(),
+  /** JSON bodies are refused beyond these, before they are parsed (contract 15). */
+  maxJsonDepth: positiveInt.max(100_000).optional(),
+  maxJsonValues: positiveInt.optional(),
   pollIntervalSeconds: positiveInt.optional(),
   plans: z.strictObject(Object.fromEntries(planNames.map((name) => [name, planOverride.optional()]))).optional(),
   models: z
@@ -75,6 +80,15 @@ export const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  /** How long a connection may take and how many there may be (decisions.md, HTTP serving). */
+  http: z
+    .strictObject({
+      headersTimeoutSeconds: positiveInt.max(3_600).optional(),
+      requestTimeoutSeconds: positiveInt.max(3_600).optional(),
+      keepAliveTimeoutSeconds: positiveInt.max(3_600).optional(),
+      maxConnections: positiveInt.max(1_000_000).optional(),
+    })
+    .optional(),
   metrics: z
     .strictObject({
       /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
@@ -93,19 +107,35 @@ export type Config = {
   readonly dataDir: string;
   readonly requestTtlSeconds: number;
   readonly maxPromptChars: number;
+  readonly maxPromptBytes: number;
   readonly maxBodyBytes: number;
+  readonly maxJsonDepth: number;
+  readonly maxJsonValues: number;
   readonly pollIntervalSeconds: number;
   readonly plans: PlanTable;
   readonly models: readonly ModelConfig[];
   readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
+  /** Connection bounds of the HTTP server (listen.ts). */
+  readonly http: HttpLimits;
   /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
   readonly metrics: { readonly token?: string };
   /** Where the config came from, for the start-up line. */
   readonly source: string;
   /** Where `dataDir` came from (`--data-dir`, `AIRS_DATA_DIR`, the file, the default), for messages naming it. */
   readonly dataDirFrom: string;
+};
+
+export type HttpLimits = {
+  /** A connection has this long from its start (or from its previous answer) to send a request's headers. */
+  readonly headersTimeoutSeconds: number;
+  /** ... and this long to send the whole request, headers and body. */
+  readonly requestTimeoutSeconds: number;
+  /** An idle kept-alive connection is closed after this long. */
+  readonly keepAliveTimeoutSeconds: number;
+  /** Connections held at once; more are closed as soon as they are accepted. */
+  readonly maxConnections: number;
 };
 
 /** What the command line gives (`--config`, `--data-dir`, `--port`, `--host`): it wins over the environment. */
@@ -177,19 +207,34 @@ export const loadConfig = (
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
   const file = parsed.data;
+  const http = {
+    headersTimeoutSeconds: file.http?.headersTimeoutSeconds ?? 20,
+    requestTimeoutSeconds: file.http?.requestTimeoutSeconds ?? 60,
+    keepAliveTimeoutSeconds: file.http?.keepAliveTimeoutSeconds ?? 10,
+    maxConnections: file.http?.maxConnections ?? 4_096,
+  };
+  // The headers are part of the request: Node refuses a headers timeout longer than the request's.
+  if (http.headersTimeoutSeconds > http.requestTimeoutSeconds)
+    throw new ConfigError(
+      `config file ${source}: http.headersTimeoutSeconds: must be at most http.requestTimeoutSeconds (${http.requestTimeoutSeconds})`,
+    );
   return {
     port: overrides.port ?? envPort(env.PORT) ?? file.port ?? 8080,
     host: overrides.host || env.HOST || file.host || '127.0.0.1',
     dataDir: resolve(cwd, overrides.dataDir || env.AIRS_DATA_DIR || file.dataDir || './data'),
     requestTtlSeconds: file.requestTtlSeconds ?? 86_400,
     maxPromptChars: file.maxPromptChars ?? 1_000_000,
+    maxPromptBytes: file.maxPromptBytes ?? 1024 * 1024,
     maxBodyBytes: file.maxBodyBytes ?? 4 * 1024 * 1024,
+    maxJsonDepth: file.maxJsonDepth ?? 64,
+    maxJsonValues: file.maxJsonValues ?? 100_000,
     pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
     plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
     models: file.models ?? defaultModels,
     processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    http,
     metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
     source,
     dataDirFrom: overrides.dataDir

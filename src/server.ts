@@ -94,6 +94,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     ...services,
     log: options.logger,
     maxBodyBytes: options.config.maxBodyBytes,
+    jsonBounds: { maxDepth: options.config.maxJsonDepth, maxValues: options.config.maxJsonValues },
     pollIntervalSeconds: options.config.pollIntervalSeconds,
     models: options.config.models,
     accepting: () => accepting,

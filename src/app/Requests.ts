@@ -103,21 +103,34 @@ export const RequestsLayer = Layer.effect(
     const processor = yield* Processor;
     const committer = yield* Committer;
     const ttlMs = config.requestTtlSeconds * 1000;
-    const rules = { modelIds: models.ids(), maxPromptChars: config.maxPromptChars };
+    const rules = {
+      modelIds: models.ids(),
+      maxPromptChars: config.maxPromptChars,
+      maxPromptBytes: config.maxPromptBytes,
+    };
     const lifetime = lifetimeInWords(config.requestTtlSeconds);
     const notFound = (reqId: string) =>
       new NotFound({
         message: `no request ${idForMessage(reqId)}; it may never have existed or it expired (requests live ${lifetime})`,
       });
 
-    /** Queues an input that meets the rules. */
+    /**
+     * The idempotency key and the hash of the call's fingerprint, taken before anything is awaited: the fingerprint
+     * holds the parsed body, which must not stay in memory while the commit is waited for.
+     */
+    const idempotencyOf = (options: SubmitOptions | undefined) =>
+      options?.idempotency === undefined
+        ? undefined
+        : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) };
+
+    /** Queues an input that meets the rules, kept as `text` (storedInput.ts). */
     const queue = async (
       principal: Principal,
       input: SubmitInput,
-      options: SubmitOptions | undefined,
+      text: string,
+      idempotency: { readonly key: string; readonly requestHash: string } | undefined,
     ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited> => {
       const { model, prompt, messages } = input;
-      const text = storedTextOf(prompt, messages);
       const reqId = ids.requestId();
       // A free worker and an empty queue: the request is queued and started in one write, and worked on at once.
       const claimed = processor.claim(reqId, model);
@@ -136,10 +149,7 @@ export const RequestsLayer = Layer.effect(
             now: clock.now(),
             startNow: claimed,
             input: messages === undefined ? undefined : 'messages',
-            idempotency:
-              options?.idempotency === undefined
-                ? undefined
-                : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) },
+            idempotency,
             maxQueued: config.plans[principal.plan].maxQueued,
           },
           { fromApi: true },
@@ -165,14 +175,17 @@ export const RequestsLayer = Layer.effect(
       return { request_id: reqId, model, replayed: false };
     };
 
-    const submitInput: RequestsShape['submitInput'] = async (principal, input, options) =>
-      checkModelAndSize(input, rules) ?? queue(principal, input, options);
+    // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
+    const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
+      const text = storedTextOf(input.prompt, input.messages);
+      return checkModelAndSize(input, text, rules) ?? queue(principal, input, text, idempotencyOf(options));
+    };
 
     const submit: RequestsShape['submit'] = async (principal, body, options) => {
       // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
       const submission = parseSubmission(body, rules);
       if (submission instanceof InvalidRequest) return submission;
-      return queue(principal, submission, options);
+      return queue(principal, submission, submission.prompt, idempotencyOf(options));
     };
 
     /** The request if the principal's account may see it now, with its public status. */

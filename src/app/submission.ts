@@ -15,21 +15,40 @@ export const submissionBodySchema = z
         .string({ error: (issue) => (issue.input === undefined ? 'prompt is required' : 'prompt must be a string') })
         .meta({
           description:
-            'Not empty, not only white space, valid Unicode, at most `maxPromptChars` (default 1,000,000) UTF-16 units.',
+            'Not empty, not only white space, valid Unicode, at most `maxPromptChars` (default 1,000,000) UTF-16 units and at most `maxPromptBytes` (default 1 MiB) in UTF-8.',
         }),
     },
     { error: 'the body must be a JSON object with "model" and "prompt"' },
   )
   .meta({ description: 'A prompt for a model. Other fields are allowed and ignored.' });
 
+/** What every submit's input is checked against (contract 15 for the sizes). */
+export type SubmissionRules = {
+  readonly modelIds: readonly string[];
+  readonly maxPromptChars: number;
+  readonly maxPromptBytes: number;
+};
+
+/**
+ * The byte limit (contract 15): the text as stored, in UTF-8, at most `maxPromptBytes`. A prompt of 1,000,000 `€` is
+ * within `maxPromptChars` but 3 MB on disk; whichever limit is smaller applies. `what` names the text in the message.
+ */
+const overBytes = (text: string, what: string, rules: SubmissionRules): InvalidRequest | undefined => {
+  // Quick exit: a UTF-16 unit is at most 3 bytes of UTF-8, so a short text cannot be over.
+  if (text.length * 3 <= rules.maxPromptBytes) return undefined;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= rules.maxPromptBytes) return undefined;
+  return new InvalidRequest({
+    message: `${what} is ${bytes} bytes in UTF-8; the maximum is ${rules.maxPromptBytes} (maxPromptBytes)`,
+    details: { max_prompt_bytes: rules.maxPromptBytes },
+  });
+};
+
 /**
  * Checks a parsed POST body against the contract: an object whose `model` is a configured model id and whose
- * `prompt` is a non-empty string of at most `maxPromptChars` characters.
+ * `prompt` is a non-empty string of at most `maxPromptChars` characters and `maxPromptBytes` bytes of UTF-8.
  */
-export const parseSubmission = (
-  body: unknown,
-  rules: { readonly modelIds: readonly string[]; readonly maxPromptChars: number },
-): Submission | InvalidRequest => {
+export const parseSubmission = (body: unknown, rules: SubmissionRules): Submission | InvalidRequest => {
   const parsed = submissionBodySchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -58,18 +77,22 @@ export const parseSubmission = (
       details: { max_prompt_chars: rules.maxPromptChars },
     });
   }
-  return { model, prompt };
+  return overBytes(prompt, 'prompt', rules) ?? { model, prompt };
 };
 
-/** The rules every submit's input meets, whichever face it came through: a configured model, and at most
- * `maxPromptChars` of text in all (a conversation counts every message). */
+/**
+ * The rules every submit's input meets, whichever face it came through: a configured model, at most `maxPromptChars`
+ * of text in all (a conversation counts every message), and at most `maxPromptBytes` of UTF-8 as stored (`storedText`:
+ * a conversation's messages as JSON, roles included).
+ */
 export const checkModelAndSize = (
   input: {
     readonly model: string;
     readonly prompt: string;
     readonly messages?: readonly { content: string }[] | undefined;
   },
-  rules: { readonly modelIds: readonly string[]; readonly maxPromptChars: number },
+  storedText: string,
+  rules: SubmissionRules,
 ): InvalidRequest | undefined => {
   if (!rules.modelIds.includes(input.model)) {
     return new InvalidRequest({
@@ -84,5 +107,5 @@ export const checkModelAndSize = (
       details: { max_prompt_chars: rules.maxPromptChars },
     });
   }
-  return undefined;
+  return overBytes(storedText, input.messages === undefined ? 'prompt' : 'the input as stored', rules);
 };

@@ -1,10 +1,24 @@
+import { createServer } from 'node:net';
+import { type Logger, pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { upstreamName } from '../../src/adapters/models/openai.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
 const upstreamKey = 'sk-upstream-secret-0123456789';
+
+/** A port on 127.0.0.1 that nothing listens on: taken from the system, then given back. */
+const closedPort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
+    });
+  });
 
 describe('The openai provider against a local OpenAI-compatible server', () => {
   let upstream: Awaited<ReturnType<typeof startFakeOpenAi>>;
@@ -19,7 +33,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   });
   afterEach(() => app?.stop());
 
-  const start = async (overrides: Partial<Extract<ModelConfig, { provider: 'openai' }>> = {}) => {
+  const start = async (overrides: Partial<Extract<ModelConfig, { provider: 'openai' }>> = {}, logger?: Logger) => {
     const model: ModelConfig = {
       id: 'gpt',
       provider: 'openai',
@@ -31,6 +45,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
       ...overrides,
     };
     app = await startTestApp({
+      logger,
       config: {
         models: [model],
         processing: { concurrency: 4, maxAttempts: 1 },
@@ -79,7 +94,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const body = await polled.text();
     expect(body).not.toContain('crashed');
     expect(events.at(-1)).toMatchObject({ type: 'RequestFailed' });
-    expect((events.at(-1) as { reason: string }).reason).toContain('upstream answered 500');
+    expect((events.at(-1) as { reason: string }).reason).toContain(`upstream ${upstream.baseUrl} answered 500`);
     expect(upstream.calls('always-500')).toBe(2);
   });
 
@@ -95,6 +110,25 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const { polled, events } = await submitAndSettle(key, prompt);
     expect(polled.status).toBe(500);
     expect(events.at(-1)).toMatchObject({ type: 'RequestFailed' });
+  });
+
+  it('fails a request whose upstream is a closed port on 127.0.0.1, with a reason in the event log and the log that names the upstream and ECONNREFUSED, never the key', async () => {
+    const port = await closedPort();
+    const baseUrl = `http://127.0.0.1:${port}/v1`;
+    const lines: Array<{ msg: string; reason?: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { key } = await start({ baseUrl, maxRetries: 0 }, logger);
+    const { polled, events } = await submitAndSettle(key, 'anyone there?');
+    expect(polled.status).toBe(500);
+    const reason = `upstream ${baseUrl} unreachable: ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:${port})`;
+    expect(events.at(-1)).toMatchObject({ type: 'RequestFailed', reason: `gave up after 1 attempts: ${reason}` });
+    expect(lines.find((line) => line.msg === 'attempt failed')?.reason).toBe(reason);
+    expect(JSON.stringify(lines)).not.toContain(upstreamKey);
+  });
+
+  it('names an upstream by its base URL without user, password, query or fragment', () => {
+    expect(upstreamName('https://user:pa55@llm.example:8443/v1/?api-key=secret#x')).toBe('https://llm.example:8443/v1');
+    expect(upstreamName('http://127.0.0.1:11434/v1')).toBe('http://127.0.0.1:11434/v1');
   });
 
   it('never writes the upstream key into the event log', async () => {

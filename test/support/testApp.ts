@@ -87,9 +87,17 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
 
 /** Serves an app on a real socket on 127.0.0.1 with a free port. */
 export const listen = async (app: App & { readonly config?: Config }) => {
-  const maxBodyBytes = (app.config ?? defaultConfig()).maxBodyBytes;
-  const { server, url } = await listenHttp(app.http, { port: 0, hostname: '127.0.0.1', maxBodyBytes });
-  return { url, close: () => server.close(true) };
+  const { maxBodyBytes, http: limits } = app.config ?? defaultConfig();
+  const { server, url } = await listenHttp(app.http, { port: 0, hostname: '127.0.0.1', maxBodyBytes, limits });
+  return {
+    url,
+    close: () => server.close(true),
+    /** The connections the server holds now (those a peer left half-open included). */
+    connections: () =>
+      new Promise<number>((resolve, reject) =>
+        server.node?.server?.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      ),
+  };
 };
 
 /** Polls `check` until it returns a value or `timeoutMs` passes. */

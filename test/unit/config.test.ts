@@ -57,6 +57,19 @@ describe('Configuration', () => {
     expect(withFile(content)).toThrow(ConfigError);
     expect(withFile(content)).toThrow(field);
   });
+  it('refuses a headers timeout longer than the request timeout (the headers are part of the request)', () => {
+    const load = withFile(JSON.stringify({ http: { headersTimeoutSeconds: 90 } }));
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow('http.headersTimeoutSeconds: must be at most http.requestTimeoutSeconds (60)');
+    expect(
+      withFile(JSON.stringify({ http: { headersTimeoutSeconds: 90, requestTimeoutSeconds: 120 } }))().http,
+    ).toEqual({
+      headersTimeoutSeconds: 90,
+      requestTimeoutSeconds: 120,
+      keepAliveTimeoutSeconds: 10,
+      maxConnections: 4_096,
+    });
+  });
   it('refuses a file that is not JSON, naming the file', () => {
     expect(withFile('{ port: 1 ')).toThrow(/not valid JSON/);
   });

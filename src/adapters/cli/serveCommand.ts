@@ -47,6 +47,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
           port: config.port,
           hostname: config.host,
           maxBodyBytes: config.maxBodyBytes,
+          limits: config.http,
           log: logger,
         });
       } catch (error) {

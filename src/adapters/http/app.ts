@@ -16,6 +16,7 @@ import {
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 import { idempotencyKeyOf } from './idempotencyKey.js';
+import { type JsonBounds, jsonBoundExceeded } from './jsonBounds.js';
 import { mountMetrics } from './metricsRoute.js';
 import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
 import { isOpenAiPath, mountOpenAi } from './openai/routes.js';
@@ -30,6 +31,8 @@ export type HttpDeps = {
   readonly requests: RequestsShape;
   readonly log: Logger;
   readonly maxBodyBytes: number;
+  /** How deep and wide a JSON body may be; checked before it is parsed. */
+  readonly jsonBounds: JsonBounds;
   readonly pollIntervalSeconds: number;
   /** False while starting or draining: every call then answers 503. */
   readonly accepting: () => boolean;
@@ -85,9 +88,10 @@ const isJsonContentType = (value: string | null) =>
 /**
  * Reads the body as JSON within the byte limit; an oversized body is refused as soon as it is known (a declared
  * length over the limit before reading anything, a streamed one when it passes the limit). Bytes that are not UTF-8
- * are refused rather than decoded into U+FFFD: the stored prompt would differ from the one sent.
+ * are refused rather than decoded into U+FFFD: the stored prompt would differ from the one sent. A body deeper or
+ * wider than `bounds` is refused from its bytes, before `JSON.parse` builds anything (contract 15).
  */
-const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unknown | ApiError> => {
+const readJsonBody = async (event: H3Event, maxBodyBytes: number, bounds: JsonBounds): Promise<unknown | ApiError> => {
   if (!isJsonContentType(event.req.headers.get('content-type'))) {
     return new InvalidRequest({ message: 'Content-Type must be application/json' });
   }
@@ -105,6 +109,13 @@ const readJsonBody = async (event: H3Event, maxBodyBytes: number): Promise<unkno
     throw error;
   }
   if (!isUtf8(bytes)) return new InvalidRequest({ message: 'body is not valid UTF-8' });
+  const beyond = jsonBoundExceeded(bytes, bounds);
+  if (beyond !== undefined)
+    return new InvalidRequest({
+      message: beyond.message,
+      details:
+        beyond.bound === 'maxJsonDepth' ? { max_json_depth: bounds.maxDepth } : { max_json_values: bounds.maxValues },
+    });
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (error) {
@@ -130,18 +141,29 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return spent.refusal ?? principal;
   };
 
+  const readBody = (event: H3Event) => readJsonBody(event, deps.maxBodyBytes, deps.jsonBounds);
+
+  /**
+   * Reads the body and hands it to the submit. The parsed body lives only in this call, which returns as soon as the
+   * submit has taken what it keeps (the prompt, the body's hash): a caller awaiting the commit must not hold it, since
+   * V8 keeps an async function's locals alive across an await whether or not they are used after it.
+   */
+  const readAndSubmit = async (event: H3Event, principal: Principal, key: string | undefined) => {
+    const body = await readBody(event);
+    if (isApiError(body)) return body;
+    return deps.requests.submit(
+      principal,
+      body,
+      key === undefined ? undefined : { idempotency: { key, fingerprint: ['ai', body] } },
+    );
+  };
+
   const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
     const principal = admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     if (isApiError(key)) return key;
-    const body = await readJsonBody(event, deps.maxBodyBytes);
-    if (isApiError(body)) return body;
-    const accepted = await deps.requests.submit(
-      principal,
-      body,
-      key === undefined ? undefined : { idempotency: { key, fingerprint: ['ai', body] } },
-    );
+    const accepted = await readAndSubmit(event, principal, key);
     if (isApiError(accepted)) return accepted;
     headers.Location = `${aiPath}?req_id=${accepted.request_id}`;
     if (accepted.replayed) headers['Idempotent-Replayed'] = 'true';
@@ -227,7 +249,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       requests: deps.requests,
       models: deps.models,
       admit,
-      readJsonBody: (event) => readJsonBody(event, deps.maxBodyBytes),
+      readJsonBody: readBody,
       guard: (route, slot) => guarded(route, slot, openAiFace),
       json,
       startedAtSeconds: Math.floor(Date.now() / 1000),

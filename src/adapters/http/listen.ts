@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type H3, serve } from 'h3';
 import type { Logger } from 'pino';
+import type { HttpLimits } from '../../config.js';
 
 /** A whole HTTP/1.1 answer in the contract's error shape, for what is answered below h3 (on the raw socket). */
 const rawErrorResponse = (status: string, code: string, message: string, extra = ''): string => {
@@ -9,11 +10,29 @@ const rawErrorResponse = (status: string, code: string, message: string, extra =
   return `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
 };
 
-/** Answers for requests Node's HTTP parser rejects before h3 sees them (oversized headers, a garbled line). */
-const parserErrorResponse = (error: NodeJS.ErrnoException): string =>
-  error.code === 'HPE_HEADER_OVERFLOW'
-    ? rawErrorResponse('431 Request Header Fields Too Large', 'invalid_request', 'request headers are too large')
-    : rawErrorResponse('400 Bad Request', 'invalid_request', 'the request is not valid HTTP/1.1');
+/**
+ * Answers for requests Node refuses before h3 sees them: oversized headers, a garbled line, and a request whose
+ * headers or body did not arrive in time (`http.headersTimeoutSeconds`, `http.requestTimeoutSeconds`).
+ */
+const parserErrorResponse = (error: NodeJS.ErrnoException): string => {
+  if (error.code === 'HPE_HEADER_OVERFLOW')
+    return rawErrorResponse('431 Request Header Fields Too Large', 'invalid_request', 'request headers are too large');
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return rawErrorResponse(
+      '408 Request Timeout',
+      'invalid_request',
+      'the request did not arrive in time; send its headers and body promptly',
+    );
+  return rawErrorResponse('400 Bad Request', 'invalid_request', 'the request is not valid HTTP/1.1');
+};
+
+/** Whether an answer to the connection's current request has begun: nothing more may be written then. */
+const answerStarted = (socket: Duplex): boolean =>
+  (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+
+/** How often Node looks for connections past their headers or request timeout (its default, 30 s, would let a
+ * connection stay up to 30 s past its timeout). */
+const timeoutCheckMs = 1_000;
 
 const sendJson = (res: ServerResponse, status: number, code: string, message: string) => {
   const body = JSON.stringify({ error: { code, message } });
@@ -98,7 +117,10 @@ const answerBelowH3 = (server: Server & { requireHostHeader: boolean }, log: Log
 
 /**
  * Serves the app on a real socket: srvx (h3's server) without its own signal handling (the CLI drains itself),
- * plus the contract's error shape for what Node's parser refuses.
+ * plus the contract's error shape for what Node's parser refuses. A connection has `limits.headersTimeoutSeconds`
+ * to send a request's headers and `limits.requestTimeoutSeconds` for the whole request (then it is answered 408 and
+ * closed); an idle kept-alive one is closed after `limits.keepAliveTimeoutSeconds`; past `limits.maxConnections`,
+ * a new connection is closed as soon as it is accepted. An answer may take as long as it needs (a waiting create).
  */
 export const listen = async (
   app: H3,
@@ -106,10 +128,12 @@ export const listen = async (
     readonly port: number;
     readonly hostname: string;
     readonly maxBodyBytes: number;
+    readonly limits: HttpLimits;
     /** Access lines go here at `debug` (none when the level is higher). */
     readonly log?: Logger;
   },
 ) => {
+  const { limits } = options;
   // The app reads bodies from Node's request itself (requestBody.ts); srvx's limit guards any other reader.
   const server = serve(app, {
     port: options.port,
@@ -117,13 +141,27 @@ export const listen = async (
     silent: true,
     gracefulShutdown: false,
     maxRequestBodySize: options.maxBodyBytes,
+    node: {
+      headersTimeout: limits.headersTimeoutSeconds * 1_000,
+      requestTimeout: limits.requestTimeoutSeconds * 1_000,
+      keepAliveTimeout: limits.keepAliveTimeoutSeconds * 1_000,
+      connectionsCheckingInterval: timeoutCheckMs,
+    },
   });
   // srvx serves plain HTTP/1.1 here: its server is Node's http.Server (with the property its types lack).
   const node = server.node?.server as (Server & { requireHostHeader: boolean }) | undefined;
-  if (node !== undefined) answerBelowH3(node, options.log);
+  if (node !== undefined) {
+    node.maxConnections = limits.maxConnections;
+    answerBelowH3(node, options.log);
+  }
   node?.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    if (socket.writable && error.code !== 'ECONNRESET') socket.end(parserErrorResponse(error));
-    else socket.destroy();
+    // As Node does itself: no answer over one that has begun (the peer would read garbage), and none to a reset.
+    if (socket.writable && error.code !== 'ECONNRESET' && !answerStarted(socket)) {
+      // Closed once the answer is written, whatever the peer does: `end()` alone would leave a peer that never
+      // finishes its side (a slow sender, say) holding the connection.
+      socket.write(parserErrorResponse(error));
+      (socket as Duplex & { destroySoon(): void }).destroySoon();
+    } else socket.destroy();
   });
   await server.ready();
   const address = server.node?.server?.address();

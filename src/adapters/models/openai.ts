@@ -12,13 +12,47 @@ export type OpenAiOptions = {
   readonly maxRetries: number;
 };
 
-/** Why an upstream call failed, in words safe for the log: status and the server's message, never the key. */
-const describeUpstreamError = (error: unknown): string => {
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    return `upstream answered ${error.status}: ${error.message}`.slice(0, 300);
+/**
+ * The upstream as the log and the event log name it: its base URL without user, password, query or fragment (where
+ * a credential could hide; the key itself travels in a header and is never part of it).
+ */
+export const upstreamName = (baseUrl: string): string => {
+  try {
+    const url = new URL(baseUrl);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    url.hash = '';
+    return url.href.replace(/\/$/, '').slice(0, 200);
+  } catch {
+    return '(an invalid base URL)';
   }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return 'upstream timed out';
-  if (error instanceof OpenAI.APIConnectionError) return `upstream unreachable: ${error.message}`.slice(0, 300);
+};
+
+/**
+ * The innermost cause of a failed connection, in words: the system's code and message (`ECONNREFUSED (connect
+ * ECONNREFUSED 127.0.0.1:9999)`, `ENOTFOUND (getaddrinfo ENOTFOUND host)`), found under the SDK's `Connection error.`
+ * and fetch's `fetch failed`.
+ */
+const connectionCause = (error: unknown): string => {
+  let deepest: unknown = error;
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 8; depth++) {
+    deepest = cause;
+    cause = cause.cause ?? (cause instanceof AggregateError ? cause.errors[0] : undefined);
+  }
+  const code = (deepest as { code?: unknown }).code;
+  const message = deepest instanceof Error ? deepest.message : String(deepest);
+  if (typeof code !== 'string' || code === '') return message.slice(0, 200);
+  return message === '' || message === code ? code : `${code} (${message.slice(0, 200)})`;
+};
+
+/** Why an upstream call failed, in words safe for the log: which upstream, status and message or cause, never the key. */
+const describeUpstreamError = (error: unknown, upstream: string): string => {
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    return `upstream ${upstream} answered ${error.status}: ${error.message}`.slice(0, 500);
+  }
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return `upstream ${upstream} timed out`;
+  if (error instanceof OpenAI.APIConnectionError) return `upstream ${upstream} unreachable: ${connectionCause(error)}`;
   return error instanceof Error ? error.message : String(error);
 };
 
@@ -28,6 +62,7 @@ const describeUpstreamError = (error: unknown): string => {
  * its messages.
  */
 export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
+  const upstream = upstreamName(options.baseUrl);
   const client = new OpenAI({
     baseURL: options.baseUrl,
     // Local servers need no key; the SDK insists on one, and an unused placeholder is harmless.
@@ -52,7 +87,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
         );
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        throw new Error(describeUpstreamError(error));
+        throw new Error(describeUpstreamError(error, upstream));
       }
       const text = completion?.choices?.[0]?.message?.content;
       if (typeof text !== 'string') throw new Error('upstream answer has no choices[0].message.content');

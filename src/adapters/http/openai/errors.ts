@@ -21,7 +21,11 @@ export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<strin
   // The service's own details name the field too: a model it does not know, an input over the size limit.
   const param =
     details?.param ??
-    (details?.known_models !== undefined ? 'model' : details?.max_prompt_chars !== undefined ? 'input' : undefined);
+    (details?.known_models !== undefined
+      ? 'model'
+      : details?.max_prompt_chars !== undefined || details?.max_prompt_bytes !== undefined
+        ? 'input'
+        : undefined);
   const body = {
     error: { message: error.message, type: typeOf(status), param: typeof param === 'string' ? param : null, code },
   };

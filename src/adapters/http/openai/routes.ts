@@ -65,23 +65,38 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     isApiError(view) ? inResponseTerms(view) : deps.json(200, responseObjectOf(view), headers);
   const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
 
+  /**
+   * Reads, checks and queues a create's body. The parsed body lives only in this call, which returns once the submit
+   * has taken what it keeps (the input, the body's hash): the create then waits (for the commit, and for the result)
+   * holding only the request's id and model. V8 keeps an async function's locals alive across an await whether or not
+   * they are used after it, so a body kept in the waiting function would stay in memory until the model answers.
+   */
+  const queueCreate = async (event: H3Event, principal: Principal, key: string | undefined) => {
+    const body = await deps.readJsonBody(event);
+    if (isApiError(body)) return body;
+    const parsed = parseResponsesCreate(body);
+    if (parsed instanceof InvalidRequest) return parsed;
+    return {
+      background: parsed.background,
+      submitted: requests.submitInput(
+        principal,
+        parsed.input,
+        key === undefined ? undefined : { idempotency: { key, fingerprint: ['responses', body] } },
+      ),
+    };
+  };
+
   const create: Route = async (event, headers) => {
     const principal = deps.admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     if (isApiError(key)) return key;
-    const body = await deps.readJsonBody(event);
-    if (isApiError(body)) return body;
-    const parsed = parseResponsesCreate(body);
-    if (parsed instanceof InvalidRequest) return parsed;
-    const submitted = await requests.submitInput(
-      principal,
-      parsed.input,
-      key === undefined ? undefined : { idempotency: { key, fingerprint: ['responses', body] } },
-    );
+    const queued = await queueCreate(event, principal, key);
+    if (isApiError(queued)) return queued;
+    const submitted = await queued.submitted;
     if (isApiError(submitted)) return submitted;
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
-    if (parsed.background) {
+    if (queued.background) {
       // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
       const view = requests.find(principal, submitted.request_id);
       return isApiError(view) ? view : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued' }), headers);

@@ -1,0 +1,104 @@
+import { request } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultPlans } from '../../src/domain/plans.js';
+import { systemClock } from '../../src/ports/Clock.js';
+import { eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
+
+/**
+ * A create that waits for its result (`POST /v1/responses` without `background`) must hold only what it needs while
+ * it waits (the request's id and model), never its parsed body: measured as the V8 heap in use, after a full
+ * collection, while the calls wait. Heap, not RSS: a collection gives heap back to V8 long before it gives pages back
+ * to the system, and the client here shares the process (its bodies are Buffers, outside the V8 heap).
+ */
+
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+const heapAfterCollection = () => {
+  collect();
+  collect();
+  return process.memoryUsage().heapUsed;
+};
+
+const waiting = 30;
+const modelDelayMs = 4_000;
+
+/** A body within every bound whose parse is large: 99,990 distinct strings in `metadata` (about 4 MB of JSON). */
+const heavyBody = Buffer.from(
+  JSON.stringify({
+    model: 'slow',
+    input: 'hello',
+    metadata: Array.from({ length: 99_990 }, (_, i) => `value-${String(i).padStart(8, '0')}-of-a-heavy-body`),
+  }),
+);
+
+/** One call over a real socket; the body is the shared Buffer, so the client adds nothing per call to the heap. */
+const post = (url: string, key: string, body: Buffer) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const call = request(
+      `${url}/v1/responses`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length },
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+      },
+    );
+    call.on('error', reject);
+    call.end(body);
+  });
+
+let app: TestApp | undefined;
+let server: { close(): void } | undefined;
+afterEach(async () => {
+  server?.close();
+  await app?.stop();
+});
+
+describe('A waiting create on the OpenAI face', () => {
+  it('holds less than a quarter of its parsed body while it waits for the model', async () => {
+    app = await startTestApp({
+      clock: systemClock,
+      config: {
+        models: [{ id: 'slow', provider: 'echo', delayMs: modelDelayMs, timeoutMs: 60_000 }],
+        processing: { concurrency: 64, maxAttempts: 1 },
+        plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 10_000 } },
+      },
+    });
+    const served = await listen(app);
+    server = served;
+    const { key, accountId } = await app.account();
+
+    // What one parsed body weighs on the heap, and a first call so that the code paths are warm.
+    const beforeParse = heapAfterCollection();
+    const parsed = JSON.parse(heavyBody.toString('utf8')) as unknown;
+    const bodyOnHeap = heapAfterCollection() - beforeParse;
+    expect(parsed).toBeDefined();
+    expect(bodyOnHeap).toBeGreaterThan(4_000_000);
+    expect((await post(served.url, key, Buffer.from('{"model":"slow","input":"warm","background":true}'))).status).toBe(
+      200,
+    );
+
+    const baseline = heapAfterCollection();
+    const queuedNow = () =>
+      [...(app as TestApp).store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId)
+        .length;
+    const calls = Array.from({ length: waiting }, () => post(served.url, key, heavyBody));
+    // Every call is queued and now waits for the model (which takes seconds): none has answered yet.
+    await eventually(() => (queuedNow() === waiting + 1 ? true : undefined), modelDelayMs / 2);
+    const growth = heapAfterCollection() - baseline;
+    const answers = await Promise.all(calls);
+
+    console.log(
+      `parsed body: ${(bodyOnHeap / 1e6).toFixed(1)} MB on the heap; ${waiting} creates waiting: heap grew ${(growth / 1e6).toFixed(1)} MB`,
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: waiting }, () => 200));
+    expect(answers.every((a) => (JSON.parse(a.text) as { status: string }).status === 'completed')).toBe(true);
+    expect(growth).toBeLessThan((waiting * bodyOnHeap) / 4);
+  }, 60_000);
+});
