@@ -6,6 +6,7 @@ import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
 import { LimiterStatesLayer } from './app/LimiterStates.js';
+import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
@@ -32,6 +33,7 @@ export const appLayer = (options: AppOptions) => {
         ModelsLayer,
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),
+        LiveOutputLayer,
       ),
     ),
     Layer.provideMerge(base),
@@ -53,6 +55,8 @@ export type App = {
   readonly sessions: SessionsShape;
   /** Prometheus metrics (`GET /metrics`). */
   readonly metrics: MetricsShape;
+  /** Text of attempts in flight, for callers streaming them. */
+  readonly live: LiveOutputShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
   /** From now on every call answers 503 (the server is draining). */
@@ -85,6 +89,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         storageHealth: yield* StorageHealth,
         sessions: yield* Sessions,
         metrics: yield* Metrics,
+        live: yield* LiveOutput,
       };
     }),
   );

@@ -5,14 +5,15 @@ import type { Unavailable } from '../domain/errors.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
-import type { ChatMessage } from '../ports/ModelProvider.js';
+import type { Generation } from '../ports/ModelProvider.js';
 import { type CommandOutcome, StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer, type CommitterShape } from './Committer.js';
 import { pickFairly } from './dispatchPolicy.js';
+import { LiveOutput, type LiveOutputShape } from './LiveOutput.js';
 import { Metrics, type MetricsShape } from './Metrics.js';
 import { type Model, Models, type ModelsShape } from './Models.js';
-import { promptOf } from './storedInput.js';
+import { type ModelInput, modelInputOf, storedAnswerOf } from './storedInput.js';
 
 export interface ProcessorShape {
   /** Tells the pool there may be new work in the queue (for example after a restart). Cheap; coalesced. */
@@ -23,13 +24,14 @@ export interface ProcessorShape {
    * means the request joins the queue, and the caller says `enqueued` once its submit is settled.
    */
   claim(reqId: string, model: string): boolean;
-  /** The submit committed with its first attempt started: call the model now, with the prompt in hand. */
-  started(reqId: string, model: string, prompt: string, messages?: readonly ChatMessage[]): void;
+  /** The submit committed with its first attempt started: call the model now, with its input in hand. */
+  started(reqId: string, model: string, input: ModelInput): void;
   /** The request was cancelled (durably): a model call in flight for it is aborted; its waiters are told. */
   cancelled(reqId: string): void;
-  /** Resolves when an outcome of the request is durable (completed, failed for good, cancelled, dropped) or after
-   * `timeoutMs`, whichever comes first. Only a hint to look again: the caller reads the request's state. */
-  outcome(reqId: string, timeoutMs: number): Promise<void>;
+  /** Resolves when an outcome of the request is durable (completed, failed for good, cancelled, dropped), after
+   * `timeoutMs`, or when `signal` aborts, whichever comes first. Only a hint to look again: the caller reads the
+   * request's state. */
+  outcome(reqId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /** A claim that was not used (the submit failed, or was committed without a start). */
   release(reqId: string, model: string): void;
   /** A submit that was refused a claim is settled (committed or failed): look at the queue. */
@@ -54,11 +56,11 @@ type Deps = {
   readonly policy: RetryPolicy;
   /** Counts attempts, their outcomes and durations by model. */
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
+  /** Where the text of attempts goes to callers streaming them (none: nobody streams). */
+  readonly live?: LiveOutputShape | undefined;
 };
 
-type Outcome = { ok: true; text: string } | { ok: false; reason: string };
-/** What a model is called with: the prompt, and the conversation when the request is one. */
-type Known = { readonly prompt: string; readonly messages?: readonly ChatMessage[] };
+type Outcome = { ok: true; generation: Generation } | { ok: false; reason: string };
 
 /**
  * The worker pool. A request is started in one of two ways, both recorded before the model is called, so the model
@@ -183,7 +185,7 @@ export const createProcessor = (deps: Deps) => {
   /** Whether a call to this model takes long enough that cancelling it is worth its own AbortController. */
   const abortable = (model: Model) => model.config.provider !== 'echo' || model.config.delayMs > 0;
 
-  const callModel = async (reqId: string, modelId: string, known: Known | undefined): Promise<Outcome> => {
+  const callModel = async (reqId: string, modelId: string, known: ModelInput | undefined): Promise<Outcome> => {
     // A request being processed holds its prompt (or its conversation) in its record.
     const input = known ?? storedInputOf(reqId);
     const model = models.get(modelId);
@@ -199,15 +201,21 @@ export const createProcessor = (deps: Deps) => {
       signal = AbortSignal.any([signal, own.signal]);
       watchForOtherCancels();
     }
+    // Callers streaming the request hear the attempt's text as the model writes it (the model streams only then).
+    const live = deps.live?.listened(reqId) === true ? deps.live.begin(reqId) : undefined;
+    let answered = false;
     try {
       // Raced against the signal: a provider that ignores it (a stuck upstream) must not hold the worker past the
       // attempt's timeout, or the request would stay processing with nobody to end it.
-      return { ok: true, text: await settledBy(model.provider.generate({ ...input, signal }), signal) };
+      const generation = await settledBy(model.provider.generate({ ...input, signal, onDelta: live?.delta }), signal);
+      answered = true;
+      return { ok: true, generation };
     } catch (error) {
       if (own?.signal.aborted) return { ok: false, reason: 'cancelled' };
       const timedOut = signal.aborted && !shutdown.signal.aborted;
       return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
     } finally {
+      live?.end(answered);
       if (own !== undefined) cancellers.delete(reqId);
       leaveGroup(group);
     }
@@ -234,10 +242,10 @@ export const createProcessor = (deps: Deps) => {
   };
 
   /** The prompt (and conversation) of a request being processed, from its record. */
-  const storedInputOf = (reqId: string): Known | undefined => {
+  const storedInputOf = (reqId: string): ModelInput | undefined => {
     const stored = store.reads.requestWithText(reqId);
     if (stored?.text === undefined) return undefined;
-    return promptOf(stored.text, stored.state.context.input);
+    return modelInputOf(stored.text, stored.state.context.input);
   };
 
   /** Whether the request was cancelled (read afresh: the cancel may have come from another process). */
@@ -251,7 +259,7 @@ export const createProcessor = (deps: Deps) => {
     reqId: string,
     modelId: string,
     started: Promise<CommandOutcome | Unavailable> | undefined,
-    prompt: Known | undefined,
+    prompt: ModelInput | undefined,
   ): Promise<void> => {
     let outcome: Outcome;
     let seconds = 0;
@@ -276,7 +284,7 @@ export const createProcessor = (deps: Deps) => {
     const now = clock.now();
     const refused = await send(
       outcome.ok
-        ? { type: 'RecordSuccess', reqId, responseChars: outcome.text.length, response: outcome.text, now }
+        ? successOf(reqId, outcome.generation, now)
         : { type: 'RecordFailure', reqId, reason: outcome.reason, policy: deps.policy, now },
     );
     const dropped = refused !== undefined && isCancelled(reqId);
@@ -313,7 +321,7 @@ export const createProcessor = (deps: Deps) => {
     reqId: string,
     model: string,
     started: Promise<CommandOutcome | Unavailable> | undefined,
-    prompt?: Known,
+    prompt?: ModelInput,
   ) => {
     const work = attempt(reqId, model, started, prompt)
       .catch((error: unknown) => {
@@ -441,9 +449,9 @@ export const createProcessor = (deps: Deps) => {
     settleIdle();
   };
 
-  const started = (reqId: string, model: string, prompt: string, messages?: readonly ChatMessage[]) => {
+  const started = (reqId: string, model: string, input: ModelInput) => {
     if (!working.has(reqId)) return;
-    run(reqId, model, undefined, messages === undefined ? { prompt } : { prompt, messages });
+    run(reqId, model, undefined, input);
   };
 
   const cancelled = (reqId: string) => {
@@ -453,8 +461,9 @@ export const createProcessor = (deps: Deps) => {
     tellOutcome(reqId);
   };
 
-  const outcome = (reqId: string, timeoutMs: number) =>
+  const outcome = (reqId: string, timeoutMs: number, signal?: AbortSignal) =>
     new Promise<void>((resolve) => {
+      if (signal?.aborted === true) return resolve();
       let waiters = outcomeWaiters.get(reqId);
       if (waiters === undefined) {
         waiters = new Set();
@@ -463,11 +472,13 @@ export const createProcessor = (deps: Deps) => {
       let timer: NodeJS.Timeout | undefined;
       const done = () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
         waiters.delete(done);
         if (waiters.size === 0 && outcomeWaiters.get(reqId) === waiters) outcomeWaiters.delete(reqId);
         resolve();
       };
       timer = setTimeout(done, Math.max(0, timeoutMs));
+      signal?.addEventListener('abort', done, { once: true });
       waiters.add(done);
     });
 
@@ -514,6 +525,22 @@ export const createProcessor = (deps: Deps) => {
   };
 };
 
+/** A model's answer as the command that records it: the stored answer, its usage and how it ended. */
+const successOf = (reqId: string, generation: Generation, now: number): Command => {
+  const answer = storedAnswerOf(generation);
+  return {
+    type: 'RecordSuccess',
+    reqId,
+    responseChars: answer.text.length,
+    response: answer.text,
+    inputTokens: generation.usage?.inputTokens,
+    outputTokens: generation.usage?.outputTokens,
+    finishReason: generation.finishReason === 'stop' ? undefined : generation.finishReason,
+    output: answer.output,
+    now,
+  };
+};
+
 /** `work`'s answer, or a rejection as soon as `signal` aborts, whichever comes first. */
 const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> => {
   if (signal.aborted) {
@@ -544,6 +571,7 @@ export const ProcessorLayer = Layer.effect(
       concurrency: config.processing.concurrency,
       policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
       metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
+      live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
     };
     const processor = yield* Effect.acquireRelease(
       Effect.sync(() => createProcessor(deps)),

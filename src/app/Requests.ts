@@ -14,7 +14,7 @@ import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.
 import type { RequestState } from '../domain/request/state.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
-import type { ChatMessage } from '../ports/ModelProvider.js';
+import type { ChatMessage, GenerationParams, ToolCall } from '../ports/ModelProvider.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
@@ -22,24 +22,43 @@ import { Committer } from './Committer.js';
 import { Models } from './Models.js';
 import { Processor } from './Processor.js';
 import { requestHashOf } from './requestHash.js';
-import { storedTextOf } from './storedInput.js';
+import { answerOf, storedInputOf } from './storedInput.js';
 import { checkModelAndSize, parseSubmission } from './submission.js';
 
 /** The POST answer, with the specification's field names. */
 export type Accepted = { readonly request_id: string; readonly model: string };
 
-/** The GET answer, with the specification's field names. */
+/** When a request was made and finished, in Unix seconds (extra fields the contract allows on `/v1/ai`). */
+type Times = { readonly created_at: number; readonly completed_at?: number };
+
+/** Tokens a completed request's model read and wrote. */
+export type UsageAnswer = {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly total_tokens: number;
+};
+
+/** The GET answer, with the specification's field names (and extra fields the contract allows). */
 export type PollAnswer =
-  | { readonly req_id: string; readonly status: 'queued'; readonly model: string }
-  | { readonly req_id: string; readonly status: 'completed'; readonly model: string; readonly response: string };
+  | ({ readonly req_id: string; readonly status: 'queued'; readonly model: string } & Times)
+  | ({
+      readonly req_id: string;
+      readonly status: 'completed';
+      readonly model: string;
+      readonly response: string;
+      readonly usage?: UsageAnswer;
+      readonly tool_calls?: ToolCall[];
+    } & Times);
 
 /** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
 export type SubmitInput = {
   readonly model: string;
   /** The prompt; for a conversation, the last user message's text (what `echo` answers). */
   readonly prompt: string;
-  /** A conversation (`/v1/responses` with a list of messages): sent to the model as messages. */
+  /** A conversation (the OpenAI face): sent to the model as messages. */
   readonly messages?: readonly ChatMessage[] | undefined;
+  /** Generation parameters and tools (the OpenAI face), kept with the request and sent on every attempt. */
+  readonly params?: GenerationParams | undefined;
 };
 
 export type SubmitOptions = {
@@ -48,16 +67,22 @@ export type SubmitOptions = {
    * with the same key and the same fingerprint answers the first request; another fingerprint is refused.
    */
   readonly idempotency?: { readonly key: string; readonly fingerprint: unknown } | undefined;
+  /**
+   * Called with the new request's id before its submit is committed, so that a caller streaming it can listen to its
+   * first attempt from its beginning (LiveOutput).
+   */
+  readonly beforeCommit?: ((reqId: string) => void) | undefined;
 };
 
 /** A submit's answer; `replayed` when an earlier submit with the same idempotency key made the request. */
 export type Submitted = Accepted & { readonly replayed: boolean };
 
-/** A request as its account may see it: its state, and its response text once completed. */
+/** A request as its account may see it: its state, and its answer once completed (text, and tools it calls). */
 export type RequestView = {
   readonly state: RequestState;
   readonly status: Exclude<PublicStatus, 'unknown' | 'expired'>;
   readonly response?: string | undefined;
+  readonly toolCalls?: readonly ToolCall[] | undefined;
 };
 
 export interface RequestsShape {
@@ -82,11 +107,25 @@ export interface RequestsShape {
    * the request as it is then. Cancelling a cancelled request answers it again; a completed or failed one is refused.
    */
   cancel(principal: Principal, reqId: string): Promise<RequestView | NotFound | InvalidRequest | Unavailable>;
-  /** Resolves once the request is no longer queued (completed, failed, cancelled, expired) or after `timeoutMs`. */
-  settled(reqId: string, timeoutMs: number): Promise<void>;
+  /**
+   * Resolves once the request is no longer queued (completed, failed, cancelled, expired), or after `timeoutMs`, or
+   * when `signal` aborts, whichever comes first.
+   */
+  settled(reqId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
 }
 
 export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
+
+const secondsOf = (ms: number) => Math.floor(ms / 1000);
+
+/** A completed request's usage as `/v1/ai` answers it, when its model told it. */
+export const usageOf = (state: RequestState): { readonly usage: UsageAnswer } | undefined => {
+  const { inputTokens, outputTokens } = state.context;
+  if (inputTokens === undefined || outputTokens === undefined) return undefined;
+  return {
+    usage: { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens },
+  };
+};
 
 /**
  * Submit and poll. Both run on every API call, so they are plain functions (a promise, a value) rather than Effects:
@@ -123,15 +162,18 @@ export const RequestsLayer = Layer.effect(
         ? undefined
         : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) };
 
-    /** Queues an input that meets the rules, kept as `text` (storedInput.ts). */
+    /** Queues an input that meets the rules, kept as `stored` (storedInput.ts). */
     const queue = async (
       principal: Principal,
       input: SubmitInput,
-      text: string,
+      stored: { readonly kind: 'chat' | undefined; readonly text: string },
       idempotency: { readonly key: string; readonly requestHash: string } | undefined,
+      beforeCommit: ((reqId: string) => void) | undefined,
     ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited> => {
-      const { model, prompt, messages } = input;
+      const { model, prompt, messages, params } = input;
+      const { text } = stored;
       const reqId = ids.requestId();
+      beforeCommit?.(reqId);
       // A free worker and an empty queue: the request is queued and started in one write, and worked on at once.
       const claimed = processor.claim(reqId, model);
       let startedNow = false;
@@ -148,7 +190,7 @@ export const RequestsLayer = Layer.effect(
             ttlMs,
             now: clock.now(),
             startNow: claimed,
-            input: messages === undefined ? undefined : 'messages',
+            input: stored.kind,
             idempotency,
             maxQueued: config.plans[principal.plan].maxQueued,
           },
@@ -168,24 +210,51 @@ export const RequestsLayer = Layer.effect(
         if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };
         startedNow = claimed && outcome.events.some((event) => event.type === 'RequestProcessingStarted');
       } finally {
-        if (startedNow) processor.started(reqId, model, prompt, messages);
+        if (startedNow) processor.started(reqId, model, { prompt, messages, params });
         else if (claimed) processor.release(reqId, model);
         else processor.enqueued();
       }
       return { request_id: reqId, model, replayed: false };
     };
 
+    /** What a model cannot do, said before anything is queued: `echo` answers text, it calls no tools and keeps no
+     * schema. The param is named as chat completions name it. */
+    const beyondModel = (input: SubmitInput): InvalidRequest | undefined => {
+      if (models.get(input.model)?.config.provider !== 'echo') return undefined;
+      if ((input.params?.tools?.length ?? 0) > 0)
+        return new InvalidRequest({
+          message: `tools: the model ${input.model} (echo) cannot call tools; use a model of the openai provider`,
+          details: { param: 'tools' },
+        });
+      if (input.params?.response_format?.type === 'json_schema')
+        return new InvalidRequest({
+          message: `response_format: the model ${input.model} (echo) cannot follow a JSON schema; use a model of the openai provider`,
+          details: { param: 'response_format' },
+        });
+      return undefined;
+    };
+
     // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
     const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
-      const text = storedTextOf(input.prompt, input.messages);
-      return checkModelAndSize(input, text, rules) ?? queue(principal, input, text, idempotencyOf(options));
+      const stored = storedInputOf(input);
+      return (
+        checkModelAndSize(input, stored.text, rules) ??
+        beyondModel(input) ??
+        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit)
+      );
     };
 
     const submit: RequestsShape['submit'] = async (principal, body, options) => {
       // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
       const submission = parseSubmission(body, rules);
       if (submission instanceof InvalidRequest) return submission;
-      return queue(principal, submission, submission.prompt, idempotencyOf(options));
+      return queue(
+        principal,
+        submission,
+        { kind: undefined, text: submission.prompt },
+        idempotencyOf(options),
+        options?.beforeCommit,
+      );
     };
 
     /** The request if the principal's account may see it now, with its public status. */
@@ -212,15 +281,32 @@ export const RequestsLayer = Layer.effect(
       if (status === 'cancelled') {
         return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
       }
-      if (status === 'queued') return { req_id: reqId, status: 'queued', model };
-      return { req_id: reqId, status: 'completed', model, response: visible.text ?? '' };
+      const { context } = visible.state;
+      const created_at = secondsOf(context.createdAt);
+      if (status === 'queued') return { req_id: reqId, status: 'queued', model, created_at };
+      const answer = answerOf(visible.text ?? '', context.output);
+      return {
+        req_id: reqId,
+        status: 'completed',
+        model,
+        response: answer.text,
+        created_at,
+        completed_at: secondsOf(context.completedAt ?? context.createdAt),
+        ...(answer.toolCalls.length === 0 ? {} : { tool_calls: [...answer.toolCalls] }),
+        ...(usageOf(visible.state) ?? {}),
+      };
     };
 
-    const viewOf = (visible: NonNullable<ReturnType<typeof visibleRequest>>): RequestView => ({
-      state: visible.state,
-      status: visible.status,
-      response: visible.status === 'completed' ? (visible.text ?? '') : undefined,
-    });
+    const viewOf = (visible: NonNullable<ReturnType<typeof visibleRequest>>): RequestView => {
+      if (visible.status !== 'completed') return { state: visible.state, status: visible.status };
+      const answer = answerOf(visible.text ?? '', visible.state.context.output);
+      return {
+        state: visible.state,
+        status: visible.status,
+        response: answer.text,
+        toolCalls: answer.toolCalls.length === 0 ? undefined : answer.toolCalls,
+      };
+    };
 
     const find: RequestsShape['find'] = (principal, reqId) => {
       const visible = visibleRequest(principal, reqId);
@@ -252,16 +338,16 @@ export const RequestsLayer = Layer.effect(
 
     /** How often a waiting caller looks again without being told (a cancel or expiry by another process). */
     const settleCheckMs = 1_000;
-    const settled: RequestsShape['settled'] = async (reqId, timeoutMs) => {
+    const settled: RequestsShape['settled'] = async (reqId, timeoutMs, signal) => {
       const deadline = clock.now() + timeoutMs;
       for (;;) {
         // Read afresh: the outcome may have been committed a moment ago, after the read snapshot was taken.
         store.reads.refresh();
         const status = publicStatus(store.reads.request(reqId), clock.now());
-        if (status !== 'queued') return;
+        if (status !== 'queued' || signal?.aborted === true) return;
         const left = deadline - clock.now();
         if (left <= 0) return;
-        await processor.outcome(reqId, Math.min(left, settleCheckMs));
+        await processor.outcome(reqId, Math.min(left, settleCheckMs), signal);
       }
     };
 

@@ -89,7 +89,7 @@ export const checkModelAndSize = (
   input: {
     readonly model: string;
     readonly prompt: string;
-    readonly messages?: readonly { content: string }[] | undefined;
+    readonly messages?: readonly { content: string | null }[] | undefined;
   },
   storedText: string,
   rules: SubmissionRules,
@@ -100,7 +100,7 @@ export const checkModelAndSize = (
       details: { known_models: rules.modelIds },
     });
   }
-  const chars = input.messages?.reduce((sum, m) => sum + m.content.length, 0) ?? input.prompt.length;
+  const chars = input.messages?.reduce((sum, m) => sum + (m.content?.length ?? 0), 0) ?? input.prompt.length;
   if (chars > rules.maxPromptChars) {
     return new InvalidRequest({
       message: `${input.messages === undefined ? 'prompt' : 'the input'} is ${chars} characters long; the maximum is ${rules.maxPromptChars}`,

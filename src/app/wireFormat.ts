@@ -22,8 +22,34 @@ export const acceptedSchema = z
   .looseObject({ request_id: requestId, model })
   .meta({ description: 'Sent only once the request is durably committed.' });
 
+const unixSeconds = (description: string) => z.number().int().nonnegative().meta({ description });
+const createdAt = unixSeconds('When the request was made (Unix seconds). An extra field the contract allows.');
+
+export const usageSchema = z
+  .object({
+    input_tokens: z.number().int().nonnegative(),
+    output_tokens: z.number().int().nonnegative(),
+    total_tokens: z.number().int().nonnegative(),
+  })
+  .meta({
+    description:
+      'Tokens the model read and wrote: the upstream’s own figures for `openai` models, whitespace-separated words ' +
+      'for `echo`. Absent when the model did not say.',
+  });
+
+export const toolCallSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('function'),
+    function: z.object({
+      name: z.string(),
+      arguments: z.string().meta({ description: 'JSON, as the model wrote it.' }),
+    }),
+  })
+  .meta({ description: 'A function tool the model calls (requests of the OpenAI face with `tools`).' });
+
 export const queuedSchema = z
-  .looseObject({ req_id: requestId, status: z.literal('queued'), model })
+  .looseObject({ req_id: requestId, status: z.literal('queued'), model, created_at: createdAt })
   .meta({ description: 'Waiting or being processed; poll again after `Retry-After` seconds.' });
 
 export const completedSchema = z
@@ -32,6 +58,10 @@ export const completedSchema = z
     status: z.literal('completed'),
     model,
     response: z.string().meta({ description: 'The text the model generated.' }),
+    created_at: createdAt,
+    completed_at: unixSeconds('When the model’s answer was recorded (Unix seconds). An extra field.').optional(),
+    usage: usageSchema.optional(),
+    tool_calls: z.array(toolCallSchema).optional(),
   })
   .meta({ description: 'Done: the response is here.' });
 

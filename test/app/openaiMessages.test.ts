@@ -144,14 +144,14 @@ describe('The openai provider called directly', () => {
       { role: 'assistant', content: 'two' },
       { role: 'user', content: 'three' },
     ] as const;
-    expect(await provider().generate({ prompt: 'three', messages, signal })).toBe('upstream says: three');
+    expect((await provider().generate({ prompt: 'three', messages, signal })).text).toBe('upstream says: three');
     expect(upstream.received.at(-1)?.body.messages).toEqual([
       { role: 'system', content: 'Be exact.' },
       { role: 'user', content: 'one' },
       { role: 'assistant', content: 'two' },
       { role: 'user', content: 'three' },
     ]);
-    expect(await provider().generate({ prompt: 'alone', signal })).toBe('upstream says: alone');
+    expect((await provider().generate({ prompt: 'alone', signal })).text).toBe('upstream says: alone');
     expect(upstream.received.at(-1)?.body.messages).toEqual([{ role: 'user', content: 'alone' }]);
   });
 });

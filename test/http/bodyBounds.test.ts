@@ -202,7 +202,7 @@ describe('The prompt size in bytes (maxPromptBytes, default 1 MiB of UTF-8)', ()
     ];
     const response = await app.call('POST', '/v1/responses', { key, body: { model: 'echo', input, background: true } });
     expect(response.status).toBe(400);
-    const stored = JSON.stringify(input.map(({ role, content }) => ({ role, content })));
+    const stored = JSON.stringify({ messages: input.map(({ role, content }) => ({ role, content })) });
     expect(await response.json()).toMatchObject({
       error: {
         message: `the input as stored is ${Buffer.byteLength(stored)} bytes in UTF-8; the maximum is 1000 (maxPromptBytes)`,

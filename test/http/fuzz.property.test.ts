@@ -278,7 +278,7 @@ describe('the HTTP surface under random input', () => {
     await app.processor.idle();
     const polled = await app.call('GET', `/v1/ai?req_id=${request_id}`, { key: known.key });
     expect(polled.status).toBe(200);
-    expect(await polled.json()).toEqual({
+    expect(await polled.json()).toMatchObject({
       req_id: request_id,
       status: 'completed',
       model: 'echo',
@@ -525,6 +525,6 @@ describe('the HTTP surface under over-long and odd values, in process and over a
     await app.processor.idle();
     const polled = await poll(socket, known.key, reqId);
     expect(polled.status).toBe(200);
-    expect(polled.body).toEqual({ req_id: reqId, status: 'completed', model: 'echo', response: 'still here' });
+    expect(polled.body).toMatchObject({ req_id: reqId, status: 'completed', model: 'echo', response: 'still here' });
   });
 });

@@ -281,7 +281,7 @@ describe('Input of POST /v1/responses', () => {
     });
     expect(answer.status).toBe(200);
     const reqId = reqIdOf((answer.body as ResponseObject).id);
-    expect(JSON.parse(app.store.reads.requestWithText(reqId)?.text ?? 'null')).toEqual([
+    expect(JSON.parse(app.store.reads.requestWithText(reqId)?.text ?? 'null').messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'first question' },
       { role: 'assistant', content: 'first answer' },

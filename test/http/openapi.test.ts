@@ -202,10 +202,10 @@ describe('the OpenAPI document', () => {
       problems({ ...ok, headers: new Headers({ ...limits, ...location, 'content-type': 'text/plain' }) }).join(),
     ).toMatch(/content type/);
     const poll = { method: 'GET', path: `/v1/ai?req_id=${reqId}`, status: 200, headers: headers(polls) };
-    expect(problems({ ...poll, body: { req_id: reqId, status: 'queued', model: 'echo' } })).toEqual([]);
-    expect(problems({ ...poll, body: { req_id: reqId, status: 'completed', model: 'echo' } }).join()).toMatch(
-      /response/,
-    );
+    expect(problems({ ...poll, body: { req_id: reqId, status: 'queued', model: 'echo', created_at: 1 } })).toEqual([]);
+    expect(
+      problems({ ...poll, body: { req_id: reqId, status: 'completed', model: 'echo', created_at: 1 } }).join(),
+    ).toMatch(/response/);
     expect(problems({ ...poll, body: { req_id: reqId, status: 'failed', model: 'echo' } })).not.toEqual([]);
     const refused = { method: 'GET', path: '/v1/ai', status: 429, headers: headers({ ...polls, 'retry-after': '3' }) };
     const error = { error: { code: 'rate_limited', message: 'spent', details: { budget: 'polls' } } };

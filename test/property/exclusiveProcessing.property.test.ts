@@ -37,7 +37,7 @@ vi.mock('../../src/adapters/models/providers.js', async (importOriginal) => {
       try {
         await sleep(behaviour.delayMs, undefined, { signal });
         if (behaviour.fails) throw new Error(`planned failure of call ${count}`);
-        return prompt;
+        return { text: prompt, finishReason: 'stop' };
       } finally {
         recorder.running.delete(prompt);
       }

@@ -53,7 +53,7 @@ const recordingModel = (behaviours: Map<string, Behaviour[]>) => {
           try {
             await new Promise((resolve) => setTimeout(resolve, behaviour.delayMs));
             if (behaviour.fails) throw new Error(`planned failure ${count}`);
-            return prompt;
+            return { text: prompt, finishReason: 'stop' as const };
           } finally {
             running.delete(prompt);
           }

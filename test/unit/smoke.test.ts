@@ -12,6 +12,11 @@ describe('smoke', () => {
     const { request_id } = (await posted.json()) as { request_id: string };
     await app.processor.idle();
     const polled = await app.call('GET', `/v1/ai?req_id=${request_id}`, { key });
-    expect(await polled.json()).toEqual({ req_id: request_id, status: 'completed', model: 'echo', response: 'hi' });
+    expect(await polled.json()).toMatchObject({
+      req_id: request_id,
+      status: 'completed',
+      model: 'echo',
+      response: 'hi',
+    });
   });
 });

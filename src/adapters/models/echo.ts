@@ -1,11 +1,27 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ModelProvider } from '../../ports/ModelProvider.js';
+import type { ChatMessage, ModelProvider } from '../../ports/ModelProvider.js';
 
-/** The built-in `echo` provider: answers with the prompt unchanged, after `delayMs`. */
+/** Whitespace-separated words: the documented stand-in for tokens of a model that has no tokenizer. */
+export const wordsIn = (text: string): number => {
+  const trimmed = text.trim();
+  return trimmed === '' ? 0 : trimmed.split(/\s+/u).length;
+};
+
+const inputWords = (prompt: string, messages: readonly ChatMessage[] | undefined): number =>
+  messages === undefined ? wordsIn(prompt) : messages.reduce((sum, m) => sum + wordsIn(m.content ?? ''), 0);
+
+/**
+ * The built-in `echo` provider: answers with the prompt (a conversation's last user message) unchanged, after
+ * `delayMs`. Its usage counts words: of everything it was given, and of its answer.
+ */
 export const echoProvider = (options: { readonly delayMs: number }): ModelProvider => ({
-  generate: async ({ prompt, signal }) => {
+  generate: async ({ prompt, messages, signal }) => {
     if (options.delayMs > 0) await sleep(options.delayMs, undefined, { signal });
     signal.throwIfAborted();
-    return prompt;
+    return {
+      text: prompt,
+      finishReason: 'stop',
+      usage: { inputTokens: inputWords(prompt, messages), outputTokens: wordsIn(prompt) },
+    };
   },
 });

@@ -1,5 +1,12 @@
 import OpenAI from 'openai';
-import type { ModelProvider } from '../../ports/ModelProvider.js';
+import type {
+  ChatMessage,
+  FinishReason,
+  Generation,
+  ModelProvider,
+  ToolCall,
+  Usage,
+} from '../../ports/ModelProvider.js';
 
 export type OpenAiOptions = {
   /** The server's API root, as OpenAI clients take it: `http://localhost:11434/v1`, `https://api.openai.com/v1`. */
@@ -56,10 +63,86 @@ const describeUpstreamError = (error: unknown, upstream: string): string => {
   return error instanceof Error ? error.message : String(error);
 };
 
+type Completion = OpenAI.Chat.Completions.ChatCompletion;
+type CompletionParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+type UpstreamMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+
+/** A conversation as an upstream takes it: `developer` is sent as `system`, which every compatible server knows. */
+const upstreamMessages = (messages: readonly ChatMessage[]): UpstreamMessage[] =>
+  messages.map((message) => {
+    if (message.role === 'developer') return { role: 'system', content: message.content };
+    if (message.role === 'assistant')
+      return message.tool_calls === undefined || message.tool_calls.length === 0
+        ? { role: 'assistant', content: message.content }
+        : { role: 'assistant', content: message.content, tool_calls: [...message.tool_calls] };
+    return message as UpstreamMessage;
+  });
+
+const finishReasons: ReadonlySet<string> = new Set(['stop', 'length', 'tool_calls', 'content_filter']);
+/** The upstream's finish reason in airs' words (`function_call`, the old name, is a tool call; unknown ones stop). */
+const finishOf = (reason: string | null | undefined): FinishReason =>
+  reason === 'function_call'
+    ? 'tool_calls'
+    : reason != null && finishReasons.has(reason)
+      ? (reason as FinishReason)
+      : 'stop';
+
+const usageOf = (usage: OpenAI.CompletionUsage | null | undefined): Usage | undefined =>
+  usage == null || typeof usage.prompt_tokens !== 'number' || typeof usage.completion_tokens !== 'number'
+    ? undefined
+    : { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
+
+/** A whole (not streamed) answer. */
+const generationOf = (completion: Completion): Generation => {
+  const choice = completion?.choices?.[0];
+  const message = choice?.message;
+  const calls = (message?.tool_calls ?? []).filter((call) => call.type === 'function');
+  if (typeof message?.content !== 'string' && calls.length === 0)
+    throw new Error('upstream answer has no choices[0].message.content');
+  return {
+    text: message?.content ?? '',
+    toolCalls:
+      calls.length === 0
+        ? undefined
+        : calls.map(({ id, function: { name, arguments: args } }) => ({
+            id,
+            type: 'function',
+            function: { name, arguments: args },
+          })),
+    finishReason: finishOf(choice?.finish_reason),
+    usage: usageOf(completion.usage),
+  };
+};
+
+/** Tool calls as they stream in pieces: each call's id and name come first, its arguments after, by index. */
+const createToolCallAssembler = () => {
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  return {
+    add(pieces: readonly OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[]) {
+      for (const piece of pieces) {
+        const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
+        if (piece.id) call.id = piece.id;
+        if (piece.function?.name) call.name += piece.function.name;
+        if (piece.function?.arguments) call.arguments += piece.function.arguments;
+      }
+    },
+    calls: (): ToolCall[] =>
+      calls
+        .filter((call) => call !== undefined)
+        .map((call, i) => ({
+          id: call.id || `call_${i}`,
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments },
+        })),
+  };
+};
+
 /**
  * The `openai` provider: any OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, LM Studio,
  * TGI, hosted APIs), through the official `openai` client. A prompt is sent as one user message, a conversation as
- * its messages.
+ * its messages, and the request's generation parameters and tools as they were given. When somebody streams the
+ * request (`onDelta`), the upstream is asked to stream too, and each piece of text is passed on as it comes; the
+ * answer is the same either way.
  */
 export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
   const upstream = upstreamName(options.baseUrl);
@@ -70,28 +153,50 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     timeout: options.timeoutMs,
     maxRetries: options.maxRetries,
   });
+  const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
+    const stream = await client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal },
+    );
+    let text = '';
+    let finish: string | null | undefined;
+    let usage: Usage | undefined;
+    const tools = createToolCallAssembler();
+    for await (const chunk of stream) {
+      usage = usageOf(chunk.usage) ?? usage;
+      const choice = chunk.choices?.[0];
+      if (choice === undefined) continue;
+      const piece = choice.delta?.content;
+      if (typeof piece === 'string' && piece !== '') {
+        text += piece;
+        onDelta(piece);
+      }
+      if (choice.delta?.tool_calls) tools.add(choice.delta.tool_calls);
+      finish = choice.finish_reason ?? finish;
+    }
+    const toolCalls = tools.calls();
+    return {
+      text,
+      toolCalls: toolCalls.length === 0 ? undefined : toolCalls,
+      finishReason: finishOf(finish),
+      usage,
+    } satisfies Generation;
+  };
   return {
-    generate: async ({ prompt, messages, signal }) => {
-      let completion: OpenAI.Chat.Completions.ChatCompletion;
+    generate: async ({ prompt, messages, params, signal, onDelta }) => {
+      const body = {
+        ...(params as Omit<CompletionParams, 'model' | 'messages'>),
+        model: options.upstreamModel,
+        messages: upstreamMessages(messages ?? [{ role: 'user', content: prompt }]),
+      } as CompletionParams;
       try {
-        completion = await client.chat.completions.create(
-          {
-            model: options.upstreamModel,
-            // A conversation goes as its messages; `developer` is sent as `system`, which every compatible server knows.
-            messages:
-              messages === undefined
-                ? [{ role: 'user', content: prompt }]
-                : messages.map(({ role, content }) => ({ role: role === 'developer' ? 'system' : role, content })),
-          },
-          { signal },
-        );
+        if (onDelta !== undefined) return await streamed(body, signal, onDelta);
+        return generationOf(await client.chat.completions.create(body, { signal }));
       } catch (error) {
         if (signal.aborted) throw signal.reason;
+        if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;
         throw new Error(describeUpstreamError(error, upstream));
       }
-      const text = completion?.choices?.[0]?.message?.content;
-      if (typeof text !== 'string') throw new Error('upstream answer has no choices[0].message.content');
-      return text;
     },
   };
 };

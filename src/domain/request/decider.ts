@@ -1,5 +1,5 @@
 import { LifecycleViolation } from '../errors.js';
-import type { RequestEvent, RequestQueued } from './events.js';
+import type { RequestCompleted, RequestEvent, RequestQueued } from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
 import { type RequestState, tryEvolve } from './state.js';
 
@@ -16,15 +16,25 @@ export type RequestCommand =
       readonly now: number;
       /** A worker is free and nothing waits before this request: start its first attempt in the same write. */
       readonly startNow?: boolean;
-      /** The stored text is a conversation (JSON of `ChatMessage`s). */
-      readonly input?: 'messages' | undefined;
+      /** What the stored text is (see RequestQueued.input). */
+      readonly input?: 'messages' | 'chat' | undefined;
       /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
       readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined;
       /** The most requests the account may have waiting or being processed (its plan's); absent: no bound. */
       readonly maxQueued?: number | undefined;
     }
   | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
-  | { readonly type: 'RecordSuccess'; readonly reqId: string; readonly responseChars: number; readonly now: number }
+  | {
+      readonly type: 'RecordSuccess';
+      readonly reqId: string;
+      readonly responseChars: number;
+      readonly now: number;
+      /** Usage and ending of the answer, when the model told them (see RequestCompleted). */
+      readonly inputTokens?: number | undefined;
+      readonly outputTokens?: number | undefined;
+      readonly finishReason?: string | undefined;
+      readonly output?: 'message' | undefined;
+    }
   | {
       readonly type: 'RecordFailure';
       readonly reqId: string;
@@ -58,8 +68,20 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
     }
     case 'StartAttempt':
       return { type: 'RequestProcessingStarted', reqId, attempt: state.context.attempts + 1, at };
-    case 'RecordSuccess':
-      return { type: 'RequestCompleted', reqId, responseChars: command.responseChars, at };
+    case 'RecordSuccess': {
+      const completed: { -readonly [K in keyof RequestCompleted]: RequestCompleted[K] } = {
+        type: 'RequestCompleted',
+        reqId,
+        responseChars: command.responseChars,
+        at,
+      };
+      // Only what is known: the event (and the view after it) holds no field it does not have.
+      if (command.inputTokens !== undefined) completed.inputTokens = command.inputTokens;
+      if (command.outputTokens !== undefined) completed.outputTokens = command.outputTokens;
+      if (command.finishReason !== undefined) completed.finishReason = command.finishReason;
+      if (command.output !== undefined) completed.output = command.output;
+      return completed;
+    }
     case 'RecordFailure': {
       const attempt = state.context.attempts;
       if (attempt >= command.policy.maxAttempts) {

@@ -36,17 +36,33 @@ export const acceptingSuite = (transport: Transport) =>
       const answer = await poll(env.client, key, reqId);
       expect(answer.status).toBe(200);
       expect(answer.headers.get('content-type')).toMatch(/^application\/json\b/);
-      expect(answer.body).toEqual({ req_id: reqId, status: 'queued', model: 'slow' });
+      // The specified fields exactly, plus when it was made (an extra field the contract allows).
+      expect(answer.body).toEqual({
+        req_id: reqId,
+        status: 'queued',
+        model: 'slow',
+        created_at: Math.floor(env.app.clock.now() / 1000),
+      });
       expect(answer.headers.get('retry-after')).toBe('5');
     });
 
-    it('answers a poll of a finished request with 200 completed and the generated text', async () => {
+    it('answers a poll of a finished request with 200 completed, the generated text, its times and its usage', async () => {
       const { key } = await env.app.account();
       const reqId = await submit(env.client, key, 'echo', 'say this back');
       await env.app.processor.idle();
       const answer = await poll(env.client, key, reqId);
       expect(answer.status).toBe(200);
-      expect(answer.body).toEqual({ req_id: reqId, status: 'completed', model: 'echo', response: 'say this back' });
+      const now = Math.floor(env.app.clock.now() / 1000);
+      // echo counts words: three in, three out.
+      expect(answer.body).toEqual({
+        req_id: reqId,
+        status: 'completed',
+        model: 'echo',
+        response: 'say this back',
+        created_at: now,
+        completed_at: now,
+        usage: { input_tokens: 3, output_tokens: 3, total_tokens: 6 },
+      });
       expect(answer.headers.get('retry-after')).toBeNull();
     });
 

@@ -1,4 +1,4 @@
-import type { ModelProvider } from '../../../src/ports/ModelProvider.js';
+import type { Generation, ModelProvider } from '../../../src/ports/ModelProvider.js';
 
 /**
  * How one model call behaves in the simulation. `ok` and `fail` answer after `delayMs` and honour the abort signal
@@ -37,7 +37,7 @@ export const createSimModel = (timeoutMs: number) => {
       };
       signal.addEventListener('abort', end, { once: true });
       if (signal.aborted) end();
-      return new Promise<string>((resolve, reject) => {
+      return new Promise<Generation>((resolve, reject) => {
         if (behaviour.kind === 'hang') return;
         const honours = behaviour.kind === 'ok' || behaviour.kind === 'fail';
         const reason = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
@@ -49,7 +49,7 @@ export const createSimModel = (timeoutMs: number) => {
         const timer = setTimeout(() => {
           end();
           if (behaviour.kind === 'fail') reject(new Error(`planned failure of call ${count}`));
-          else resolve(prompt);
+          else resolve({ text: prompt, finishReason: 'stop' });
         }, delay);
         if (honours)
           signal.addEventListener(

@@ -57,7 +57,7 @@ const messagesOf = (input: unknown[]): ChatMessage[] | InvalidRequest => {
       return invalid(`${at}.role`, 'must be one of user, assistant, system, developer');
     const content = textOf(item.content, `${at}.content`);
     if (content instanceof InvalidRequest) return content;
-    messages.push({ role: item.role as ChatMessage['role'], content });
+    messages.push({ role: item.role as 'user' | 'assistant' | 'system' | 'developer', content });
   }
   return messages;
 };
@@ -99,7 +99,7 @@ export const parseResponsesCreate = (body: unknown): ResponsesCreate | InvalidRe
   } else return invalid('input', 'must be a string or a list of messages');
   if (instructions !== undefined) messages = [{ role: 'system', content: instructions }, ...(messages ?? [])];
 
-  const texts = messages?.map((m) => m.content) ?? [prompt];
+  const texts = messages?.map((m) => m.content ?? '') ?? [prompt];
   if (texts.every((text) => text.trim() === '')) return invalid('input', 'must not be empty');
   if (texts.some((text) => brokenUnicode.test(text)))
     return invalid('input', 'must be valid Unicode text; it contains an unpaired surrogate');
