@@ -34,7 +34,8 @@ export const responsesCreateBodySchema = z
     input: z.union([z.string(), z.array(inputMessage).min(1)]).meta({
       description:
         'A string (one user message), or a list of messages. Not only white space; valid Unicode; the text airs ' +
-        'stores for it is at most `maxPromptChars` UTF-16 units. `echo` answers the last user message’s text.',
+        'stores for it is at most `maxPromptChars` UTF-16 units and at most `maxPromptBytes` (1 MiB) of UTF-8 ' +
+        '(a list of messages: the messages as JSON, roles included). `echo` answers the last user message’s text.',
     }),
     instructions: z
       .string()

@@ -49,6 +49,7 @@ describe('the OpenAPI document', () => {
       '400',
       '401',
       '403',
+      '408',
       '413',
       '422',
       '429',
@@ -62,6 +63,7 @@ describe('the OpenAPI document', () => {
       '401',
       '403',
       '404',
+      '408',
       '429',
       '431',
       '500',
@@ -73,18 +75,18 @@ describe('the OpenAPI document', () => {
           .filter(([method]) => method !== 'description')
           .map(([method, operation]) => [method, Object.keys(operation.responses)]),
       );
-    expect(methodsAndStatuses('/v1/models')).toEqual({ get: ['200', '401', '403', '429', '431', '500', '503'] });
+    expect(methodsAndStatuses('/v1/models')).toEqual({ get: ['200', '401', '403', '408', '429', '431', '500', '503'] });
     expect(methodsAndStatuses('/v1/models/{id}')).toEqual({
-      get: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+      get: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
     });
     expect(methodsAndStatuses('/v1/responses')).toEqual({
-      post: ['200', '400', '401', '403', '404', '413', '422', '429', '431', '500', '503'],
+      post: ['200', '400', '401', '403', '404', '408', '413', '422', '429', '431', '500', '503'],
     });
     expect(methodsAndStatuses('/v1/responses/{id}')).toEqual({
-      get: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+      get: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
     });
     expect(methodsAndStatuses('/v1/responses/{id}/cancel')).toEqual({
-      post: ['200', '400', '401', '403', '404', '429', '431', '500', '503'],
+      post: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
     });
     // Strict mode: an unknown keyword in a generated schema is an error, not ignored.
     const ajv = new Ajv2020({ strict: true });

@@ -22,7 +22,6 @@ const heapAfterCollection = () => {
 };
 
 const waiting = 30;
-const modelDelayMs = 4_000;
 
 /** A body within every bound whose parse is large: 99,990 distinct strings in `metadata` (about 4 MB of JSON). */
 const heavyBody = Buffer.from(
@@ -65,14 +64,15 @@ describe('A waiting create on the OpenAI face', () => {
     app = await startTestApp({
       clock: systemClock,
       config: {
-        models: [{ id: 'slow', provider: 'echo', delayMs: modelDelayMs, timeoutMs: 60_000 }],
+        // The model never answers within the test: the calls wait until the test cancels their requests.
+        models: [{ id: 'slow', provider: 'echo', delayMs: 600_000, timeoutMs: 900_000 }],
         processing: { concurrency: 64, maxAttempts: 1 },
         plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 10_000 } },
       },
     });
     const served = await listen(app);
     server = served;
-    const { key, accountId } = await app.account();
+    const { key, accountId, keyId } = await app.account();
 
     // What one parsed body weighs on the heap, and a first call so that the code paths are warm.
     const beforeParse = heapAfterCollection();
@@ -85,20 +85,24 @@ describe('A waiting create on the OpenAI face', () => {
     );
 
     const baseline = heapAfterCollection();
-    const queuedNow = () =>
-      [...(app as TestApp).store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId)
-        .length;
+    const queued = () =>
+      [...(app as TestApp).store.reads.events()].flatMap((e) =>
+        e.type === 'RequestQueued' && e.accountId === accountId ? [e.reqId] : [],
+      );
     const calls = Array.from({ length: waiting }, () => post(served.url, key, heavyBody));
-    // Every call is queued and now waits for the model (which takes seconds): none has answered yet.
-    await eventually(() => (queuedNow() === waiting + 1 ? true : undefined), modelDelayMs / 2);
+    // Every call is queued and now waits for the model, which does not answer.
+    await eventually(() => (queued().length === waiting + 1 ? true : undefined), 30_000);
     const growth = heapAfterCollection() - baseline;
+    // Cancelling the requests ends the waits: each call answers its Response, cancelled.
+    for (const reqId of queued()) await (app as TestApp).requests.cancel({ accountId, keyId, plan: 'free' }, reqId);
     const answers = await Promise.all(calls);
 
     console.log(
       `parsed body: ${(bodyOnHeap / 1e6).toFixed(1)} MB on the heap; ${waiting} creates waiting: heap grew ${(growth / 1e6).toFixed(1)} MB`,
     );
-    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: waiting }, () => 200));
-    expect(answers.every((a) => (JSON.parse(a.text) as { status: string }).status === 'completed')).toBe(true);
+    expect(answers.map((a) => `${a.status} ${(JSON.parse(a.text) as { status: string }).status}`)).toEqual(
+      Array.from({ length: waiting }, () => '200 cancelled'),
+    );
     expect(growth).toBeLessThan((waiting * bodyOnHeap) / 4);
   }, 60_000);
 });

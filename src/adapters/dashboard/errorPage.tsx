@@ -2,7 +2,7 @@ import { Layout } from './Layout.js';
 import { renderDocument } from './render.js';
 import type { ErrorView } from './viewModels.js';
 
-/** The page for a refused or failed dashboard call: 403 (bad CSRF token), 404, 429 (logins throttled), 500. */
+/** The page for a refused or failed dashboard call: 403 (bad CSRF token), 404, 413 (a form too large), 429 (logins throttled), 500. */
 export const errorPage = ({ status, title, message, loggedIn, csrf, email }: ErrorView): string =>
   renderDocument(
     <Layout title={title} session={loggedIn ? { csrf, email } : undefined} narrow={!loggedIn}>

@@ -88,7 +88,7 @@ export type RequestsView = SessionView & {
 };
 
 export type ErrorView = {
-  readonly status: 403 | 404 | 429 | 500 | 503;
+  readonly status: 403 | 404 | 413 | 429 | 500 | 503;
   readonly title: string;
   readonly message: string;
   readonly loggedIn: boolean;

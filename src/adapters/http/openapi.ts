@@ -96,6 +96,12 @@ const stopping = () =>
 const headersTooLarge = () =>
   errorAnswer('Request headers larger than Node’s parser accepts (answered before the app).');
 
+const requestTimedOut = () =>
+  errorAnswer(
+    'The request’s headers did not arrive within `http.headersTimeoutSeconds` (20), or the whole request within ' +
+      '`http.requestTimeoutSeconds` (60); answered before the app, and the connection closed.',
+  );
+
 const bearer = [{ bearerAuth: [] }];
 
 const idempotencyKey = {
@@ -178,6 +184,7 @@ const openAiPaths = {
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
         '429': openAi.rateLimited('polls'),
+        '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
         '503': openAi.stopping(),
@@ -203,6 +210,7 @@ const openAiPaths = {
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer('No model with this id is configured (`not_found`).', rateLimited),
         '429': openAi.rateLimited('polls'),
+        '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
         '503': openAi.stopping(),
@@ -229,7 +237,8 @@ const openAiPaths = {
           ...rateLimited,
         }),
         '400': openAiErrorAnswer(
-          'Malformed JSON; a body that is not an object; `model` or `input` missing or of the wrong type; an ' +
+          'Malformed JSON; JSON nested deeper than `maxJsonDepth` (64) or holding more than `maxJsonValues` ' +
+            '(100,000) values; a body that is not an object; `model` or `input` missing or of the wrong type; an ' +
             'unknown model; an empty or too long input; a part or item that is not text; `stream: true`, tools, ' +
             '`previous_response_id`, `conversation` or `prompt` (named in `param` where the parser knows the ' +
             'field); a `Content-Type` that is not JSON; an invalid `Idempotency-Key` (with the RateLimit headers). ' +
@@ -252,6 +261,7 @@ const openAiPaths = {
           rateLimited,
         ),
         '429': openAi.rateLimited('submits'),
+        '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
         '503': openAi.stopping(),
@@ -277,6 +287,7 @@ const openAiPaths = {
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
         '429': openAi.rateLimited('polls'),
+        '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
         '503': openAi.stopping(),
@@ -301,6 +312,7 @@ const openAiPaths = {
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
         '429': openAi.rateLimited('polls'),
+        '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
         '503': openAi.stopping(),
@@ -347,8 +359,10 @@ const build = (): Json => ({
             content: jsonContent('Accepted'),
           },
           '400': errorAnswer(
-            'Malformed JSON, a body that is not an object, `model` or `prompt` missing or not a string, an empty ' +
-              'or too long prompt, an unknown model, or a `Content-Type` that is not JSON (with the RateLimit headers); ' +
+            'Malformed JSON, JSON nested deeper than `maxJsonDepth` (64) or holding more than `maxJsonValues` ' +
+              '(100,000) values, a body that is not an object, `model` or `prompt` missing or not a string, an empty ' +
+              'or too long prompt (`maxPromptChars`, `maxPromptBytes`), an unknown model, or a `Content-Type` that ' +
+              'is not JSON (with the RateLimit headers); ' +
               'or a request Node or h3 cannot parse (without them).',
             rateLimitedIfAdmitted,
           ),
@@ -368,6 +382,7 @@ const build = (): Json => ({
             'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
             rateLimited,
           ),
+          '408': requestTimedOut(),
           '431': headersTooLarge(),
           '500': errorAnswer('An unexpected fault (`Retry-After: 30`): retry.', { 'Retry-After': 'optional' }),
           '503': stopping(),
@@ -405,6 +420,7 @@ const build = (): Json => ({
             'Retry-After': 'required',
             ...rateLimited,
           }),
+          '408': requestTimedOut(),
           '431': headersTooLarge(),
           '500': errorAnswer(
             'The request’s processing failed for good: `details.final` is `true` and there is no `Retry-After` ' +

@@ -23,7 +23,7 @@ import {
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
-import { readBodyBytes } from '../requestBody.js';
+import { FormTooLarge, readForm } from './formBody.js';
 import {
   anonymousCsrf,
   clearSessionCookie,
@@ -49,7 +49,6 @@ export type DashboardDeps = {
 /** The logged-in account as a page needs it. */
 type Visitor = { readonly token: string; readonly account: AccountState; readonly csrf: string };
 
-const formLimitBytes = 16 * 1024;
 const pageSize = 25;
 /** Paging is by page number (offset): a dashboard reads at most this far back. */
 const maxPage = 400;
@@ -64,17 +63,6 @@ const send = (event: H3Event, status: number, markup: string) => {
 const seeOther = (event: H3Event, location: string) => {
   for (const [name, value] of Object.entries(pageHeaders)) event.res.headers.set(name, value);
   return redirect(location, 303);
-};
-
-/** A posted form, if it is one: url-encoded, within 16 KB. */
-const readForm = async (event: H3Event): Promise<URLSearchParams | undefined> => {
-  const type = event.req.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/x-www-form-urlencoded') return undefined;
-  try {
-    return new URLSearchParams((await readBodyBytes(event, formLimitBytes)).toString('utf8'));
-  } catch {
-    return undefined;
-  }
 };
 
 /** As the API would answer: a request past its expiry time is expired, whether or not the sweeper wrote it yet. */
@@ -154,6 +142,21 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       }),
     );
 
+  /** A form past its bounds (formBody.ts): no browser sends one from these pages. */
+  const tooLarge = (event: H3Event, who: Visitor | undefined, refused: FormTooLarge) =>
+    send(
+      event,
+      413,
+      errorPage({
+        status: 413,
+        title: 'This form is too large',
+        message: `${refused.message} Go back, reload the page and try again.`,
+        loggedIn: who !== undefined,
+        csrf: who?.csrf,
+        email: who?.account.email,
+      }),
+    );
+
   /** A page for logged-in visitors; others are sent to the login page. */
   const page = (render: (event: H3Event, who: Visitor) => string | Promise<string>) => async (event: H3Event) => {
     const who = visitor(event);
@@ -167,6 +170,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     async (event: H3Event) => {
       const who = visitor(event);
       const form = await readForm(event);
+      if (form instanceof FormTooLarge) return tooLarge(event, who, form);
       if (form === undefined || !csrfValid(event, form.get('csrf'), who?.token)) return forbidden(event, who);
       if (who === undefined) return seeOther(event, '/dashboard/login');
       return change(event, who, form);
@@ -194,6 +198,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   );
   routes.post('/dashboard/signup', async (event) => {
     const form = await readForm(event);
+    if (form instanceof FormTooLarge) return tooLarge(event, undefined, form);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
     const started = await deps.sessions.signup(email, form.get('password') ?? '');
@@ -210,6 +215,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   );
   routes.post('/dashboard/login', async (event) => {
     const form = await readForm(event);
+    if (form instanceof FormTooLarge) return tooLarge(event, undefined, form);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
     const address = (event.req as { ip?: string }).ip ?? 'unknown';
