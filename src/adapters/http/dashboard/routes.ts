@@ -10,7 +10,7 @@ import { Refused } from '../../../domain/errors.js';
 import { fitsIdBound } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
-import type { StoreShape } from '../../../ports/Store.js';
+import type { RequestPage, StoreShape } from '../../../ports/Store.js';
 import {
   dashboardAssetPaths,
   dashboardCss,
@@ -24,6 +24,7 @@ import {
   signupPage,
 } from '../../dashboard/pages.js';
 import { readBodyBytes } from '../requestBody.js';
+import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
   anonymousCsrf,
   clearSessionCookie,
@@ -51,8 +52,6 @@ type Visitor = { readonly token: string; readonly account: AccountState; readonl
 
 const formLimitBytes = 16 * 1024;
 const pageSize = 25;
-/** Paging is by page number (offset): a dashboard reads at most this far back. */
-const maxPage = 400;
 const hourMs = 3_600_000;
 
 const send = (event: H3Event, status: number, markup: string) => {
@@ -309,32 +308,83 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  routes.get(
-    '/dashboard/requests',
-    page((event, { account, csrf }) => {
-      const asked = Number(event.url.searchParams.get('page') ?? '1');
-      const pageNumber = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, maxPage) : 1;
-      const rows = deps.store.reads.requestsOf(account.accountId, { limit: pageNumber * pageSize + 1 });
-      const shown = rows.slice((pageNumber - 1) * pageSize, pageNumber * pageSize);
-      const now = deps.clock.now();
-      const currentHour = Math.floor(now / hourMs) * hourMs;
-      return requestsPage({
+  /** One page of the account's requests: the newest, or the page before or after a cursor (requestCursor.ts). */
+  const requestRows = (accountId: string, query: URLSearchParams) => {
+    const before = query.get('before');
+    const after = query.get('after');
+    if (before !== null && after !== null) return undefined;
+    const cursor = parseCursor(before ?? after ?? '');
+    if ((before !== null || after !== null) && cursor === undefined) return undefined;
+    const reads = deps.store.reads;
+    const exists = (page: Omit<RequestPage, 'limit'>) => reads.requestsOf(accountId, { ...page, limit: 1 }).length > 0;
+    if (after !== null && cursor !== undefined) {
+      // The page just newer than the cursor; one more row says whether there is a newer page still.
+      const rows = reads.requestsOf(accountId, { after: cursor, limit: pageSize + 1 });
+      const shown = rows.slice(-pageSize);
+      const last = shown.at(-1);
+      return {
+        shown,
+        newerCursor: rows.length > pageSize && shown[0] !== undefined ? cursorOf(shown[0]) : undefined,
+        olderCursor: last !== undefined && exists({ before: last.context }) ? cursorOf(last) : undefined,
+      };
+    }
+    const rows = reads.requestsOf(accountId, { before: cursor, limit: pageSize + 1 });
+    const shown = rows.slice(0, pageSize);
+    const first = shown[0];
+    // Past the last row (the rows expired meanwhile), "Newer" still leads back from the cursor.
+    const newerFrom = first?.context ?? cursor;
+    return {
+      shown,
+      olderCursor: rows.length > pageSize ? cursorOf(shown.at(-1) as RequestState) : undefined,
+      newerCursor:
+        cursor !== undefined && newerFrom !== undefined && (first === undefined || exists({ after: newerFrom }))
+          ? cursorText(newerFrom)
+          : undefined,
+    };
+  };
+  routes.get('/dashboard/requests', async (event) => {
+    const who = visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    const { account, csrf } = who;
+    // Links of earlier versions paged by number: they lead to the newest page.
+    if (event.url.searchParams.has('page')) return seeOther(event, '/dashboard/requests');
+    const page = requestRows(account.accountId, event.url.searchParams);
+    if (page === undefined)
+      return send(
+        event,
+        400,
+        errorPage({
+          status: 400,
+          title: 'Not a page of requests',
+          message:
+            'This link does not name a page of your requests (it may have been cut short). Start again from the newest: Requests, in the menu above.',
+          loggedIn: true,
+          csrf,
+          email: account.email,
+        }),
+      );
+    const now = deps.clock.now();
+    const currentHour = Math.floor(now / hourMs) * hourMs;
+    return send(
+      event,
+      200,
+      requestsPage({
         csrf,
         email: account.email,
-        requests: shown.map((state) => ({
+        requests: page.shown.map((state) => ({
           id: state.context.reqId,
           model: state.context.model,
           status: statusInWords(state, now),
           createdAt: state.context.createdAt,
           completedAt: state.context.completedAt ?? state.context.failedAt,
         })),
-        page: pageNumber,
-        hasNext: rows.length > pageNumber * pageSize && pageNumber < maxPage,
+        olderCursor: page.olderCursor,
+        newerCursor: page.newerCursor,
         hourly: deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
         now,
-      });
-    }),
-  );
+      }),
+    );
+  });
 
   const notFound = (event: H3Event, who: Visitor | undefined) =>
     send(
