@@ -6,6 +6,7 @@ import {
   dashboardCss,
   dashboardScript,
   errorPage,
+  homePage,
   type KeysView,
   keysPage,
   loginPage,
@@ -71,6 +72,7 @@ const requests = (over: Partial<RequestsView> = {}): RequestsView => ({
 
 /** Every page the module can render, logged in or not, with the data each needs. */
 const allPages: Record<string, string> = {
+  home: homePage(),
   signup: signupPage({ csrf }),
   signupRefused: signupPage({ csrf, email: 'x@example.org', error: 'That email already has an account.' }),
   login: loginPage({ csrf }),

@@ -16,6 +16,7 @@ import {
   dashboardCss,
   dashboardScript,
   errorPage,
+  homePage,
   keysPage,
   loginPage,
   overviewPage,
@@ -185,6 +186,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   };
   routes.get(dashboardAssetPaths.css, asset('text/css; charset=utf-8', dashboardCss));
   routes.get(dashboardAssetPaths.js, asset('text/javascript; charset=utf-8', dashboardScript));
+
+  // The URL `airs serve` prints: a page that leads to the dashboard and the API's documents.
+  routes.get('/', (event) => send(event, 200, homePage()));
 
   routes.get('/dashboard/signup', (event) =>
     visitor(event) === undefined
