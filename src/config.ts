@@ -4,9 +4,14 @@ import { z } from 'zod';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
 
 const positiveInt = z.number().int().positive();
+/** A model's id is shown in pages and the operator's terminal: no control characters (product contract 15). */
+const modelId = z
+  .string()
+  .min(1)
+  .regex(/^\P{Cc}*$/u, 'must not contain control characters');
 
 const echoModel = z.strictObject({
-  id: z.string().min(1),
+  id: modelId,
   provider: z.literal('echo'),
   /** Simulated generation time. */
   delayMs: z.number().int().min(0).default(0),
@@ -17,7 +22,7 @@ const echoModel = z.strictObject({
 });
 
 const openAiModel = z.strictObject({
-  id: z.string().min(1),
+  id: modelId,
   provider: z.literal('openai'),
   /** The API root as OpenAI clients take it, e.g. `http://127.0.0.1:11434/v1`. */
   baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),

@@ -3,7 +3,7 @@ import { type AccountCommand, keyNameProblem } from '../domain/account/decider.j
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
-import { fitsIdBound, idForMessage, maxEmailLength } from '../domain/identifiers.js';
+import { emailProblem, fitsIdBound, idForMessage } from '../domain/identifiers.js';
 import type { PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -37,8 +37,6 @@ export interface AccountsShape {
 }
 
 export class Accounts extends Context.Service<Accounts, AccountsShape>()('airs/Accounts') {}
-
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export const AccountsLayer = Layer.effect(
   Accounts,
@@ -77,14 +75,8 @@ export const AccountsLayer = Layer.effect(
     return Accounts.of({
       createAccount: (email, plan) => {
         const normalized = email.trim().toLowerCase();
-        if (normalized.length > maxEmailLength)
-          return Effect.fail(
-            new Refused({
-              message: `an email address has at most ${maxEmailLength} characters; this one has ${normalized.length}`,
-            }),
-          );
-        if (!emailPattern.test(normalized))
-          return Effect.fail(new Refused({ message: `"${email}" is not an email address` }));
+        const problem = emailProblem(normalized);
+        if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
         const accountId = ids.accountId();
         return run(
           accountId,

@@ -123,3 +123,15 @@ describe('When the account holder sets a password', () => {
     expect(decideAccount(undefined, setPassword)).toBeInstanceOf(Refused);
   });
 });
+
+describe('When an account is created', () => {
+  it.each(['evil\u001b[2J@example.com', 'bell\u0007@example.com', 'c1\u009b31m@example.com', 'del\u007f@example.com'])(
+    'an email with a control character is refused (%j)',
+    (email) => {
+      const refused = decideAccount(undefined, { type: 'CreateAccount', accountId, email, plan: 'free', now: 1 });
+      expect((refused as Refused).message).toBe(
+        'an email address must not contain control characters (escape sequences, line breaks, tabs)',
+      );
+    },
+  );
+});

@@ -53,6 +53,7 @@ describe('Configuration', () => {
     ['{"models":[{"id":"a","provider":"echo"},{"id":"a","provider":"echo"}]}', 'models'],
     ['{"processing":{"concurrency":0}}', 'processing.concurrency'],
     ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
+    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models.0.id: must not contain control characters'],
   ])('refuses %s with a message naming %s', (content, field) => {
     expect(withFile(content)).toThrow(ConfigError);
     expect(withFile(content)).toThrow(field);

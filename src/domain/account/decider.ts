@@ -1,4 +1,5 @@
 import { Refused } from '../errors.js';
+import { controlCharacters, emailProblem } from '../identifiers.js';
 import type { PlanName, PlanTable } from '../plans.js';
 import type { AccountEvent } from './events.js';
 import type { AccountState, KeyState, SessionState } from './state.js';
@@ -49,7 +50,7 @@ export const keyNameProblem = (name: string): string | undefined => {
   const length = [...name].length;
   if (name !== name.trim() || length === 0) return 'a key name must not be empty or start or end with spaces';
   if (length > maxKeyNameLength) return `a key name has at most ${maxKeyNameLength} characters; this one has ${length}`;
-  if (/\p{Cc}/u.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
+  if (controlCharacters.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
   return undefined;
 };
 
@@ -63,6 +64,8 @@ export const decideAccount = (
 ): readonly AccountEvent[] | Refused => {
   if (command.type === 'CreateAccount') {
     if (account !== undefined) return new Refused({ message: `account ${command.accountId} already exists` });
+    const problem = emailProblem(command.email);
+    if (problem !== undefined) return new Refused({ message: problem });
     const { accountId, email, plan, now: at } = command;
     return [{ type: 'AccountCreated', accountId, email, plan, at }];
   }
