@@ -29,7 +29,7 @@ export interface SessionsShape {
   signup(email: string, password: string): Promise<StartedSession | Refused>;
   /** Checks the password (throttled per email and per client address) and starts a session. */
   login(email: string, password: string, clientAddress: string): Promise<StartedSession | Refused | Throttled>;
-  /** The session a cookie's token names, if it is live (started, not ended, not expired). */
+  /** The session a cookie's token names, if it is live (started, not ended, not expired, its account not suspended). */
   current(token: string | undefined): LoggedIn | undefined;
   /** Ends the session a token names (nothing if it names none). */
   logout(token: string | undefined): Promise<void>;
@@ -63,7 +63,9 @@ export const SessionsLayer = Layer.effect(
       return undefined;
     };
 
-    const start = async (accountId: string): Promise<StartedSession | Refused> => {
+    /** Starts a session for an account whose password hash `checkedPasswordHash` was just matched. The write refuses
+     * it if the account is suspended or its password changed since (the CLI may act meanwhile). */
+    const start = async (accountId: string, checkedPasswordHash: string): Promise<StartedSession | Refused> => {
       const sessionId = `sess_${randomBytes(16).toString('base64url')}`;
       const secret = randomBytes(32).toString('base64url');
       const expiresAt = clock.now() + sessionLifetimeMs;
@@ -72,6 +74,7 @@ export const SessionsLayer = Layer.effect(
         sessionId,
         secretHash: secretHashOf(secret),
         expiresAt,
+        checkedPasswordHash,
         now: clock.now(),
       });
       return refused ?? { accountId, sessionId, token: `${sessionId}.${secret}`, expiresAt };
@@ -88,6 +91,8 @@ export const SessionsLayer = Layer.effect(
       const given = Buffer.from(secretHashOf(secret));
       if (stored === undefined || stored.length !== given.length || !timingSafeEqual(Buffer.from(stored), given))
         return undefined;
+      // A suspension ends an account's sessions in its own write; this also covers sessions an older version left.
+      if (store.reads.account(session.accountId)?.suspended !== false) return undefined;
       return { accountId: session.accountId, sessionId };
     };
 
@@ -101,7 +106,7 @@ export const SessionsLayer = Layer.effect(
         const { accountId } = created.success;
         const set = await Effect.runPromise(Effect.result(accounts.setPassword(accountId, password)));
         if (Result.isFailure(set)) return set.failure;
-        return start(accountId);
+        return start(accountId, store.reads.credential(passwordCredentialKey(accountId)) as string);
       },
       login: async (email, password, clientAddress) => {
         const normalized = email.trim().toLowerCase();
@@ -116,7 +121,7 @@ export const SessionsLayer = Layer.effect(
           return wrongLogin();
         }
         throttle.succeeded(keys[0] as string);
-        return start(accountId);
+        return start(accountId, stored);
       },
       current,
       logout: async (token) => {

@@ -1,6 +1,8 @@
+import { Effect, Result } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { type StartedSession, sessionLifetimeMs } from '../../src/app/Sessions.js';
+import { passwordCredentialKey } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { startTestApp, type TestApp } from '../support/testApp.js';
@@ -96,5 +98,68 @@ describe('Dashboard sessions', () => {
     app = await startTestApp();
     expect(await app.sessions.signup('g@example.com', 'short')).toBeInstanceOf(Refused);
     expect(app.store.reads.accountIdByEmail('g@example.com')).toBeUndefined();
+  });
+
+  it('a suspension ends every session of the account at once, refuses login with a clear message, and resuming restores login', async () => {
+    app = await startTestApp();
+    const first = (await app.sessions.signup('sus@example.com', password)) as StartedSession;
+    const second = (await app.sessions.login('sus@example.com', password, '127.0.0.1')) as StartedSession;
+    const other = (await app.sessions.signup('bystander@example.com', password)) as StartedSession;
+    await Effect.runPromise(app.accounts.suspend(first.accountId));
+    expect(app.sessions.current(first.token)).toBeUndefined();
+    expect(app.sessions.current(second.token)).toBeUndefined();
+    expect(app.sessions.current(other.token)).toBeDefined();
+    const ended = [...app.store.reads.events()].filter((event) => event.type === 'SessionEnded');
+    expect(ended.map((event) => (event as { sessionId: string }).sessionId).sort()).toEqual(
+      [first.sessionId, second.sessionId].sort(),
+    );
+    const refused = await app.sessions.login('sus@example.com', password, '127.0.0.1');
+    expect(refused).toBeInstanceOf(Refused);
+    expect((refused as Refused).message).toBe('this account is suspended; contact the service operator');
+    const key = await Effect.runPromise(Effect.result(app.accounts.createKey(first.accountId)));
+    expect(Result.isFailure(key) && key.failure.message).toMatch(/is suspended: no API key can be created/);
+    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    await Effect.runPromise(app.accounts.resume(first.accountId));
+    expect(await app.sessions.login('sus@example.com', password, '127.0.0.1')).toMatchObject({
+      token: expect.any(String),
+    });
+    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+  });
+
+  it('a password set by the operator ends every session of the account; the new password logs in, the old one does not', async () => {
+    app = await startTestApp();
+    const first = (await app.sessions.signup('reset@example.com', password)) as StartedSession;
+    const second = (await app.sessions.login('reset@example.com', password, '127.0.0.1')) as StartedSession;
+    await Effect.runPromise(app.accounts.setPassword(first.accountId, 'a brand new passphrase'));
+    expect(app.sessions.current(first.token)).toBeUndefined();
+    expect(app.sessions.current(second.token)).toBeUndefined();
+    expect(await app.sessions.login('reset@example.com', password, '127.0.0.1')).toBeInstanceOf(Refused);
+    expect(await app.sessions.login('reset@example.com', 'a brand new passphrase', '127.0.0.1')).toMatchObject({
+      token: expect.any(String),
+    });
+    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+  });
+
+  it('a login whose password was changed between its check and its write starts no session', async () => {
+    app = await startTestApp();
+    const started = (await app.sessions.signup('between@example.com', password)) as StartedSession;
+    const checked = app.store.reads.credential(passwordCredentialKey(started.accountId)) as string;
+    await Effect.runPromise(app.accounts.setPassword(started.accountId, 'changed meanwhile!'));
+    // The session a login would start after checking the old hash, decided in the write after the change.
+    const outcome = await app.committer.send({
+      type: 'Account',
+      accountId: started.accountId,
+      command: {
+        type: 'StartSession',
+        sessionId: `sess_${'b'.repeat(22)}`,
+        secretHash: 'x'.repeat(43),
+        expiresAt: app.clock.now() + sessionLifetimeMs,
+        checkedPasswordHash: checked,
+        now: app.clock.now(),
+      },
+    });
+    expect(outcome).toBeInstanceOf(Refused);
+    expect((outcome as Refused).message).toMatch(/password was changed while logging in/);
+    expect(app.store.reads.session(`sess_${'b'.repeat(22)}`)).toBeUndefined();
   });
 });

@@ -242,6 +242,12 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
       session: views.getSession,
+      sessionsOf: (accountId) =>
+        Array.from(
+          dbs.indexes.accountSessions.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }),
+          (key) => (key as [string, string])[1],
+        ),
+      credential: (key) => dbs.credentials.get(key),
       idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
     },
     appendLog: (lastSeq, events) => {

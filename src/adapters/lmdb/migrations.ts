@@ -1,4 +1,5 @@
-import { decodeView } from './codec.js';
+import type { SessionState } from '../../domain/account/state.js';
+import { decodeMap, decodeView } from './codec.js';
 import type { LmdbDatabases } from './databases.js';
 import { accountRequestKeyOf } from './projection.js';
 
@@ -21,5 +22,24 @@ export const indexAccountRequests = (dbs: LmdbDatabases): void => {
       if (key !== undefined) dbs.indexes.accountRequests.put(key, '');
     }
     dbs.meta.put(accountRequestsIndexedKey, 1);
+  });
+};
+
+/** Set once the index of sessions by account holds the sessions started before that index existed. */
+export const accountSessionsIndexedKey = 'accountSessionsIndexed';
+
+/**
+ * Data directories written before `idx.accountSessions` existed have sessions and no entries for them: built once
+ * from the session views, as `indexAccountRequests` does for requests.
+ */
+export const indexAccountSessions = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(accountSessionsIndexedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(accountSessionsIndexedKey) !== undefined) return;
+    for (const { value } of dbs.sessions.getRange({})) {
+      const { accountId, sessionId } = decodeMap<SessionState>(value);
+      dbs.indexes.accountSessions.put([accountId, sessionId], '');
+    }
+    dbs.meta.put(accountSessionsIndexedKey, 1);
   });
 };
