@@ -79,6 +79,16 @@ export const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  dashboard: z
+    .strictObject({
+      /** Signups per client address in an hour; beyond, a 429 page. 0 turns the throttle off. */
+      signupsPerHour: z.number().int().min(0).max(1_000_000).optional(),
+      /** Passwords hashed at once (scrypt, on libuv's thread pool, which the store's commits need too). */
+      hashingConcurrency: positiveInt.max(16).optional(),
+      /** Logins and signups waiting for a hashing slot; beyond, a 429 page. */
+      hashingQueue: z.number().int().min(0).max(1_000).optional(),
+    })
+    .optional(),
   metrics: z
     .strictObject({
       /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
@@ -104,6 +114,12 @@ export type Config = {
   readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
+  /** The dashboard's limits against unauthenticated floods (product contract 15). */
+  readonly dashboard: {
+    readonly signupsPerHour: number;
+    readonly hashingConcurrency: number;
+    readonly hashingQueue: number;
+  };
   /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
   readonly metrics: { readonly token?: string };
   /** Where the config came from, for the start-up line. */
@@ -194,6 +210,11 @@ export const loadConfig = (
     processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    dashboard: {
+      signupsPerHour: file.dashboard?.signupsPerHour ?? 5,
+      hashingConcurrency: file.dashboard?.hashingConcurrency ?? 2,
+      hashingQueue: file.dashboard?.hashingQueue ?? 4,
+    },
     metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
     source,
     dataDirFrom: overrides.dataDir

@@ -11,7 +11,8 @@ import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer } from './Committer.js';
 import { displayPrefix, hashKey } from './keyMaterial.js';
-import { hashPassword, passwordProblem } from './passwords.js';
+import { PasswordHashing } from './PasswordHashing.js';
+import { passwordProblem } from './passwords.js';
 
 /** A key as shown once, at creation: the only moment the secret exists outside the caller's hands. */
 export type CreatedKey = {
@@ -46,6 +47,7 @@ export const AccountsLayer = Layer.effect(
     const clock = yield* AppClock;
     const ids = yield* Ids;
     const config = yield* AppConfig;
+    const hashing = yield* PasswordHashing;
 
     /** Sends an account command to the committer (decided inside the write, so concurrent CLI runs cannot both take
      * the last key slot or the same email) and, once it is durable, answers from the views. */
@@ -121,7 +123,8 @@ export const AccountsLayer = Layer.effect(
         if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
         return Effect.flatMap(withAccount(accountId), () =>
           Effect.flatMap(
-            Effect.promise(() => hashPassword(password)),
+            // The operator's command waits for its turn at the hashing gate, however busy (never refused).
+            Effect.promise(() => hashing.hashInTurn(password)),
             (passwordHash) =>
               run(accountId, { type: 'SetPassword', passwordHash, now: clock.now() }, existing(accountId)),
           ),

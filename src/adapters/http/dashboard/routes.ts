@@ -2,8 +2,10 @@ import { Effect, Result } from 'effect';
 import { type H3, type H3Event, html, raw, redirect } from 'h3';
 import type { Logger } from 'pino';
 import type { AccountsShape } from '../../../app/Accounts.js';
+import { isThrottled } from '../../../app/attemptThrottle.js';
+import { isHashingBusy } from '../../../app/PasswordHashing.js';
 import type { RateLimiterShape } from '../../../app/RateLimiter.js';
-import type { SessionsShape, StartedSession, Throttled } from '../../../app/Sessions.js';
+import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import { Refused } from '../../../domain/errors.js';
@@ -11,6 +13,7 @@ import { fitsIdBound } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
 import type { RequestPage, StoreShape } from '../../../ports/Store.js';
+import { plural } from '../../dashboard/format.js';
 import {
   dashboardAssetPaths,
   dashboardCss,
@@ -97,8 +100,21 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
   }
 };
 
-const isThrottled = (value: unknown): value is Throttled =>
-  typeof value === 'object' && value !== null && 'throttled' in value;
+/** The address a visitor's throttles count against: the socket's peer (a proxy in front counts as one visitor). */
+const clientAddress = (event: H3Event): string => (event.req as { ip?: string }).ip ?? 'unknown';
+
+/** Sets `Retry-After` to whole seconds (at least one) and returns them. */
+const retryAfter = (event: H3Event, seconds: number): number => {
+  const whole = Math.max(1, Math.ceil(seconds));
+  event.res.headers.set('Retry-After', String(whole));
+  return whole;
+};
+
+/** Every password-hashing slot and queue place is taken (PasswordHashing.ts): a moment's wait is enough. */
+const busyMessage = (event: H3Event): string => {
+  retryAfter(event, 2);
+  return 'Too many logins and signups are being checked right now. Try again in a few seconds.';
+};
 
 /**
  * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests. Server-rendered pages
@@ -199,9 +215,15 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const form = await readForm(event);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
-    const started = await deps.sessions.signup(email, form.get('password') ?? '');
-    if (started instanceof Refused)
-      return send(event, 400, signupPage({ csrf: anonymousCsrf(event), email, error: started.message }));
+    const started = await deps.sessions.signup(email, form.get('password') ?? '', clientAddress(event));
+    const csrf = anonymousCsrf(event);
+    if (isThrottled(started)) {
+      const minutes = retryAfter(event, started.retryAfterMs / 1000) / 60;
+      const error = `Too many accounts were created from your address. Try again in ${plural(Math.ceil(minutes), 'minute')}.`;
+      return send(event, 429, signupPage({ csrf, email, error }));
+    }
+    if (isHashingBusy(started)) return send(event, 429, signupPage({ csrf, email, error: busyMessage(event) }));
+    if (started instanceof Refused) return send(event, 400, signupPage({ csrf, email, error: started.message }));
     deps.log.info({ accountId: started.accountId }, 'dashboard signup');
     return startSession(event, started);
   });
@@ -215,13 +237,13 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const form = await readForm(event);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
-    const address = (event.req as { ip?: string }).ip ?? 'unknown';
-    const started = await deps.sessions.login(email, form.get('password') ?? '', address);
+    const started = await deps.sessions.login(email, form.get('password') ?? '', clientAddress(event));
     const csrf = anonymousCsrf(event);
     if (isThrottled(started)) {
-      event.res.headers.set('Retry-After', String(Math.ceil(started.retryAfterMs / 1000)));
-      return send(event, 429, loginPage({ csrf, email, throttledMinutes: Math.ceil(started.retryAfterMs / 60_000) }));
+      const seconds = retryAfter(event, started.retryAfterMs / 1000);
+      return send(event, 429, loginPage({ csrf, email, throttledMinutes: Math.ceil(seconds / 60) }));
     }
+    if (isHashingBusy(started)) return send(event, 429, loginPage({ csrf, email, error: busyMessage(event) }));
     if (started instanceof Refused) return send(event, 401, loginPage({ csrf, email, error: started.message }));
     return startSession(event, started);
   });
