@@ -198,20 +198,20 @@ describe('The dashboard over HTTP (in process)', () => {
     expect(refused.status).toBe(400);
   });
 
-  it('answers a 429 page when every password-hashing slot and queue place is taken, and the refused try counts as no failure', async () => {
+  it('answers a 429 page when every password-hashing slot and queue place is taken, and a login refused so counts as no failure', async () => {
     app = await startTestApp({
       config: { dashboard: { signupsPerHour: 0, hashingConcurrency: 1, hashingQueue: 0 } },
     });
     await browser(app).signup('busy@example.com');
-    // Four at once (fewer than the login throttle's five): one is hashed, the queue holds none, the others are refused
-    // (all three, unless the machine is so slow that the first hash ends before the last arrives).
+    // Four wrong passwords at once (fewer than the login throttle's five): one is hashed, the queue holds none, the
+    // others are refused (all three, unless the machine is so slow that the first hash ends before the last arrives).
     const visitors = Array.from({ length: 4 }, () => browser(app));
     const forms = await Promise.all(visitors.map((visitor) => visitor.get('/dashboard/login')));
     const answers = await Promise.all(
       visitors.map((visitor, i) =>
         visitor.post('/dashboard/login', {
           email: 'busy@example.com',
-          password,
+          password: 'not the password',
           csrf: visitor.csrfOf((forms[i] as { text: string }).text),
         }),
       ),
@@ -222,9 +222,14 @@ describe('The dashboard over HTTP (in process)', () => {
       expect(answer.headers.get('retry-after')).toBe('2');
       expect(answer.text).toContain('Try again in a few seconds.');
     }
-    expect(answers.filter((answer) => answer.status === 303).length).toBe(4 - busy.length);
-    // None of the refused tries was a failure: the right password still logs in.
-    expect((await browser(app).login('busy@example.com')).status).toBe(303);
+    const checked = answers.filter((answer) => answer.status === 401).length;
+    expect(checked).toBe(4 - busy.length);
+    // Only the checked ones were failures: the email has the rest of its five before it is throttled.
+    const later: number[] = [];
+    for (let i = 0; i < 5 - checked; i++)
+      later.push((await browser(app).login('busy@example.com', 'still wrong!')).status);
+    expect(later).toEqual(new Array(5 - checked).fill(401));
+    expect((await browser(app).login('busy@example.com')).status).toBe(429);
   });
 
   it('pages requests by cursor: each page reads one page of rows, however far back, and old page numbers lead to the newest', async () => {

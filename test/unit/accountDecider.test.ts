@@ -184,13 +184,15 @@ describe('When the account has dashboard sessions', () => {
 });
 
 describe('When an account is created', () => {
-  it.each(['evil\u001b[2J@example.com', 'bell\u0007@example.com', 'c1\u009b31m@example.com', 'del\u007f@example.com'])(
-    'an email with a control character is refused (%j)',
-    (email) => {
-      const refused = decideAccount(undefined, { type: 'CreateAccount', accountId, email, plan: 'free', now: 1 });
-      expect((refused as Refused).message).toBe(
-        'an email address must not contain control characters (escape sequences, line breaks, tabs)',
-      );
-    },
-  );
+  it.each([
+    ['an escape sequence', 'evil\u001b[2J@example.com'],
+    ['a bell', 'bell\u0007@example.com'],
+    ['a C1 control', 'c1\u009b31m@example.com'],
+    ['DEL', 'del\u007f@example.com'],
+  ])('an email with %s is refused', (_, email) => {
+    const refused = decideAccount(undefined, { type: 'CreateAccount', accountId, email, plan: 'free', now: 1 });
+    expect((refused as Refused).message).toBe(
+      'an email address must not contain control characters (escape sequences, line breaks, tabs)',
+    );
+  });
 });
