@@ -6,6 +6,7 @@ import { AccountsLayer } from './app/Accounts.js';
 import { type AppConfig, AppConfigLayer } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
 import { type Metrics, noMetricsLayer } from './app/Metrics.js';
+import { PasswordHashingLayer } from './app/PasswordHashing.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
 import type { Config } from './config.js';
 import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
@@ -34,7 +35,8 @@ export type AppOptions = {
 };
 
 /**
- * The ground every service stands on: config, store, clock, ids, log, metrics, and the health of the data directory (with
+ * The ground every service stands on: config, store, clock, ids, log, metrics, password hashing (one gate per
+ * process: the thread pool it protects is the process's), and the health of the data directory (with
  * its free-space watch where `minFreeBytes` asks for one). Tests swap clock and ids via options.
  */
 export const baseLayer = (
@@ -48,6 +50,10 @@ export const baseLayer = (
     Layer.succeed(AppClock, options.clock ?? systemClock),
     Layer.succeed(Ids, options.ids ?? randomIds),
     LogLayer(options.logger),
+    PasswordHashingLayer({
+      concurrency: options.config.dashboard.hashingConcurrency,
+      queue: options.config.dashboard.hashingQueue,
+    }),
   );
   const health = StorageHealthLayer({
     minFreeBytes,

@@ -4,9 +4,14 @@ import { z } from 'zod';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
 
 const positiveInt = z.number().int().positive();
+/** A model's id is shown in pages and the operator's terminal: no control characters (product contract 15). */
+const modelId = z
+  .string()
+  .min(1)
+  .regex(/^\P{Cc}*$/u, 'must not contain control characters');
 
 const echoModel = z.strictObject({
-  id: z.string().min(1),
+  id: modelId,
   provider: z.literal('echo'),
   /** Simulated generation time. */
   delayMs: z.number().int().min(0).default(0),
@@ -17,7 +22,7 @@ const echoModel = z.strictObject({
 });
 
 const openAiModel = z.strictObject({
-  id: z.string().min(1),
+  id: modelId,
   provider: z.literal('openai'),
   /** The API root as OpenAI clients take it, e.g. `http://127.0.0.1:11434/v1`. */
   baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
@@ -89,6 +94,16 @@ export const fileSchema = z.strictObject({
       maxConnections: positiveInt.max(1_000_000).optional(),
     })
     .optional(),
+  dashboard: z
+    .strictObject({
+      /** Signups per client address in an hour; beyond, a 429 page. 0 turns the throttle off. */
+      signupsPerHour: z.number().int().min(0).max(1_000_000).optional(),
+      /** Passwords hashed at once (scrypt, on libuv's thread pool, which the store's commits need too). */
+      hashingConcurrency: positiveInt.max(16).optional(),
+      /** Logins and signups waiting for a hashing slot; beyond, a 429 page. */
+      hashingQueue: z.number().int().min(0).max(1_000).optional(),
+    })
+    .optional(),
   metrics: z
     .strictObject({
       /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
@@ -119,6 +134,12 @@ export type Config = {
   readonly shutdownGraceSeconds: number;
   /** Connection bounds of the HTTP server (listen.ts). */
   readonly http: HttpLimits;
+  /** The dashboard's limits against unauthenticated floods (product contract 15). */
+  readonly dashboard: {
+    readonly signupsPerHour: number;
+    readonly hashingConcurrency: number;
+    readonly hashingQueue: number;
+  };
   /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
   readonly metrics: { readonly token?: string };
   /** Where the config came from, for the start-up line. */
@@ -235,6 +256,11 @@ export const loadConfig = (
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     http,
+    dashboard: {
+      signupsPerHour: file.dashboard?.signupsPerHour ?? 5,
+      hashingConcurrency: file.dashboard?.hashingConcurrency ?? 2,
+      hashingQueue: file.dashboard?.hashingQueue ?? 4,
+    },
     metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
     source,
     dataDirFrom: overrides.dataDir

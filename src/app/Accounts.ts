@@ -3,7 +3,7 @@ import { type AccountCommand, keyNameProblem } from '../domain/account/decider.j
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
-import { fitsIdBound, idForMessage, maxEmailLength } from '../domain/identifiers.js';
+import { emailProblem, fitsIdBound, idForMessage } from '../domain/identifiers.js';
 import type { PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -11,7 +11,8 @@ import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { Committer } from './Committer.js';
 import { displayPrefix, hashKey } from './keyMaterial.js';
-import { hashPassword, passwordProblem } from './passwords.js';
+import { PasswordHashing } from './PasswordHashing.js';
+import { passwordProblem } from './passwords.js';
 
 /** A key as shown once, at creation: the only moment the secret exists outside the caller's hands. */
 export type CreatedKey = {
@@ -38,8 +39,6 @@ export interface AccountsShape {
 
 export class Accounts extends Context.Service<Accounts, AccountsShape>()('airs/Accounts') {}
 
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
 export const AccountsLayer = Layer.effect(
   Accounts,
   Effect.gen(function* () {
@@ -48,6 +47,7 @@ export const AccountsLayer = Layer.effect(
     const clock = yield* AppClock;
     const ids = yield* Ids;
     const config = yield* AppConfig;
+    const hashing = yield* PasswordHashing;
 
     /** Sends an account command to the committer (decided inside the write, so concurrent CLI runs cannot both take
      * the last key slot or the same email) and, once it is durable, answers from the views. */
@@ -77,14 +77,8 @@ export const AccountsLayer = Layer.effect(
     return Accounts.of({
       createAccount: (email, plan) => {
         const normalized = email.trim().toLowerCase();
-        if (normalized.length > maxEmailLength)
-          return Effect.fail(
-            new Refused({
-              message: `an email address has at most ${maxEmailLength} characters; this one has ${normalized.length}`,
-            }),
-          );
-        if (!emailPattern.test(normalized))
-          return Effect.fail(new Refused({ message: `"${email}" is not an email address` }));
+        const problem = emailProblem(normalized);
+        if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
         const accountId = ids.accountId();
         return run(
           accountId,
@@ -129,7 +123,8 @@ export const AccountsLayer = Layer.effect(
         if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
         return Effect.flatMap(withAccount(accountId), () =>
           Effect.flatMap(
-            Effect.promise(() => hashPassword(password)),
+            // The operator's command waits for its turn at the hashing gate, however busy (never refused).
+            Effect.promise(() => hashing.hashInTurn(password)),
             (passwordHash) =>
               run(accountId, { type: 'SetPassword', passwordHash, now: clock.now() }, existing(accountId)),
           ),

@@ -3,12 +3,18 @@ import { Context, Effect, Layer, Result } from 'effect';
 import type { AccountCommand } from '../domain/account/decider.js';
 import { isRefusal, passwordCredentialKey, sessionCredentialKey } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
+import { emailProblem, maxEmailLength } from '../domain/identifiers.js';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { Accounts } from './Accounts.js';
+import { AppConfig } from './AppConfig.js';
+import { createAttemptThrottle, loginLimits, signupLimits, type Throttled } from './attemptThrottle.js';
 import { Committer } from './Committer.js';
-import { createLoginThrottle } from './loginThrottle.js';
-import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { type HashingBusy, isHashingBusy, PasswordHashing } from './PasswordHashing.js';
+import { hashPassword, passwordProblem } from './passwords.js';
+
+export type { Throttled } from './attemptThrottle.js';
+export type { HashingBusy } from './PasswordHashing.js';
 
 /** How long a dashboard session lasts after login. */
 export const sessionLifetimeMs = 7 * 24 * 3_600_000;
@@ -21,15 +27,27 @@ export type StartedSession = {
   readonly expiresAt: number;
 };
 export type LoggedIn = { readonly accountId: string; readonly sessionId: string };
-/** Too many failed logins for this email or address: try again in `retryAfterMs`. */
-export type Throttled = { readonly throttled: true; readonly retryAfterMs: number };
 
 export interface SessionsShape {
-  /** Creates a free-plan account with this password and logs it in. */
-  signup(email: string, password: string): Promise<StartedSession | Refused>;
-  /** Checks the password (throttled per email and per client address) and starts a session. */
-  login(email: string, password: string, clientAddress: string): Promise<StartedSession | Refused | Throttled>;
-  /** The session a cookie's token names, if it is live (started, not ended, not expired). */
+  /**
+   * Creates a free-plan account with this password and logs it in. Throttled per client address
+   * (`dashboard.signupsPerHour`); busy when every password-hashing slot and queue place is taken.
+   */
+  signup(
+    email: string,
+    password: string,
+    clientAddress: string,
+  ): Promise<StartedSession | Refused | Throttled | HashingBusy>;
+  /**
+   * Checks the password and starts a session. At most 5 failures per email and per client address in 15 minutes are
+   * ever checked, however many arrive at once: each attempt takes its place in the throttle before its hash runs.
+   */
+  login(
+    email: string,
+    password: string,
+    clientAddress: string,
+  ): Promise<StartedSession | Refused | Throttled | HashingBusy>;
+  /** The session a cookie's token names, if it is live (started, not ended, not expired, its account not suspended). */
   current(token: string | undefined): LoggedIn | undefined;
   /** Ends the session a token names (nothing if it names none). */
   logout(token: string | undefined): Promise<void>;
@@ -50,7 +68,11 @@ export const SessionsLayer = Layer.effect(
     const committer = yield* Committer;
     const clock = yield* AppClock;
     const accounts = yield* Accounts;
-    const throttle = createLoginThrottle(clock);
+    const config = yield* AppConfig;
+    const hashing = yield* PasswordHashing;
+    const logins = createAttemptThrottle(clock, loginLimits);
+    const { signupsPerHour } = config.dashboard;
+    const signups = signupsPerHour === 0 ? undefined : createAttemptThrottle(clock, signupLimits(signupsPerHour));
     // An unknown email is checked against this hash, so that it takes as long as a wrong password: the time of an
     // answer does not tell which emails have accounts.
     const decoy = hashPassword(randomBytes(16).toString('base64url'));
@@ -63,7 +85,9 @@ export const SessionsLayer = Layer.effect(
       return undefined;
     };
 
-    const start = async (accountId: string): Promise<StartedSession | Refused> => {
+    /** Starts a session for an account whose password hash `checkedPasswordHash` was just matched. The write refuses
+     * it if the account is suspended or its password changed since (the CLI may act meanwhile). */
+    const start = async (accountId: string, checkedPasswordHash: string): Promise<StartedSession | Refused> => {
       const sessionId = `sess_${randomBytes(16).toString('base64url')}`;
       const secret = randomBytes(32).toString('base64url');
       const expiresAt = clock.now() + sessionLifetimeMs;
@@ -72,6 +96,7 @@ export const SessionsLayer = Layer.effect(
         sessionId,
         secretHash: secretHashOf(secret),
         expiresAt,
+        checkedPasswordHash,
         now: clock.now(),
       });
       return refused ?? { accountId, sessionId, token: `${sessionId}.${secret}`, expiresAt };
@@ -88,35 +113,57 @@ export const SessionsLayer = Layer.effect(
       const given = Buffer.from(secretHashOf(secret));
       if (stored === undefined || stored.length !== given.length || !timingSafeEqual(Buffer.from(stored), given))
         return undefined;
+      // A suspension ends an account's sessions in its own write; this also covers sessions an older version left.
+      if (store.reads.account(session.accountId)?.suspended !== false) return undefined;
       return { accountId: session.accountId, sessionId };
     };
 
     return Sessions.of({
-      signup: async (email, password) => {
-        // Checked before the account exists, so that a refused password leaves no account without one behind.
-        const problem = passwordProblem(password);
+      signup: async (email, password, clientAddress) => {
+        // What costs nothing is checked first: a refused email or password leaves no account and takes no place.
+        const normalized = email.trim().toLowerCase();
+        const problem = emailProblem(normalized) ?? passwordProblem(password);
         if (problem !== undefined) return new Refused({ message: problem });
-        const created = await Effect.runPromise(Effect.result(accounts.createAccount(email, 'free')));
+        store.reads.refresh();
+        if (store.reads.accountIdByEmail(normalized) !== undefined)
+          return new Refused({ message: `an account with email ${normalized} already exists` });
+        const place = signups?.reserve([`address:${clientAddress}`]);
+        if (place !== undefined && 'throttled' in place) return place;
+        const passwordHash = await hashing.hash(password);
+        if (isHashingBusy(passwordHash)) {
+          place?.release();
+          return passwordHash;
+        }
+        const created = await Effect.runPromise(Effect.result(accounts.createAccount(normalized, 'free')));
         if (Result.isFailure(created)) return created.failure;
         const { accountId } = created.success;
-        const set = await Effect.runPromise(Effect.result(accounts.setPassword(accountId, password)));
-        if (Result.isFailure(set)) return set.failure;
-        return start(accountId);
+        const refused = await send(accountId, { type: 'SetPassword', passwordHash, now: clock.now() });
+        return refused ?? start(accountId, passwordHash);
       },
       login: async (email, password, clientAddress) => {
-        const normalized = email.trim().toLowerCase();
-        const keys = [`email:${normalized}`, `address:${clientAddress}`];
-        const waitMs = throttle.waitMs(keys);
-        if (waitMs > 0) return { throttled: true, retryAfterMs: waitMs };
-        const accountId = normalized.length <= 254 ? store.reads.accountIdByEmail(normalized) : undefined;
+        // Cut to the longest email there can be: the throttle keeps its keys, and a form may send 16 KB.
+        const normalized = email
+          .trim()
+          .toLowerCase()
+          .slice(0, maxEmailLength + 1);
+        const emailKey = `email:${normalized}`;
+        // The attempt takes its place before the hash runs and keeps it unless the password is right.
+        const place = logins.reserve([emailKey, `address:${clientAddress}`]);
+        if ('throttled' in place) return place;
+        store.reads.refresh();
+        const accountId = normalized.length <= maxEmailLength ? store.reads.accountIdByEmail(normalized) : undefined;
         const stored = accountId === undefined ? undefined : store.reads.credential(passwordCredentialKey(accountId));
-        const matches = await verifyPassword(password, stored ?? (await decoy));
-        if (accountId === undefined || stored === undefined || !matches) {
-          throttle.failed(keys);
-          return wrongLogin();
+        const matches = await hashing.verify(password, stored ?? (await decoy));
+        if (isHashingBusy(matches)) {
+          place.release();
+          return matches;
         }
-        throttle.succeeded(keys[0] as string);
-        return start(accountId);
+        if (accountId === undefined || stored === undefined || !matches) return wrongLogin();
+        // A right password clears the email's failures; the address keeps its own (one good login must not unlock a
+        // spray), and this attempt is not one of them.
+        place.forget(emailKey);
+        place.release();
+        return start(accountId, stored);
       },
       current,
       logout: async (token) => {

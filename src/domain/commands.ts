@@ -26,9 +26,9 @@ export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | Queu
 export type Decision = {
   readonly events: readonly DomainEvent[];
   readonly request?: { readonly state: RequestState; readonly text?: string };
-  /** A credential to keep beside the log (a password's hash, a session secret's hash; `undefined`: delete it),
+  /** Credentials to keep beside the log (a password's hash, a session secret's hash; `undefined`: delete it),
    * written in the same transaction as the events. */
-  readonly credential?: { readonly key: string; readonly value: string | undefined };
+  readonly credentials?: readonly { readonly key: string; readonly value: string | undefined }[];
   /** A submit repeated with the idempotency key of this earlier request (and the same body): nothing to append. */
   readonly replayOf?: string;
 };
@@ -45,6 +45,10 @@ export interface DecisionReads {
   key(keyId: string): KeyState | undefined;
   accountIdByEmail(email: string): string | undefined;
   session(sessionId: string): SessionState | undefined;
+  /** The ids of an account's sessions that have not ended. */
+  sessionsOf(accountId: string): readonly string[];
+  /** A credential kept beside the log (`passwordCredentialKey`, `sessionCredentialKey`). */
+  credential(key: string): string | undefined;
   /** The request an account made with an idempotency key (index entry; the window is checked here). */
   idempotentRequest(accountId: string, key: string): string | undefined;
   /** How many of the account's requests are waiting or being processed. */
@@ -123,15 +127,23 @@ const decideAccountCommand = (
     current = { ...command, key };
   }
   if (command.type === 'EndSession') current = { ...command, session: reads.session(command.sessionId) };
+  // A suspension or a new password ends the account's sessions: those that exist as the write finds them, so that
+  // a login committed a moment before (by the server, while the CLI suspends) is ended too.
+  if (command.type === 'Suspend' || command.type === 'SetPassword')
+    current = { ...command, sessions: reads.sessionsOf(accountId) };
+  if (command.type === 'StartSession')
+    current = { ...command, passwordHashNow: reads.credential(passwordCredentialKey(accountId)) };
   const events = decideAccount(reads.account(accountId), current);
   if (events instanceof Refused) return events;
+  const credentials: { key: string; value: string | undefined }[] = [];
   if (current.type === 'SetPassword')
-    return { events, credential: { key: passwordCredentialKey(accountId), value: current.passwordHash } };
+    credentials.push({ key: passwordCredentialKey(accountId), value: current.passwordHash });
   if (current.type === 'StartSession')
-    return { events, credential: { key: sessionCredentialKey(current.sessionId), value: current.secretHash } };
-  if (current.type === 'EndSession' && events.length > 0)
-    return { events, credential: { key: sessionCredentialKey(current.sessionId), value: undefined } };
-  return { events };
+    credentials.push({ key: sessionCredentialKey(current.sessionId), value: current.secretHash });
+  for (const event of events)
+    if (event.type === 'SessionEnded')
+      credentials.push({ key: sessionCredentialKey(event.sessionId), value: undefined });
+  return credentials.length === 0 ? { events } : { events, credentials };
 };
 
 /** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */

@@ -10,6 +10,24 @@ export const maxIdLength = 128;
 /** The longest address SMTP can carry (RFC 5321: a path of 256 octets, less the angle brackets). */
 export const maxEmailLength = 254;
 
+/**
+ * Control characters (C0, DEL, C1: `\p{Cc}`): an escape sequence in a name or email shown in the operator's
+ * terminal would act on it. No text shown in a terminal or a page may hold one (product contract 15).
+ */
+export const controlCharacters = /\p{Cc}/u;
+
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** What is wrong with an email address (already trimmed and lower-cased), if anything. */
+export const emailProblem = (email: string): string | undefined => {
+  if (email.length > maxEmailLength)
+    return `an email address has at most ${maxEmailLength} characters; this one has ${email.length}`;
+  if (controlCharacters.test(email))
+    return 'an email address must not contain control characters (escape sequences, line breaks, tabs)';
+  if (!emailPattern.test(email)) return `"${email}" is not an email address`;
+  return undefined;
+};
+
 /** Whether `id` may name something stored (a longer one never does). */
 export const fitsIdBound = (id: string): boolean => id.length <= maxIdLength;
 

@@ -13,8 +13,16 @@ export type LimiterEntry = { readonly accountId: string; readonly budget: string
 /** When an API key was last used (ms): operational state saved with the batches, not an event. */
 export type KeyUseEntry = { readonly keyId: string; readonly at: number };
 
-/** Where a page of an account's requests ends: the creation time and id of its last (oldest) row. */
+/** Where a page of an account's requests ends: the creation time and id of its last (oldest) or first (newest) row. */
 export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
+
+/** One page of an account's requests: the newest, or those older than `before`, or those just newer than `after`
+ * (at most one of the two), `limit` of them at most. */
+export type RequestPage = {
+  readonly before?: RequestCursor | undefined;
+  readonly after?: RequestCursor | undefined;
+  readonly limit: number;
+};
 
 /** Reads of the views and the log, as of the latest committed state. */
 export interface StoreReads {
@@ -56,13 +64,11 @@ export interface StoreReads {
   limiterState(accountId: string, budget: string): number | undefined;
   /**
    * An account's requests that have not expired (the sweeper has not written their expiry yet), newest first (by
-   * creation time, then id), at most `limit` of them, starting after `before` (the cursor of the last row of the
-   * previous page; absent: from the newest).
+   * creation time, then id), at most `limit` of them: from the newest; or the next older ones after `before` (the
+   * cursor of the last row of the page before); or the `limit` just newer than `after` (the cursor of the first row
+   * of the page after). Reads only the rows it returns, however deep the cursor is.
    */
-  requestsOf(
-    accountId: string,
-    options: { readonly before?: RequestCursor | undefined; readonly limit: number },
-  ): RequestState[];
+  requestsOf(accountId: string, page: RequestPage): RequestState[];
   /**
    * How many of an account's requests (not expired yet) were created in each of `hours` slices of an hour, the
    * first starting at `fromMs` (inclusive), each ending where the next begins. Counted from the index, without

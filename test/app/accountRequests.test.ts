@@ -116,6 +116,28 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
     expect(first[0]).toMatchObject({ status: 'waiting', context: { accountId: 'acct_a', createdAt: 4_000 } });
   });
 
+  it('pages back towards the newest after a cursor: the rows just newer than it, newest first, without mixing accounts', async () => {
+    open();
+    const mine = ['req_1', 'req_2', 'req_3', 'req_4', 'req_5'];
+    const times = [1_000, 2_000, 2_000, 3_000, 4_000];
+    await store.commit({
+      commands: [
+        ...mine.map((reqId, i) => submit(reqId, 'acct_a', times[i] as number)),
+        submit('req_y', 'acct_ab', 3_500),
+        submit('req_z', 'acct_', 500),
+      ],
+    });
+    const at = (reqId: string) => ({ createdAt: times[mine.indexOf(reqId)] as number, reqId });
+    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_1'), limit: 2 }))).toEqual(['req_3', 'req_2']);
+    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_3'), limit: 2 }))).toEqual(['req_5', 'req_4']);
+    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_4'), limit: 2 }))).toEqual(['req_5']);
+    expect(store.reads.requestsOf('acct_a', { after: at('req_5'), limit: 2 })).toEqual([]);
+    // A cursor older than every row: the oldest ones.
+    expect(idsOf(store.reads.requestsOf('acct_a', { after: { createdAt: 0, reqId: '' }, limit: 1 }))).toEqual([
+      'req_1',
+    ]);
+  });
+
   it('counts requests per hour-long slice from the start time, each slice ending where the next begins', async () => {
     open();
     const from = 10 * hour;

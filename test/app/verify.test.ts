@@ -4,7 +4,9 @@ import { decodeIds, decodeRecord, encodeIds, encodeRecord } from '../../src/adap
 import { lastSeqKey, requestKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
+import { accountSessionsIndexedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import type { AccountCommand } from '../../src/domain/account/decider.js';
 import type { Command } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import { submitCommand } from '../support/commands.js';
@@ -128,5 +130,66 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
     // The first batch's record (events 1 to 6) taken away: the log begins at event 7.
     dbs.log.removeSync(6);
     expect(() => verifyViews(dbs)).toThrow(/gap: expected event 1, found 7/);
+  });
+
+  /** An account with a password and two dashboard sessions, written as the server writes them. */
+  const withSessions = async () => {
+    dir = tempDataDir('airs-verify');
+    store = openLmdbStore(dir);
+    const account = (command: AccountCommand): Command => ({ type: 'Account', accountId: 'acct_s', command });
+    const start = (sessionId: string) =>
+      account({
+        type: 'StartSession',
+        sessionId,
+        secretHash: `secret-of-${sessionId}`,
+        expiresAt: 10_000,
+        checkedPasswordHash: 'scrypt$hash',
+        now: 3,
+      });
+    await store.commit({
+      commands: [
+        account({ type: 'CreateAccount', accountId: 'acct_s', email: 's@example.com', plan: 'free', now: 1 }),
+        account({ type: 'SetPassword', passwordHash: 'scrypt$hash', now: 2 }),
+        start('sess_1'),
+        start('sess_2'),
+      ],
+    });
+    store.reads.refresh();
+    return { dbs: store.databases, account };
+  };
+
+  it('finds the sessions a suspension ended gone from every view, index and credential', async () => {
+    const { account } = await withSessions();
+    await store.commit({ commands: [account({ type: 'Suspend', now: 4 })] });
+    store.reads.refresh();
+    expect([...store.databases.indexes.accountSessions.getKeys({})]).toEqual([]);
+    expect(store.reads.credential('session:sess_1')).toBeUndefined();
+    expect(differences()).toEqual([]);
+  });
+
+  it('names a session missing from the index of sessions by account, and an entry for a session the log never made', async () => {
+    const { dbs } = await withSessions();
+    dbs.indexes.accountSessions.removeSync(['acct_s', 'sess_1']);
+    dbs.indexes.accountSessions.putSync(['acct_s', 'sess_9'], '');
+    expect(differences()).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^index accountSessions acct_s.sess_1: produced by the log but not stored/),
+        expect.stringMatching(/^index accountSessions acct_s.sess_9: stored but not produced by the log/),
+      ]),
+    );
+  });
+
+  it('builds the index of sessions by account once for a data directory written before it existed', async () => {
+    const { dbs } = await withSessions();
+    // As an older version left it: sessions, no index, no marker.
+    for (const key of [...dbs.indexes.accountSessions.getKeys({})]) dbs.indexes.accountSessions.removeSync(key);
+    dbs.meta.removeSync(accountSessionsIndexedKey);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect([...store.databases.indexes.accountSessions.getKeys({})]).toEqual([
+      ['acct_s', 'sess_1'],
+      ['acct_s', 'sess_2'],
+    ]);
+    expect(differences()).toEqual([]);
   });
 });

@@ -1,4 +1,7 @@
+import { Effect } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
+import { defaultConfig } from '../../src/config.js';
+import type { ManualClock } from '../../src/ports/Clock.js';
 import { startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
@@ -33,6 +36,10 @@ const browser = (app: TestApp) => {
     signup: async (email: string) => {
       const form = await request('GET', '/dashboard/signup');
       return request('POST', '/dashboard/signup', { email, password, csrf: csrfOf(form.text) });
+    },
+    login: async (email: string, pass = password) => {
+      const form = await request('GET', '/dashboard/login');
+      return request('POST', '/dashboard/login', { email, password: pass, csrf: csrfOf(form.text) });
     },
   };
 };
@@ -144,5 +151,139 @@ describe('The dashboard over HTTP (in process)', () => {
     expect(answer.status).toBe(503);
     expect(answer.headers.get('retry-after')).toBe('5');
     expect(answer.text).toContain('restarting');
+  });
+
+  it('answers / with a small page that leads to login, signup and the API documents, with nothing from another origin', async () => {
+    app = await startTestApp();
+    const home = await browser(app).get('/');
+    expect(home.status).toBe(200);
+    expect(home.headers.get('content-type')).toContain('text/html');
+    expect(home.headers.get('content-security-policy')).toContain("default-src 'none'");
+    for (const link of ['/dashboard/login', '/dashboard/signup', '/v1/openapi.json'])
+      expect(home.text).toContain(`href="${link}"`);
+    expect(home.text).toContain('docs/api.md');
+    expect(home.text).not.toMatch(/(?:href|src|action)="(?:https?:)?\/\//);
+    // Only the page is new: other methods on / are still the API's JSON 404.
+    const posted = await app.call('POST', '/');
+    expect(posted.status).toBe(404);
+    expect(posted.headers.get('content-type')).toContain('application/json');
+  });
+
+  it('refuses a signup whose email holds control characters, saying so, and creates nothing', async () => {
+    app = await startTestApp();
+    const answer = await browser(app).signup('evil\u001b[2J@example.com');
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain('must not contain control characters');
+    expect([...app.store.reads.accounts()]).toEqual([]);
+  });
+
+  it('throttles signups per address: past dashboard.signupsPerHour a 429 page says when to try again', async () => {
+    app = await startTestApp({ config: { dashboard: { ...defaultConfig().dashboard, signupsPerHour: 2 } } });
+    const visitor = browser(app);
+    expect((await visitor.signup('one@example.com')).status).toBe(303);
+    visitor.jar.delete('airs_session');
+    expect((await visitor.signup('two@example.com')).status).toBe(303);
+    visitor.jar.delete('airs_session');
+    const third = await visitor.signup('three@example.com');
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('3600');
+    expect(third.text).toContain('Try again in 60 minutes.');
+    expect(app.store.reads.accountIdByEmail('three@example.com')).toBeUndefined();
+    // A refused form (a short password here) costs no hash and takes no place.
+    const refused = await visitor.post('/dashboard/signup', {
+      email: 'four@example.com',
+      password: 'short',
+      csrf: visitor.csrfOf((await visitor.get('/dashboard/signup')).text),
+    });
+    expect(refused.status).toBe(400);
+  });
+
+  it('answers a 429 page when every password-hashing slot and queue place is taken, and a login refused so counts as no failure', async () => {
+    app = await startTestApp({
+      config: { dashboard: { signupsPerHour: 0, hashingConcurrency: 1, hashingQueue: 0 } },
+    });
+    await browser(app).signup('busy@example.com');
+    // Four wrong passwords at once (fewer than the login throttle's five): one is hashed, the queue holds none, the
+    // others are refused (all three, unless the machine is so slow that the first hash ends before the last arrives).
+    const visitors = Array.from({ length: 4 }, () => browser(app));
+    const forms = await Promise.all(visitors.map((visitor) => visitor.get('/dashboard/login')));
+    const answers = await Promise.all(
+      visitors.map((visitor, i) =>
+        visitor.post('/dashboard/login', {
+          email: 'busy@example.com',
+          password: 'not the password',
+          csrf: visitor.csrfOf((forms[i] as { text: string }).text),
+        }),
+      ),
+    );
+    const busy = answers.filter((answer) => answer.status === 429);
+    expect(busy.length).toBeGreaterThan(0);
+    for (const answer of busy) {
+      expect(answer.headers.get('retry-after')).toBe('2');
+      expect(answer.text).toContain('Try again in a few seconds.');
+    }
+    const checked = answers.filter((answer) => answer.status === 401).length;
+    expect(checked).toBe(4 - busy.length);
+    // Only the checked ones were failures: the email has the rest of its five before it is throttled.
+    const later: number[] = [];
+    for (let i = 0; i < 5 - checked; i++)
+      later.push((await browser(app).login('busy@example.com', 'still wrong!')).status);
+    expect(later).toEqual(new Array(5 - checked).fill(401));
+    expect((await browser(app).login('busy@example.com')).status).toBe(429);
+  });
+
+  it('pages requests by cursor: each page reads one page of rows, however far back, and old page numbers lead to the newest', async () => {
+    app = await startTestApp();
+    const visitor = browser(app);
+    await visitor.signup('pages@example.com');
+    const accountId = app.store.reads.accountIdByEmail('pages@example.com') as string;
+    const key = await Effect.runPromise(app.accounts.createKey(accountId));
+    for (let i = 0; i < 80; i++) {
+      (app.clock as ManualClock).advance(1_000);
+      expect(
+        (await app.call('POST', '/v1/ai', { key: key.key, body: { model: 'echo', prompt: `p${i}` } })).status,
+      ).toBe(202);
+    }
+    // Rows the store reads for each page view (an observer around the real read).
+    let rowsRead = 0;
+    const reads = app.store.reads;
+    const requestsOf = reads.requestsOf.bind(reads);
+    reads.requestsOf = (id, page) => {
+      const rows = requestsOf(id, page);
+      rowsRead += rows.length;
+      return rows;
+    };
+    const idsOn = (text: string) => [...text.matchAll(/<code>(req_[\w-]+)<\/code>/g)].map((m) => m[1]);
+    const link = (text: string, label: 'Older' | 'Newer') =>
+      (label === 'Older' ? /href="([^"]+)">Older →/ : /href="([^"]+)">← Newer/)
+        .exec(text)?.[1]
+        ?.replaceAll('&amp;', '&');
+    const pages: string[][] = [];
+    let path: string | undefined = '/dashboard/requests';
+    while (path !== undefined) {
+      rowsRead = 0;
+      const page = await visitor.get(path);
+      expect(page.status).toBe(200);
+      expect(rowsRead, path).toBeLessThanOrEqual(2 * 26);
+      pages.push(idsOn(page.text) as string[]);
+      path = link(page.text, 'Older');
+    }
+    expect(pages.map((ids) => ids.length)).toEqual([25, 25, 25, 5]);
+    expect(new Set(pages.flat()).size).toBe(80);
+    // Back from the last page: Newer gives the page before it again.
+    const last = await visitor.get(
+      `/dashboard/requests?before=${/before=([^"]+)/.exec((await visitor.get('/dashboard/requests')).text)?.[1]}`,
+    );
+    const newer = await visitor.get(link(last.text, 'Newer') as string);
+    expect(idsOn(newer.text)).toEqual(pages[0]);
+    // Old links by page number, and links that name no page.
+    const numbered = await visitor.get('/dashboard/requests?page=400');
+    expect(numbered.status).toBe(303);
+    expect(numbered.headers.get('location')).toBe('/dashboard/requests');
+    for (const bad of ['?before=x', '?after=1.req_a&before=1.req_b', `?before=1.${'a'.repeat(200)}`]) {
+      const answer = await visitor.get(`/dashboard/requests${bad}`);
+      expect(answer.status, bad).toBe(400);
+      expect(answer.text).toContain('does not name a page of your requests');
+    }
   });
 });

@@ -145,7 +145,9 @@ describe('accounts set-password', { timeout: 60_000 }, () => {
       input: 'correct horse battery staple\n',
     });
     expect(set.code, set.stderr).toBe(0);
-    expect(set.stdout).toBe(`account ${account.id} has a new password; it can log in at /dashboard/login\n`);
+    expect(set.stdout).toBe(
+      `account ${account.id} has a new password; its dashboard sessions are ended; it can log in at /dashboard/login\n`,
+    );
     const replay = JSON.parse((await runCli(box, ['replay', '--json'])).stdout) as ReplayJson;
     const event = replay.events.find((e) => e.type === 'AccountPasswordSet');
     expect(event).toMatchObject({ type: 'AccountPasswordSet', accountId: account.id });

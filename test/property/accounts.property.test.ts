@@ -14,7 +14,7 @@ class CreateKey implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     const limit = defaultPlans[m.plan].maxKeys;
-    const allowed = limit === null || activeKeys(m) < limit;
+    const allowed = !m.suspended && (limit === null || activeKeys(m) < limit);
     const result = await Effect.runPromise(Effect.result(r.app.accounts.createKey(r.accountId)));
     expect(Result.isSuccess(result)).toBe(allowed);
     if (Result.isSuccess(result)) m.keys.push({ id: result.success.id, key: result.success.key, revoked: false });
@@ -91,7 +91,7 @@ describe('Accounts, keys and plans against a model of who may do what', () => {
   });
   afterAll(() => app.stop());
 
-  it('keys beyond the plan are refused, revoked keys get 401 at once, a suspended account gets 403, everything else is served', async () => {
+  it('keys beyond the plan are refused, revoked keys get 401 at once, a suspended account gets 403 and no new key, everything else is served', async () => {
     let n = 0;
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 30, size: 'large' }), async (cmds) => {

@@ -123,3 +123,76 @@ describe('When the account holder sets a password', () => {
     expect(decideAccount(undefined, setPassword)).toBeInstanceOf(Refused);
   });
 });
+
+describe('When the account has dashboard sessions', () => {
+  const ended = (sessionId: string, at: number): AccountEvent => ({ type: 'SessionEnded', accountId, sessionId, at });
+  const suspended = () => fold([created(), { type: 'AccountSuspended', accountId, at: 3 }]);
+  const startSession = (over: Partial<Extract<AccountCommand, { type: 'StartSession' }>> = {}): AccountCommand => ({
+    type: 'StartSession',
+    sessionId: 's3',
+    secretHash: 'secret-hash',
+    expiresAt: 100,
+    checkedPasswordHash: 'scrypt$old',
+    passwordHashNow: 'scrypt$old',
+    now: 8,
+    ...over,
+  });
+
+  it('a suspension ends all of them', () => {
+    expect(decideAccount(fold([created()]), { type: 'Suspend', sessions: ['s1', 's2'], now: 3 })).toEqual([
+      { type: 'AccountSuspended', accountId, at: 3 },
+      ended('s1', 3),
+      ended('s2', 3),
+    ]);
+  });
+  it('suspending a suspended account ends the sessions an older version left open, and with none changes nothing', () => {
+    expect(decideAccount(suspended(), { type: 'Suspend', sessions: ['s1'], now: 4 })).toEqual([ended('s1', 4)]);
+    expect(decideAccount(suspended(), { type: 'Suspend', sessions: [], now: 4 })).toEqual([]);
+  });
+  it('a new password ends all of them, or all but the one it was changed from', () => {
+    const account = fold([created()]);
+    expect(decideAccount(account, { type: 'SetPassword', passwordHash: 'h', sessions: ['s1', 's2'], now: 7 })).toEqual([
+      { type: 'AccountPasswordSet', accountId, at: 7 },
+      ended('s1', 7),
+      ended('s2', 7),
+    ]);
+    expect(
+      decideAccount(account, {
+        type: 'SetPassword',
+        passwordHash: 'h',
+        sessions: ['s1', 's2'],
+        keepSessionId: 's2',
+        now: 7,
+      }),
+    ).toEqual([{ type: 'AccountPasswordSet', accountId, at: 7 }, ended('s1', 7)]);
+  });
+  it('a session starts only while the password is the one the login checked and the account is not suspended', () => {
+    expect(decideAccount(fold([created()]), startSession())).toEqual([
+      { type: 'SessionStarted', accountId, sessionId: 's3', expiresAt: 100, at: 8 },
+    ]);
+    const changed = decideAccount(fold([created()]), startSession({ passwordHashNow: 'scrypt$new' }));
+    expect((changed as Refused).message).toMatch(/password was changed while logging in/);
+    expect((decideAccount(suspended(), startSession()) as Refused).message).toBe(
+      'this account is suspended; contact the service operator',
+    );
+  });
+  it('a suspended account gets no new API key, with a message that says why', () => {
+    expect((decideAccount(suspended(), createKey('k1')) as Refused).message).toBe(
+      'account acct_a is suspended: no API key can be created for it',
+    );
+  });
+});
+
+describe('When an account is created', () => {
+  it.each([
+    ['an escape sequence', 'evil\u001b[2J@example.com'],
+    ['a bell', 'bell\u0007@example.com'],
+    ['a C1 control', 'c1\u009b31m@example.com'],
+    ['DEL', 'del\u007f@example.com'],
+  ])('an email with %s is refused', (_, email) => {
+    const refused = decideAccount(undefined, { type: 'CreateAccount', accountId, email, plan: 'free', now: 1 });
+    expect((refused as Refused).message).toBe(
+      'an email address must not contain control characters (escape sequences, line breaks, tabs)',
+    );
+  });
+});

@@ -27,6 +27,7 @@ describe('Configuration', () => {
     expect(config.models[1]).toMatchObject({ provider: 'echo', delayMs: 5_000 });
     expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100 });
     expect(config.plans.enterprise.maxKeys).toBeNull();
+    expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
   });
   it('reads ./airs.config.json when AIRS_CONFIG is not set', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'airs-cwd-'));
@@ -53,6 +54,8 @@ describe('Configuration', () => {
     ['{"models":[{"id":"a","provider":"echo"},{"id":"a","provider":"echo"}]}', 'models'],
     ['{"processing":{"concurrency":0}}', 'processing.concurrency'],
     ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
+    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models.0.id: must not contain control characters'],
+    ['{"dashboard":{"hashingConcurrency":0}}', 'dashboard.hashingConcurrency'],
   ])('refuses %s with a message naming %s', (content, field) => {
     expect(withFile(content)).toThrow(ConfigError);
     expect(withFile(content)).toThrow(field);

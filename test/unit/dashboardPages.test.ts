@@ -6,6 +6,7 @@ import {
   dashboardCss,
   dashboardScript,
   errorPage,
+  homePage,
   type KeysView,
   keysPage,
   loginPage,
@@ -64,8 +65,6 @@ const requests = (over: Partial<RequestsView> = {}): RequestsView => ({
     { id: 'req_new', model: 'gpt-x', status: 'queued', createdAt: now - 60_000 },
     { id: 'req_mid', model: 'echo', status: 'failed', createdAt: now - 2 * hour },
   ],
-  page: 1,
-  hasNext: false,
   hourly,
   now,
   ...over,
@@ -73,6 +72,7 @@ const requests = (over: Partial<RequestsView> = {}): RequestsView => ({
 
 /** Every page the module can render, logged in or not, with the data each needs. */
 const allPages: Record<string, string> = {
+  home: homePage(),
   signup: signupPage({ csrf }),
   signupRefused: signupPage({ csrf, email: 'x@example.org', error: 'That email already has an account.' }),
   login: loginPage({ csrf }),
@@ -275,16 +275,18 @@ describe('dashboard pages', () => {
     expect(html).not.toContain('class="pager"');
   });
 
-  it('the requests page links to newer and older pages', () => {
-    const middle = requestsPage(requests({ page: 3, hasNext: true }));
-    expect(middle).toContain('<a href="/dashboard/requests?page=2">← Newer</a>');
-    expect(middle).toContain('<a href="/dashboard/requests?page=4">Older →</a>');
-    const second = requestsPage(requests({ page: 2, hasNext: false }));
-    expect(second).toContain('<a href="/dashboard/requests">← Newer</a>');
-    expect(second).not.toContain('Older');
-    const first = requestsPage(requests({ page: 1, hasNext: true }));
+  it('the requests page links to newer and older pages by their cursors', () => {
+    const middle = requestsPage(requests({ newerCursor: '3000.req_c', olderCursor: '1000.req_a' }));
+    expect(middle).toContain('<a href="/dashboard/requests?after=3000.req_c">← Newer</a>');
+    expect(middle).toContain('<a href="/dashboard/requests?before=1000.req_a">Older →</a>');
+    expect(middle).toContain('(older ones)');
+    const last = requestsPage(requests({ newerCursor: '3000.req_c' }));
+    expect(last).toContain('<a href="/dashboard/requests?after=3000.req_c">← Newer</a>');
+    expect(last).not.toContain('Older');
+    const first = requestsPage(requests({ olderCursor: '1000.req_a' }));
     expect(first).not.toContain('Newer');
-    expect(first).toContain('<a href="/dashboard/requests?page=2">Older →</a>');
+    expect(first).not.toContain('(older ones)');
+    expect(first).toContain('<a href="/dashboard/requests?before=1000.req_a">Older →</a>');
   });
 
   it('the chart has 24 bars whose heights follow the counts, with the numbers as text', () => {
@@ -322,9 +324,10 @@ describe('dashboard pages', () => {
     expect(none).toContain('No requests in the last 24 hours.');
     expect(bars(none).map((b) => b.height)).toEqual(new Array(24).fill(0));
     expect(none).not.toContain('<caption class="visually-hidden">Your recent requests');
-    const past = requestsPage(requests({ requests: [], page: 5 }));
+    const past = requestsPage(requests({ requests: [], newerCursor: '5000.req_e' }));
     expect(past).toContain('No requests on this page.');
-    expect(past).toContain('<a href="/dashboard/requests?page=4">← Newer</a>');
+    expect(past).toContain('<a href="/dashboard/requests">Back to the newest</a>');
+    expect(past).toContain('<a href="/dashboard/requests?after=5000.req_e">← Newer</a>');
   });
 
   it('error pages state the status, title and message, with a way back', () => {

@@ -113,16 +113,18 @@ export const registerAccountCommands = (program: Command, output: Output) => {
         output,
         options.json,
         { ...accountJson(account), password_set_at: new Date(account.passwordSetAt ?? 0).toISOString() },
-        () => [`account ${id} has a new password; it can log in at /dashboard/login`],
+        () => [`account ${id} has a new password; its dashboard sessions are ended; it can log in at /dashboard/login`],
       );
     });
-  change('suspend', 'suspend an account: its keys get 403 from the next request on')
+  change('suspend', 'suspend an account: its keys get 403 from the next request on, its dashboard sessions end')
     .argument('<id>', 'account id')
     .action(async (id: string, options: JsonOption & StoreOptions) => {
       const account = await withAccounts({ options, output }, (a) => a.suspend(id));
-      emit(output, options.json, accountJson(account), () => [`account ${id} is suspended`]);
+      emit(output, options.json, accountJson(account), () => [
+        `account ${id} is suspended: its keys get 403, its dashboard sessions are ended, it cannot log in or create keys`,
+      ]);
     });
-  change('resume', 'lift a suspension')
+  change('resume', 'lift a suspension: its keys work again and it can log in')
     .argument('<id>', 'account id')
     .action(async (id: string, options: JsonOption & StoreOptions) => {
       const account = await withAccounts({ options, output }, (a) => a.resume(id));

@@ -160,7 +160,7 @@ const ask = async (promptArgument: string, options: AskOptions, output: Output):
     process.removeListener('SIGINT', onSigint);
     progress.stop();
   }
-  emit(output, options.json, completed, () => [completed.response]);
+  emit(output, options.json, completed, () => [completed.response], { multiline: true });
 };
 
 /** `airs ask`: submits a prompt to a running server, polls as the specification says, prints the response. */

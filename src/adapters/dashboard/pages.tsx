@@ -6,6 +6,7 @@
  */
 export { dashboardAssetPaths, dashboardAssetUrls, dashboardCss, dashboardScript } from './assets.js';
 export { errorPage } from './errorPage.js';
+export { homePage } from './homePage.js';
 export { keysPage } from './keysPage.js';
 export { emailMaxLength, keyNameMaxLength, passwordMaxLength, passwordMinLength } from './limits.js';
 export { loginPage } from './loginPage.js';

@@ -4,10 +4,10 @@ import { RequestTable } from './RequestTable.js';
 import { renderDocument } from './render.js';
 import type { RequestsView } from './viewModels.js';
 
-const pageHref = (page: number): string => (page <= 1 ? '/dashboard/requests' : `/dashboard/requests?page=${page}`);
+const newest = '/dashboard/requests';
 
-/** `GET /dashboard/requests?page=N`: the hourly chart, then one page of requests, newest first. */
-export const requestsPage = ({ csrf, email, requests, page, hasNext, hourly, now }: RequestsView): string =>
+/** `GET /dashboard/requests[?before=…|?after=…]`: the hourly chart, then one page of requests, newest first. */
+export const requestsPage = ({ csrf, email, requests, olderCursor, newerCursor, hourly, now }: RequestsView): string =>
   renderDocument(
     <Layout title="Requests" session={{ csrf, email }} current="requests">
       <h1>Requests</h1>
@@ -16,12 +16,12 @@ export const requestsPage = ({ csrf, email, requests, page, hasNext, hourly, now
         <HourlyChart hourly={hourly} now={now} />
       </section>
       <section class="card" aria-labelledby="list-h">
-        <h2 id="list-h">Recent requests {page > 1 && <span class="muted">(page {page})</span>}</h2>
+        <h2 id="list-h">Recent requests {newerCursor !== undefined && <span class="muted">(older ones)</span>}</h2>
         {requests.length === 0 ? (
           <div class="empty">
-            {page > 1 ? (
+            {newerCursor !== undefined ? (
               <p>
-                No requests on this page. <a href={pageHref(1)}>Back to the newest</a>
+                No requests on this page. <a href={newest}>Back to the newest</a>
               </p>
             ) : (
               <p>
@@ -33,10 +33,10 @@ export const requestsPage = ({ csrf, email, requests, page, hasNext, hourly, now
         ) : (
           <RequestTable requests={requests} />
         )}
-        {(page > 1 || hasNext) && (
+        {(newerCursor !== undefined || olderCursor !== undefined) && (
           <nav class="pager" aria-label="Pages">
-            {page > 1 ? <a href={pageHref(page - 1)}>← Newer</a> : <span />}
-            {hasNext ? <a href={pageHref(page + 1)}>Older →</a> : <span />}
+            {newerCursor !== undefined ? <a href={`${newest}?after=${newerCursor}`}>← Newer</a> : <span />}
+            {olderCursor !== undefined ? <a href={`${newest}?before=${olderCursor}`}>Older →</a> : <span />}
           </nav>
         )}
         <p class="hint">

@@ -75,10 +75,10 @@ export type RequestRow = {
 export type RequestsView = SessionView & {
   /** One page of requests; shown newest first whatever order they come in. */
   readonly requests: readonly RequestRow[];
-  /** 1-based page number. */
-  readonly page: number;
-  /** Whether an older page exists. */
-  readonly hasNext: boolean;
+  /** Where the next older page starts (`?before=…`), when there is one. */
+  readonly olderCursor?: string;
+  /** Where the next newer page starts (`?after=…`), when this is not the newest page. */
+  readonly newerCursor?: string;
   /**
    * 24 counts, oldest first: `hourly[i]` counts the requests created in the UTC clock hour that starts
    * `23 - i` hours before the hour holding `now`; the last one is the current, unfinished hour.
@@ -88,7 +88,7 @@ export type RequestsView = SessionView & {
 };
 
 export type ErrorView = {
-  readonly status: 403 | 404 | 413 | 429 | 500 | 503;
+  readonly status: 400 | 403 | 404 | 413 | 429 | 500 | 503;
   readonly title: string;
   readonly message: string;
   readonly loggedIn: boolean;

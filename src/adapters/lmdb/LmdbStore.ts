@@ -5,7 +5,7 @@ import type { RequestState } from '../../domain/request/state.js';
 import {
   type Batch,
   type CommandOutcome,
-  type RequestCursor,
+  type RequestPage,
   Store,
   type StoreReads,
   type StoreShape,
@@ -59,26 +59,33 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
 
 const hourMs = 3_600_000;
 
-/** An account's requests from the index by account and creation time, newest first, after `before` if given. */
-const requestsOf = (
-  dbs: LmdbDatabases,
-  accountId: string,
-  before: RequestCursor | undefined,
-  limit: number,
-): RequestState[] => {
+/**
+ * An account's requests from the index by account and creation time, newest first: the newest, those older than
+ * `before`, or those just newer than `after`. Reads `limit` rows at most, wherever the cursor is.
+ */
+const requestsOf = (dbs: LmdbDatabases, accountId: string, { before, after, limit }: RequestPage): RequestState[] => {
   const rows: RequestState[] = [];
   if (!(limit > 0)) return rows;
+  const cursor = before ?? after;
   // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above every
   // key of the account ([accountId, …] sorts before [accountId + NUL]); with one, at the cursor's own key, skipped.
-  const start: Key = before === undefined ? [`${accountId}\u0000`] : [accountId, before.createdAt, before.reqId];
-  for (const key of dbs.indexes.accountRequests.getKeys({ start, end: [accountId], reverse: true })) {
+  // Forward (`after`), it runs from the cursor's key up to the end of the account's keys.
+  const range =
+    after !== undefined
+      ? { start: [accountId, after.createdAt, after.reqId], end: [`${accountId}\u0000`] }
+      : {
+          start: before === undefined ? [`${accountId}\u0000`] : [accountId, before.createdAt, before.reqId],
+          end: [accountId],
+          reverse: true,
+        };
+  for (const key of dbs.indexes.accountRequests.getKeys(range as { start: Key; end: Key; reverse?: boolean })) {
     const [, createdAt, reqId] = key as [string, number, string];
-    if (before !== undefined && createdAt === before.createdAt && reqId === before.reqId) continue;
+    if (cursor !== undefined && createdAt === cursor.createdAt && reqId === cursor.reqId) continue;
     const state = decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView);
     if (state !== undefined) rows.push(state);
     if (rows.length >= limit) break;
   }
-  return rows;
+  return after === undefined ? rows : rows.reverse();
 };
 
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
@@ -128,7 +135,7 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
   credential: (key) => dbs.credentials.get(key),
   session: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
-  requestsOf: (accountId, { before, limit }) => requestsOf(dbs, accountId, before, limit),
+  requestsOf: (accountId, page) => requestsOf(dbs, accountId, page),
   requestCountsByHour: (accountId, fromMs, hours) =>
     Array.from({ length: Math.max(0, hours) }, (_, hour) =>
       dbs.indexes.accountRequests.getCount({
@@ -258,6 +265,12 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
       session: views.getSession,
+      sessionsOf: (accountId) =>
+        Array.from(
+          dbs.indexes.accountSessions.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }),
+          (key) => (key as [string, string])[1],
+        ),
+      credential: (key) => dbs.credentials.get(key),
       idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
       queuedCount: queued.committed,
     },

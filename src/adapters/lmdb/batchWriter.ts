@@ -94,8 +94,7 @@ export const writeBatch = (
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;
     } else for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);
-    if (decision.credential !== undefined)
-      target.views.putCredential(decision.credential.key, decision.credential.value);
+    for (const { key, value } of decision.credentials ?? []) target.views.putCredential(key, value);
     outcomes.push({ events });
   }
 

@@ -3,7 +3,7 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
-import { countQueuedRequests, indexAccountRequests } from './migrations.js';
+import { countQueuedRequests, indexAccountRequests, indexAccountSessions } from './migrations.js';
 import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -34,7 +34,7 @@ export type LmdbDatabases = {
   /** How many of each account's requests are waiting or being processed, by account id (a view: verify rebuilds it). */
   readonly queuedCounts: Database<number, string>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
-   * `accountRequestsIndexed` (the index of requests by account was built for the requests before it existed). */
+   * `accountRequestsIndexed` and `accountSessionsIndexed` (an index was built for what was stored before it existed). */
   readonly meta: Database<number, string>;
   readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
   /** Grouped indexes (projection.ts): milliseconds to the sorted ids in that group (codec.ts). */
@@ -110,11 +110,13 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
+      accountSessions: db('idx.accountSessions', 'string'),
       idempotency: db('idx.idempotency', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };
   indexAccountRequests(dbs);
   countQueuedRequests(dbs);
+  indexAccountSessions(dbs);
   return dbs;
 };

@@ -1,5 +1,6 @@
+import type { SessionState } from '../../domain/account/state.js';
 import { isQueued } from '../../domain/request/state.js';
-import { decodeView } from './codec.js';
+import { decodeMap, decodeView } from './codec.js';
 import type { LmdbDatabases } from './databases.js';
 import { accountRequestKeyOf } from './projection.js';
 
@@ -43,5 +44,24 @@ export const countQueuedRequests = (dbs: LmdbDatabases): void => {
     }
     for (const [accountId, count] of counts) dbs.queuedCounts.put(accountId, count);
     dbs.meta.put(queuedCountedKey, 1);
+  });
+};
+
+/** Set once the index of sessions by account holds the sessions started before that index existed. */
+export const accountSessionsIndexedKey = 'accountSessionsIndexed';
+
+/**
+ * Data directories written before `idx.accountSessions` existed have sessions and no entries for them: built once
+ * from the session views, as `indexAccountRequests` does for requests.
+ */
+export const indexAccountSessions = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(accountSessionsIndexedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(accountSessionsIndexedKey) !== undefined) return;
+    for (const { value } of dbs.sessions.getRange({})) {
+      const { accountId, sessionId } = decodeMap<SessionState>(value);
+      dbs.indexes.accountSessions.put([accountId, sessionId], '');
+    }
+    dbs.meta.put(accountSessionsIndexedKey, 1);
   });
 };

@@ -10,7 +10,14 @@ import {
 import { isQueued, type RequestState } from '../../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
-export type IndexName = 'dispatch' | 'accountRequests' | 'emails' | 'keyHashes' | 'accountKeys' | 'idempotency';
+export type IndexName =
+  | 'dispatch'
+  | 'accountRequests'
+  | 'emails'
+  | 'keyHashes'
+  | 'accountKeys'
+  | 'accountSessions'
+  | 'idempotency';
 export type IndexKey = string | number | (string | number)[];
 
 /**
@@ -145,6 +152,9 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
   // Sessions change no account or key: API key answers cached by `accountsVersion` stay current.
   if (event.type === 'SessionStarted' || event.type === 'SessionEnded') {
     views.putSession(event.sessionId, evolveSession(views.getSession(event.sessionId), event));
+    // An account's sessions by [accountId, sessionId]: what a suspension or a new password ends, inside its write.
+    if (event.type === 'SessionStarted') views.putIndex('accountSessions', [event.accountId, event.sessionId], '');
+    else views.removeIndex('accountSessions', [event.accountId, event.sessionId]);
     return;
   }
   views.bumpAccountsVersion();

@@ -39,7 +39,7 @@ type AccountViews = {
   readonly accounts: Map<string, AccountState>;
   readonly keys: Map<string, KeyState>;
   readonly sessions: Map<string, SessionState>;
-  readonly indexes: Record<'emails' | 'keyHashes' | 'accountKeys', Map<string, string>>;
+  readonly indexes: Record<'emails' | 'keyHashes' | 'accountKeys' | 'accountSessions', Map<string, string>>;
   version: number;
 };
 
@@ -49,7 +49,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     accounts: new Map(),
     keys: new Map(),
     sessions: new Map(),
-    indexes: { emails: new Map(), keyHashes: new Map(), accountKeys: new Map() },
+    indexes: { emails: new Map(), keyHashes: new Map(), accountKeys: new Map(), accountSessions: new Map() },
     version: 0,
   };
   const unexpected = () => {
@@ -306,7 +306,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   compareMap<Buffer | KeyState>('key', dbs.keys.getRange({}), account.rebuilt.keys, (s, r) =>
     sameEncoded(s as Buffer, r),
   );
-  for (const name of ['emails', 'keyHashes', 'accountKeys'] as const) {
+  for (const name of ['emails', 'keyHashes', 'accountKeys', 'accountSessions'] as const) {
     compareMap(`index ${name}`, dbs.indexes[name].getRange({}), account.rebuilt.indexes[name], (a, b) => a === b);
   }
   compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);

@@ -41,6 +41,7 @@ export const openMemoryStore = (): MemoryStore => {
     keyHashes: orderedMap(),
     accountKeys: orderedMap(),
     idempotency: orderedMap(),
+    accountSessions: orderedMap(),
   };
   const groups: Record<GroupName, OrderedMap<ReadonlySet<string>>> = {
     expiry: orderedMap(),
@@ -114,6 +115,12 @@ export const openMemoryStore = (): MemoryStore => {
       key: views.getKey,
       accountIdByEmail: (email) => indexes.emails.get(email),
       session: views.getSession,
+      sessionsOf: (accountId) =>
+        Array.from(
+          range(indexes.accountSessions, [accountId], [after(accountId)]),
+          ([key]) => (key as string[])[1] as string,
+        ),
+      credential: (key) => credentials.get(key),
       idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
       queuedCount: (accountId) => queuedCounts.get(accountId) ?? 0,
     },
@@ -164,15 +171,28 @@ export const openMemoryStore = (): MemoryStore => {
     }
   }
 
-  const requestsOf: StoreReads['requestsOf'] = (accountId, { before, limit }) => {
+  const requestsOf: StoreReads['requestsOf'] = (accountId, page) => {
     const rows: RequestState[] = [];
-    if (!(limit > 0)) return rows;
+    if (!(page.limit > 0)) return rows;
+    const stateOf = (key: IndexKey) => requests.get((key as [string, number, string])[2])?.state;
+    if (page.after !== undefined) {
+      // Forward from the cursor (skipped), then newest first like every page.
+      const { createdAt, reqId } = page.after;
+      for (const [key] of range(indexes.accountRequests, [accountId, createdAt, reqId], [after(accountId)])) {
+        if (compareKeys(key, [accountId, createdAt, reqId]) === 0) continue;
+        const state = stateOf(key);
+        if (state !== undefined) rows.push(state);
+        if (rows.length >= page.limit) break;
+      }
+      return rows.reverse();
+    }
+    const { before } = page;
     const start: IndexKey = before === undefined ? [after(accountId)] : [accountId, before.createdAt, before.reqId];
     for (const [key] of indexes.accountRequests.entriesReversed(start, undefined, before !== undefined)) {
       if (compareKeys(key, [accountId]) <= 0) break;
-      const state = requests.get((key as [string, number, string])[2])?.state;
+      const state = stateOf(key);
       if (state !== undefined) rows.push(state);
-      if (rows.length >= limit) break;
+      if (rows.length >= page.limit) break;
     }
     return rows;
   };

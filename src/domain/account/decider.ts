@@ -1,4 +1,5 @@
 import { Refused } from '../errors.js';
+import { controlCharacters, emailProblem } from '../identifiers.js';
 import type { PlanName, PlanTable } from '../plans.js';
 import type { AccountEvent } from './events.js';
 import type { AccountState, KeyState, SessionState } from './state.js';
@@ -12,7 +13,8 @@ export type AccountCommand =
       readonly now: number;
     }
   | { readonly type: 'ChangePlan'; readonly plan: PlanName; readonly now: number }
-  | { readonly type: 'Suspend'; readonly now: number }
+  /** `sessions`: the account's sessions not ended, read inside the write; a suspension ends them all. */
+  | { readonly type: 'Suspend'; readonly sessions?: readonly string[]; readonly now: number }
   | { readonly type: 'Resume'; readonly now: number }
   | {
       readonly type: 'CreateKey';
@@ -25,14 +27,30 @@ export type AccountCommand =
       readonly now: number;
     }
   | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number }
-  /** The hash travels with the command to the store's credentials; the event carries none of it. */
-  | { readonly type: 'SetPassword'; readonly passwordHash: string; readonly now: number }
-  /** The secret's hash travels to the store's credentials; the event names the session only. */
+  /**
+   * The hash travels with the command to the store's credentials; the event carries none of it. A new password ends
+   * the account's other sessions (`sessions`, read inside the write): all of them, unless `keepSessionId` names the
+   * one the account holder changed it from.
+   */
+  | {
+      readonly type: 'SetPassword';
+      readonly passwordHash: string;
+      readonly keepSessionId?: string;
+      readonly sessions?: readonly string[];
+      readonly now: number;
+    }
+  /**
+   * The secret's hash travels to the store's credentials; the event names the session only. `checkedPasswordHash` is
+   * the password hash the login was checked against and `passwordHashNow` the account's hash as the write finds it:
+   * a password changed in between (by the operator, from another process) refuses the session.
+   */
   | {
       readonly type: 'StartSession';
       readonly sessionId: string;
       readonly secretHash: string;
       readonly expiresAt: number;
+      readonly checkedPasswordHash: string;
+      readonly passwordHashNow?: string | undefined;
       readonly now: number;
     }
   /** `session` is the session as the store has it (read inside the write), absent once ended. */
@@ -49,9 +67,12 @@ export const keyNameProblem = (name: string): string | undefined => {
   const length = [...name].length;
   if (name !== name.trim() || length === 0) return 'a key name must not be empty or start or end with spaces';
   if (length > maxKeyNameLength) return `a key name has at most ${maxKeyNameLength} characters; this one has ${length}`;
-  if (/\p{Cc}/u.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
+  if (controlCharacters.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
   return undefined;
 };
+
+const endSessions = (accountId: string, sessions: readonly string[] | undefined, at: number): AccountEvent[] =>
+  (sessions ?? []).map((sessionId) => ({ type: 'SessionEnded', accountId, sessionId, at }));
 
 /**
  * Decides an account command against the account's state. Asking for what already holds (suspend a suspended
@@ -63,6 +84,8 @@ export const decideAccount = (
 ): readonly AccountEvent[] | Refused => {
   if (command.type === 'CreateAccount') {
     if (account !== undefined) return new Refused({ message: `account ${command.accountId} already exists` });
+    const problem = emailProblem(command.email);
+    if (problem !== undefined) return new Refused({ message: problem });
     const { accountId, email, plan, now: at } = command;
     return [{ type: 'AccountCreated', accountId, email, plan, at }];
   }
@@ -73,10 +96,16 @@ export const decideAccount = (
     case 'ChangePlan':
       return account.plan === command.plan ? [] : [{ type: 'AccountPlanChanged', accountId, plan: command.plan, at }];
     case 'Suspend':
-      return account.suspended ? [] : [{ type: 'AccountSuspended', accountId, at }];
+      // Also when already suspended: sessions left open by an older version end now.
+      return [
+        ...(account.suspended ? [] : [{ type: 'AccountSuspended', accountId, at } as const]),
+        ...endSessions(accountId, command.sessions, at),
+      ];
     case 'Resume':
       return account.suspended ? [{ type: 'AccountResumed', accountId, at }] : [];
     case 'CreateKey': {
+      if (account.suspended)
+        return new Refused({ message: `account ${accountId} is suspended: no API key can be created for it` });
       const maxKeys = command.plans[account.plan].maxKeys;
       if (maxKeys !== null && account.activeKeys >= maxKeys) {
         return new Refused({
@@ -90,9 +119,14 @@ export const decideAccount = (
       if (problem !== undefined) return new Refused({ message: problem });
       return [created, { type: 'ApiKeyNamed', accountId, keyId, name, at }];
     }
-    case 'SetPassword':
-      return [{ type: 'AccountPasswordSet', accountId, at }];
+    case 'SetPassword': {
+      const others = command.sessions?.filter((sessionId) => sessionId !== command.keepSessionId);
+      return [{ type: 'AccountPasswordSet', accountId, at }, ...endSessions(accountId, others, at)];
+    }
     case 'StartSession':
+      if (account.suspended) return new Refused({ message: 'this account is suspended; contact the service operator' });
+      if (command.passwordHashNow !== command.checkedPasswordHash)
+        return new Refused({ message: 'the password was changed while logging in; log in with the new password' });
       return [{ type: 'SessionStarted', accountId, sessionId: command.sessionId, expiresAt: command.expiresAt, at }];
     case 'EndSession':
       if (command.session === undefined) return [];

@@ -2,20 +2,24 @@ import { Effect, Result } from 'effect';
 import { type H3, type H3Event, html, raw, redirect } from 'h3';
 import type { Logger } from 'pino';
 import type { AccountsShape } from '../../../app/Accounts.js';
+import { isThrottled } from '../../../app/attemptThrottle.js';
+import { isHashingBusy } from '../../../app/PasswordHashing.js';
 import type { RateLimiterShape } from '../../../app/RateLimiter.js';
-import type { SessionsShape, StartedSession, Throttled } from '../../../app/Sessions.js';
+import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { fitsIdBound } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
-import type { StoreShape } from '../../../ports/Store.js';
+import type { RequestPage, StoreShape } from '../../../ports/Store.js';
+import { plural } from '../../dashboard/format.js';
 import {
   dashboardAssetPaths,
   dashboardCss,
   dashboardScript,
   errorPage,
+  homePage,
   keysPage,
   loginPage,
   overviewPage,
@@ -24,6 +28,8 @@ import {
   signupPage,
 } from '../../dashboard/pages.js';
 import { FormTooLarge, readForm } from './formBody.js';
+import { readBodyBytes } from '../requestBody.js';
+import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
   anonymousCsrf,
   clearSessionCookie,
@@ -50,8 +56,6 @@ export type DashboardDeps = {
 type Visitor = { readonly token: string; readonly account: AccountState; readonly csrf: string };
 
 const pageSize = 25;
-/** Paging is by page number (offset): a dashboard reads at most this far back. */
-const maxPage = 400;
 const hourMs = 3_600_000;
 
 const send = (event: H3Event, status: number, markup: string) => {
@@ -85,8 +89,21 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
   }
 };
 
-const isThrottled = (value: unknown): value is Throttled =>
-  typeof value === 'object' && value !== null && 'throttled' in value;
+/** The address a visitor's throttles count against: the socket's peer (a proxy in front counts as one visitor). */
+const clientAddress = (event: H3Event): string => (event.req as { ip?: string }).ip ?? 'unknown';
+
+/** Sets `Retry-After` to whole seconds (at least one) and returns them. */
+const retryAfter = (event: H3Event, seconds: number): number => {
+  const whole = Math.max(1, Math.ceil(seconds));
+  event.res.headers.set('Retry-After', String(whole));
+  return whole;
+};
+
+/** Every password-hashing slot and queue place is taken (PasswordHashing.ts): a moment's wait is enough. */
+const busyMessage = (event: H3Event): string => {
+  retryAfter(event, 2);
+  return 'Too many logins and signups are being checked right now. Try again in a few seconds.';
+};
 
 /**
  * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests. Server-rendered pages
@@ -191,6 +208,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   routes.get(dashboardAssetPaths.css, asset('text/css; charset=utf-8', dashboardCss));
   routes.get(dashboardAssetPaths.js, asset('text/javascript; charset=utf-8', dashboardScript));
 
+  // The URL `airs serve` prints: a page that leads to the dashboard and the API's documents.
+  routes.get('/', (event) => send(event, 200, homePage()));
+
   routes.get('/dashboard/signup', (event) =>
     visitor(event) === undefined
       ? send(event, 200, signupPage({ csrf: anonymousCsrf(event) }))
@@ -201,9 +221,15 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     if (form instanceof FormTooLarge) return tooLarge(event, undefined, form);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
-    const started = await deps.sessions.signup(email, form.get('password') ?? '');
-    if (started instanceof Refused)
-      return send(event, 400, signupPage({ csrf: anonymousCsrf(event), email, error: started.message }));
+    const started = await deps.sessions.signup(email, form.get('password') ?? '', clientAddress(event));
+    const csrf = anonymousCsrf(event);
+    if (isThrottled(started)) {
+      const minutes = retryAfter(event, started.retryAfterMs / 1000) / 60;
+      const error = `Too many accounts were created from your address. Try again in ${plural(Math.ceil(minutes), 'minute')}.`;
+      return send(event, 429, signupPage({ csrf, email, error }));
+    }
+    if (isHashingBusy(started)) return send(event, 429, signupPage({ csrf, email, error: busyMessage(event) }));
+    if (started instanceof Refused) return send(event, 400, signupPage({ csrf, email, error: started.message }));
     deps.log.info({ accountId: started.accountId }, 'dashboard signup');
     return startSession(event, started);
   });
@@ -218,13 +244,13 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     if (form instanceof FormTooLarge) return tooLarge(event, undefined, form);
     if (form === undefined || !csrfValid(event, form.get('csrf'), undefined)) return forbidden(event, undefined);
     const email = form.get('email') ?? '';
-    const address = (event.req as { ip?: string }).ip ?? 'unknown';
-    const started = await deps.sessions.login(email, form.get('password') ?? '', address);
+    const started = await deps.sessions.login(email, form.get('password') ?? '', clientAddress(event));
     const csrf = anonymousCsrf(event);
     if (isThrottled(started)) {
-      event.res.headers.set('Retry-After', String(Math.ceil(started.retryAfterMs / 1000)));
-      return send(event, 429, loginPage({ csrf, email, throttledMinutes: Math.ceil(started.retryAfterMs / 60_000) }));
+      const seconds = retryAfter(event, started.retryAfterMs / 1000);
+      return send(event, 429, loginPage({ csrf, email, throttledMinutes: Math.ceil(seconds / 60) }));
     }
+    if (isHashingBusy(started)) return send(event, 429, loginPage({ csrf, email, error: busyMessage(event) }));
     if (started instanceof Refused) return send(event, 401, loginPage({ csrf, email, error: started.message }));
     return startSession(event, started);
   });
@@ -315,32 +341,83 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  routes.get(
-    '/dashboard/requests',
-    page((event, { account, csrf }) => {
-      const asked = Number(event.url.searchParams.get('page') ?? '1');
-      const pageNumber = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, maxPage) : 1;
-      const rows = deps.store.reads.requestsOf(account.accountId, { limit: pageNumber * pageSize + 1 });
-      const shown = rows.slice((pageNumber - 1) * pageSize, pageNumber * pageSize);
-      const now = deps.clock.now();
-      const currentHour = Math.floor(now / hourMs) * hourMs;
-      return requestsPage({
+  /** One page of the account's requests: the newest, or the page before or after a cursor (requestCursor.ts). */
+  const requestRows = (accountId: string, query: URLSearchParams) => {
+    const before = query.get('before');
+    const after = query.get('after');
+    if (before !== null && after !== null) return undefined;
+    const cursor = parseCursor(before ?? after ?? '');
+    if ((before !== null || after !== null) && cursor === undefined) return undefined;
+    const reads = deps.store.reads;
+    const exists = (page: Omit<RequestPage, 'limit'>) => reads.requestsOf(accountId, { ...page, limit: 1 }).length > 0;
+    if (after !== null && cursor !== undefined) {
+      // The page just newer than the cursor; one more row says whether there is a newer page still.
+      const rows = reads.requestsOf(accountId, { after: cursor, limit: pageSize + 1 });
+      const shown = rows.slice(-pageSize);
+      const last = shown.at(-1);
+      return {
+        shown,
+        newerCursor: rows.length > pageSize && shown[0] !== undefined ? cursorOf(shown[0]) : undefined,
+        olderCursor: last !== undefined && exists({ before: last.context }) ? cursorOf(last) : undefined,
+      };
+    }
+    const rows = reads.requestsOf(accountId, { before: cursor, limit: pageSize + 1 });
+    const shown = rows.slice(0, pageSize);
+    const first = shown[0];
+    // Past the last row (the rows expired meanwhile), "Newer" still leads back from the cursor.
+    const newerFrom = first?.context ?? cursor;
+    return {
+      shown,
+      olderCursor: rows.length > pageSize ? cursorOf(shown.at(-1) as RequestState) : undefined,
+      newerCursor:
+        cursor !== undefined && newerFrom !== undefined && (first === undefined || exists({ after: newerFrom }))
+          ? cursorText(newerFrom)
+          : undefined,
+    };
+  };
+  routes.get('/dashboard/requests', async (event) => {
+    const who = visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    const { account, csrf } = who;
+    // Links of earlier versions paged by number: they lead to the newest page.
+    if (event.url.searchParams.has('page')) return seeOther(event, '/dashboard/requests');
+    const page = requestRows(account.accountId, event.url.searchParams);
+    if (page === undefined)
+      return send(
+        event,
+        400,
+        errorPage({
+          status: 400,
+          title: 'Not a page of requests',
+          message:
+            'This link does not name a page of your requests (it may have been cut short). Start again from the newest: Requests, in the menu above.',
+          loggedIn: true,
+          csrf,
+          email: account.email,
+        }),
+      );
+    const now = deps.clock.now();
+    const currentHour = Math.floor(now / hourMs) * hourMs;
+    return send(
+      event,
+      200,
+      requestsPage({
         csrf,
         email: account.email,
-        requests: shown.map((state) => ({
+        requests: page.shown.map((state) => ({
           id: state.context.reqId,
           model: state.context.model,
           status: statusInWords(state, now),
           createdAt: state.context.createdAt,
           completedAt: state.context.completedAt ?? state.context.failedAt,
         })),
-        page: pageNumber,
-        hasNext: rows.length > pageNumber * pageSize && pageNumber < maxPage,
+        olderCursor: page.olderCursor,
+        newerCursor: page.newerCursor,
         hourly: deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
         now,
-      });
-    }),
-  );
+      }),
+    );
+  });
 
   const notFound = (event: H3Event, who: Visitor | undefined) =>
     send(

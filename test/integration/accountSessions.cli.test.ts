@@ -1,0 +1,103 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type CliResult,
+  cliJson,
+  fileSandboxes,
+  runCli,
+  type ServerProcess,
+  startServer,
+} from '../support/processes.js';
+
+/**
+ * Dashboard sessions against the operator's commands, each run from its own process while the server runs: a new
+ * password ends every session, a suspension ends them all and refuses login and new keys, a resumption restores
+ * login; the log stays verifiable throughout.
+ */
+
+const password = 'correct horse battery staple';
+const newBox = fileSandboxes();
+
+/** A browser's cookies for one visitor of a running server. */
+const visitorOf = (server: ServerProcess) => {
+  const jar = new Map<string, string>();
+  const request = async (method: string, path: string, form?: Record<string, string>) => {
+    const headers: Record<string, string> = { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ') };
+    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const response = await fetch(`${server.url}${path}`, {
+      method,
+      headers,
+      body: form === undefined ? undefined : new URLSearchParams(form).toString(),
+      redirect: 'manual',
+    });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [name, value] = (cookie.split(';')[0] as string).split('=') as [string, string];
+      if (value === '') jar.delete(name);
+      else jar.set(name, value);
+    }
+    return { status: response.status, location: response.headers.get('location'), text: await response.text() };
+  };
+  const csrfOf = (text: string) => /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
+  const post = async (path: string, form: Record<string, string>) =>
+    request('POST', path, { ...form, csrf: csrfOf((await request('GET', path)).text) });
+  return {
+    keysPage: () => request('GET', '/dashboard/keys'),
+    signup: (email: string) => post('/dashboard/signup', { email, password }),
+    login: (email: string, pass: string) => post('/dashboard/login', { email, password: pass }),
+    forget: () => jar.delete('airs_session'),
+  };
+};
+
+const expectOneLineFailure = (result: CliResult, message: RegExp) => {
+  expect(result.code, result.stderr).toBe(1);
+  expect(result.stdout).toBe('');
+  expect(result.stderr.trimEnd().split('\n'), result.stderr).toHaveLength(1);
+  expect(result.stderr).toMatch(message);
+};
+
+describe('dashboard sessions and the operator’s commands', { timeout: 90_000 }, () => {
+  let server: ServerProcess | undefined;
+  afterAll(() => server?.stop());
+
+  it('a password set with the CLI ends every session; a suspension ends them all and refuses login and keys; resume restores login', async () => {
+    const box = newBox('airs-sessions');
+    server = await startServer(box);
+    const first = visitorOf(server);
+    const second = visitorOf(server);
+    expect((await first.signup('holder@example.com')).status).toBe(303);
+    expect((await second.login('holder@example.com', password)).status).toBe(303);
+    expect((await first.keysPage()).status).toBe(200);
+    expect((await second.keysPage()).status).toBe(200);
+    const [account] = await cliJson<{ id: string }[]>(box, ['accounts', 'list']);
+    const id = (account as { id: string }).id;
+
+    const set = await runCli(box, ['accounts', 'set-password', id], { input: 'the operator chose this\n' });
+    expect(set.code, set.stderr).toBe(0);
+    for (const visitor of [first, second]) {
+      const page = await visitor.keysPage();
+      expect(page.status).toBe(303);
+      expect(page.location).toBe('/dashboard/login');
+    }
+    expect((await first.login('holder@example.com', password)).status).toBe(401);
+    expect((await first.login('holder@example.com', 'the operator chose this')).status).toBe(303);
+    expect((await first.keysPage()).status).toBe(200);
+
+    expect((await runCli(box, ['accounts', 'suspend', id])).code).toBe(0);
+    const afterSuspension = await first.keysPage();
+    expect(afterSuspension.status).toBe(303);
+    expect(afterSuspension.location).toBe('/dashboard/login');
+    first.forget();
+    const refused = await first.login('holder@example.com', 'the operator chose this');
+    expect(refused.status).toBe(401);
+    expect(refused.text).toContain('this account is suspended; contact the service operator');
+    expectOneLineFailure(
+      await runCli(box, ['keys', 'create', '--account', id]),
+      new RegExp(`^airs: account ${id} is suspended: no API key can be created for it\\n$`),
+    );
+
+    expect((await runCli(box, ['accounts', 'resume', id])).code).toBe(0);
+    expect((await first.login('holder@example.com', 'the operator chose this')).status).toBe(303);
+    expect((await first.keysPage()).status).toBe(200);
+    const verified = await runCli(box, ['replay', '--verify']);
+    expect(verified.code, verified.stdout).toBe(0);
+  });
+});
