@@ -112,6 +112,10 @@ describe.skipIf(!canMount)('a full disk (a 20 MB tmpfs as the data directory)', 
     expect(refused.body).toEqual({ error: { code: 'server_error', message: expect.stringMatching(/disk/) } });
     expect(refused.headers.get('ratelimit')).not.toBeNull();
     expect(acknowledged.length).toBeGreaterThan(10);
+    const atOnce = /writes to the data directory fail/.test(server.stderr());
+    const t0 = Date.now();
+    while (!/writes to the data directory fail/.test(server.stderr()) && Date.now() - t0 < 10_000) await sleep(5);
+    console.log('PROBE', JSON.stringify({ atOnce, after: Date.now() - t0, body: refused.body, err: server.stderr().split('\n').filter((l) => /fail|error|Error/.test(l)) }));
     expect(server.stderr()).toMatch(/writes to the data directory fail/);
 
     // Still up: what is stored is read as before, and more submits get the same clear answer.

@@ -43,7 +43,8 @@ describe('a data file that LMDB left shorter than the last page its header count
     const file = join(box.dataDir, 'airs.mdb');
     const first = await startServer(box);
     const kept: string[] = [];
-    for (let i = 0; i < 5; i++) kept.push((await submit(first.url, key, 'echo', `kept ${i}`)).body.request_id as string);
+    for (let i = 0; i < 5; i++)
+      kept.push((await submit(first.url, key, 'echo', `kept ${i}`)).body.request_id as string);
     expect(await first.stop('SIGTERM')).toBe(0);
 
     await shortenByLmdb(file);
