@@ -1,5 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { privateFileMode } from './fileModes.js';
 
 /**
  * Checks of the data file before LMDB maps it. LMDB trusts its file: a truncated file is mapped past its end and the
@@ -108,5 +109,6 @@ export const checkDataFile = (dataDir: string, file: string): void => {
 
 /** Notes that the directory now holds a database (once; see `checkDataFile`). */
 export const markDataFile = (dataDir: string): void => {
-  if (!existsSync(markerFile(dataDir))) writeFileSync(markerFile(dataDir), `${new Date().toISOString()}\n`);
+  if (!existsSync(markerFile(dataDir)))
+    writeFileSync(markerFile(dataDir), `${new Date().toISOString()}\n`, { mode: privateFileMode });
 };
