@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 import { afterAll } from 'vitest';
 
 /** Helpers for tests that run the real `airs` CLI and server as child processes (built into dist/ by `tsc`). */
@@ -15,6 +16,11 @@ const findRoot = (from: string): string => {
   }
 };
 const root = findRoot(dirname(fileURLToPath(import.meta.url)));
+
+// What a test writes into a data directory itself (an app started in-process, an LMDB file opened to damage or
+// tamper with it) stands for what airs writes, and airs keeps its files to their owner (bin.ts sets the umask): so
+// does the test process, or every command run on such a directory would add its warning about open modes.
+if (isMainThread) process.umask(0o077);
 export const binPath = join(root, 'dist', 'src', 'adapters', 'cli', 'bin.js');
 
 const assertBuilt = () => {
