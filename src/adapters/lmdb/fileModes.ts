@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync } from 'node:fs';
 
 /**
  * The data directory and its backups hold password hashes, emails, prompts and responses: only their owner may read
@@ -29,7 +29,8 @@ const shellWord = (path: string) => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${
 export const openToOthers = (dir: string, what = 'the data directory'): string | undefined => {
   const wide: string[] = [];
   try {
-    const mode = lstatSync(dir).mode;
+    // The directory itself through a link (a data directory may be one), its entries not.
+    const mode = statSync(dir).mode;
     if ((mode & othersBits) !== 0) wide.push(`the directory ${octal(mode)}`);
     for (const name of readdirSync(dir)) {
       const stats = lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
