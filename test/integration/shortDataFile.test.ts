@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
+import { checkDataFile } from '../../src/adapters/lmdb/dataFile.js';
 import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../support/processes.js';
 
 const newBox = fileSandboxes();
@@ -73,5 +74,39 @@ describe('a data file that LMDB left shorter than the last page its header count
     expect(await restarted.stop('SIGTERM')).toBe(0);
     const again = await runCli(box, ['replay', '--verify', '--data-dir', join(box.dir, 'copy')]);
     expect(again.code, again.stdout + again.stderr).toBe(0);
+  });
+});
+
+describe('the data file check beside a running server', { timeout: 90_000 }, () => {
+  it('never judges a file damaged because a commit grew it meanwhile (the meta pages are read before the size)', async () => {
+    const box = newBox('airs-growing-file');
+    const { key } = await createAccountWithKey(box, 'growing@example.com', 'enterprise');
+    const server = await startServer(box);
+    const file = join(box.dataDir, 'airs.mdb');
+    let bursting = true;
+    const client = async () => {
+      while (bursting) await submit(server.url, key, 'echo', 'x'.repeat(5_000));
+    };
+    const clients = Array.from({ length: 8 }, client);
+    const refusals: string[] = [];
+    let checks = 0;
+    const until = Date.now() + 5_000;
+    try {
+      while (Date.now() < until) {
+        checks++;
+        try {
+          checkDataFile(box.dataDir, file);
+        } catch (error) {
+          refusals.push((error as Error).message);
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      bursting = false;
+      await Promise.all(clients);
+    }
+    console.log(`${checks} checks while the file grew from commits to ${statSync(file).size} bytes`);
+    expect(refusals).toEqual([]);
+    expect(await server.stop('SIGTERM')).toBe(0);
   });
 });
