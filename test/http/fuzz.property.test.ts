@@ -50,7 +50,14 @@ const arbitraries = (known: Known) => {
     fc
       .array(segment, { maxLength: 4 })
       .map((segments) => `/${segments.join('/')}`)
-      .filter((path) => new URL(path, 'http://airs.test').pathname !== '/'),
+      .filter((path) => {
+        try {
+          return new URL(path, 'http://airs.test').pathname !== '/';
+        } catch {
+          // Not a URL at all (`//[`): the server answers it before routing, and it is not `/`.
+          return true;
+        }
+      }),
   );
   const reqId = fc.oneof(
     fc.constantFrom(known.ownId, known.foreignId, '', '%', '%zz', 'req_'),

@@ -1,7 +1,20 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../support/processes.js';
+
+/** A small tmpfs at `dir` (needs root, as CI and the developers' machines run); its unmount, or undefined where none
+ * can be made. */
+const mountTmpfs = (dir: string, options: string): (() => void) | undefined => {
+  mkdirSync(dir);
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  return () => execFileSync('umount', ['-l', dir]);
+};
 
 const newBox = fileSandboxes();
 
@@ -52,5 +65,56 @@ describe('airs backup', { timeout: 90_000 }, () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/is not empty/);
     expect((await runCli(box, ['backup', box.dataDir])).code).toBe(2);
+  });
+
+  it('a destination that cannot be made (under /proc, under a file, on a read-only disk) fails at once with one stderr line and exit 2; a copy that fails midway (a disk too small) leaves no half-written file', async () => {
+    const box = newBox('airs-backup-nowhere');
+    await createAccountWithKey(box, 'nowhere@example.com');
+    const file = join(box.dir, 'a-file');
+    writeFileSync(file, 'x');
+    const readOnly = join(box.dir, 'read-only');
+    const unmount = mountTmpfs(readOnly, 'ro,size=1m');
+    const tiny = join(box.dir, 'tiny');
+    const unmountTiny = mountTmpfs(tiny, 'size=8k');
+    try {
+      const cases: Array<[string, RegExp]> = [
+        ['/proc/airs-nope', /cannot be created: \/proc\/airs-nope \(ENOENT\)/],
+        ['/proc/airs-nope/deeper', /cannot be created: \/proc\/airs-nope \(ENOENT\)/],
+        [join(file, 'backup'), /a-file is a file, not a directory/],
+        ...(unmount === undefined
+          ? []
+          : [[join(readOnly, 'backup'), /cannot be created: .*\(EROFS\)/] as [string, RegExp]]),
+      ];
+      for (const [dest, message] of cases) {
+        const started = Date.now();
+        // Killed after 15 s: a destination that spins fails here instead of holding the suite for minutes.
+        const result = await runCli(box, ['backup', dest], { timeoutMs: 15_000 });
+        expect(result.code, `${dest}: ${result.stderr}`).toBe(2);
+        expect(result.stdout).toBe('');
+        expect(result.stderr.trimEnd().split('\n'), dest).toHaveLength(1);
+        expect(result.stderr).toMatch(message);
+        console.log(`backup to ${dest}: refused in ${Date.now() - started} ms`);
+      }
+      if (unmount !== undefined) {
+        // An existing, empty directory on a read-only disk: the copy itself fails, and no partial file is left.
+        const failed = await runCli(box, ['backup', readOnly], { timeoutMs: 15_000 });
+        expect(failed.code, failed.stderr).toBe(1);
+        expect(failed.stderr.trimEnd().split('\n')).toHaveLength(1);
+        expect(failed.stderr).toMatch(/backup failed: Read-only file system/);
+        expect(readdirSync(readOnly)).toEqual([]);
+      }
+      if (unmountTiny !== undefined) {
+        // A disk too small for the copy: the half-written file is removed, not left to be taken for a backup.
+        const full = await runCli(box, ['backup', tiny], { timeoutMs: 15_000 });
+        expect(full.code, full.stderr).toBe(1);
+        expect(full.stderr.trimEnd().split('\n')).toHaveLength(1);
+        expect(full.stderr).toMatch(/backup failed: .*(No space|ENOSPC|Input\/output)/);
+        expect(readdirSync(tiny)).toEqual([]);
+      }
+    } finally {
+      unmount?.();
+      unmountTiny?.();
+    }
+    expect(existsSync('/proc/airs-nope')).toBe(false);
   });
 });

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 import { afterAll } from 'vitest';
 
 /** Helpers for tests that run the real `airs` CLI and server as child processes (built into dist/ by `tsc`). */
@@ -15,6 +16,11 @@ const findRoot = (from: string): string => {
   }
 };
 const root = findRoot(dirname(fileURLToPath(import.meta.url)));
+
+// What a test writes into a data directory itself (an app started in-process, an LMDB file opened to damage or
+// tamper with it) stands for what airs writes, and airs keeps its files to their owner (bin.ts sets the umask): so
+// does the test process, or every command run on such a directory would add its warning about open modes.
+if (isMainThread) process.umask(0o077);
 export const binPath = join(root, 'dist', 'src', 'adapters', 'cli', 'bin.js');
 
 const assertBuilt = () => {
@@ -62,15 +68,19 @@ export type CliResult = { readonly code: number | null; readonly stdout: string;
 
 const children = new Set<ChildProcess>();
 
-/** Runs one CLI command to its end (killed after `timeoutMs`, so a hung command fails the test instead). */
+/**
+ * Runs one CLI command to its end (killed after `timeoutMs`, so a hung command fails the test instead). `wrapper`
+ * runs it under another program, as for `startServer`.
+ */
 export const runCli = (
   box: Sandbox,
   args: readonly string[],
-  options: { timeoutMs?: number; env?: Record<string, string>; input?: string } = {},
+  options: { timeoutMs?: number; env?: Record<string, string>; input?: string; wrapper?: readonly string[] } = {},
 ) =>
   new Promise<CliResult>((resolvePromise, reject) => {
     assertBuilt();
-    const child = spawn(process.execPath, [binPath, ...args], {
+    const [file = process.execPath, ...rest] = [...(options.wrapper ?? []), process.execPath, binPath, ...args];
+    const child = spawn(file, rest, {
       cwd: box.dir,
       env: box.env(options.env),
       stdio: 'pipe',
@@ -167,6 +177,9 @@ export const startServer = (box: Sandbox, options: { timeoutMs?: number; wrapper
     });
   });
 
+/** A `wrapper` that runs a command under `umask` (octal, e.g. '000': everything it creates readable by all). */
+export const underUmask = (umask: string): readonly string[] => ['/bin/sh', '-c', `umask ${umask} && exec "$@"`, 'sh'];
+
 /** Kills every child these helpers started that is still running (for afterEach/afterAll). */
 export const killChildren = async () => {
   const running = [...children];
@@ -209,6 +222,17 @@ export const poll = (url: string, key: string, reqId: string) =>
   call(url, 'GET', `/v1/ai?req_id=${encodeURIComponent(reqId)}`, key);
 
 export const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * What the server wrote on stderr, once it shows `pattern` (or after `timeoutMs`, for the assertion to fail on). Its
+ * log lines are written asynchronously and come through another pipe than its answers: one logged before an answer
+ * may be read after it.
+ */
+export const stderrShowing = async (server: ServerProcess, pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(server.stderr()) && Date.now() < deadline) await sleep(20);
+  return server.stderr();
+};
 
 /**
  * Sandboxes for one test file: each call makes one; when the file's tests are done, the children still running are

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
@@ -25,13 +25,32 @@ export const registerBackupCommand = (program: Command, output: Output) => {
     .option('--json', 'print JSON')
     .action(async (dest: string, options: BackupOptions) => {
       const config = await configOrFail(options);
-      await requireDatabase(config);
+      await requireDatabase(config, output);
       const target = resolve(dest);
       checkDestination(target, config.dataDir);
-      const [{ environmentFile, openDatabases }, { markDataFile }] = await Promise.all([
+      const [
+        { environmentFile, openDatabases },
+        { markDataFile },
+        { CannotMakeDirectory, makeDirectories },
+        { openToOthers },
+      ] = await Promise.all([
         import('../lmdb/databases.js'),
         import('../lmdb/dataFile.js'),
+        import('../lmdb/dataDir.js'),
+        import('../lmdb/fileModes.js'),
       ]);
+      // Made here, one by one and 0700 (lmdb-js's own recursive mkdir spins forever under /proc).
+      let created: string[];
+      try {
+        created = makeDirectories(target);
+      } catch (error) {
+        if (error instanceof CannotMakeDirectory)
+          throw new CliError(
+            `the backup directory ${target} cannot be ${error.creating ? 'created' : 'used'}: ${error.message}`,
+            2,
+          );
+        throw error;
+      }
       const started = Date.now();
       const spinner = process.stderr.isTTY
         ? (await import('yocto-spinner')).default({ text: `copying ${config.dataDir}`, stream: process.stderr }).start()
@@ -42,12 +61,18 @@ export const registerBackupCommand = (program: Command, output: Output) => {
         // writes meanwhile; compacted (free pages left out), so it is also the way to shrink a data file.
         await dbs.root.backup(environmentFile(target), true);
       } catch (error) {
+        // Nothing half written stays behind to be taken for a backup: the directory was empty, or made here.
+        rmSync(environmentFile(target), { force: true });
+        if (created[0] !== undefined) rmSync(created[0], { recursive: true, force: true });
         throw new CliError(`backup failed: ${(error as Error).message}`);
       } finally {
         spinner?.stop();
         await dbs.root.close();
       }
       markDataFile(target);
+      // Its files are 0600; a directory that was there already keeps its mode, and is named if others may enter it.
+      const openWarning = openToOthers(target, 'the backup directory');
+      if (openWarning !== undefined) output.err(`airs: ${openWarning}`);
       const bytes = statSync(environmentFile(target)).size;
       const seconds = (Date.now() - started) / 1000;
       emit(output, options.json, { source: config.dataDir, destination: target, bytes, seconds }, () => [

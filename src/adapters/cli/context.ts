@@ -69,9 +69,10 @@ export const serveConfigOrFail = async (
 /**
  * Commands that do not create an account never create a data directory or a database either: a data directory
  * without one is most likely a mistyped setting, and an empty database made there would answer "no accounts".
- * A directory that is a file, or whose file is damaged, is left to the store, whose messages say so.
+ * A directory that is a file, or whose file is damaged, is left to the store, whose messages say so. One that others
+ * may read is used, with a warning line.
  */
-export const requireDatabase = async (config: Config): Promise<void> => {
+export const requireDatabase = async (config: Config, output: Output): Promise<void> => {
   try {
     if (!statSync(config.dataDir).isDirectory()) return;
   } catch (error) {
@@ -85,6 +86,14 @@ export const requireDatabase = async (config: Config): Promise<void> => {
   // A data file that is missing where the directory held one is damage, and checkDataFile says so.
   checkDataFile(config.dataDir, environmentFile(config.dataDir));
   if (!fileExists(environmentFile(config.dataDir))) throw noDatabase(config);
+  await warnIfOpenToOthers(config, output);
+};
+
+/** One warning line on stderr if the data directory or a file in it is open to other users (fileModes.ts). */
+export const warnIfOpenToOthers = async (config: Config, output: Output): Promise<void> => {
+  const { openToOthers } = await import('../lmdb/fileModes.js');
+  const warning = openToOthers(config.dataDir);
+  if (warning !== undefined) output.err(`airs: ${warning}`);
 };
 
 const fileExists = (path: string) => statSync(path, { throwIfNoEntry: false }) !== undefined;
@@ -115,7 +124,8 @@ export const runAccounts = async <A>(
   use: (accounts: AccountsShape) => Effect.Effect<A, Refused>,
 ): Promise<{ readonly result: A; readonly config: Config }> => {
   const config = await configOrFail(command.options);
-  if (command.creates !== true) await requireDatabase(config);
+  if (command.creates !== true) await requireDatabase(config, command.output);
+  else await warnIfOpenToOthers(config, command.output);
   const [{ Effect, ManagedRuntime, Result }, { Accounts }, { managementLayer }, { silentLogger }] = await Promise.all([
     import('effect'),
     import('../../app/Accounts.js'),

@@ -52,3 +52,20 @@ export const emit = (
   if (json) output.out(jsonText(document));
   else for (const line of lines()) output.out(terminalSafe(line, multiline ? '\n\t' : ''));
 };
+
+const isClosedPipe = (error: NodeJS.ErrnoException) => error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED';
+
+/**
+ * A reader that goes away before the output ends (`airs replay | head -1`) ends the command quietly with status 0, as
+ * it ends `cat`: the reader has what it wanted. Node would otherwise die on the write's EPIPE with a stack trace and
+ * status 1. A server keeps serving (its URL line is its only output); a closed stderr only loses messages.
+ */
+export const endQuietlyWhenReaderLeaves = (keepRunning: boolean): void => {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (!isClosedPipe(error)) throw error;
+    if (!keepRunning) process.exit(0);
+  });
+  process.stderr.on('error', (error: NodeJS.ErrnoException) => {
+    if (!isClosedPipe(error)) throw error;
+  });
+};

@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
 import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
+import { exitStatusHelp } from './exitStatuses.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerRequestCommands } from './requestCommands.js';
@@ -38,6 +39,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerRequestCommands(program, output);
   registerBackupCommand(program, output);
   registerAskCommand(program, output);
+  program.addHelpText('after', exitStatusHelp());
   return program;
 };
 

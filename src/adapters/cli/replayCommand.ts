@@ -65,7 +65,7 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       }
       const config = await configOrFail(options);
       // Reading never creates: a data directory without a database is a mistyped setting.
-      await requireDatabase(config);
+      await requireDatabase(config, output);
       if (options.verify) return runVerify(config.dataDir, output, options.json);
       const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
       const store = openLmdbStore(config.dataDir);

@@ -43,9 +43,13 @@ const cancelledLine = ({ state, previous }: Cancelled): string => {
  * request that completes, fails or expires meanwhile (in a server using the same data directory) is refused by the
  * request machine rather than overwritten. Any account's request: this is the operator's command.
  */
-const cancelRequest = async (reqId: string, options: CancelOptions): Promise<Cancelled & { config: Config }> => {
+const cancelRequest = async (
+  reqId: string,
+  options: CancelOptions,
+  output: Output,
+): Promise<Cancelled & { config: Config }> => {
   const config = await configOrFail(options);
-  await requireDatabase(config);
+  await requireDatabase(config, output);
   const [
     { Effect, ManagedRuntime },
     { managementLayer },
@@ -134,7 +138,7 @@ export const registerRequestCommands = (program: Command, output: Output) => {
     .option('--json', 'print JSON')
     .action(async (reqId: string, options: CancelOptions) => {
       if (reqId.trim() === '') throw new CliError('expected a request id, got ""', 2);
-      const { config, ...cancelled } = await cancelRequest(reqId, options);
+      const { config, ...cancelled } = await cancelRequest(reqId, options, output);
       // As the account commands do: in words, stderr names the data directory used; stdout stays what scripts read.
       if (options.json !== true) output.err(dataDirNote(config));
       emit(output, options.json, cancelledJson(cancelled), () => [cancelledLine(cancelled)]);

@@ -19,14 +19,23 @@ export const registerServeCommand = (program: Command, output: Output) => {
       // Flags win over the environment, which wins over the config file.
       const config = await serveConfigOrFail(options);
       // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
-      const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }] = await Promise.all([
-        import('../../ports/Logger.js'),
-        import('../../server.js'),
-        import('../http/listen.js'),
-      ]);
+      const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }, { listenProblem, listenFailureMessage }] =
+        await Promise.all([
+          import('../../ports/Logger.js'),
+          import('../../server.js'),
+          import('../http/listen.js'),
+          import('../http/portCheck.js'),
+        ]);
       const logLevel = logLevelFromEnv();
       if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
       const logger = await createLogger(logLevel.level);
+      // The port before the data directory: a server that cannot listen creates nothing. (A port taken in the moment
+      // between this check and the listen below is still refused, after the directory was made.)
+      const portProblem = await listenProblem(config.host, config.port);
+      if (portProblem !== undefined) throw new CliError(listenFailureMessage(config.host, config.port, portProblem), 2);
+      const { openToOthers } = await import('../lmdb/fileModes.js');
+      const openWarning = openToOthers(config.dataDir);
+      if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
       let lock: ServeLock;
       try {
         lock = takeServeLock(config.dataDir);
@@ -53,15 +62,9 @@ export const registerServeCommand = (program: Command, output: Output) => {
       } catch (error) {
         await app.close();
         lock.release();
-        const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-        throw new CliError(`cannot listen on ${config.host}:${config.port} (${reason})`);
+        throw new CliError(listenFailureMessage(config.host, config.port, error as NodeJS.ErrnoException), 2);
       }
       const { server, url } = listening;
-      output.out(`airs listening on ${url}/`);
-      logger.info(
-        { config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) },
-        'started',
-      );
       let stopping = false;
       const stop = async (signal: string) => {
         if (stopping) return;
@@ -87,7 +90,14 @@ export const registerServeCommand = (program: Command, output: Output) => {
         logger.flush();
         process.exit(0);
       };
+      // Before the URL is printed: a stop sent as soon as it is read must find the handlers (not the default action,
+      // which ends the process without a drain).
       process.on('SIGINT', () => void stop('SIGINT'));
       process.on('SIGTERM', () => void stop('SIGTERM'));
+      output.out(`airs listening on ${url}/`);
+      logger.info(
+        { config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) },
+        'started',
+      );
     });
 };

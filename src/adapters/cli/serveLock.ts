@@ -1,6 +1,7 @@
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDataDir } from '../lmdb/dataDir.js';
+import { privateFileMode } from '../lmdb/fileModes.js';
 
 /**
  * One `airs serve` per data directory. Two servers on one directory would each start every queued request (a model
@@ -56,7 +57,7 @@ export const takeServeLock = (dataDir: string): ServeLock => {
   // Written whole first, then linked into place (atomic, and refused if the lock exists): nobody ever reads a lock
   // file half written.
   const mine = `${path}.${process.pid}`;
-  writeFileSync(mine, `${process.pid}\n`);
+  writeFileSync(mine, `${process.pid}\n`, { mode: privateFileMode });
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {

@@ -1,5 +1,6 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { privateDirMode } from './fileModes.js';
 
 /** The data directory cannot be used: it is a file, under a file, or cannot be created. */
 export class DataDirUnusable extends Error {
@@ -7,39 +8,68 @@ export class DataDirUnusable extends Error {
   override name = 'DataDirUnusable';
 }
 
+/** A directory that cannot be made: `at` is the path that failed, `reason` an errno name; `creating`: its mkdir
+ * failed (else looking at it did, or it is a file: `isFile`). */
+export class CannotMakeDirectory extends Error {
+  constructor(
+    readonly at: string,
+    readonly reason: string,
+    readonly creating = false,
+    readonly isFile = false,
+  ) {
+    super(isFile ? `${at} is a file, not a directory` : `${at} (${reason})`);
+  }
+}
+
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
 
 /**
- * Makes sure `dataDir` is a directory, creating it and its missing parents one by one. (Node's own recursive
- * `mkdir` spins forever under `/proc`, and its errors name neither the setting nor what to do.)
+ * Makes sure `dir` is a directory, creating it and its missing parents one by one, each private to its owner
+ * (0700); returns those it created, outermost first. Throws `CannotMakeDirectory`. (Node's own recursive `mkdir`
+ * spins forever under `/proc`, and its errors name neither the setting nor what to do.)
  */
-export const ensureDataDir = (dataDir: string): void => {
-  const wanted = resolve(dataDir);
+export const makeDirectories = (dir: string): string[] => {
   const missing: string[] = [];
-  let at = wanted;
+  let at = resolve(dir);
   for (;;) {
     let isDirectory: boolean;
     try {
       isDirectory = statSync(at).isDirectory();
     } catch (error) {
       if ((codeOf(error) !== 'ENOENT' && codeOf(error) !== 'ENOTDIR') || dirname(at) === at)
-        throw new DataDirUnusable(`the data directory ${dataDir} cannot be used: ${at} (${codeOf(error)})`);
+        throw new CannotMakeDirectory(at, codeOf(error));
       missing.unshift(at);
       at = dirname(at);
       continue;
     }
-    if (!isDirectory)
-      throw new DataDirUnusable(
-        `the data directory ${dataDir} cannot be used: ${at} is a file, not a directory; set AIRS_DATA_DIR or dataDir to a directory`,
-      );
+    if (!isDirectory) throw new CannotMakeDirectory(at, 'ENOTDIR', false, true);
     break;
   }
-  for (const dir of missing) {
+  const created: string[] = [];
+  for (const path of missing) {
     try {
-      mkdirSync(dir);
+      mkdirSync(path, { mode: privateDirMode });
+      created.push(path);
     } catch (error) {
-      if (codeOf(error) === 'EEXIST' && statSync(dir).isDirectory()) continue;
-      throw new DataDirUnusable(`the data directory ${dataDir} cannot be created: ${dir} (${codeOf(error)})`);
+      if (codeOf(error) === 'EEXIST' && statSync(path).isDirectory()) continue;
+      throw new CannotMakeDirectory(path, codeOf(error), true);
     }
+  }
+  return created;
+};
+
+/** Makes sure `dataDir` is a directory (see `makeDirectories`); returns the directories it created. */
+export const ensureDataDir = (dataDir: string): string[] => {
+  try {
+    return makeDirectories(dataDir);
+  } catch (error) {
+    if (!(error instanceof CannotMakeDirectory)) throw error;
+    if (error.isFile)
+      throw new DataDirUnusable(
+        `the data directory ${dataDir} cannot be used: ${error.message}; set AIRS_DATA_DIR or dataDir to a directory`,
+      );
+    throw new DataDirUnusable(
+      `the data directory ${dataDir} cannot be ${error.creating ? 'created' : 'used'}: ${error.message}`,
+    );
   }
 };
