@@ -41,6 +41,10 @@ describe('The README', () => {
       status: 'completed',
       model: 'echo',
       response: 'Hello, airs',
+      created_at: expect.any(Number),
+      completed_at: expect.any(Number),
+      // echo counts words, as the README says in its comment.
+      usage: { input_tokens: 2, output_tokens: 2, total_tokens: 4 },
     });
   }, 90_000);
 
