@@ -120,7 +120,11 @@ const createToolCallAssembler = () => {
   return {
     add(pieces: readonly OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[]) {
       for (const piece of pieces) {
-        const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
+        let call = calls[piece.index];
+        if (call === undefined) {
+          call = { id: '', name: '', arguments: '' };
+          calls[piece.index] = call;
+        }
         if (piece.id) call.id = piece.id;
         if (piece.function?.name) call.name += piece.function.name;
         if (piece.function?.arguments) call.arguments += piece.function.arguments;

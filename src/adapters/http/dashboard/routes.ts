@@ -28,7 +28,6 @@ import {
   signupPage,
 } from '../../dashboard/pages.js';
 import { FormTooLarge, readForm } from './formBody.js';
-import { readBodyBytes } from '../requestBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
   anonymousCsrf,
