@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from 'effect';
+import type { Usage } from '../ports/ModelProvider.js';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
@@ -42,8 +43,9 @@ export interface MetricsShape {
   committed(commands: number, seconds: number, outcomes: readonly unknown[]): void;
   /** A model call begins (an attempt). */
   attemptStarted(model: string): void;
-  /** A model call ended after `seconds` with this outcome. */
-  attemptEnded(model: string, outcome: AttemptOutcome, seconds: number): void;
+  /** A model call ended after `seconds` with this outcome; a completed one with the tokens it read and wrote, when
+   * the model told them. */
+  attemptEnded(model: string, outcome: AttemptOutcome, seconds: number, usage?: Usage): void;
   /** A call refused by the rate limiter. */
   rateLimited(plan: string, budget: string): void;
   /** The Prometheus text exposition of this app's metrics and the process's. */

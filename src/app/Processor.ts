@@ -300,6 +300,7 @@ export const createProcessor = (deps: Deps) => {
               ? 'timed_out'
               : 'failed',
       seconds,
+      refused === undefined && outcome.ok ? outcome.generation.usage : undefined,
     );
     if (dropped) {
       log.info({ reqId }, 'result dropped: the request was cancelled');

@@ -191,6 +191,12 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     labelNames: ['model', 'outcome'],
     registers: [registry],
   });
+  const tokens = new Counter({
+    name: 'airs_tokens_total',
+    help: 'Tokens of completed requests, by model and direction (input: read by the model, output: written); the upstream’s figures for openai models, words for echo',
+    labelNames: ['model', 'direction'],
+    registers: [registry],
+  });
   const processing = new Histogram({
     name: 'airs_processing_duration_seconds',
     help: 'Duration of model calls, by model',
@@ -251,9 +257,13 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     http: http.record,
     committed,
     attemptStarted: (model) => attempts.inc({ model }),
-    attemptEnded: (model, outcome, seconds) => {
+    attemptEnded: (model, outcome, seconds, usage) => {
       outcomes.inc({ model, outcome });
       processing.observe({ model }, seconds);
+      if (usage !== undefined) {
+        tokens.inc({ model, direction: 'input' }, usage.inputTokens);
+        tokens.inc({ model, direction: 'output' }, usage.outputTokens);
+      }
     },
     rateLimited: (plan, budget) => refusals.inc({ plan, budget }),
     // prom-client writes a NaN as `Nan` (the event-loop lag before its first sample); the text format says `NaN`.

@@ -125,6 +125,7 @@ const appMetricNames = [
   'airs_commit_batch_size',
   'airs_commit_duration_seconds',
   'airs_events_appended_total',
+  'airs_tokens_total',
 ];
 
 describe('GET /metrics', () => {
@@ -208,6 +209,11 @@ describe('GET /metrics', () => {
         'airs_processing_duration_seconds_count',
       ),
     ).toBe(3);
+    // Tokens by model and direction: echo counts words (5 + 1 + 5 read, the same written).
+    const tokens = families.get('airs_tokens_total');
+    expect(labelSets(tokens)).toEqual([JSON.stringify(['direction', 'model'])]);
+    expect(sampleValue(tokens, { model: 'echo', direction: 'input' })).toBe(11);
+    expect(sampleValue(tokens, { model: 'echo', direction: 'output' })).toBe(11);
     const events = families.get('airs_events_appended_total');
     expect(labelSets(events)).toEqual([JSON.stringify(['type'])]);
     expect(sampleValue(events, { type: 'RequestQueued' })).toBe(3);
@@ -227,7 +233,7 @@ describe('GET /metrics', () => {
     expect(text).not.toMatch(/req_|acct_|key_|sk_|@/);
     // Every label name in the output is one of the bounded ones.
     const labelNames = new Set([...families.values()].flatMap((f) => f.samples.flatMap((s) => Object.keys(s.labels))));
-    const bounded = ['method', 'route', 'status', 'le', 'model', 'outcome', 'plan', 'budget', 'type'];
+    const bounded = ['method', 'route', 'status', 'le', 'model', 'outcome', 'plan', 'budget', 'type', 'direction'];
     const processLabels = ['version', 'major', 'minor', 'patch', 'space', 'kind', 'quantile'];
     for (const name of labelNames) expect([...bounded, ...processLabels]).toContain(name);
   });
