@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from 'effect';
-import type { Usage } from '../ports/ModelProvider.js';
 import { AppClock } from '../ports/Clock.js';
+import type { Usage } from '../ports/ModelProvider.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 

@@ -119,7 +119,7 @@ export class Requests extends Context.Service<Requests, RequestsShape>()('airs/R
 const secondsOf = (ms: number) => Math.floor(ms / 1000);
 
 /** A completed request's usage as `/v1/ai` answers it, when its model told it. */
-export const usageOf = (state: RequestState): { readonly usage: UsageAnswer } | undefined => {
+export const usageAnswerOf = (state: RequestState): { readonly usage: UsageAnswer } | undefined => {
   const { inputTokens, outputTokens } = state.context;
   if (inputTokens === undefined || outputTokens === undefined) return undefined;
   return {
@@ -293,7 +293,7 @@ export const RequestsLayer = Layer.effect(
         created_at,
         completed_at: secondsOf(context.completedAt ?? context.createdAt),
         ...(answer.toolCalls.length === 0 ? {} : { tool_calls: [...answer.toolCalls] }),
-        ...(usageOf(visible.state) ?? {}),
+        ...(usageAnswerOf(visible.state) ?? {}),
       };
     };
 

@@ -13,6 +13,9 @@ export type LimiterEntry = { readonly accountId: string; readonly budget: string
 /** When an API key was last used (ms): operational state saved with the batches, not an event. */
 export type KeyUseEntry = { readonly keyId: string; readonly at: number };
 
+/** Tokens read and written on one day. */
+export type DailyTokens = { readonly day: number; readonly inputTokens: number; readonly outputTokens: number };
+
 /** Where a page of an account's requests ends: the creation time and id of its last (oldest) or first (newest) row. */
 export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
 
@@ -77,6 +80,11 @@ export interface StoreReads {
   requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
   /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
   keyLastUsed(keyId: string): number | undefined;
+  /**
+   * Tokens the account's completed requests read and wrote on each of `days` UTC days, the first starting at
+   * `fromDay` (a UTC midnight, ms); a day without any is zeros.
+   */
+  usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
 }
 
 /** What one command of a batch came to: the events it appended, or why it appended nothing. */

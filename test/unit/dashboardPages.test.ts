@@ -35,6 +35,10 @@ const overview = (over: Partial<OverviewView> = {}): OverviewView => ({
     polls: { remaining: 6000, limit: 6000, resetSeconds: 0 },
   },
   requestsLast24h: 1234,
+  tokensByDay: [
+    { day: Date.UTC(2026, 10, 22), inputTokens: 0, outputTokens: 0 },
+    { day: Date.UTC(2026, 10, 23), inputTokens: 12_345, outputTokens: 678 },
+  ],
   ...over,
 });
 
@@ -241,6 +245,13 @@ describe('dashboard pages', () => {
     expect(html).toContain('ask your operator');
     expect(overviewPage(overview({ plan: 'enterprise', maxKeys: null, keysUsed: 12 }))).toContain(
       '12 <span class="muted">of unlimited</span>',
+    );
+    // Tokens per day, a day without any shown as zeros.
+    expect(html).toContain(
+      '<tr><td>2026-11-23</td><td class="num">12,345</td><td class="num">678</td><td class="num">13,023</td></tr>',
+    );
+    expect(html).toContain(
+      '<tr><td>2026-11-22</td><td class="num">0</td><td class="num">0</td><td class="num">0</td></tr>',
     );
   });
 

@@ -7,7 +7,7 @@ import type { OverviewView } from './viewModels.js';
 
 /** `GET /dashboard`: plan and its limits, keys used of allowed, the rate-limit budgets now, the last day's usage. */
 export const overviewPage = (view: OverviewView): string => {
-  const { csrf, email, plan, plans, keysUsed, maxKeys, rate, requestsLast24h } = view;
+  const { csrf, email, plan, plans, keysUsed, maxKeys, rate, requestsLast24h, tokensByDay } = view;
   const limits = plans[plan];
   return renderDocument(
     <Layout title="Overview" session={{ csrf, email }} current="overview">
@@ -37,6 +37,39 @@ export const overviewPage = (view: OverviewView): string => {
           </p>
         </section>
       </div>
+      <section class="card" aria-labelledby="tokens-h">
+        <h2 id="tokens-h">Tokens per day</h2>
+        <p class="hint">
+          What your completed requests' models read and wrote, by day (UTC): the model's own count, or words for the
+          echo models.
+        </p>
+        <table id="tokens">
+          <thead>
+            <tr>
+              <th scope="col">Day</th>
+              <th scope="col" class="num">
+                Input
+              </th>
+              <th scope="col" class="num">
+                Output
+              </th>
+              <th scope="col" class="num">
+                Total
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokensByDay.map(({ day, inputTokens, outputTokens }) => (
+              <tr>
+                <td>{new Date(day).toISOString().slice(0, 10)}</td>
+                <td class="num">{grouped(inputTokens)}</td>
+                <td class="num">{grouped(outputTokens)}</td>
+                <td class="num">{grouped(inputTokens + outputTokens)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
       <section class="card" aria-labelledby="rate-h">
         <h2 id="rate-h">Rate limits now</h2>
         <p class="hint">Counted across all your keys. The whole minute's budget may be used at once.</p>

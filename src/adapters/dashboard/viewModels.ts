@@ -40,6 +40,12 @@ export type OverviewView = SessionView & {
   readonly maxKeys: number | null;
   readonly rate: { readonly submits: BudgetView; readonly polls: BudgetView };
   readonly requestsLast24h: number;
+  /** Tokens of the account's completed requests per UTC day, oldest first, today last. */
+  readonly tokensByDay: readonly {
+    readonly day: number;
+    readonly inputTokens: number;
+    readonly outputTokens: number;
+  }[];
 };
 
 export type KeyRow = {

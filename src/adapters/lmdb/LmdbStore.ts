@@ -24,7 +24,7 @@ import {
 } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, openDatabases, requestKey } from './databases.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
-import type { GroupName, IndexKey, ViewAccess } from './projection.js';
+import type { DailyUsage, GroupName, IndexKey, ViewAccess } from './projection.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -144,6 +144,12 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
       }),
     ),
   keyLastUsed: (keyId) => dbs.keyLastUsed.get(keyId),
+  usageByDay: (accountId, fromDay, days) =>
+    Array.from({ length: Math.max(0, days) }, (_, i) => {
+      const day = fromDay + i * 86_400_000;
+      const [inputTokens, outputTokens] = dbs.dailyUsage.get([accountId, day]) ?? [0, 0];
+      return { day, inputTokens, outputTokens };
+    }),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -208,12 +214,35 @@ const createQueuedChanges = (dbs: LmdbDatabases) => {
   };
 };
 
+/** Usage added in a batch, per account and day, written once per pair when the batch ends. */
+const createUsageChanges = (dbs: LmdbDatabases) => {
+  const added = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  return {
+    add: (accountId: string, day: number, usage: DailyUsage) => {
+      const key = `${accountId}\u0000${day}`;
+      const entry = added.get(key) ?? { accountId, day, input: 0, output: 0 };
+      entry.input += usage.inputTokens;
+      entry.output += usage.outputTokens;
+      added.set(key, entry);
+    },
+    flush() {
+      for (const { accountId, day, input, output } of added.values()) {
+        const [storedInput, storedOutput] = dbs.dailyUsage.get([accountId, day]) ?? [0, 0];
+        dbs.dailyUsage.put([accountId, day], [storedInput + input, storedOutput + output]);
+      }
+      added.clear();
+    },
+    clear: () => added.clear(),
+  };
+};
+
 /** The projection's view access, writing through the open transaction. */
 const viewsOf = (
   dbs: LmdbDatabases,
   written: WrittenStates,
   groups: ReturnType<typeof createGroupChanges>,
   queued: ReturnType<typeof createQueuedChanges>,
+  usage: ReturnType<typeof createUsageChanges>,
 ): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   putRequest: (reqId, state, text) => {
@@ -239,6 +268,7 @@ const viewsOf = (
     void (state === undefined ? dbs.sessions.remove(sessionId) : dbs.sessions.put(sessionId, encodeMap(state))),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
   addQueued: queued.add,
+  addUsage: usage.add,
 });
 
 /** Request states kept from one command to the next (see writtenStates.ts). */
@@ -254,7 +284,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
   const queued = createQueuedChanges(dbs);
-  const views = viewsOf(dbs, written, groups, queued);
+  const usage = createUsageChanges(dbs);
+  const views = viewsOf(dbs, written, groups, queued, usage);
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -281,6 +312,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     flush: () => {
       groups.flush();
       queued.flush();
+      usage.flush();
     },
   };
 
@@ -307,6 +339,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           written.failed();
           groups.clear();
           queued.clear();
+          usage.clear();
           throw error;
         }
       });

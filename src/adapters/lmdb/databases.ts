@@ -33,6 +33,8 @@ export type LmdbDatabases = {
   readonly keyLastUsed: Database<number, string>;
   /** How many of each account's requests are waiting or being processed, by account id (a view: verify rebuilds it). */
   readonly queuedCounts: Database<number, string>;
+  /** Tokens of each account's completed requests per UTC day: [accountId, day start ms] → [input, output] (a view). */
+  readonly dailyUsage: Database<[number, number], Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
    * `accountRequestsIndexed` and `accountSessionsIndexed` (an index was built for what was stored before it existed). */
   readonly meta: Database<number, string>;
@@ -103,6 +105,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     limiter: db('limiter'),
     keyLastUsed: db('keyLastUsed'),
     queuedCounts: db('cnt.queued'),
+    dailyUsage: db('usage.daily'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),

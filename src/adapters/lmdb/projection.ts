@@ -58,7 +58,23 @@ export interface ViewAccess {
   bumpAccountsVersion(): void;
   /** Changes how many of the account's requests are waiting or being processed (what `maxQueued` bounds). */
   addQueued(accountId: string, delta: number): void;
+  /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
+  addUsage(accountId: string, day: number, usage: DailyUsage): void;
 }
+
+/** Tokens an account's completed requests read and wrote in one day. */
+export type DailyUsage = { readonly inputTokens: number; readonly outputTokens: number };
+
+const dayMs = 86_400_000;
+/** The start (UTC midnight, ms) of the day `at` falls in. */
+export const dayStartOf = (at: number): number => Math.floor(at / dayMs) * dayMs;
+
+/** The usage a request adds to its account's day when it completes, if its model told it. */
+export const usageOf = (state: RequestState): { readonly day: number; readonly usage: DailyUsage } | undefined => {
+  const { completedAt, inputTokens, outputTokens } = state.context;
+  if (completedAt === undefined || inputTokens === undefined || outputTokens === undefined) return undefined;
+  return { day: dayStartOf(completedAt), usage: { inputTokens, outputTokens } };
+};
 
 /**
  * A request waiting for a worker is in the dispatch index: grouped by account (so workers can take accounts in
@@ -145,6 +161,11 @@ export const projectRequestChange = (
   moveGroup(views, 'processing', before, after);
   const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
   if (queued !== 0) views.addQueued(after.context.accountId, queued);
+  // Completed within this change (it may have expired in the same batch too).
+  if (before.context.completedAt === undefined && after.context.completedAt !== undefined) {
+    const used = usageOf(after);
+    if (used !== undefined) views.addUsage(after.context.accountId, used.day, used.usage);
+  }
 };
 
 /** Applies one account or key event to the views and indexes it touches. */

@@ -14,6 +14,7 @@ import {
   type IndexKey,
   idempotencyKeyOf,
   projectAccountEvent,
+  usageOf,
   type ViewAccess,
 } from './projection.js';
 import { createRequestColumns } from './requestColumns.js';
@@ -60,6 +61,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     putRequest: unexpected,
     moveInGroup: unexpected,
     addQueued: unexpected,
+    addUsage: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
     getKey: (keyId) => rebuilt.keys.get(keyId),
@@ -198,6 +200,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   let unexpired = 0;
   let missing = 0;
   const queuedPerAccount = new Map<string, number>();
+  const dailyUsage = new Map<string, [number, number]>();
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
   for (let slot = 0; slot < ids.length; slot++) {
@@ -206,6 +209,12 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     // projection's rules and the view's encoding read as absent).
     const rebuilt = columns.load(slot);
     if (dispatchKeyOf(rebuilt) !== undefined) waiting++;
+    const used = usageOf(rebuilt);
+    if (used !== undefined) {
+      const key = keyText([rebuilt.context.accountId, used.day]);
+      const sum = dailyUsage.get(key) ?? [0, 0];
+      dailyUsage.set(key, [sum[0] + used.usage.inputTokens, sum[1] + used.usage.outputTokens]);
+    }
     if (isQueued(rebuilt.status)) {
       const { accountId } = rebuilt.context;
       queuedPerAccount.set(accountId, (queuedPerAccount.get(accountId) ?? 0) + 1);
@@ -311,6 +320,12 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);
   compareMap('queued count of account', dbs.queuedCounts.getRange({}), queuedPerAccount, (a, b) => a === b);
+  compareMap<[number, number]>(
+    'daily usage',
+    dbs.dailyUsage.getRange({}),
+    dailyUsage,
+    (a, b) => a[0] === b[0] && a[1] === b[1],
+  );
   compareMap<Buffer | SessionState>('session', dbs.sessions.getRange({}), account.rebuilt.sessions, (s, r) =>
     sameEncoded(s as Buffer, r),
   );

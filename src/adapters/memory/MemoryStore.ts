@@ -34,6 +34,7 @@ export const openMemoryStore = (): MemoryStore => {
   const limiter = new Map<string, number>();
   const keyLastUsed = new Map<string, number>();
   const queuedCounts = new Map<string, number>();
+  const dailyUsage = new Map<string, readonly [number, number]>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
     accountRequests: orderedMap(),
@@ -66,6 +67,7 @@ export const openMemoryStore = (): MemoryStore => {
   const putSession = setIn<string, SessionState>(sessions);
   const putCredential = setIn<string, string>(credentials);
   const putQueuedCount = setIn<string, number>(queuedCounts);
+  const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
   const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
 
@@ -94,6 +96,11 @@ export const openMemoryStore = (): MemoryStore => {
     putCredential: (key, value) => putCredential(key, value),
     getSession: (sessionId) => sessions.get(sessionId),
     putSession: (sessionId, state) => putSession(sessionId, state),
+    addUsage: (accountId, day, usage) => {
+      const key = `${accountId}\u0000${day}`;
+      const [input, output] = dailyUsage.get(key) ?? [0, 0];
+      putDailyUsage(key, [input + usage.inputTokens, output + usage.outputTokens]);
+    },
     addQueued: (accountId, delta) => {
       const count = (queuedCounts.get(accountId) ?? 0) + delta;
       putQueuedCount(accountId, count === 0 ? undefined : count);
@@ -245,6 +252,12 @@ export const openMemoryStore = (): MemoryStore => {
         return count;
       }),
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
+    usageByDay: (accountId, fromDay, days) =>
+      Array.from({ length: Math.max(0, days) }, (_, i) => {
+        const day = fromDay + i * 86_400_000;
+        const [inputTokens, outputTokens] = dailyUsage.get(`${accountId}\u0000${day}`) ?? [0, 0];
+        return { day, inputTokens, outputTokens };
+      }),
   };
 
   return { reads, commit, close: async () => {}, commits: () => commits };

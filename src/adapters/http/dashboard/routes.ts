@@ -27,6 +27,7 @@ import {
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
+import { dayStartOf } from '../../lmdb/projection.js';
 import { FormTooLarge, readForm } from './formBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
@@ -55,6 +56,9 @@ export type DashboardDeps = {
 type Visitor = { readonly token: string; readonly account: AccountState; readonly csrf: string };
 
 const pageSize = 25;
+/** Days of token usage the overview shows, today included. */
+const usageDays = 7;
+const dayMs = 86_400_000;
 const hourMs = 3_600_000;
 
 const send = (event: H3Event, status: number, markup: string) => {
@@ -281,6 +285,11 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
           polls: deps.rateLimiter.peek(account.accountId, account.plan, 'polls'),
         },
         requestsLast24h: hourly.reduce((sum, count) => sum + count, 0),
+        tokensByDay: deps.store.reads.usageByDay(
+          account.accountId,
+          dayStartOf(now) - (usageDays - 1) * dayMs,
+          usageDays,
+        ),
       });
     }),
   );
