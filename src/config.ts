@@ -75,6 +75,9 @@ export const fileSchema = z.strictObject({
     .strictObject({
       concurrency: positiveInt.max(10_000).optional(),
       maxAttempts: positiveInt.max(100).optional(),
+      /** How long a started request stays with its worker's process unless renewed; a dead process's work is taken
+       * over by another when it lapses. */
+      leaseSeconds: positiveInt.max(3_600).optional(),
     })
     .optional(),
   storage: z
@@ -129,7 +132,7 @@ export type Config = {
   readonly pollIntervalSeconds: number;
   readonly plans: PlanTable;
   readonly models: readonly ModelConfig[];
-  readonly processing: { readonly concurrency: number; readonly maxAttempts: number };
+  readonly processing: { readonly concurrency: number; readonly maxAttempts: number; readonly leaseSeconds: number };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
   /** Connection bounds of the HTTP server (listen.ts). */
@@ -252,7 +255,11 @@ export const loadConfig = (
     pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
     plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
     models: file.models ?? defaultModels,
-    processing: { concurrency: file.processing?.concurrency ?? 16, maxAttempts: file.processing?.maxAttempts ?? 3 },
+    processing: {
+      concurrency: file.processing?.concurrency ?? 16,
+      maxAttempts: file.processing?.maxAttempts ?? 3,
+      leaseSeconds: file.processing?.leaseSeconds ?? 30,
+    },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     http,

@@ -9,7 +9,7 @@ import { LimiterStatesLayer } from './app/LimiterStates.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
-import { Processor, ProcessorLayer, type ProcessorShape } from './app/Processor.js';
+import { Processor, ProcessorLayer, type ProcessorShape } from './app/processing/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
 import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
 import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';

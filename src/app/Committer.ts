@@ -57,6 +57,8 @@ export interface CommitterShape {
   readonly keysUsed: Map<string, number>;
   /** Commands queued or being committed. */
   pending(): number;
+  /** Hears the outcomes of every batch once it is durable (after its callers); returns the way to stop hearing. */
+  onCommitted(listener: (outcomes: readonly (CommandOutcome | Error)[]) => void): () => void;
   /** Waits until everything queued so far is committed (for shutdown). */
   drain(): Promise<void>;
 }
@@ -108,6 +110,7 @@ export const createCommitter = (
   const keyUseTimer = setInterval(takeKeyUses, limits.limiterFlushMs);
   keyUseTimer.unref();
   let drainWaiters: Array<() => void> = [];
+  const committedListeners = new Set<(outcomes: readonly (CommandOutcome | Error)[]) => void>();
 
   const schedule = () => {
     if (scheduled || inFlight >= limits.maxInFlight) return;
@@ -162,6 +165,7 @@ export const createCommitter = (
             if (outcome instanceof Error && !('_tag' in outcome)) waiting.reject(outcome);
             else waiting.resolve(outcome as CommandOutcome);
           });
+          for (const listener of committedListeners) listener(outcomes);
         },
         (error: unknown) => {
           // Nothing of the batch was written: every caller in it gets the error, none an acknowledgement. An API
@@ -234,7 +238,12 @@ export const createCommitter = (
     drainWaiters = [];
   };
 
-  return { send, saveLimiterState, keysUsed, pending: () => queue.length + committing, drain, stop };
+  const onCommitted: CommitterShape['onCommitted'] = (listener) => {
+    committedListeners.add(listener);
+    return () => committedListeners.delete(listener);
+  };
+
+  return { send, saveLimiterState, keysUsed, pending: () => queue.length + committing, drain, stop, onCommitted };
 };
 
 /** The committer as a layer: built on the store, drained (everything queued committed) when its scope ends. */

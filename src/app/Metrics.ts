@@ -34,7 +34,7 @@ export const httpLatencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 export const queueScanLimit = 50_000;
 
 /** What an attempt came to, as counted: a bounded set. */
-export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired' | 'cancelled';
+export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired' | 'cancelled' | 'taken_over';
 
 export interface MetricsShape {
   /** One HTTP call answered: its route, status and when it began (`performance.now()`). Hot path: no allocation. */

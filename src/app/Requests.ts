@@ -20,7 +20,7 @@ import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
 import { Committer } from './Committer.js';
 import { Models } from './Models.js';
-import { Processor } from './Processor.js';
+import { Processor } from './processing/Processor.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
 import { checkModelAndSize, parseSubmission } from './submission.js';
@@ -174,9 +174,10 @@ export const RequestsLayer = Layer.effect(
       const { text } = stored;
       const reqId = ids.requestId();
       beforeCommit?.(reqId);
-      // A free worker and an empty queue: the request is queued and started in one write, and worked on at once.
-      const claimed = processor.claim(reqId, model);
-      let startedNow = false;
+      // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
+      // store decides), and worked on at once.
+      const startNow = processor.reserve(model);
+      let started: { attempt: number; input: SubmitInput } | undefined;
       try {
         const outcome = await committer.send(
           {
@@ -189,10 +190,12 @@ export const RequestsLayer = Layer.effect(
             prompt: text,
             ttlMs,
             now: clock.now(),
-            startNow: claimed,
+            startNow: startNow === undefined ? undefined : { owner: startNow.owner, leaseMs: startNow.leaseMs },
+            modelLimit: startNow?.modelLimit,
             input: stored.kind,
             idempotency,
             maxQueued: config.plans[principal.plan].maxQueued,
+            maxAttempts: config.processing.maxAttempts,
           },
           { fromApi: true },
         );
@@ -208,11 +211,11 @@ export const RequestsLayer = Layer.effect(
         // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
         if (isRefusal(outcome)) throw outcome;
         if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };
-        startedNow = claimed && outcome.events.some((event) => event.type === 'RequestProcessingStarted');
+        const start = outcome.events.find((event) => event.type === 'RequestProcessingStarted');
+        if (start !== undefined && start.type === 'RequestProcessingStarted')
+          started = { attempt: start.attempt, input: { model, prompt, messages, params } };
       } finally {
-        if (startedNow) processor.started(reqId, model, { prompt, messages, params });
-        else if (claimed) processor.release(reqId, model);
-        else processor.enqueued();
+        processor.submitted(reqId, model, startNow !== undefined, started);
       }
       return { request_id: reqId, model, replayed: false };
     };

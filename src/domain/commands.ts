@@ -1,5 +1,6 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
+import { type Claim, type ClaimReads, decideClaim } from './claim.js';
 import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
@@ -11,9 +12,17 @@ import { initialRequestState, type RequestState } from './request/state.js';
  * replayed in a test, or applied one by one with the same result.
  */
 export type Command =
-  | (Extract<RequestCommand, { type: 'Submit' }> & { readonly prompt: string })
-  | Extract<RequestCommand, { type: 'StartAttempt' | 'RecordFailure' | 'Expire' | 'Cancel' }>
+  | (Extract<RequestCommand, { type: 'Submit' }> & {
+      readonly prompt: string;
+      /** With `startNow`: the model's bound of requests being processed at once, in all processes. */
+      readonly modelLimit?: number | undefined;
+    })
+  | Extract<
+      RequestCommand,
+      { type: 'StartAttempt' | 'RecordFailure' | 'ExtendLease' | 'Release' | 'Expire' | 'Cancel' }
+    >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
+  | Claim
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
@@ -25,7 +34,8 @@ export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | Queu
  */
 export type Decision = {
   readonly events: readonly DomainEvent[];
-  readonly request?: { readonly state: RequestState; readonly text?: string };
+  /** The requests the events change, and the state each is left in (a claim changes several). */
+  readonly requests?: readonly { readonly state: RequestState; readonly text?: string | undefined }[];
   /** Credentials to keep beside the log (a password's hash, a session secret's hash; `undefined`: delete it),
    * written in the same transaction as the events. */
   readonly credentials?: readonly { readonly key: string; readonly value: string | undefined }[];
@@ -39,7 +49,9 @@ export const passwordCredentialKey = (accountId: string) => `password:${accountI
 export const sessionCredentialKey = (sessionId: string) => `session:${sessionId}`;
 
 /** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
-export interface DecisionReads {
+export interface DecisionReads extends ClaimReads {
+  /** Whether any request waits for a worker (a submit then queues behind it instead of starting at once). */
+  anyWaiting(): boolean;
   request(reqId: string): RequestState | undefined;
   account(accountId: string): AccountState | undefined;
   key(keyId: string): KeyState | undefined;
@@ -86,7 +98,7 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
   return { events: [], replayOf: context.reqId };
 };
 
-const textOf = (command: Exclude<Command, { type: 'Account' }>): string | undefined => {
+const textOf = (command: Exclude<Command, { type: 'Account' | 'Claim' }>): string | undefined => {
   if (command.type === 'Submit') return command.prompt;
   if (command.type === 'RecordSuccess') return command.response;
   return undefined;
@@ -101,14 +113,38 @@ const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined
   });
 };
 
-const decideRequest = (reads: DecisionReads, command: Exclude<Command, { type: 'Account' }>): Decision | Refusal => {
+/**
+ * A submit starts at once only when nothing waits before it (queued requests are served first, accounts in turn) and
+ * its model is below its bound in all processes; otherwise it is only queued.
+ */
+const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
+  if (command.startNow === undefined) return command;
+  const underLimit = command.modelLimit === undefined || reads.processingCount(command.model) < command.modelLimit;
+  return underLimit && !reads.anyWaiting() ? command : { ...command, startNow: undefined };
+};
+
+const decideRequest = (
+  reads: DecisionReads,
+  command: Exclude<Command, { type: 'Account' | 'Claim' }>,
+): Decision | Refusal => {
+  let current = command;
   if (command.type === 'Submit') {
     const earlier = earlierSubmit(reads, command) ?? queueFull(reads, command);
     if (earlier !== undefined) return earlier;
+    current = mayStartNow(reads, command);
   }
-  const decision = decideOnRequest(reads.request(command.reqId) ?? initialRequestState, command);
+  const decision = decideOnRequest(reads.request(command.reqId) ?? initialRequestState, current);
   if (decision instanceof LifecycleViolation) return decision;
-  return { events: decision.events, request: { state: decision.state, text: textOf(command) } };
+  return { events: decision.events, requests: [{ state: decision.state, text: textOf(command) }] };
+};
+
+/** A claim's starts (and give-ups of lapsed leases), each request's state as it leaves it; no text changes. */
+const decideClaimCommand = (reads: DecisionReads, claim: Claim): Decision => {
+  const decisions = decideClaim(reads, claim);
+  return {
+    events: decisions.flatMap((decision) => decision.events),
+    requests: decisions.map((decision) => ({ state: decision.state })),
+  };
 };
 
 const decideAccountCommand = (
@@ -147,8 +183,11 @@ const decideAccountCommand = (
 };
 
 /** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */
-export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal =>
-  command.type === 'Account' ? decideAccountCommand(reads, command) : decideRequest(reads, command);
+export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal => {
+  if (command.type === 'Account') return decideAccountCommand(reads, command);
+  if (command.type === 'Claim') return decideClaimCommand(reads, command);
+  return decideRequest(reads, command);
+};
 
 /** How many bytes of text a command carries (for the committer's bound on a batch). */
 export const payloadBytesOf = (command: Command): number => {

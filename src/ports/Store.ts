@@ -2,10 +2,10 @@ import { Context } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
+import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { RequestState } from '../domain/request/state.js';
 
-/** A queued request as the dispatcher sees it. */
-export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
+export type { QueuedEntry };
 
 /** A rate limiter's state for one account and budget: its theoretical arrival time (GCRA). */
 export type LimiterEntry = { readonly accountId: string; readonly budget: string; readonly tat: number };
@@ -51,8 +51,12 @@ export interface StoreReads {
   queuedOf(accountId: string): Iterable<QueuedEntry>;
   /** Ids of requests whose expiry time is at or before `now` and that have not been expired yet. */
   dueForExpiry(now: number, limit: number): string[];
-  /** Ids of the requests being processed (an attempt started, no outcome yet): after a restart, to take them up. */
+  /** Ids of the requests being processed (an attempt started, no outcome yet). */
   processing(): string[];
+  /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
+  lapsedLeases(now: number, limit: number): string[];
+  /** The earliest end of a lease after `after` (ms), if any request is being processed under one. */
+  nextLeaseEnd(after: number): number | undefined;
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): Iterable<StoredEvent>;
   lastSeq(): number;

@@ -22,7 +22,8 @@ describe('Password hashes', () => {
       ),
     ).toBe(false);
     expect(await verifyPassword(password, 'not a hash')).toBe(false);
-  });
+    // Four scrypt runs of about 0.2 s of a core each: room for a machine busy with other test files.
+  }, 30_000);
 
   it('are salted: the same password twice gives two different hashes', async () => {
     expect(await hashPassword(password)).not.toBe(await hashPassword(password));

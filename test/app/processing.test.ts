@@ -71,7 +71,7 @@ describe('Processing', () => {
     expect(types(app, hung)).toContain('RequestFailed');
   });
 
-  it('after a restart, continues requests that were queued or being processed when the process stopped', async () => {
+  it('after a restart, continues requests that were queued or being processed when the process stopped (a clean stop gives the one being processed back at once)', async () => {
     const dataDir = tempDataDir();
     const first = await startTestApp({
       dataDir,
@@ -92,6 +92,7 @@ describe('Processing', () => {
     expect(types(second, processing)).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
+      'RequestReleased',
       'RequestProcessingStarted',
       'RequestCompleted',
     ]);

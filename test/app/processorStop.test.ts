@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { createCommitter } from '../../src/app/Committer.js';
 import type { ModelsShape } from '../../src/app/Models.js';
-import { createProcessor } from '../../src/app/Processor.js';
+import { createProcessor } from '../../src/app/processing/Processor.js';
 import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
@@ -26,7 +26,7 @@ const neverAnswers: ModelsShape = {
 };
 
 describe('Stopping the worker pool', () => {
-  it('also aborts a model call that begins after the stop, once its start has been committed', async () => {
+  it('starts no model call for work its claim got after the stop, and gives that work back at once', async () => {
     const dir = tempDataDir('airs-pool-stop');
     const lmdb = openLmdbStore(dir);
     let release = () => {};
@@ -36,7 +36,7 @@ describe('Stopping the worker pool', () => {
     const store: StoreShape = {
       ...lmdb,
       commit: async (batch) => {
-        if (batch.commands.some((command) => command.type === 'StartAttempt')) {
+        if (batch.commands.some((command) => command.type === 'Claim')) {
           held++;
           await gate;
         }
@@ -53,6 +53,7 @@ describe('Stopping the worker pool', () => {
       log: silentLogger(),
       concurrency: 1,
       policy: defaultRetryPolicy,
+      leaseMs: 30_000,
     });
     try {
       await committer.send({
@@ -75,6 +76,14 @@ describe('Stopping the worker pool', () => {
         new Promise((resolve) => setTimeout(() => resolve('still running after 3 s'), 3_000)),
       ]);
       expect(outcome).toBe('stopped');
+      // The claim landed after the stop: the request is given back (waiting again), not left to its lease.
+      const types = () => [...lmdb.reads.events()].map((event) => event.type);
+      await eventually(() => {
+        lmdb.reads.refresh();
+        return types().includes('RequestReleased') ? true : undefined;
+      });
+      expect(lmdb.reads.request('req_stop')?.status).toBe('waiting');
+      expect(types()).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestReleased']);
     } finally {
       release();
       await committer.stop();

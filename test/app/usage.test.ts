@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { dayStartOf } from '../../src/adapters/lmdb/projection.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { dayStartOf } from '../../src/storage/projection.js';
 import { type TestApp, testApps } from '../support/testApp.js';
 
 const dayMs = 86_400_000;

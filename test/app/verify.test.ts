@@ -13,13 +13,16 @@ import { submitCommand } from '../support/commands.js';
 import { tempDataDir } from '../support/testApp.js';
 
 /** Queued and started in one write, as the server submits when a worker is free. */
-const submit = (reqId: string, now = 1_000): Command => submitCommand(reqId, now, { startNow: true });
+const submit = (reqId: string, now = 1_000): Command =>
+  submitCommand(reqId, now, { startNow: { owner: 'proc_test', leaseMs: 30_000 } });
 const complete = (reqId: string): Command => ({
   type: 'RecordSuccess',
   reqId,
   responseChars: 3,
   response: 'bye',
   now: 1_100,
+  owner: 'proc_test',
+  attempt: 1,
 });
 
 describe('replay --verify (views rebuilt from the log and compared)', () => {

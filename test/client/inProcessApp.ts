@@ -1,8 +1,7 @@
 import { afterEach } from 'vitest';
 import { createClient, type RetryInfo } from '../../src/client/index.js';
-import type { Config } from '../../src/config.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 import { inProcessFetch, recordingSleep } from './support.js';
 
 /** The real app in-process for client tests, stopped after each test of the file that imports this. */
@@ -13,7 +12,7 @@ afterEach(async () => {
 });
 
 /** The whole app in-process; `slow` stays queued for a minute, `soon` completes after 1.5 s of real time. */
-export const startClientApp = async (config: Partial<Config> = {}) => {
+export const startClientApp = async (config: TestConfig = {}) => {
   const app = await startTestApp({
     config: {
       models: [

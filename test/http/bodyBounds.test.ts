@@ -1,16 +1,15 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { type TestApp, testApps } from '../support/testApp.js';
+import { type TestApp, type TestConfig, testApps } from '../support/testApp.js';
 
 /**
  * Contract 15's bounds on what a body may cost, on both faces, in process: JSON depth and value count (refused from
  * the bytes, before parsing), and the prompt's size in UTF-8 beside its length in characters.
  */
 
-const generous: Partial<Config> = {
+const generous: TestConfig = {
   plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 10_000 } },
 };
 

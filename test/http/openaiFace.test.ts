@@ -1,9 +1,9 @@
 import { Effect } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config, ModelConfig } from '../../src/config.js';
+import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { type CallInit, startTestApp, type TestApp, type TestAppOptions } from '../support/testApp.js';
+import { type CallInit, startTestApp, type TestApp, type TestAppOptions, type TestConfig } from '../support/testApp.js';
 
 /**
  * The OpenAI-compatible face (contract 11) in process: the wire format the official SDKs read, the same accounts,
@@ -17,7 +17,7 @@ const echo = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => (
   timeoutMs,
 });
 
-const faceConfig: Partial<Config> = {
+const faceConfig: TestConfig = {
   models: [echo('echo', 0), echo('slow', 60_000, 120_000), echo('doomed', 60_000, 1)],
   maxBodyBytes: 4096,
   maxPromptChars: 200,

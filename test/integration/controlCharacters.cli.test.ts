@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import { type IndexName, projectAccountEvent, type ViewAccess } from '../../src/adapters/lmdb/projection.js';
 import type { AccountEvent } from '../../src/domain/account/events.js';
 import type { AccountState } from '../../src/domain/account/state.js';
+import { type IndexName, projectAccountEvent, type ViewAccess } from '../../src/storage/projection.js';
 import { cliJson, fileSandboxes, runCli } from '../support/processes.js';
 
 /**

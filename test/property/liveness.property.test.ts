@@ -19,6 +19,8 @@ import { type SimNode, simIds, startSimNode } from '../support/simulation/simNod
 
 const timeoutMs = 1_000;
 const maxAttempts = 3;
+/** Short, so that crashes leave leases that lapse within a run (and longer than a model call, as in real use). */
+const leaseSeconds = 3;
 const sweepIntervalMs = 1_000;
 const finalStatuses: ReadonlySet<RequestStatus> = new Set(['completed', 'failed', 'cancelled', 'expired']);
 
@@ -77,11 +79,12 @@ const principal = (account: number): Principal => ({
 /**
  * The most simulated time the pool may need, once input stops, to bring every request to a final state: each request
  * at most `maxAttempts` attempts (a crash's orphan takes one more, which then gives up at once), each ending within
- * its timeout and followed by at most the longest backoff; requests of the one-at-a-time model wait for each other.
+ * its timeout and followed by at most the longest backoff; requests of the one-at-a-time model wait for each other;
+ * what a crashed process held waits for its lease to lapse.
  */
 const budgetMs = (requests: number) => {
   const longestBackoff = Math.min(defaultRetryPolicy.maxDelayMs, defaultRetryPolicy.baseDelayMs * 2 ** maxAttempts);
-  return (requests + 1) * (maxAttempts + 1) * (timeoutMs + longestBackoff) + 5 * sweepIntervalMs;
+  return (requests + 1) * (maxAttempts + 1) * (timeoutMs + longestBackoff) + leaseSeconds * 1000 + 5 * sweepIntervalMs;
 };
 
 describe('The worker pool, simulated', () => {
@@ -111,7 +114,7 @@ describe('The worker pool, simulated', () => {
         const config = defaultConfig({
           models,
           requestTtlSeconds: ttlSeconds,
-          processing: { concurrency, maxAttempts },
+          processing: { concurrency, maxAttempts, leaseSeconds },
         });
         const ids = simIds();
         const clock = { now: () => Date.now() };

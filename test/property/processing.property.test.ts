@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { createCommitter } from '../../src/app/Committer.js';
 import type { ModelsShape } from '../../src/app/Models.js';
-import { createProcessor } from '../../src/app/Processor.js';
+import { createProcessor } from '../../src/app/processing/Processor.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import { ManualClock } from '../../src/ports/Clock.js';
@@ -83,6 +83,7 @@ describe('The worker pool', () => {
           log: silentLogger(),
           concurrency,
           policy,
+          leaseMs: 30_000,
         });
         try {
           await Promise.all(

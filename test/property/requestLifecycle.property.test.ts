@@ -25,7 +25,14 @@ const reqId = 'req_property';
 const start = Date.UTC(2026, 0, 1);
 
 /** The reference model: just enough to predict acceptance and the next status. */
-type Model = { status: RequestStatus; expiresAt: number; attempts: number; responseChars?: number };
+type Model = {
+  status: RequestStatus;
+  expiresAt: number;
+  attempts: number;
+  /** When a waiting request may be started (its creation, or the end of a retry's backoff). */
+  availableAt: number;
+  responseChars?: number;
+};
 
 type Step = {
   readonly command?: RequestCommand;
@@ -58,23 +65,35 @@ const predict = (model: Model, command: RequestCommand): Model | undefined => {
   switch (command.type) {
     case 'Submit':
       return model.status === 'none'
-        ? { ...model, status: 'waiting', expiresAt: command.now + command.ttlMs, attempts: 0 }
+        ? { ...model, status: 'waiting', expiresAt: command.now + command.ttlMs, attempts: 0, availableAt: command.now }
         : undefined;
-    case 'StartAttempt':
-      return queued && live ? { ...model, status: 'processing', attempts: model.attempts + 1 } : undefined;
+    case 'StartAttempt': {
+      // A waiting request starts once it is available; one being processed without a lease (these commands take
+      // none) may be taken over at any time.
+      const due = model.status === 'processing' || command.now >= model.availableAt;
+      return queued && live && due ? { ...model, status: 'processing', attempts: model.attempts + 1 } : undefined;
+    }
     case 'RecordSuccess':
       return model.status === 'processing' && live
         ? { ...model, status: 'completed', responseChars: command.responseChars }
         : undefined;
-    case 'RecordFailure':
+    case 'RecordFailure': {
       if (model.status !== 'processing') return undefined;
-      return { ...model, status: model.attempts >= command.policy.maxAttempts ? 'failed' : 'waiting' };
+      if (model.attempts >= command.policy.maxAttempts) return { ...model, status: 'failed' };
+      const retryAt =
+        command.now + Math.min(command.policy.maxDelayMs, command.policy.baseDelayMs * 2 ** (model.attempts - 1));
+      return { ...model, status: 'waiting', availableAt: retryAt };
+    }
     case 'Expire':
-      return model.status !== 'none' && model.status !== 'expired' && !live
-        ? { ...model, status: 'expired' }
-        : undefined;
+      // Expiring an expired request is no error, and changes nothing (several servers may sweep at once).
+      if (model.status === 'expired') return model;
+      return model.status !== 'none' && !live ? { ...model, status: 'expired' } : undefined;
     case 'Cancel':
+      if (model.status === 'cancelled') return model;
       return queued && live ? { ...model, status: 'cancelled' } : undefined;
+    case 'ExtendLease':
+    case 'Release':
+      return undefined;
   }
 };
 
@@ -173,7 +192,7 @@ const checkAlways = (invariant: Invariant) =>
     fc.property(commands, (cmds) => {
       fc.modelRun(
         () => ({
-          model: { status: 'none' as RequestStatus, expiresAt: 0, attempts: 0 },
+          model: { status: 'none' as RequestStatus, expiresAt: 0, attempts: 0, availableAt: 0 },
           real: { snapshot: toSnapshot(initialRequestState), events: [], now: start, invariant },
         }),
         cmds,
@@ -223,8 +242,10 @@ describe('request lifecycle (decider and machine, pure)', () => {
   });
 
   it('a cancelled request is never completed: no start, success or failure is accepted after its cancellation', () => {
-    checkAlways(({ before, command, accepted, events }) => {
-      if (before.status === 'cancelled' && command !== undefined && command.type !== 'Expire')
+    checkAlways(({ before, after, command, accepted, events }) => {
+      // Cancelling it again changes nothing; nothing else but its expiry is accepted.
+      if (before.status === 'cancelled' && command?.type === 'Cancel') expect(after).toEqual(before);
+      else if (before.status === 'cancelled' && command !== undefined && command.type !== 'Expire')
         expect(accepted).toBe(false);
       const cancelledAt = events.findIndex((event) => event.type === 'RequestCancelled');
       if (cancelledAt >= 0)
@@ -232,19 +253,21 @@ describe('request lifecycle (decider and machine, pure)', () => {
     });
   });
 
-  it('a request can be cancelled exactly while it is queued or processing and its TTL has not run out', () => {
-    checkAlways(({ command, before, accepted }) => {
+  it('a request can be cancelled exactly while it is queued or processing and its TTL has not run out; a cancelled one again, changing nothing', () => {
+    checkAlways(({ command, before, after, accepted }) => {
       if (command?.type !== 'Cancel') return;
       const queued = before.status === 'waiting' || before.status === 'processing';
-      expect(accepted).toBe(queued && command.now < before.context.expiresAt);
+      expect(accepted).toBe((queued && command.now < before.context.expiresAt) || before.status === 'cancelled');
+      if (before.status === 'cancelled') expect(after).toEqual(before);
     });
   });
 
-  it('expiry is refused before the expiry time and accepted from it on for a request that has not expired', () => {
-    checkAlways(({ command, before, accepted }) => {
+  it('expiry is refused before the expiry time and accepted from it on; expiring an expired request changes nothing', () => {
+    checkAlways(({ command, before, after, accepted }) => {
       if (command?.type !== 'Expire' || before.status === 'none') return;
       const due = command.now >= before.context.expiresAt;
-      expect(accepted).toBe(due && before.status !== 'expired');
+      expect(accepted).toBe(due || before.status === 'expired');
+      if (before.status === 'expired') expect(after).toEqual(before);
     });
   });
 

@@ -1,7 +1,8 @@
 import type { Command } from '../../src/domain/commands.js';
+import type { Lease } from '../../src/domain/request/decider.js';
 
 /** A submit of a five-character prompt by acct_1 with key_1, living 60 s: the store tests' usual request. */
-export const submitCommand = (reqId: string, now = 1_000, options: { startNow?: boolean } = {}): Command => ({
+export const submitCommand = (reqId: string, now = 1_000, options: { startNow?: Lease } = {}): Command => ({
   type: 'Submit',
   reqId,
   accountId: 'acct_1',

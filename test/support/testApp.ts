@@ -12,8 +12,11 @@ import { type App, type AppOptions, startApp } from '../../src/server.js';
 
 export const tempDataDir = (label = 'airs-test') => mkdtempSync(join(tmpdir(), `${label}-`));
 
+/** A test's config: anything it sets over the defaults (processing's fields one by one). */
+export type TestConfig = Omit<Partial<Config>, 'processing'> & { readonly processing?: Partial<Config['processing']> };
+
 export type TestAppOptions = {
-  readonly config?: Partial<Config>;
+  readonly config?: TestConfig;
   /** A manual clock by default, so tests move time themselves. Pass `systemClock` for real time. */
   readonly clock?: ClockShape;
   readonly dataDir?: string;
@@ -56,7 +59,12 @@ export const requestInit = (method: string, init: CallInit = {}): RequestInit =>
 /** Starts the whole app on a fresh LMDB environment in a temporary directory. */
 export const startTestApp = async (options: TestAppOptions = {}): Promise<TestApp> => {
   const dataDir = options.dataDir ?? tempDataDir();
-  const config = defaultConfig({ dataDir, ...options.config });
+  const defaults = defaultConfig({ dataDir });
+  const config: Config = {
+    ...defaults,
+    ...options.config,
+    processing: { ...defaults.processing, ...options.config?.processing },
+  };
   const clock = options.clock ?? new ManualClock();
   const app = await startApp({
     config,

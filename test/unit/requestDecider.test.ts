@@ -56,9 +56,9 @@ describe('When the request does not exist yet', () => {
         promptChars: 5,
         ttlMs,
         now: t0,
-        startNow: true,
+        startNow: { owner: 'w1', leaseMs: 30_000 },
       })
-      .thenEvents([queued, started(1, t0)]);
+      .thenEvents([queued, { ...started(1, t0), owner: 'w1', leaseUntil: t0 + 30_000 } as RequestEvent]);
   });
   it('a submit that may start at once is only queued when the machine would refuse the start (no time left)', () => {
     given([])
@@ -71,7 +71,7 @@ describe('When the request does not exist yet', () => {
         promptChars: 5,
         ttlMs: 0,
         now: t0,
-        startNow: true,
+        startNow: { owner: 'w1', leaseMs: 30_000 },
       })
       .thenEvents([{ ...queued, expiresAt: t0 }]);
   });
@@ -224,15 +224,151 @@ describe('When the request has failed', () => {
 
 describe('When the request has expired', () => {
   const history: RequestEvent[] = [queued, { type: 'RequestExpired', reqId, at: expiresAt }];
-  it('nothing can happen to it any more', () => {
+  it('nothing can happen to it any more, and expiring it again changes nothing (several servers sweep)', () => {
     given(history)
       .when({ type: 'StartAttempt', reqId, now: expiresAt + 1 })
       .thenRefused('RequestProcessingStarted');
     given(history)
       .when({ type: 'Expire', reqId, now: expiresAt + 1 })
-      .thenRefused('RequestExpired');
+      .thenEvents([]);
   });
   it('it is publicly hidden', () => {
     expect(publicStatus(foldRequest(history), expiresAt + 1)).toBe('expired');
+  });
+});
+
+describe('When a worker holds the request under a lease', () => {
+  const lease = { owner: 'proc_a', leaseMs: 30_000 };
+  const startedLeased: RequestEvent = {
+    type: 'RequestProcessingStarted',
+    reqId,
+    attempt: 1,
+    at: t0 + 10,
+    owner: 'proc_a',
+    leaseUntil: t0 + 10 + 30_000,
+  };
+  const queuedWithBound: RequestEvent = {
+    ...(queued as Extract<RequestEvent, { type: 'RequestQueued' }>),
+    maxAttempts: 2,
+  };
+  const history: RequestEvent[] = [queuedWithBound, startedLeased];
+  it('its owner records the outcome of its attempt', () => {
+    given(history)
+      .when({ type: 'RecordSuccess', reqId, responseChars: 5, now: t0 + 20, owner: 'proc_a', attempt: 1 })
+      .thenEvents([{ ...completed, owner: 'proc_a', attempt: 1 } as RequestEvent]);
+  });
+  it('another worker records nothing (fencing), nor does its owner for an attempt that is not the current one', () => {
+    given(history)
+      .when({ type: 'RecordSuccess', reqId, responseChars: 5, now: t0 + 20, owner: 'proc_b', attempt: 1 })
+      .thenRefused('RequestCompleted');
+    given(history)
+      .when({ type: 'RecordSuccess', reqId, responseChars: 5, now: t0 + 20, owner: 'proc_a', attempt: 2 })
+      .thenRefused('RequestCompleted');
+    given(history)
+      .when({ type: 'ExtendLease', reqId, owner: 'proc_b', attempt: 1, leaseMs: 30_000, now: t0 + 20 })
+      .thenRefused('RequestLeaseExtended');
+  });
+  it('nobody takes it over until the lease lapses; then another worker may, as a new attempt', () => {
+    given(history)
+      .when({ type: 'StartAttempt', reqId, now: t0 + 30_000, owner: 'proc_b', leaseMs: 30_000 })
+      .thenRefused('RequestProcessingStarted');
+    given(history)
+      .when({ type: 'StartAttempt', reqId, now: t0 + 10 + 30_000, owner: 'proc_b', leaseMs: 30_000 })
+      .thenEvents([
+        {
+          type: 'RequestProcessingStarted',
+          reqId,
+          attempt: 2,
+          at: t0 + 10 + 30_000,
+          owner: 'proc_b',
+          leaseUntil: t0 + 10 + 60_000,
+        },
+      ]);
+  });
+  it('its owner extends the lease, or gives the request back to the queue at once', () => {
+    given(history)
+      .when({ type: 'ExtendLease', reqId, owner: 'proc_a', attempt: 1, leaseMs: 30_000, now: t0 + 20_000 })
+      .thenEvents([
+        { type: 'RequestLeaseExtended', reqId, owner: 'proc_a', attempt: 1, leaseUntil: t0 + 50_000, at: t0 + 20_000 },
+      ]);
+    given(history)
+      .when({ type: 'Release', reqId, owner: 'proc_a', attempt: 1, now: t0 + 20 })
+      .thenEvents([{ type: 'RequestReleased', reqId, owner: 'proc_a', attempt: 1, at: t0 + 20 }]);
+  });
+  it('a failure is retried while attempts remain, and fails it for good after its last one', () => {
+    const policy = { maxAttempts: 99, baseDelayMs: 1_000, maxDelayMs: 30_000 };
+    given(history)
+      .when({ type: 'RecordFailure', reqId, reason: 'boom', policy, now: t0 + 20, owner: 'proc_a', attempt: 1 })
+      .thenEvents([
+        {
+          type: 'RequestAttemptFailed',
+          reqId,
+          attempt: 1,
+          reason: 'boom',
+          retryAt: t0 + 1_020,
+          at: t0 + 20,
+          owner: 'proc_a',
+        },
+      ]);
+    const second: RequestEvent = { ...startedLeased, attempt: 2, at: t0 + 2_000, leaseUntil: t0 + 32_000 };
+    // The request's own bound (2) counts, not the policy's: it was fixed when the request was made.
+    given([
+      ...history,
+      {
+        type: 'RequestAttemptFailed',
+        reqId,
+        attempt: 1,
+        reason: 'boom',
+        retryAt: t0 + 1_020,
+        at: t0 + 20,
+        owner: 'proc_a',
+      },
+      second,
+    ])
+      .when({ type: 'RecordFailure', reqId, reason: 'boom', policy, now: t0 + 2_100, owner: 'proc_a', attempt: 2 })
+      .thenEvents([
+        {
+          type: 'RequestFailed',
+          reqId,
+          reason: 'gave up after 2 attempts: boom',
+          at: t0 + 2_100,
+          owner: 'proc_a',
+          attempt: 2,
+        },
+      ]);
+  });
+  it('a retry does not start before its backoff ends', () => {
+    const failed: RequestEvent = {
+      type: 'RequestAttemptFailed',
+      reqId,
+      attempt: 1,
+      reason: 'boom',
+      retryAt: t0 + 1_020,
+      at: t0 + 20,
+      owner: 'proc_a',
+    };
+    given([...history, failed])
+      .when({ type: 'StartAttempt', reqId, now: t0 + 1_000, ...lease })
+      .thenRefused('RequestProcessingStarted');
+    given([...history, failed])
+      .when({ type: 'StartAttempt', reqId, now: t0 + 1_020, ...lease })
+      .thenEvents([
+        {
+          type: 'RequestProcessingStarted',
+          reqId,
+          attempt: 2,
+          at: t0 + 1_020,
+          owner: 'proc_a',
+          leaseUntil: t0 + 31_020,
+        },
+      ]);
+  });
+});
+
+describe('When the request was cancelled', () => {
+  it('cancelling it again changes nothing and is no error', () => {
+    given([queued, { type: 'RequestCancelled', reqId, at: t0 + 5 }])
+      .when({ type: 'Cancel', reqId, now: t0 + 6 })
+      .thenEvents([]);
   });
 });

@@ -5,12 +5,14 @@ import type { RequestState } from '../../domain/request/state.js';
 import {
   type Batch,
   type CommandOutcome,
+  type QueuedEntry,
   type RequestPage,
   Store,
   type StoreReads,
   type StoreShape,
 } from '../../ports/Store.js';
-import { type BatchTarget, writeBatch } from './batchWriter.js';
+import type { DailyUsage, GroupName, IndexKey, ViewAccess } from '../../storage/projection.js';
+import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import {
   decodeIds,
   decodeMap,
@@ -24,7 +26,6 @@ import {
 } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, openDatabases, requestKey } from './databases.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
-import type { DailyUsage, GroupName, IndexKey, ViewAccess } from './projection.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -56,6 +57,23 @@ function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterabl
     account = next(account);
   }
 }
+
+/** An account's requests waiting for a worker, earliest availability first. */
+const queuedOf = (dbs: LmdbDatabases, accountId: string): Iterable<QueuedEntry> =>
+  dbs.indexes.dispatch.getRange({ start: [accountId], end: [`${accountId}\u0000`] }).map(({ key, value }) => {
+    const [, availableAt, reqId] = key as [string, number, string];
+    return { reqId, availableAt, model: value };
+  });
+
+/** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
+const idsInGroups = (db: LmdbDatabases['groups']['expiry'], now: number, limit: number): string[] => {
+  const ids: string[] = [];
+  for (const { value } of db.getRange({ end: now + 1 })) {
+    for (const reqId of decodeIds(value)) if (ids.length < limit) ids.push(reqId);
+    if (ids.length >= limit) break;
+  }
+  return ids;
+};
 
 const hourMs = 3_600_000;
 
@@ -115,19 +133,11 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
       .map((key) => decoded(dbs.keys.getBinaryFast((key as [string, string])[1]), decodeMap<KeyState>))
       .filter((key): key is KeyState => key !== undefined),
   queuedAccounts: (after) => queuedAccounts(dbs, after),
-  queuedOf: (accountId) =>
-    dbs.indexes.dispatch.getRange({ start: [accountId], end: [`${accountId}\u0000`] }).map(({ key, value }) => {
-      const [, availableAt, reqId] = key as [string, number, string];
-      return { reqId, availableAt, model: value };
-    }),
-  dueForExpiry: (now, limit) => {
-    const due: string[] = [];
-    for (const { value } of dbs.groups.expiry.getRange({ end: now + 1 })) {
-      for (const reqId of decodeIds(value)) if (due.length < limit) due.push(reqId);
-      if (due.length >= limit) break;
-    }
-    return due;
-  },
+  queuedOf: (accountId) => queuedOf(dbs, accountId),
+  dueForExpiry: (now, limit) => idsInGroups(dbs.groups.expiry, now, limit),
+  lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
+  nextLeaseEnd: (after) =>
+    firstKey(dbs.groups.processing.getKeys({ start: after + 1, limit: 1 })) as number | undefined,
   processing: () => Array.from(dbs.groups.processing.getRange({}), ({ value }) => decodeIds(value)).flat(),
   events: (fromSeq = 1) => eventsFrom(dbs, fromSeq),
   lastSeq: () => lastSeqOf(dbs),
@@ -194,19 +204,19 @@ const createGroupChanges = (dbs: LmdbDatabases) => {
   };
 };
 
-/** Changes of the accounts' queued counts in a batch, written once per account when the batch ends. */
-const createQueuedChanges = (dbs: LmdbDatabases) => {
+/** Changes of a count view (by account, by model) in a batch, written once per key when the batch ends. */
+const createCountChanges = (db: LmdbDatabases['queuedCounts']) => {
   const deltas = new Map<string, number>();
   return {
-    add: (accountId: string, delta: number) => void deltas.set(accountId, (deltas.get(accountId) ?? 0) + delta),
+    add: (key: string, delta: number) => void deltas.set(key, (deltas.get(key) ?? 0) + delta),
     /** The count as committed before this batch. */
-    committed: (accountId: string) => dbs.queuedCounts.get(accountId) ?? 0,
+    committed: (key: string) => db.get(key) ?? 0,
     flush() {
-      for (const [accountId, delta] of deltas) {
+      for (const [key, delta] of deltas) {
         if (delta === 0) continue;
-        const count = (dbs.queuedCounts.get(accountId) ?? 0) + delta;
-        if (count === 0) dbs.queuedCounts.remove(accountId);
-        else dbs.queuedCounts.put(accountId, count);
+        const count = (db.get(key) ?? 0) + delta;
+        if (count === 0) db.remove(key);
+        else db.put(key, count);
       }
       deltas.clear();
     },
@@ -241,7 +251,7 @@ const viewsOf = (
   dbs: LmdbDatabases,
   written: WrittenStates,
   groups: ReturnType<typeof createGroupChanges>,
-  queued: ReturnType<typeof createQueuedChanges>,
+  counts: { readonly queued: CountChanges; readonly processing: CountChanges },
   usage: ReturnType<typeof createUsageChanges>,
 ): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
@@ -267,9 +277,12 @@ const viewsOf = (
   putSession: (sessionId, state) =>
     void (state === undefined ? dbs.sessions.remove(sessionId) : dbs.sessions.put(sessionId, encodeMap(state))),
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
-  addQueued: queued.add,
+  addQueued: counts.queued.add,
+  addProcessing: counts.processing.add,
   addUsage: usage.add,
 });
+
+type CountChanges = ReturnType<typeof createCountChanges>;
 
 /** Request states kept from one command to the next (see writtenStates.ts). */
 const writtenStatesLimit = 20_000;
@@ -283,9 +296,9 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const reads = readsOf(dbs);
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
-  const queued = createQueuedChanges(dbs);
+  const counts = { queued: createCountChanges(dbs.queuedCounts), processing: createCountChanges(dbs.processingCounts) };
   const usage = createUsageChanges(dbs);
-  const views = viewsOf(dbs, written, groups, queued, usage);
+  const views = viewsOf(dbs, written, groups, counts, usage);
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -303,7 +316,12 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
         ),
       credential: (key) => dbs.credentials.get(key),
       idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
-      queuedCount: queued.committed,
+      queuedCount: counts.queued.committed,
+      queuedAccounts: (after) => queuedAccounts(dbs, after),
+      queuedOf: (accountId) => queuedOf(dbs, accountId),
+      lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
+      processingCount: counts.processing.committed,
+      anyWaiting: () => firstKey(dbs.indexes.dispatch.getKeys({ limit: 1 })) !== undefined,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));
@@ -311,7 +329,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     },
     flush: () => {
       groups.flush();
-      queued.flush();
+      counts.queued.flush();
+      counts.processing.flush();
       usage.flush();
     },
   };
@@ -338,7 +357,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           // in the same transaction.
           written.failed();
           groups.clear();
-          queued.clear();
+          counts.queued.clear();
+          counts.processing.clear();
           usage.clear();
           throw error;
         }

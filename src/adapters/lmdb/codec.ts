@@ -125,6 +125,9 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.maxAttempts !== undefined) return 11;
+  if (c.leaseUntil !== undefined) return 10;
+  if (c.owner !== undefined) return 9;
   if (c.output !== undefined) return 8;
   if (c.finishReason !== undefined) return 7;
   if (c.outputTokens !== undefined) return 6;
@@ -150,7 +153,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.failureReason?.length ?? 0) +
         (c.idempotencyKey?.length ?? 0) +
         (c.requestHash?.length ?? 0) +
-        (c.finishReason?.length ?? 0));
+        (c.finishReason?.length ?? 0) +
+        (c.owner?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -182,6 +186,9 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 5) writeOptional(c.outputTokens);
   if (trailing > 6) writeOptional(c.finishReason);
   if (trailing > 7) writeOptional(c.output);
+  if (trailing > 8) writeOptional(c.owner);
+  if (trailing > 9) writeOptional(c.leaseUntil);
+  if (trailing > 10) writeOptional(c.maxAttempts);
   return at;
 };
 
@@ -232,6 +239,9 @@ const optionalFields = [
   'outputTokens',
   'finishReason',
   'output',
+  'owner',
+  'leaseUntil',
+  'maxAttempts',
 ] as const;
 const firstOptional = 11;
 

@@ -1,10 +1,15 @@
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
+import type { GroupName, IndexKey, IndexName } from '../../storage/projection.js';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
-import { countQueuedRequests, indexAccountRequests, indexAccountSessions } from './migrations.js';
-import type { GroupName, IndexKey, IndexName } from './projection.js';
+import {
+  countProcessingRequests,
+  countQueuedRequests,
+  indexAccountRequests,
+  indexAccountSessions,
+} from './migrations.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
  * (`airs replay --verify`) starts quickly. */
@@ -33,6 +38,8 @@ export type LmdbDatabases = {
   readonly keyLastUsed: Database<number, string>;
   /** How many of each account's requests are waiting or being processed, by account id (a view: verify rebuilds it). */
   readonly queuedCounts: Database<number, string>;
+  /** How many requests of each model are being processed, by model id (a view: verify rebuilds it). */
+  readonly processingCounts: Database<number, string>;
   /** Tokens of each account's completed requests per UTC day: [accountId, day start ms] → [input, output] (a view). */
   readonly dailyUsage: Database<[number, number], Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
@@ -79,7 +86,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   checkDataFile(dataDir, environmentFile(dataDir));
   // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
   // ever sees a state that a power cut could take back.
-  const root = open({ path: environmentFile(dataDir), maxDbs: 20, overlappingSync: false });
+  const root = open({ path: environmentFile(dataDir), maxDbs: 40, overlappingSync: false });
   const db = <V, K extends Key>(name: string, encoding?: 'binary' | 'string') =>
     root.openDB<V, K>({ name, ...(encoding === undefined ? {} : { encoding }) });
   const meta = db<number, string>('meta');
@@ -105,6 +112,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     limiter: db('limiter'),
     keyLastUsed: db('keyLastUsed'),
     queuedCounts: db('cnt.queued'),
+    processingCounts: db('cnt.processing'),
     dailyUsage: db('usage.daily'),
     meta,
     indexes: {
@@ -120,6 +128,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   };
   indexAccountRequests(dbs);
   countQueuedRequests(dbs);
+  countProcessingRequests(dbs);
   indexAccountSessions(dbs);
   return dbs;
 };

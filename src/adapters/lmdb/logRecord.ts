@@ -29,11 +29,22 @@ const layouts = {
     'input',
     'idempotencyKey',
     'requestHash',
+    'maxAttempts',
   ],
-  RequestProcessingStarted: ['reqId', 'attempt', 'at'],
-  RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at'],
-  RequestCompleted: ['reqId', 'responseChars', 'at', 'inputTokens', 'outputTokens', 'finishReason', 'output'],
-  RequestFailed: ['reqId', 'reason', 'at'],
+  RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil'],
+  RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
+  RequestCompleted: [
+    'reqId',
+    'responseChars',
+    'at',
+    'inputTokens',
+    'outputTokens',
+    'finishReason',
+    'output',
+    'owner',
+    'attempt',
+  ],
+  RequestFailed: ['reqId', 'reason', 'at', 'owner', 'attempt'],
   RequestExpired: ['reqId', 'at'],
   AccountCreated: ['accountId', 'email', 'plan', 'at'],
   AccountPlanChanged: ['accountId', 'plan', 'at'],
@@ -46,13 +57,30 @@ const layouts = {
   SessionEnded: ['accountId', 'sessionId', 'at'],
   ApiKeyNamed: ['accountId', 'keyId', 'name', 'at'],
   RequestCancelled: ['reqId', 'at'],
+  RequestLeaseExtended: ['reqId', 'owner', 'attempt', 'leaseUntil', 'at'],
+  RequestReleased: ['reqId', 'owner', 'attempt', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
-/** Layout 2 (before usage was recorded): what differs from the current one. */
+/** Layout 2 (before usage and leases were recorded): what differs from the current one. */
 const layoutTwoChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: [
+    'reqId',
+    'accountId',
+    'keyId',
+    'model',
+    'promptChars',
+    'at',
+    'expiresAt',
+    'input',
+    'idempotencyKey',
+    'requestHash',
+  ],
+  RequestProcessingStarted: ['reqId', 'attempt', 'at'],
+  RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at'],
   RequestCompleted: ['reqId', 'responseChars', 'at'],
+  RequestFailed: ['reqId', 'reason', 'at'],
 };
 /** Layout 1 (before cancellation and idempotency keys): what differs from layout 2. */
 const layoutOneChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
@@ -88,6 +116,7 @@ const textFields: ReadonlySet<string> = new Set([
   'requestHash',
   'finishReason',
   'output',
+  'owner',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>

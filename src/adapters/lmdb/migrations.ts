@@ -1,8 +1,8 @@
 import type { SessionState } from '../../domain/account/state.js';
 import { isQueued } from '../../domain/request/state.js';
+import { accountRequestKeyOf } from '../../storage/projection.js';
 import { decodeMap, decodeView } from './codec.js';
 import type { LmdbDatabases } from './databases.js';
-import { accountRequestKeyOf } from './projection.js';
 
 /** Set once the index of requests by account holds the requests written before that index existed. */
 export const accountRequestsIndexedKey = 'accountRequestsIndexed';
@@ -63,5 +63,23 @@ export const indexAccountSessions = (dbs: LmdbDatabases): void => {
       dbs.indexes.accountSessions.put([accountId, sessionId], '');
     }
     dbs.meta.put(accountSessionsIndexedKey, 1);
+  });
+};
+
+/** Set once `cnt.processing` counts the requests being processed that were written before it existed. */
+export const processingCountedKey = 'processingCounted';
+
+/** As `countQueuedRequests`, for the requests being processed, by model (what each model's bound counts). */
+export const countProcessingRequests = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(processingCountedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(processingCountedKey) !== undefined) return;
+    const counts = new Map<string, number>();
+    for (const { value } of dbs.requests.getRange({})) {
+      const state = decodeView(value);
+      if (state.status === 'processing') counts.set(state.context.model, (counts.get(state.context.model) ?? 0) + 1);
+    }
+    for (const [model, count] of counts) dbs.processingCounts.put(model, count);
+    dbs.meta.put(processingCountedKey, 1);
   });
 };

@@ -59,6 +59,8 @@ export const createRequestColumns = () => {
   let cancelledAt = new Float64Array(capacity);
   let inputTokens = new Float64Array(capacity);
   let outputTokens = new Float64Array(capacity);
+  let leaseUntil = new Float64Array(capacity);
+  let maxAttempts = new Float64Array(capacity);
   /** Fields few requests have (conversations, idempotency keys, answers that call tools): by slot, where present. */
   const inputs = new Map<number, 'messages' | 'chat'>();
   const outputs = new Map<number, 'message'>();
@@ -76,6 +78,7 @@ export const createRequestColumns = () => {
   let lastError = new Int32Array(capacity);
   let failureReason = new Int32Array(capacity);
   let finishReason = new Int32Array(capacity);
+  let owner = new Int32Array(capacity);
   const table: string[] = [];
   const indexOf = new Map<string, number>();
   const intern = (text: string | undefined): number => {
@@ -121,12 +124,15 @@ export const createRequestColumns = () => {
     cancelledAt = numbers(cancelledAt);
     inputTokens = numbers(inputTokens);
     outputTokens = numbers(outputTokens);
+    leaseUntil = numbers(leaseUntil);
+    maxAttempts = numbers(maxAttempts);
     accountId = indexes(accountId);
     keyId = indexes(keyId);
     model = indexes(model);
     lastError = indexes(lastError);
     failureReason = indexes(failureReason);
     finishReason = indexes(finishReason);
+    owner = indexes(owner);
   };
 
   /**
@@ -151,6 +157,8 @@ export const createRequestColumns = () => {
     cancelledAt[slot] = c.cancelledAt ?? absentNumber;
     inputTokens[slot] = c.inputTokens ?? absentNumber;
     outputTokens[slot] = c.outputTokens ?? absentNumber;
+    leaseUntil[slot] = c.leaseUntil ?? absentNumber;
+    maxAttempts[slot] = c.maxAttempts ?? absentNumber;
     keepRare(inputs, slot, c.input);
     keepRare(outputs, slot, c.output);
     keepRare(idempotencyKeys, slot, c.idempotencyKey);
@@ -162,6 +170,7 @@ export const createRequestColumns = () => {
     lastError[slot] = keep(fresh ? -1 : (lastError[slot] as number), c.lastError);
     failureReason[slot] = keep(fresh ? -1 : (failureReason[slot] as number), c.failureReason);
     finishReason[slot] = keep(fresh ? -1 : (finishReason[slot] as number), c.finishReason);
+    owner[slot] = keep(fresh ? -1 : (owner[slot] as number), c.owner);
   };
 
   const text = (index: number) => (index >= 0 ? table[index] : undefined);
@@ -198,6 +207,9 @@ export const createRequestColumns = () => {
       c.outputTokens = from.outputTokens;
       c.finishReason = from.finishReason;
       c.output = from.output;
+      c.owner = from.owner;
+      c.leaseUntil = from.leaseUntil;
+      c.maxAttempts = from.maxAttempts;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -228,6 +240,9 @@ export const createRequestColumns = () => {
       c.outputTokens = numberOrUndefined(outputTokens[slot] as number);
       c.finishReason = text(finishReason[slot] as number);
       c.output = outputs.get(slot);
+      c.owner = text(owner[slot] as number);
+      c.leaseUntil = numberOrUndefined(leaseUntil[slot] as number);
+      c.maxAttempts = numberOrUndefined(maxAttempts[slot] as number);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -275,6 +290,10 @@ export const createRequestColumns = () => {
       const finish = finishReason[slot] as number;
       if (finish >= 0) context.finishReason = table[finish];
       if (outputs.has(slot)) context.output = outputs.get(slot);
+      const holder = owner[slot] as number;
+      if (holder >= 0) context.owner = table[holder];
+      if (!Number.isNaN(leaseUntil[slot])) context.leaseUntil = leaseUntil[slot];
+      if (!Number.isNaN(maxAttempts[slot])) context.maxAttempts = maxAttempts[slot];
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -310,6 +329,9 @@ type Covered =
   | 'inputTokens'
   | 'outputTokens'
   | 'finishReason'
-  | 'output';
+  | 'output'
+  | 'owner'
+  | 'leaseUntil'
+  | 'maxAttempts';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

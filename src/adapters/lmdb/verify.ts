@@ -3,9 +3,6 @@ import { passwordCredentialKey, sessionCredentialKey } from '../../domain/comman
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
-import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
-import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
-import { visitLogRecord } from './logRecord.js';
 import {
   accountRequestKeyOf,
   dispatchKeyOf,
@@ -16,7 +13,10 @@ import {
   projectAccountEvent,
   usageOf,
   type ViewAccess,
-} from './projection.js';
+} from '../../storage/projection.js';
+import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
+import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
+import { visitLogRecord } from './logRecord.js';
 import { createRequestColumns } from './requestColumns.js';
 
 export type VerifyReport = {
@@ -61,6 +61,7 @@ const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
     putRequest: unexpected,
     moveInGroup: unexpected,
     addQueued: unexpected,
+    addProcessing: unexpected,
     addUsage: unexpected,
     getAccount: (accountId) => rebuilt.accounts.get(accountId),
     putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
@@ -200,6 +201,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   let unexpired = 0;
   let missing = 0;
   const queuedPerAccount = new Map<string, number>();
+  const processingPerModel = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
@@ -214,6 +216,10 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       const key = keyText([rebuilt.context.accountId, used.day]);
       const sum = dailyUsage.get(key) ?? [0, 0];
       dailyUsage.set(key, [sum[0] + used.usage.inputTokens, sum[1] + used.usage.outputTokens]);
+    }
+    if (rebuilt.status === 'processing') {
+      const { model } = rebuilt.context;
+      processingPerModel.set(model, (processingPerModel.get(model) ?? 0) + 1);
     }
     if (isQueued(rebuilt.status)) {
       const { accountId } = rebuilt.context;
@@ -320,6 +326,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);
   compareMap('queued count of account', dbs.queuedCounts.getRange({}), queuedPerAccount, (a, b) => a === b);
+  compareMap('processing count of model', dbs.processingCounts.getRange({}), processingPerModel, (a, b) => a === b);
   compareMap<[number, number]>(
     'daily usage',
     dbs.dailyUsage.getRange({}),

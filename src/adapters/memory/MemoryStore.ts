@@ -4,8 +4,8 @@ import type { StoredEvent } from '../../domain/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
-import { type BatchTarget, writeBatch } from '../lmdb/batchWriter.js';
-import type { GroupName, IndexKey, IndexName, ViewAccess } from '../lmdb/projection.js';
+import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
+import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
 
 /**
@@ -34,6 +34,7 @@ export const openMemoryStore = (): MemoryStore => {
   const limiter = new Map<string, number>();
   const keyLastUsed = new Map<string, number>();
   const queuedCounts = new Map<string, number>();
+  const processingCounts = new Map<string, number>();
   const dailyUsage = new Map<string, readonly [number, number]>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
@@ -67,6 +68,7 @@ export const openMemoryStore = (): MemoryStore => {
   const putSession = setIn<string, SessionState>(sessions);
   const putCredential = setIn<string, string>(credentials);
   const putQueuedCount = setIn<string, number>(queuedCounts);
+  const putProcessingCount = setIn<string, number>(processingCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
   const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
@@ -105,6 +107,10 @@ export const openMemoryStore = (): MemoryStore => {
       const count = (queuedCounts.get(accountId) ?? 0) + delta;
       putQueuedCount(accountId, count === 0 ? undefined : count);
     },
+    addProcessing: (model, delta) => {
+      const count = (processingCounts.get(model) ?? 0) + delta;
+      putProcessingCount(model, count === 0 ? undefined : count);
+    },
     bumpAccountsVersion: () => {
       const before = accountsVersion;
       undo.push(() => {
@@ -130,6 +136,11 @@ export const openMemoryStore = (): MemoryStore => {
       credential: (key) => credentials.get(key),
       idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
       queuedCount: (accountId) => queuedCounts.get(accountId) ?? 0,
+      queuedAccounts: (afterAccount) => queuedAccounts(afterAccount),
+      queuedOf: (accountId) => queuedOf(accountId),
+      lapsedLeases: (now, limit) => idsInGroups(groups.processing, now, limit),
+      processingCount: (model) => processingCounts.get(model) ?? 0,
+      anyWaiting: () => indexes.dispatch.size > 0,
     },
     appendLog: (_lastSeq, events) => {
       const length = log.length;
@@ -156,6 +167,22 @@ export const openMemoryStore = (): MemoryStore => {
     } finally {
       undo = [];
     }
+  };
+
+  const queuedOf = (accountId: string) =>
+    Array.from(range<string>(indexes.dispatch, [accountId], [after(accountId)]), ([key, model]) => {
+      const [, availableAt, reqId] = key as [string, number, string];
+      return { reqId, availableAt, model };
+    });
+
+  /** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
+  const idsInGroups = (group: OrderedMap<ReadonlySet<string>>, now: number, limit: number) => {
+    const ids: string[] = [];
+    for (const [at, members] of group.entries()) {
+      if ((at as number) > now || ids.length >= limit) break;
+      for (const reqId of [...members].sort()) if (ids.length < limit) ids.push(reqId);
+    }
+    return ids;
   };
 
   function* queuedAccounts(afterAccount: string | undefined): Iterable<string> {
@@ -219,19 +246,10 @@ export const openMemoryStore = (): MemoryStore => {
         keys.get((key as [string, string])[1]),
       ).filter((key): key is KeyState => key !== undefined),
     queuedAccounts,
-    queuedOf: (accountId) =>
-      Array.from(range<string>(indexes.dispatch, [accountId], [after(accountId)]), ([key, model]) => {
-        const [, availableAt, reqId] = key as [string, number, string];
-        return { reqId, availableAt, model };
-      }),
-    dueForExpiry: (now, limit) => {
-      const due: string[] = [];
-      for (const [at, members] of groups.expiry.entries()) {
-        if ((at as number) > now || due.length >= limit) break;
-        for (const reqId of [...members].sort()) if (due.length < limit) due.push(reqId);
-      }
-      return due;
-    },
+    queuedOf: (accountId) => queuedOf(accountId),
+    dueForExpiry: (now, limit) => idsInGroups(groups.expiry, now, limit),
+    lapsedLeases: (now, limit) => idsInGroups(groups.processing, now, limit),
+    nextLeaseEnd: (after) => groups.processing.nextHigherKey(after) as number | undefined,
     processing: () => groups.processing.valuesArray().flatMap((members) => [...members].sort()),
     events: (fromSeq = 1) => log.slice(Math.max(0, fromSeq - 1)),
     lastSeq: () => log.length,

@@ -1,5 +1,5 @@
 import BTreeModule from 'sorted-btree';
-import type { IndexKey } from '../lmdb/projection.js';
+import type { IndexKey } from '../../storage/projection.js';
 
 // sorted-btree is CommonJS: its class is the module's `default` export (which an ESM loader may hand over directly).
 const BTree: typeof BTreeModule.default =

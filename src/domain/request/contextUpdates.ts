@@ -29,12 +29,21 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.input !== undefined) change.input = event.input;
     if (event.idempotencyKey !== undefined) change.idempotencyKey = event.idempotencyKey;
     if (event.requestHash !== undefined) change.requestHash = event.requestHash;
+    if (event.maxAttempts !== undefined) change.maxAttempts = event.maxAttempts;
     return change;
   },
-  RequestProcessingStarted: (context, event) => ({
-    attempts: Math.max(context.attempts + 1, event.attempt),
-    startedAt: event.at,
-  }),
+  RequestProcessingStarted: (context, event) => {
+    const change: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {
+      attempts: Math.max(context.attempts + 1, event.attempt),
+      startedAt: event.at,
+    };
+    if (event.owner !== undefined) change.owner = event.owner;
+    if (event.leaseUntil !== undefined) change.leaseUntil = event.leaseUntil;
+    return change;
+  },
+  RequestLeaseExtended: (_context, event) => ({ leaseUntil: event.leaseUntil }),
+  // Back in the queue at once: its worker stopped, nothing failed.
+  RequestReleased: (_context, event) => ({ availableAt: event.at }),
   RequestAttemptFailed: (_context, event) => ({ availableAt: event.retryAt, lastError: event.reason }),
   RequestCompleted: (_context, event) => {
     const change: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {

@@ -1,7 +1,20 @@
 import { LifecycleViolation } from '../errors.js';
-import type { RequestCompleted, RequestEvent, RequestQueued } from './events.js';
+import type {
+  RequestCompleted,
+  RequestEvent,
+  RequestFailed,
+  RequestProcessingStarted,
+  RequestQueued,
+} from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
+import { attemptsRemain } from './rules.js';
 import { type RequestState, tryEvolve } from './state.js';
+
+/** Who works on a request: the process that owns the attempt, and how long its lease lasts from the start. */
+export type Lease = { readonly owner: string; readonly leaseMs: number };
+
+/** The attempt an outcome is for: recorded only while its owner still holds it (the machine fences it). */
+export type AttemptRef = { readonly owner?: string | undefined; readonly attempt?: number | undefined };
 
 /** Commands on one request. Each carries the time it is issued at (`now`), so deciding stays pure. */
 export type RequestCommand =
@@ -14,17 +27,19 @@ export type RequestCommand =
       readonly promptChars: number;
       readonly ttlMs: number;
       readonly now: number;
-      /** A worker is free and nothing waits before this request: start its first attempt in the same write. */
-      readonly startNow?: boolean;
+      /** A worker of this process is free: start the first attempt in the same write if nothing waits before it. */
+      readonly startNow?: Lease | undefined;
       /** What the stored text is (see RequestQueued.input). */
       readonly input?: 'messages' | 'chat' | undefined;
       /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
       readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined;
       /** The most requests the account may have waiting or being processed (its plan's); absent: no bound. */
       readonly maxQueued?: number | undefined;
+      /** Attempts the request may take before it fails for good. */
+      readonly maxAttempts?: number | undefined;
     }
-  | { readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number }
-  | {
+  | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease>)
+  | ({
       readonly type: 'RecordSuccess';
       readonly reqId: string;
       readonly responseChars: number;
@@ -34,22 +49,60 @@ export type RequestCommand =
       readonly outputTokens?: number | undefined;
       readonly finishReason?: string | undefined;
       readonly output?: 'message' | undefined;
-    }
-  | {
+    } & AttemptRef)
+  | ({
       readonly type: 'RecordFailure';
       readonly reqId: string;
       readonly reason: string;
+      /** The backoff; its `maxAttempts` bounds requests that do not carry their own bound (older versions'). */
       readonly policy: RetryPolicy;
+      readonly now: number;
+    } & AttemptRef)
+  | {
+      readonly type: 'ExtendLease';
+      readonly reqId: string;
+      readonly owner: string;
+      readonly attempt: number;
+      readonly leaseMs: number;
+      readonly now: number;
+    }
+  | {
+      readonly type: 'Release';
+      readonly reqId: string;
+      readonly owner: string;
+      readonly attempt: number;
       readonly now: number;
     }
   | { readonly type: 'Expire'; readonly reqId: string; readonly now: number }
   | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number };
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+const startOf = (state: RequestState, reqId: string, at: number, lease: Partial<Lease>): RequestProcessingStarted => {
+  const started: Mutable<RequestProcessingStarted> = {
+    type: 'RequestProcessingStarted',
+    reqId,
+    attempt: state.context.attempts + 1,
+    at,
+  };
+  if (lease.owner !== undefined) started.owner = lease.owner;
+  if (lease.leaseMs !== undefined) started.leaseUntil = at + lease.leaseMs;
+  return started;
+};
+
+/** Only the fields it has: an event (and the view after it) holds no field it does not have. */
+const withAttempt = <E extends object>(event: E, ref: AttemptRef): E => {
+  const tagged = event as Mutable<AttemptRef>;
+  if (ref.owner !== undefined) tagged.owner = ref.owner;
+  if (ref.attempt !== undefined) tagged.attempt = ref.attempt;
+  return event;
+};
+
 const eventFor = (state: RequestState, command: RequestCommand): RequestEvent => {
   const { reqId, now: at } = command;
   switch (command.type) {
     case 'Submit': {
-      const queued: { -readonly [K in keyof RequestQueued]: RequestQueued[K] } = {
+      const queued: Mutable<RequestQueued> = {
         type: 'RequestQueued',
         reqId,
         accountId: command.accountId,
@@ -64,32 +117,50 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
         queued.idempotencyKey = command.idempotency.key;
         queued.requestHash = command.idempotency.requestHash;
       }
+      if (command.maxAttempts !== undefined) queued.maxAttempts = command.maxAttempts;
       return queued;
     }
     case 'StartAttempt':
-      return { type: 'RequestProcessingStarted', reqId, attempt: state.context.attempts + 1, at };
+      return startOf(state, reqId, at, command);
     case 'RecordSuccess': {
-      const completed: { -readonly [K in keyof RequestCompleted]: RequestCompleted[K] } = {
+      const completed: Mutable<RequestCompleted> = {
         type: 'RequestCompleted',
         reqId,
         responseChars: command.responseChars,
         at,
       };
-      // Only what is known: the event (and the view after it) holds no field it does not have.
       if (command.inputTokens !== undefined) completed.inputTokens = command.inputTokens;
       if (command.outputTokens !== undefined) completed.outputTokens = command.outputTokens;
       if (command.finishReason !== undefined) completed.finishReason = command.finishReason;
       if (command.output !== undefined) completed.output = command.output;
-      return completed;
+      return withAttempt(completed, command);
     }
     case 'RecordFailure': {
       const attempt = state.context.attempts;
-      if (attempt >= command.policy.maxAttempts) {
-        return { type: 'RequestFailed', reqId, reason: `gave up after ${attempt} attempts: ${command.reason}`, at };
+      if (!attemptsRemain(state.context, command.policy.maxAttempts)) {
+        const failed: RequestFailed = {
+          type: 'RequestFailed',
+          reqId,
+          reason: `gave up after ${attempt} attempts: ${command.reason}`,
+          at,
+        };
+        return withAttempt(failed, command);
       }
       const retryAt = at + backoffDelayMs(command.policy, attempt);
-      return { type: 'RequestAttemptFailed', reqId, attempt, reason: command.reason, retryAt, at };
+      const retry = { type: 'RequestAttemptFailed' as const, reqId, attempt, reason: command.reason, retryAt, at };
+      return command.owner === undefined ? retry : { ...retry, owner: command.owner };
     }
+    case 'ExtendLease':
+      return {
+        type: 'RequestLeaseExtended',
+        reqId,
+        owner: command.owner,
+        attempt: command.attempt,
+        leaseUntil: at + command.leaseMs,
+        at,
+      };
+    case 'Release':
+      return { type: 'RequestReleased', reqId, owner: command.owner, attempt: command.attempt, at };
     case 'Expire':
       return { type: 'RequestExpired', reqId, at };
     case 'Cancel':
@@ -112,19 +183,24 @@ const refusal = (state: RequestState, command: RequestCommand, event: RequestEve
 /** What a command comes to: its events and the state they leave the request in. */
 export type RequestDecision = { readonly events: readonly RequestEvent[]; readonly state: RequestState };
 
+/** Asking for what already holds changes nothing and is no error: two servers may expire or cancel at once. */
+const alreadyHolds = (state: RequestState, command: RequestCommand): boolean =>
+  (command.type === 'Expire' && state.status === 'expired') ||
+  (command.type === 'Cancel' && state.status === 'cancelled');
+
 /**
  * Decides what a command means for a request in `state`: the events to append and the state they lead to, or why it
  * is refused. The request machine is asked whether it accepts each event (its step is the fold itself), so the
- * lifecycle rules live in one place. A submit that may start at once is also a `StartAttempt` on the state its own
- * event leaves, when the machine allows it there (otherwise the request is only queued, and a worker takes it from
- * the queue later).
+ * lifecycle rules live in one place. A submit that may start at once is also a start on the state its own event
+ * leaves, when the machine allows it there (otherwise the request is only queued, and a worker takes it later).
  */
 export const decideRequest = (state: RequestState, command: RequestCommand): RequestDecision | LifecycleViolation => {
+  if (alreadyHolds(state, command)) return { events: [], state };
   const event = eventFor(state, command);
   const next = tryEvolve(state, event);
   if (next === undefined) return refusal(state, command, event);
-  if (command.type !== 'Submit' || command.startNow !== true) return { events: [event], state: next };
-  const start = eventFor(next, { type: 'StartAttempt', reqId: command.reqId, now: command.now });
+  if (command.type !== 'Submit' || command.startNow === undefined) return { events: [event], state: next };
+  const start = startOf(next, command.reqId, command.now, command.startNow);
   const started = tryEvolve(next, start);
   return started === undefined ? { events: [event], state: next } : { events: [event, start], state: started };
 };

@@ -23,11 +23,38 @@ export type RequestQueued = {
   readonly idempotencyKey?: string | undefined;
   /** What identifies the submit's body (a hash): a repeat with the same key must carry the same. */
   readonly requestHash?: string | undefined;
+  /** How many attempts the request may take before it fails for good (absent in events of older versions). */
+  readonly maxAttempts?: number | undefined;
 };
 
+/**
+ * A worker took the request: `owner` (the process) holds it until `leaseUntil` unless it extends the lease; once the
+ * lease has lapsed another worker may take it over. Events of older versions carry neither.
+ */
 export type RequestProcessingStarted = {
   readonly type: 'RequestProcessingStarted';
   readonly reqId: string;
+  readonly attempt: number;
+  readonly at: number;
+  readonly owner?: string | undefined;
+  readonly leaseUntil?: number | undefined;
+};
+
+/** The owner of the current attempt keeps it longer. */
+export type RequestLeaseExtended = {
+  readonly type: 'RequestLeaseExtended';
+  readonly reqId: string;
+  readonly owner: string;
+  readonly attempt: number;
+  readonly leaseUntil: number;
+  readonly at: number;
+};
+
+/** The owner of the current attempt gives it back unfinished (its process stops): it waits for a worker again. */
+export type RequestReleased = {
+  readonly type: 'RequestReleased';
+  readonly reqId: string;
+  readonly owner: string;
   readonly attempt: number;
   readonly at: number;
 };
@@ -39,6 +66,8 @@ export type RequestAttemptFailed = {
   readonly reason: string;
   readonly retryAt: number;
   readonly at: number;
+  /** The worker that ran the attempt (absent in events of older versions). */
+  readonly owner?: string | undefined;
 };
 
 export type RequestCompleted = {
@@ -54,6 +83,9 @@ export type RequestCompleted = {
   readonly finishReason?: string | undefined;
   /** `message`: the stored response is the assistant message as JSON (it calls tools); absent: the text itself. */
   readonly output?: 'message' | undefined;
+  /** The worker and attempt that answered (absent in events of older versions). */
+  readonly owner?: string | undefined;
+  readonly attempt?: number | undefined;
 };
 
 export type RequestFailed = {
@@ -61,6 +93,9 @@ export type RequestFailed = {
   readonly reqId: string;
   readonly reason: string;
   readonly at: number;
+  /** The worker that gave it up, and the attempt it gave up after (absent in events of older versions). */
+  readonly owner?: string | undefined;
+  readonly attempt?: number | undefined;
 };
 
 export type RequestExpired = {
@@ -79,6 +114,8 @@ export type RequestCancelled = {
 export type RequestEvent =
   | RequestQueued
   | RequestProcessingStarted
+  | RequestLeaseExtended
+  | RequestReleased
   | RequestAttemptFailed
   | RequestCompleted
   | RequestFailed

@@ -1,6 +1,7 @@
 import { assign, setup } from 'xstate';
 import { contextChangeOf } from './contextUpdates.js';
 import type { RequestEvent } from './events.js';
+import { attemptsRemain, holdsLease, isDueAt, isExpiredAt, leaseLapsedAt } from './rules.js';
 
 /**
  * What the log knows of one request, folded from its events. Text payloads are not here (see events.ts).
@@ -35,6 +36,11 @@ export type RequestContext = {
   readonly outputTokens?: number;
   readonly finishReason?: string;
   readonly output?: 'message';
+  /** The process that holds the current (or last) attempt, and until when (see RequestProcessingStarted). */
+  readonly owner?: string;
+  readonly leaseUntil?: number;
+  /** Attempts the request may take before it fails for good. */
+  readonly maxAttempts?: number;
 };
 
 const emptyContext: RequestContext = {
@@ -57,6 +63,11 @@ const emptyContext: RequestContext = {
  * No timers: expiry and retries are events that carry the clock's time, so folding the log is deterministic.
  * Work may start or finish only before the request's expiry time; expiry is allowed only at or after it. A cancelled
  * request takes no further work and no result: an answer arriving after the cancellation is refused, so dropped.
+ *
+ * Work is leased: a start names its owner and the lease's end. Only the owner of the current attempt may extend it,
+ * give it back, or record its outcome (a worker whose lease was taken over records nothing); another worker may take
+ * the request over only once the lease has lapsed. A failed attempt is retried only while attempts remain; past them
+ * the request fails for good. (rules.ts holds these facts; events of older versions carry no lease and no bound.)
  */
 export const requestMachine = setup({
   types: {
@@ -64,8 +75,16 @@ export const requestMachine = setup({
     events: {} as RequestEvent,
   },
   guards: {
-    beforeExpiry: ({ context, event }) => event.at < context.expiresAt,
-    atOrAfterExpiry: ({ context, event }) => event.at >= context.expiresAt,
+    beforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at),
+    atOrAfterExpiry: ({ context, event }) => isExpiredAt(context, event.at),
+    dueBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && isDueAt(context, event.at),
+    lapsedBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && leaseLapsedAt(context, event.at),
+    heldBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && holdsLease(context, event),
+    held: ({ context, event }) => holdsLease(context, event),
+    heldWithAttemptsLeft: ({ context, event }) => holdsLease(context, event) && attemptsRemain(context),
+    heldOrLapsedWithoutAttemptsLeft: ({ context, event }) =>
+      (holdsLease(context, event) || leaseLapsedAt(context, event.at)) &&
+      (context.maxAttempts === undefined || !attemptsRemain(context)),
   },
   actions: {
     // Every accepted event changes the data the same way, defined once in contextUpdates.ts; XState merges it.
@@ -88,21 +107,25 @@ export const requestMachine = setup({
       states: {
         waiting: {
           on: {
-            RequestProcessingStarted: { guard: 'beforeExpiry', target: 'processing', actions: 'update' },
+            RequestProcessingStarted: { guard: 'dueBeforeExpiry', target: 'processing', actions: 'update' },
           },
         },
         processing: {
           on: {
-            // A worker picks the request up again after the process died mid-attempt.
+            // Another worker takes the request over once the lease of the one that had it lapsed (its process died).
             RequestProcessingStarted: {
-              guard: 'beforeExpiry',
+              guard: 'lapsedBeforeExpiry',
               target: 'processing',
               reenter: true,
               actions: 'update',
             },
-            RequestAttemptFailed: { target: 'waiting', actions: 'update' },
-            RequestCompleted: { guard: 'beforeExpiry', target: '#request.completed', actions: 'update' },
-            RequestFailed: { target: '#request.failed', actions: 'update' },
+            RequestLeaseExtended: { guard: 'heldBeforeExpiry', actions: 'update' },
+            RequestReleased: { guard: 'held', target: 'waiting', actions: 'update' },
+            RequestAttemptFailed: { guard: 'heldWithAttemptsLeft', target: 'waiting', actions: 'update' },
+            RequestCompleted: { guard: 'heldBeforeExpiry', target: '#request.completed', actions: 'update' },
+            // Given up: by the worker whose last attempt failed, or by the one that finds a lapsed lease and no
+            // attempt left to take it over with.
+            RequestFailed: { guard: 'heldOrLapsedWithoutAttemptsLeft', target: '#request.failed', actions: 'update' },
           },
         },
       },

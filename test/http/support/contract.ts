@@ -1,7 +1,13 @@
 import { afterEach, beforeEach, expect } from 'vitest';
-import type { Config } from '../../../src/config.js';
 import { ManualClock } from '../../../src/ports/Clock.js';
-import { type CallInit, listen, requestInit, startTestApp, type TestApp } from '../../support/testApp.js';
+import {
+  type CallInit,
+  listen,
+  requestInit,
+  startTestApp,
+  type TestApp,
+  type TestConfig,
+} from '../../support/testApp.js';
 import { assertMatchesOpenApi } from './openapi.js';
 
 /**
@@ -10,7 +16,7 @@ import { assertMatchesOpenApi } from './openapi.js';
  */
 
 /** Models for every case: instant, one that is still working when polled, and one that always times out. */
-export const contractConfig: Partial<Config> = {
+export const contractConfig: TestConfig = {
   models: [
     { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
     { id: 'slow', provider: 'echo', delayMs: 60_000, timeoutMs: 120_000 },

@@ -3,7 +3,7 @@ import type fc from 'fast-check';
 import { AppConfig } from '../../../src/app/AppConfig.js';
 import { Committer, createCommitter } from '../../../src/app/Committer.js';
 import { Models, type ModelsShape } from '../../../src/app/Models.js';
-import { createProcessor, Processor } from '../../../src/app/Processor.js';
+import { createProcessor, Processor } from '../../../src/app/processing/Processor.js';
 import { Requests, RequestsLayer, type RequestsShape } from '../../../src/app/Requests.js';
 import { createSweeper } from '../../../src/app/Sweeper.js';
 import type { Config } from '../../../src/config.js';
@@ -85,6 +85,7 @@ export const startSimNode = (deps: {
     log,
     concurrency: deps.config.processing.concurrency,
     policy: { ...defaultRetryPolicy, maxAttempts: deps.config.processing.maxAttempts },
+    leaseMs: deps.config.processing.leaseSeconds * 1000,
   });
   const requests = Effect.runSync(
     Effect.gen(function* () {
@@ -120,8 +121,8 @@ export const startSimNode = (deps: {
       unapplied = [];
       clearInterval(sweep);
       // Its synchronous part aborts every model call and clears the pool's timers; the rest waits on commits that
-      // will never answer a dead process, so it is not awaited.
-      void processor.stop();
+      // will never answer a dead process, so it is not awaited. A dead process gives nothing back: its leases lapse.
+      void processor.stop({ release: false });
       void committer.stop();
     },
   };

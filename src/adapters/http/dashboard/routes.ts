@@ -13,6 +13,7 @@ import { fitsIdBound } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
 import type { RequestPage, StoreShape } from '../../../ports/Store.js';
+import { dayStartOf } from '../../../storage/projection.js';
 import { plural } from '../../dashboard/format.js';
 import {
   dashboardAssetPaths,
@@ -27,7 +28,6 @@ import {
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
-import { dayStartOf } from '../../lmdb/projection.js';
 import { FormTooLarge, readForm } from './formBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {

@@ -1,8 +1,8 @@
-import { type Command, type DecisionReads, decideCommand, isRefusal } from '../../domain/commands.js';
-import type { DomainEvent, StoredEvent } from '../../domain/events.js';
-import { isRequestEvent } from '../../domain/request/events.js';
-import { initialRequestState, isQueued, type RequestState } from '../../domain/request/state.js';
-import type { CommandOutcome } from '../../ports/Store.js';
+import { type Command, type DecisionReads, decideCommand, isRefusal } from '../domain/commands.js';
+import type { DomainEvent, StoredEvent } from '../domain/events.js';
+import { isRequestEvent } from '../domain/request/events.js';
+import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
+import type { CommandOutcome } from '../ports/Store.js';
 import { projectAccountEvent, projectRequestChange, type ViewAccess } from './projection.js';
 
 /** What a batch is written through: the views and indexes, and the log, all in one transaction. */
@@ -49,12 +49,29 @@ export const writeBatch = (
   const keysTaken = new Map<string, string>();
   /** How many requests earlier commands of this batch queued (or settled, negative) per account. */
   const queuedDeltas = new Map<string, number>();
+  /** How many requests earlier commands of this batch started (or ended, negative) per model. */
+  const processingDeltas = new Map<string, number>();
+  let madeWaiting = false;
+  /** Whether an earlier command of the batch moved the request elsewhere than `status` (the indexes lag behind). */
+  const movedFrom = (reqId: string, status: RequestState['status']) => {
+    const entry = touched.get(reqId);
+    return entry !== undefined && entry.after.status !== status;
+  };
   const reads: DecisionReads = {
     ...target.reads,
     request: (reqId) => entryOf(reqId).after,
     idempotentRequest: (accountId, key) =>
       keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
     queuedCount: (accountId) => target.reads.queuedCount(accountId) + (queuedDeltas.get(accountId) ?? 0),
+    queuedOf: function* (accountId) {
+      for (const entry of target.reads.queuedOf(accountId)) if (!movedFrom(entry.reqId, 'waiting')) yield entry;
+    },
+    lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
+    processingCount: (model) => target.reads.processingCount(model) + (processingDeltas.get(model) ?? 0),
+    anyWaiting: () => madeWaiting || target.reads.anyWaiting(),
+  };
+  const count = (deltas: Map<string, number>, key: string, delta: number) => {
+    if (delta !== 0) deltas.set(key, (deltas.get(key) ?? 0) + delta);
   };
   const logged: StoredEvent[] = [];
   let seq = lastSeq;
@@ -83,17 +100,19 @@ export const writeBatch = (
       event.seq = ++seq;
       logged.push(event);
     }
-    const request = decision.request;
-    if (request !== undefined) {
+    for (const request of decision.requests ?? []) {
       const entry = entryOf(request.state.context.reqId);
-      const { idempotencyKey, accountId, reqId } = request.state.context;
+      const { idempotencyKey, accountId, reqId, model } = request.state.context;
+      const { status } = request.state;
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
-      const delta = Number(isQueued(request.state.status)) - Number(isQueued(entry.after.status));
-      if (delta !== 0) queuedDeltas.set(accountId, (queuedDeltas.get(accountId) ?? 0) + delta);
+      count(queuedDeltas, accountId, Number(isQueued(status)) - Number(isQueued(entry.after.status)));
+      count(processingDeltas, model, Number(status === 'processing') - Number(entry.after.status === 'processing'));
+      if (status === 'waiting') madeWaiting = true;
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;
-    } else for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);
+    }
+    for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);
     for (const { key, value } of decision.credentials ?? []) target.views.putCredential(key, value);
     outcomes.push({ events });
   }

@@ -1,4 +1,13 @@
-import type { QueuedEntry, StoreReads } from '../ports/Store.js';
+/** A request waiting for a worker, as the dispatch index holds it. */
+export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
+
+/** What a pick reads: the dispatch index, accounts in id order, each account's waiting requests by availability. */
+export type DispatchReads = {
+  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
+  queuedAccounts(after: string | undefined): Iterable<string>;
+  /** An account's requests waiting for a worker, earliest availability first. */
+  queuedOf(accountId: string): Iterable<QueuedEntry>;
+};
 
 export type DispatchState = {
   /** The account served last; the next pick starts after it (round robin). */
@@ -6,7 +15,7 @@ export type DispatchState = {
   /** Requests already being worked on (picked or claimed, their start not durable yet). */
   readonly running: ReadonlySet<string>;
   /** Requests in flight per model, against each model's own concurrency limit. */
-  readonly runningPerModel: ReadonlyMap<string, number>;
+  readonly runningOf: (model: string) => number;
 };
 
 export type DispatchLimits = {
@@ -34,10 +43,12 @@ const scanLimit = 256;
  * requests gets one worker turn per round, like an account with one. Within an account, requests go in the order
  * they became available; requests of a model at its concurrency limit are passed over for that account's next.
  */
-export const pickFairly = (reads: StoreReads, state: DispatchState, limits: DispatchLimits, now: number): Pick => {
+export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: DispatchLimits, now: number): Pick => {
   const picked: Picked[] = [];
   const taken = new Set<string>();
-  const perModel = new Map(state.runningPerModel);
+  /** Requests of each model picked by this pick, on top of those running before it. */
+  const perModel = new Map<string, number>();
+  const runningNow = (model: string) => state.runningOf(model) + (perModel.get(model) ?? 0);
   let lastAccount = state.lastAccount;
   let nextAvailableAt: number | undefined;
   let leftBehind = false;
@@ -45,7 +56,7 @@ export const pickFairly = (reads: StoreReads, state: DispatchState, limits: Disp
   const eligible = (entry: QueuedEntry) =>
     !state.running.has(entry.reqId) &&
     !taken.has(entry.reqId) &&
-    (perModel.get(entry.model) ?? 0) < limits.modelLimit(entry.model);
+    runningNow(entry.model) < limits.modelLimit(entry.model);
 
   // One cursor per account for the whole pick: later rounds continue where the last one stopped.
   const cursors = new Map<string, { entries: Iterator<QueuedEntry>; scanned: number; done: boolean }>();

@@ -1,4 +1,4 @@
-import type { AccountEvent } from '../../domain/account/events.js';
+import type { AccountEvent } from '../domain/account/events.js';
 import {
   type AccountState,
   evolveAccount,
@@ -6,8 +6,8 @@ import {
   evolveSession,
   type KeyState,
   type SessionState,
-} from '../../domain/account/state.js';
-import { isQueued, type RequestState } from '../../domain/request/state.js';
+} from '../domain/account/state.js';
+import { isQueued, type RequestState } from '../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName =
@@ -25,7 +25,8 @@ export type IndexKey = string | number | (string | number)[];
  * arrive and settle in bursts that share milliseconds, so a batch rewrites a few groups instead of writing and
  * deleting one entry per request.
  * - `expiry`: requests not expired yet, by expiry time (what the sweeper expires next);
- * - `processing`: requests being worked on, by the start time of their attempt (what a restart must take up again).
+ * - `processing`: requests being worked on, by the end of their attempt's lease (what another worker may take over
+ *   once it has lapsed).
  */
 export type GroupName = 'expiry' | 'processing';
 
@@ -60,6 +61,8 @@ export interface ViewAccess {
   addQueued(accountId: string, delta: number): void;
   /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
   addUsage(accountId: string, day: number, usage: DailyUsage): void;
+  /** Changes how many requests of the model are being processed, in all processes (what its bound limits). */
+  addProcessing(model: string, delta: number): void;
 }
 
 /** Tokens an account's completed requests read and wrote in one day. */
@@ -115,7 +118,9 @@ const moveIdempotencyEntry = (views: ViewAccess, before: RequestState, after: Re
 /** The group of each grouped index a request in `state` belongs to, if any. */
 export const groupOf: { readonly [G in GroupName]: (state: RequestState) => number | undefined } = {
   expiry: (state) => (state.status === 'none' || state.status === 'expired' ? undefined : state.context.expiresAt),
-  processing: (state) => (state.status === 'processing' ? state.context.startedAt : undefined),
+  // By the end of its attempt's lease (older requests, without one: by its start), so lapsed leases come first.
+  processing: (state) =>
+    state.status === 'processing' ? (state.context.leaseUntil ?? state.context.startedAt) : undefined,
 };
 
 const sameKey = (a: IndexKey | undefined, b: IndexKey | undefined): boolean => {
@@ -161,6 +166,8 @@ export const projectRequestChange = (
   moveGroup(views, 'processing', before, after);
   const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
   if (queued !== 0) views.addQueued(after.context.accountId, queued);
+  const processing = Number(after.status === 'processing') - Number(before.status === 'processing');
+  if (processing !== 0) views.addProcessing(after.context.model, processing);
   // Completed within this change (it may have expired in the same batch too).
   if (before.context.completedAt === undefined && after.context.completedAt !== undefined) {
     const used = usageOf(after);

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import { Context, Effect, Layer, Option } from 'effect';
+import type { Logger } from 'pino';
+import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
+import { AppClock, type ClockShape } from '../../ports/Clock.js';
+import { Log } from '../../ports/Logger.js';
+import { Store, type StoreShape } from '../../ports/Store.js';
+import { AppConfig } from '../AppConfig.js';
+import { Committer, type CommitterShape } from '../Committer.js';
+import { LiveOutput, type LiveOutputShape } from '../LiveOutput.js';
+import { Metrics, type MetricsShape } from '../Metrics.js';
+import { Models, type ModelsShape } from '../Models.js';
+import type { ModelInput } from '../storedInput.js';
+import { type Attempt, createAttemptRunner, logAttemptFault } from './attempts.js';
+import { createDispatcher } from './dispatcher.js';
+import { hasDueWork } from './dueWork.js';
+import { createLeaseKeeper } from './leaseKeeper.js';
+import { createModelCaller } from './modelCall.js';
+import { createSlots } from './slots.js';
+import { createWaiters } from './waiters.js';
+
+/** What a submit may start under when a worker of this process is free for it (the store decides whether it does). */
+export type StartNow = { readonly owner: string; readonly leaseMs: number; readonly modelLimit?: number | undefined };
+
+export interface ProcessorShape {
+  /** There may be work to take (a restart, a change by another process). Cheap; coalesced. */
+  wake(): void;
+  /**
+   * Before a submit: a worker of this process, held for the new request, and the lease its submit may start it
+   * under; undefined when none is free (then the request only queues). Say how it went with `submitted`.
+   */
+  reserve(model: string): StartNow | undefined;
+  /**
+   * The submit was written (or failed: `started` undefined). Started: its first attempt is durable, the worker held
+   * for it calls the model now with the input in hand. Otherwise the held worker (if `reserved`) is let go, and the
+   * queue is looked at, as the request now waits in it.
+   */
+  submitted(
+    reqId: string,
+    model: string,
+    reserved: boolean,
+    started: { readonly attempt: number; readonly input: ModelInput } | undefined,
+  ): void;
+  /** The request was cancelled (durably): a model call in flight for it is aborted; its waiters are told. */
+  cancelled(reqId: string): void;
+  /** Resolves when an outcome of the request is durable here, after `timeoutMs`, or when `signal` aborts. Only a hint
+   * to look again: the caller reads the request's state. */
+  outcome(reqId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** Attempts this process runs right now (from their durable start until their outcome is durable). */
+  inFlight(): number;
+  /** Resolves when this process runs nothing and nothing is due now (for tests and graceful shutdown). */
+  idle(): Promise<void>;
+  /** Takes no new work from now on (a stopping server lets the calls in flight finish, and starts nothing more). */
+  stopTakingWork(): void;
+}
+
+export class Processor extends Context.Service<Processor, ProcessorShape>()('airs/Processor') {}
+
+export type ProcessorDeps = {
+  readonly store: StoreShape;
+  readonly committer: CommitterShape;
+  readonly models: ModelsShape;
+  readonly clock: ClockShape;
+  readonly log: Logger;
+  readonly concurrency: number;
+  readonly policy: RetryPolicy;
+  /** How long a start holds the request for this process unless renewed (renewed every third of it). */
+  readonly leaseMs: number;
+  /** This process's name on the leases it takes (new at every start). */
+  readonly owner?: string;
+  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
+  readonly live?: LiveOutputShape | undefined;
+};
+
+/** Events after which work may be due that was not, or a model may have room it did not have. */
+const freesOrQueues: ReadonlySet<string> = new Set([
+  'RequestQueued',
+  'RequestAttemptFailed',
+  'RequestReleased',
+  'RequestCompleted',
+  'RequestFailed',
+  'RequestCancelled',
+  'RequestExpired',
+]);
+
+/** How often calls in flight are checked for a cancel made by another process. */
+const otherCancelCheckMs = 1_000;
+
+/** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
+export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
+
+/**
+ * The worker pool, in small parts: `slots` (this process's workers), the `dispatcher` (when to take work, and taking
+ * it with a `Claim` decided inside the store's write), the `caller` (model calls with timeout and abort), the attempt
+ * `runner` (from a durable start to a durable outcome, fenced by the lease), the `leaseKeeper` (renewals), and
+ * `waiters` (callers waiting for an outcome). A model is called only after its attempt's start is on disk, and at
+ * most once per recorded attempt. Nothing about the queue lives here: a restart, or another process, continues from
+ * the store (leases lapse, and lapsed leases are taken over).
+ */
+export const createProcessor = (deps: ProcessorDeps) => {
+  const { store, committer, clock, log } = deps;
+  const owner = deps.owner ?? newOwner();
+  const slots = createSlots(deps.concurrency);
+  const waiters = createWaiters();
+  const caller = createModelCaller(deps.live);
+  const modelLimits: Record<string, number> = {};
+  for (const id of deps.models.ids()) {
+    const limit = deps.models.get(id)?.config.maxConcurrency;
+    if (limit !== undefined) modelLimits[id] = limit;
+  }
+  /** Attempts this process runs, until their outcome is durable. */
+  const working = new Map<string, Attempt & { done: Promise<void> }>();
+  /** Requests cancelled while their start was being recorded, before their model call began: it never begins. */
+  const cancelledEarly = new Set<string>();
+  let stoppedTaking = false;
+  let stopped = false;
+  const takesNoWork = () => stoppedTaking || stopped;
+  let idleWaiters: (() => void)[] = [];
+
+  const runner = createAttemptRunner({
+    store,
+    committer,
+    models: deps.models,
+    clock,
+    log,
+    owner,
+    policy: deps.policy,
+    caller,
+    metrics: deps.metrics,
+    cancelledEarly: (reqId) => cancelledEarly.has(reqId),
+    workerFree: () => {
+      slots.letGo();
+      dispatcher.schedule();
+    },
+  });
+
+  const settleIdle = () => {
+    if (idleWaiters.length === 0 || working.size > 0) return;
+    store.reads.refresh();
+    if (!stopped && !stoppedTaking && hasDueWork(store.reads, clock.now())) return;
+    for (const resolve of idleWaiters.splice(0)) resolve();
+  };
+
+  /** Runs an attempt whose worker is held and whose start is durable. */
+  const run = (attempt: Attempt, known?: ModelInput) => {
+    const done = runner(attempt, known)
+      .catch((error: unknown) => {
+        // A write failed: the request is still processing under this lease, or waiting; it is looked at again.
+        logAttemptFault(log, attempt.reqId, error);
+        dispatcher.wakeAfterFault();
+      })
+      .finally(() => {
+        working.delete(attempt.reqId);
+        cancelledEarly.delete(attempt.reqId);
+        waiters.tell(attempt.reqId);
+        // The outcome is durable now (a retry waits in the queue with its `retryAt`): look at the queue again, so
+        // that the next pick sees it and sets the timer for when it is due.
+        dispatcher.schedule();
+        settleIdle();
+      });
+    working.set(attempt.reqId, { ...attempt, done });
+  };
+
+  const dispatcher = createDispatcher({
+    store,
+    committer,
+    clock,
+    slots,
+    log,
+    claim: { owner, leaseMs: deps.leaseMs, modelLimits, policy: deps.policy },
+    takesNoWork,
+    run: ({ reqId, attempt }) => {
+      const model = store.reads.request(reqId)?.context.model ?? '';
+      run({ reqId, attempt, model });
+    },
+    giveBack: ({ reqId, attempt }) => {
+      slots.letGo();
+      void committer.send({ type: 'Release', reqId, owner, attempt, now: clock.now() }).catch(() => {});
+    },
+    gaveUp: (reqId) => {
+      waiters.tell(reqId);
+      settleIdle();
+    },
+  });
+
+  const leaseKeeper = createLeaseKeeper({
+    committer,
+    clock,
+    owner,
+    leaseMs: deps.leaseMs,
+    running: () => working.values(),
+    lost: (reqId) => caller.abort(reqId),
+  });
+
+  /**
+   * Whatever this process writes that can make work due, or free a model's place (a request queued, failed an
+   * attempt, given back, finished, cancelled, expired), has the queue looked at again once it is durable: work due but
+   * left for its model's bound waits for exactly such a change, and no timer would find it.
+   */
+  const stopHearing = committer.onCommitted((outcomes) => {
+    for (const outcome of outcomes)
+      if ('events' in outcome && outcome.events.some((event) => freesOrQueues.has(event.type))) {
+        dispatcher.schedule();
+        return;
+      }
+  });
+
+  /**
+   * A cancel made by another process (`airs requests cancel`, another server) reaches this one through the store:
+   * while calls worth aborting run, their requests are looked at once a second, and a cancelled one's call is aborted.
+   */
+  const cancelWatch = setInterval(() => {
+    let refreshed = false;
+    for (const reqId of caller.abortable()) {
+      if (!refreshed) {
+        store.reads.refresh();
+        refreshed = true;
+      }
+      if (store.reads.request(reqId)?.status === 'cancelled') caller.abort(reqId);
+    }
+  }, otherCancelCheckMs);
+  cancelWatch.unref();
+
+  const reserve: ProcessorShape['reserve'] = (model) => {
+    if (takesNoWork() || !slots.hold()) return undefined;
+    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model] };
+  };
+
+  const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started) => {
+    if (started !== undefined && reserved) return run({ reqId, attempt: started.attempt, model }, started.input);
+    if (reserved) slots.letGo();
+    // The request waits in the queue now: look at it.
+    dispatcher.schedule();
+  };
+
+  const cancelled: ProcessorShape['cancelled'] = (reqId) => {
+    if (!caller.abort(reqId) && working.has(reqId)) cancelledEarly.add(reqId);
+    waiters.tell(reqId);
+  };
+
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      idleWaiters.push(resolve);
+      dispatcher.schedule();
+      // Taking no work, the pool schedules no pick that would settle it.
+      settleIdle();
+    });
+
+  /**
+   * Stops: aborts every model call and records nothing for them. With `release` (a clean stop), their attempts are
+   * given back at once, so that another process takes them up without waiting for the leases to lapse; without it (a
+   * test's simulated crash), they lapse.
+   */
+  const stop = async ({ release = true }: { readonly release?: boolean } = {}) => {
+    stopped = true;
+    stopHearing();
+    dispatcher.stop();
+    leaseKeeper.stop();
+    clearInterval(cancelWatch);
+    caller.stop();
+    const running = [...working.values()];
+    await Promise.allSettled(running.map((attempt) => attempt.done));
+    if (release) {
+      const now = clock.now();
+      await Promise.allSettled(
+        running.map(({ reqId, attempt }) => committer.send({ type: 'Release', reqId, owner, attempt, now })),
+      );
+    }
+    for (const resolve of idleWaiters.splice(0)) resolve();
+    idleWaiters = [];
+  };
+
+  return {
+    owner,
+    wake: dispatcher.schedule,
+    reserve,
+    submitted,
+    cancelled,
+    outcome: waiters.wait,
+    inFlight: () => working.size,
+    idle,
+    stopTakingWork: () => {
+      stoppedTaking = true;
+      settleIdle();
+    },
+    stop,
+  };
+};
+
+/** The pool as a layer: started when built (taking up whatever the store holds due), stopped with its scope. */
+export const ProcessorLayer = Layer.effect(
+  Processor,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    const processor = yield* Effect.acquireRelease(
+      Effect.gen(function* () {
+        return createProcessor({
+          store: yield* Store,
+          committer: yield* Committer,
+          models: yield* Models,
+          clock: yield* AppClock,
+          log: yield* Log,
+          concurrency: config.processing.concurrency,
+          policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
+          leaseMs: config.processing.leaseSeconds * 1000,
+          metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
+          live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
+        });
+      }),
+      (p) => Effect.promise(() => p.stop()),
+    );
+    processor.wake();
+    const { wake, reserve, submitted, cancelled, outcome, inFlight, idle, stopTakingWork } = processor;
+    return Processor.of({ wake, reserve, submitted, cancelled, outcome, inFlight, idle, stopTakingWork });
+  }),
+);

@@ -1,0 +1,160 @@
+import type { Logger } from 'pino';
+import { type Command, isRefusal } from '../../domain/commands.js';
+import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
+import { isExpiredAt } from '../../domain/request/rules.js';
+import type { ClockShape } from '../../ports/Clock.js';
+import type { Generation } from '../../ports/ModelProvider.js';
+import { StorageFault, type StoreShape } from '../../ports/Store.js';
+import type { CommitterShape } from '../Committer.js';
+import type { MetricsShape } from '../Metrics.js';
+import type { ModelsShape } from '../Models.js';
+import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
+import type { CallOutcome, ModelCaller } from './modelCall.js';
+
+/** How long an outcome whose write failed waits before it is written again. */
+const faultRetryMs = 1_000;
+
+/** An attempt this process runs: the request, its attempt number (the lease is for it), and its model. */
+export type Attempt = { readonly reqId: string; readonly attempt: number; readonly model: string };
+
+/** A model's answer as the command that records it: the stored answer, its usage and how it ended. */
+const successOf = (attempt: Attempt, owner: string, generation: Generation, now: number): Command => {
+  const answer = storedAnswerOf(generation);
+  return {
+    type: 'RecordSuccess',
+    reqId: attempt.reqId,
+    responseChars: answer.text.length,
+    response: answer.text,
+    inputTokens: generation.usage?.inputTokens,
+    outputTokens: generation.usage?.outputTokens,
+    finishReason: generation.finishReason === 'stop' ? undefined : generation.finishReason,
+    output: answer.output,
+    owner,
+    attempt: attempt.attempt,
+    now,
+  };
+};
+
+const outcomeLabel = (outcome: CallOutcome) =>
+  outcome.ok ? 'completed' : outcome.reason.startsWith('timed out') ? 'timed_out' : 'failed';
+
+/**
+ * One attempt, from its durable start to its durable outcome: call the model once (the worker is let go as soon as it
+ * answers), then record the outcome in the name of the attempt's owner. The machine records it only while that owner
+ * still holds the attempt: a worker whose lease was taken over, or whose request was cancelled or expired meanwhile,
+ * records nothing, and says why at `info` (these are races of normal operation, not faults).
+ */
+export const createAttemptRunner = (deps: {
+  readonly store: StoreShape;
+  readonly committer: CommitterShape;
+  readonly models: ModelsShape;
+  readonly clock: ClockShape;
+  readonly log: Logger;
+  readonly owner: string;
+  readonly policy: RetryPolicy;
+  readonly caller: ModelCaller;
+  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
+  /** Cancelled while its start was being recorded: its model is never called. */
+  readonly cancelledEarly: (reqId: string) => boolean;
+  /** The model has answered (or the call ended): its worker is free. */
+  readonly workerFree: () => void;
+}) => {
+  const { store, committer, clock, log, owner } = deps;
+
+  /** What the attempt is given: the input the caller had in hand (a submit), or the request's stored input. */
+  const inputOf = (reqId: string, known: ModelInput | undefined): ModelInput | undefined => {
+    if (known !== undefined) return known;
+    const stored = store.reads.requestWithText(reqId);
+    return stored?.text === undefined ? undefined : modelInputOf(stored.text, stored.state.context.input);
+  };
+
+  /** Why an outcome was refused, read from the request as it is now. */
+  const refusedBecause = (reqId: string): 'cancelled' | 'expired' | 'taken over' => {
+    store.reads.refresh();
+    const state = store.reads.request(reqId);
+    if (state?.status === 'cancelled') return 'cancelled';
+    if (state === undefined || state.status === 'expired' || isExpiredAt(state.context, clock.now())) return 'expired';
+    return 'taken over';
+  };
+
+  /**
+   * Writes an outcome, again and again while the write fails (a full disk): the attempt stays this process's (its
+   * lease is renewed) until its outcome is on disk, as nobody else may take it over meanwhile. Undefined when the pool
+   * stopped first: the attempt is then given back.
+   */
+  const recordUntilWritten = async (command: Command) => {
+    for (;;) {
+      try {
+        return await committer.send(command);
+      } catch (error) {
+        logAttemptFault(log, command.type === 'Account' || command.type === 'Claim' ? '' : command.reqId, error);
+        if (deps.caller.stopped()) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, faultRetryMs));
+        if (deps.caller.stopped()) return undefined;
+      }
+    }
+  };
+
+  return async (attempt: Attempt, known: ModelInput | undefined): Promise<void> => {
+    const { reqId } = attempt;
+    let outcome: CallOutcome;
+    let seconds = 0;
+    try {
+      const model = deps.models.get(attempt.model);
+      const input = inputOf(reqId, known);
+      if (model === undefined) outcome = { ok: false, reason: 'model is no longer configured' };
+      else if (input === undefined) outcome = { ok: false, reason: 'prompt is missing' };
+      else if (deps.cancelledEarly(reqId)) outcome = { ok: false, reason: 'cancelled' };
+      else {
+        deps.metrics?.attemptStarted(attempt.model);
+        const calledAt = performance.now();
+        outcome = await deps.caller.call(reqId, model, input);
+        seconds = (performance.now() - calledAt) / 1000;
+      }
+    } finally {
+      deps.workerFree();
+    }
+    // Stopping: record nothing; the attempt is given back (or its lease lapses) and another worker takes it up.
+    if (deps.caller.stopped()) return;
+    const now = clock.now();
+    const refusal = await recordUntilWritten(
+      outcome.ok
+        ? successOf(attempt, owner, outcome.generation, now)
+        : {
+            type: 'RecordFailure',
+            reqId,
+            reason: outcome.reason,
+            policy: deps.policy,
+            now,
+            owner,
+            attempt: attempt.attempt,
+          },
+    );
+    if (refusal === undefined) return;
+    if (!isRefusal(refusal)) {
+      deps.metrics?.attemptEnded(
+        attempt.model,
+        outcomeLabel(outcome),
+        seconds,
+        outcome.ok ? outcome.generation.usage : undefined,
+      );
+      if (!outcome.ok) log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
+      return;
+    }
+    const why = refusedBecause(reqId);
+    deps.metrics?.attemptEnded(attempt.model, why === 'taken over' ? 'taken_over' : why, seconds);
+    if (why === 'cancelled') log.info({ reqId }, 'result dropped: the request was cancelled');
+    else if (why === 'taken over') log.info({ reqId }, 'result dropped: another worker took the request over');
+    else {
+      log.info({ reqId }, 'result dropped: the request expired before its model answered');
+      // Expired now rather than by the sweeper: it would otherwise stay "processing" with nobody working on it.
+      await committer.send({ type: 'Expire', reqId, now: clock.now() });
+    }
+  };
+};
+
+/** A write that failed because of the disk is said once by StorageHealth; anything else is a fault. */
+export const logAttemptFault = (log: Logger, reqId: string, error: unknown) => {
+  if (error instanceof StorageFault) log.warn({ reqId, reason: error.message }, 'processing paused: write failed');
+  else log.error({ reqId, err: error }, 'processing fault');
+};

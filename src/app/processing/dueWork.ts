@@ -1,0 +1,43 @@
+import type { StoreReads } from '../../ports/Store.js';
+
+/** How far into one account's waiting requests these reads look (a claim looks as far; the rest waits its turn). */
+const scanLimit = 256;
+
+/**
+ * Whether a claim could take anything now: a waiting request that is available, or a request whose lease lapsed.
+ * Read before a claim is written, so that an idle pool does not write empty claims.
+ */
+export const hasDueWork = (reads: StoreReads, now: number): boolean => {
+  for (const accountId of reads.queuedAccounts(undefined)) {
+    for (const entry of reads.queuedOf(accountId)) {
+      if (entry.availableAt <= now) return true;
+      break;
+    }
+  }
+  return reads.lapsedLeases(now, 1).length > 0;
+};
+
+/**
+ * The earliest time after `now` at which work becomes due without anything else happening: a waiting request's
+ * availability (the end of a retry's backoff) or a lease's end (its worker may have died). Work due already but not
+ * taken (its model at its bound) is taken when a worker of that model ends, not by this timer.
+ */
+export const nextDueAt = (reads: StoreReads, now: number): number | undefined => {
+  let earliest: number | undefined;
+  const consider = (at: number) => {
+    if (at > now && (earliest === undefined || at < earliest)) earliest = at;
+  };
+  for (const accountId of reads.queuedAccounts(undefined)) {
+    let scanned = 0;
+    for (const entry of reads.queuedOf(accountId)) {
+      if (entry.availableAt > now) {
+        consider(entry.availableAt);
+        break;
+      }
+      if (++scanned >= scanLimit) break;
+    }
+  }
+  const leaseEnd = reads.nextLeaseEnd(now);
+  if (leaseEnd !== undefined) consider(leaseEnd);
+  return earliest;
+};

@@ -1,0 +1,106 @@
+import { LifecycleViolation } from './errors.js';
+import { type DispatchReads, pickFairly } from './pickFairly.js';
+import { decideRequest, type RequestDecision } from './request/decider.js';
+import type { RetryPolicy } from './request/retryPolicy.js';
+import { attemptsRemain, isExpiredAt } from './request/rules.js';
+import type { RequestState } from './request/state.js';
+
+/**
+ * A worker process takes work: up to `max` requests, each started under a lease of `leaseMs` in its name. Decided
+ * inside the store's write, against whatever every process has committed, so two processes never take the same
+ * request, and each model's bound holds across all of them. Requests whose lease lapsed (their process died) come
+ * first: they were started before anything in the queue; one with no attempt left fails for good instead. A process
+ * never takes over a lease of its own: what it holds it finishes or gives back itself (a lease may lapse while its
+ * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (pickFairly).
+ */
+export type Claim = {
+  readonly type: 'Claim';
+  readonly owner: string;
+  readonly now: number;
+  readonly leaseMs: number;
+  readonly max: number;
+  /** Each model's bound of requests being processed at once, in all processes (absent: none). */
+  readonly modelLimits: Readonly<Record<string, number>>;
+  /** The account this process served last: the pick starts after it. */
+  readonly after?: string | undefined;
+  /** Bounds requests that carry no attempt bound of their own (written by older versions). */
+  readonly policy: RetryPolicy;
+};
+
+/** What a claim reads, inside the write (with what earlier commands of the batch did). */
+export type ClaimReads = DispatchReads & {
+  request(reqId: string): RequestState | undefined;
+  /** Requests of this model being processed, in all processes. */
+  processingCount(model: string): number;
+  /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
+  lapsedLeases(now: number, limit: number): readonly string[];
+};
+
+/** How far a claim looks among lapsed leases (the rest wait for the next claim). */
+const lapsedScan = 256;
+
+export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] => {
+  const decisions: RequestDecision[] = [];
+  const taken = new Set<string>();
+  const perModel = new Map<string, number>();
+  const running = (model: string) => perModel.get(model) ?? reads.processingCount(model);
+  const limitOf = (model: string) => claim.modelLimits[model] ?? Number.POSITIVE_INFINITY;
+  const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
+  let started = 0;
+  /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
+  const expireIfDue = (state: RequestState) => {
+    if (!isExpiredAt(state.context, claim.now)) return;
+    const expired = decideRequest(state, { type: 'Expire', reqId: state.context.reqId, now: claim.now });
+    if (expired instanceof LifecycleViolation) return;
+    decisions.push(expired);
+    taken.add(state.context.reqId);
+  };
+
+  for (const reqId of reads.lapsedLeases(claim.now, lapsedScan)) {
+    const state = reads.request(reqId);
+    if (state === undefined || state.status !== 'processing' || state.context.owner === claim.owner) continue;
+    const { model } = state.context;
+    const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
+    if (!exhausted && (started >= claim.max || running(model) > limitOf(model))) continue;
+    const decision = exhausted
+      ? decideRequest(state, {
+          type: 'RecordFailure',
+          reqId,
+          reason: 'its worker stopped answering (the lease of its last attempt lapsed)',
+          policy: claim.policy,
+          now: claim.now,
+          owner: claim.owner,
+        })
+      : decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+    if (decision instanceof LifecycleViolation) {
+      expireIfDue(state);
+      continue;
+    }
+    decisions.push(decision);
+    taken.add(reqId);
+    // A takeover keeps its model's count (it was being processed and still is); a give-up frees one.
+    if (exhausted) perModel.set(model, running(model) - 1);
+    else started++;
+  }
+
+  if (started < claim.max) {
+    const pick = pickFairly(
+      reads,
+      { lastAccount: claim.after, running: taken, runningOf: running },
+      { free: claim.max - started, modelLimit: limitOf },
+      claim.now,
+    );
+    for (const { reqId, model } of pick.picked) {
+      const state = reads.request(reqId);
+      if (state === undefined) continue;
+      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+      if (decision instanceof LifecycleViolation) {
+        expireIfDue(state);
+        continue;
+      }
+      decisions.push(decision);
+      perModel.set(model, running(model) + 1);
+    }
+  }
+  return decisions;
+};

@@ -1,0 +1,33 @@
+import type { RequestContext } from './machine.js';
+
+/**
+ * The facts the request machine's guards are made of, each written once. Events of older versions lack the lease and
+ * the attempt bound: what cannot be judged from them is allowed, as it was when they were written, so old logs fold as
+ * they always did.
+ */
+
+/** A request is expired from the very millisecond its lifetime runs out, whether or not the log says so yet. */
+export const isExpiredAt = (context: Pick<RequestContext, 'expiresAt'>, at: number): boolean => at >= context.expiresAt;
+
+/** Waiting work may be taken only once it is available (its creation, or the end of its retry backoff). */
+export const isDueAt = (context: Pick<RequestContext, 'availableAt'>, at: number): boolean => at >= context.availableAt;
+
+/** The attempt's lease has run out (its worker is presumed dead): another may take the request over. */
+export const leaseLapsedAt = (context: Pick<RequestContext, 'leaseUntil'>, at: number): boolean =>
+  context.leaseUntil === undefined || at >= context.leaseUntil;
+
+/** The one who holds the current attempt: its owner, for this attempt (an earlier attempt's worker holds nothing). */
+export const holdsLease = (context: Pick<RequestContext, 'owner' | 'attempts'>, claim: object): boolean => {
+  if (context.owner === undefined) return true;
+  const { owner, attempt } = claim as { readonly owner?: string; readonly attempt?: number };
+  return owner === context.owner && (attempt === undefined || attempt === context.attempts);
+};
+
+/** Whether a failed attempt leaves another to take (`fallback`: the bound of requests that do not carry their own). */
+export const attemptsRemain = (
+  context: Pick<RequestContext, 'attempts' | 'maxAttempts'>,
+  fallback?: number,
+): boolean => {
+  const max = context.maxAttempts ?? fallback;
+  return max === undefined || context.attempts < max;
+};
