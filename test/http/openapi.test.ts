@@ -36,6 +36,7 @@ describe('the OpenAPI document', () => {
     expect(document.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(Object.keys(document.paths).filter((path) => path.startsWith('/v1/'))).toEqual([
       '/v1/ai',
+      '/v1/chat/completions',
       '/v1/models',
       '/v1/models/{id}',
       '/v1/responses',
@@ -75,6 +76,9 @@ describe('the OpenAPI document', () => {
           .filter(([method]) => method !== 'description')
           .map(([method, operation]) => [method, Object.keys(operation.responses)]),
       );
+    expect(methodsAndStatuses('/v1/chat/completions')).toEqual({
+      post: ['200', '400', '401', '403', '404', '408', '413', '422', '429', '431', '500', '503'],
+    });
     expect(methodsAndStatuses('/v1/models')).toEqual({ get: ['200', '401', '403', '408', '429', '431', '500', '503'] });
     expect(methodsAndStatuses('/v1/models/{id}')).toEqual({
       get: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
@@ -228,15 +232,19 @@ describe('the OpenAPI document', () => {
       completed_at: null,
       model: 'echo',
       output: [],
+      background: true,
       error: null,
       incomplete_details: null,
       instructions: null,
+      max_output_tokens: null,
       metadata: {},
-      parallel_tool_calls: false,
+      parallel_tool_calls: true,
       temperature: null,
+      text: { format: { type: 'text' } },
       tool_choice: 'auto',
       tools: [],
       top_p: null,
+      user: null,
       usage: null,
     };
     const create = { method: 'POST', path: '/v1/responses', status: 200, headers: headers(limits), body: response };
@@ -244,6 +252,19 @@ describe('the OpenAPI document', () => {
     expect(problems({ ...create, body: { ...response, status: 'done' } }).join()).toMatch(/status/);
     expect(problems({ ...create, body: { ...response, id: `req_${'a'.repeat(22)}` } }).join()).toMatch(/id/);
     expect(problems({ ...create, body: { ...response, usage: { total_tokens: 3 } } }).join()).toMatch(/usage/);
+    const failure = { code: 'server_error', message: 'failed', type: 'server_error', param: null };
+    expect(problems({ ...create, body: { ...response, status: 'failed', error: failure } })).toEqual([]);
+    expect(
+      problems({ ...create, body: { ...response, status: 'failed', error: { code: 'server_error', message: 'x' } } }),
+    ).not.toEqual([]);
+    // A stream is checked event by event against the events' schema.
+    const streamed = { ...create, headers: new Headers({ ...limits, 'content-type': 'text/event-stream' }) };
+    const created = { type: 'response.created', response, sequence_number: 0 };
+    const sse = (...events: unknown[]) => events.map((e) => `event: x\ndata: ${JSON.stringify(e)}\n\n`).join('');
+    expect(problems({ ...streamed, body: undefined, text: `: keep-alive\n\n${sse(created)}` })).toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: sse({ ...created, sequence_number: -1 }) })).not.toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: sse({ type: 'response.done', response }) })).not.toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: 'data: {' })).not.toEqual([]);
     expect(problems({ ...create, body: { request_id: `req_${'a'.repeat(22)}`, model: 'echo' } })).not.toEqual([]);
     const openAiError = {
       error: { message: 'input: is required', type: 'invalid_request_error', param: 'input', code: 'invalid_request' },
@@ -281,13 +302,14 @@ describe('the OpenAPI document', () => {
       const call = async (method: string, path: string, init: Parameters<typeof requestInit>[1] = {}) => {
         const answer = await fetcher(path, requestInit(method, init));
         const text = await answer.text();
-        const body = JSON.parse(text) as Record<string, unknown>;
+        const streamed = answer.headers.get('content-type')?.startsWith('text/event-stream') === true;
+        const body = (streamed ? {} : JSON.parse(text)) as Record<string, unknown>;
         const document = openApiDocument() as { paths: Record<string, unknown> };
         // Checked under a name without `%`, which ajv would read as percent-encoding in its JSON pointers.
         const pathname = new URL(path, 'http://airs.test').pathname.replaceAll('%', '_');
         const template = templates[pathname];
         if (template !== undefined) document.paths = { ...document.paths, [pathname]: document.paths[template] };
-        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body };
+        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body, text };
         expect(openApiChecker(document).problems(observed), `${method} ${path}: ${text}`).toEqual([]);
         return observed;
       };
@@ -352,7 +374,27 @@ describe('the OpenAPI document', () => {
         expect((await call('POST', '/v1/responses', { key, body: { model: 'echo', input: 5 } })).body).toMatchObject({
           error: { param: 'input', code: 'invalid_request' },
         });
-        expect((await call('POST', '/v1/responses', { key, body: { ...slowBody, stream: true } })).status).toBe(400);
+        // Streams: a create, a replay from an event on, and a failed request's.
+        const streamedCreate = await call('POST', '/v1/responses', {
+          key,
+          body: { model: 'echo', input: 'hi', stream: true },
+        });
+        expect(streamedCreate.text).toMatch(/event: response\.completed/);
+        const streamedId = /"id":"(resp_[A-Za-z0-9_-]+)"/.exec(streamedCreate.text)?.[1] ?? '';
+        known(streamedId);
+        const replay = await call('GET', `/v1/responses/${streamedId}?stream=true&starting_after=2`, { key });
+        expect(replay.text).toMatch(/^event: response\.content_part\.added/);
+        const failedStream = await call('POST', '/v1/responses', {
+          key,
+          body: { model: 'doomed', input: 'x', stream: true },
+        });
+        expect(failedStream.text).toMatch(/event: response\.failed/);
+        known(/"id":"(resp_[A-Za-z0-9_-]+)"/.exec(failedStream.text)?.[1] ?? '');
+        expect((await call('GET', `/v1/responses/${streamedId}?starting_after=2`, { key })).status).toBe(400);
+        const tools = [{ type: 'function', name: 'f', parameters: { type: 'object' } }];
+        expect((await call('POST', '/v1/responses', { key, body: { ...slowBody, tools } })).body).toMatchObject({
+          error: { param: 'tools' },
+        });
         expect((await call('POST', '/v1/responses', { key, body: 'x'.repeat(2000) })).status).toBe(413);
       } finally {
         await close();
