@@ -162,6 +162,6 @@ describe('the official openai SDK against airs', () => {
       .create({ model: 'echo', input: 'x', stream: true, tools: [{ type: 'web_search_preview' }] })
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((refused as OpenAI.BadRequestError).param).toBe('tools[0].type');
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('tools[0].type');
   });
 });
