@@ -209,6 +209,49 @@ describe('settings and tools sent upstream', () => {
   });
 });
 
+describe('references to earlier output items', () => {
+  it('reads an item_reference to an earlier Response’s message or function call as that item, and refuses another account’s', async () => {
+    const { app, upstream, post } = await start();
+    const said = await (await post({ model: 'gpt', input: 'hello' })).json();
+    const called = await (await post({ model: 'gpt', input: 'Paris', tools: [weatherTool] })).json();
+    const messageId = (said.output as { id: string }[])[0]?.id;
+    const callItem = (called.output as { id: string; call_id: string }[])[0];
+    const answer = await post({
+      model: 'gpt',
+      tools: [weatherTool],
+      input: [
+        { role: 'user', content: 'hello' },
+        { type: 'item_reference', id: messageId },
+        { role: 'user', content: 'Paris' },
+        { type: 'item_reference', id: callItem?.id },
+        { type: 'function_call_output', call_id: callItem?.call_id, output: 'sunny' },
+      ],
+    });
+    expect(answer.status).toBe(200);
+    expect(upstream.received.at(-1)?.messages).toEqual([
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'upstream says: hello' },
+      { role: 'user', content: 'Paris' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_2', content: 'sunny' },
+    ]);
+    // Another account's items are not there for this one.
+    const { key: strangerKey } = await app.account('enterprise');
+    const stranger = await app.call('POST', '/v1/responses', {
+      key: strangerKey,
+      body: { model: 'gpt', input: [{ type: 'item_reference', id: messageId }] },
+    });
+    expect(stranger.status).toBe(400);
+    expect(((await stranger.json()) as { error: { param: string } }).error.param).toBe('input[0].id');
+  });
+});
+
 describe('streams of an openai-provider model', () => {
   it('passes the upstream’s pieces on as deltas while the request runs', async () => {
     const { post } = await start();
@@ -342,7 +385,8 @@ describe('what /v1/responses refuses', () => {
       /input_image/,
     ],
     [{ input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] }, 'input[0].type', /reasoning/],
-    [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type', /references to stored items/],
+    [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].id', /no output item "msg_1"/],
+    [{ input: [{ type: 'item_reference' }] }, 'input[0].id', /id of an output item/],
     [{ input: [{ type: 'computer_call_output', call_id: 'c' }] }, 'input[0].type', /computer_call_output/],
   ])('refuses %j with 400 naming %s', async (fields, param, message) => {
     const { post } = await start();

@@ -3,7 +3,7 @@ import { lastUserText, textOfMessage } from '../../../app/storedInput.js';
 import { InvalidRequest } from '../../../domain/errors.js';
 import type { ChatMessage } from '../../../ports/ModelProvider.js';
 import { generationSettingsOf, invalid, isObject, type ResponseSettings } from './generationSettings.js';
-import { messagesOf } from './inputItems.js';
+import { type ItemResolver, messagesOf } from './inputItems.js';
 
 /**
  * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the
@@ -34,12 +34,12 @@ const flag = (body: Record<string, unknown>, field: string): boolean | InvalidRe
 
 /**
  * Reads a `POST /v1/responses` body as OpenAI's SDKs send it: `model`, `input` (a string, or a list of messages and
- * tool-call items, see inputItems.ts), optional `instructions` (a leading system message), `background`, `stream`,
+ * tool-call items, see inputItems.ts; `resolve` finds the items an `item_reference` names), optional `instructions` (a leading system message), `background`, `stream`,
  * and the generation settings (generationSettings.ts). Fields that do not change the answer (`store`, `metadata`,
  * `include`, `truncation`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`,
  * ...) are accepted and ignored; fields that would change it unseen are refused with the field named in `param`.
  */
-export const parseResponsesCreate = (body: unknown): ResponsesCreate | InvalidRequest => {
+export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): ResponsesCreate | InvalidRequest => {
   if (!isObject(body))
     return new InvalidRequest({ message: 'the body must be a JSON object with "model" and "input"' });
   if (body.model === undefined) return invalid('model', 'is required');
@@ -62,7 +62,7 @@ export const parseResponsesCreate = (body: unknown): ResponsesCreate | InvalidRe
     prompt = body.input;
     if (instructions !== undefined) messages = [{ role: 'user', content: prompt }];
   } else if (Array.isArray(body.input)) {
-    const read = messagesOf(body.input);
+    const read = messagesOf(body.input, resolve);
     if (read instanceof InvalidRequest) return read;
     messages = read;
     prompt = lastUserText(read);

@@ -7,9 +7,18 @@ import { invalid, isObject } from './generationSettings.js';
  * round trip. A run of `function_call` items becomes one assistant message with `tool_calls` (joined to the
  * assistant message just before it, if any), and each `function_call_output` a `tool` message, as chat completions
  * write a turn that calls tools. Fields the items carry when a client sends back a Response's output (`id`,
- * `status`, `annotations`, `phase`) are accepted; what airs cannot send a model (images, files, audio, references
- * to stored items, reasoning) is refused, naming the item.
+ * `status`, `annotations`, `phase`) are accepted. An `item_reference` to an output item of one of the account's
+ * Responses (what the Vercel AI SDK sends for an earlier answer by default) is read as that item; what airs cannot
+ * send a model (images, files, audio, reasoning, other references) is refused, naming the item.
  */
+
+/** An output item of an earlier Response, found by its id: the answer's text, or one of its function calls. */
+export type ReferencedItem =
+  | { readonly type: 'message'; readonly text: string }
+  | { readonly type: 'function_call'; readonly call: ToolCall };
+
+/** Finds an earlier Response's output item by its id (`msg_…`, `fc_…`), among those the caller may see. */
+export type ItemResolver = (id: string) => ReferencedItem | undefined;
 
 const roles: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'developer']);
 
@@ -40,22 +49,50 @@ const callIdOf = (value: unknown, param: string): string | InvalidRequest =>
     : invalid(param, 'must be a non-empty string of at most 256 characters');
 
 const unsupportedItem = (type: unknown): string => {
-  if (type === 'item_reference')
-    return 'references to stored items are not supported; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false)';
   if (type === 'reasoning') return 'reasoning items are not supported; leave them out';
   return `item type ${describe(type)} is not supported; airs takes messages, function_call and function_call_output`;
 };
 
 type Assistant = { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
 
+/** An `item_reference` read as the item it names. */
+const referenced = (
+  item: Record<string, unknown>,
+  at: string,
+  resolve: ItemResolver,
+): Record<string, unknown> | InvalidRequest => {
+  const id = item.id;
+  if (typeof id !== 'string' || id === '') return invalid(`${at}.id`, 'must be the id of an output item');
+  const found = id.length <= 300 ? resolve(id) : undefined;
+  if (found === undefined)
+    return invalid(
+      `${at}.id`,
+      `no output item ${JSON.stringify(id.slice(0, 100))} among this account's completed responses (they live 24 ` +
+        'hours); send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false)',
+    );
+  return found.type === 'message'
+    ? { type: 'message', role: 'assistant', content: found.text }
+    : {
+        type: 'function_call',
+        call_id: found.call.id,
+        name: found.call.function.name,
+        arguments: found.call.function.arguments,
+      };
+};
+
 /** The conversation an `input` list holds, or the item at fault. */
-export const messagesOf = (input: readonly unknown[]): ChatMessage[] | InvalidRequest => {
+export const messagesOf = (
+  input: readonly unknown[],
+  resolve: ItemResolver = () => undefined,
+): ChatMessage[] | InvalidRequest => {
   if (input.length === 0) return invalid('input', 'must not be an empty list');
   const messages: ChatMessage[] = [];
   const calls = new Set<string>();
-  for (const [i, item] of input.entries()) {
+  for (const [i, given] of input.entries()) {
     const at = `input[${i}]`;
-    if (!isObject(item)) return invalid(at, 'must be a message {"role": ..., "content": ...} or an item');
+    if (!isObject(given)) return invalid(at, 'must be a message {"role": ..., "content": ...} or an item');
+    const item = given.type === 'item_reference' ? referenced(given, at, resolve) : given;
+    if (item instanceof InvalidRequest) return item;
     if (item.type === undefined || item.type === 'message') {
       if (typeof item.role !== 'string' || !roles.has(item.role))
         return invalid(`${at}.role`, 'must be one of user, assistant, system, developer');

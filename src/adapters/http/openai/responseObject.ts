@@ -1,6 +1,7 @@
 import type { RequestView } from '../../../app/Requests.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
 import { defaultSettings, type ResponseSettings } from './generationSettings.js';
+import type { ReferencedItem } from './inputItems.js';
 
 /** Response ids are the request's id under OpenAI's prefix: `req_X` is answered as `resp_X`, and back. */
 export const responseIdOf = (reqId: string): string => (reqId.startsWith('req_') ? `resp_${reqId.slice(4)}` : reqId);
@@ -14,6 +15,30 @@ const suffixOf = (reqId: string) => (reqId.startsWith('req_') ? reqId.slice(4) :
 /** The ids of a Response's output items: its message, and its function calls by their place among the calls. */
 export const messageItemIdOf = (reqId: string): string => `msg_${suffixOf(reqId)}`;
 export const functionCallItemIdOf = (reqId: string, index: number): string => `fc_${suffixOf(reqId)}_${index}`;
+
+/** The request an output item id names, and which of its items (the inverse of the two above). */
+const itemPlaceOf = (id: string) => {
+  if (id.startsWith('msg_')) return { reqId: `req_${id.slice(4)}`, call: undefined };
+  const call = /^fc_(.+)_(\d{1,4})$/.exec(id);
+  return call === null ? undefined : { reqId: `req_${call[1]}`, call: Number(call[2]) };
+};
+
+/**
+ * The output item of a completed Response that `id` names (as its `output` has it), or undefined: `find` gives the
+ * requests the caller may see.
+ */
+export const referencedItemOf = (
+  id: string,
+  find: (reqId: string) => RequestView | undefined,
+): ReferencedItem | undefined => {
+  const place = itemPlaceOf(id);
+  const view = place === undefined ? undefined : find(place.reqId);
+  if (place === undefined || view === undefined || view.status !== 'completed') return undefined;
+  const item = outputOf(view).find((it) => it.id === id);
+  if (item?.type === 'function_call')
+    return { type: 'function_call', call: view.toolCalls?.[place.call ?? -1] as ToolCall };
+  return item === undefined ? undefined : { type: 'message', text: view.response ?? '' };
+};
 
 export type ResponseObjectOptions = {
   /** How an unfinished request is shown: `queued` while it waits and `in_progress` while a worker has it, or `queued`. */

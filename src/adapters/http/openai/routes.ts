@@ -10,7 +10,7 @@ import { idempotencyKeyOf } from '../idempotencyKey.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
 import { modelListOf, modelObjectOf } from './models.js';
-import { requestIdOf, responseObjectOf } from './responseObject.js';
+import { referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
 import { responseStreamAnswer } from './responseStream.js';
 
 type HeaderBag = Record<string, string>;
@@ -114,7 +114,13 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const queueCreate = async (event: H3Event, principal: Principal, key: string | undefined) => {
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
-    const parsed = parseResponsesCreate(body);
+    // An `item_reference` may name an output item of one of the account's own Responses.
+    const parsed = parseResponsesCreate(body, (id) =>
+      referencedItemOf(id, (reqId) => {
+        const view = requests.find(principal, reqId);
+        return isApiError(view) ? undefined : view;
+      }),
+    );
     if (parsed instanceof InvalidRequest) return parsed;
     // A stream listens to the request before its submit is committed, so that it hears the first attempt whole.
     const listening: Follower | undefined = parsed.stream ? follower() : undefined;
