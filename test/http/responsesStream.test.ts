@@ -1,10 +1,14 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createHttpApp } from '../../src/adapters/http/app.js';
 import { responseFrames } from '../../src/adapters/http/openai/responseStream.js';
 import { followRequest } from '../../src/app/followRequest.js';
+import { createLiveOutput, type LiveOutputShape } from '../../src/app/LiveOutput.js';
 import type { RequestView } from '../../src/app/Requests.js';
 import type { Config, ModelConfig } from '../../src/config.js';
+import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
+import { silentLogger } from '../../src/ports/Logger.js';
 import { sseEventsOf, sseFramesOf, sseReader } from '../support/sseFrames.js';
 import { type CallInit, eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
 
@@ -229,6 +233,67 @@ describe('GET /v1/responses/{id}?stream=true', () => {
     // `stream=false` is the JSON Response, as without it.
     const plain = await app.call('GET', `/v1/responses/${created.id}?stream=false`, { key });
     expect(plain.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+});
+
+describe('listening', () => {
+  /** A LiveOutput that counts the listeners it holds. */
+  const countingLive = () => {
+    const live = createLiveOutput();
+    let listeners = 0;
+    const counted: LiveOutputShape = {
+      ...live,
+      listen: (reqId, listener) => {
+        listeners++;
+        const stop = live.listen(reqId, listener);
+        return () => {
+          listeners--;
+          stop();
+        };
+      },
+    };
+    return { live: counted, listeners: () => listeners };
+  };
+
+  it('holds no listener once a streaming create is refused after it began to listen, or answered an earlier request', async () => {
+    const app = await startTestApp({
+      config: { ...streamConfig, plans: { ...defaultPlans, free: { ...defaultPlans.free, maxQueued: 1 } } },
+      clock: systemClock,
+    });
+    apps.push(app);
+    const { live, listeners } = countingLive();
+    const http = createHttpApp({
+      auth: app.auth,
+      rateLimiter: app.rateLimiter,
+      requests: app.requests,
+      live,
+      log: silentLogger(),
+      maxBodyBytes: app.config.maxBodyBytes,
+      jsonBounds: { maxDepth: 64, maxValues: 100_000 },
+      pollIntervalSeconds: 1,
+      accepting: () => true,
+      models: app.config.models,
+    });
+    const { key } = await app.account('free');
+    const call = (body: unknown, headers: Record<string, string> = {}) =>
+      http.request('http://airs.test/v1/responses', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    // A streaming create of an instant model, repeated with its idempotency key: the repeat streams the first request.
+    const once = { 'idempotency-key': 'stream-once' };
+    const first = await call({ model: 'echo', input: 'once', stream: true }, once);
+    const firstEvents = sseEventsOf(await first.text());
+    const repeat = await call({ model: 'echo', input: 'once', stream: true }, once);
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    expect(sseEventsOf(await repeat.text()).at(-1)).toEqual(firstEvents.at(-1));
+    expect(listeners()).toBe(0);
+    // The account's one place in the queue is taken: the streaming create is refused after it began to listen.
+    expect((await call({ model: 'slow', input: 'x', background: true })).status).toBe(200);
+    const refused = await call({ model: 'slow', input: 'y', stream: true });
+    expect(refused.status).toBe(429);
+    expect(listeners()).toBe(0);
   });
 });
 
