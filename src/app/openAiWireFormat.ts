@@ -52,6 +52,17 @@ const inputFunctionCallOutput = z
   })
   .meta({ description: 'The result of a function call: sent as a `tool` message.' });
 
+const inputItemReference = z
+  .looseObject({
+    type: z.literal('item_reference'),
+    id: z.string().min(1).meta({ description: 'The id of an output item (`msg_…`, `fc_…`).' }),
+  })
+  .meta({
+    description:
+      'An output item of one of the account’s completed Responses (they live 24 hours), read as that item: the ' +
+      'Vercel AI SDK sends these for earlier answers by default. Any other reference is refused (400).',
+  });
+
 const functionName = z
   .string()
   .min(1)
@@ -92,14 +103,17 @@ export const responsesCreateBodySchema = z
   .looseObject({
     model: z.string().meta({ description: 'One of the configured model ids (`GET /v1/models` lists them).' }),
     input: z
-      .union([z.string(), z.array(z.union([inputMessage, inputFunctionCall, inputFunctionCallOutput])).min(1)])
+      .union([
+        z.string(),
+        z.array(z.union([inputMessage, inputFunctionCall, inputFunctionCallOutput, inputItemReference])).min(1),
+      ])
       .meta({
         description:
           'A string (one user message), or a list of messages and function call items. Not only white space; valid ' +
           'Unicode; the text airs stores for it is at most `maxPromptChars` UTF-16 units and at most ' +
           '`maxPromptBytes` (1 MiB) of UTF-8 (a list: the conversation and the generation settings as JSON). ' +
-          '`echo` answers the last user message’s text. References to stored items (`item_reference`) and ' +
-          'reasoning items are refused (400).',
+          '`echo` answers the last user message’s text. Reasoning items, and other items airs cannot send a model, ' +
+          'are refused (400).',
       }),
     instructions: z
       .string()

@@ -160,12 +160,68 @@ describe('the OpenAPI document', () => {
       { model: 'echo', input: 'hi', previous_response_id: 'resp_x' },
       { model: 'echo', input: 'hi', conversation: 'conv_x' },
       { model: 'echo', input: 'hi', prompt: { id: 'pmpt_x' } },
+      // Tools, formats and settings.
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: 'required' },
+      {
+        model: 'gpt',
+        input: 'hi',
+        tools: [{ type: 'function', name: 'f' }],
+        tool_choice: { type: 'function', name: 'f' },
+      },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'web_search' }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'a b' }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'x'.repeat(65) }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: 'x' }] },
+      { model: 'gpt', input: 'hi', tool_choice: 'sometimes' },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_schema', name: 'n', schema: {}, strict: true } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_object' } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_schema', name: 'n' } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'xml' } } },
+      { model: 'gpt', input: 'hi', text: { verbosity: 'low' } },
+      { model: 'gpt', input: 'hi', text: { format: null, verbosity: null } },
+      {
+        model: 'gpt',
+        input: 'hi',
+        temperature: 2,
+        top_p: 0,
+        max_output_tokens: 1,
+        user: 'u',
+        parallel_tool_calls: true,
+      },
+      { model: 'gpt', input: 'hi', temperature: 2.5 },
+      { model: 'gpt', input: 'hi', top_p: 1.5 },
+      { model: 'gpt', input: 'hi', max_output_tokens: 0 },
+      { model: 'gpt', input: 'hi', top_logprobs: 0, include: ['reasoning.encrypted_content'] },
+      { model: 'gpt', input: 'hi', top_logprobs: 3 },
+      { model: 'gpt', input: 'hi', include: ['message.output_text.logprobs'] },
+      { model: 'gpt', input: 'hi', max_tool_calls: 1 },
+      { model: 'gpt', input: 'hi', stream: 'yes' },
+      // Items of a tool round trip.
+      {
+        model: 'gpt',
+        input: [
+          message('hi'),
+          { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', id: 'fc_1', status: 'completed' },
+          { type: 'function_call_output', call_id: 'c', output: 'ok' },
+        ],
+      },
+      { model: 'gpt', input: [{ type: 'function_call', call_id: 'c', name: 'f' }] },
+      { model: 'gpt', input: [{ type: 'function_call', call_id: '', name: 'f', arguments: '{}' }] },
+      { model: 'gpt', input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] },
+      { model: 'gpt', input: [{ type: 'item_reference' }] },
       [],
       'hello',
       null,
     ];
     for (const body of bodies)
       expect(validate(body), JSON.stringify(body)).toBe(!(parseResponsesCreate(body) instanceof InvalidRequest));
+    // Rules across fields are the parser's alone: an output names a call before it; a reference names an item airs
+    // has (the parser is given none here).
+    const orphan = { model: 'gpt', input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] };
+    expect(validate(orphan)).toBe(true);
+    expect(parseResponsesCreate(orphan)).toBeInstanceOf(InvalidRequest);
+    expect(validate({ model: 'gpt', input: [{ type: 'item_reference', id: 'msg_1' }] })).toBe(true);
   });
 
   it('documents the Idempotency-Key header on both submit routes', () => {
