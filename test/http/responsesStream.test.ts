@@ -155,6 +155,20 @@ describe('POST /v1/responses with stream: true', () => {
     }
   });
 
+  it('leaves the request of a stream the server closes while stopping to complete, rather than cancelling it', async () => {
+    const app = await start();
+    const { key } = await app.account();
+    const answer = await post(app, key, { model: 'slow', input: 'x', stream: true });
+    const reader = sseReader(answer.body as ReadableStream<Uint8Array>);
+    const created = await reader.next();
+    const reqId = reqIdOf(idIn(created?.kind === 'event' ? created.data : undefined));
+    app.stopAccepting();
+    await reader.stop();
+    // Given time to be cancelled wrongly, it is still being worked on (GET answers 503 while stopping).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(app.store.reads.request(reqId)?.status).toBe('processing');
+  });
+
   it('refuses tools and a JSON schema on an echo model with 400 naming tools and text.format', async () => {
     const app = await start();
     const { key } = await app.account();

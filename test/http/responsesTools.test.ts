@@ -292,6 +292,36 @@ describe('streams of an openai-provider model', () => {
     ).toMatchObject({ data: { response: { output: [{ content: [{ text: 'held released' }] }] } } });
   });
 
+  it('ends with an error event naming the cancellation when the request is cancelled after part of its text was streamed', async () => {
+    const { app, key, post } = await start();
+    const answer = await post({ model: 'gpt', input: 'hold', stream: true, background: true });
+    const reader = sseReader(answer.answer.body as ReadableStream<Uint8Array>);
+    const created = await reader.next();
+    const id = String(((created?.kind === 'event' ? created.data.response : {}) as { id?: string }).id);
+    await reader.until((frame) => frame.kind === 'event' && frame.data.type === 'response.output_text.delta');
+    expect((await app.call('POST', `/v1/responses/${id}/cancel`, { key })).status).toBe(200);
+    expect(await reader.next()).toMatchObject({ data: { type: 'error', code: 'cancelled' } });
+    expect(await reader.next()).toBeUndefined();
+  });
+
+  it('ends with a stream_interrupted error when an attempt whose text was streamed fails, and the request goes on', async () => {
+    const { app, key, post } = await start();
+    const answer = await post({ model: 'gpt', input: 'break', stream: true });
+    const events = sseEventsOf(await answer.answer.text());
+    const id = String((events[0]?.response as { id?: string } | undefined)?.id);
+    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta)).toEqual(['partial ']);
+    expect(events.at(-1)).toMatchObject({
+      type: 'error',
+      code: 'stream_interrupted',
+      error: { type: 'server_error', message: expect.stringMatching(`retrieve ${id} for its answer`) },
+    });
+    // The request is not over for the stream's end: it fails (its only attempt broke) as any request does.
+    await eventually(async () => {
+      const now = (await (await app.call('GET', `/v1/responses/${id}`, { key })).json()) as { status: string };
+      return now.status === 'failed' ? true : undefined;
+    });
+  });
+
   it('gives a stream that arrives during an attempt the whole text when it completes', async () => {
     const { app, key, upstream, post } = await start();
     const created = await (await post({ model: 'gpt', input: 'hold', background: true })).json();

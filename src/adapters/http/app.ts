@@ -257,6 +257,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       json,
       startedAtSeconds: Math.floor(Date.now() / 1000),
       live: deps.live,
+      accepting: deps.accepting,
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', serveOpenApi);

@@ -21,6 +21,7 @@ export type UpstreamBody = {
  * - the user's text `hold`: streams `held ` at once, and the rest (`released`) only once `release()` is called
  *   (answered whole, the answer waits for `release()`);
  * - the user's text `cut`: `cut sho`, stopped by the token limit (`finish_reason: length`);
+ * - the user's text `break`: streams `partial `, then drops the connection (answered whole: drops it at once);
  * - anything else: `upstream says: <text>`.
  * Streamed answers (`stream: true`) come as chunks with the usage last; whole ones with usage 7 in, 3 out.
  */
@@ -58,6 +59,7 @@ export const startToolUpstream = async () => {
     const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 };
     const finish_reason = calls.length > 0 ? 'tool_calls' : said === 'cut' ? 'length' : 'stop';
     const base = { id: 'chatcmpl-up', created: 0, model: body.model };
+    if (said === 'break' && body.stream !== true) return void res.destroy();
     if (body.stream !== true) {
       if (said === 'hold') await released;
       const message = { role: 'assistant', content: calls.length > 0 ? null : pieces.join(''), tool_calls: calls };
@@ -78,6 +80,11 @@ export const startToolUpstream = async () => {
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
       res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
     chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+    if (said === 'break') {
+      chunk([{ index: 0, delta: { content: 'partial ' }, finish_reason: null }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return void res.destroy();
+    }
     for (const [i, piece] of pieces.entries()) {
       if (said === 'hold' && i === 1) await released;
       chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);

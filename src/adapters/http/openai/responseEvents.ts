@@ -112,6 +112,11 @@ export const responseEventWriter = (
     /** `response.in_progress`, once. */
     inProgress: startedOnce,
 
+    /** Whether `response.in_progress` was written. */
+    get started() {
+      return inProgress;
+    },
+
     /** The next piece of the answer's text (opening the message at the first). */
     delta: (view: RequestView, text: string) =>
       startedOnce(view) + (message === undefined ? openMessage() : '') + (text === '' ? '' : delta(text)),

@@ -53,7 +53,8 @@ async function* numberedFrames(first: RequestView, options: ResponseStreamOption
   });
   for await (const event of events) {
     if (event.type === 'delta') {
-      const now = requests.find(principal, reqId);
+      // The request as it is now is needed only for `response.in_progress`, before the first piece.
+      const now = writer.started ? first : requests.find(principal, reqId);
       yield writer.delta(now instanceof NotFound ? first : now, event.text);
     } else if (event.type === 'idle') {
       const now = requests.find(principal, reqId);
@@ -78,6 +79,7 @@ async function* numberedFrames(first: RequestView, options: ResponseStreamOption
 /**
  * A request's Response stream as an answer. When the caller goes away the stream stops listening, and, when
  * `cancelOnDisconnect` (a streaming create that is not `background`), the request is cancelled: nobody waits for it.
+ * Not when the server is stopping and closes the connection itself.
  */
 export const responseStreamAnswer = (
   first: RequestView,
@@ -86,6 +88,8 @@ export const responseStreamAnswer = (
     readonly cancelOnDisconnect: boolean;
     /** The connection's own signal (srvx aborts it when the connection closes before the answer ended). */
     readonly connection?: AbortSignal | undefined;
+    /** False while the server is stopping: a connection it closes is not a caller going away. */
+    readonly accepting?: () => boolean;
   },
 ): Response => {
   const stop = new AbortController();
@@ -93,7 +97,8 @@ export const responseStreamAnswer = (
   const gone = () => {
     if (ended || stop.signal.aborted) return;
     stop.abort();
-    if (options.cancelOnDisconnect)
+    // A restart ends the stream, not the request, which completes as every request does.
+    if (options.cancelOnDisconnect && options.accepting?.() !== false)
       options.requests.cancel(options.principal, options.reqId).catch(() => {
         // A server stopping may refuse the cancel; the request then runs to its end like any other.
       });

@@ -31,6 +31,8 @@ export type OpenAiFaceDeps = {
   readonly startedAtSeconds: number;
   /** Text of attempts in flight in this process, for streams (without it, a stream gets the text when it is done). */
   readonly live?: LiveOutputShape | undefined;
+  /** False while the server is stopping (a stream it closes then does not cancel its request). */
+  readonly accepting?: () => boolean;
 };
 
 /** How long past the model's timeout a waiting create still waits: an attempt's outcome is written a moment later. */
@@ -169,6 +171,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         headers,
         cancelOnDisconnect: !queued.background,
         connection: event.req.signal,
+        accepting: deps.accepting,
       });
     }
     if (queued.background) {
