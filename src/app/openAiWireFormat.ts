@@ -257,7 +257,7 @@ export const responseObjectSchema = z
         '`queued` while it waits, `in_progress` while a worker has it, then `completed`, `failed` (after its ' +
         'retries) or `cancelled`.',
     }),
-    background: z.boolean(),
+    background: z.boolean().nullable().meta({ description: 'As the create asked; null in a retrieve’s answers.' }),
     completed_at: seconds.nullable(),
     model: z.string(),
     output: z.array(outputItem).meta({

@@ -13,7 +13,8 @@ import type { FunctionTool, GenerationParams, ResponseFormat, ToolChoice } from 
  * to the model), not echoed: echoing them would keep up to a whole body in memory for every waiting or streaming call.
  */
 export type ResponseSettings = {
-  readonly background: boolean;
+  /** Null where not known (a retrieve). */
+  readonly background: boolean | null;
   readonly temperature: number | null;
   readonly top_p: number | null;
   readonly max_output_tokens: number | null;
@@ -34,9 +35,12 @@ export type ResponseSettings = {
   readonly user: string | null;
 };
 
-/** What a Response shows when the call that made it is not the one answering (a retrieve): OpenAI's defaults. */
+/**
+ * What a Response shows when the call that made it is not the one answering (a retrieve): OpenAI's defaults, and
+ * `background` unknown.
+ */
 export const defaultSettings: ResponseSettings = {
-  background: false,
+  background: null,
   temperature: null,
   top_p: null,
   max_output_tokens: null,
