@@ -41,8 +41,6 @@ const typeFor = (status: number) =>
 /** 431 only comes from Node's parser over a socket (headers over 16 KB), in /v1/ai's shape: it never reaches a route. */
 const allowedStatuses = [200, ...Object.keys(codeFor).map(Number)].filter((status) => status !== 431);
 
-const responseStatuses = ['queued', 'in_progress', 'completed', 'failed', 'cancelled'];
-
 /** Characters a header value may hold on the wire (a ByteString without control characters or DEL). */
 const headerValue = fc.string({
   unit: fc.integer({ min: 0x20, max: 0xfe }).map((c) => String.fromCharCode(c === 0x7f ? 0xff : c)),
