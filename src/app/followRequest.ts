@@ -48,6 +48,15 @@ export const followRequest = (live: LiveOutputShape) => {
       stopListening ??= live.listen(reqId, listener);
     },
     /**
+     * Stops listening (once the events are done, or when they will never be asked for: a submit that was refused, or
+     * that answered an earlier request for its idempotency key, after `listen` was called with the id it would have had).
+     */
+    stop() {
+      stopListening?.();
+      stopListening = undefined;
+      heard.length = 0;
+    },
+    /**
      * The request's events until it is final, broken, or `signal` aborts (the caller went away). `idleMs`: how long
      * nothing may happen before an `idle`.
      */
@@ -116,8 +125,7 @@ export const followRequest = (live: LiveOutputShape) => {
           }
         }
       } finally {
-        stopListening?.();
-        stopListening = undefined;
+        this.stop();
       }
     },
   };

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { errorCodes } from './wireFormat.js';
 
 /**
- * The OpenAI-compatible face (product contract section 11) as zod schemas: the `POST /v1/responses` body airs
- * understands, the Response object, the Model and model list, and OpenAI's error shape. The OpenAPI document
+ * The OpenAI-compatible face (product contract sections 11 and 13) as zod schemas: the `POST /v1/responses` body airs
+ * understands, the Response object and its stream events, the Model and model list, and OpenAI's error shape. The OpenAPI document
  * (adapters/http/openapi.ts) is generated from them; the type checks there keep them in step with what the face
  * (adapters/http/openai/) really sends.
  */
@@ -25,18 +25,96 @@ const inputMessage = z
       description: 'A string, or a list of text parts (joined with newlines).',
     }),
   })
-  .meta({ description: 'A message of the conversation. Other input items (tool calls, references) are refused.' });
+  .meta({
+    description: 'A message of the conversation (`id`, `status` and the like, as in an output item, are ignored).',
+  });
+
+const callId = z.string().min(1).max(256);
+
+const inputFunctionCall = z
+  .looseObject({
+    type: z.literal('function_call'),
+    call_id: callId.meta({ description: 'The id of the call, which its `function_call_output` names.' }),
+    name: z.string().min(1),
+    arguments: z.string().meta({ description: 'The arguments as JSON text, as the model wrote them.' }),
+  })
+  .meta({
+    description:
+      'A function call the model made (as in a Response’s `output`): sent as the assistant message’s `tool_calls` ' +
+      '(calls in a row, and the assistant message just before them, are one message).',
+  });
+
+const inputFunctionCallOutput = z
+  .looseObject({
+    type: z.literal('function_call_output'),
+    call_id: callId.meta({ description: 'A `call_id` of a `function_call` earlier in `input`.' }),
+    output: z.union([z.string(), z.array(inputTextPart)]).meta({ description: 'What the function returned.' }),
+  })
+  .meta({ description: 'The result of a function call: sent as a `tool` message.' });
+
+const inputItemReference = z
+  .looseObject({
+    type: z.literal('item_reference'),
+    id: z.string().min(1).meta({ description: 'The id of an output item (`msg_…`, `fc_…`).' }),
+  })
+  .meta({
+    description:
+      'An output item of one of the account’s completed Responses (they live 24 hours), read as that item: the ' +
+      'Vercel AI SDK sends these for earlier answers by default. Any other reference is refused (400).',
+  });
+
+const functionName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[^\s\p{Cc}]+$/u);
+
+const functionTool = z
+  .looseObject({
+    type: z.literal('function'),
+    name: functionName.meta({ description: 'Unique among `tools`; at most 64 characters, no spaces.' }),
+    description: z.string().nullable().optional(),
+    parameters: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'A JSON Schema.' }),
+    strict: z.boolean().nullable().optional().meta({
+      description: 'Forwarded as given; left out, the upstream’s default applies (chat completions: not strict).',
+    }),
+  })
+  .meta({ description: 'A function the model may call. Other tool types (hosted tools) are refused (400).' });
+
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.looseObject({ type: z.literal('function'), name: z.string() }),
+]);
+
+const textFormat = z.union([
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    name: functionName,
+    schema: z.record(z.string(), z.unknown()).meta({ description: 'The JSON Schema the answer follows.' }),
+    description: z.string().nullable().optional(),
+    strict: z.boolean().nullable().optional(),
+  }),
+]);
 
 /** The body of `POST /v1/responses`, as the parser in adapters/http/openai/input.ts reads it. */
 export const responsesCreateBodySchema = z
   .looseObject({
     model: z.string().meta({ description: 'One of the configured model ids (`GET /v1/models` lists them).' }),
-    input: z.union([z.string(), z.array(inputMessage).min(1)]).meta({
-      description:
-        'A string (one user message), or a list of messages. Not only white space; valid Unicode; the text airs ' +
-        'stores for it is at most `maxPromptChars` UTF-16 units and at most `maxPromptBytes` (1 MiB) of UTF-8 ' +
-        '(a list of messages: the messages as JSON, roles included). `echo` answers the last user message’s text.',
-    }),
+    input: z
+      .union([
+        z.string(),
+        z.array(z.union([inputMessage, inputFunctionCall, inputFunctionCallOutput, inputItemReference])).min(1),
+      ])
+      .meta({
+        description:
+          'A string (one user message), or a list of messages and function call items. Not only white space; valid ' +
+          'Unicode; the text airs stores for it is at most `maxPromptChars` UTF-16 units and at most ' +
+          '`maxPromptBytes` (1 MiB) of UTF-8 (a list: the conversation and the generation settings as JSON). ' +
+          '`echo` answers the last user message’s text. Reasoning items, and other items airs cannot send a model, ' +
+          'are refused (400).',
+      }),
     instructions: z
       .string()
       .nullable()
@@ -52,16 +130,40 @@ export const responsesCreateBodySchema = z
           'waits for the result, up to the model’s timeout.',
       }),
     stream: z
-      .literal(false)
+      .boolean()
       .nullable()
       .optional()
-      .meta({ description: 'Streaming is not supported: `true` is refused (400).' }),
-    tools: z
-      .array(z.unknown())
-      .max(0)
+      .meta({
+        description:
+          '`true`: answer with the Response’s events (`text/event-stream`). A stream that is not `background` ' +
+          'cancels its request when the caller goes away.',
+      }),
+    tools: z.array(functionTool).nullable().optional(),
+    tool_choice: toolChoice.nullable().optional().meta({
+      description: '`required` needs `tools`; a function named must be one of `tools`.',
+    }),
+    parallel_tool_calls: z.boolean().nullable().optional(),
+    text: z
+      .looseObject({
+        format: textFormat.nullable().optional(),
+        verbosity: z.null().optional().meta({ description: 'Not supported (400).' }),
+      })
       .nullable()
       .optional()
-      .meta({ description: 'Tools are not supported: a non-empty list is refused (400).' }),
+      .meta({ description: 'The answer’s format, sent upstream as `response_format`.' }),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().min(0).max(1).nullable().optional(),
+    max_output_tokens: z.int().min(1).nullable().optional().meta({
+      description: 'Sent upstream as `max_completion_tokens` (the tokens the model writes, reasoning included).',
+    }),
+    user: z.string().nullable().optional(),
+    top_logprobs: z.literal(0).nullable().optional().meta({ description: 'Log probabilities are not supported.' }),
+    include: z
+      .array(z.string().regex(/^(?!message\.output_text\.logprobs$)/))
+      .nullable()
+      .optional()
+      .meta({ description: 'Accepted and ignored, except `message.output_text.logprobs` (400).' }),
+    max_tool_calls: z.null().optional().meta({ description: 'Not supported (400).' }),
     previous_response_id: z
       .null()
       .optional()
@@ -74,8 +176,9 @@ export const responsesCreateBodySchema = z
   })
   .meta({
     description:
-      'An OpenAI Responses create body. Other fields (`temperature`, `max_output_tokens`, `metadata`, `store`, ...) ' +
-      'are accepted and ignored.',
+      'An OpenAI Responses create body. Fields that do not change the answer (`store`, `metadata`, `truncation`, ' +
+      '`service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted ' +
+      'and ignored.',
   });
 
 // ---- The Response object ----
@@ -98,15 +201,50 @@ const outputText = z.looseObject({
   annotations: z.array(z.unknown()),
 });
 
+const itemStatus = z.enum(['in_progress', 'completed']);
+
 const outputMessage = z
   .looseObject({
     type: z.literal('message'),
     id: z.string().regex(/^msg_/),
-    status: z.literal('completed'),
+    status: itemStatus,
     role: z.literal('assistant'),
-    content: z.array(outputText),
+    content: z.array(outputText).meta({ description: 'One `output_text` part (none while a stream writes it).' }),
   })
-  .meta({ description: 'The answer: one assistant message with one `output_text` part.' });
+  .meta({ description: 'The answer’s text: one assistant message with one `output_text` part.' });
+
+const outputFunctionCall = z
+  .looseObject({
+    type: z.literal('function_call'),
+    id: z.string().regex(/^fc_/),
+    call_id: z.string().meta({ description: 'The model’s id for the call: its `function_call_output` names it.' }),
+    name: z.string(),
+    arguments: z.string().meta({ description: 'JSON text, as the model wrote it (empty while a stream opens it).' }),
+    status: itemStatus,
+  })
+  .meta({ description: 'A function the model calls.' });
+
+const outputItem = z.union([outputMessage, outputFunctionCall]);
+
+const usage = z
+  .object({
+    input_tokens: z.int().min(0),
+    input_tokens_details: z.object({ cached_tokens: z.literal(0) }),
+    output_tokens: z.int().min(0),
+    output_tokens_details: z.object({ reasoning_tokens: z.literal(0) }),
+    total_tokens: z.int().min(0),
+  })
+  .meta({
+    description:
+      'Tokens read and written: the upstream’s figures for `openai` models; for `echo`, whitespace-separated words ' +
+      'of the input and of the answer. airs knows no cached or reasoning tokens.',
+  });
+
+/** The settings a Response echoes (adapters/http/openai/generationSettings.ts). */
+const echoedFormat = z.union([
+  z.object({ type: z.enum(['text', 'json_object']) }),
+  z.object({ type: z.literal('json_schema'), name: z.string(), strict: z.boolean().nullable() }),
+]);
 
 /** A request as OpenAI's Response object (adapters/http/openai/responseObject.ts builds it). */
 export const responseObjectSchema = z
@@ -119,24 +257,119 @@ export const responseObjectSchema = z
         '`queued` while it waits, `in_progress` while a worker has it, then `completed`, `failed` (after its ' +
         'retries) or `cancelled`.',
     }),
+    background: z.boolean().nullable().meta({ description: 'As the create asked; null in a retrieve’s answers.' }),
     completed_at: seconds.nullable(),
     model: z.string(),
-    output: z.array(outputMessage).meta({ description: 'Empty until the request is completed.' }),
+    output: z.array(outputItem).meta({
+      description:
+        'Empty until the request is completed; then its text as one message (left out when the model only called ' +
+        'tools), then one `function_call` per tool call.',
+    }),
     error: z
-      .object({ code: z.string(), message: z.string() })
+      .object({
+        code: z.literal('server_error'),
+        message: z.string(),
+        type: z.literal('server_error'),
+        param: z.null(),
+      })
       .nullable()
       .meta({ description: 'Set when `status` is `failed`.' }),
-    incomplete_details: z.null(),
+    incomplete_details: z
+      .object({ reason: z.enum(['max_output_tokens', 'content_filter']) })
+      .nullable()
+      .meta({ description: 'Why a completed answer stopped short: out of tokens, or filtered by the upstream.' }),
     instructions: z.string().nullable().meta({ description: 'Always null: airs does not echo the instructions.' }),
+    max_output_tokens: z.int().nullable(),
     metadata: z.record(z.string(), z.string()),
     parallel_tool_calls: z.boolean(),
     temperature: z.number().nullable(),
-    tool_choice: z.literal('auto'),
-    tools: z.array(z.unknown()),
+    text: z.object({ format: echoedFormat }),
+    tool_choice: z.union([
+      z.enum(['none', 'auto', 'required']),
+      z.object({ type: z.literal('function'), name: z.string() }),
+    ]),
+    tools: z.array(
+      z.object({ type: z.literal('function'), name: z.string(), parameters: z.null(), strict: z.boolean().nullable() }),
+    ),
     top_p: z.number().nullable(),
-    usage: z.null().meta({ description: 'Always null: airs does not count tokens.' }),
+    user: z.string().nullable(),
+    usage: usage.nullable().meta({ description: 'Set when the request is completed and its model told it.' }),
   })
-  .meta({ description: 'OpenAI’s Response object, with the fields its SDKs read.' });
+  .meta({
+    description:
+      'OpenAI’s Response object, with the fields its SDKs read. The settings (`temperature`, `text`, `tools`, ...) ' +
+      'are echoed in the answers of the create that made it (without function `parameters` or a format’s ' +
+      '`schema`); a retrieve shows OpenAI’s defaults.',
+  });
+
+// ---- The Response's events (`stream: true`, `GET /v1/responses/{id}?stream=true`) ----
+
+const sequenceNumber = z
+  .int()
+  .min(0)
+  .meta({
+    description:
+      'The event’s place in this stream, from 0. A stream of a finished request is the same every time; ' +
+      '`starting_after=N` leaves out the events numbered N and lower.',
+  });
+
+const event = <T extends string, S extends z.core.$ZodLooseShape>(type: T, shape: S, description: string) =>
+  z.looseObject({ type: z.literal(type), ...shape, sequence_number: sequenceNumber }).meta({ description });
+
+const inMessage = { item_id: z.string().regex(/^msg_/), output_index: z.int().min(0), content_index: z.literal(0) };
+const inCall = { item_id: z.string().regex(/^fc_/), output_index: z.int().min(0) };
+const noLogprobs = z.array(z.never()).max(0);
+
+/** One event of a Response stream (adapters/http/openai/responseEvents.ts writes them). */
+export const responseStreamEventSchema = z
+  .union([
+    event('response.created', { response: responseObjectSchema }, 'The first event: the Response, queued.'),
+    event(
+      'response.in_progress',
+      { response: responseObjectSchema },
+      'A worker has the request (or it was seen finished).',
+    ),
+    event('response.output_item.added', { output_index: z.int().min(0), item: outputItem }, 'An output item opens.'),
+    event('response.content_part.added', { ...inMessage, part: outputText }, 'The message’s text part opens, empty.'),
+    event(
+      'response.output_text.delta',
+      { ...inMessage, delta: z.string(), logprobs: noLogprobs },
+      'A piece of the text: live from the upstream, or the whole (remaining) text once the request completed.',
+    ),
+    event('response.output_text.done', { ...inMessage, text: z.string(), logprobs: noLogprobs }, 'The whole text.'),
+    event('response.content_part.done', { ...inMessage, part: outputText }, 'The text part, whole.'),
+    event('response.output_item.done', { output_index: z.int().min(0), item: outputItem }, 'An output item, whole.'),
+    event(
+      'response.function_call_arguments.delta',
+      { ...inCall, delta: z.string() },
+      'A function call’s arguments (all at once: calls are known when the request completes).',
+    ),
+    event(
+      'response.function_call_arguments.done',
+      { ...inCall, name: z.string(), arguments: z.string() },
+      'A function call’s arguments, whole.',
+    ),
+    event('response.completed', { response: responseObjectSchema }, 'The last event: the completed Response.'),
+    event('response.failed', { response: responseObjectSchema }, 'The last event: the failed Response, with `error`.'),
+    event(
+      'error',
+      {
+        code: z.enum(['cancelled', 'not_found', 'stream_interrupted']),
+        message: z.string(),
+        param: z.null(),
+        error: z.object({
+          type: z.enum(['invalid_request_error', 'server_error']),
+          code: z.enum(['cancelled', 'not_found', 'stream_interrupted']),
+          message: z.string(),
+          param: z.null(),
+        }),
+      },
+      'The last event when there will be no answer on this stream: the request was cancelled (`cancelled`) or ' +
+        'expired (`not_found`), or an attempt whose text was already streamed failed (`stream_interrupted`: the ' +
+        'request is tried again; retrieve it). The official SDKs raise it as an APIError.',
+    ),
+  ])
+  .meta({ description: 'One event of a Response stream, `event: <type>` and `data: <this>`.' });
 
 // ---- Models ----
 

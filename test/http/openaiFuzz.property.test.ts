@@ -2,13 +2,18 @@ import { request as httpRequest } from 'node:http';
 import { Effect } from 'effect';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { responseObjectSchema, responseStreamEventSchema } from '../../src/app/openAiWireFormat.js';
+import { sseFramesOf } from '../support/sseFrames.js';
 import { listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { startToolUpstream } from './support/toolUpstream.js';
 
 /**
- * Random HTTP thrown at the OpenAI-compatible routes (contract 11), in process and over a socket: bodies, ids,
+ * Random HTTP thrown at the OpenAI-compatible routes (contracts 11 and 13), in process and over a socket: bodies
+ * (streams, tools, formats, settings, tool-call items, references), ids, queries (`stream`, `starting_after`),
  * Idempotency-Keys and other headers. Whatever comes in, the answer has a contract status; an error is in OpenAI's
  * shape (`{"error": {"message", "type", "param", "code"}}`) with the code and type of its status; a success is the
- * object its route answers; nothing leaks internals or key material, and nothing makes the service answer 500.
+ * object its route answers, or a stream of numbered Response events that ends with a final one; nothing leaks
+ * internals or key material, and nothing makes the service answer 500.
  */
 
 const codeFor: Record<number, string> = {
@@ -35,8 +40,6 @@ const typeFor = (status: number) =>
           : 'invalid_request_error';
 /** 431 only comes from Node's parser over a socket (headers over 16 KB), in /v1/ai's shape: it never reaches a route. */
 const allowedStatuses = [200, ...Object.keys(codeFor).map(Number)].filter((status) => status !== 431);
-
-const responseStatuses = ['queued', 'in_progress', 'completed', 'failed', 'cancelled'];
 
 /** Characters a header value may hold on the wire (a ByteString without control characters or DEL). */
 const headerValue = fc.string({
@@ -97,7 +100,13 @@ const arbitraries = (known: Known) => {
   );
   const query = fc.option(
     fc.oneof(
-      fc.constantFrom('?stream=true', '?include[]=x', '?starting_after=1', '?limit=5'),
+      fc.constantFrom('?stream=true', '?stream=false', '?include[]=x', '?starting_after=1', '?limit=5', '?stream=1'),
+      fc
+        .tuple(
+          fc.constantFrom('true', 'false', 'TRUE', ''),
+          fc.oneof(fc.nat(20).map(String), fc.constantFrom('-1', '1.5', '', 'x', '9'.repeat(12), '%31')),
+        )
+        .map(([stream, after]) => `?stream=${stream}&starting_after=${after}`),
       fc.webQueryParameters().map((q) => `?${q}`),
     ),
     { nil: '' },
@@ -163,28 +172,136 @@ const arbitraries = (known: Known) => {
     ),
     anyJson,
   );
+  const name = fc.oneof(fc.constantFrom('get_weather', 'f', '', 'a b', 'x'.repeat(65)), fc.string({ maxLength: 8 }));
+  const callId = fc.oneof(fc.constantFrom('call_1', 'call_2', ''), fc.string({ maxLength: 8 }), anyJson);
+  const item = fc.oneof(
+    {
+      weight: 2,
+      arbitrary: fc.record(
+        { type: fc.constant('function_call'), call_id: callId, name, arguments: fc.oneof(fc.json(), anyJson) },
+        { requiredKeys: ['type'] },
+      ),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record(
+        { type: fc.constant('function_call_output'), call_id: callId, output: fc.oneof(text, fc.array(part)) },
+        { requiredKeys: ['type'] },
+      ),
+    },
+    fc.record(
+      {
+        type: fc.constant('item_reference'),
+        id: fc.oneof(
+          fc.constantFrom(`msg_${known.ownRespId.slice(5)}`, `msg_${known.foreignRespId.slice(5)}`, 'msg_', 'fc__0'),
+          fc.string({ maxLength: 12 }),
+          anyJson,
+        ),
+      },
+      { requiredKeys: ['type'] },
+    ),
+    fc.record({ type: fc.constantFrom('reasoning', 'computer_call', 'web_search_call'), id: anyJson }),
+  );
+  const tool = fc.oneof(
+    {
+      weight: 3,
+      arbitrary: fc.record(
+        {
+          type: fc.constant('function'),
+          name,
+          description: fc.oneof(text, anyJson),
+          parameters: fc.oneof(fc.constant({ type: 'object', properties: {} }), anyJson),
+          strict: fc.oneof(fc.boolean(), anyJson),
+        },
+        { requiredKeys: ['type', 'name'] },
+      ),
+    },
+    fc.record({ type: fc.constantFrom('web_search_preview', 'file_search', 'custom', 'mcp') }),
+    anyJson,
+  );
+  const format = fc.oneof(
+    fc.constantFrom({ type: 'text' }, { type: 'json_object' }, { type: 'xml' }),
+    fc.record(
+      {
+        type: fc.constant('json_schema'),
+        name,
+        schema: fc.oneof(fc.constant({ type: 'object' }), anyJson),
+        strict: anyJson,
+      },
+      { requiredKeys: ['type'] },
+    ),
+    anyJson,
+  );
   const create = fc.record(
     {
-      model: fc.oneof({ weight: 4, arbitrary: fc.constant('echo') }, fc.string({ maxLength: 10 }), anyJson),
-      input: fc.oneof(text, fc.array(message, { maxLength: 4 }), anyJson),
+      model: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('echo', 'gpt') }, fc.string({ maxLength: 10 }), anyJson),
+      input: fc.oneof(text, fc.array(fc.oneof(message, item), { maxLength: 4 }), anyJson),
       instructions: fc.oneof(text, anyJson),
       background: fc.oneof({ weight: 4, arbitrary: fc.boolean() }, anyJson),
-      stream: fc.oneof(fc.boolean(), anyJson),
-      tools: fc.oneof(fc.constant([]), fc.array(anyJson, { maxLength: 2 })),
+      stream: fc.oneof({ weight: 4, arbitrary: fc.boolean() }, anyJson),
+      tools: fc.oneof(fc.constant([]), fc.array(tool, { maxLength: 2 }), anyJson),
+      tool_choice: fc.oneof(
+        fc.constantFrom('none', 'auto', 'required', { type: 'function', name: 'f' }, { type: 'allowed_tools' }),
+        anyJson,
+      ),
+      parallel_tool_calls: fc.oneof(fc.boolean(), anyJson),
+      text: fc.oneof(
+        fc.record({ format, verbosity: fc.oneof(fc.constant(null), anyJson) }, { requiredKeys: [] }),
+        anyJson,
+      ),
       previous_response_id: fc.oneof(fc.constant(null), fc.string({ maxLength: 10 })),
-      temperature: anyJson,
+      temperature: fc.oneof(fc.double({ min: -1, max: 3, noNaN: true }), anyJson),
+      top_p: fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), anyJson),
+      max_output_tokens: fc.oneof(fc.integer({ min: -2, max: 100 }), anyJson),
+      top_logprobs: fc.oneof(fc.nat(5), anyJson),
+      include: fc.oneof(fc.constant(['message.output_text.logprobs']), fc.array(fc.string({ maxLength: 8 })), anyJson),
+      user: fc.oneof(text, anyJson),
       metadata: anyJson,
     },
     { requiredKeys: [] },
   );
-  const valid = fc.record({
-    model: fc.constant('echo'),
-    input: fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim() !== '' && !/\p{Cs}/u.test(s)),
-    background: fc.boolean(),
-  });
+  const valid = fc.record(
+    {
+      model: fc.constant('echo'),
+      input: fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim() !== '' && !/\p{Cs}/u.test(s)),
+      background: fc.boolean(),
+      stream: fc.boolean(),
+      temperature: fc.double({ min: 0, max: 2, noNaN: true }),
+    },
+    { requiredKeys: ['model', 'input', 'background'] },
+  );
+  /** A valid body with one of the settings or items set at random: every one reaches the parser's deep checks. */
+  const oneSetting = fc
+    .tuple(
+      valid,
+      fc.constantFrom('echo', 'gpt'),
+      fc.oneof(
+        fc.record({ tools: fc.array(tool, { maxLength: 2 }) }),
+        fc.record({
+          tools: fc.constant([{ type: 'function', name: 'f' }]),
+          tool_choice: create.map((c) => c.tool_choice),
+        }),
+        fc.record({ text: fc.record({ format }, { requiredKeys: [] }) }),
+        fc.record({ temperature: fc.double({ min: -1, max: 3 }) }),
+        fc.record({ top_p: fc.double({ min: -1, max: 2 }) }),
+        fc.record({ max_output_tokens: fc.oneof(fc.integer({ min: -2, max: 100 }), anyJson) }),
+        fc.record({ parallel_tool_calls: fc.oneof(fc.boolean(), anyJson) }),
+        fc.record({ input: fc.array(fc.oneof(message, item), { minLength: 1, maxLength: 4 }) }),
+        fc.record({
+          input: fc.constant([
+            { role: 'user', content: 'x' },
+            { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
+            { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
+          ]),
+        }),
+        fc.record({ include: create.map((c) => c.include), top_logprobs: fc.nat(3) }, { requiredKeys: [] }),
+      ),
+    )
+    .map(([base, model, setting]) => JSON.stringify({ ...base, model, ...setting }));
   const body = fc.option(
     fc.oneof(
       { weight: 8, arbitrary: valid.map((value) => JSON.stringify(value)) },
+      { weight: 8, arbitrary: oneSetting },
       { weight: 5, arbitrary: create.map((value) => JSON.stringify(value)) },
       anyJson.map((value) => JSON.stringify(value)),
       fc.string({ maxLength: 100 }),
@@ -241,27 +358,48 @@ type Seen = { readonly status: number; readonly headers: Headers; readonly text:
 
 const enterprise = { submits: 30_000, polls: 300_000 };
 
-/** A Response object as the SDKs read it. */
+/** A Response object as the SDKs read it, and as the OpenAPI document's schema says. */
 const expectResponseObject = (body: Record<string, unknown>, context: string) => {
-  expect(body, context).toMatchObject({
-    id: expect.stringMatching(/^resp_[A-Za-z0-9_-]{22,}$/),
-    object: 'response',
-    created_at: expect.any(Number),
-    model: 'echo',
-    status: expect.any(String),
-    output: expect.any(Array),
-    incomplete_details: null,
-    usage: null,
-  });
-  expect(responseStatuses, context).toContain(body.status);
-  const output = body.output as { type: string; role: string; content: { type: string; text: string }[] }[];
-  if (body.status === 'completed') {
-    expect(output, context).toHaveLength(1);
-    expect(output[0], context).toMatchObject({ type: 'message', role: 'assistant' });
-    expect(output[0]?.content[0], context).toMatchObject({ type: 'output_text', text: expect.any(String) });
-  } else expect(output, context).toEqual([]);
+  const parsed = responseObjectSchema.safeParse(body);
+  expect(parsed.success ? [] : parsed.error.issues, context).toEqual([]);
+  expect(['echo', 'gpt'], context).toContain(body.model);
+  // Usage once completed (echo counts words, the upstream tells it), none before.
+  if (body.status === 'completed') expect(body.usage, context).not.toBeNull();
+  else expect(body.usage, context).toBeNull();
+  const output = body.output as unknown[];
+  if (body.status === 'completed') expect(output.length, context).toBeGreaterThan(0);
+  else expect(output, context).toEqual([]);
   if (body.status === 'failed') expect(body.error, context).toMatchObject({ code: 'server_error' });
   else expect(body.error, context).toBeNull();
+};
+
+const finalEvents = ['response.completed', 'response.failed', 'error'];
+
+/**
+ * A Response stream: only where a stream was asked for (a create with `stream: true`, a retrieve with `stream=true`),
+ * events numbered upwards past `starting_after`, each with its type as its name, ending with a final event (every
+ * request here is answered at once by `echo`, or cancelled).
+ */
+const expectResponseStream = (text: string, c: Case, pathname: string, context: string) => {
+  const route = routeOf(c.method, pathname);
+  expect(['responses.create', 'responses.retrieve'], context).toContain(route?.name);
+  if (route?.name === 'responses.retrieve') expect(c.query, context).toMatch(/stream=true/);
+  else expect(JSON.parse(String(c.body)), context).toMatchObject({ stream: true });
+  // A create takes no query; a retrieve stream starts after `starting_after`.
+  const after = route?.name === 'responses.retrieve' ? /starting_after=(\d+)/.exec(c.query)?.[1] : undefined;
+  const frames = sseFramesOf(text);
+  const events = frames.flatMap((frame) => (frame.kind === 'event' ? [frame] : []));
+  let last = after === undefined ? -1 : Number(after);
+  for (const { event, data } of events) {
+    expect(event, context).toBe(data.type);
+    const parsed = responseStreamEventSchema.safeParse(data);
+    expect(parsed.success ? [] : parsed.error.issues, context).toEqual([]);
+    expect(data.sequence_number, context).toBeGreaterThan(last);
+    last = data.sequence_number as number;
+  }
+  if (events.length > 0) expect(finalEvents, context).toContain(events.at(-1)?.data.type);
+  else expect(after, context).toBeDefined();
+  if (after === undefined) expect(events[0]?.data.type, context).toBe('response.created');
 };
 
 const checkSeen = (label: string, c: Case, pathname: string, seen: Seen, known: Known, allowed = allowedStatuses) => {
@@ -271,6 +409,11 @@ const checkSeen = (label: string, c: Case, pathname: string, seen: Seen, known: 
   expect(text, context).not.toContain(known.key);
   expect(text, context).not.toMatch(/node_modules|\/work\/|\n\s+at /);
   if (c.method === 'HEAD' && text === '') return;
+  if (headers.get('content-type')?.startsWith('text/event-stream')) {
+    expect(status, context).toBe(200);
+    expectResponseStream(text, c, pathname, context);
+    return;
+  }
   expect(headers.get('content-type'), context).toMatch(/^application\/json\b/);
   const body = JSON.parse(text) as Record<string, unknown>;
   // Over 16 KB of headers, Node's parser answers before any route: that one answer keeps /v1/ai's shape.
@@ -335,11 +478,23 @@ describe('the OpenAI-compatible routes under random input', () => {
   let app: TestApp;
   let known: Known;
   let server: Awaited<ReturnType<typeof listen>>;
+  let upstream: Awaited<ReturnType<typeof startToolUpstream>>;
 
   beforeAll(async () => {
+    upstream = await startToolUpstream();
     app = await startTestApp({
       config: {
-        models: [{ id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 }],
+        models: [
+          { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
+          {
+            id: 'gpt',
+            provider: 'openai',
+            baseUrl: upstream.baseUrl,
+            upstreamModel: 'up',
+            timeoutMs: 60_000,
+            maxRetries: 0,
+          },
+        ],
         maxBodyBytes: 1024,
         maxPromptChars: 200,
       },
@@ -372,6 +527,7 @@ describe('the OpenAI-compatible routes under random input', () => {
   afterAll(async () => {
     await server?.close();
     await app?.stop();
+    await upstream?.close();
   });
 
   it('answers every random call in process with a contract status, OpenAI’s error shape or the route’s object, never a 500', async () => {

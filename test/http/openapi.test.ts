@@ -36,6 +36,7 @@ describe('the OpenAPI document', () => {
     expect(document.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(Object.keys(document.paths).filter((path) => path.startsWith('/v1/'))).toEqual([
       '/v1/ai',
+      '/v1/chat/completions',
       '/v1/models',
       '/v1/models/{id}',
       '/v1/responses',
@@ -75,6 +76,9 @@ describe('the OpenAPI document', () => {
           .filter(([method]) => method !== 'description')
           .map(([method, operation]) => [method, Object.keys(operation.responses)]),
       );
+    expect(methodsAndStatuses('/v1/chat/completions')).toEqual({
+      post: ['200', '400', '401', '403', '404', '408', '413', '422', '429', '431', '500', '503'],
+    });
     expect(methodsAndStatuses('/v1/models')).toEqual({ get: ['200', '401', '403', '408', '429', '431', '500', '503'] });
     expect(methodsAndStatuses('/v1/models/{id}')).toEqual({
       get: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
@@ -156,12 +160,68 @@ describe('the OpenAPI document', () => {
       { model: 'echo', input: 'hi', previous_response_id: 'resp_x' },
       { model: 'echo', input: 'hi', conversation: 'conv_x' },
       { model: 'echo', input: 'hi', prompt: { id: 'pmpt_x' } },
+      // Tools, formats and settings.
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: 'required' },
+      {
+        model: 'gpt',
+        input: 'hi',
+        tools: [{ type: 'function', name: 'f' }],
+        tool_choice: { type: 'function', name: 'f' },
+      },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'web_search' }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'a b' }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'x'.repeat(65) }] },
+      { model: 'gpt', input: 'hi', tools: [{ type: 'function', name: 'f', parameters: 'x' }] },
+      { model: 'gpt', input: 'hi', tool_choice: 'sometimes' },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_schema', name: 'n', schema: {}, strict: true } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_object' } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'json_schema', name: 'n' } } },
+      { model: 'gpt', input: 'hi', text: { format: { type: 'xml' } } },
+      { model: 'gpt', input: 'hi', text: { verbosity: 'low' } },
+      { model: 'gpt', input: 'hi', text: { format: null, verbosity: null } },
+      {
+        model: 'gpt',
+        input: 'hi',
+        temperature: 2,
+        top_p: 0,
+        max_output_tokens: 1,
+        user: 'u',
+        parallel_tool_calls: true,
+      },
+      { model: 'gpt', input: 'hi', temperature: 2.5 },
+      { model: 'gpt', input: 'hi', top_p: 1.5 },
+      { model: 'gpt', input: 'hi', max_output_tokens: 0 },
+      { model: 'gpt', input: 'hi', top_logprobs: 0, include: ['reasoning.encrypted_content'] },
+      { model: 'gpt', input: 'hi', top_logprobs: 3 },
+      { model: 'gpt', input: 'hi', include: ['message.output_text.logprobs'] },
+      { model: 'gpt', input: 'hi', max_tool_calls: 1 },
+      { model: 'gpt', input: 'hi', stream: 'yes' },
+      // Items of a tool round trip.
+      {
+        model: 'gpt',
+        input: [
+          message('hi'),
+          { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', id: 'fc_1', status: 'completed' },
+          { type: 'function_call_output', call_id: 'c', output: 'ok' },
+        ],
+      },
+      { model: 'gpt', input: [{ type: 'function_call', call_id: 'c', name: 'f' }] },
+      { model: 'gpt', input: [{ type: 'function_call', call_id: '', name: 'f', arguments: '{}' }] },
+      { model: 'gpt', input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] },
+      { model: 'gpt', input: [{ type: 'item_reference' }] },
       [],
       'hello',
       null,
     ];
     for (const body of bodies)
       expect(validate(body), JSON.stringify(body)).toBe(!(parseResponsesCreate(body) instanceof InvalidRequest));
+    // Rules across fields are the parser's alone: an output names a call before it; a reference names an item airs
+    // has (the parser is given none here).
+    const orphan = { model: 'gpt', input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] };
+    expect(validate(orphan)).toBe(true);
+    expect(parseResponsesCreate(orphan)).toBeInstanceOf(InvalidRequest);
+    expect(validate({ model: 'gpt', input: [{ type: 'item_reference', id: 'msg_1' }] })).toBe(true);
   });
 
   it('documents the Idempotency-Key header on both submit routes', () => {
@@ -228,15 +288,19 @@ describe('the OpenAPI document', () => {
       completed_at: null,
       model: 'echo',
       output: [],
+      background: true,
       error: null,
       incomplete_details: null,
       instructions: null,
+      max_output_tokens: null,
       metadata: {},
-      parallel_tool_calls: false,
+      parallel_tool_calls: true,
       temperature: null,
+      text: { format: { type: 'text' } },
       tool_choice: 'auto',
       tools: [],
       top_p: null,
+      user: null,
       usage: null,
     };
     const create = { method: 'POST', path: '/v1/responses', status: 200, headers: headers(limits), body: response };
@@ -244,6 +308,19 @@ describe('the OpenAPI document', () => {
     expect(problems({ ...create, body: { ...response, status: 'done' } }).join()).toMatch(/status/);
     expect(problems({ ...create, body: { ...response, id: `req_${'a'.repeat(22)}` } }).join()).toMatch(/id/);
     expect(problems({ ...create, body: { ...response, usage: { total_tokens: 3 } } }).join()).toMatch(/usage/);
+    const failure = { code: 'server_error', message: 'failed', type: 'server_error', param: null };
+    expect(problems({ ...create, body: { ...response, status: 'failed', error: failure } })).toEqual([]);
+    expect(
+      problems({ ...create, body: { ...response, status: 'failed', error: { code: 'server_error', message: 'x' } } }),
+    ).not.toEqual([]);
+    // A stream is checked event by event against the events' schema.
+    const streamed = { ...create, headers: new Headers({ ...limits, 'content-type': 'text/event-stream' }) };
+    const created = { type: 'response.created', response, sequence_number: 0 };
+    const sse = (...events: unknown[]) => events.map((e) => `event: x\ndata: ${JSON.stringify(e)}\n\n`).join('');
+    expect(problems({ ...streamed, body: undefined, text: `: keep-alive\n\n${sse(created)}` })).toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: sse({ ...created, sequence_number: -1 }) })).not.toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: sse({ type: 'response.done', response }) })).not.toEqual([]);
+    expect(problems({ ...streamed, body: undefined, text: 'data: {' })).not.toEqual([]);
     expect(problems({ ...create, body: { request_id: `req_${'a'.repeat(22)}`, model: 'echo' } })).not.toEqual([]);
     const openAiError = {
       error: { message: 'input: is required', type: 'invalid_request_error', param: 'input', code: 'invalid_request' },
@@ -281,13 +358,14 @@ describe('the OpenAPI document', () => {
       const call = async (method: string, path: string, init: Parameters<typeof requestInit>[1] = {}) => {
         const answer = await fetcher(path, requestInit(method, init));
         const text = await answer.text();
-        const body = JSON.parse(text) as Record<string, unknown>;
+        const streamed = answer.headers.get('content-type')?.startsWith('text/event-stream') === true;
+        const body = (streamed ? {} : JSON.parse(text)) as Record<string, unknown>;
         const document = openApiDocument() as { paths: Record<string, unknown> };
         // Checked under a name without `%`, which ajv would read as percent-encoding in its JSON pointers.
         const pathname = new URL(path, 'http://airs.test').pathname.replaceAll('%', '_');
         const template = templates[pathname];
         if (template !== undefined) document.paths = { ...document.paths, [pathname]: document.paths[template] };
-        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body };
+        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body, text };
         expect(openApiChecker(document).problems(observed), `${method} ${path}: ${text}`).toEqual([]);
         return observed;
       };
@@ -352,7 +430,27 @@ describe('the OpenAPI document', () => {
         expect((await call('POST', '/v1/responses', { key, body: { model: 'echo', input: 5 } })).body).toMatchObject({
           error: { param: 'input', code: 'invalid_request' },
         });
-        expect((await call('POST', '/v1/responses', { key, body: { ...slowBody, stream: true } })).status).toBe(400);
+        // Streams: a create, a replay from an event on, and a failed request's.
+        const streamedCreate = await call('POST', '/v1/responses', {
+          key,
+          body: { model: 'echo', input: 'hi', stream: true },
+        });
+        expect(streamedCreate.text).toMatch(/event: response\.completed/);
+        const streamedId = /"id":"(resp_[A-Za-z0-9_-]+)"/.exec(streamedCreate.text)?.[1] ?? '';
+        known(streamedId);
+        const replay = await call('GET', `/v1/responses/${streamedId}?stream=true&starting_after=2`, { key });
+        expect(replay.text).toMatch(/^event: response\.content_part\.added/);
+        const failedStream = await call('POST', '/v1/responses', {
+          key,
+          body: { model: 'doomed', input: 'x', stream: true },
+        });
+        expect(failedStream.text).toMatch(/event: response\.failed/);
+        known(/"id":"(resp_[A-Za-z0-9_-]+)"/.exec(failedStream.text)?.[1] ?? '');
+        expect((await call('GET', `/v1/responses/${streamedId}?starting_after=2`, { key })).status).toBe(400);
+        const tools = [{ type: 'function', name: 'f', parameters: { type: 'object' } }];
+        expect((await call('POST', '/v1/responses', { key, body: { ...slowBody, tools } })).body).toMatchObject({
+          error: { param: 'tools' },
+        });
         expect((await call('POST', '/v1/responses', { key, body: 'x'.repeat(2000) })).status).toBe(413);
       } finally {
         await close();

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { H3, type H3Event, HTTPError } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
+import type { LiveOutputShape } from '../../app/LiveOutput.js';
 import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { RequestsShape } from '../../app/Requests.js';
@@ -46,6 +47,8 @@ export type HttpDeps = {
   readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
   /** The configured models (ids and timeouts): with them the OpenAI-compatible face is served. */
   readonly models?: readonly { readonly id: string; readonly timeoutMs: number }[];
+  /** Text of attempts in flight, for the OpenAI face's streams. */
+  readonly live?: LiveOutputShape;
 };
 
 /** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
@@ -253,6 +256,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       guard: (route, slot) => guarded(route, slot, openAiFace),
       json,
       startedAtSeconds: Math.floor(Date.now() / 1000),
+      live: deps.live,
+      accepting: deps.accepting,
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', serveOpenApi);

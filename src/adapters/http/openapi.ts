@@ -1,9 +1,15 @@
 import { z } from 'zod';
 import {
+  chatCompletionChunkSchema,
+  chatCompletionCreateBodySchema,
+  chatCompletionSchema,
+} from '../../app/chatWireFormat.js';
+import {
   modelListSchema,
   modelObjectSchema,
   openAiErrorSchema,
   responseObjectSchema,
+  responseStreamEventSchema,
   responsesCreateBodySchema,
 } from '../../app/openAiWireFormat.js';
 import { submissionBodySchema } from '../../app/submission.js';
@@ -49,6 +55,10 @@ const headers = {
     description: '`true` when an earlier submit with the same `Idempotency-Key` and body made this request.',
     schema: headerSchemas.idempotentReplayed,
   },
+  'X-Request-Id': {
+    description: 'The request’s id (`req_…`), as `/v1/ai`, `airs replay` and the dashboard name it.',
+    schema: z.string().regex(/^req_[A-Za-z0-9_-]{22,}$/),
+  },
 } as const;
 
 const headerObject = (name: keyof typeof headers) => ({
@@ -71,6 +81,17 @@ const rateLimited = { 'RateLimit-Policy': 'required', RateLimit: 'required' } as
 const rateLimitedIfAdmitted = { 'RateLimit-Policy': 'optional', RateLimit: 'optional' } as const;
 
 const jsonContent = (schemaName: string) => ({ 'application/json': { schema: ref('schemas', schemaName) } });
+
+/**
+ * A stream of server-sent events. OpenAPI 3.1 has no keyword for the events of a stream: the schema of each event's
+ * `data` is given in `x-event-data` (the checker in test/http/support/openapi.ts validates every event with it).
+ */
+const eventStreamContent = (eventSchemaName: string, description: string) => ({
+  'text/event-stream': {
+    schema: { type: 'string', description },
+    'x-event-data': ref('schemas', eventSchemaName),
+  },
+});
 
 const errorAnswer = (
   description: string,
@@ -167,6 +188,61 @@ const responseAnswer = (description: string, names: Parameters<typeof responseHe
 const otherMethods = (allow: string) =>
   `Any other method answers \`405 method_not_allowed\` (OpenAI’s error shape) with \`Allow: ${allow}\`.`;
 
+const chatPaths = {
+  '/v1/chat/completions': {
+    description: otherMethods('POST'),
+    post: {
+      operationId: 'createChatCompletion',
+      summary: 'Queue a chat completion and wait for it, or stream it (OpenAI-compatible)',
+      description:
+        'A request like any other (the same accounts, limits, queue, log and expiry): its id is `chatcmpl-X` for ' +
+        'the request `req_X`. Without `stream`, the call waits until the request is final and answers the ' +
+        '`chat.completion` (a failed or cancelled request answers an error); if the caller goes away first, the ' +
+        'request is cancelled. With `stream: true`, answers `chat.completion.chunk` events, then `data: [DONE]`, ' +
+        'and cancels the request if the caller goes away. Spends a submit.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [ref('parameters', 'Idempotency-Key')],
+      requestBody: { required: true, content: jsonContent('ChatCompletionCreate') },
+      responses: {
+        '200': {
+          description: 'The completion, or its chunks.',
+          headers: responseHeaders({ 'X-Request-Id': 'optional', 'Idempotent-Replayed': 'optional', ...rateLimited }),
+          content: {
+            ...jsonContent('ChatCompletion'),
+            ...eventStreamContent('ChatCompletionChunk', 'With `stream: true`: the chunks, then `data: [DONE]`.'),
+          },
+        },
+        '400': openAiErrorAnswer(
+          'Malformed JSON or a body over the JSON bounds; `model` or `messages` missing or of the wrong type; an ' +
+            'unknown model; an empty or too long conversation; a part airs cannot send a model; a parameter out ' +
+            'of range; `n` other than 1, `logprobs`, `top_logprobs`, a tool that is not a function; tools or a ' +
+            'JSON schema on the `echo` provider (named in `param`); a `Content-Type` that is not JSON; an invalid ' +
+            '`Idempotency-Key` (with the RateLimit headers). Or a client that closed its connection before its ' +
+            'body arrived (without them).',
+          rateLimitedIfAdmitted,
+        ),
+        '401': openAi.unauthorized(),
+        '403': openAi.forbidden(),
+        '404': openAiErrorAnswer('The request expired or was cancelled while waited for.', rateLimited),
+        '413': openAiErrorAnswer(
+          'The body is larger than `maxBodyBytes`; refused without reading it all.',
+          rateLimited,
+        ),
+        '422': openAiErrorAnswer(
+          'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
+          rateLimited,
+        ),
+        '429': openAi.rateLimited('submits'),
+        '408': requestTimedOut(),
+        '431': headersTooLarge(),
+        '500': openAi.fault(),
+        '503': openAi.stopping(),
+      },
+    },
+  },
+} as const;
+
 const openAiPaths = {
   '/v1/models': {
     description: otherMethods('GET'),
@@ -221,28 +297,38 @@ const openAiPaths = {
     description: otherMethods('POST'),
     post: {
       operationId: 'createResponse',
-      summary: 'Queue a request, in the background or waiting for it (OpenAI-compatible)',
+      summary: 'Queue a request, in the background, waiting for it, or streaming it (OpenAI-compatible)',
       description:
         'With `background: true`, answers at once with the Response, `queued` (also when a worker took it ' +
         'already); poll `GET /v1/responses/{id}`. Without it, waits for the result up to the model’s timeout (and ' +
         'a second for the outcome to be written) and answers the Response as it then is (`completed`, `failed`, ' +
-        '`cancelled`, or still `queued`/`in_progress` when the queue was long). Spends a submit.',
+        '`cancelled`, or still `queued`/`in_progress` when the queue was long). With `stream: true`, answers with ' +
+        'the Response’s events (`ResponseStreamEvent`) as they happen, and a keep-alive comment after 10 s without ' +
+        'one; a stream that is not `background` cancels its request when the caller goes away. Spends a submit.',
       tags: ['OpenAI-compatible'],
       security: bearer,
       parameters: [ref('parameters', 'Idempotency-Key')],
       requestBody: { required: true, content: jsonContent('ResponsesCreate') },
       responses: {
-        '200': responseAnswer('The Response: durably queued (background), or as it is after waiting.', {
-          'Idempotent-Replayed': 'optional',
-          ...rateLimited,
-        }),
+        '200': {
+          ...responseAnswer('The Response: durably queued (background), or as it is after waiting; or its events.', {
+            'Idempotent-Replayed': 'optional',
+            ...rateLimited,
+          }),
+          content: {
+            ...jsonContent('Response'),
+            ...eventStreamContent('ResponseStreamEvent', 'With `stream: true`: the Response’s events.'),
+          },
+        },
         '400': openAiErrorAnswer(
           'Malformed JSON; JSON nested deeper than `maxJsonDepth` (64) or holding more than `maxJsonValues` ' +
             '(100,000) values; a body that is not an object; `model` or `input` missing or of the wrong type; an ' +
-            'unknown model; an empty or too long input; a part or item that is not text; `stream: true`, tools, ' +
-            '`previous_response_id`, `conversation` or `prompt` (named in `param` where the parser knows the ' +
-            'field); a `Content-Type` that is not JSON; an invalid `Idempotency-Key` (with the RateLimit headers). ' +
-            'Or a client that closed its connection before its body arrived (without them).',
+            'unknown model; an empty or too long input; a part or item airs cannot send a model; a setting out of ' +
+            'range; a tool that is not a function; tools or a JSON schema on the `echo` provider; ' +
+            '`previous_response_id`, `conversation`, `prompt`, `text.verbosity`, `max_tool_calls` or log ' +
+            'probabilities (named in `param` where the parser knows the field); a `Content-Type` that is not JSON; ' +
+            'an invalid `Idempotency-Key` (with the RateLimit headers). Or a client that closed its connection ' +
+            'before its body arrived (without them).',
           rateLimitedIfAdmitted,
         ),
         '401': openAi.unauthorized(),
@@ -272,17 +358,47 @@ const openAiPaths = {
     description: `${otherMethods('GET')} \`DELETE\` is not supported: a request expires 24 hours after it was created.`,
     get: {
       operationId: 'retrieveResponse',
-      summary: 'Retrieve a Response (OpenAI-compatible)',
+      summary: 'Retrieve a Response, or stream its events (OpenAI-compatible)',
       tags: ['OpenAI-compatible'],
       security: bearer,
-      parameters: [responseIdParameter],
+      parameters: [
+        responseIdParameter,
+        {
+          name: 'stream',
+          in: 'query',
+          required: false,
+          description:
+            '`true`: the Response’s events (`ResponseStreamEvent`) from the start, until it is final. Text that an ' +
+            'attempt writes from after the stream began comes as it is written; otherwise the text comes whole when ' +
+            'the request completes.',
+          schema: { type: 'string', enum: ['true', 'false'] },
+        },
+        {
+          name: 'starting_after',
+          in: 'query',
+          required: false,
+          description:
+            'With `stream=true`: leave out the events whose `sequence_number` is this or lower. The numbers are ' +
+            'this stream’s own; a stream of a finished request is the same every time, so a client resumes exactly ' +
+            'from the last event it had.',
+          schema: { type: 'string', pattern: '^\\d{1,9}$' },
+        },
+      ],
       responses: {
-        '200': responseAnswer(
-          'The Response, whatever its status (a failed one carries `error`; a cancelled one stays cancelled). ' +
-            'Spends a poll.',
-          rateLimited,
+        '200': {
+          ...responseAnswer(
+            'The Response, whatever its status (a failed one carries `error`; a cancelled one stays cancelled); or ' +
+              'its events. Spends a poll.',
+            rateLimited,
+          ),
+          content: {
+            ...jsonContent('Response'),
+            ...eventStreamContent('ResponseStreamEvent', 'With `stream=true`: the Response’s events.'),
+          },
+        },
+        '400': openAi.unparsablePath(
+          '`stream` not `true` or `false`, or `starting_after` not a whole number or without `stream=true`.',
         ),
-        '400': openAi.unparsablePath(),
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
@@ -331,9 +447,9 @@ const build = (): Json => ({
       'authenticated answer carries the IETF draft `RateLimit-Policy` and `RateLimit` headers. Every error has ' +
       'one shape (`Error`). Any other method on `/v1/ai` answers `405 method_not_allowed` with ' +
       '`Allow: GET, POST`; any unknown path answers `404 not_found`. The OpenAI-compatible face ' +
-      '(`/v1/models`, `/v1/responses`) serves the same requests, accounts and limits in OpenAI’s wire format, ' +
-      'for the official OpenAI SDKs; its errors, and the `404` of an unknown path under `/v1/models` or ' +
-      '`/v1/responses`, are in OpenAI’s shape (`OpenAIError`). See docs/api.md.',
+      '(`/v1/models`, `/v1/chat/completions`, `/v1/responses`) serves the same requests, accounts and limits in ' +
+      'OpenAI’s wire format, for the official OpenAI SDKs and the libraries built on them; its errors, and the ' +
+      '`404` of an unknown path under its prefixes, are in OpenAI’s shape (`OpenAIError`). See docs/api.md.',
     license: { name: 'MIT', identifier: 'MIT' },
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -341,7 +457,8 @@ const build = (): Json => ({
     {
       name: 'OpenAI-compatible',
       description:
-        'OpenAI’s Models and Responses (background mode) over the same requests as `/v1/ai`: `baseURL = <airs>/v1`.',
+        'OpenAI’s Models, Chat Completions and Responses (waiting, background and streaming) over the same requests ' +
+        'as `/v1/ai`: `baseURL = <airs>/v1`.',
     },
   ],
   paths: {
@@ -431,6 +548,7 @@ const build = (): Json => ({
         },
       },
     },
+    ...chatPaths,
     ...openAiPaths,
     '/v1/openapi.json': {
       get: {
@@ -477,6 +595,10 @@ const build = (): Json => ({
       Error: jsonSchema(errorSchema),
       ResponsesCreate: jsonSchema(responsesCreateBodySchema, 'input'),
       Response: jsonSchema(responseObjectSchema),
+      ResponseStreamEvent: jsonSchema(responseStreamEventSchema),
+      ChatCompletionCreate: jsonSchema(chatCompletionCreateBodySchema, 'input'),
+      ChatCompletion: jsonSchema(chatCompletionSchema),
+      ChatCompletionChunk: jsonSchema(chatCompletionChunkSchema),
       ModelList: jsonSchema(modelListSchema),
       Model: jsonSchema(modelObjectSchema),
       OpenAIError: jsonSchema(openAiErrorSchema),

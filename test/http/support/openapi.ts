@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { sseFramesOf } from '../../support/sseFrames.js';
 
 /**
  * Checks answers against the committed OpenAPI document (docs/openapi.json, which openapi.test.ts keeps equal to the
@@ -17,6 +18,8 @@ export type Observed = {
   readonly status: number;
   readonly headers: Headers;
   readonly body: unknown;
+  /** The body as text: a `text/event-stream` answer is checked event by event. */
+  readonly text?: string;
 };
 
 const documentUrl = new URL('../../../docs/openapi.json', import.meta.url);
@@ -95,8 +98,22 @@ export const openApiChecker = (document: Json = committedDocument()) => {
       found.push(`content type ${contentType} is not documented for ${answer.status}`);
       return found;
     }
-    const bodyPointer = `${operationPointer}/responses/${answer.status}/content/${pointerSegment(contentType)}/schema`;
-    found.push(...schemaProblems(bodyPointer, answer.body, 'the body'));
+    const mediaPointer = `${operationPointer}/responses/${answer.status}/content/${pointerSegment(contentType)}`;
+    if (contentType === 'text/event-stream') {
+      // Each event's data against the media type's `x-event-data` schema; comments and `[DONE]` are no events.
+      if (typeof answer.text !== 'string') return [...found, 'an event stream without its text'];
+      let frames: ReturnType<typeof sseFramesOf>;
+      try {
+        frames = sseFramesOf(answer.text);
+      } catch (error) {
+        return [...found, `not an event stream: ${(error as Error).message}`];
+      }
+      for (const [i, frame] of frames.entries())
+        if (frame.kind === 'event')
+          found.push(...schemaProblems(`${mediaPointer}/x-event-data`, frame.data, `event ${i}`));
+      return found;
+    }
+    found.push(...schemaProblems(`${mediaPointer}/schema`, answer.body, 'the body'));
     return found;
   };
   return { problems, document };

@@ -1,12 +1,20 @@
 import type { SubmitInput } from '../../../app/Requests.js';
-import { lastUserText } from '../../../app/storedInput.js';
+import { lastUserText, textOfMessage } from '../../../app/storedInput.js';
 import { InvalidRequest } from '../../../domain/errors.js';
 import type { ChatMessage } from '../../../ports/ModelProvider.js';
+import { generationSettingsOf, invalid, isObject, type ResponseSettings } from './generationSettings.js';
+import { type ItemResolver, messagesOf } from './inputItems.js';
 
-/** A `POST /v1/responses` body understood: what to queue, and whether the caller waits for it. */
-export type ResponsesCreate = { readonly input: SubmitInput; readonly background: boolean };
-
-const roles: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'developer']);
+/**
+ * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the
+ * settings its Response echoes.
+ */
+export type ResponsesCreate = {
+  readonly input: SubmitInput;
+  readonly background: boolean;
+  readonly stream: boolean;
+  readonly settings: ResponseSettings;
+};
 
 /** OpenAI fields airs cannot honour: refused rather than ignored, since ignoring them would change the answer. */
 const unsupported: Readonly<Record<string, string>> = {
@@ -15,71 +23,33 @@ const unsupported: Readonly<Record<string, string>> = {
   prompt: 'prompt templates are not supported; send the text as input',
 };
 
-const invalid = (param: string, message: string) =>
-  new InvalidRequest({ message: `${param}: ${message}`, details: { param } });
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** A surrogate half alone is not text: storage would turn it into U+FFFD and the echo would differ. */
 const brokenUnicode = /\p{Cs}/u;
 
-const textOf = (content: unknown, param: string): string | InvalidRequest => {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return invalid(param, 'must be a string or a list of input_text parts');
-  const texts: string[] = [];
-  for (const [i, part] of content.entries()) {
-    const at = `${param}[${i}]`;
-    if (!isObject(part)) return invalid(at, 'must be an object {"type": "input_text", "text": ...}');
-    if (part.type !== 'input_text' && part.type !== 'output_text')
-      return invalid(
-        `${at}.type`,
-        `part type ${JSON.stringify(part.type)?.slice(0, 50)} is not supported; airs takes text (input_text) only`,
-      );
-    if (typeof part.text !== 'string') return invalid(`${at}.text`, 'must be a string');
-    texts.push(part.text);
-  }
-  return texts.join('\n');
-};
-
-const messagesOf = (input: unknown[]): ChatMessage[] | InvalidRequest => {
-  if (input.length === 0) return invalid('input', 'must not be an empty list');
-  const messages: ChatMessage[] = [];
-  for (const [i, item] of input.entries()) {
-    const at = `input[${i}]`;
-    if (!isObject(item)) return invalid(at, 'must be a message {"role": ..., "content": ...}');
-    if (item.type !== undefined && item.type !== 'message')
-      return invalid(
-        `${at}.type`,
-        `item type ${JSON.stringify(item.type)?.slice(0, 50)} is not supported; airs takes messages only`,
-      );
-    if (typeof item.role !== 'string' || !roles.has(item.role))
-      return invalid(`${at}.role`, 'must be one of user, assistant, system, developer');
-    const content = textOf(item.content, `${at}.content`);
-    if (content instanceof InvalidRequest) return content;
-    messages.push({ role: item.role as 'user' | 'assistant' | 'system' | 'developer', content });
-  }
-  return messages;
+const flag = (body: Record<string, unknown>, field: string): boolean | InvalidRequest => {
+  const value = body[field];
+  if (value === undefined || value === null) return false;
+  return typeof value === 'boolean' ? value : invalid(field, 'must be true or false');
 };
 
 /**
- * Reads a `POST /v1/responses` body as OpenAI's SDKs send it: `model`, `input` (a string, or a list of messages whose
- * content is a string or `input_text` parts), optional `instructions` (a leading system message) and `background`.
- * Other OpenAI fields (temperature, max_output_tokens, metadata, store, ...) are accepted and ignored; streaming and
- * fields that would change the answer unseen are refused with the field named in `param`.
+ * Reads a `POST /v1/responses` body as OpenAI's SDKs send it: `model`, `input` (a string, or a list of messages and
+ * tool-call items, see inputItems.ts; `resolve` finds the items an `item_reference` names), optional `instructions` (a leading system message), `background`, `stream`,
+ * and the generation settings (generationSettings.ts). Fields that do not change the answer (`store`, `metadata`,
+ * `include`, `truncation`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`,
+ * ...) are accepted and ignored; fields that would change it unseen are refused with the field named in `param`.
  */
-export const parseResponsesCreate = (body: unknown): ResponsesCreate | InvalidRequest => {
+export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): ResponsesCreate | InvalidRequest => {
   if (!isObject(body))
     return new InvalidRequest({ message: 'the body must be a JSON object with "model" and "input"' });
   if (body.model === undefined) return invalid('model', 'is required');
   if (typeof body.model !== 'string') return invalid('model', 'must be a string');
-  if (body.stream === true)
-    return invalid('stream', 'streaming is not supported; use "background": true and poll GET /v1/responses/{id}');
   for (const [field, message] of Object.entries(unsupported))
     if (body[field] !== undefined && body[field] !== null) return invalid(field, message);
-  if (Array.isArray(body.tools) && body.tools.length > 0) return invalid('tools', 'tools are not supported');
-  if (body.background !== undefined && body.background !== null && typeof body.background !== 'boolean')
-    return invalid('background', 'must be true or false');
+  const background = flag(body, 'background');
+  if (background instanceof InvalidRequest) return background;
+  const stream = flag(body, 'stream');
+  if (stream instanceof InvalidRequest) return stream;
   if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
     return invalid('instructions', 'must be a string');
   const instructions =
@@ -92,16 +62,26 @@ export const parseResponsesCreate = (body: unknown): ResponsesCreate | InvalidRe
     prompt = body.input;
     if (instructions !== undefined) messages = [{ role: 'user', content: prompt }];
   } else if (Array.isArray(body.input)) {
-    const read = messagesOf(body.input);
+    const read = messagesOf(body.input, resolve);
     if (read instanceof InvalidRequest) return read;
     messages = read;
     prompt = lastUserText(read);
   } else return invalid('input', 'must be a string or a list of messages');
   if (instructions !== undefined) messages = [{ role: 'system', content: instructions }, ...(messages ?? [])];
 
-  const texts = messages?.map((m) => m.content ?? '') ?? [prompt];
-  if (texts.every((text) => text.trim() === '')) return invalid('input', 'must not be empty');
+  const texts = messages?.map(textOfMessage) ?? [prompt];
+  const callsTools = messages?.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.tool_calls)) === true;
+  if (!callsTools && texts.every((text) => text.trim() === '')) return invalid('input', 'must not be empty');
   if (texts.some((text) => brokenUnicode.test(text)))
     return invalid('input', 'must be valid Unicode text; it contains an unpaired surrogate');
-  return { input: { model: body.model, prompt, messages }, background: body.background === true };
+
+  const generation = generationSettingsOf(body, background);
+  if (generation instanceof InvalidRequest) return generation;
+  const { params, settings } = generation;
+  return {
+    input: { model: body.model, prompt, messages, params: Object.keys(params).length === 0 ? undefined : params },
+    background,
+    stream,
+    settings,
+  };
 };

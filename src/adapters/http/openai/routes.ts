@@ -1,13 +1,17 @@
-import { getRouterParam, type H3, type H3Event } from 'h3';
+import { getQuery, getRouterParam, type H3, type H3Event } from 'h3';
 import type { Principal } from '../../../app/Auth.js';
+import { type Follower, followRequest } from '../../../app/followRequest.js';
+import { createLiveOutput, type LiveOutputShape } from '../../../app/LiveOutput.js';
 import { HttpRoute } from '../../../app/Metrics.js';
 import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
+import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
 import { modelListOf, modelObjectOf } from './models.js';
-import { requestIdOf, responseObjectOf } from './responseObject.js';
+import { referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
+import { responseStreamAnswer } from './responseStream.js';
 
 type HeaderBag = Record<string, string>;
 type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
@@ -25,6 +29,10 @@ export type OpenAiFaceDeps = {
   json(status: number, body: unknown, headers: HeaderBag): Response;
   /** When the server started (seconds): the `created` of the models. */
   readonly startedAtSeconds: number;
+  /** Text of attempts in flight in this process, for streams (without it, a stream gets the text when it is done). */
+  readonly live?: LiveOutputShape | undefined;
+  /** False while the server is stopping (a stream it closes then does not cancel its request). */
+  readonly accepting?: () => boolean;
 };
 
 /** How long past the model's timeout a waiting create still waits: an attempt's outcome is written a moment later. */
@@ -52,6 +60,35 @@ const inResponseTerms = (error: ApiError): ApiError => {
 const isApiError = (value: unknown): value is ApiError =>
   typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
+/** The services' own param names, as this face names them: chat completions' `response_format` is `text.format`. */
+const inFaceTerms = (error: ApiError): ApiError => {
+  if (!(error instanceof InvalidRequest) || error.details?.param !== 'response_format') return error;
+  return new InvalidRequest({
+    message: error.message.replace(/^response_format\b/, 'text.format'),
+    details: { ...error.details, param: 'text.format' },
+  });
+};
+
+/** `?stream=` and `?starting_after=` of a retrieve: JSON, or the Response's events from `starting_after + 1`. */
+const streamQueryOf = (
+  event: H3Event,
+): { readonly stream: false } | { readonly stream: true; readonly startingAfter?: number } | InvalidRequest => {
+  const query = getQuery(event);
+  const one = (name: string) => {
+    const value = query[name];
+    return Array.isArray(value) ? value.at(-1) : value;
+  };
+  const stream = one('stream');
+  if (stream !== undefined && stream !== 'true' && stream !== 'false')
+    return invalid('stream', 'must be true or false');
+  const after = one('starting_after');
+  if (after === undefined) return stream === 'true' ? { stream: true } : { stream: false };
+  if (stream !== 'true') return invalid('starting_after', 'is for streams; add stream=true');
+  if (typeof after !== 'string' || !/^\d{1,9}$/.test(after))
+    return invalid('starting_after', 'must be a whole number (the sequence_number of the last event received)');
+  return { stream: true, startingAfter: Number(after) };
+};
+
 /**
  * The OpenAI-compatible face (contract 11): `GET /v1/models`, `POST /v1/responses` (background or waiting),
  * `GET /v1/responses/{id}` and `POST /v1/responses/{id}/cancel`, over the same Requests service, limits, queue and
@@ -61,9 +98,14 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const { requests } = deps;
   // The model's timeout, and a moment more for the attempt's outcome (a timeout too) to be written.
   const waitOf = (model: string) => (deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000) + outcomeGraceMs;
-  const answerView = (view: RequestView | ApiError, headers: HeaderBag) =>
-    isApiError(view) ? inResponseTerms(view) : deps.json(200, responseObjectOf(view), headers);
+  const answerView = (view: RequestView | ApiError, headers: HeaderBag, settings?: ResponseSettings) =>
+    isApiError(view)
+      ? inResponseTerms(view)
+      : deps.json(200, responseObjectOf(view, settings === undefined ? {} : { settings }), headers);
   const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
+  // Without the process's live output, streams hear nobody and get each answer whole when it is done.
+  const live = deps.live ?? createLiveOutput();
+  const follower = () => followRequest(live);
 
   /**
    * Reads, checks and queues a create's body. The parsed body lives only in this call, which returns once the submit
@@ -74,15 +116,24 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const queueCreate = async (event: H3Event, principal: Principal, key: string | undefined) => {
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
-    const parsed = parseResponsesCreate(body);
+    // An `item_reference` may name an output item of one of the account's own Responses.
+    const parsed = parseResponsesCreate(body, (id) =>
+      referencedItemOf(id, (reqId) => {
+        const view = requests.find(principal, reqId);
+        return isApiError(view) ? undefined : view;
+      }),
+    );
     if (parsed instanceof InvalidRequest) return parsed;
+    // A stream listens to the request before its submit is committed, so that it hears the first attempt whole.
+    const listening: Follower | undefined = parsed.stream ? follower() : undefined;
     return {
       background: parsed.background,
-      submitted: requests.submitInput(
-        principal,
-        parsed.input,
-        key === undefined ? undefined : { idempotency: { key, fingerprint: ['responses', body] } },
-      ),
+      stream: listening,
+      settings: parsed.settings,
+      submitted: requests.submitInput(principal, parsed.input, {
+        idempotency: key === undefined ? undefined : { key, fingerprint: ['responses', body] },
+        beforeCommit: listening === undefined ? undefined : (reqId) => listening.listen(reqId),
+      }),
     };
   };
 
@@ -94,22 +145,65 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     const queued = await queueCreate(event, principal, key);
     if (isApiError(queued)) return queued;
     const submitted = await queued.submitted;
-    if (isApiError(submitted)) return submitted;
+    if (isApiError(submitted)) {
+      queued.stream?.stop();
+      return inFaceTerms(submitted);
+    }
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
+    if (queued.stream !== undefined) {
+      // A replay names an earlier request: listen to that one (from now on) instead of the id this submit had.
+      let listening = queued.stream;
+      if (submitted.replayed) {
+        listening.stop();
+        listening = follower();
+      }
+      const first = requests.find(principal, submitted.request_id);
+      if (isApiError(first)) {
+        listening.stop();
+        return inResponseTerms(first);
+      }
+      return responseStreamAnswer(first, {
+        requests,
+        principal,
+        reqId: submitted.request_id,
+        follower: listening,
+        settings: queued.settings,
+        headers,
+        cancelOnDisconnect: !queued.background,
+        connection: event.req.signal,
+        accepting: deps.accepting,
+      });
+    }
     if (queued.background) {
       // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
       const view = requests.find(principal, submitted.request_id);
-      return isApiError(view) ? view : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued' }), headers);
+      return isApiError(view)
+        ? view
+        : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued', settings: queued.settings }), headers);
     }
     // Without `background`, the call waits for the result (up to the model's timeout) and answers it as it then is.
+    const { settings } = queued;
     await requests.settled(submitted.request_id, waitOf(submitted.model));
-    return answerView(requests.find(principal, submitted.request_id), headers);
+    return answerView(requests.find(principal, submitted.request_id), headers, settings);
   };
 
   const retrieve: Route = async (event, headers) => {
     const principal = deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    return answerView(requests.find(principal, idOf(event)), headers);
+    const query = streamQueryOf(event);
+    if (isApiError(query)) return query;
+    const view = requests.find(principal, idOf(event));
+    if (isApiError(view) || !query.stream) return answerView(view, headers);
+    return responseStreamAnswer(view, {
+      requests,
+      principal,
+      reqId: view.state.context.reqId,
+      follower: follower(),
+      startingAfter: query.startingAfter,
+      headers,
+      cancelOnDisconnect: false,
+      connection: event.req.signal,
+    });
   };
 
   const cancel: Route = async (event, headers) => {
