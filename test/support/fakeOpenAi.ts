@@ -130,21 +130,24 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
 
     // Streamed: one chunk per word (with its leading space), as upstreams send pieces.
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (delta: unknown, finishReason: string | null = null, extra: Record<string, unknown> = {}) =>
-      res.write(
-        `data: ${JSON.stringify({
-          id: 'chatcmpl-1',
-          object: 'chat.completion.chunk',
-          created: 0,
-          model: body.model,
-          choices: [{ index: 0, delta, finish_reason: finishReason }],
-          ...extra,
-        })}\n\n`,
+    // Each chunk is on its way to the caller when its write resolves (a break or a wait comes after it).
+    const chunk = (delta: unknown, finishReason: string | null = null) =>
+      new Promise<void>((resolve) =>
+        res.write(
+          `data: ${JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: body.model,
+            choices: [{ index: 0, delta, finish_reason: finishReason }],
+          })}\n\n`,
+          () => resolve(),
+        ),
       );
-    chunk({ role: 'assistant', content: '' });
+    await chunk({ role: 'assistant', content: '' });
     const pieces = answer.split(/(?= )/).filter((piece) => piece !== '');
     for (const [i, piece] of pieces.entries()) {
-      chunk({ content: piece });
+      await chunk({ content: piece });
       if (i === 0 && prompt.startsWith('break-stream-once') && count === 1) return void res.destroy();
       if (i === 0 && prompt.startsWith('gated')) await gateOf().promise;
       if (res.destroyed) return;
@@ -152,12 +155,12 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     if (toolCalls !== undefined)
       // Pieces as upstreams stream them: the id and name first, the arguments after.
       for (const [index, toolCall] of toolCalls.entries()) {
-        chunk({
+        await chunk({
           tool_calls: [{ index, id: toolCall.id, type: 'function', function: { name: toolCall.function.name } }],
         });
-        chunk({ tool_calls: [{ index, function: { arguments: toolCall.function.arguments } }] });
+        await chunk({ tool_calls: [{ index, function: { arguments: toolCall.function.arguments } }] });
       }
-    chunk({}, finish);
+    await chunk({}, finish);
     const streamOptions = body.stream_options as { include_usage?: boolean } | undefined;
     if (streamOptions?.include_usage === true) res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
     answered.set(prompt, [...(answered.get(prompt) ?? []), answer]);
