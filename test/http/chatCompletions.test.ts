@@ -524,6 +524,23 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     expect(frames.some((frame) => frame.kind === 'done')).toBe(false);
   });
 
+  it('streams a repeat with the same Idempotency-Key as the same completion, creating nothing', async () => {
+    const app = await start();
+    const { key, accountId } = await app.account();
+    const body = { model: 'echo', messages: hello, stream: true };
+    const headers = { 'idempotency-key': 'stream-1' };
+    const first = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    const firstChunks = dataOf(framesOf(await first.text()));
+    const again = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
+    const frames = framesOf(await again.text());
+    expect(frames.at(-1)).toEqual({ kind: 'done' });
+    expect(dataOf(frames)).toEqual(firstChunks);
+    const queued = [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+    expect(queued).toHaveLength(1);
+  });
+
   it('refuses a bad streaming body before any stream starts, as JSON', async () => {
     const app = await start();
     const { key } = await app.account();
