@@ -115,6 +115,26 @@ describe('A streamed chat completion over a socket', () => {
   });
 });
 
+describe('A stream whose server stops', () => {
+  it('ends (the caller is not left hanging), and its request is not cancelled', async () => {
+    const { app, url, key } = await start();
+    const call = await postOverSocket(url, '/v1/chat/completions', key, {
+      model: 'slow',
+      messages: hello,
+      stream: true,
+    }).answered;
+    const reqId = String(call.headers['x-request-id']);
+    expect(await call.frames.next()).toMatchObject({ kind: 'data' });
+    app.stopAccepting();
+    await server?.close();
+    server = undefined;
+    // The stream ends, cleanly or with a reset: either way the reader is done.
+    await call.frames.rest().catch(() => []);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
+  });
+});
+
 describe('A waiting create whose caller goes away', () => {
   it.each([
     ['POST /v1/chat/completions', '/v1/chat/completions', { model: 'slow', messages: hello }],
