@@ -32,6 +32,8 @@ export type AppOptions = {
   readonly storeLayer?: Layer.Layer<Store>;
   /** The free space of the data directory's disk (default: statfs of `config.dataDir`); tests give their own. */
   readonly readFreeBytes?: () => Promise<number>;
+  /** How long a stream may stay silent before a keep-alive comment (default 15 s; tests make it short). */
+  readonly streamKeepAliveMs?: number;
 };
 
 /**

@@ -44,6 +44,20 @@ export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiMo
 });
 export type ModelConfig = z.infer<typeof modelSchema>;
 
+/** A browser origin as browsers send it (`https://app.example.com`, `http://localhost:3000`), or `*`. */
+const corsOrigin = z
+  .string()
+  .max(2_048)
+  .refine((value) => {
+    if (value === '*') return true;
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+    } catch {
+      return false;
+    }
+  }, 'expected an origin such as https://app.example.com (scheme, host and port only, lower case, no trailing slash), or *');
+
 const planOverride = z.strictObject({
   maxKeys: positiveInt.nullable().optional(),
   submitsPerMinute: positiveInt.optional(),
@@ -107,6 +121,12 @@ export const fileSchema = z.strictObject({
       hashingQueue: z.number().int().min(0).max(1_000).optional(),
     })
     .optional(),
+  cors: z
+    .strictObject({
+      /** Browser origins allowed to call `/v1/*` (contract 13); `*` allows any. Credentials are never allowed. */
+      allowedOrigins: z.array(corsOrigin).max(1_000).optional(),
+    })
+    .optional(),
   metrics: z
     .strictObject({
       /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
@@ -145,6 +165,8 @@ export type Config = {
   };
   /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
   readonly metrics: { readonly token?: string };
+  /** Browser origins allowed to call `/v1/*`; empty: no CORS header is sent. */
+  readonly cors: { readonly allowedOrigins: readonly string[] };
   /** Where the config came from, for the start-up line. */
   readonly source: string;
   /** Where `dataDir` came from (`--data-dir`, `AIRS_DATA_DIR`, the file, the default), for messages naming it. */
@@ -269,6 +291,7 @@ export const loadConfig = (
       hashingQueue: file.dashboard?.hashingQueue ?? 4,
     },
     metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
+    cors: { allowedOrigins: file.cors?.allowedOrigins ?? [] },
     source,
     dataDirFrom: overrides.dataDir
       ? '--data-dir'

@@ -102,6 +102,8 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     jsonBounds: { maxDepth: options.config.maxJsonDepth, maxValues: options.config.maxJsonValues },
     pollIntervalSeconds: options.config.pollIntervalSeconds,
     models: options.config.models,
+    corsOrigins: options.config.cors.allowedOrigins,
+    streamKeepAliveMs: options.streamKeepAliveMs,
     accepting: () => accepting,
     traffic,
     readiness: services.storageHealth.problem,

@@ -24,6 +24,7 @@ export const HttpRoute = {
   responsesRetrieve: 4,
   responsesCancel: 5,
   models: 6,
+  chatCompletions: 7,
 } as const;
 export type HttpRoute = (typeof HttpRoute)[keyof typeof HttpRoute];
 

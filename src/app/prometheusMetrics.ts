@@ -13,6 +13,7 @@ const httpRouteLabels = [
   { method: 'GET', route: '/v1/responses/{id}' },
   { method: 'POST', route: '/v1/responses/{id}/cancel' },
   { method: 'GET', route: '/v1/models' },
+  { method: 'POST', route: '/v1/chat/completions' },
 ] as const;
 
 /** Process metrics (CPU, memory, event loop lag, GC, handles) exist once per process: one registry shared by every

@@ -240,16 +240,18 @@ describe('POST /v1/responses without background', () => {
     }
   });
 
-  it('answers the Response as it is once the model’s timeout has passed, still unfinished', async () => {
+  it('keeps waiting past the model’s timeout, through the retries, and answers only once the request is final', async () => {
     const app = await start({
-      config: { models: [echo('sluggish', 60_000, 300)], processing: { concurrency: 1, maxAttempts: 5 } },
+      config: { models: [echo('sluggish', 60_000, 300)], processing: { concurrency: 1, maxAttempts: 2 } },
       clock: systemClock,
     });
     const { key } = await app.account();
+    // Two attempts of 300 ms each with a 1 s backoff between them: never answered while queued or in progress.
     const answer = await create(app, key, { model: 'sluggish', input: 'too slow' });
     expect(answer.status).toBe(200);
-    expect(['queued', 'in_progress']).toContain((answer.body as ResponseObject).status);
-    expect((answer.body as ResponseObject).output).toEqual([]);
+    expect(answer.body).toMatchObject({ status: 'failed', output: [], error: { code: 'server_error' } });
+    const reqId = reqIdOf((answer.body as ResponseObject).id);
+    expect(eventTypesOf(app, reqId).filter((type) => type === 'RequestProcessingStarted')).toHaveLength(2);
   });
 
   it('answers a request that fails for good while waited for as a failed Response', async () => {

@@ -2,9 +2,9 @@ import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Config, ModelConfig } from '../../src/config.js';
+import type { ModelConfig } from '../../src/config.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, listen, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 import { startToolUpstream } from './support/toolUpstream.js';
 
 /**
@@ -22,7 +22,7 @@ afterEach(async () => {
 const start = async (): Promise<{ app: TestApp; client: OpenAI; upstream: Upstream }> => {
   const upstream = await startToolUpstream();
   cleanups.push(upstream.close);
-  const config: Partial<Config> = {
+  const config: TestConfig = {
     models: [
       {
         id: 'gpt',

@@ -5,12 +5,12 @@ import { responseFrames } from '../../src/adapters/http/openai/responseStream.js
 import { followRequest } from '../../src/app/followRequest.js';
 import { createLiveOutput, type LiveOutputShape } from '../../src/app/LiveOutput.js';
 import type { RequestView } from '../../src/app/Requests.js';
-import type { Config, ModelConfig } from '../../src/config.js';
+import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import { sseEventsOf, sseFramesOf, sseReader } from '../support/sseFrames.js';
-import { type CallInit, eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { type CallInit, eventually, listen, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 
 /**
  * Streaming on `/v1/responses` (contract 13): `stream: true` on a create, and `GET /v1/responses/{id}?stream=true`
@@ -25,7 +25,7 @@ const echo = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => (
   timeoutMs,
 });
 
-const streamConfig: Partial<Config> = {
+const streamConfig: TestConfig = {
   models: [echo('echo', 0), echo('slow', 60_000, 120_000), echo('doomed', 60_000, 1)],
   processing: { concurrency: 4, maxAttempts: 1 },
 };

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config, ModelConfig } from '../../src/config.js';
+import type { ModelConfig } from '../../src/config.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sseEventsOf, sseReader } from '../support/sseFrames.js';
-import { type CallInit, eventually, startTestApp, type TestApp } from '../support/testApp.js';
+import { type CallInit, eventually, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 import { startToolUpstream } from './support/toolUpstream.js';
 
 /**
@@ -30,7 +30,7 @@ const start = async () => {
     timeoutMs: 30_000,
     maxRetries: 0,
   } as ModelConfig;
-  const config: Partial<Config> = {
+  const config: TestConfig = {
     models: [gpt, { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 }],
     processing: { concurrency: 4, maxAttempts: 1 },
   };

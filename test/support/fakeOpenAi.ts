@@ -1,10 +1,18 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+type SentMessage = {
+  role: string;
+  content: string | null;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+};
+
 /** What the fake server received: enough to check the request an OpenAI-compatible server sees. */
 export type Received = {
   readonly authorization: string | undefined;
-  readonly body: { model: string; messages: { role: string; content: string }[] };
+  /** The whole body as sent: model, messages, and any parameters, tools, `stream` and `stream_options`. */
+  readonly body: { model: string; messages: SentMessage[]; [param: string]: unknown };
 };
 
 export type FakeOpenAiOptions = {
@@ -14,11 +22,21 @@ export type FakeOpenAiOptions = {
   readonly numbered?: boolean;
 };
 
+/** Words of a text, as the fake counts tokens. */
+const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).filter((word) => word !== '').length;
+
 /**
- * A local OpenAI-compatible chat-completions server on 127.0.0.1 that behaves by the prompt it is sent:
- * `rate-limit-once` answers 429 with Retry-After: 0 the first time, `always-500` answers 500, `hang` never
- * answers, `malformed` answers 200 with a body lacking choices, `not-json` answers 200 with text; anything
- * else is answered with `upstream says: <prompt>`.
+ * A local OpenAI-compatible chat-completions server on 127.0.0.1 that behaves by the prompt it is sent (the last
+ * message's content):
+ * - `rate-limit-once` answers 429 with Retry-After: 0 the first time, `always-500` answers 500, `hang` never answers,
+ *   `malformed` answers 200 with a body lacking choices, `not-json` answers 200 with text;
+ * - `call <tool> <arguments JSON>`, when the call has `tools`, answers a call of that tool (finish reason
+ *   `tool_calls`); after a `tool` message it answers `upstream says: tool said: <its content>`;
+ * - `gated …` streams its first piece, then waits for `openGate()` before the rest;
+ * - `break-stream-once …` streams its first piece and drops the connection the first time;
+ * - anything else is answered with `upstream says: <prompt>`.
+ * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
+ * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
  */
 export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const received: Received[] = [];
@@ -26,6 +44,18 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const answered = new Map<string, string[]>();
   const hanging = new Set<ServerResponse>();
   let abandoned = 0;
+  let streamsFinished = 0;
+  let gate: { promise: Promise<void>; open: () => void } | undefined;
+  const gateOf = () => {
+    if (gate === undefined) {
+      let open = () => {};
+      const promise = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      gate = { promise, open };
+    }
+    return gate;
+  };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body: Received['body'];
     try {
@@ -45,7 +75,8 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     res.on('close', () => {
       if (!res.writableEnded) abandoned++;
     });
-    const prompt = body.messages.at(-1)?.content ?? '';
+    const last = body.messages.at(-1);
+    const prompt = last?.content ?? '';
     const count = (seen.get(prompt) ?? 0) + 1;
     seen.set(prompt, count);
     const delay = typeof options.delayMs === 'function' ? options.delayMs() : (options.delayMs ?? 0);
@@ -58,15 +89,83 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     if (prompt === 'hang') return void hanging.add(res);
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');
-    const answer = `upstream says: ${prompt}${options.numbered ? ` #${count}` : ''}`;
+
+    const tools = Array.isArray(body.tools) ? (body.tools as { function: { name: string } }[]) : [];
+    const call = last?.role === 'user' && tools.length > 0 ? /^call (\S+)(?: (.*))?$/s.exec(prompt) : null;
+    const toolCalls =
+      call === null
+        ? undefined
+        : [{ id: `call_${count}`, type: 'function', function: { name: call[1] ?? '', arguments: call[2] ?? '{}' } }];
+    const answer =
+      toolCalls !== undefined
+        ? ''
+        : last?.role === 'tool'
+          ? `upstream says: tool said: ${prompt}`
+          : `upstream says: ${prompt}${options.numbered ? ` #${count}` : ''}`;
+    const usage = {
+      prompt_tokens: body.messages.reduce((sum, message) => sum + words(message.content), 0),
+      completion_tokens: words(answer),
+      total_tokens: 0,
+    };
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    const finish = toolCalls === undefined ? 'stop' : 'tool_calls';
+
+    if (body.stream !== true) {
+      answered.set(prompt, [...(answered.get(prompt) ?? []), answer]);
+      return json(200, {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 0,
+        model: body.model,
+        choices: [
+          {
+            index: 0,
+            finish_reason: finish,
+            message: { role: 'assistant', content: toolCalls === undefined ? answer : null, tool_calls: toolCalls },
+          },
+        ],
+        usage,
+      });
+    }
+
+    // Streamed: one chunk per word (with its leading space), as upstreams send pieces.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    // Each chunk is on its way to the caller when its write resolves (a break or a wait comes after it).
+    const chunk = (delta: unknown, finishReason: string | null = null) =>
+      new Promise<void>((resolve) =>
+        res.write(
+          `data: ${JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: body.model,
+            choices: [{ index: 0, delta, finish_reason: finishReason }],
+          })}\n\n`,
+          () => resolve(),
+        ),
+      );
+    await chunk({ role: 'assistant', content: '' });
+    const pieces = answer.split(/(?= )/).filter((piece) => piece !== '');
+    for (const [i, piece] of pieces.entries()) {
+      await chunk({ content: piece });
+      if (i === 0 && prompt.startsWith('break-stream-once') && count === 1) return void res.destroy();
+      if (i === 0 && prompt.startsWith('gated')) await gateOf().promise;
+      if (res.destroyed) return;
+    }
+    if (toolCalls !== undefined)
+      // Pieces as upstreams stream them: the id and name first, the arguments after.
+      for (const [index, toolCall] of toolCalls.entries()) {
+        await chunk({
+          tool_calls: [{ index, id: toolCall.id, type: 'function', function: { name: toolCall.function.name } }],
+        });
+        await chunk({ tool_calls: [{ index, function: { arguments: toolCall.function.arguments } }] });
+      }
+    await chunk({}, finish);
+    const streamOptions = body.stream_options as { include_usage?: boolean } | undefined;
+    if (streamOptions?.include_usage === true) res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
     answered.set(prompt, [...(answered.get(prompt) ?? []), answer]);
-    return json(200, {
-      id: 'chatcmpl-1',
-      object: 'chat.completion',
-      created: 0,
-      model: body.model,
-      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: answer } }],
-    });
+    streamsFinished++;
+    res.end('data: [DONE]\n\n');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -77,11 +176,16 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     calls: (prompt: string) => seen.get(prompt) ?? 0,
     /** Calls whose caller closed the connection before the answer (aborted calls). */
     abandoned: () => abandoned,
+    /** Streamed answers written to their end. */
+    streamsFinished: () => streamsFinished,
+    /** Lets `gated …` streams write the rest of their answer (and every later one at once). */
+    openGate: () => gateOf().open(),
     /** Every prompt the server was called with. */
     prompts: () => [...seen.keys()],
     /** The successful answers a prompt was given, in order (an answer may be lost if its caller died). */
     answers: (prompt: string) => answered.get(prompt) ?? [],
     close: async () => {
+      gate?.open();
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

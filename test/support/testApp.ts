@@ -27,6 +27,8 @@ export type TestAppOptions = {
   readonly logger?: AppOptions['logger'];
   /** The disk's free space as the app reads it (default: the real one). */
   readonly readFreeBytes?: AppOptions['readFreeBytes'];
+  /** How long a stream may stay silent before a keep-alive comment. */
+  readonly streamKeepAliveMs?: number;
 };
 
 export type TestApp = App & {
@@ -74,6 +76,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     committerLimits: options.committerLimits,
     storeLayer: options.storeLayer,
     readFreeBytes: options.readFreeBytes,
+    streamKeepAliveMs: options.streamKeepAliveMs,
   });
   return {
     ...app,

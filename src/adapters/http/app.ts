@@ -14,13 +14,14 @@ import {
   PayloadTooLarge,
   Unavailable,
 } from '../../domain/errors.js';
+import { createCors } from './cors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
 import { idempotencyKeyOf } from './idempotencyKey.js';
 import { type JsonBounds, jsonBoundExceeded } from './jsonBounds.js';
 import { mountMetrics } from './metricsRoute.js';
 import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
-import { isOpenAiPath, mountOpenAi } from './openai/routes.js';
+import { isOpenAiPath, mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
@@ -47,14 +48,18 @@ export type HttpDeps = {
   readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
   /** The configured models (ids and timeouts): with them the OpenAI-compatible face is served. */
   readonly models?: readonly { readonly id: string; readonly timeoutMs: number }[];
-  /** Text of attempts in flight, for the OpenAI face's streams. */
+  /** Text of attempts in flight, for callers streaming them (the OpenAI face). */
   readonly live?: LiveOutputShape;
+  /** Browser origins allowed to call /v1/* (`cors.allowedOrigins`); none: no CORS header. */
+  readonly corsOrigins?: readonly string[];
+  /** How long a stream may stay silent before a keep-alive comment (default 15 s, contract 13). */
+  readonly streamKeepAliveMs?: number;
 };
 
 /** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
 type Face = {
   readonly error: (error: ApiError, headers?: HeaderBag) => Response;
-  readonly fault: () => Response;
+  readonly fault: (headers?: HeaderBag) => Response;
 };
 const airsFace: Face = { error: errorResponse, fault: serverErrorResponse };
 const openAiFace: Face = { error: openAiErrorResponse, fault: openAiFaultResponse };
@@ -62,8 +67,9 @@ const openAiFace: Face = { error: openAiErrorResponse, fault: openAiFaultRespons
 const faceOf = (pathname: string): Face => (isOpenAiPath(pathname) ? openAiFace : airsFace);
 
 /** A draining server's answer: retry (elsewhere, or here after the restart) on a new connection. */
-const notAccepting = (face: Face) =>
+const notAccepting = (face: Face, headers: HeaderBag) =>
   face.error(new Unavailable({ message: 'the service is stopping; retry shortly', retryAfterSeconds: 5 }), {
+    ...headers,
     Connection: 'close',
   });
 
@@ -190,6 +196,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     count(slot, response.status, startedAt);
     return response;
   };
+  // Without allowed origins there is no CORS at all: the hot path does not even read the Origin header.
+  const cors = (deps.corsOrigins ?? []).length === 0 ? undefined : createCors(deps.corsOrigins ?? []);
   const guarded =
     (
       route: (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>,
@@ -198,11 +206,16 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     ) =>
     async (event: H3Event) => {
       const startedAt = performance.now();
+      const headers: HeaderBag = {};
+      if (cors !== undefined) {
+        const preflight = cors.preflight(event.req.method, event.url.pathname, event.req.headers);
+        if (preflight !== undefined) return counted(slot, startedAt, preflight);
+        cors.answerHeaders(event.url.pathname, event.req.headers.get('origin'), headers);
+      }
       if (!deps.accepting()) {
         traffic.lastArrivalAt = Date.now();
-        return counted(slot, startedAt, notAccepting(face));
+        return counted(slot, startedAt, notAccepting(face, headers));
       }
-      const headers: HeaderBag = {};
       traffic.inFlight++;
       try {
         const result = await route(event, headers);
@@ -210,20 +223,27 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       } catch (error) {
         if (error instanceof ClientGone) {
           deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
-          return counted(slot, startedAt, face.error(new InvalidRequest({ message: error.message })));
+          return counted(slot, startedAt, face.error(new InvalidRequest({ message: error.message }), headers));
         }
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
-        return counted(slot, startedAt, face.fault());
+        return counted(slot, startedAt, face.fault(headers));
       } finally {
         traffic.inFlight--;
       }
     };
 
+  /** CORS headers for an answer made outside the routes. */
+  const corsHeaders = (event: H3Event): HeaderBag => {
+    const headers: HeaderBag = {};
+    cors?.answerHeaders(event.url.pathname, event.req.headers.get('origin'), headers);
+    return headers;
+  };
+
   const app = new H3({
     // h3 answers some requests itself (a malformed path, say): give those the contract's shape too.
     onError: (error, event) =>
       error.status >= 500
-        ? faceOf(event.url.pathname).fault()
+        ? faceOf(event.url.pathname).fault(corsHeaders(event))
         : faceOf(event.url.pathname).error(
             new InvalidRequest({
               message:
@@ -231,6 +251,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
                   ? error.message
                   : 'the request could not be parsed (for example, invalid percent-encoding in the path)',
             }),
+            corsHeaders(event),
           ),
   });
 
@@ -258,15 +279,19 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       startedAtSeconds: Math.floor(Date.now() / 1000),
       live: deps.live,
       accepting: deps.accepting,
+      keepAliveMs: deps.streamKeepAliveMs ?? 15_000,
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
-  app.get('/v1/openapi.json', serveOpenApi);
+  app.get('/v1/openapi.json', (event) => serveOpenApi(corsHeaders(event)));
   if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });
   if (deps.metrics !== undefined) mountMetrics(app, deps.metrics);
   app.all(
     '/**',
     guarded(
-      async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` }),
+      async (event) =>
+        event.url.pathname.startsWith('/v1/')
+          ? unknownPathError(event.url.pathname)
+          : new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` }),
       HttpRoute.other,
     ),
   );

@@ -78,8 +78,9 @@ export const errorResponse = (error: ApiError, extraHeaders?: Record<string, str
 };
 
 /** An unexpected fault: a fixed message, never the error's own text (no stack traces, paths or key material). */
-export const serverErrorResponse = (): Response =>
+export const serverErrorResponse = (extraHeaders?: Record<string, string>): Response =>
   answer(500, JSON.stringify({ error: { code: 'server_error', message: 'internal error; retry after 30 seconds' } }), {
+    ...extraHeaders,
     ...jsonHeaders,
     'Retry-After': '30',
   });

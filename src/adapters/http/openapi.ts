@@ -623,8 +623,8 @@ export const openApiText = (): string => {
 export const openApiDocument = (): Json => JSON.parse(openApiText()) as Json;
 
 /** `GET /v1/openapi.json`: no key, no rate limit, served while draining too (it is static). */
-export const serveOpenApi = (): Response =>
-  answer(200, openApiText(), { ...jsonHeaders, 'Cache-Control': 'public, max-age=300' });
+export const serveOpenApi = (headers: Record<string, string> = {}): Response =>
+  answer(200, openApiText(), { ...headers, ...jsonHeaders, 'Cache-Control': 'public, max-age=300' });
 
 // The error codes of the schema are exactly the ones errorResponse.ts sends.
 type Is<T extends true> = T;

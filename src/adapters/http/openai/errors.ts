@@ -16,7 +16,17 @@ const typeOf = (status: number): string => {
  * contract's code; `param` names the body field at fault when the parser knows it.
  */
 export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
-  const { status, code, headers } = statusOf(error);
+  const { status, headers } = statusOf(error);
+  return answer(status, JSON.stringify({ error: openAiErrorObject(error) }), {
+    ...extraHeaders,
+    ...jsonHeaders,
+    ...headers,
+  });
+};
+
+/** The `error` object of OpenAI's error shape, also sent as an event of a stream that ends in an error. */
+export const openAiErrorObject = (error: ApiError) => {
+  const { status, code } = statusOf(error);
   const details = detailsOf(error);
   // The service's own details name the field too: a model it does not know, an input over the size limit.
   const param =
@@ -26,14 +36,11 @@ export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<strin
       : details?.max_prompt_chars !== undefined || details?.max_prompt_bytes !== undefined
         ? 'input'
         : undefined);
-  const body = {
-    error: { message: error.message, type: typeOf(status), param: typeof param === 'string' ? param : null, code },
-  };
-  return answer(status, JSON.stringify(body), { ...extraHeaders, ...jsonHeaders, ...headers });
+  return { message: error.message, type: typeOf(status), param: typeof param === 'string' ? param : null, code };
 };
 
 /** An unexpected fault: a fixed message, as on `/v1/ai`. */
-export const openAiFaultResponse = (): Response =>
+export const openAiFaultResponse = (extraHeaders?: Record<string, string>): Response =>
   answer(
     500,
     JSON.stringify({
@@ -44,5 +51,5 @@ export const openAiFaultResponse = (): Response =>
         code: 'server_error',
       },
     }),
-    { ...jsonHeaders, 'Retry-After': '30' },
+    { ...extraHeaders, ...jsonHeaders, 'Retry-After': '30' },
   );

@@ -7,11 +7,13 @@ import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
+import { chatCompletionsRoute } from './chat/routes.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
 import { modelListOf, modelObjectOf } from './models.js';
 import { referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
 import { responseStreamAnswer } from './responseStream.js';
+import { cancelWhenCallerLeaves, waitUntilFinal } from './waitFinal.js';
 
 type HeaderBag = Record<string, string>;
 type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
@@ -29,17 +31,38 @@ export type OpenAiFaceDeps = {
   json(status: number, body: unknown, headers: HeaderBag): Response;
   /** When the server started (seconds): the `created` of the models. */
   readonly startedAtSeconds: number;
-  /** Text of attempts in flight in this process, for streams (without it, a stream gets the text when it is done). */
+  /** Text of attempts in flight, for streaming callers. */
   readonly live?: LiveOutputShape | undefined;
-  /** False while the server is stopping (a stream it closes then does not cancel its request). */
-  readonly accepting?: () => boolean;
+  /** False while the server stops (a waiting caller's connection then closes with it, not by the caller). */
+  accepting(): boolean;
+  /** How long a stream may stay silent before a keep-alive comment. */
+  readonly keepAliveMs: number;
 };
 
-/** How long past the model's timeout a waiting create still waits: an attempt's outcome is written a moment later. */
-const outcomeGraceMs = 1_000;
-
 /** The paths of the OpenAI-compatible face: everything under them answers errors in OpenAI's shape. */
-const openAiPrefixes = ['/v1/models', '/v1/responses'] as const;
+const openAiPrefixes = ['/v1/models', '/v1/responses', '/v1/chat'] as const;
+
+/** Every route airs serves under /v1, for the 404 of a path it does not serve. */
+export const servedRoutes =
+  'POST /v1/ai, GET /v1/ai, GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, POST /v1/responses, ' +
+  'GET /v1/responses/{id}, POST /v1/responses/{id}/cancel, GET /v1/openapi.json';
+
+/** The 404 of a path airs does not serve, naming those it serves. */
+export const unknownPathError = (pathname: string) =>
+  new NotFound({ message: `no such path: ${pathname.slice(0, 200)}; airs serves ${servedRoutes}` });
+
+/**
+ * A path's `{id}` as the caller meant it: percent-decoded, so that `org%2Fmodel-x` names `org/model-x` (a path that
+ * cannot be decoded never gets here: it is refused before routing).
+ */
+export const pathIdOf = (event: H3Event): string => {
+  const raw = getRouterParam(event, 'id') ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+};
 
 /**
  * Whether a path belongs to the OpenAI-compatible face, so that an error answered before routing (a malformed path)
@@ -96,13 +119,11 @@ const streamQueryOf = (
  */
 export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const { requests } = deps;
-  // The model's timeout, and a moment more for the attempt's outcome (a timeout too) to be written.
-  const waitOf = (model: string) => (deps.models.find((m) => m.id === model)?.timeoutMs ?? 60_000) + outcomeGraceMs;
   const answerView = (view: RequestView | ApiError, headers: HeaderBag, settings?: ResponseSettings) =>
     isApiError(view)
       ? inResponseTerms(view)
       : deps.json(200, responseObjectOf(view, settings === undefined ? {} : { settings }), headers);
-  const idOf = (event: H3Event) => requestIdOf(getRouterParam(event, 'id') ?? '');
+  const idOf = (event: H3Event) => requestIdOf(pathIdOf(event));
   // Without the process's live output, streams hear nobody and get each answer whole when it is done.
   const live = deps.live ?? createLiveOutput();
   const follower = () => followRequest(live);
@@ -140,6 +161,8 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const create: Route = async (event, headers) => {
     const principal = deps.admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
+    // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
+    const { signal } = event.req;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     if (isApiError(key)) return key;
     const queued = await queueCreate(event, principal, key);
@@ -181,10 +204,14 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         ? view
         : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued', settings: queued.settings }), headers);
     }
-    // Without `background`, the call waits for the result (up to the model's timeout) and answers it as it then is.
+    // Without `background`, the call waits until the request is final (contract 13), and cancels it if the caller
+    // goes away first.
     const { settings } = queued;
-    await requests.settled(submitted.request_id, waitOf(submitted.model));
-    return answerView(requests.find(principal, submitted.request_id), headers, settings);
+    const view = await waitUntilFinal(requests, principal, submitted.request_id, signal);
+    if (view !== undefined) return answerView(view, headers, settings);
+    await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.request_id)();
+    // Nobody reads this answer: the caller is gone.
+    return new InvalidRequest({ message: 'the caller went away; the request was cancelled' });
   };
 
   const retrieve: Route = async (event, headers) => {
@@ -228,7 +255,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const retrieveModel: Route = async (event, headers) => {
     const principal = deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const id = getRouterParam(event, 'id') ?? '';
+    const id = pathIdOf(event);
     if (!deps.models.some((m) => m.id === id)) {
       return new NotFound({ message: `no model "${id.slice(0, 100)}"; GET /v1/models lists them` });
     }
@@ -254,10 +281,8 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   path('/v1/responses', { POST: [create, HttpRoute.responsesCreate] });
   path('/v1/responses/:id', { GET: [retrieve, HttpRoute.responsesRetrieve] });
   path('/v1/responses/:id/cancel', { POST: [cancel, HttpRoute.responsesCancel] });
+  path('/v1/chat/completions', { POST: [chatCompletionsRoute(deps), HttpRoute.chatCompletions] });
   // Any other path under the face's prefixes is unknown, answered in OpenAI's shape too (SDKs read only that).
-  const unknownPath = deps.guard(
-    async (event) => new NotFound({ message: `no such path: ${event.url.pathname.slice(0, 200)}` }),
-    HttpRoute.other,
-  );
+  const unknownPath = deps.guard(async (event) => unknownPathError(event.url.pathname), HttpRoute.other);
   for (const prefix of openAiPrefixes) app.all(`${prefix}/**`, unknownPath);
 };
