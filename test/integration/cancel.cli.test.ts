@@ -176,7 +176,7 @@ describe('airs requests cancel with no server running', { timeout: 60_000 }, () 
   it('cancels a request left queued in the data directory; a server started afterwards never processes it and answers 404', async () => {
     const box = newBox('airs-cancel-offline');
     box.writeConfig({ models });
-    // A request made and left being processed by a server that then stopped.
+    // A request made while a server ran, which the server gave back to the queue when it stopped (cleanly).
     const app = await startTestApp({ dataDir: box.dataDir, clock: systemClock, config: { models: appModels } });
     const { key } = await app.account();
     const posted = await app.call('POST', '/v1/ai', { key, body: { model: 'echo-slow', prompt: 'left behind' } });
@@ -186,7 +186,7 @@ describe('airs requests cancel with no server running', { timeout: 60_000 }, () 
 
     const result = await runCli(box, ['requests', 'cancel', reqId]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(new RegExp(`^request ${reqId} is cancelled \\(it was being processed`));
+    expect(result.stdout).toMatch(new RegExp(`^request ${reqId} is cancelled \\(it was waiting`));
 
     const server = await startServer(box);
     try {
@@ -200,6 +200,7 @@ describe('airs requests cancel with no server running', { timeout: 60_000 }, () 
     expect(replay.events.map((event) => event.type)).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
+      'RequestReleased',
       'RequestCancelled',
     ]);
     expect((await runCli(box, ['replay', '--verify'])).code).toBe(0);
