@@ -5,7 +5,6 @@ import { createTraffic, type Traffic } from './adapters/http/traffic.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
-import { LimiterStatesLayer } from './app/LimiterStates.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
@@ -29,7 +28,7 @@ export const appLayer = (options: AppOptions) => {
     Layer.provideMerge(
       Layer.mergeAll(
         AuthLayer,
-        RateLimiterLayer.pipe(Layer.provide(LimiterStatesLayer)),
+        RateLimiterLayer,
         ModelsLayer,
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),

@@ -51,25 +51,26 @@ export const AccountsLayer = Layer.effect(
 
     /** Sends an account command to the committer (decided inside the write, so concurrent CLI runs cannot both take
      * the last key slot or the same email) and, once it is durable, answers from the views. */
-    const run = <A>(accountId: string, command: AccountCommand, result: () => A) =>
+    const run = <A>(accountId: string, command: AccountCommand, result: () => Promise<A> | A) =>
       Effect.flatMap(
         Effect.promise(() => committer.send({ type: 'Account', accountId, command })),
         (outcome): Effect.Effect<A, Refused> => {
           if (outcome instanceof Refused) return Effect.fail(outcome);
           if (isRefusal(outcome)) return Effect.die(outcome);
-          store.reads.refresh();
-          return Effect.sync(result);
+          return Effect.promise(async () => result());
         },
       );
 
-    const existing = (accountId: string) => () => store.reads.account(accountId) as AccountState;
+    const existing = (accountId: string) => async () => (await store.reads.account(accountId)) as AccountState;
 
-    const withAccount = (accountId: string) => {
-      const account = fitsIdBound(accountId) ? store.reads.account(accountId) : undefined;
-      return account === undefined
-        ? Effect.fail(new Refused({ message: `no account ${idForMessage(accountId)}` }))
-        : Effect.succeed(account);
-    };
+    const withAccount = (accountId: string) =>
+      Effect.flatMap(
+        Effect.promise(async () => (fitsIdBound(accountId) ? store.reads.account(accountId) : undefined)),
+        (account) =>
+          account === undefined
+            ? Effect.fail(new Refused({ message: `no account ${idForMessage(accountId)}` }))
+            : Effect.succeed(account),
+      );
 
     const accountCommand = (accountId: string, make: (now: number) => AccountCommand) =>
       Effect.flatMap(withAccount(accountId), () => run(accountId, make(clock.now()), existing(accountId)));
@@ -86,7 +87,7 @@ export const AccountsLayer = Layer.effect(
           existing(accountId),
         );
       },
-      listAccounts: () => Effect.sync(() => [...store.reads.accounts()]),
+      listAccounts: () => Effect.promise(() => store.reads.accounts()),
       changePlan: (accountId, plan) => accountCommand(accountId, (now) => ({ type: 'ChangePlan', plan, now })),
       suspend: (accountId) => accountCommand(accountId, (now) => ({ type: 'Suspend', now })),
       resume: (accountId) => accountCommand(accountId, (now) => ({ type: 'Resume', now })),
@@ -130,16 +131,20 @@ export const AccountsLayer = Layer.effect(
           ),
         );
       },
-      listKeys: (accountId) => Effect.map(withAccount(accountId), () => store.reads.keysOf(accountId)),
-      revokeKey: (keyId) => {
-        const key = fitsIdBound(keyId) ? store.reads.key(keyId) : undefined;
-        if (key === undefined) return Effect.fail(new Refused({ message: `no key ${idForMessage(keyId)}` }));
-        return run(
-          key.accountId,
-          { type: 'RevokeKey', key, now: clock.now() },
-          () => store.reads.key(keyId) as KeyState,
-        );
-      },
+      listKeys: (accountId) =>
+        Effect.flatMap(withAccount(accountId), () => Effect.promise(() => store.reads.keysOf(accountId))),
+      revokeKey: (keyId) =>
+        Effect.flatMap(
+          Effect.promise(async () => (fitsIdBound(keyId) ? store.reads.key(keyId) : undefined)),
+          (key) => {
+            if (key === undefined) return Effect.fail(new Refused({ message: `no key ${idForMessage(keyId)}` }));
+            return run(
+              key.accountId,
+              { type: 'RevokeKey', key, now: clock.now() },
+              async () => (await store.reads.key(keyId)) as KeyState,
+            );
+          },
+        ),
     });
   }),
 );

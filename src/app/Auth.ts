@@ -3,7 +3,7 @@ import { Forbidden, Unauthorized } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { createTwoGenerationCache } from '../domain/twoGenerationCache.js';
 import { AppClock } from '../ports/Clock.js';
-import { Store, type StoreReads } from '../ports/Store.js';
+import { type ReadModel, Store } from '../ports/Store.js';
 import { Committer } from './Committer.js';
 import { hashKey, keyPattern } from './keyMaterial.js';
 
@@ -12,10 +12,10 @@ export type Principal = { readonly accountId: string; readonly keyId: string; re
 
 export interface AuthShape {
   /**
-   * Resolves the `Authorization` header to a principal, or says why not. Synchronous and without Effect: it runs on
+   * Resolves the `Authorization` header to a principal, or says why not. A plain promise, not an Effect: it runs on
    * every API call (see docs/decisions.md). A revoke or suspension made by any process applies to the very next call.
    */
-  authenticate(authorization: string | null | undefined): Principal | Unauthorized | Forbidden;
+  authenticate(authorization: string | null | undefined): Promise<Principal | Unauthorized | Forbidden>;
 }
 
 export class Auth extends Context.Service<Auth, AuthShape>()('airs/Auth') {}
@@ -26,12 +26,12 @@ const bearer = /^Bearer +(\S+) *$/i;
 const cacheLimit = 10_000;
 
 /** Looks a key up in the views: key id by hash, the key, its account. */
-const lookUp = (reads: StoreReads, keyHash: string): Principal | Unauthorized | Forbidden => {
-  const keyId = reads.keyIdByHash(keyHash);
-  const key = keyId === undefined ? undefined : reads.key(keyId);
+const lookUp = async (reads: ReadModel, keyHash: string): Promise<Principal | Unauthorized | Forbidden> => {
+  const keyId = await reads.keyIdByHash(keyHash);
+  const key = keyId === undefined ? undefined : await reads.key(keyId);
   if (key === undefined) return new Unauthorized({ message: 'invalid API key' });
   if (key.revokedAt !== undefined) return new Unauthorized({ message: 'this API key has been revoked' });
-  const account = reads.account(key.accountId);
+  const account = await reads.account(key.accountId);
   if (account === undefined) return new Unauthorized({ message: 'invalid API key' });
   if (account.suspended) return new Forbidden({ message: 'this account is suspended; contact the service operator' });
   return { accountId: account.accountId, keyId: key.keyId, plan: account.plan };
@@ -46,12 +46,12 @@ export type KeyUsage = { readonly keysUsed: Map<string, number>; readonly now: (
  * and each call reads it from a freshly renewed snapshot first, so a cached answer is never older than the last
  * committed change of any account or key.
  */
-export const createAuth = (reads: StoreReads, usage: KeyUsage = { keysUsed: new Map(), now: Date.now }): AuthShape => {
+export const createAuth = (reads: ReadModel, usage: KeyUsage = { keysUsed: new Map(), now: Date.now }): AuthShape => {
   const cache = createTwoGenerationCache<Principal | Unauthorized | Forbidden>(cacheLimit);
   let cachedVersion = -1;
   const { keysUsed, now } = usage;
   return {
-    authenticate: (authorization) => {
+    authenticate: async (authorization) => {
       if (authorization === null || authorization === undefined || authorization.trim() === '') {
         return new Unauthorized({ message: 'missing Authorization header; send "Authorization: Bearer <API key>"' });
       }
@@ -60,18 +60,21 @@ export const createAuth = (reads: StoreReads, usage: KeyUsage = { keysUsed: new 
         return new Unauthorized({ message: 'malformed Authorization header; expected "Bearer <API key>"' });
       }
       if (!keyPattern.test(token)) return new Unauthorized({ message: 'invalid API key' });
-      // A key revoked or an account suspended by another process a moment ago must already count.
-      reads.refresh();
-      const version = reads.accountsVersion();
-      if (version !== cachedVersion) {
+      // A key revoked or an account suspended by another process a moment ago must already count: the version is read
+      // afresh on every call, and the cache holds only answers read under it.
+      const version = await reads.accountsVersion();
+      // The version only grows; a call that read an older one than another call (their reads interleave) uses no
+      // cache at all.
+      if (version > cachedVersion) {
         cache.clear();
         cachedVersion = version;
       }
       const keyHash = hashKey(token);
-      let answer = cache.get(keyHash);
+      let answer = version === cachedVersion ? cache.get(keyHash) : undefined;
       if (answer === undefined) {
-        answer = lookUp(reads, keyHash);
-        cache.set(keyHash, answer);
+        answer = await lookUp(reads, keyHash);
+        // Cached only if no account or key changed while it was read.
+        if (cachedVersion === version) cache.set(keyHash, answer);
       }
       // The key's last use: one Map set; the committer saves it with a batch within a second (Committer.keysUsed).
       if ('keyId' in answer) keysUsed.set(answer.keyId, now());

@@ -1,14 +1,7 @@
 import { Context, Effect, Layer, Option } from 'effect';
 import { type Command, payloadBytesOf } from '../domain/commands.js';
 import { Unavailable } from '../domain/errors.js';
-import {
-  type CommandOutcome,
-  type KeyUseEntry,
-  type LimiterEntry,
-  StorageFault,
-  Store,
-  type StoreShape,
-} from '../ports/Store.js';
+import { type CommandOutcome, type KeyUseEntry, StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { Metrics, type MetricsShape } from './Metrics.js';
 import { StorageHealth, type StorageHealthShape, storageRetryAfterSeconds } from './StorageHealth.js';
 
@@ -22,9 +15,8 @@ export type CommitterLimits = {
   readonly maxBatch: number;
   /** Bytes of text in one write transaction (a batch takes at least one command, whatever its size). */
   readonly maxBatchBytes: number;
-  /** How long a rate-limiter state may wait for a batch to ride on before it is saved on its own; also how often the
-   * last uses of keys are saved (at most once per key in this time). */
-  readonly limiterFlushMs: number;
+  /** How often the last uses of keys are saved (at most once per key in this time). */
+  readonly keyUseFlushMs: number;
   /** Batches handed to the store and not durable yet: one being committed, the next one waiting behind it. */
   readonly maxInFlight: number;
 };
@@ -34,7 +26,7 @@ export const defaultCommitterLimits: CommitterLimits = {
   maxQueuedBytes: 256 * 1024 * 1024,
   maxBatch: 2_000,
   maxBatchBytes: 32 * 1024 * 1024,
-  limiterFlushMs: 1_000,
+  keyUseFlushMs: 1_000,
   maxInFlight: 2,
 };
 
@@ -47,11 +39,9 @@ export type SendOptions = {
 export interface CommitterShape {
   /** Queues a command for the next batch; resolves with its outcome once the batch is durable. */
   send(command: Command, options?: SendOptions): Promise<CommandOutcome | Unavailable>;
-  /** Saves a rate-limiter state with the next batch (at the latest after `limiterFlushMs`). */
-  saveLimiterState(entry: LimiterEntry): void;
   /**
    * When each key was last used, by key id, not saved yet. Authentication sets it on every call (a Map set, nothing
-   * else: no timer, no write); every `limiterFlushMs` what it holds is taken out and rides on the next batch (a
+   * else: no timer, no write); every `keyUseFlushMs` what it holds is taken out and rides on the next batch (a
    * batch of its own if none comes), so a key's last use is written at most once per interval, and at stop.
    */
   readonly keysUsed: Map<string, number>;
@@ -95,8 +85,6 @@ export const createCommitter = (
   let inFlight = 0;
   let committing = 0;
   let scheduled = false;
-  const limiterStates = new Map<string, LimiterEntry>();
-  let limiterTimer: NodeJS.Timeout | undefined;
   const keysUsed = new Map<string, number>();
   /** Key uses taken out of `keysUsed`, waiting for the next batch. */
   const keyUsesDue = new Map<string, number>();
@@ -107,7 +95,7 @@ export const createCommitter = (
     schedule();
   };
   // The one timer for key uses: it looks at a map once per interval, and does nothing while no key was used.
-  const keyUseTimer = setInterval(takeKeyUses, limits.limiterFlushMs);
+  const keyUseTimer = setInterval(takeKeyUses, limits.keyUseFlushMs);
   keyUseTimer.unref();
   let drainWaiters: Array<() => void> = [];
   const committedListeners = new Set<(outcomes: readonly (CommandOutcome | Error)[]) => void>();
@@ -137,11 +125,8 @@ export const createCommitter = (
 
   const turn = () => {
     scheduled = false;
-    if (inFlight >= limits.maxInFlight || (queue.length === 0 && limiterStates.size === 0 && keyUsesDue.size === 0))
-      return settleIfDrained();
+    if (inFlight >= limits.maxInFlight || (queue.length === 0 && keyUsesDue.size === 0)) return settleIfDrained();
     const { batch, bytes: batchBytes } = takeBatch();
-    const riders = [...limiterStates.values()];
-    limiterStates.clear();
     const keyUses: KeyUseEntry[] = [];
     for (const [keyId, at] of keyUsesDue) keyUses.push({ keyId, at });
     keyUsesDue.clear();
@@ -153,7 +138,6 @@ export const createCommitter = (
     store
       .commit({
         commands: batch.map((waiting) => waiting.command),
-        limiterStates: riders,
         ...(keyUses.length === 0 ? {} : { keyUses }),
       })
       .then(
@@ -211,17 +195,6 @@ export const createCommitter = (
     });
   };
 
-  const saveLimiterState = (entry: LimiterEntry) => {
-    limiterStates.set(`${entry.accountId}\u0000${entry.budget}`, entry);
-    if (limiterTimer === undefined) {
-      limiterTimer = setTimeout(() => {
-        limiterTimer = undefined;
-        schedule();
-      }, limits.limiterFlushMs);
-      limiterTimer.unref();
-    }
-  };
-
   const drain = () =>
     new Promise<void>((resolve) => {
       drainWaiters.push(resolve);
@@ -234,7 +207,6 @@ export const createCommitter = (
     clearInterval(keyUseTimer);
     takeKeyUses();
     await drain();
-    if (limiterTimer !== undefined) clearTimeout(limiterTimer);
     drainWaiters = [];
   };
 
@@ -243,7 +215,7 @@ export const createCommitter = (
     return () => committedListeners.delete(listener);
   };
 
-  return { send, saveLimiterState, keysUsed, pending: () => queue.length + committing, drain, stop, onCommitted };
+  return { send, keysUsed, pending: () => queue.length + committing, drain, stop, onCommitted };
 };
 
 /** The committer as a layer: built on the store, drained (everything queued committed) when its scope ends. */

@@ -1,11 +1,11 @@
 import { Context, Effect, Layer, Option } from 'effect';
 import { RateLimited } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
-import { type Budget, decideGcra, peekGcra } from '../domain/rateLimit/gcra.js';
+import { peekGcra } from '../domain/rateLimit/gcra.js';
 import { AppClock } from '../ports/Clock.js';
+import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
-import { LimiterStates } from './LimiterStates.js';
 import { Metrics } from './Metrics.js';
 
 export type BudgetName = 'submits' | 'polls';
@@ -23,49 +23,34 @@ export type RateLimitStatus = {
 export type Spent = { readonly status: RateLimitStatus; readonly refusal?: RateLimited };
 
 export interface RateLimiterShape {
-  /** Spends one call of `budget` for the principal's account, or refuses it. Synchronous and without Effect: it
-   * runs on every API call (see docs/decisions.md). */
-  take(principal: Principal, budget: BudgetName): Spent;
+  /** Spends one call of `budget` for the principal's account, or refuses it: decided by the store, so exact across
+   * every process and server of the installation. */
+  take(principal: Principal, budget: BudgetName): Promise<Spent>;
   /** What is left of an account's budget right now, spending nothing (the dashboard shows it). */
-  peek(accountId: string, plan: PlanName, budget: BudgetName): RateLimitStatus;
+  peek(accountId: string, plan: PlanName, budget: BudgetName): Promise<RateLimitStatus>;
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()('airs/RateLimiter') {}
 
 const windowMs = 60_000;
-const pruneEvery = 10_000;
 
 /**
- * One GCRA state per account and budget, in memory: O(1) per active account, no timers. Entries whose budget is
- * whole again carry no information and are dropped from time to time. Every change is saved with the committer's
- * next batch, so a restart does not hand out a fresh burst: a submit's state is in the same commit as its
- * `RequestQueued` (or an earlier one); what a crash can over-grant is bounded by the calls granted in the last
- * `limiterFlushMs` (see docs/decisions.md). A state missing from memory is read back from the store once.
+ * GCRA per account and budget (domain/rateLimit/gcra.ts), its state kept by the store and each spend decided inside
+ * one of its writes (`Store.spend`): two servers spending for one account at once cannot both take its last unit.
+ * Nothing is kept in this process.
  */
 export const RateLimiterLayer = Layer.effect(
   RateLimiter,
   Effect.gen(function* () {
     const config = yield* AppConfig;
     const clock = yield* AppClock;
-    const saved = yield* LimiterStates;
+    const store = yield* Store;
     const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
-    const tats = new Map<string, number>();
-    const stateOf = (key: string, accountId: string, budget: BudgetName) => {
-      const known = tats.get(key);
-      return known !== undefined ? known : saved.load(accountId, budget);
-    };
-    let calls = 0;
-    const prune = (now: number) => {
-      for (const [key, tat] of tats) if (tat <= now) tats.delete(key);
-    };
-    const peek: RateLimiterShape['peek'] = (accountId, planName, budget) => {
-      const plan = config.plans[planName];
-      const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
-      const left = peekGcra(
-        { limit, windowMs },
-        stateOf(`${accountId}\u0000${budget}`, accountId, budget),
-        clock.now(),
-      );
+    const limitOf = (plan: PlanName, budget: BudgetName) =>
+      budget === 'submits' ? config.plans[plan].submitsPerMinute : config.plans[plan].pollsPerMinute;
+    const peek: RateLimiterShape['peek'] = async (accountId, plan, budget) => {
+      const limit = limitOf(plan, budget);
+      const left = peekGcra({ limit, windowMs }, await store.reads.limiterState(accountId, budget), clock.now());
       return {
         budget,
         limit,
@@ -74,17 +59,12 @@ export const RateLimiterLayer = Layer.effect(
         resetSeconds: Math.ceil(left.resetMs / 1000),
       };
     };
-    const take: RateLimiterShape['take'] = (principal, budget) => {
-      const now = clock.now();
-      if (++calls % pruneEvery === 0) prune(now);
-      const plan = config.plans[principal.plan];
-      const limit = budget === 'submits' ? plan.submitsPerMinute : plan.pollsPerMinute;
-      const spec: Budget = { limit, windowMs };
-      const key = `${principal.accountId}\u0000${budget}`;
-      const previous = stateOf(key, principal.accountId, budget);
-      const decision = decideGcra(spec, previous, now);
-      tats.set(key, decision.tat);
-      if (decision.tat !== previous) saved.save({ accountId: principal.accountId, budget, tat: decision.tat });
+    const take: RateLimiterShape['take'] = async (principal, budget) => {
+      const limit = limitOf(principal.plan, budget);
+      const [decision] = await store.spend([
+        { accountId: principal.accountId, budget, limit, windowMs, now: clock.now() },
+      ]);
+      if (decision === undefined) throw new Error('the store answered no spend');
       const status: RateLimitStatus = {
         budget,
         limit,

@@ -99,9 +99,12 @@ export interface RequestsShape {
     options?: SubmitOptions,
   ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
-  poll(principal: Principal, reqId: string | undefined): PollAnswer | InvalidRequest | NotFound | ProcessingFailed;
+  poll(
+    principal: Principal,
+    reqId: string | undefined,
+  ): Promise<PollAnswer | InvalidRequest | NotFound | ProcessingFailed>;
   /** The request, if it is the principal's account's and has not expired (cancelled and failed ones included). */
-  find(principal: Principal, reqId: string): RequestView | NotFound;
+  find(principal: Principal, reqId: string): Promise<RequestView | NotFound>;
   /**
    * Cancels a queued or processing request (a model call in flight is aborted, a late result dropped) and answers
    * the request as it is then. Cancelling a cancelled request answers it again; a completed or failed one is refused.
@@ -261,20 +264,20 @@ export const RequestsLayer = Layer.effect(
     };
 
     /** The request if the principal's account may see it now, with its public status. */
-    const visibleRequest = (principal: Principal, reqId: string) => {
+    const visibleRequest = async (principal: Principal, reqId: string) => {
       // An id longer than any airs makes names nothing, and must not reach the store as a key.
       if (!fitsIdBound(reqId)) return undefined;
-      const stored = store.reads.requestWithText(reqId);
+      const stored = await store.reads.requestWithText(reqId);
       if (stored === undefined || stored.state.context.accountId !== principal.accountId) return undefined;
       const status = publicStatus(stored.state, clock.now());
       if (status === 'unknown' || status === 'expired') return undefined;
       return { state: stored.state, status, text: stored.text };
     };
 
-    const poll: RequestsShape['poll'] = (principal, reqId) => {
+    const poll: RequestsShape['poll'] = async (principal, reqId) => {
       if (reqId === undefined || reqId === '')
         return new InvalidRequest({ message: 'query parameter req_id is required' });
-      const visible = visibleRequest(principal, reqId);
+      const visible = await visibleRequest(principal, reqId);
       if (visible === undefined) return notFound(reqId);
       const { status } = visible;
       const { model } = visible.state.context;
@@ -300,7 +303,7 @@ export const RequestsLayer = Layer.effect(
       };
     };
 
-    const viewOf = (visible: NonNullable<ReturnType<typeof visibleRequest>>): RequestView => {
+    const viewOf = (visible: NonNullable<Awaited<ReturnType<typeof visibleRequest>>>): RequestView => {
       if (visible.status !== 'completed') return { state: visible.state, status: visible.status };
       const answer = answerOf(visible.text ?? '', visible.state.context.output);
       return {
@@ -311,13 +314,13 @@ export const RequestsLayer = Layer.effect(
       };
     };
 
-    const find: RequestsShape['find'] = (principal, reqId) => {
-      const visible = visibleRequest(principal, reqId);
+    const find: RequestsShape['find'] = async (principal, reqId) => {
+      const visible = await visibleRequest(principal, reqId);
       return visible === undefined ? notFound(reqId) : viewOf(visible);
     };
 
     const cancel: RequestsShape['cancel'] = async (principal, reqId) => {
-      const visible = visibleRequest(principal, reqId);
+      const visible = await visibleRequest(principal, reqId);
       if (visible === undefined) return notFound(reqId);
       if (visible.status === 'cancelled') return viewOf(visible);
       if (visible.status !== 'queued') {
@@ -329,7 +332,7 @@ export const RequestsLayer = Layer.effect(
       if (outcome instanceof Unavailable) return outcome;
       if (!isRefusal(outcome)) processor.cancelled(reqId);
       // Refused: it completed, failed or expired in the meantime; the answer says which, as the request is now.
-      const after = visibleRequest(principal, reqId);
+      const after = await visibleRequest(principal, reqId);
       if (after === undefined) return notFound(reqId);
       if (isRefusal(outcome) && after.status !== 'cancelled') {
         return new InvalidRequest({
@@ -339,18 +342,44 @@ export const RequestsLayer = Layer.effect(
       return viewOf(after);
     };
 
-    /** How often a waiting caller looks again without being told (a cancel or expiry by another process). */
+    /**
+     * Callers waiting for requests to settle look again when this process records an outcome of theirs
+     * (`processor.outcome`), and whenever another process changed the store (it may have run their request, or
+     * cancelled or expired it); at the latest every `settleCheckMs` (a clock that a test moves by hand).
+     */
     const settleCheckMs = 1_000;
+    const elsewhere = new Set<() => void>();
+    let stopHearing: (() => void) | undefined;
+    const hearOtherWriters = (wake: () => void) => {
+      elsewhere.add(wake);
+      stopHearing ??= store.reads.onChange(() => {
+        for (const waiter of [...elsewhere]) waiter();
+      });
+      return () => {
+        elsewhere.delete(wake);
+        if (elsewhere.size === 0) {
+          stopHearing?.();
+          stopHearing = undefined;
+        }
+      };
+    };
     const settled: RequestsShape['settled'] = async (reqId, timeoutMs, signal) => {
       const deadline = clock.now() + timeoutMs;
       for (;;) {
-        // Read afresh: the outcome may have been committed a moment ago, after the read snapshot was taken.
-        store.reads.refresh();
-        const status = publicStatus(store.reads.request(reqId), clock.now());
+        const status = publicStatus(await store.reads.request(reqId), clock.now());
         if (status !== 'queued' || signal?.aborted === true) return;
         const left = deadline - clock.now();
         if (left <= 0) return;
-        await processor.outcome(reqId, Math.min(left, settleCheckMs), signal);
+        const looked = new AbortController();
+        const stop = hearOtherWriters(() => looked.abort());
+        const onAbort = () => looked.abort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          await processor.outcome(reqId, Math.min(left, settleCheckMs), looked.signal);
+        } finally {
+          stop();
+          signal?.removeEventListener('abort', onAbort);
+        }
       }
     };
 

@@ -48,7 +48,7 @@ export interface SessionsShape {
     clientAddress: string,
   ): Promise<StartedSession | Refused | Throttled | HashingBusy>;
   /** The session a cookie's token names, if it is live (started, not ended, not expired, its account not suspended). */
-  current(token: string | undefined): LoggedIn | undefined;
+  current(token: string | undefined): Promise<LoggedIn | undefined>;
   /** Ends the session a token names (nothing if it names none). */
   logout(token: string | undefined): Promise<void>;
 }
@@ -81,7 +81,6 @@ export const SessionsLayer = Layer.effect(
       const outcome = await committer.send({ type: 'Account', accountId, command });
       if (outcome instanceof Refused) return outcome;
       if (isRefusal(outcome)) throw outcome;
-      store.reads.refresh();
       return undefined;
     };
 
@@ -102,19 +101,18 @@ export const SessionsLayer = Layer.effect(
       return refused ?? { accountId, sessionId, token: `${sessionId}.${secret}`, expiresAt };
     };
 
-    const current: SessionsShape['current'] = (token) => {
+    const current: SessionsShape['current'] = async (token) => {
       const parts = token === undefined ? null : tokenPattern.exec(token);
       if (parts === null) return undefined;
       const [, sessionId, secret] = parts as unknown as [string, string, string];
-      store.reads.refresh();
-      const session = store.reads.session(sessionId);
+      const session = await store.reads.session(sessionId);
       if (session === undefined || session.expiresAt <= clock.now()) return undefined;
-      const stored = store.reads.credential(sessionCredentialKey(sessionId));
+      const stored = await store.reads.credential(sessionCredentialKey(sessionId));
       const given = Buffer.from(secretHashOf(secret));
       if (stored === undefined || stored.length !== given.length || !timingSafeEqual(Buffer.from(stored), given))
         return undefined;
       // A suspension ends an account's sessions in its own write; this also covers sessions an older version left.
-      if (store.reads.account(session.accountId)?.suspended !== false) return undefined;
+      if ((await store.reads.account(session.accountId))?.suspended !== false) return undefined;
       return { accountId: session.accountId, sessionId };
     };
 
@@ -124,8 +122,7 @@ export const SessionsLayer = Layer.effect(
         const normalized = email.trim().toLowerCase();
         const problem = emailProblem(normalized) ?? passwordProblem(password);
         if (problem !== undefined) return new Refused({ message: problem });
-        store.reads.refresh();
-        if (store.reads.accountIdByEmail(normalized) !== undefined)
+        if ((await store.reads.accountIdByEmail(normalized)) !== undefined)
           return new Refused({ message: `an account with email ${normalized} already exists` });
         const place = signups?.reserve([`address:${clientAddress}`]);
         if (place !== undefined && 'throttled' in place) return place;
@@ -150,9 +147,10 @@ export const SessionsLayer = Layer.effect(
         // The attempt takes its place before the hash runs and keeps it unless the password is right.
         const place = logins.reserve([emailKey, `address:${clientAddress}`]);
         if ('throttled' in place) return place;
-        store.reads.refresh();
-        const accountId = normalized.length <= maxEmailLength ? store.reads.accountIdByEmail(normalized) : undefined;
-        const stored = accountId === undefined ? undefined : store.reads.credential(passwordCredentialKey(accountId));
+        const accountId =
+          normalized.length <= maxEmailLength ? await store.reads.accountIdByEmail(normalized) : undefined;
+        const stored =
+          accountId === undefined ? undefined : await store.reads.credential(passwordCredentialKey(accountId));
         const matches = await hashing.verify(password, stored ?? (await decoy));
         if (isHashingBusy(matches)) {
           place.release();
@@ -167,7 +165,7 @@ export const SessionsLayer = Layer.effect(
       },
       current,
       logout: async (token) => {
-        const session = current(token);
+        const session = await current(token);
         if (session === undefined) return;
         await send(session.accountId, { type: 'EndSession', sessionId: session.sessionId, now: clock.now() });
       },

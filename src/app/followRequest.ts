@@ -91,7 +91,7 @@ export const followRequest = (live: LiveOutputShape) => {
               attempt = undefined;
             }
           }
-          const view = requests.find(principal, reqId);
+          const view = await requests.find(principal, reqId);
           if (!('status' in view) || view.status !== 'queued') {
             const text = 'status' in view && view.status === 'completed' ? (view.response ?? '') : undefined;
             if (text !== undefined && sent !== '' && !text.startsWith(sent)) {
@@ -117,7 +117,7 @@ export const followRequest = (live: LiveOutputShape) => {
           if (!woke) settling = undefined;
           if (options.signal.aborted) return;
           if (!woke && heard.length === 0 && Date.now() - quietSince >= options.idleMs) {
-            const now = requests.find(principal, reqId);
+            const now = await requests.find(principal, reqId);
             if ('status' in now && now.status === 'queued') {
               quietSince = Date.now();
               yield { type: 'idle' };

@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, Registry } from 'prom-client';
 import type { StoredEvent } from '../domain/events.js';
-import type { StoreReads } from '../ports/Store.js';
+import type { ReadModel } from '../ports/Store.js';
 import { type HttpRoute, httpLatencyBuckets, type MetricsShape, queueScanLimit } from './Metrics.js';
 
 /* The Metrics service on prom-client (see Metrics.ts): loaded by the server only. */
@@ -97,7 +97,7 @@ const httpCollectors = () => {
 
 export type MetricsSources = {
   /** The store's reads, for the queue gauges (read at scrape time, at most `queueScanLimit` entries). */
-  readonly reads?: StoreReads;
+  readonly reads?: ReadModel;
   readonly now?: () => number;
   /** The configured models: each has a queue series from the first scrape (0 when empty), so alerts see it. */
   readonly modelIds?: readonly string[];
@@ -116,43 +116,34 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     (sources.modelIds ?? []).map((model) => [model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY }]),
   );
   let truncated = false;
-  const scanQueue = () => {
-    const found = new Map<string, { depth: number; oldestAvailableAt: number }>();
-    let scanned = 0;
+  const scanQueue = async () => {
     truncated = false;
-    if (reads !== undefined) {
-      const at = now();
-      reads.refresh();
-      outer: for (const account of reads.queuedAccounts(undefined)) {
-        for (const entry of reads.queuedOf(account)) {
-          if (scanned++ >= queueScanLimit) {
-            truncated = true;
-            break outer;
-          }
-          let model = found.get(entry.model);
-          if (model === undefined) {
-            model = { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY };
-            found.set(entry.model, model);
-          }
-          model.depth++;
-          // A request waiting out a retry backoff is queued but not available yet: it is not "waiting" for a worker.
-          if (entry.availableAt <= at && entry.availableAt < model.oldestAvailableAt)
-            model.oldestAvailableAt = entry.availableAt;
-        }
-      }
-      // Models seen before and empty now go back to 0 rather than keeping their last value.
-      for (const model of queueByModel.keys())
-        if (!found.has(model)) found.set(model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY });
-    }
+    if (reads === undefined) return;
+    const depths = await reads.queueDepths(now(), queueScanLimit);
+    truncated = depths.truncated;
+    const found = new Map(
+      depths.models.map(({ model, depth, oldestAvailableAt }) => [model, { depth, oldestAvailableAt }]),
+    );
+    // Models seen before and empty now go back to 0 rather than keeping their last value.
+    for (const model of queueByModel.keys())
+      if (!found.has(model)) found.set(model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY });
     queueByModel = found;
+  };
+  /** prom-client collects the gauges of one scrape at once: both queue gauges share the scan in flight. */
+  let scanning: Promise<void> | undefined;
+  const scanShared = () => {
+    scanning ??= scanQueue().finally(() => {
+      scanning = undefined;
+    });
+    return scanning;
   };
   const queueDepth = new Gauge({
     name: 'airs_queue_depth',
     help: `Requests queued (waiting for a worker or a retry), by model; read at scrape time, at most ${queueScanLimit} entries`,
     labelNames: ['model'],
     registers: [registry],
-    collect() {
-      scanQueue();
+    async collect() {
+      await scanShared();
       this.reset();
       for (const [model, { depth }] of queueByModel) this.set({ model }, depth);
     },
@@ -163,8 +154,8 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     help: 'Age of the oldest queued request available to a worker (since its creation or the end of its backoff), by model',
     labelNames: ['model'],
     registers: [registry],
-    collect() {
-      // Runs after airs_queue_depth's collect (registration order), which read the queue for this scrape.
+    async collect() {
+      await scanShared();
       this.reset();
       const at = now();
       for (const [model, { oldestAvailableAt }] of queueByModel)

@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../domain/events.js';
 import { isRequestEvent } from '../domain/request/events.js';
 import { evolve, initialRequestState, type RequestState, type RequestStatus } from '../domain/request/state.js';
-import type { StoreReads } from '../ports/Store.js';
+import type { ReadModel } from '../ports/Store.js';
 
 export type ReplayFilter = {
   readonly request?: string;
@@ -29,13 +29,13 @@ const accountOf = (event: StoredEvent, owners: Map<string, string>): string | un
  * Folds the log through the same `evolve` the server uses and reports what each event did. Only requests that
  * pass the filter are kept in memory, so filtered replays of a large log stay small.
  */
-export const replay = (reads: StoreReads, filter: ReplayFilter): Replay => {
+export const replay = async (reads: ReadModel, filter: ReplayFilter): Promise<Replay> => {
   const owners = new Map<string, string>();
   const states = new Map<string, RequestState>();
   const entries: TimelineEntry[] = [];
   const shown = new Set<string>();
   let eventsRead = 0;
-  for (const event of reads.events()) {
+  for await (const event of reads.events()) {
     eventsRead++;
     if (event.type === 'RequestQueued' && filter.account !== undefined && event.accountId === filter.account) {
       owners.set(event.reqId, event.accountId);

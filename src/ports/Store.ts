@@ -3,12 +3,24 @@ import type { AccountState, KeyState, SessionState } from '../domain/account/sta
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
+import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
 
 export type { QueuedEntry };
 
-/** A rate limiter's state for one account and budget: its theoretical arrival time (GCRA). */
-export type LimiterEntry = { readonly accountId: string; readonly budget: string; readonly tat: number };
+/**
+ * The store, in three parts, the same for every adapter (LMDB on disk, PostgreSQL, in memory) and held to one
+ * contract suite (test/contract):
+ *
+ * - the event log: `commit` decides a batch of commands and appends their events durably, each decided against the
+ *   state the store holds at commit time, whoever wrote it; rate-limit spending (`spend`) is decided inside a write
+ *   too, so it is exact across writers;
+ * - the read model (`reads`): views and the log, each read seeing everything committed before it began, by any
+ *   process; `onChange` tells when another writer (or this one) changed something;
+ * - the work queue: named moves that are commands of the log (domain/claim.ts and the request machine): `Claim`
+ *   (take due work with an owner and a lease), `ExtendLease`, `RecordSuccess` / `RecordFailure` (recorded only while
+ *   the lease is held: fencing), `Release`. app/processing/workQueue.ts is their typed client.
+ */
 
 /** When an API key was last used (ms): operational state saved with the batches, not an event. */
 export type KeyUseEntry = { readonly keyId: string; readonly at: number };
@@ -27,71 +39,63 @@ export type RequestPage = {
   readonly limit: number;
 };
 
-/** Reads of the views and the log, as of the latest committed state. */
-export interface StoreReads {
-  /**
-   * Makes the following reads see everything committed up to now, also by other processes (the CLI). Reads are
-   * otherwise served from a snapshot that is renewed lazily, a moment after it was taken.
-   */
-  refresh(): void;
-  request(reqId: string): RequestState | undefined;
-  /** A request and the text it holds now: its prompt while it is queued, its response once it is completed. */
-  requestWithText(reqId: string): { readonly state: RequestState; readonly text: string | undefined } | undefined;
-  account(accountId: string): AccountState | undefined;
-  accountIdByEmail(email: string): string | undefined;
-  /** The request the account made with this `Idempotency-Key`, while it lives (see commands.ts for the window). */
-  idempotentRequest(accountId: string, key: string): string | undefined;
-  accounts(): Iterable<AccountState>;
-  key(keyId: string): KeyState | undefined;
-  keyIdByHash(keyHash: string): string | undefined;
-  keysOf(accountId: string): KeyState[];
-  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
-  queuedAccounts(after: string | undefined): Iterable<string>;
-  /** An account's requests waiting for a worker, earliest availability first. */
-  queuedOf(accountId: string): Iterable<QueuedEntry>;
-  /** Ids of requests whose expiry time is at or before `now` and that have not been expired yet. */
-  dueForExpiry(now: number, limit: number): string[];
-  /** Ids of the requests being processed (an attempt started, no outcome yet). */
-  processing(): string[];
-  /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
-  lapsedLeases(now: number, limit: number): string[];
-  /** The earliest end of a lease after `after` (ms), if any request is being processed under one. */
-  nextLeaseEnd(after: number): number | undefined;
-  /** The log in order, from `fromSeq` (inclusive). */
-  events(fromSeq?: number): Iterable<StoredEvent>;
-  lastSeq(): number;
+/** A request and the text it holds now: its prompt while it is queued, its response once it is completed. */
+export type StoredRequest = { readonly state: RequestState; readonly text: string | undefined };
+
+/** Whether work can be taken now, and when some next becomes due without anything else happening. */
+export type DueWork = { readonly now: boolean; readonly next?: number | undefined };
+
+/** One model's queue as the metrics show it: requests waiting (for a worker or a retry), and since when the oldest
+ * available one (at or before the time asked about) waits; none available: Infinity. */
+export type ModelQueue = { readonly model: string; readonly depth: number; readonly oldestAvailableAt: number };
+
+/** The queue by model, read at most `limit` entries deep (`truncated` then). */
+export type QueueDepths = { readonly models: readonly ModelQueue[]; readonly truncated: boolean };
+
+/** Reads of the views and the log. Each sees everything committed before it began, also by other processes. */
+export interface ReadModel {
+  request(reqId: string): Promise<RequestState | undefined>;
+  requestWithText(reqId: string): Promise<StoredRequest | undefined>;
+  account(accountId: string): Promise<AccountState | undefined>;
+  accountIdByEmail(email: string): Promise<string | undefined>;
+  accounts(): Promise<AccountState[]>;
+  key(keyId: string): Promise<KeyState | undefined>;
+  keyIdByHash(keyHash: string): Promise<string | undefined>;
+  keysOf(accountId: string): Promise<KeyState[]>;
   /** A number that changes whenever any account or key changes (also by another process): a cache of accounts and
-   * keys read in the same snapshot is current exactly while this is unchanged. */
-  accountsVersion(): number;
+   * keys read after it is current exactly while it is unchanged. */
+  accountsVersion(): Promise<number>;
   /** A credential kept beside the log (`passwordCredentialKey`, `sessionCredentialKey`). */
-  credential(key: string): string | undefined;
+  credential(key: string): Promise<string | undefined>;
   /** A dashboard session that has not ended. */
-  session(sessionId: string): SessionState | undefined;
-  /** The last saved rate-limiter state of an account's budget, if any. */
-  limiterState(accountId: string, budget: string): number | undefined;
-  /**
-   * An account's requests that have not expired (the sweeper has not written their expiry yet), newest first (by
-   * creation time, then id), at most `limit` of them: from the newest; or the next older ones after `before` (the
-   * cursor of the last row of the page before); or the `limit` just newer than `after` (the cursor of the first row
-   * of the page after). Reads only the rows it returns, however deep the cursor is.
-   */
-  requestsOf(accountId: string, page: RequestPage): RequestState[];
-  /**
-   * How many of an account's requests (not expired yet) were created in each of `hours` slices of an hour, the
-   * first starting at `fromMs` (inclusive), each ending where the next begins. Counted from the index, without
-   * reading the requests.
-   */
-  requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
+  session(sessionId: string): Promise<SessionState | undefined>;
+  /** The rate-limiter state of an account's budget (its theoretical arrival time), if any. */
+  limiterState(accountId: string, budget: string): Promise<number | undefined>;
+  /** An account's requests not expired yet, newest first, a page of them (see RequestPage). */
+  requestsOf(accountId: string, page: RequestPage): Promise<RequestState[]>;
+  /** How many of an account's requests (not expired yet) were created in each of `hours` hours from `fromMs`. */
+  requestCountsByHour(accountId: string, fromMs: number, hours: number): Promise<number[]>;
+  /** Tokens the account's completed requests read and wrote on each of `days` UTC days from `fromDay`. */
+  usageByDay(accountId: string, fromDay: number, days: number): Promise<DailyTokens[]>;
   /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
-  keyLastUsed(keyId: string): number | undefined;
+  keyLastUsed(keyId: string): Promise<number | undefined>;
+  /** Ids of up to `limit` requests whose expiry time is at or before `now` and that have not been expired yet. */
+  dueForExpiry(now: number, limit: number): Promise<string[]>;
+  /** Whether a claim could take work at `now`, and the next time after `now` that work becomes due. */
+  dueWork(now: number): Promise<DueWork>;
+  /** The waiting requests by model, for the metrics (read at most `limit` entries deep). */
+  queueDepths(now: number, limit: number): Promise<QueueDepths>;
+  /** The log in order, from `fromSeq` (inclusive). */
+  events(fromSeq?: number): AsyncIterable<StoredEvent>;
+  lastSeq(): Promise<number>;
   /**
-   * Tokens the account's completed requests read and wrote on each of `days` UTC days, the first starting at
-   * `fromDay` (a UTC midnight, ms); a day without any is zeros.
+   * Hears that the store changed: after this process's own commits, and after another process's within a short while
+   * (LMDB: the data file's change notifications; PostgreSQL: NOTIFY). Returns the way to stop hearing.
    */
-  usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
+  onChange(listener: () => void): () => void;
 }
 
-/** What one command of a batch came to: the events it appended, or why it appended nothing. */
+/** What a command of a batch came to: the events it appended, or why it appended nothing. */
 export type CommandOutcome =
   | {
       readonly events: readonly StoredEvent[];
@@ -100,25 +104,38 @@ export type CommandOutcome =
     }
   | Refusal;
 
-/** One durable write: commands decided in order, plus limiter states and key uses that ride along (not events: not
- * in the log). */
+/** One durable write: commands decided in order, plus key uses that ride along (not events: not in the log). */
 export type Batch = {
   readonly commands: readonly Command[];
-  readonly limiterStates?: readonly LimiterEntry[];
   readonly keyUses?: readonly KeyUseEntry[];
 };
 
+/** One call spending one unit of an account's budget of `limit` calls per `windowMs`. */
+export type Spend = {
+  readonly accountId: string;
+  readonly budget: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly now: number;
+};
+
 export interface StoreShape {
-  readonly reads: StoreReads;
+  readonly reads: ReadModel;
   /**
    * Decides and appends a batch of commands in **one** write transaction (views and indexes in the same
-   * transaction), each decided against the state the ones before it left, and resolves once that transaction is
-   * durable on disk. A refused command is an outcome; a command whose deciding throws is a rejected outcome of its
-   * own; neither touches the others. An I/O failure rejects the whole batch: nothing of it was written; when the
-   * disk is the cause (full, read-only, failing), the rejection is a `StorageFault`, and the same batch may succeed
-   * later.
+   * transaction), each decided against the state the store holds when it is written and the commands before it in
+   * the batch, and resolves once that transaction is durable. A refused command is an outcome; a command whose
+   * deciding throws is a rejected outcome of its own; neither touches the others. An I/O failure rejects the whole
+   * batch: nothing of it was written; when the disk is the cause (full, read-only, failing), the rejection is a
+   * `StorageFault`, and the same batch may succeed later.
    */
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
+  /**
+   * Spends rate-limit budgets, each decided (GCRA) against the state the store holds at that moment, whoever spent
+   * before: exact across processes and servers. Not durable like the log: after a crash of the machine a budget may
+   * start whole again.
+   */
+  spend(spends: readonly Spend[]): Promise<readonly LimitDecision[]>;
   close(): Promise<void>;
 }
 
@@ -127,5 +144,5 @@ export class StorageFault extends Error {
   override name = 'StorageFault';
 }
 
-/** The event log and its views. Live: LMDB on disk (adapters/lmdb). */
+/** The event log, the read model and the work queue. Live: LMDB on disk (adapters/lmdb). */
 export class Store extends Context.Service<Store, StoreShape>()('airs/Store') {}

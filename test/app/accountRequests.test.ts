@@ -96,22 +96,22 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
         submit('req_z', 'acct_', 5_000),
       ],
     });
-    const first = store.reads.requestsOf('acct_a', { limit: 2 });
+    const first = store.syncReads.requestsOf('acct_a', { limit: 2 });
     expect(idsOf(first)).toEqual(['req_5', 'req_4']);
     const cursor = (rows: typeof first) => {
       const last = rows.at(-1)?.context;
       return last === undefined ? undefined : { createdAt: last.createdAt, reqId: last.reqId };
     };
-    const second = store.reads.requestsOf('acct_a', { before: cursor(first), limit: 2 });
+    const second = store.syncReads.requestsOf('acct_a', { before: cursor(first), limit: 2 });
     expect(idsOf(second)).toEqual(['req_3', 'req_2']);
-    const third = store.reads.requestsOf('acct_a', { before: cursor(second), limit: 2 });
+    const third = store.syncReads.requestsOf('acct_a', { before: cursor(second), limit: 2 });
     expect(idsOf(third)).toEqual(['req_1']);
-    expect(store.reads.requestsOf('acct_a', { before: cursor(third), limit: 2 })).toEqual([]);
-    expect(idsOf(store.reads.requestsOf('acct_a', { limit: 100 }))).toEqual([...mine].reverse());
-    expect(idsOf(store.reads.requestsOf('acct_b', { limit: 100 }))).toEqual(['req_x']);
-    expect(idsOf(store.reads.requestsOf('acct_', { limit: 100 }))).toEqual(['req_z']);
-    expect(store.reads.requestsOf('acct_none', { limit: 100 })).toEqual([]);
-    expect(store.reads.requestsOf('acct_a', { limit: 0 })).toEqual([]);
+    expect(store.syncReads.requestsOf('acct_a', { before: cursor(third), limit: 2 })).toEqual([]);
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { limit: 100 }))).toEqual([...mine].reverse());
+    expect(idsOf(store.syncReads.requestsOf('acct_b', { limit: 100 }))).toEqual(['req_x']);
+    expect(idsOf(store.syncReads.requestsOf('acct_', { limit: 100 }))).toEqual(['req_z']);
+    expect(store.syncReads.requestsOf('acct_none', { limit: 100 })).toEqual([]);
+    expect(store.syncReads.requestsOf('acct_a', { limit: 0 })).toEqual([]);
     // The rows are the requests' views.
     expect(first[0]).toMatchObject({ status: 'waiting', context: { accountId: 'acct_a', createdAt: 4_000 } });
   });
@@ -128,12 +128,12 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
       ],
     });
     const at = (reqId: string) => ({ createdAt: times[mine.indexOf(reqId)] as number, reqId });
-    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_1'), limit: 2 }))).toEqual(['req_3', 'req_2']);
-    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_3'), limit: 2 }))).toEqual(['req_5', 'req_4']);
-    expect(idsOf(store.reads.requestsOf('acct_a', { after: at('req_4'), limit: 2 }))).toEqual(['req_5']);
-    expect(store.reads.requestsOf('acct_a', { after: at('req_5'), limit: 2 })).toEqual([]);
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { after: at('req_1'), limit: 2 }))).toEqual(['req_3', 'req_2']);
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { after: at('req_3'), limit: 2 }))).toEqual(['req_5', 'req_4']);
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { after: at('req_4'), limit: 2 }))).toEqual(['req_5']);
+    expect(store.syncReads.requestsOf('acct_a', { after: at('req_5'), limit: 2 })).toEqual([]);
     // A cursor older than every row: the oldest ones.
-    expect(idsOf(store.reads.requestsOf('acct_a', { after: { createdAt: 0, reqId: '' }, limit: 1 }))).toEqual([
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { after: { createdAt: 0, reqId: '' }, limit: 1 }))).toEqual([
       'req_1',
     ]);
   });
@@ -154,12 +154,12 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
         submit('req_other', 'acct_b', from + 10),
       ],
     });
-    expect(store.reads.requestCountsByHour('acct_a', from, 3)).toEqual([2, 1, 3]);
-    expect(store.reads.requestCountsByHour('acct_b', from, 3)).toEqual([1, 0, 0]);
-    expect(store.reads.requestCountsByHour('acct_a', from, 0)).toEqual([]);
+    expect(store.syncReads.requestCountsByHour('acct_a', from, 3)).toEqual([2, 1, 3]);
+    expect(store.syncReads.requestCountsByHour('acct_b', from, 3)).toEqual([1, 0, 0]);
+    expect(store.syncReads.requestCountsByHour('acct_a', from, 0)).toEqual([]);
     // Expired requests are no longer counted.
     await store.commit({ commands: [expire('req_1', from + ttlMs)] });
-    expect(store.reads.requestCountsByHour('acct_a', from, 3)).toEqual([1, 1, 3]);
+    expect(store.syncReads.requestCountsByHour('acct_a', from, 3)).toEqual([1, 1, 3]);
   });
 
   it('counts without reading any request record', async () => {
@@ -173,7 +173,7 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
         throw new Error('a request record was read');
       };
     try {
-      expect(store.reads.requestCountsByHour('acct_a', 0, 1)).toEqual([2]);
+      expect(store.syncReads.requestCountsByHour('acct_a', 0, 1)).toEqual([2]);
     } finally {
       names.forEach((name, i) => {
         requests[name] = saved[i];
@@ -207,7 +207,7 @@ describe("An account's requests by creation time (idx.accountRequests)", () => {
     store = openLmdbStore(dir);
     expect(index()).toEqual(built);
     expect(store.databases.meta.get(accountRequestsIndexedKey)).toBe(1);
-    expect(idsOf(store.reads.requestsOf('acct_a', { limit: 10 }))).toEqual(['req_3', 'req_1']);
+    expect(idsOf(store.syncReads.requestsOf('acct_a', { limit: 10 }))).toEqual(['req_3', 'req_1']);
     expect(verifyViews(store.databases).differences).toEqual([]);
 
     // Once: with the marker present, an emptied index stays empty at the next open (verify would say so).

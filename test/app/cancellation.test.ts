@@ -5,12 +5,12 @@ import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { eventually, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
+import { eventually, syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 60_000 });
 
 const typesOf = (app: TestApp, reqId: string) =>
-  [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+  [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 describe('Cancelling a request', () => {
   const start = testApps();
@@ -29,7 +29,7 @@ describe('Cancelling a request', () => {
     const account = await app.account('scale');
     await submit(app, account.key, 'slow');
     const waiting = await submit(app, account.key, 'slow');
-    expect(app.store.reads.request(waiting)?.status).toBe('waiting');
+    expect(syncReads(app).request(waiting)?.status).toBe('waiting');
     const view = await app.requests.cancel(principalOf(account), waiting);
     expect(view).toMatchObject({ status: 'cancelled' });
     await app.processor.idle();
@@ -40,21 +40,21 @@ describe('Cancelling a request', () => {
       error: { code: 'not_found', message: expect.stringMatching(/cancelled/) },
     });
     // The prompt is not kept once nothing will use it.
-    expect(app.store.reads.requestWithText(waiting)?.text).toBeUndefined();
+    expect(syncReads(app).requestWithText(waiting)?.text).toBeUndefined();
   });
 
   it('aborts the model call in flight and drops a result that would arrive later', async () => {
     const app = await start({ config: { models: [echo('slow', 2_000)] }, clock: systemClock });
     const account = await app.account('scale');
     const reqId = await submit(app, account.key, 'slow');
-    await eventually(() => (app.store.reads.request(reqId)?.status === 'processing' ? true : undefined));
+    await eventually(() => (syncReads(app).request(reqId)?.status === 'processing' ? true : undefined));
     const startedAt = Date.now();
     await app.requests.cancel(principalOf(account), reqId);
     await app.processor.idle();
     // Aborted, not waited out: the echo would have taken 2 s.
     expect(Date.now() - startedAt).toBeLessThan(1_500);
     expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
-    expect(app.store.reads.request(reqId)?.status).toBe('cancelled');
+    expect(syncReads(app).request(reqId)?.status).toBe('cancelled');
   });
 
   it('aborts the upstream call of an openai model when its request is cancelled', async () => {
@@ -93,7 +93,7 @@ describe('Cancelling a request', () => {
     await app.requests.cancel(principalOf(account), slow);
     expect(await app.requests.cancel(principalOf(account), slow)).toMatchObject({ status: 'cancelled' });
     const done = await submit(app, account.key, 'echo');
-    await eventually(() => (app.store.reads.request(done)?.status === 'completed' ? true : undefined));
+    await eventually(() => (syncReads(app).request(done)?.status === 'completed' ? true : undefined));
     const refused = await app.requests.cancel(principalOf(account), done);
     expect(refused).toMatchObject({ _tag: 'InvalidRequest', message: expect.stringMatching(/completed/) });
   });
@@ -104,7 +104,7 @@ describe('Cancelling a request', () => {
     const stranger = await app.account('scale');
     const reqId = await submit(app, owner.key, 'slow');
     expect(await app.requests.cancel(principalOf(stranger), reqId)).toMatchObject({ _tag: 'NotFound' });
-    expect(app.store.reads.request(reqId)?.status).not.toBe('cancelled');
+    expect(syncReads(app).request(reqId)?.status).not.toBe('cancelled');
   });
 
   it('leaves views that replay --verify rebuilds exactly, cancelled requests and their expiry included', async () => {

@@ -101,8 +101,8 @@ describe('The committer (one durable write per batch of commands)', () => {
     open();
     await Promise.all([first, second, third, fourth]);
     expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2, 1]);
-    lmdb.reads.refresh();
-    expect(lmdb.reads.lastSeq()).toBe(4);
+    lmdb.syncReads.refresh();
+    expect(lmdb.syncReads.lastSeq()).toBe(4);
   });
 
   it('bounds each batch by its count of commands and by the bytes of text it carries', async () => {
@@ -131,9 +131,9 @@ describe('The committer (one durable write per batch of commands)', () => {
     open();
     const outcomes = await Promise.all([first, ...accepted, internal]);
     expect(outcomes.every((outcome) => 'events' in outcome)).toBe(true);
-    lmdb.reads.refresh();
-    expect(lmdb.reads.request('req_000006')).toBeUndefined();
-    expect(lmdb.reads.lastSeq()).toBe(7);
+    lmdb.syncReads.refresh();
+    expect(lmdb.syncReads.request('req_000006')).toBeUndefined();
+    expect(lmdb.syncReads.lastSeq()).toBe(7);
   });
 
   it('fails every caller of a batch whose write fails, acknowledges none of them, and goes on with the next batch', async () => {
@@ -141,23 +141,10 @@ describe('The committer (one durable write per batch of commands)', () => {
     failNextCommit();
     const failed = await Promise.allSettled([committer.send(submit(1)), committer.send(submit(2))]);
     expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
-    lmdb.reads.refresh();
-    expect(lmdb.reads.lastSeq()).toBe(0);
+    lmdb.syncReads.refresh();
+    expect(lmdb.syncReads.lastSeq()).toBe(0);
     const next = await committer.send(submit(3));
     expect('events' in next).toBe(true);
-  });
-
-  it('saves rate-limiter states with the next batch, or on their own after limiterFlushMs', async () => {
-    const { committer, batches } = setUp({ limiterFlushMs: 20 });
-    committer.saveLimiterState({ accountId: 'acct_1', budget: 'submits', tat: 5 });
-    await committer.send(submit(1));
-    expect(batches[0]?.limiterStates).toEqual([{ accountId: 'acct_1', budget: 'submits', tat: 5 }]);
-    committer.saveLimiterState({ accountId: 'acct_1', budget: 'polls', tat: 6 });
-    committer.saveLimiterState({ accountId: 'acct_1', budget: 'polls', tat: 7 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(batches[1]).toEqual({ commands: [], limiterStates: [{ accountId: 'acct_1', budget: 'polls', tat: 7 }] });
-    lmdb.reads.refresh();
-    expect(lmdb.reads.limiterState('acct_1', 'polls')).toBe(7);
   });
 
   it('drains: everything queued before the drain is committed when it resolves', async () => {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const dayMs = 86_400_000;
 
@@ -16,7 +16,7 @@ describe('Expiry and retention', () => {
     return ((await response.json()) as { request_id: string }).request_id;
   };
   const typesOf = (reqId: string) =>
-    [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+    [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
   it('answers 404 from the expiry time on, before the sweeper has written anything', async () => {
     app = await startTestApp();
@@ -52,16 +52,16 @@ describe('Expiry and retention', () => {
     const reqId = await submit(key);
     await app.processor.idle();
     // Completed: the record holds the response; the prompt is not needed any more and is gone.
-    expect(app.store.reads.requestWithText(reqId)).toMatchObject({
+    expect(syncReads(app).requestWithText(reqId)).toMatchObject({
       state: { status: 'completed' },
       text: 'secret prompt',
     });
     clock.advance(dayMs);
     expect(await app.sweeper.sweep()).toBe(1);
     expect(typesOf(reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted', 'RequestExpired']);
-    expect(app.store.reads.requestWithText(reqId)).toMatchObject({ state: { status: 'expired' }, text: undefined });
-    expect(app.store.reads.request(reqId)?.context).toMatchObject({ reqId, promptChars: 13, responseChars: 13 });
-    expect(JSON.stringify([...app.store.reads.events()])).not.toContain('secret prompt');
+    expect(syncReads(app).requestWithText(reqId)).toMatchObject({ state: { status: 'expired' }, text: undefined });
+    expect(syncReads(app).request(reqId)?.context).toMatchObject({ reqId, promptChars: 13, responseChars: 13 });
+    expect(JSON.stringify([...syncReads(app).events()])).not.toContain('secret prompt');
     expect(await app.sweeper.sweep()).toBe(0);
   });
 
@@ -121,10 +121,10 @@ describe('A request that expires while its model works', () => {
     const { key } = await app.account();
     const response = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'too late' } });
     const reqId = ((await response.json()) as { request_id: string }).request_id;
-    expect(app.store.reads.request(reqId)?.status).toBe('processing');
+    expect(syncReads(app).request(reqId)?.status).toBe('processing');
     clock.advance(dayMs);
     await app.processor.idle();
-    await eventually(() => (app?.store.reads.request(reqId)?.status === 'expired' ? true : undefined));
+    await eventually(() => (app && syncReads(app).request(reqId)?.status === 'expired' ? true : undefined));
     expect(lines.filter((line) => line.level >= 40)).toEqual([]);
     expect(lines.map((line) => line.msg)).toContain('result dropped: the request expired before its model answered');
   });

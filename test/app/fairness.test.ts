@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const slow: ModelConfig = { id: 'slow', provider: 'echo', delayMs: 5, timeoutMs: 10_000 };
 const generous = { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 100_000, maxQueued: 100_000 } };
 
 const completions = (app: TestApp) =>
-  [...app.store.reads.events()].filter((e) => e.type === 'RequestCompleted').map((e) => (e as { reqId: string }).reqId);
+  [...syncReads(app).events()].filter((e) => e.type === 'RequestCompleted').map((e) => (e as { reqId: string }).reqId);
 
 describe('Fair dispatch', () => {
   let app: TestApp;
@@ -72,7 +72,7 @@ describe('Fair dispatch', () => {
     const limitedIds = new Set(ids);
     let processing = 0;
     let peak = 0;
-    for (const event of app.store.reads.events()) {
+    for (const event of syncReads(app).events()) {
       if (!('reqId' in event) || !limitedIds.has(event.reqId)) continue;
       if (event.type === 'RequestProcessingStarted') peak = Math.max(peak, ++processing);
       if (event.type === 'RequestCompleted' || event.type === 'RequestFailed') processing--;

@@ -3,7 +3,7 @@ import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { idempotencyWindowMs } from '../../src/domain/commands.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { type TestApp, tempDataDir, testApps } from '../support/testApp.js';
+import { syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const submit = (app: TestApp, key: string, body: unknown, idempotencyKey?: string) =>
   app.call('POST', '/v1/ai', {
@@ -13,7 +13,7 @@ const submit = (app: TestApp, key: string, body: unknown, idempotencyKey?: strin
   });
 
 const queuedOf = (app: TestApp, accountId: string) =>
-  [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+  [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
 
 describe('Idempotency-Key on POST /v1/ai', () => {
   const start = testApps();

@@ -8,7 +8,7 @@ import { hashKey } from '../../src/app/keyMaterial.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
-import { startTestApp, tempDataDir } from '../support/testApp.js';
+import { startTestApp, syncReads, tempDataDir } from '../support/testApp.js';
 
 const key = `sk_${'a'.repeat(43)}`;
 const otherKey = `sk_${'b'.repeat(43)}`;
@@ -55,7 +55,7 @@ describe("A key's last use (kept in memory, saved with the committer's batches)"
         return lmdb.commit(batch);
       },
     };
-    const committer = createCommitter(counting, { ...defaultCommitterLimits, limiterFlushMs: flushMs });
+    const committer = createCommitter(counting, { ...defaultCommitterLimits, keyUseFlushMs: flushMs });
     await Promise.all(setUpAccount.map((command) => committer.send(command)));
     let now = 10_000;
     const auth = createAuth(lmdb.reads, { keysUsed: committer.keysUsed, now: () => now });
@@ -74,19 +74,17 @@ describe("A key's last use (kept in memory, saved with the committer's batches)"
     const before = batches.length;
     for (let i = 0; i < 1_000; i++) {
       setNow(10_000 + i);
-      expect(auth.authenticate(`Bearer ${key}`)).toMatchObject({ keyId: 'key_1' });
+      expect(await auth.authenticate(`Bearer ${key}`)).toMatchObject({ keyId: 'key_1' });
     }
     await turn();
     await turn();
     expect(batches.length).toBe(before);
-    expect(lmdb.reads.keyLastUsed('key_1')).toBeUndefined();
+    expect(lmdb.syncReads.keyLastUsed('key_1')).toBeUndefined();
     await sleep(120);
-    expect(batches.slice(before)).toEqual([
-      { commands: [], limiterStates: [], keyUses: [{ keyId: 'key_1', at: 10_999 }] },
-    ]);
-    lmdb.reads.refresh();
-    expect(lmdb.reads.keyLastUsed('key_1')).toBe(10_999);
-    expect(lmdb.reads.keyLastUsed('key_2')).toBeUndefined();
+    expect(batches.slice(before)).toEqual([{ commands: [], keyUses: [{ keyId: 'key_1', at: 10_999 }] }]);
+    lmdb.syncReads.refresh();
+    expect(lmdb.syncReads.keyLastUsed('key_1')).toBe(10_999);
+    expect(lmdb.syncReads.keyLastUsed('key_2')).toBeUndefined();
     // Nothing used since: the interval passes without a commit.
     await sleep(120);
     expect(batches.length).toBe(before + 1);
@@ -100,8 +98,8 @@ describe("A key's last use (kept in memory, saved with the committer's batches)"
     // Calls and commands through two intervals: the uses go out with the batches that follow each interval's end.
     for (let round = 0; round < 40; round++) {
       setNow(20_000 + round);
-      auth.authenticate(`Bearer ${key}`);
-      if (round % 2 === 0) auth.authenticate(`Bearer ${otherKey}`);
+      await auth.authenticate(`Bearer ${key}`);
+      if (round % 2 === 0) await auth.authenticate(`Bearer ${otherKey}`);
       await committer.send({
         type: 'Account',
         accountId: 'acct_1',
@@ -125,44 +123,43 @@ describe("A key's last use (kept in memory, saved with the committer's batches)"
 
   it('is not set by a call that fails authentication', async () => {
     const { committer, auth } = await setUp(50);
-    expect(auth.authenticate(`Bearer sk_${'z'.repeat(43)}`)).not.toHaveProperty('keyId');
-    expect(auth.authenticate('Bearer nonsense')).not.toHaveProperty('keyId');
+    expect(await auth.authenticate(`Bearer sk_${'z'.repeat(43)}`)).not.toHaveProperty('keyId');
+    expect(await auth.authenticate('Bearer nonsense')).not.toHaveProperty('keyId');
     await committer.send({
       type: 'Account',
       accountId: 'acct_1',
-      command: { type: 'RevokeKey', key: lmdb.reads.key('key_2') as never, now: 5 },
+      command: { type: 'RevokeKey', key: lmdb.syncReads.key('key_2') as never, now: 5 },
     });
-    lmdb.reads.refresh();
-    expect(auth.authenticate(`Bearer ${otherKey}`)).not.toHaveProperty('keyId');
+    lmdb.syncReads.refresh();
+    expect(await auth.authenticate(`Bearer ${otherKey}`)).not.toHaveProperty('keyId');
     expect(committer.keysUsed.size).toBe(0);
     await committer.stop();
   });
 
   it('is saved at stop and survives a restart', async () => {
     const { committer, auth } = await setUp(60_000);
-    auth.authenticate(`Bearer ${key}`);
+    await auth.authenticate(`Bearer ${key}`);
     await committer.stop();
     await lmdb.close();
     lmdb = openLmdbStore(dir);
-    expect(lmdb.reads.keyLastUsed('key_1')).toBe(10_000);
+    expect(lmdb.syncReads.keyLastUsed('key_1')).toBe(10_000);
   });
 });
 
 describe('The running app', () => {
   it('saves the last use of the key an API call authenticated with, readable after a restart', async () => {
-    const app = await startTestApp({ committerLimits: { ...defaultCommitterLimits, limiterFlushMs: 50 } });
+    const app = await startTestApp({ committerLimits: { ...defaultCommitterLimits, keyUseFlushMs: 50 } });
     const { key: apiKey, keyId } = await app.account();
-    expect(app.store.reads.keyLastUsed(keyId)).toBeUndefined();
+    expect(syncReads(app).keyLastUsed(keyId)).toBeUndefined();
     const response = await app.call('POST', '/v1/ai', { key: apiKey, body: { model: 'echo', prompt: 'hi' } });
     expect(response.status).toBe(202);
     const usedAt = app.clock.now();
     await sleep(150);
-    app.store.reads.refresh();
-    expect(app.store.reads.keyLastUsed(keyId)).toBe(usedAt);
+    expect(syncReads(app).keyLastUsed(keyId)).toBe(usedAt);
     await app.stop({ keepData: true });
     const reopened = openLmdbStore(app.dataDir);
     try {
-      expect(reopened.reads.keyLastUsed(keyId)).toBe(usedAt);
+      expect(await reopened.reads.keyLastUsed(keyId)).toBe(usedAt);
     } finally {
       await reopened.close();
       rmSync(app.dataDir, { recursive: true, force: true });

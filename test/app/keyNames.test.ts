@@ -2,7 +2,7 @@ import { Effect, Result } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 describe('Accounts.createKey with a name', () => {
   let app: TestApp;
@@ -17,9 +17,9 @@ describe('Accounts.createKey with a name', () => {
     const unnamed = await Effect.runPromise(app.accounts.createKey(account.accountId));
     expect(named.name).toBe('laptop');
     expect(unnamed.name).toBeUndefined();
-    expect(app.store.reads.key(named.id)?.name).toBe('laptop');
-    expect(app.store.reads.key(unnamed.id)?.name).toBeUndefined();
-    const types = [...app.store.reads.events()].map((event) => event.type);
+    expect(syncReads(app).key(named.id)?.name).toBe('laptop');
+    expect(syncReads(app).key(unnamed.id)?.name).toBeUndefined();
+    const types = [...syncReads(app).events()].map((event) => event.type);
     expect(types).toEqual(['AccountCreated', 'ApiKeyCreated', 'ApiKeyNamed', 'ApiKeyCreated']);
     expect(verifyViews((app.store as LmdbStore).databases).differences).toEqual([]);
   });
@@ -31,7 +31,7 @@ describe('Accounts.createKey with a name', () => {
       const result = await Effect.runPromise(Effect.result(app.accounts.createKey(account.accountId, name)));
       expect(Result.isFailure(result)).toBe(true);
     }
-    expect(app.store.reads.keysOf(account.accountId)).toEqual([]);
-    expect(app.store.reads.lastSeq()).toBe(1);
+    expect(syncReads(app).keysOf(account.accountId)).toEqual([]);
+    expect(syncReads(app).lastSeq()).toBe(1);
   });
 });

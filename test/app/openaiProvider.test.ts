@@ -5,7 +5,7 @@ import { upstreamName } from '../../src/adapters/models/openai.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const upstreamKey = 'sk-upstream-secret-0123456789';
 
@@ -63,7 +63,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
         ? undefined
         : polled;
     }, 15_000);
-    const events = [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === request_id);
+    const events = [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === request_id);
     return { polled: settled, events, request_id };
   };
 
@@ -134,6 +134,6 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   it('never writes the upstream key into the event log', async () => {
     const { key } = await start();
     await submitAndSettle(key, 'always-500');
-    expect(JSON.stringify([...app.store.reads.events()])).not.toContain(upstreamKey);
+    expect(JSON.stringify([...syncReads(app).events()])).not.toContain(upstreamKey);
   });
 });

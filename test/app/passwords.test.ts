@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { hashPassword, verifyPassword } from '../../src/app/passwords.js';
 import { passwordCredentialKey } from '../../src/domain/commands.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
 
@@ -40,11 +40,11 @@ describe('Setting an account’s password', () => {
     const account = await Effect.runPromise(app.accounts.setPassword(accountId, password));
     expect(account.passwordSetAt).toBeTypeOf('number');
 
-    const events = [...app.store.reads.events()].filter((event) => event.type === 'AccountPasswordSet');
+    const events = [...syncReads(app).events()].filter((event) => event.type === 'AccountPasswordSet');
     expect(events).toEqual([
       { type: 'AccountPasswordSet', accountId, at: account.passwordSetAt, seq: expect.any(Number) },
     ]);
-    const stored = app.store.reads.credential(passwordCredentialKey(accountId));
+    const stored = syncReads(app).credential(passwordCredentialKey(accountId));
     expect(await verifyPassword(password, stored as string)).toBe(true);
     expect(
       verifyViews((app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases).differences,
@@ -59,12 +59,12 @@ describe('Setting an account’s password', () => {
   it('refuses a password shorter than 12 characters and writes nothing', async () => {
     app = await startTestApp();
     const { accountId } = await app.account();
-    const before = app.store.reads.lastSeq();
+    const before = syncReads(app).lastSeq();
     const result = await Effect.runPromise(Effect.result(app.accounts.setPassword(accountId, 'too short')));
     expect(Result.isFailure(result) && result.failure.message).toBe(
       'a password needs at least 12 characters; this one has 9',
     );
-    expect(app.store.reads.lastSeq()).toBe(before);
+    expect(syncReads(app).lastSeq()).toBe(before);
   });
 
   it('lets verify notice a password hash that is missing, or one that no event set', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { eventually, startTestApp, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
+import { eventually, startTestApp, syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const model = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => ({
   id,
@@ -11,7 +11,7 @@ const model = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => 
   timeoutMs,
 });
 const eventsOf = (app: TestApp, reqId: string) =>
-  [...app.store.reads.events()].filter((e): e is StoredEvent & { reqId: string } => 'reqId' in e && e.reqId === reqId);
+  [...syncReads(app).events()].filter((e): e is StoredEvent & { reqId: string } => 'reqId' in e && e.reqId === reqId);
 const types = (app: TestApp, reqId: string) => eventsOf(app, reqId).map((e) => e.type);
 
 const submit = async (app: TestApp, key: string, modelId: string, prompt = 'hello') => {
@@ -114,7 +114,7 @@ describe('Processing', () => {
       (app.clock as ManualClock).advance(1);
     }
     await app.processor.idle();
-    const completedOrder = [...app.store.reads.events()]
+    const completedOrder = [...syncReads(app).events()]
       .filter((e) => e.type === 'RequestCompleted')
       .map((e) => (e as { reqId: string }).reqId);
     expect(completedOrder).toEqual(ids);

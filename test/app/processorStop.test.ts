@@ -77,12 +77,12 @@ describe('Stopping the worker pool', () => {
       ]);
       expect(outcome).toBe('stopped');
       // The claim landed after the stop: the request is given back (waiting again), not left to its lease.
-      const types = () => [...lmdb.reads.events()].map((event) => event.type);
+      const types = () => [...lmdb.syncReads.events()].map((event) => event.type);
       await eventually(() => {
-        lmdb.reads.refresh();
+        lmdb.syncReads.refresh();
         return types().includes('RequestReleased') ? true : undefined;
       });
-      expect(lmdb.reads.request('req_stop')?.status).toBe('waiting');
+      expect(lmdb.syncReads.request('req_stop')?.status).toBe('waiting');
       expect(types()).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestReleased']);
     } finally {
       release();

@@ -5,7 +5,7 @@ import { type StartedSession, sessionLifetimeMs } from '../../src/app/Sessions.j
 import { passwordCredentialKey } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
 const databasesOf = (app: TestApp) =>
@@ -19,12 +19,15 @@ describe('Dashboard sessions', () => {
     app = await startTestApp();
     const started = (await app.sessions.signup('New@Example.com', password, '127.0.0.1')) as StartedSession;
     expect(started.token).toMatch(/^sess_[\w-]{22}\.[\w-]{43}$/);
-    expect(app.sessions.current(started.token)).toEqual({ accountId: started.accountId, sessionId: started.sessionId });
-    expect(app.store.reads.account(started.accountId)).toMatchObject({ email: 'new@example.com', plan: 'free' });
-    const types = [...app.store.reads.events()].map((event) => event.type);
+    expect(await app.sessions.current(started.token)).toEqual({
+      accountId: started.accountId,
+      sessionId: started.sessionId,
+    });
+    expect(syncReads(app).account(started.accountId)).toMatchObject({ email: 'new@example.com', plan: 'free' });
+    const types = [...syncReads(app).events()].map((event) => event.type);
     expect(types).toEqual(['AccountCreated', 'AccountPasswordSet', 'SessionStarted']);
     const secret = started.token.split('.')[1] as string;
-    expect(JSON.stringify([...app.store.reads.events()])).not.toContain(secret);
+    expect(JSON.stringify([...syncReads(app).events()])).not.toContain(secret);
     expect(verifyViews(databasesOf(app)).differences).toEqual([]);
   });
 
@@ -33,10 +36,10 @@ describe('Dashboard sessions', () => {
     const started = (await app.sessions.signup('a@example.com', password, '127.0.0.1')) as StartedSession;
     const [id, secret] = started.token.split('.') as [string, string];
     const flipped = `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`;
-    expect(app.sessions.current(`${id}.${flipped}`)).toBeUndefined();
-    expect(app.sessions.current(`sess_${'x'.repeat(22)}.${secret}`)).toBeUndefined();
-    expect(app.sessions.current('x'.repeat(10_000))).toBeUndefined();
-    expect(app.sessions.current(undefined)).toBeUndefined();
+    expect(await app.sessions.current(`${id}.${flipped}`)).toBeUndefined();
+    expect(await app.sessions.current(`sess_${'x'.repeat(22)}.${secret}`)).toBeUndefined();
+    expect(await app.sessions.current('x'.repeat(10_000))).toBeUndefined();
+    expect(await app.sessions.current(undefined)).toBeUndefined();
   });
 
   it('logging in checks the password, and the same message answers an unknown email and a wrong password', async () => {
@@ -78,12 +81,12 @@ describe('Dashboard sessions', () => {
     const first = (await app.sessions.signup('e@example.com', password, '127.0.0.1')) as StartedSession;
     const second = (await app.sessions.login('e@example.com', password, '127.0.0.1')) as StartedSession;
     await app.sessions.logout(first.token);
-    expect(app.sessions.current(first.token)).toBeUndefined();
-    expect(app.sessions.current(second.token)).toBeDefined();
-    expect([...app.store.reads.events()].at(-1)).toMatchObject({ type: 'SessionEnded', sessionId: first.sessionId });
+    expect(await app.sessions.current(first.token)).toBeUndefined();
+    expect(await app.sessions.current(second.token)).toBeDefined();
+    expect([...syncReads(app).events()].at(-1)).toMatchObject({ type: 'SessionEnded', sessionId: first.sessionId });
     expect(verifyViews(databasesOf(app)).differences).toEqual([]);
     (app.clock as ManualClock).advance(sessionLifetimeMs);
-    expect(app.sessions.current(second.token)).toBeUndefined();
+    expect(await app.sessions.current(second.token)).toBeUndefined();
   });
 
   it('sessions survive a restart of the server', async () => {
@@ -91,13 +94,16 @@ describe('Dashboard sessions', () => {
     const started = (await app.sessions.signup('f@example.com', password, '127.0.0.1')) as StartedSession;
     await app.stop({ keepData: true });
     app = await startTestApp({ dataDir: app.dataDir, clock: app.clock });
-    expect(app.sessions.current(started.token)).toEqual({ accountId: started.accountId, sessionId: started.sessionId });
+    expect(await app.sessions.current(started.token)).toEqual({
+      accountId: started.accountId,
+      sessionId: started.sessionId,
+    });
   });
 
   it('a refused password at signup leaves no account behind', async () => {
     app = await startTestApp();
     expect(await app.sessions.signup('g@example.com', 'short', '127.0.0.1')).toBeInstanceOf(Refused);
-    expect(app.store.reads.accountIdByEmail('g@example.com')).toBeUndefined();
+    expect(syncReads(app).accountIdByEmail('g@example.com')).toBeUndefined();
   });
 
   it('100 wrong passwords sent at once are not all tried: at most 5 are checked, the rest are throttled, and the right password after them is throttled too', async () => {
@@ -120,10 +126,10 @@ describe('Dashboard sessions', () => {
     const second = (await app.sessions.login('sus@example.com', password, '127.0.0.1')) as StartedSession;
     const other = (await app.sessions.signup('bystander@example.com', password, '127.0.0.1')) as StartedSession;
     await Effect.runPromise(app.accounts.suspend(first.accountId));
-    expect(app.sessions.current(first.token)).toBeUndefined();
-    expect(app.sessions.current(second.token)).toBeUndefined();
-    expect(app.sessions.current(other.token)).toBeDefined();
-    const ended = [...app.store.reads.events()].filter((event) => event.type === 'SessionEnded');
+    expect(await app.sessions.current(first.token)).toBeUndefined();
+    expect(await app.sessions.current(second.token)).toBeUndefined();
+    expect(await app.sessions.current(other.token)).toBeDefined();
+    const ended = [...syncReads(app).events()].filter((event) => event.type === 'SessionEnded');
     expect(ended.map((event) => (event as { sessionId: string }).sessionId).sort()).toEqual(
       [first.sessionId, second.sessionId].sort(),
     );
@@ -145,8 +151,8 @@ describe('Dashboard sessions', () => {
     const first = (await app.sessions.signup('reset@example.com', password, '127.0.0.1')) as StartedSession;
     const second = (await app.sessions.login('reset@example.com', password, '127.0.0.1')) as StartedSession;
     await Effect.runPromise(app.accounts.setPassword(first.accountId, 'a brand new passphrase'));
-    expect(app.sessions.current(first.token)).toBeUndefined();
-    expect(app.sessions.current(second.token)).toBeUndefined();
+    expect(await app.sessions.current(first.token)).toBeUndefined();
+    expect(await app.sessions.current(second.token)).toBeUndefined();
     expect(await app.sessions.login('reset@example.com', password, '127.0.0.1')).toBeInstanceOf(Refused);
     expect(await app.sessions.login('reset@example.com', 'a brand new passphrase', '127.0.0.1')).toMatchObject({
       token: expect.any(String),
@@ -157,7 +163,7 @@ describe('Dashboard sessions', () => {
   it('a login whose password was changed between its check and its write starts no session', async () => {
     app = await startTestApp();
     const started = (await app.sessions.signup('between@example.com', password, '127.0.0.1')) as StartedSession;
-    const checked = app.store.reads.credential(passwordCredentialKey(started.accountId)) as string;
+    const checked = syncReads(app).credential(passwordCredentialKey(started.accountId)) as string;
     await Effect.runPromise(app.accounts.setPassword(started.accountId, 'changed meanwhile!'));
     // The session a login would start after checking the old hash, decided in the write after the change.
     const outcome = await app.committer.send({
@@ -174,6 +180,6 @@ describe('Dashboard sessions', () => {
     });
     expect(outcome).toBeInstanceOf(Refused);
     expect((outcome as Refused).message).toMatch(/password was changed while logging in/);
-    expect(app.store.reads.session(`sess_${'b'.repeat(22)}`)).toBeUndefined();
+    expect(syncReads(app).session(`sess_${'b'.repeat(22)}`)).toBeUndefined();
   });
 });

@@ -35,9 +35,9 @@ describe('The LMDB store', () => {
     open();
     const outcomes = await store.commit({ commands: [1, 2, 3].map((n) => createAccount(n)) });
     expect(outcomes.map(seqsOf)).toEqual([[1], [2], [3]]);
-    expect(store.reads.lastSeq()).toBe(3);
-    expect(store.reads.account('acct_2')).toMatchObject({ email: '2@example.com', plan: 'free' });
-    expect(store.reads.accountIdByEmail('3@example.com')).toBe('acct_3');
+    expect(store.syncReads.lastSeq()).toBe(3);
+    expect(store.syncReads.account('acct_2')).toMatchObject({ email: '2@example.com', plan: 'free' });
+    expect(store.syncReads.accountIdByEmail('3@example.com')).toBe('acct_3');
   });
 
   it('continues the numbering across batches, also batches in flight at the same time', async () => {
@@ -61,8 +61,8 @@ describe('The LMDB store', () => {
     expect((second as Refused).message).toMatch(/already exists/);
     // A refused command leaves the others of its batch committed, and takes no sequence number.
     expect(seqsOf(third)).toEqual([2]);
-    expect(store.reads.account('acct_2')).toBeUndefined();
-    expect(store.reads.account('acct_3')).toBeDefined();
+    expect(store.syncReads.account('acct_2')).toBeUndefined();
+    expect(store.syncReads.account('acct_3')).toBeDefined();
   });
 
   it('fails a command whose deciding throws on its own, and commits the rest of its batch', async () => {
@@ -85,10 +85,10 @@ describe('The LMDB store', () => {
     };
     await expect(store.commit({ commands: [submit('req_fine'), createAccount(2)] })).rejects.toThrow(/injected/);
     log.put = put;
-    store.reads.refresh();
-    expect(store.reads.lastSeq()).toBe(1);
-    expect(store.reads.request('req_fine')).toBeUndefined();
-    expect(store.reads.account('acct_2')).toBeUndefined();
+    store.syncReads.refresh();
+    expect(store.syncReads.lastSeq()).toBe(1);
+    expect(store.syncReads.request('req_fine')).toBeUndefined();
+    expect(store.syncReads.account('acct_2')).toBeUndefined();
     // The store goes on: the next batch numbers its events after the last committed one.
     expect((await store.commit({ commands: [submit('req_next')] })).map(seqsOf)).toEqual([[2]]);
   });
@@ -111,9 +111,9 @@ describe('The LMDB store', () => {
     const [start] = await second;
     expiry.put = put;
     expect(start).toMatchObject({ _tag: 'LifecycleViolation' });
-    store.reads.refresh();
-    expect(store.reads.request('req_x')).toBeUndefined();
-    expect(store.reads.lastSeq()).toBe(1);
+    store.syncReads.refresh();
+    expect(store.syncReads.request('req_x')).toBeUndefined();
+    expect(store.syncReads.lastSeq()).toBe(1);
   });
 
   it('keeps the prompt with the submit that introduces it, and a response only with an accepted completion', async () => {
@@ -127,7 +127,7 @@ describe('The LMDB store', () => {
     });
     expect(seqsOf(outcomes[0])).toEqual([1]);
     expect(outcomes[1]).toMatchObject({ _tag: 'LifecycleViolation' });
-    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'waiting' }, text: 'hello' });
+    expect(store.syncReads.requestWithText('req_a')).toMatchObject({ state: { status: 'waiting' }, text: 'hello' });
   });
 
   it('drops the prompt from a request once it settles, and all text once it expires', async () => {
@@ -140,11 +140,11 @@ describe('The LMDB store', () => {
         { type: 'RecordSuccess', reqId: 'req_a', responseChars: 3, response: 'bye', now: 1_002 },
       ],
     });
-    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'completed' }, text: 'bye' });
+    expect(store.syncReads.requestWithText('req_a')).toMatchObject({ state: { status: 'completed' }, text: 'bye' });
     expect(raw()).toContain('bye');
     expect(raw()).not.toContain('hello');
     await store.commit({ commands: [{ type: 'Expire', reqId: 'req_a', now: 61_000 }] });
-    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'expired' }, text: undefined });
+    expect(store.syncReads.requestWithText('req_a')).toMatchObject({ state: { status: 'expired' }, text: undefined });
     expect(raw()).not.toContain('bye');
   });
 
@@ -152,15 +152,17 @@ describe('The LMDB store', () => {
     open();
     await store.commit({ commands: [submit('req_a')] });
     await store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_a', now: 1_001 }] });
-    expect(store.reads.requestWithText('req_a')).toMatchObject({ state: { status: 'processing' }, text: 'hello' });
+    expect(store.syncReads.requestWithText('req_a')).toMatchObject({ state: { status: 'processing' }, text: 'hello' });
   });
 
-  it('saves rate-limiter states with a batch, outside the log', async () => {
+  it('spends rate-limit budgets outside the log: a budget refuses once its burst is spent and refills with time', async () => {
     open();
-    await store.commit({ commands: [], limiterStates: [{ accountId: 'acct_1', budget: 'submits', tat: 1234 }] });
-    expect(store.reads.limiterState('acct_1', 'submits')).toBe(1234);
-    expect(store.reads.limiterState('acct_1', 'polls')).toBeUndefined();
-    expect(store.reads.lastSeq()).toBe(0);
+    const spend = { accountId: 'acct_1', budget: 'submits', now: 10_000, limit: 2, windowMs: 2_000 };
+    const first = await store.spend([spend, spend, spend]);
+    expect(first.map((decision) => decision.allowed)).toEqual([true, true, false]);
+    expect(await store.reads.limiterState('acct_1', 'polls')).toBeUndefined();
+    expect((await store.spend([{ ...spend, now: 11_000 }]))[0]?.allowed).toBe(true);
+    expect(store.syncReads.lastSeq()).toBe(0);
   });
 
   it('keeps what was committed when the environment is reopened', async () => {
@@ -168,6 +170,6 @@ describe('The LMDB store', () => {
     await store.commit({ commands: [createAccount(7)] });
     await store.close();
     store = openLmdbStore(dir);
-    expect(store.reads.account('acct_7')?.email).toBe('7@example.com');
+    expect(store.syncReads.account('acct_7')?.email).toBe('7@example.com');
   });
 });

@@ -3,7 +3,7 @@ import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { dayStartOf } from '../../src/storage/projection.js';
-import { type TestApp, testApps } from '../support/testApp.js';
+import { syncReads, type TestApp, testApps } from '../support/testApp.js';
 
 const dayMs = 86_400_000;
 
@@ -23,29 +23,29 @@ describe('Token usage of completed requests', () => {
     const first = await submit(app, key, 'one two three');
     await submit(app, key, 'four');
     await app.processor.idle();
-    const completed = [...app.store.reads.events()].find((e) => e.type === 'RequestCompleted' && e.reqId === first);
+    const completed = [...syncReads(app).events()].find((e) => e.type === 'RequestCompleted' && e.reqId === first);
     // echo counts whitespace-separated words of what it read and of what it wrote.
     expect(completed).toMatchObject({ inputTokens: 3, outputTokens: 3 });
-    expect(app.store.reads.request(first)?.context).toMatchObject({ inputTokens: 3, outputTokens: 3 });
+    expect(syncReads(app).request(first)?.context).toMatchObject({ inputTokens: 3, outputTokens: 3 });
 
     clock.advance(dayMs);
     await submit(app, key, 'five six');
     await app.processor.idle();
     const today = dayStartOf(clock.now());
-    expect(app.store.reads.usageByDay(accountId, today - 2 * dayMs, 3)).toEqual([
+    expect(syncReads(app).usageByDay(accountId, today - 2 * dayMs, 3)).toEqual([
       { day: today - 2 * dayMs, inputTokens: 0, outputTokens: 0 },
       { day: today - dayMs, inputTokens: 4, outputTokens: 4 },
       { day: today, inputTokens: 2, outputTokens: 2 },
     ]);
     // Another account's usage is its own.
     const other = await app.account();
-    expect(app.store.reads.usageByDay(other.accountId, today, 1)).toEqual([
+    expect(syncReads(app).usageByDay(other.accountId, today, 1)).toEqual([
       { day: today, inputTokens: 0, outputTokens: 0 },
     ]);
     // Expiry deletes the text, not the usage.
     clock.advance(2 * dayMs);
     await app.sweeper.sweep();
-    expect(app.store.reads.usageByDay(accountId, today - dayMs, 1)[0]).toMatchObject({ inputTokens: 4 });
+    expect(syncReads(app).usageByDay(accountId, today - dayMs, 1)[0]).toMatchObject({ inputTokens: 4 });
     expect(verifyViews((app.store as LmdbStore).databases).differences).toEqual([]);
   });
 

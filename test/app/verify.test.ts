@@ -39,7 +39,7 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
     store = openLmdbStore(dir);
     await store.commit({ commands: [submit('req_a'), submit('req_b'), submit('req_c')] });
     await store.commit({ commands: [complete('req_a'), complete('req_b')] });
-    store.reads.refresh();
+    store.syncReads.refresh();
     return store.databases;
   };
   const differences = () => verifyViews(store.databases).differences;
@@ -92,7 +92,7 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
     store = openLmdbStore(dir);
     // Members of the two expiry groups alternate in the log, so the first group is read twice.
     await store.commit({ commands: [submit('req_a'), submit('req_d', 2_000), submit('req_b')] });
-    store.reads.refresh();
+    store.syncReads.refresh();
     const dbs = store.databases;
     const key = 61_000;
     expect(decodeIds(dbs.groups.expiry.get(key) as Buffer)).toEqual(['req_a', 'req_b']);
@@ -157,16 +157,16 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
         start('sess_2'),
       ],
     });
-    store.reads.refresh();
+    store.syncReads.refresh();
     return { dbs: store.databases, account };
   };
 
   it('finds the sessions a suspension ended gone from every view, index and credential', async () => {
     const { account } = await withSessions();
     await store.commit({ commands: [account({ type: 'Suspend', now: 4 })] });
-    store.reads.refresh();
+    store.syncReads.refresh();
     expect([...store.databases.indexes.accountSessions.getKeys({})]).toEqual([]);
-    expect(store.reads.credential('session:sess_1')).toBeUndefined();
+    expect(store.syncReads.credential('session:sess_1')).toBeUndefined();
     expect(differences()).toEqual([]);
   });
 

@@ -38,7 +38,7 @@ const perTransaction = spec.perTransaction ?? 50;
 const deadline = Date.now() + (spec.timeoutMs ?? 30 * 60_000);
 
 const store = openLmdbStore(spec.dataDir);
-const eventsBefore = store.reads.lastSeq();
+const eventsBefore = store.syncReads.lastSeq();
 
 /** Reservoir sample (algorithm R) of the ids written now, merged with an earlier sample of the same directory. */
 const sample: string[] = [];
@@ -115,7 +115,7 @@ const main = async () => {
   const fromEarlier = Math.round((spec.sampleSize * earlier.population) / population);
   const ids = [...shuffle(earlier.ids).slice(0, fromEarlier), ...sample.slice(0, spec.sampleSize - fromEarlier)];
   writeFileSync(spec.sampleFile, JSON.stringify({ population, ids: shuffle(ids) }));
-  const lastSeq = store.reads.lastSeq();
+  const lastSeq = store.syncReads.lastSeq();
   await store.close();
   process.stdout.write(
     `${JSON.stringify({ requests: written, events: lastSeq - eventsBefore, lastSeq, seconds: Math.round(seconds * 100) / 100 })}\n`,

@@ -10,7 +10,7 @@ import {
   type RetryInfo,
 } from '../../src/client/index.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { listen, type TestApp } from '../support/testApp.js';
+import { listen, syncReads, type TestApp } from '../support/testApp.js';
 import { startClientApp } from './inProcessApp.js';
 import { recordingSleep, scriptedServer } from './support.js';
 
@@ -126,9 +126,10 @@ const setUp = async (plan: (seen: Seen, index: number) => Action, options: Parti
 
 /** The requests the account has, from the store, and the `RequestQueued` events of the account in the log. */
 const requestsOfAccount = (app: TestApp, accountId: string) => {
-  app.store.reads.refresh();
-  const requests = app.store.reads.requestsOf(accountId, { limit: 100 }).map((state) => state.context.reqId);
-  const queuedEvents = [...app.store.reads.events()].filter(
+  const requests = syncReads(app)
+    .requestsOf(accountId, { limit: 100 })
+    .map((state) => state.context.reqId);
+  const queuedEvents = [...syncReads(app).events()].filter(
     (event) => event.type === 'RequestQueued' && 'accountId' in event && event.accountId === accountId,
   );
   return { requests, queuedEvents: queuedEvents.length };

@@ -4,7 +4,14 @@ import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { dataOf, framesOf } from '../support/sse.js';
-import { type CallInit, startTestApp, type TestApp, type TestAppOptions, type TestConfig } from '../support/testApp.js';
+import {
+  type CallInit,
+  startTestApp,
+  syncReads,
+  type TestApp,
+  type TestAppOptions,
+  type TestConfig,
+} from '../support/testApp.js';
 
 /**
  * `POST /v1/chat/completions` in process (contract 13): OpenAI's `chat.completion` and its chunks over the same
@@ -76,13 +83,13 @@ const expectOpenAiError = (answer: Answer, status: number, code: string, type: s
 const reqIdOf = (completionId: string) => `req_${completionId.slice('chatcmpl-'.length)}`;
 
 const eventsOf = (app: TestApp, reqId: string) =>
-  [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId);
+  [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId);
 
 /** The id of the account's first queued request, once there is one. */
 const firstQueued = (app: TestApp) =>
   new Promise<string>((resolve) => {
     const look = () => {
-      const queued = [...app.store.reads.events()].find((e) => e.type === 'RequestQueued');
+      const queued = [...syncReads(app).events()].find((e) => e.type === 'RequestQueued');
       if (queued !== undefined && 'reqId' in queued) resolve(queued.reqId);
       else setTimeout(look, 10);
     };
@@ -96,7 +103,7 @@ const firstQueued = (app: TestApp) =>
 const storedInputOf = async (app: TestApp, key: string, body: Record<string, unknown>) => {
   const waiting = chat(app, key, { ...body, model: 'slow' });
   const reqId = await firstQueued(app);
-  const text = app.store.reads.requestWithText(reqId)?.text ?? 'null';
+  const text = syncReads(app).requestWithText(reqId)?.text ?? 'null';
   await call(app, 'POST', `/v1/responses/resp_${reqId.slice(4)}/cancel`, { key });
   expect((await waiting).status).toBe(404);
   return JSON.parse(text) as { messages: unknown[]; params?: unknown };
@@ -448,7 +455,7 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     expect(again.body).toEqual(first.body);
     const other = await chat(app, key, { ...body, temperature: 1 }, { 'idempotency-key': 'chat-1' });
     expectOpenAiError(other, 422, 'idempotency_key_reused', 'invalid_request_error');
-    const queued = [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+    const queued = [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
     expect(queued).toHaveLength(1);
   });
 });
@@ -537,7 +544,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     const frames = framesOf(await again.text());
     expect(frames.at(-1)).toEqual({ kind: 'done' });
     expect(dataOf(frames)).toEqual(firstChunks);
-    const queued = [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+    const queued = [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
     expect(queued).toHaveLength(1);
   });
 

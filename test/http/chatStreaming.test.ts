@@ -7,6 +7,7 @@ import {
   eventually,
   listen,
   startTestApp,
+  syncReads,
   type TestApp,
   type TestAppOptions,
   type TestConfig,
@@ -44,11 +45,11 @@ const start = async (options: TestAppOptions = {}) => {
 const hello = [{ role: 'user', content: 'Hello over a socket' }];
 
 const typesOf = (testApp: TestApp, reqId: string) =>
-  [...testApp.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+  [...syncReads(testApp).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 /** The request ids queued so far, in order. */
 const queuedIds = (testApp: TestApp) =>
-  [...testApp.store.reads.events()].flatMap((e) => (e.type === 'RequestQueued' ? [e.reqId] : []));
+  [...syncReads(testApp).events()].flatMap((e) => (e.type === 'RequestQueued' ? [e.reqId] : []));
 
 describe('A streamed chat completion over a socket', () => {
   it('arrives as text/event-stream chunks with x-request-id, ending with [DONE]', async () => {

@@ -4,7 +4,7 @@ import { systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { postOverSocket } from '../support/socketCall.js';
 import { dataOf, type Frame, framesOf } from '../support/sse.js';
-import { eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, listen, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 /**
  * Chat completions of an `openai`-provider model against a fake upstream on 127.0.0.1 (contract 13): deltas reach a
@@ -49,7 +49,7 @@ const start = async (maxAttempts = 1) => {
 };
 
 const typesOf = (testApp: TestApp, reqId: string) =>
-  [...testApp.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+  [...syncReads(testApp).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 /** What the upstream received for calls whose last message is `prompt`. */
 const sentFor = (prompt: string) =>
@@ -272,7 +272,7 @@ describe('A caller of an openai-provider model that goes away', () => {
     const callsBefore = upstream.calls('hang');
     const call = postOverSocket(url, path, key, { model: 'llm', ...body });
     await eventually(() => (upstream.calls('hang') === callsBefore + 1 ? true : undefined));
-    const reqId = [...app.store.reads.events()].find((e) => e.type === 'RequestQueued')?.reqId ?? '';
+    const reqId = [...syncReads(app).events()].find((e) => e.type === 'RequestQueued')?.reqId ?? '';
     call.drop();
     await eventually(() => (upstream.abandoned() === abandonedBefore + 1 ? true : undefined));
     await app.processor.idle();

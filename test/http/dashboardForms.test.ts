@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 /** Dashboard forms are bounded before they are decoded: at most 16 KB and 16 fields (formBody.ts). */
 
@@ -29,7 +29,7 @@ const postSignup = async (body: string, cookie: string) => {
   return { status: response.status, text: await response.text() };
 };
 
-const accounts = () => [...app.store.reads.events()].filter((e) => e.type === 'AccountCreated').length;
+const accounts = () => [...syncReads(app).events()].filter((e) => e.type === 'AccountCreated').length;
 
 describe('Dashboard forms', () => {
   it('refuse a form of more than 16 fields with a 413 page, and sign nobody up', async () => {

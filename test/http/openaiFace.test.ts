@@ -3,7 +3,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { type CallInit, startTestApp, type TestApp, type TestAppOptions, type TestConfig } from '../support/testApp.js';
+import {
+  type CallInit,
+  startTestApp,
+  syncReads,
+  type TestApp,
+  type TestAppOptions,
+  type TestConfig,
+} from '../support/testApp.js';
 
 /**
  * The OpenAI-compatible face (contract 11) in process: the wire format the official SDKs read, the same accounts,
@@ -89,7 +96,7 @@ const rateLimitOf = (answer: Answer) => ({
 const reqIdOf = (responseId: string) => `req_${responseId.slice('resp_'.length)}`;
 
 const eventTypesOf = (app: TestApp, reqId: string) =>
-  [...app.store.reads.events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+  [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 describe('GET /v1/models', () => {
   it('lists the configured models as OpenAI model objects owned by airs, spending a poll', async () => {
@@ -290,7 +297,7 @@ describe('Input of POST /v1/responses', () => {
     });
     expect(answer.status).toBe(200);
     const reqId = reqIdOf((answer.body as ResponseObject).id);
-    expect(JSON.parse(app.store.reads.requestWithText(reqId)?.text ?? 'null').messages).toEqual([
+    expect(JSON.parse(syncReads(app).requestWithText(reqId)?.text ?? 'null').messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'first question' },
       { role: 'assistant', content: 'first answer' },
@@ -305,7 +312,7 @@ describe('Input of POST /v1/responses', () => {
     const app = await start();
     const { key } = await app.account();
     const answer = await create(app, key, { model: 'echo', input: 'just a prompt', background: true });
-    expect(app.store.reads.requestWithText(reqIdOf((answer.body as ResponseObject).id))?.text).toBe('just a prompt');
+    expect(syncReads(app).requestWithText(reqIdOf((answer.body as ResponseObject).id))?.text).toBe('just a prompt');
   });
 
   it.each([
@@ -541,7 +548,7 @@ describe('Errors, authentication and limits on the OpenAI-compatible routes', ()
 
 describe('Idempotency-Key on POST /v1/responses', () => {
   const queuedCount = (app: TestApp, accountId: string) =>
-    [...app.store.reads.events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId).length;
+    [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId).length;
 
   it('answers a repeat with the same key and body with the same Response, marked Idempotent-Replayed, creating nothing', async () => {
     const app = await start();

@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { eventually, listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { eventually, listen, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 /**
  * A create that waits for its result (`POST /v1/responses` without `background`) must hold only what it needs while
@@ -97,7 +97,7 @@ describe('A waiting create on the OpenAI face', () => {
 
       const baseline = heapAfterCollection();
       const queued = () =>
-        [...(app as TestApp).store.reads.events()].flatMap((e) =>
+        [...syncReads(app as TestApp).events()].flatMap((e) =>
           e.type === 'RequestQueued' && e.accountId === accountId ? [e.reqId] : [],
         );
       const calls = Array.from({ length: waiting }, () => post(served.url, path, key, heavyBody));

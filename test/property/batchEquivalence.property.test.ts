@@ -102,7 +102,7 @@ const contents = (store: ReturnType<typeof openLmdbStore>) => {
   const all = (db: { getRange(options: object): Iterable<{ key: unknown; value: unknown }> }) =>
     Array.from(db.getRange({}), ({ key, value }) => [key, value]);
   return {
-    events: [...store.reads.events()],
+    events: [...store.syncReads.events()],
     requests: all(dbs.requests),
     accounts: all(dbs.accounts),
     keys: all(dbs.keys),
@@ -132,7 +132,7 @@ describe('A batch of commands', () => {
       fc.asyncProperty(commands, async (batch) => {
         const together = await withStore(async (store) => {
           const outcomes = await store.commit({ commands: batch });
-          store.reads.refresh();
+          store.syncReads.refresh();
           return { outcomes: outcomes.map(shape), contents: contents(store) };
         });
         const oneByOne = await withStore(async (store) => {
@@ -141,7 +141,7 @@ describe('A batch of commands', () => {
             const [outcome] = await store.commit({ commands: [command] });
             outcomes.push(shape(outcome as CommandOutcome));
           }
-          store.reads.refresh();
+          store.syncReads.refresh();
           return { outcomes, contents: contents(store) };
         });
         expect(together).toEqual(oneByOne);
@@ -177,8 +177,8 @@ describe('A batch of commands', () => {
         'refused:LifecycleViolation',
         '2:RequestQueued',
       ]);
-      store.reads.refresh();
-      expect([store.reads.request('req_1')?.status, store.reads.request('req_2')?.status]).toEqual([
+      store.syncReads.refresh();
+      expect([store.syncReads.request('req_1')?.status, store.syncReads.request('req_2')?.status]).toEqual([
         'waiting',
         'waiting',
       ]);

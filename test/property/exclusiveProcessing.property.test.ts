@@ -5,7 +5,7 @@ import type { ModelConfig } from '../../src/config.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import type { ModelProvider } from '../../src/ports/ModelProvider.js';
 import { type Client, submit, transports } from '../http/support/contract.js';
-import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import { eventually, startTestApp, syncReads, type TestApp, tempDataDir } from '../support/testApp.js';
 
 /**
  * A request reaches a worker in three ways: with its own submit (the submit carries its start when a worker is free
@@ -155,9 +155,8 @@ describe('The worker pool with submits that carry their start, retries, restarts
           await eventually(async () => {
             app.processor.wake();
             await app.processor.idle();
-            app.store.reads.refresh();
             const open = reqIds.filter(
-              (id) => !['completed', 'failed', 'cancelled'].includes(app.store.reads.request(id)?.status ?? ''),
+              (id) => !['completed', 'failed', 'cancelled'].includes(syncReads(app).request(id)?.status ?? ''),
             );
             if (open.length === 0) return true;
             clock.advance(30_000);
@@ -166,7 +165,7 @@ describe('The worker pool with submits that carry their start, retries, restarts
           const starts = new Map<string, number>();
           const cancelled = new Set<string>();
           const outcomes = new Map<string, string[]>();
-          for (const event of app.store.reads.events()) {
+          for (const event of syncReads(app).events()) {
             if (event.type === 'RequestProcessingStarted') starts.set(event.reqId, (starts.get(event.reqId) ?? 0) + 1);
             if (event.type === 'RequestCancelled') cancelled.add(event.reqId);
             if ('reqId' in event) outcomes.set(event.reqId, [...(outcomes.get(event.reqId) ?? []), event.type]);

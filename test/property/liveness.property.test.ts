@@ -145,9 +145,10 @@ describe('The worker pool, simulated', () => {
         }
 
         // From here on nothing comes from outside: only the scheduler's commits and the processes' own timers.
-        const stored = () => [...store.reads.events()].filter((e) => e.type === 'RequestQueued').map((e) => e.reqId);
+        const stored = () =>
+          [...store.syncReads.events()].filter((e) => e.type === 'RequestQueued').map((e) => e.reqId);
         const unfinished = () =>
-          stored().filter((reqId) => !finalStatuses.has(store.reads.request(reqId)?.status ?? 'none'));
+          stored().filter((reqId) => !finalStatuses.has(store.syncReads.request(reqId)?.status ?? 'none'));
         const deadline = Date.now() + budgetMs(prompts);
         while (Date.now() <= deadline && (scheduler.count() > 0 || unfinished().length > 0)) {
           await scheduler.waitAll();
@@ -156,7 +157,7 @@ describe('The worker pool, simulated', () => {
         await scheduler.waitAll();
 
         const open = unfinished().map((reqId) => {
-          const state = store.reads.request(reqId);
+          const state = store.syncReads.request(reqId);
           return { reqId, status: state?.status, attempts: state?.context.attempts };
         });
         expect(open, `unfinished after ${budgetMs(prompts)} ms of simulated time with no input`).toEqual([]);

@@ -105,14 +105,14 @@ describe('The worker pool', () => {
           await eventually(async () => {
             processor.wake();
             await processor.idle();
-            store.reads.refresh();
-            const open = [...store.reads.queuedAccounts(undefined)].length;
+            store.syncReads.refresh();
+            const open = [...store.syncReads.queuedAccounts(undefined)].length;
             if (open === 0) return true;
             clock.advance(policy.maxDelayMs);
             return undefined;
           }, 20_000);
           const starts = new Map<string, number>();
-          for (const event of store.reads.events()) {
+          for (const event of store.syncReads.events()) {
             if (event.type === 'RequestProcessingStarted') starts.set(event.reqId, (starts.get(event.reqId) ?? 0) + 1);
           }
           expect(overlaps).toEqual([]);
@@ -120,7 +120,7 @@ describe('The worker pool', () => {
             const reqId = `req_${String(i).padStart(3, '0')}`;
             expect(calls.get(prompt) ?? 0).toBeLessThanOrEqual(starts.get(reqId) ?? 0);
             expect(calls.get(prompt) ?? 0).toBeGreaterThan(0);
-            expect(['completed', 'failed']).toContain(store.reads.request(reqId)?.status);
+            expect(['completed', 'failed']).toContain(store.syncReads.request(reqId)?.status);
           });
         } finally {
           await processor.stop();

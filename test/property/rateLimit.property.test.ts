@@ -1,13 +1,14 @@
 import { Effect, Layer } from 'effect';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { AppConfigLayer } from '../../src/app/AppConfig.js';
 import type { Principal } from '../../src/app/Auth.js';
-import { inMemoryLimiterStates, LimiterStates } from '../../src/app/LimiterStates.js';
 import { type BudgetName, RateLimiter, RateLimiterLayer, type RateLimitStatus } from '../../src/app/RateLimiter.js';
 import { defaultConfig } from '../../src/config.js';
 import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
 import { AppClock, ManualClock } from '../../src/ports/Clock.js';
+import { Store } from '../../src/ports/Store.js';
 
 const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
   const config = defaultConfig({
@@ -15,11 +16,7 @@ const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
   });
   const layer = RateLimiterLayer.pipe(
     Layer.provide(
-      Layer.mergeAll(
-        AppConfigLayer(config),
-        Layer.succeed(AppClock, clock),
-        Layer.succeed(LimiterStates, inMemoryLimiterStates()),
-      ),
+      Layer.mergeAll(AppConfigLayer(config), Layer.succeed(AppClock, clock), Layer.succeed(Store, openMemoryStore())),
     ),
   );
   return Effect.runSync(Effect.provide(RateLimiter, layer));
@@ -27,13 +24,13 @@ const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
 
 type Outcome = { at: number; granted: boolean; retryAfterSeconds?: number; status?: RateLimitStatus };
 
-const take = (
+const take = async (
   limiter: ReturnType<typeof limiterWith>,
   principal: Principal,
   budget: BudgetName,
   at: number,
-): Outcome => {
-  const { status, refusal } = limiter.take(principal, budget);
+): Promise<Outcome> => {
+  const { status, refusal } = await limiter.take(principal, budget);
   return refusal === undefined
     ? { at, granted: true, status }
     : { at, granted: false, retryAfterSeconds: refusal.retryAfterSeconds, status };
@@ -45,16 +42,16 @@ const arrivals = fc.array(fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.intege
 });
 
 describe('Rate limits per account', () => {
-  it('never grant more than the burst plus what refilled in any window, whichever keys of the account are used', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: 120 }), arrivals, (limit, steps) => {
+  it('never grant more than the burst plus what refilled in any window, whichever keys of the account are used', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 120 }), arrivals, async (limit, steps) => {
         const clock = new ManualClock(0);
         const limiter = limiterWith(clock, limit);
         const grants: number[] = [];
         for (const [gap, key] of steps) {
           clock.advance(gap);
           const principal: Principal = { accountId: 'acct_one', keyId: `key_${key}`, plan: 'free' as PlanName };
-          if (take(limiter, principal, 'submits', clock.now()).granted) grants.push(clock.now());
+          if ((await take(limiter, principal, 'submits', clock.now())).granted) grants.push(clock.now());
         }
         const interval = 60_000 / limit;
         // GCRA's bound: n grants within w ms need n <= limit + w / interval.
@@ -69,21 +66,21 @@ describe('Rate limits per account', () => {
     );
   });
 
-  it('grant a refused caller again once its Retry-After has passed, if nothing else was spent meanwhile', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: 120 }), arrivals, (limit, steps) => {
+  it('grant a refused caller again once its Retry-After has passed, if nothing else was spent meanwhile', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 120 }), arrivals, async (limit, steps) => {
         const clock = new ManualClock(0);
         const limiter = limiterWith(clock, limit);
         const principal: Principal = { accountId: 'acct_one', keyId: 'key_0', plan: 'free' };
         for (const [gap] of steps) {
           clock.advance(gap);
-          const outcome = take(limiter, principal, 'submits', clock.now());
+          const outcome = await take(limiter, principal, 'submits', clock.now());
           if (!outcome.granted) {
             expect(outcome.retryAfterSeconds).toBeGreaterThanOrEqual(1);
             expect(Number.isInteger(outcome.retryAfterSeconds)).toBe(true);
             // Spending nothing else, the call is granted exactly once Retry-After has passed.
             clock.advance((outcome.retryAfterSeconds as number) * 1_000);
-            expect(take(limiter, principal, 'submits', clock.now()).granted).toBe(true);
+            expect((await take(limiter, principal, 'submits', clock.now())).granted).toBe(true);
           }
         }
       }),
@@ -91,14 +88,14 @@ describe('Rate limits per account', () => {
     );
   });
 
-  it('keep accounts and budgets apart: spending one account’s submits leaves its polls and other accounts whole', () => {
+  it('keep accounts and budgets apart: spending one account’s submits leaves its polls and other accounts whole', async () => {
     const clock = new ManualClock(0);
     const limiter = limiterWith(clock, 5);
     const a: Principal = { accountId: 'acct_a', keyId: 'k', plan: 'free' };
     const b: Principal = { accountId: 'acct_b', keyId: 'k', plan: 'free' };
-    for (let i = 0; i < 5; i++) expect(take(limiter, a, 'submits', 0).granted).toBe(true);
-    expect(take(limiter, a, 'submits', 0).granted).toBe(false);
-    expect(take(limiter, a, 'polls', 0).status).toMatchObject({ budget: 'polls', remaining: 4 });
-    expect(take(limiter, b, 'submits', 0).status).toMatchObject({ budget: 'submits', remaining: 4 });
+    for (let i = 0; i < 5; i++) expect((await take(limiter, a, 'submits', 0)).granted).toBe(true);
+    expect((await take(limiter, a, 'submits', 0)).granted).toBe(false);
+    expect((await take(limiter, a, 'polls', 0)).status).toMatchObject({ budget: 'polls', remaining: 4 });
+    expect((await take(limiter, b, 'submits', 0)).status).toMatchObject({ budget: 'submits', remaining: 4 });
   });
 });

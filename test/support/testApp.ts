@@ -8,7 +8,9 @@ import { type Config, defaultConfig } from '../../src/config.js';
 import type { PlanName } from '../../src/domain/plans.js';
 import { type ClockShape, ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
+import type { StoreShape } from '../../src/ports/Store.js';
 import { type App, type AppOptions, startApp } from '../../src/server.js';
+import type { SyncReads } from '../../src/storage/syncReads.js';
 
 export const tempDataDir = (label = 'airs-test') => mkdtempSync(join(tmpdir(), `${label}-`));
 
@@ -139,4 +141,15 @@ export const testApps = () => {
     apps.push(app);
     return app;
   };
+};
+
+/**
+ * A test's view of what the app's store holds right now, read synchronously (the embedded stores can): for
+ * assertions and `eventually` checks. The app itself reads through the asynchronous read model.
+ */
+export const syncReads = (app: { readonly store: StoreShape }): SyncReads => {
+  const reads = (app.store as StoreShape & { readonly syncReads?: SyncReads }).syncReads;
+  if (reads === undefined) throw new Error('this store has no synchronous reads');
+  reads.refresh();
+  return reads;
 };

@@ -70,7 +70,7 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
       const store = openLmdbStore(config.dataDir);
       try {
-        const result = replay(store.reads, { request: options.request, account: options.account, since });
+        const result = await replay(store.reads, { request: options.request, account: options.account, since });
         emit(
           output,
           options.json,

@@ -82,10 +82,9 @@ const cancelRequest = async (
     );
     const shown = idForMessage(reqId);
     /** The request as it is now (also as another process, a running server, left it a moment ago). */
-    const current = (): RequestState | undefined => {
+    const current = async (): Promise<RequestState | undefined> => {
       if (!fitsIdBound(reqId)) return undefined;
-      store.reads.refresh();
-      const state = store.reads.request(reqId);
+      const state = await store.reads.request(reqId);
       return state === undefined || state.status === 'none' ? undefined : state;
     };
     /** Why a request that is not queued cannot be cancelled (a cancelled one is answered as it is). */
@@ -103,7 +102,7 @@ const cancelRequest = async (
       );
     };
 
-    const before = current();
+    const before = await current();
     if (before === undefined) throw new CliError(`no request ${shown}`);
     const refused = notCancellable(before);
     if (refused !== undefined) throw refused;
@@ -111,7 +110,7 @@ const cancelRequest = async (
 
     const outcome = await committer.send({ type: 'Cancel', reqId, now: clock.now() });
     if (outcome instanceof Unavailable) throw new CliError(`request ${shown} was not cancelled: ${outcome.message}`);
-    const after = current();
+    const after = await current();
     if (!isRefusal(outcome) && after !== undefined) {
       return { state: after, previous: before.status === 'processing' ? 'processing' : 'waiting', config };
     }

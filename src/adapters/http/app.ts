@@ -142,10 +142,10 @@ const isApiError = (value: unknown): value is ApiError =>
  */
 export const createHttpApp = (deps: HttpDeps): H3 => {
   /** Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. */
-  const admit = (event: H3Event, budget: BudgetName, headers: HeaderBag): Principal | ApiError => {
-    const principal = deps.auth.authenticate(event.req.headers.get('authorization'));
+  const admit = async (event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError> => {
+    const principal = await deps.auth.authenticate(event.req.headers.get('authorization'));
     if (isApiError(principal)) return principal;
-    const spent = deps.rateLimiter.take(principal, budget);
+    const spent = await deps.rateLimiter.take(principal, budget);
     rateLimitHeaders(spent.status, headers);
     return spent.refusal ?? principal;
   };
@@ -168,7 +168,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
-    const principal = admit(event, 'submits', headers);
+    const principal = await admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     if (isApiError(key)) return key;
@@ -180,9 +180,9 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   const poll = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
-    const principal = admit(event, 'polls', headers);
+    const principal = await admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const answer = deps.requests.poll(principal, event.url.searchParams.get('req_id') ?? undefined);
+    const answer = await deps.requests.poll(principal, event.url.searchParams.get('req_id') ?? undefined);
     if (isApiError(answer)) return answer;
     if (answer.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
     return json(200, answer, headers);

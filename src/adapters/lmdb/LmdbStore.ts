@@ -8,11 +8,13 @@ import {
   type QueuedEntry,
   type RequestPage,
   Store,
-  type StoreReads,
   type StoreShape,
 } from '../../ports/Store.js';
 import type { DailyUsage, GroupName, IndexKey, ViewAccess } from '../../storage/projection.js';
+import { readModelOf } from '../../storage/readModel.js';
+import type { SyncReads } from '../../storage/syncReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
+import { watchChanges } from './changes.js';
 import {
   decodeIds,
   decodeMap,
@@ -24,7 +26,15 @@ import {
   holdsText,
   textBytesOf,
 } from './codec.js';
-import { accountsVersionKey, type LmdbDatabases, lastSeqKey, openDatabases, requestKey } from './databases.js';
+import {
+  accountsVersionKey,
+  environmentFile,
+  type LmdbDatabases,
+  lastSeqKey,
+  openDatabases,
+  requestKey,
+} from './databases.js';
+import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
@@ -118,7 +128,7 @@ const lastSeqOf = (dbs: LmdbDatabases): number => dbs.meta.get(lastSeqKey) ?? 0;
 const decoded = <T>(bytes: Buffer | undefined, decode: (bytes: Uint8Array) => T): T | undefined =>
   bytes === undefined ? undefined : decode(bytes);
 
-const readsOf = (dbs: LmdbDatabases): StoreReads => ({
+const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   refresh: () => dbs.root.resetReadTxn(),
   request: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   requestWithText: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeRecord),
@@ -141,7 +151,6 @@ const readsOf = (dbs: LmdbDatabases): StoreReads => ({
   processing: () => Array.from(dbs.groups.processing.getRange({}), ({ value }) => decodeIds(value)).flat(),
   events: (fromSeq = 1) => eventsFrom(dbs, fromSeq),
   lastSeq: () => lastSeqOf(dbs),
-  limiterState: (accountId, budget) => dbs.limiter.get([accountId, budget]),
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
   credential: (key) => dbs.credentials.get(key),
   session: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
@@ -287,13 +296,20 @@ type CountChanges = ReturnType<typeof createCountChanges>;
 /** Request states kept from one command to the next (see writtenStates.ts). */
 const writtenStatesLimit = 20_000;
 
-export type LmdbStore = StoreShape & { readonly databases: LmdbDatabases };
+export type LmdbStore = StoreShape & {
+  readonly databases: LmdbDatabases;
+  /** The reads as they answer at once, from the current snapshot (verification, tests). */
+  readonly syncReads: SyncReads;
+};
 
 /** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
 export const openLmdbStore = (dataDir: string): LmdbStore => {
   guardAgainstLmdbCommitRejections();
   const dbs = openDatabases(dataDir);
-  const reads = readsOf(dbs);
+  const syncReads = readsOf(dbs);
+  const limits = openLimits(dataDir);
+  const changes = watchChanges(environmentFile(dataDir), () => lastSeqOf(dbs));
+  const reads = readModelOf(syncReads, { limiterState: limits.state, onChange: changes.onChange });
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
   const counts = { queued: createCountChanges(dbs.queuedCounts), processing: createCountChanges(dbs.processingCounts) };
@@ -336,21 +352,22 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   };
 
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
+    let wrote: { from: number; to: number } | undefined;
     try {
       // One write transaction for the whole batch. It is a child transaction of lmdb-js's write batch so that a
       // fault while writing (not a refusal: those are values) aborts all of it rather than committing half; a batch
       // handed over while the previous one is being committed runs in the next transaction, or in the same one as
       // its own child. With overlappingSync off, the promise resolves only once the commit is synced to disk.
-      return await dbs.root.childTransaction(() => {
+      const outcomes = await dbs.root.childTransaction(() => {
         try {
           // The sequence number is read once per batch, inside the write transaction: the CLI, writing to the same
           // environment from another process, can never take the same numbers.
           const lastSeq = lastSeqOf(dbs);
           written.beginBatch(lastSeq);
           const result = writeBatch(target, batch.commands, lastSeq);
-          for (const { accountId, budget, tat } of batch.limiterStates ?? []) dbs.limiter.put([accountId, budget], tat);
           for (const { keyId, at } of batch.keyUses ?? []) dbs.keyLastUsed.put(keyId, at);
           written.wrote(result.lastSeq);
+          wrote = { from: lastSeq, to: result.lastSeq };
           return result.outcomes;
         } catch (error) {
           // This child transaction is rolled back: what it cached never happened, also for a batch that runs next
@@ -363,6 +380,10 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           throw error;
         }
       });
+      // What was just committed is seen by the next read, and is no change by another process.
+      reads.renew();
+      if (wrote !== undefined) changes.wrote(wrote.from, wrote.to);
+      return outcomes;
     } catch (error) {
       // The commit itself failed (an I/O error, a full disk): every batch in it is rolled back.
       written.failed();
@@ -370,7 +391,18 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     }
   };
 
-  return { databases: dbs, reads, commit, close: () => dbs.root.close() };
+  return {
+    databases: dbs,
+    syncReads,
+    reads,
+    commit,
+    spend: async (spends) => limits.spend(spends),
+    close: async () => {
+      changes.close();
+      await limits.close();
+      await dbs.root.close();
+    },
+  };
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */

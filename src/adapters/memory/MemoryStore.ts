@@ -3,8 +3,11 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { StoredEvent } from '../../domain/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
-import { type Batch, type CommandOutcome, Store, type StoreReads, type StoreShape } from '../../ports/Store.js';
+import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
+import { readModelOf } from '../../storage/readModel.js';
+import { spendAll } from '../../storage/spend.js';
+import type { SyncReads } from '../../storage/syncReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
 
@@ -20,6 +23,8 @@ const hourMs = 3_600_000;
 const after = (accountId: string) => `${accountId}\u0000`;
 
 export type MemoryStore = StoreShape & {
+  /** The reads as they answer at once (tests). */
+  readonly syncReads: SyncReads;
   /** Commits made so far (each one batch). */
   readonly commits: () => number;
 };
@@ -156,8 +161,6 @@ export const openMemoryStore = (): MemoryStore => {
     undo = [];
     try {
       const { outcomes } = writeBatch(target, batch.commands, log.length);
-      for (const { accountId, budget, tat } of batch.limiterStates ?? [])
-        limiter.set(`${accountId}\u0000${budget}`, tat);
       for (const { keyId, at } of batch.keyUses ?? []) keyLastUsed.set(keyId, at);
       commits++;
       return outcomes;
@@ -205,7 +208,7 @@ export const openMemoryStore = (): MemoryStore => {
     }
   }
 
-  const requestsOf: StoreReads['requestsOf'] = (accountId, page) => {
+  const requestsOf: SyncReads['requestsOf'] = (accountId, page) => {
     const rows: RequestState[] = [];
     if (!(page.limit > 0)) return rows;
     const stateOf = (key: IndexKey) => requests.get((key as [string, number, string])[2])?.state;
@@ -231,7 +234,7 @@ export const openMemoryStore = (): MemoryStore => {
     return rows;
   };
 
-  const reads: StoreReads = {
+  const syncReads: SyncReads = {
     refresh: () => {},
     request: (reqId) => requests.get(reqId)?.state,
     requestWithText: (reqId) => requests.get(reqId),
@@ -256,7 +259,6 @@ export const openMemoryStore = (): MemoryStore => {
     accountsVersion: () => accountsVersion,
     credential: (key) => credentials.get(key),
     session: (sessionId) => sessions.get(sessionId),
-    limiterState: (accountId, budget) => limiter.get(`${accountId}\u0000${budget}`),
     requestsOf,
     requestCountsByHour: (accountId, fromMs, hours) =>
       Array.from({ length: Math.max(0, hours) }, (_, hour) => {
@@ -278,7 +280,21 @@ export const openMemoryStore = (): MemoryStore => {
       }),
   };
 
-  return { reads, commit, close: async () => {}, commits: () => commits };
+  const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
+  // One process holds it: nobody else changes it.
+  const reads = readModelOf(syncReads, { limiterState, onChange: () => () => {} });
+  return {
+    reads,
+    syncReads,
+    commit,
+    spend: async (spends) =>
+      spendAll(spends, {
+        get: limiterState,
+        put: (accountId, budget, tat) => void limiter.set(`${accountId}\u0000${budget}`, tat),
+      }),
+    close: async () => {},
+    commits: () => commits,
+  };
 };
 
 /** The in-memory Store as a layer (tests: `storeLayer` in the app's options). */

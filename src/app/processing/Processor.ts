@@ -13,7 +13,6 @@ import { Models, type ModelsShape } from '../Models.js';
 import type { ModelInput } from '../storedInput.js';
 import { type Attempt, createAttemptRunner, logAttemptFault } from './attempts.js';
 import { createDispatcher } from './dispatcher.js';
-import { hasDueWork } from './dueWork.js';
 import { createLeaseKeeper } from './leaseKeeper.js';
 import { createModelCaller } from './modelCall.js';
 import { createSlots } from './slots.js';
@@ -134,10 +133,10 @@ export const createProcessor = (deps: ProcessorDeps) => {
     },
   });
 
-  const settleIdle = () => {
+  const settleIdle = async () => {
     if (idleWaiters.length === 0 || working.size > 0) return;
-    store.reads.refresh();
-    if (!stopped && !stoppedTaking && hasDueWork(store.reads, clock.now())) return;
+    if (!stopped && !stoppedTaking && (await store.reads.dueWork(clock.now())).now) return;
+    if (working.size > 0) return;
     for (const resolve of idleWaiters.splice(0)) resolve();
   };
 
@@ -169,10 +168,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
     log,
     claim: { owner, leaseMs: deps.leaseMs, modelLimits, policy: deps.policy },
     takesNoWork,
-    run: ({ reqId, attempt }) => {
-      const model = store.reads.request(reqId)?.context.model ?? '';
-      run({ reqId, attempt, model });
-    },
+    // The model is read with the request's input, once the attempt runs.
+    run: ({ reqId, attempt }) => run({ reqId, attempt }),
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
       void committer.send({ type: 'Release', reqId, owner, attempt, now: clock.now() }).catch(() => {});
@@ -210,14 +207,11 @@ export const createProcessor = (deps: ProcessorDeps) => {
    * while calls worth aborting run, their requests are looked at once a second, and a cancelled one's call is aborted.
    */
   const cancelWatch = setInterval(() => {
-    let refreshed = false;
-    for (const reqId of caller.abortable()) {
-      if (!refreshed) {
-        store.reads.refresh();
-        refreshed = true;
-      }
-      if (store.reads.request(reqId)?.status === 'cancelled') caller.abort(reqId);
-    }
+    for (const reqId of caller.abortable())
+      void store.reads.request(reqId).then(
+        (state) => state?.status === 'cancelled' && caller.abort(reqId),
+        () => {},
+      );
   }, otherCancelCheckMs);
   cancelWatch.unref();
 

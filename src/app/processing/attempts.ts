@@ -14,8 +14,8 @@ import type { CallOutcome, ModelCaller } from './modelCall.js';
 /** How long an outcome whose write failed waits before it is written again. */
 const faultRetryMs = 1_000;
 
-/** An attempt this process runs: the request, its attempt number (the lease is for it), and its model. */
-export type Attempt = { readonly reqId: string; readonly attempt: number; readonly model: string };
+/** An attempt this process runs: the request, its attempt number (the lease is for it), and its model if known. */
+export type Attempt = { readonly reqId: string; readonly attempt: number; readonly model?: string };
 
 /** A model's answer as the command that records it: the stored answer, its usage and how it ended. */
 const successOf = (attempt: Attempt, owner: string, generation: Generation, now: number): Command => {
@@ -61,17 +61,22 @@ export const createAttemptRunner = (deps: {
 }) => {
   const { store, committer, clock, log, owner } = deps;
 
-  /** What the attempt is given: the input the caller had in hand (a submit), or the request's stored input. */
-  const inputOf = (reqId: string, known: ModelInput | undefined): ModelInput | undefined => {
-    if (known !== undefined) return known;
-    const stored = store.reads.requestWithText(reqId);
-    return stored?.text === undefined ? undefined : modelInputOf(stored.text, stored.state.context.input);
+  /** What the attempt is given, and by which model: the input the caller had in hand (a submit), or the stored one. */
+  const inputOf = async (
+    attempt: Attempt,
+    known: ModelInput | undefined,
+  ): Promise<{ readonly model: string | undefined; readonly input: ModelInput | undefined }> => {
+    if (known !== undefined && attempt.model !== undefined) return { model: attempt.model, input: known };
+    const stored = await store.reads.requestWithText(attempt.reqId);
+    return {
+      model: attempt.model ?? stored?.state.context.model,
+      input: stored?.text === undefined ? undefined : modelInputOf(stored.text, stored.state.context.input),
+    };
   };
 
   /** Why an outcome was refused, read from the request as it is now. */
-  const refusedBecause = (reqId: string): 'cancelled' | 'expired' | 'taken over' => {
-    store.reads.refresh();
-    const state = store.reads.request(reqId);
+  const refusedBecause = async (reqId: string): Promise<'cancelled' | 'expired' | 'taken over'> => {
+    const state = await store.reads.request(reqId);
     if (state?.status === 'cancelled') return 'cancelled';
     if (state === undefined || state.status === 'expired' || isExpiredAt(state.context, clock.now())) return 'expired';
     return 'taken over';
@@ -99,14 +104,17 @@ export const createAttemptRunner = (deps: {
     const { reqId } = attempt;
     let outcome: CallOutcome;
     let seconds = 0;
+    let modelId = attempt.model ?? '';
     try {
-      const model = deps.models.get(attempt.model);
-      const input = inputOf(reqId, known);
+      const given = await inputOf(attempt, known);
+      modelId = given.model ?? modelId;
+      const model = deps.models.get(modelId);
+      const { input } = given;
       if (model === undefined) outcome = { ok: false, reason: 'model is no longer configured' };
       else if (input === undefined) outcome = { ok: false, reason: 'prompt is missing' };
       else if (deps.cancelledEarly(reqId)) outcome = { ok: false, reason: 'cancelled' };
       else {
-        deps.metrics?.attemptStarted(attempt.model);
+        deps.metrics?.attemptStarted(modelId);
         const calledAt = performance.now();
         outcome = await deps.caller.call(reqId, model, input);
         seconds = (performance.now() - calledAt) / 1000;
@@ -133,7 +141,7 @@ export const createAttemptRunner = (deps: {
     if (refusal === undefined) return;
     if (!isRefusal(refusal)) {
       deps.metrics?.attemptEnded(
-        attempt.model,
+        modelId,
         outcomeLabel(outcome),
         seconds,
         outcome.ok ? outcome.generation.usage : undefined,
@@ -141,8 +149,8 @@ export const createAttemptRunner = (deps: {
       if (!outcome.ok) log.warn({ reqId, reason: outcome.reason }, 'attempt failed');
       return;
     }
-    const why = refusedBecause(reqId);
-    deps.metrics?.attemptEnded(attempt.model, why === 'taken over' ? 'taken_over' : why, seconds);
+    const why = await refusedBecause(reqId);
+    deps.metrics?.attemptEnded(modelId, why === 'taken over' ? 'taken_over' : why, seconds);
     if (why === 'cancelled') log.info({ reqId }, 'result dropped: the request was cancelled');
     else if (why === 'taken over') log.info({ reqId }, 'result dropped: another worker took the request over');
     else {

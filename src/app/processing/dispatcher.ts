@@ -3,9 +3,8 @@ import type { Claim } from '../../domain/claim.js';
 import { isRefusal } from '../../domain/commands.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import type { ClockShape } from '../../ports/Clock.js';
-import { StorageFault, type StoreShape } from '../../ports/Store.js';
+import { type DueWork, StorageFault, type StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
-import { hasDueWork, nextDueAt } from './dueWork.js';
 import type { Slots } from './slots.js';
 
 /** A request this process now holds: started under its lease, in attempt `attempt`. */
@@ -77,13 +76,33 @@ export const createDispatcher = (deps: {
     const free = slots.free();
     if (free <= 0) return;
     const now = clock.now();
-    store.reads.refresh();
-    if (!hasDueWork(store.reads, now)) return wakeAt(nextDueAt(store.reads, now), now);
-    slots.hold(free);
     claiming = true;
+    let due: DueWork;
+    try {
+      due = await store.reads.dueWork(now);
+    } catch (error) {
+      claiming = false;
+      deps.log.error({ err: error }, 'reading the queue failed');
+      return wakeAfterFault();
+    }
+    if (!due.now) {
+      claiming = false;
+      wakeAt(due.next, now);
+      if (again) {
+        again = false;
+        schedule();
+      }
+      return;
+    }
+    // Workers may have been taken meanwhile (a submit that starts at once).
+    const holding = Math.min(free, slots.free());
+    if (holding <= 0 || !slots.hold(holding)) {
+      claiming = false;
+      return;
+    }
     let events: readonly RequestEvent[] = [];
     try {
-      const outcome = await committer.send({ type: 'Claim', ...deps.claim, now, max: free, after: lastAccount });
+      const outcome = await committer.send({ type: 'Claim', ...deps.claim, now, max: holding, after: lastAccount });
       if (!isRefusal(outcome) && 'events' in outcome) events = outcome.events as readonly RequestEvent[];
     } catch (error) {
       if (error instanceof StorageFault) deps.log.warn({ reason: error.message }, 'processing paused: write failed');
@@ -93,19 +112,17 @@ export const createDispatcher = (deps: {
       claiming = false;
     }
     const started = events.filter((event) => event.type === 'RequestProcessingStarted');
-    slots.letGo(free - started.length);
-    if (started.length > 0) store.reads.refresh();
+    slots.letGo(holding - started.length);
     for (const event of started) {
       const claimed = { reqId: event.reqId, attempt: event.attempt };
-      if (deps.takesNoWork()) {
-        deps.giveBack(claimed);
-        continue;
-      }
-      lastAccount = store.reads.request(event.reqId)?.context.accountId ?? lastAccount;
-      deps.run(claimed);
+      if (deps.takesNoWork()) deps.giveBack(claimed);
+      else deps.run(claimed);
     }
     for (const event of events) if (event.type === 'RequestFailed') deps.gaveUp(event.reqId);
-    if (again || started.length === free) {
+    // Accounts in turn across claims: the next starts after the account of the last request this one took.
+    const last = started.at(-1);
+    if (last !== undefined) lastAccount = (await store.reads.request(last.reqId))?.context.accountId ?? lastAccount;
+    if (again || started.length === holding) {
       // Work came meanwhile, or the claim was full and more may be due: look again.
       again = false;
       schedule();
@@ -113,7 +130,11 @@ export const createDispatcher = (deps: {
       // The claim took what was due at its time and could be taken: the timer for what becomes due after that time
       // (at once, if that is already past: the claim took a while). Work due but left for its model's bound is taken
       // when a request of that model ends, not by the timer.
-      wakeAt(nextDueAt(store.reads, now), clock.now());
+      try {
+        wakeAt((await store.reads.dueWork(now)).next, clock.now());
+      } catch {
+        wakeAfterFault();
+      }
     }
   };
 

@@ -69,7 +69,7 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
       let next = fromSeq;
       while (performance.now() < deadline) {
         refresh();
-        for (const event of store.reads.events(next)) {
+        for (const event of store.syncReads.events(next)) {
           next = event.seq + 1;
           if (event.type === 'RequestQueued') {
             tally.queued++;
@@ -87,12 +87,12 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
     };
 
     context.log(`  airs: warm-up with ${e2e.warmup} requests`);
-    const warmupFrom = store.reads.lastSeq() + 1;
+    const warmupFrom = store.syncReads.lastSeq() + 1;
     await submit(e2e.warmup);
     await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
 
     refresh();
-    const timedFrom = store.reads.lastSeq() + 1;
+    const timedFrom = store.syncReads.lastSeq() + 1;
     const started = performance.now();
     context.log(`  airs: ${e2e.requests} requests from ${e2e.clients} clients`);
     const load = await submit(e2e.requests);

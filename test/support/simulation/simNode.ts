@@ -64,6 +64,7 @@ export const startSimNode = (deps: {
   };
   const handle: StoreShape = {
     reads: deps.store.reads,
+    spend: (spends) => deps.store.spend(spends),
     commit: (batch) => {
       const sent: Sent = { batch };
       unapplied.push(sent);

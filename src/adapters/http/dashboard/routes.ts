@@ -140,10 +140,10 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
 
   const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.result(effect));
 
-  const visitor = (event: H3Event): Visitor | undefined => {
+  const visitor = async (event: H3Event): Promise<Visitor | undefined> => {
     const token = sessionToken(event);
-    const session = deps.sessions.current(token);
-    const account = session === undefined ? undefined : deps.store.reads.account(session.accountId);
+    const session = await deps.sessions.current(token);
+    const account = session === undefined ? undefined : await deps.store.reads.account(session.accountId);
     if (token === undefined || account === undefined) return undefined;
     return { token, account, csrf: sessionCsrf(token) };
   };
@@ -179,7 +179,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
 
   /** A page for logged-in visitors; others are sent to the login page. */
   const page = (render: (event: H3Event, who: Visitor) => string | Promise<string>) => async (event: H3Event) => {
-    const who = visitor(event);
+    const who = await visitor(event);
     if (who === undefined) return seeOther(event, '/dashboard/login');
     return send(event, 200, await render(event, who));
   };
@@ -188,7 +188,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   const action =
     (change: (event: H3Event, who: Visitor, form: URLSearchParams) => Promise<ReturnType<typeof send>>) =>
     async (event: H3Event) => {
-      const who = visitor(event);
+      const who = await visitor(event);
       const form = await readForm(event);
       if (form instanceof FormTooLarge) return tooLarge(event, who, form);
       if (form === undefined || !csrfValid(event, form.get('csrf'), who?.token)) return forbidden(event, who);
@@ -214,8 +214,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   // The URL `airs serve` prints: a page that leads to the dashboard and the API's documents.
   routes.get('/', (event) => send(event, 200, homePage()));
 
-  routes.get('/dashboard/signup', (event) =>
-    visitor(event) === undefined
+  routes.get('/dashboard/signup', async (event) =>
+    (await visitor(event)) === undefined
       ? send(event, 200, signupPage({ csrf: anonymousCsrf(event) }))
       : seeOther(event, '/dashboard'),
   );
@@ -237,8 +237,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     return startSession(event, started);
   });
 
-  routes.get('/dashboard/login', (event) =>
-    visitor(event) === undefined
+  routes.get('/dashboard/login', async (event) =>
+    (await visitor(event)) === undefined
       ? send(event, 200, loginPage({ csrf: anonymousCsrf(event) }))
       : seeOther(event, '/dashboard'),
   );
@@ -269,10 +269,10 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
 
   routes.get(
     '/dashboard',
-    page((_event, { account, csrf }) => {
+    page(async (_event, { account, csrf }) => {
       const plan = deps.config.plans[account.plan];
       const now = deps.clock.now();
-      const hourly = deps.store.reads.requestCountsByHour(account.accountId, now - 24 * hourMs + 1, 24);
+      const hourly = await deps.store.reads.requestCountsByHour(account.accountId, now - 24 * hourMs + 1, 24);
       return overviewPage({
         csrf,
         email: account.email,
@@ -281,11 +281,11 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         keysUsed: account.activeKeys,
         maxKeys: plan.maxKeys,
         rate: {
-          submits: deps.rateLimiter.peek(account.accountId, account.plan, 'submits'),
-          polls: deps.rateLimiter.peek(account.accountId, account.plan, 'polls'),
+          submits: await deps.rateLimiter.peek(account.accountId, account.plan, 'submits'),
+          polls: await deps.rateLimiter.peek(account.accountId, account.plan, 'polls'),
         },
         requestsLast24h: hourly.reduce((sum, count) => sum + count, 0),
-        tokensByDay: deps.store.reads.usageByDay(
+        tokensByDay: await deps.store.reads.usageByDay(
           account.accountId,
           dayStartOf(now) - (usageDays - 1) * dayMs,
           usageDays,
@@ -294,18 +294,18 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  const renderKeys = (who: Visitor, extra: { newKey?: { key: string; name?: string }; error?: string } = {}) => {
-    const keys = deps.store.reads
-      .keysOf(who.account.accountId)
-      .filter((key) => key.revokedAt === undefined)
-      .map((key) => ({
+  const renderKeys = async (who: Visitor, extra: { newKey?: { key: string; name?: string }; error?: string } = {}) => {
+    const active = (await deps.store.reads.keysOf(who.account.accountId)).filter((key) => key.revokedAt === undefined);
+    const keys = await Promise.all(
+      active.map(async (key) => ({
         id: key.keyId,
         name: key.name,
         prefix: key.prefix,
         createdAt: key.createdAt,
-        lastUsedAt: deps.store.reads.keyLastUsed(key.keyId),
-      }));
-    const account = deps.store.reads.account(who.account.accountId) ?? who.account;
+        lastUsedAt: await deps.store.reads.keyLastUsed(key.keyId),
+      })),
+    );
+    const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;
     return keysPage({
       csrf: who.csrf,
       email: account.email,
@@ -326,50 +326,51 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       const maxKeys = deps.config.plans[who.account.plan].maxKeys;
       if (maxKeys !== null && who.account.activeKeys >= maxKeys) {
         const error = `Your ${who.account.plan} plan allows ${maxKeys} API key${maxKeys === 1 ? '' : 's'} and you have ${who.account.activeKeys}. Delete one to make a new one, or ask your operator for a larger plan.`;
-        return send(event, 400, renderKeys(who, { error }));
+        return send(event, 400, await renderKeys(who, { error }));
       }
       const created = await run(deps.accounts.createKey(who.account.accountId, name));
-      if (Result.isFailure(created)) return send(event, 400, renderKeys(who, { error: created.failure.message }));
+      if (Result.isFailure(created)) return send(event, 400, await renderKeys(who, { error: created.failure.message }));
       deps.log.info({ accountId: who.account.accountId, keyId: created.success.id }, 'dashboard key created');
       // The only page that ever shows the key: answered directly, never through a redirect that could be reloaded.
-      return send(event, 201, renderKeys(who, { newKey: { key: created.success.key, name } }));
+      return send(event, 201, await renderKeys(who, { newKey: { key: created.success.key, name } }));
     }),
   );
   routes.post(
     '/dashboard/keys/:id/delete',
     action(async (event, who) => {
       const keyId = event.context.params?.id ?? '';
-      const key = fitsIdBound(keyId) ? deps.store.reads.key(keyId) : undefined;
+      const key = fitsIdBound(keyId) ? await deps.store.reads.key(keyId) : undefined;
       // Another account's key is answered like an unknown one.
       if (key === undefined || key.accountId !== who.account.accountId) return notFound(event, who);
       const revoked = await run(deps.accounts.revokeKey(keyId));
-      if (Result.isFailure(revoked)) return send(event, 400, renderKeys(who, { error: revoked.failure.message }));
+      if (Result.isFailure(revoked)) return send(event, 400, await renderKeys(who, { error: revoked.failure.message }));
       deps.log.info({ accountId: who.account.accountId, keyId }, 'dashboard key deleted');
       return seeOther(event, '/dashboard/keys');
     }),
   );
 
   /** One page of the account's requests: the newest, or the page before or after a cursor (requestCursor.ts). */
-  const requestRows = (accountId: string, query: URLSearchParams) => {
+  const requestRows = async (accountId: string, query: URLSearchParams) => {
     const before = query.get('before');
     const after = query.get('after');
     if (before !== null && after !== null) return undefined;
     const cursor = parseCursor(before ?? after ?? '');
     if ((before !== null || after !== null) && cursor === undefined) return undefined;
     const reads = deps.store.reads;
-    const exists = (page: Omit<RequestPage, 'limit'>) => reads.requestsOf(accountId, { ...page, limit: 1 }).length > 0;
+    const exists = async (page: Omit<RequestPage, 'limit'>) =>
+      (await reads.requestsOf(accountId, { ...page, limit: 1 })).length > 0;
     if (after !== null && cursor !== undefined) {
       // The page just newer than the cursor; one more row says whether there is a newer page still.
-      const rows = reads.requestsOf(accountId, { after: cursor, limit: pageSize + 1 });
+      const rows = await reads.requestsOf(accountId, { after: cursor, limit: pageSize + 1 });
       const shown = rows.slice(-pageSize);
       const last = shown.at(-1);
       return {
         shown,
         newerCursor: rows.length > pageSize && shown[0] !== undefined ? cursorOf(shown[0]) : undefined,
-        olderCursor: last !== undefined && exists({ before: last.context }) ? cursorOf(last) : undefined,
+        olderCursor: last !== undefined && (await exists({ before: last.context })) ? cursorOf(last) : undefined,
       };
     }
-    const rows = reads.requestsOf(accountId, { before: cursor, limit: pageSize + 1 });
+    const rows = await reads.requestsOf(accountId, { before: cursor, limit: pageSize + 1 });
     const shown = rows.slice(0, pageSize);
     const first = shown[0];
     // Past the last row (the rows expired meanwhile), "Newer" still leads back from the cursor.
@@ -378,18 +379,18 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       shown,
       olderCursor: rows.length > pageSize ? cursorOf(shown.at(-1) as RequestState) : undefined,
       newerCursor:
-        cursor !== undefined && newerFrom !== undefined && (first === undefined || exists({ after: newerFrom }))
+        cursor !== undefined && newerFrom !== undefined && (first === undefined || (await exists({ after: newerFrom })))
           ? cursorText(newerFrom)
           : undefined,
     };
   };
   routes.get('/dashboard/requests', async (event) => {
-    const who = visitor(event);
+    const who = await visitor(event);
     if (who === undefined) return seeOther(event, '/dashboard/login');
     const { account, csrf } = who;
     // Links of earlier versions paged by number: they lead to the newest page.
     if (event.url.searchParams.has('page')) return seeOther(event, '/dashboard/requests');
-    const page = requestRows(account.accountId, event.url.searchParams);
+    const page = await requestRows(account.accountId, event.url.searchParams);
     if (page === undefined)
       return send(
         event,
@@ -421,7 +422,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         })),
         olderCursor: page.olderCursor,
         newerCursor: page.newerCursor,
-        hourly: deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
+        hourly: await deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
         now,
       }),
     );
@@ -440,5 +441,5 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         email: who?.account.email,
       }),
     );
-  routes.all('/dashboard/**', (event) => notFound(event, visitor(event)));
+  routes.all('/dashboard/**', async (event) => notFound(event, await visitor(event)));
 };

@@ -17,7 +17,7 @@ export const messageItemIdOf = (reqId: string): string => `msg_${suffixOf(reqId)
 export const functionCallItemIdOf = (reqId: string, index: number): string => `fc_${suffixOf(reqId)}_${index}`;
 
 /** The request an output item id names, and which of its items (the inverse of the two above). */
-const itemPlaceOf = (id: string) => {
+export const itemPlaceOf = (id: string) => {
   if (id.startsWith('msg_')) return { reqId: `req_${id.slice(4)}`, call: undefined };
   const call = /^fc_(.+)_(\d{1,4})$/.exec(id);
   return call === null ? undefined : { reqId: `req_${call[1]}`, call: Number(call[2]) };

@@ -54,14 +54,14 @@ async function* numberedFrames(first: RequestView, options: ResponseStreamOption
   for await (const event of events) {
     if (event.type === 'delta') {
       // The request as it is now is needed only for `response.in_progress`, before the first piece.
-      const now = writer.started ? first : requests.find(principal, reqId);
+      const now = writer.started ? first : await requests.find(principal, reqId);
       yield writer.delta(now instanceof NotFound ? first : now, event.text);
     } else if (event.type === 'idle') {
-      const now = requests.find(principal, reqId);
+      const now = await requests.find(principal, reqId);
       if (isProcessing(now)) yield writer.inProgress(now as RequestView);
       yield sseComment('keep-alive');
     } else if (event.type === 'broken') {
-      const now = requests.find(principal, reqId);
+      const now = await requests.find(principal, reqId);
       // The attempt ended because the request was cancelled: say that, not that the stream broke.
       yield !(now instanceof NotFound) && now.status === 'cancelled' ? writer.cancelled() : writer.interrupted();
       return;

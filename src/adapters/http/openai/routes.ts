@@ -11,7 +11,7 @@ import { chatCompletionsRoute } from './chat/routes.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
 import { modelListOf, modelObjectOf } from './models.js';
-import { referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
+import { itemPlaceOf, referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
 import { responseStreamAnswer } from './responseStream.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from './waitFinal.js';
 
@@ -24,7 +24,7 @@ export type OpenAiFaceDeps = {
   /** The configured models: their ids, and how long a waiting create waits for each. */
   readonly models: readonly { readonly id: string; readonly timeoutMs: number }[];
   /** Auth, then the rate limit of `budget` (its headers go into `headers`). */
-  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Principal | ApiError;
+  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError>;
   readJsonBody(event: H3Event): Promise<unknown | ApiError>;
   /** Runs a route with the app's guards (draining, faults, metrics), answering errors in OpenAI's shape. */
   guard(route: Route, slot: HttpRoute): (event: H3Event) => Promise<Response>;
@@ -78,6 +78,21 @@ const inResponseTerms = (error: ApiError): ApiError => {
   if (error instanceof NotFound) return new NotFound({ message });
   if (error instanceof InvalidRequest) return new InvalidRequest({ message, details: error.details });
   return error;
+};
+
+/** The requests an input's `item_reference`s name (at most 64: each is one read), without repeats. */
+const referencedRequestsOf = (body: unknown): string[] => {
+  const input = (body as { input?: unknown } | null)?.input;
+  if (!Array.isArray(input)) return [];
+  const ids = new Set<string>();
+  for (const item of input) {
+    const { type, id } = (item ?? {}) as { type?: unknown; id?: unknown };
+    if (type !== 'item_reference' || typeof id !== 'string') continue;
+    const place = itemPlaceOf(id);
+    if (place !== undefined) ids.add(place.reqId);
+    if (ids.size >= 64) break;
+  }
+  return [...ids];
 };
 
 const isApiError = (value: unknown): value is ApiError =>
@@ -137,13 +152,13 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const queueCreate = async (event: H3Event, principal: Principal, key: string | undefined) => {
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
-    // An `item_reference` may name an output item of one of the account's own Responses.
-    const parsed = parseResponsesCreate(body, (id) =>
-      referencedItemOf(id, (reqId) => {
-        const view = requests.find(principal, reqId);
-        return isApiError(view) ? undefined : view;
-      }),
-    );
+    // An `item_reference` may name an output item of one of the account's own Responses: those are read first.
+    const referenced = new Map<string, RequestView>();
+    for (const reqId of referencedRequestsOf(body)) {
+      const view = await requests.find(principal, reqId);
+      if (!isApiError(view)) referenced.set(reqId, view);
+    }
+    const parsed = parseResponsesCreate(body, (id) => referencedItemOf(id, (reqId) => referenced.get(reqId)));
     if (parsed instanceof InvalidRequest) return parsed;
     // A stream listens to the request before its submit is committed, so that it hears the first attempt whole.
     const listening: Follower | undefined = parsed.stream ? follower() : undefined;
@@ -159,7 +174,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   };
 
   const create: Route = async (event, headers) => {
-    const principal = deps.admit(event, 'submits', headers);
+    const principal = await deps.admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
     const { signal } = event.req;
@@ -180,7 +195,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         listening.stop();
         listening = follower();
       }
-      const first = requests.find(principal, submitted.request_id);
+      const first = await requests.find(principal, submitted.request_id);
       if (isApiError(first)) {
         listening.stop();
         return inResponseTerms(first);
@@ -199,7 +214,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     }
     if (queued.background) {
       // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
-      const view = requests.find(principal, submitted.request_id);
+      const view = await requests.find(principal, submitted.request_id);
       return isApiError(view)
         ? view
         : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued', settings: queued.settings }), headers);
@@ -215,11 +230,11 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   };
 
   const retrieve: Route = async (event, headers) => {
-    const principal = deps.admit(event, 'polls', headers);
+    const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const query = streamQueryOf(event);
     if (isApiError(query)) return query;
-    const view = requests.find(principal, idOf(event));
+    const view = await requests.find(principal, idOf(event));
     if (isApiError(view) || !query.stream) return answerView(view, headers);
     return responseStreamAnswer(view, {
       requests,
@@ -234,13 +249,13 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   };
 
   const cancel: Route = async (event, headers) => {
-    const principal = deps.admit(event, 'polls', headers);
+    const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     return answerView(await requests.cancel(principal, idOf(event)), headers);
   };
 
   const listModels: Route = async (event, headers) => {
-    const principal = deps.admit(event, 'polls', headers);
+    const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     return deps.json(
       200,
@@ -253,7 +268,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   };
 
   const retrieveModel: Route = async (event, headers) => {
-    const principal = deps.admit(event, 'polls', headers);
+    const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const id = pathIdOf(event);
     if (!deps.models.some((m) => m.id === id)) {

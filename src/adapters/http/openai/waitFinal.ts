@@ -20,7 +20,7 @@ export const waitUntilFinal = async (
   signal: AbortSignal,
 ): Promise<RequestView | NotFound | undefined> => {
   for (;;) {
-    const view = requests.find(principal, reqId);
+    const view = await requests.find(principal, reqId);
     if (!('status' in view) || view.status !== 'queued') return view;
     if (signal.aborted) return undefined;
     await requests.settled(reqId, waitSliceMs, signal);

@@ -17,7 +17,7 @@ export type ChatDeps = {
   readonly requests: RequestsShape;
   /** Text of attempts in flight, for streaming callers (none: every stream gets the text once completed). */
   readonly live?: LiveOutputShape | undefined;
-  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Principal | ApiError;
+  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError>;
   readJsonBody(event: H3Event): Promise<unknown | ApiError>;
   json(status: number, body: unknown, headers: HeaderBag): Response;
   /** False while the server stops: a connection closed then was not closed by its caller. */
@@ -80,7 +80,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
   };
 
   return async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
-    const principal = deps.admit(event, 'submits', headers);
+    const principal = await deps.admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
     // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
     const { signal } = event.req;

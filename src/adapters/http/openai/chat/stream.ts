@@ -71,7 +71,7 @@ export type ChatStreamOptions = {
  * an error event; so does a break (an attempt that failed after its text was streamed), while the request goes on.
  * A caller that goes away cancels the request.
  */
-export const chatStream = (options: ChatStreamOptions): Response => {
+export const chatStream = async (options: ChatStreamOptions): Promise<Response> => {
   const { requests, principal, reqId } = options;
   const stop = new AbortController();
   const left = () => {
@@ -79,7 +79,7 @@ export const chatStream = (options: ChatStreamOptions): Response => {
     options.callerLeft();
   };
   options.signal.addEventListener('abort', left, { once: true });
-  const first = requests.find(principal, reqId);
+  const first = await requests.find(principal, reqId);
   const head: ChunkHead = chunkHeadOf(
     reqId,
     options.model,

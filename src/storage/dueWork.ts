@@ -1,4 +1,5 @@
-import type { StoreReads } from '../../ports/Store.js';
+import type { DueWork } from '../ports/Store.js';
+import type { SyncReads } from './syncReads.js';
 
 /** How far into one account's waiting requests these reads look (a claim looks as far; the rest waits its turn). */
 const scanLimit = 256;
@@ -7,7 +8,7 @@ const scanLimit = 256;
  * Whether a claim could take anything now: a waiting request that is available, or a request whose lease lapsed.
  * Read before a claim is written, so that an idle pool does not write empty claims.
  */
-export const hasDueWork = (reads: StoreReads, now: number): boolean => {
+export const hasDueWork = (reads: SyncReads, now: number): boolean => {
   for (const accountId of reads.queuedAccounts(undefined)) {
     for (const entry of reads.queuedOf(accountId)) {
       if (entry.availableAt <= now) return true;
@@ -22,7 +23,7 @@ export const hasDueWork = (reads: StoreReads, now: number): boolean => {
  * availability (the end of a retry's backoff) or a lease's end (its worker may have died). Work due already but not
  * taken (its model at its bound) is taken when a worker of that model ends, not by this timer.
  */
-export const nextDueAt = (reads: StoreReads, now: number): number | undefined => {
+export const nextDueAt = (reads: SyncReads, now: number): number | undefined => {
   let earliest: number | undefined;
   const consider = (at: number) => {
     if (at > now && (earliest === undefined || at < earliest)) earliest = at;
@@ -40,4 +41,10 @@ export const nextDueAt = (reads: StoreReads, now: number): number | undefined =>
   const leaseEnd = reads.nextLeaseEnd(now);
   if (leaseEnd !== undefined) consider(leaseEnd);
   return earliest;
+};
+
+/** Both, for the read model's `dueWork`. */
+export const dueWorkOf = (reads: SyncReads, now: number): DueWork => {
+  const dueNow = hasDueWork(reads, now);
+  return { now: dueNow, next: nextDueAt(reads, now) };
 };

@@ -1,0 +1,74 @@
+import type { ReadModel } from '../ports/Store.js';
+import { dueWorkOf } from './dueWork.js';
+import { queueDepthsOf } from './queueDepths.js';
+import type { SyncReads } from './syncReads.js';
+
+/**
+ * The read model of a store whose reads answer at once (LMDB's memory map, memory): each read renews the read
+ * snapshot first, at most once per event-loop turn (a fresh snapshot costs about half a microsecond; the reads of one
+ * turn share it), so a read sees what was committed before its turn began, by this process or another; the store
+ * renews it itself after each of its own commits. Answers are plain promises of what was read.
+ */
+export const readModelOf = (
+  reads: SyncReads,
+  options: {
+    readonly limiterState: (accountId: string, budget: string) => number | undefined;
+    readonly onChange: ReadModel['onChange'];
+  },
+): ReadModel & { readonly renew: () => void } => {
+  let renewed = false;
+  const clear = () => {
+    renewed = false;
+  };
+  /** Renews the snapshot unless this turn has renewed it already. */
+  const fresh = () => {
+    if (renewed) return;
+    renewed = true;
+    reads.refresh();
+    setImmediate(clear);
+  };
+  const read =
+    <A extends unknown[], R>(f: (...args: A) => R) =>
+    (...args: A): Promise<R> => {
+      fresh();
+      try {
+        return Promise.resolve(f(...args));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+  return {
+    renew: () => {
+      renewed = false;
+      fresh();
+    },
+    request: read(reads.request),
+    requestWithText: read(reads.requestWithText),
+    account: read(reads.account),
+    accountIdByEmail: read(reads.accountIdByEmail),
+    accounts: read(() => [...reads.accounts()]),
+    key: read(reads.key),
+    keyIdByHash: read(reads.keyIdByHash),
+    keysOf: read(reads.keysOf),
+    accountsVersion: read(reads.accountsVersion),
+    credential: read(reads.credential),
+    session: read(reads.session),
+    limiterState: read(options.limiterState),
+    requestsOf: read(reads.requestsOf),
+    requestCountsByHour: read(reads.requestCountsByHour),
+    usageByDay: read(reads.usageByDay),
+    keyLastUsed: read(reads.keyLastUsed),
+    dueForExpiry: read(reads.dueForExpiry),
+    dueWork: read((now: number) => dueWorkOf(reads, now)),
+    queueDepths: read((now: number, limit: number) => queueDepthsOf(reads, now, limit)),
+    lastSeq: read(reads.lastSeq),
+    events: (fromSeq) => {
+      fresh();
+      const events = reads.events(fromSeq);
+      return (async function* () {
+        yield* events;
+      })();
+    },
+    onChange: options.onChange,
+  };
+};

@@ -1,0 +1,44 @@
+import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
+import type { StoredEvent } from '../domain/events.js';
+import type { QueuedEntry } from '../domain/pickFairly.js';
+import type { RequestState } from '../domain/request/state.js';
+import type { DailyTokens, RequestPage, StoredRequest } from '../ports/Store.js';
+
+/**
+ * The reads of a store that can answer at once (LMDB's memory map, the in-memory store), as of its current read
+ * snapshot. The read model (readModel.ts) is made of them; `replay --verify`, the migrations and the storage-neutral
+ * helpers (dueWork.ts, queueDepths.ts) use them directly.
+ */
+export interface SyncReads {
+  /** Makes the following reads see everything committed up to now, also by other processes. */
+  refresh(): void;
+  request(reqId: string): RequestState | undefined;
+  requestWithText(reqId: string): StoredRequest | undefined;
+  account(accountId: string): AccountState | undefined;
+  accountIdByEmail(email: string): string | undefined;
+  idempotentRequest(accountId: string, key: string): string | undefined;
+  accounts(): Iterable<AccountState>;
+  key(keyId: string): KeyState | undefined;
+  keyIdByHash(keyHash: string): string | undefined;
+  keysOf(accountId: string): KeyState[];
+  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
+  queuedAccounts(after: string | undefined): Iterable<string>;
+  /** An account's requests waiting for a worker, earliest availability first. */
+  queuedOf(accountId: string): Iterable<QueuedEntry>;
+  dueForExpiry(now: number, limit: number): string[];
+  /** Ids of the requests being processed. */
+  processing(): string[];
+  /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
+  lapsedLeases(now: number, limit: number): string[];
+  /** The earliest end of a lease after `after` (ms), if any request is being processed under one. */
+  nextLeaseEnd(after: number): number | undefined;
+  events(fromSeq?: number): Iterable<StoredEvent>;
+  lastSeq(): number;
+  accountsVersion(): number;
+  credential(key: string): string | undefined;
+  session(sessionId: string): SessionState | undefined;
+  requestsOf(accountId: string, page: RequestPage): RequestState[];
+  requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
+  usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
+  keyLastUsed(keyId: string): number | undefined;
+}
