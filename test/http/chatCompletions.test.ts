@@ -326,6 +326,16 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].name', /names/],
     [{ messages: [{ role: 'user', name: 'bob', content: 'x' }] }, 'messages[0].name', /names/],
     [
+      {
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'tool', tool_call_id: 'c', name: 'not a function name', content: 'r' },
+        ],
+      },
+      'messages[1].name',
+      /function’s name/,
+    ],
+    [
       { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] },
       'messages[0].content[0].type',
       /image_url.*text parts only/,
