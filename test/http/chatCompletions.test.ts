@@ -5,6 +5,7 @@ import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { dataOf, framesOf } from '../support/sse.js';
 import { type CallInit, startTestApp, type TestApp, type TestAppOptions, type TestConfig } from '../support/testApp.js';
+import { checkedAnswer } from './support/checkedAnswer.js';
 
 /**
  * `POST /v1/chat/completions` in process (contract 13): OpenAI's `chat.completion` and its chunks over the same
@@ -52,8 +53,15 @@ const start = async (options: TestAppOptions = {}) => {
   return app;
 };
 
+/** A call of the chat route, its answer checked against the OpenAPI document first. */
+const chatCall = async (app: TestApp, init: CallInit) =>
+  checkedAnswer('POST', '/v1/chat/completions', await app.call('POST', '/v1/chat/completions', init));
+
 const call = async (app: TestApp, method: string, path: string, init?: CallInit): Promise<Answer> => {
-  const response = await app.call(method, path, init);
+  const response =
+    method === 'POST' && path === '/v1/chat/completions'
+      ? await chatCall(app, init ?? {})
+      : await app.call(method, path, init);
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: JSON.parse(text) as Record<string, unknown> };
 };
@@ -467,7 +475,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('streams a role chunk, the text, the finish reason, the usage chunk when asked, then [DONE]', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'echo', messages: hello, stream: true, stream_options: { include_usage: true } },
     });
@@ -502,7 +510,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('sends no usage field and no usage chunk unless asked', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'echo', messages: hello, stream: true },
     });
@@ -514,7 +522,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('ends the stream of a request that fails for good with an error event in OpenAI’s shape, and no [DONE]', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'doomed', messages: hello, stream: true },
     });
@@ -539,9 +547,9 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     const { key, accountId } = await app.account();
     const body = { model: 'echo', messages: hello, stream: true };
     const headers = { 'idempotency-key': 'stream-1' };
-    const first = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    const first = await chatCall(app, { key, body, headers });
     const firstChunks = dataOf(framesOf(await first.text()));
-    const again = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    const again = await chatCall(app, { key, body, headers });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
     const frames = framesOf(await again.text());
