@@ -45,8 +45,15 @@ export const servedAirs = () => {
       ],
       processing: { concurrency: 8, maxAttempts: 2 },
     });
-    const { key } = await createAccountWithKey(box, `${label}@example.com`, 'scale');
-    const server = await startServer(box);
+    let key: string;
+    let server: ServerProcess;
+    try {
+      ({ key } = await createAccountWithKey(box, `${label}@example.com`, 'scale'));
+      server = await startServer(box);
+    } catch (error) {
+      await upstream.close();
+      throw error;
+    }
     return {
       server,
       url: server.url,
