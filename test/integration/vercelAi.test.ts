@@ -138,6 +138,33 @@ describe('The Vercel AI SDK against a real airs server', { timeout: 60_000 }, ()
     },
   );
 
+  it('a request airs tries again sends the upstream the same conversation, settings and tools', async () => {
+    // The fake upstream answers this prompt's first call 429; the model has no retries of its own, so the request's
+    // first attempt fails and airs makes a second from what it stored.
+    const prompt = 'rate-limit-once';
+    const result = await generateText({
+      model: provider.responses('llm'),
+      system: 'Be brief.',
+      prompt,
+      temperature: 0.4,
+      maxOutputTokens: 30,
+      tools: { get_weather: { description: 'The weather', inputSchema: z.object({ city: z.string() }) } },
+    });
+    expect(result.text).toBe('upstream says: rate-limit-once');
+    const sent = airs.sentFor(prompt);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toEqual(sent[0]);
+    expect(sent[0]).toMatchObject({
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: prompt },
+      ],
+      temperature: 0.4,
+      max_completion_tokens: 30,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { required: ['city'] } } }],
+    });
+  });
+
   it('raises APICallError with airs’s message when a request fails for good, through either model', async () => {
     const failed = await generateText({ model: provider.responses('doomed'), prompt: 'x' }).catch(
       (error: unknown) => error,
