@@ -39,6 +39,11 @@ const message = z.union([
     role: z.literal('tool'),
     tool_call_id: z.string().min(1),
     content,
+    name: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: 'The function’s name (LangChain sends it); not forwarded: the call answered names it.' }),
   }),
 ]);
 
@@ -103,7 +108,7 @@ export const chatCompletionCreateBodySchema = z
     max_tokens: z.int().min(1).nullable().optional(),
     max_completion_tokens: z.int().min(1).nullable().optional(),
     stop: z
-      .union([z.string(), z.array(z.string()).max(4)])
+      .union([z.string(), z.array(z.string()).max(16)])
       .nullable()
       .optional(),
     seed: z.int().nullable().optional(),
@@ -173,6 +178,7 @@ export const chatCompletionSchema = z
           message: z.looseObject({
             role: z.literal('assistant'),
             content: z.string().nullable().meta({ description: 'The text; null when the model only calls tools.' }),
+            refusal: z.null(),
             tool_calls: z.array(toolCall).optional(),
           }),
           finish_reason: finishReason,

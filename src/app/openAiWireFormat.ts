@@ -127,7 +127,8 @@ export const responsesCreateBodySchema = z
       .meta({
         description:
           '`true`: answer at once with the queued Response, and poll `GET /v1/responses/{id}`. Otherwise the call ' +
-          'waits for the result, up to the model’s timeout.',
+          'waits until the request is final (`completed`, `failed` or `cancelled`), and cancels it if the caller ' +
+          'goes away first.',
       }),
     stream: z
       .boolean()

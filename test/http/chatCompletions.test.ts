@@ -12,6 +12,7 @@ import {
   type TestAppOptions,
   type TestConfig,
 } from '../support/testApp.js';
+import { checkedAnswer } from './support/checkedAnswer.js';
 
 /**
  * `POST /v1/chat/completions` in process (contract 13): OpenAI's `chat.completion` and its chunks over the same
@@ -59,8 +60,15 @@ const start = async (options: TestAppOptions = {}) => {
   return app;
 };
 
+/** A call of the chat route, its answer checked against the OpenAPI document first. */
+const chatCall = async (app: TestApp, init: CallInit) =>
+  checkedAnswer('POST', '/v1/chat/completions', await app.call('POST', '/v1/chat/completions', init));
+
 const call = async (app: TestApp, method: string, path: string, init?: CallInit): Promise<Answer> => {
-  const response = await app.call(method, path, init);
+  const response =
+    method === 'POST' && path === '/v1/chat/completions'
+      ? await chatCall(app, init ?? {})
+      : await app.call(method, path, init);
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: JSON.parse(text) as Record<string, unknown> };
 };
@@ -333,6 +341,16 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].name', /names/],
     [{ messages: [{ role: 'user', name: 'bob', content: 'x' }] }, 'messages[0].name', /names/],
     [
+      {
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'tool', tool_call_id: 'c', name: 'not a function name', content: 'r' },
+        ],
+      },
+      'messages[1].name',
+      /function’s name/,
+    ],
+    [
       { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] },
       'messages[0].content[0].type',
       /image_url.*text parts only/,
@@ -464,7 +482,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('streams a role chunk, the text, the finish reason, the usage chunk when asked, then [DONE]', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'echo', messages: hello, stream: true, stream_options: { include_usage: true } },
     });
@@ -499,7 +517,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('sends no usage field and no usage chunk unless asked', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'echo', messages: hello, stream: true },
     });
@@ -511,7 +529,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
   it('ends the stream of a request that fails for good with an error event in OpenAI’s shape, and no [DONE]', async () => {
     const app = await start();
     const { key } = await app.account();
-    const response = await app.call('POST', '/v1/chat/completions', {
+    const response = await chatCall(app, {
       key,
       body: { model: 'doomed', messages: hello, stream: true },
     });
@@ -536,9 +554,9 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     const { key, accountId } = await app.account();
     const body = { model: 'echo', messages: hello, stream: true };
     const headers = { 'idempotency-key': 'stream-1' };
-    const first = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    const first = await chatCall(app, { key, body, headers });
     const firstChunks = dataOf(framesOf(await first.text()));
-    const again = await app.call('POST', '/v1/chat/completions', { key, body, headers });
+    const again = await chatCall(app, { key, body, headers });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
     const frames = framesOf(await again.text());

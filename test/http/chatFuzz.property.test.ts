@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { framesOf } from '../support/sse.js';
 import { listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { assertMatchesOpenApi } from './support/openapi.js';
 
 /**
  * Random HTTP thrown at `POST /v1/chat/completions` (contract 13), in process and over a socket: bodies shaped like
@@ -314,6 +315,14 @@ const checkSeen = (label: string, c: Case, seen: Seen, known: Known, allowed = a
   expect(text, context).not.toContain(known.key);
   expect(text, context).not.toMatch(/node_modules|\/work\/|\n\s+at /);
   if (c.method === 'HEAD' && text === '') return;
+  if (c.method === 'POST' && pathname === '/v1/chat/completions') {
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    // Every answer of the route as its OpenAPI document says: status, headers, body, or each event of a stream.
+    assertMatchesOpenApi({ method: c.method, path: pathname, status, headers, body, text });
+  }
   if (status === 431) return;
   if (status === 200 && headers.get('content-type')?.startsWith('text/event-stream')) {
     expect(isRoute(c, pathname), context).toBe(true);

@@ -12,6 +12,7 @@ import {
   type TestAppOptions,
   type TestConfig,
 } from '../support/testApp.js';
+import { checkedText } from './support/checkedAnswer.js';
 
 /**
  * Streaming chat completions and waiting creates over real sockets (contract 13): the chunks as a client reads them,
@@ -65,7 +66,7 @@ describe('A streamed chat completion over a socket', () => {
     expect(call.headers['cache-control']).toBe('no-cache');
     const reqId = String(call.headers['x-request-id']);
     expect(reqId).toMatch(/^req_/);
-    const frames = framesOf(await call.text());
+    const frames = framesOf(await checkedText('POST', '/v1/chat/completions', call));
     expect(frames.at(-1)).toEqual({ kind: 'done' });
     const chunks = dataOf(frames) as { id: string; choices: { delta: unknown; finish_reason: unknown }[] }[];
     expect(new Set(chunks.map((chunk) => chunk.id))).toEqual(new Set([`chatcmpl-${reqId.slice(4)}`]));

@@ -5,6 +5,7 @@ import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { postOverSocket } from '../support/socketCall.js';
 import { dataOf, type Frame, framesOf } from '../support/sse.js';
 import { eventually, listen, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { checkedAnswer, checkedText } from './support/checkedAnswer.js';
 
 /**
  * Chat completions of an `openai`-provider model against a fake upstream on 127.0.0.1 (contract 13): deltas reach a
@@ -47,6 +48,10 @@ const start = async (maxAttempts = 1) => {
   const { key } = await app.account('scale');
   return { app, url: server.url, key };
 };
+
+/** A call of the chat route, its answer checked against the OpenAPI document first. */
+const chatCall = async (testApp: TestApp, init: Parameters<TestApp['call']>[2]) =>
+  checkedAnswer('POST', '/v1/chat/completions', await testApp.call('POST', '/v1/chat/completions', init));
 
 const typesOf = (testApp: TestApp, reqId: string) =>
   [...syncReads(testApp).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
@@ -175,7 +180,7 @@ describe('Parameters and tools of an openai-provider model', () => {
       { role: 'developer', content: 'Be brief.' },
       { role: 'user', content: 'rate-limit-once' },
     ];
-    const answer = await app.call('POST', '/v1/chat/completions', { key, body: { model: 'llm', messages, ...params } });
+    const answer = await chatCall(app, { key, body: { model: 'llm', messages, ...params } });
     expect(answer.status).toBe(200);
     expect(await answer.json()).toMatchObject({
       choices: [{ message: { content: 'upstream says: rate-limit-once' } }],
@@ -197,7 +202,7 @@ describe('Parameters and tools of an openai-provider model', () => {
   it('bring tool calls back as the message’s tool_calls, and a conversation carries the tool’s result back', async () => {
     const { app, key } = await start();
     const ask = [{ role: 'user', content: 'call weather {"city":"Paris"}' }];
-    const first = await app.call('POST', '/v1/chat/completions', {
+    const first = await chatCall(app, {
       key,
       body: { model: 'llm', messages: ask, tools: [weather] },
     });
@@ -220,7 +225,7 @@ describe('Parameters and tools of an openai-provider model', () => {
       { role: 'assistant', content: null, tool_calls: [toolCall] },
       { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
     ];
-    const second = await app.call('POST', '/v1/chat/completions', {
+    const second = await chatCall(app, {
       key,
       body: { model: 'llm', messages: conversation, tools: [weather] },
     });
@@ -238,7 +243,7 @@ describe('Parameters and tools of an openai-provider model', () => {
       tools: [weather],
       stream: true,
     }).answered;
-    const frames = framesOf(await call.text());
+    const frames = framesOf(await checkedText('POST', '/v1/chat/completions', call));
     expect(frames.at(-1)).toEqual({ kind: 'done' });
     expect(dataOf(frames).map((chunk) => (chunk as { choices: unknown[] }).choices[0])).toEqual([
       { index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null },

@@ -21,8 +21,10 @@ import {
  * headers, blank line, body) or a body whose last line is the status (`curl -w '\n%{http_code}'`). Checked: the
  * status; each header shown (its value, where `…` stands for anything); the body: a JSON body shown must be contained
  * in the one received (the same values for the fields shown, `…` inside a string standing for anything, and a bare
- * `…` as a value for any value), and each line of a body that is not JSON must match a line received. The examples
- * run in the order of the page, on one server.
+ * `…` as a value for any value), and each line of a body that is not JSON must match a line received; in a stream
+ * (`text/event-stream`), in the order shown, so that a stream's frames are checked in order without every frame or
+ * field being shown. The examples run in the order of the page, on one server, whose config allows the origin
+ * `https://app.example.com` (the CORS examples).
  */
 
 const root = join(binPath, '..', '..', '..', '..', '..');
@@ -158,9 +160,16 @@ const differences = (received: Answer, shown: Answer): string[] => {
     return [...problems, ...contains(got.value, json.value, 'body')];
   }
   const lines = received.body.split('\n');
+  const stream = received.headers.some(
+    ([name, value]) => name === 'content-type' && value.startsWith('text/event-stream'),
+  );
+  // In a stream, each line shown is looked for after the one matched before it.
+  let from = 0;
   for (const line of shown.body.split('\n')) {
     if (line.trim() === '…' || line.trim() === '') continue;
-    if (!lines.some((got) => pattern(line).test(got))) problems.push(`body: no line like "${line}"`);
+    const at = lines.findIndex((got, index) => index >= from && pattern(line).test(got));
+    if (at < 0) problems.push(`body: no line like "${line}"${stream ? ' after the lines matched before it' : ''}`);
+    else if (stream) from = at + 1;
   }
   return problems;
 };
@@ -218,6 +227,7 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
 
   beforeAll(async () => {
     box = newBox('airs-api-examples');
+    box.writeConfig({ cors: { allowedOrigins: ['https://app.example.com'] } });
     ({ key } = await createAccountWithKey(box, 'api-examples@example.com', 'free'));
     server = await startServer(box);
   });

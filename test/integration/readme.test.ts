@@ -48,7 +48,7 @@ describe('The README', () => {
     });
   }, 90_000);
 
-  it('OpenAI SDK example runs as written with the official openai package against a running server', async () => {
+  it('OpenAI SDK examples (responses; chat completions and streams) run as written with the official openai package against a running server', async () => {
     const sdkBox = sandbox('airs-readme-sdk');
     boxes.push(sdkBox);
     const server = await startServer(sdkBox);
@@ -72,6 +72,26 @@ describe('The README', () => {
       'What is a queue?',
       'cancelled',
       "[ 'echo', 'echo-slow' ]",
+    ]);
+
+    // The chat completions and streams example, with the same key.
+    const chatScript = join(root, 'dist', 'readme-chat-example.mjs');
+    writeFileSync(
+      chatScript,
+      blockAfter('Chat completions (the default of most libraries)', 'js').replaceAll(
+        'http://127.0.0.1:8080',
+        server.url,
+      ),
+    );
+    const chat = await run(process.execPath, [chatScript], {
+      env: { ...process.env, AIRS_API_KEY: key.key },
+      timeout: 60_000,
+    });
+    expect(chat.stdout.trim().split('\n')).toEqual([
+      'What is a queue?',
+      '{ prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 }',
+      'Hello, stream',
+      'Hello, events',
     ]);
   }, 90_000);
 });

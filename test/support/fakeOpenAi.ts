@@ -34,6 +34,7 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  *   `tool_calls`); after a `tool` message it answers `upstream says: tool said: <its content>`;
  * - `gated …` streams its first piece, then waits for `openGate()` before the rest;
  * - `break-stream-once …` streams its first piece and drops the connection the first time;
+ * - `verbatim <text>` is answered with `<text>` exactly (a JSON document for structured output, say);
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
@@ -101,7 +102,9 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
         ? ''
         : last?.role === 'tool'
           ? `upstream says: tool said: ${prompt}`
-          : `upstream says: ${prompt}${options.numbered ? ` #${count}` : ''}`;
+          : prompt.startsWith('verbatim ')
+            ? prompt.slice('verbatim '.length)
+            : `upstream says: ${prompt}${options.numbered ? ` #${count}` : ''}`;
     const usage = {
       prompt_tokens: body.messages.reduce((sum, message) => sum + words(message.content), 0),
       completion_tokens: words(answer),

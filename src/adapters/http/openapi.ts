@@ -59,6 +59,12 @@ const headers = {
     description: 'The request’s id (`req_…`), as `/v1/ai`, `airs replay` and the dashboard name it.',
     schema: z.string().regex(/^req_[A-Za-z0-9_-]{22,}$/),
   },
+  'X-Should-Retry': {
+    description:
+      '`false` on a request that failed for good: airs retried it already, so a client retry would only make ' +
+      'another request that fails alike (the official OpenAI SDKs honour it).',
+    schema: z.enum(['false']),
+  },
 } as const;
 
 const headerObject = (name: keyof typeof headers) => ({
@@ -210,7 +216,16 @@ const chatPaths = {
           headers: responseHeaders({ 'X-Request-Id': 'optional', 'Idempotent-Replayed': 'optional', ...rateLimited }),
           content: {
             ...jsonContent('ChatCompletion'),
-            ...eventStreamContent('ChatCompletionChunk', 'With `stream: true`: the chunks, then `data: [DONE]`.'),
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description:
+                  'With `stream: true`: the chunks, then `data: [DONE]`; or, when the request fails, is cancelled or ' +
+                  'expires, or an attempt breaks after part of its text was sent, a last `data: {"error": ...}` ' +
+                  'event in OpenAI’s error shape and no `[DONE]`.',
+              },
+              'x-event-data': { anyOf: [ref('schemas', 'ChatCompletionChunk'), ref('schemas', 'OpenAIError')] },
+            },
           },
         },
         '400': openAiErrorAnswer(
@@ -224,7 +239,10 @@ const chatPaths = {
         ),
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
-        '404': openAiErrorAnswer('The request expired or was cancelled while waited for.', rateLimited),
+        '404': openAiErrorAnswer('The request expired or was cancelled while waited for.', {
+          'X-Request-Id': 'required',
+          ...rateLimited,
+        }),
         '413': openAiErrorAnswer(
           'The body is larger than `maxBodyBytes`; refused without reading it all.',
           rateLimited,
@@ -236,7 +254,11 @@ const chatPaths = {
         '429': openAi.rateLimited('submits'),
         '408': requestTimedOut(),
         '431': headersTooLarge(),
-        '500': openAi.fault(),
+        '500': openAiErrorAnswer(
+          'The request failed for good (`server_error`, after its retries: `X-Should-Retry: false`, submit it ' +
+            'again if it is still wanted); or an unexpected fault (`Retry-After: 30`): retry.',
+          { 'X-Should-Retry': 'optional', 'X-Request-Id': 'optional', 'Retry-After': 'optional' },
+        ),
         '503': openAi.stopping(),
       },
     },
@@ -300,9 +322,9 @@ const openAiPaths = {
       summary: 'Queue a request, in the background, waiting for it, or streaming it (OpenAI-compatible)',
       description:
         'With `background: true`, answers at once with the Response, `queued` (also when a worker took it ' +
-        'already); poll `GET /v1/responses/{id}`. Without it, waits for the result up to the model’s timeout (and ' +
-        'a second for the outcome to be written) and answers the Response as it then is (`completed`, `failed`, ' +
-        '`cancelled`, or still `queued`/`in_progress` when the queue was long). With `stream: true`, answers with ' +
+        'already); poll `GET /v1/responses/{id}`. Without it, waits until the request is final and answers the ' +
+        'Response `completed`, `failed` or `cancelled` (never `queued` or `in_progress`); if the caller goes away ' +
+        'first, the request is cancelled. With `stream: true`, answers with ' +
         'the Response’s events (`ResponseStreamEvent`) as they happen, and a keep-alive comment after 10 s without ' +
         'one; a stream that is not `background` cancels its request when the caller goes away. Spends a submit.',
       tags: ['OpenAI-compatible'],
@@ -311,7 +333,7 @@ const openAiPaths = {
       requestBody: { required: true, content: jsonContent('ResponsesCreate') },
       responses: {
         '200': {
-          ...responseAnswer('The Response: durably queued (background), or as it is after waiting; or its events.', {
+          ...responseAnswer('The Response: durably queued (background), or final after waiting; or its events.', {
             'Idempotent-Replayed': 'optional',
             ...rateLimited,
           }),
@@ -334,8 +356,7 @@ const openAiPaths = {
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer(
-          'A waiting create whose request expired while it waited (only when `requestTtlSeconds` is shorter than ' +
-            'the model’s timeout).',
+          'A waiting create whose request expired (`requestTtlSeconds` passed) before it was final.',
           rateLimited,
         ),
         '413': openAiErrorAnswer(

@@ -151,9 +151,13 @@ const toolCallsOf = (value: unknown, param: string): ToolCall[] | InvalidRequest
 
 const messageOf = (item: unknown, at: string): ChatMessage | InvalidRequest => {
   if (!isObject(item)) return invalid(at, 'must be a message {"role": ..., "content": ...}');
-  if (!absent(item.name) && item.name !== '')
-    return invalid(`${at}.name`, 'participant names are not supported; put the name in the content');
   const role = item.role;
+  // A tool message's name is its function's (LangChain sends it): the call it answers names that function already.
+  if (role === 'tool' && !absent(item.name)) {
+    if (typeof item.name !== 'string' || !functionName.test(item.name))
+      return invalid(`${at}.name`, 'must be the function’s name: 1 to 64 letters, digits, _ or -');
+  } else if (!absent(item.name) && item.name !== '')
+    return invalid(`${at}.name`, 'participant names are not supported; put the name in the content');
   if (role === 'system' || role === 'developer' || role === 'user') {
     const content = textOf(item.content, `${at}.content`);
     return content instanceof InvalidRequest ? content : { role, content };

@@ -1,54 +1,47 @@
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ModelConfig } from '../../src/config.js';
-import { systemClock } from '../../src/ports/Clock.js';
-import { eventually, listen, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
-import { startToolUpstream } from './support/toolUpstream.js';
+import { startToolUpstream } from '../http/support/toolUpstream.js';
+import { type ServedAirs, servedAirs } from '../support/servedAirs.js';
 
 /**
- * The official `openai` SDK (the version airs depends on) against airs on a real socket, with `baseURL = <airs>/v1`:
- * streaming creates, the `responses.stream()` helper, retrieve streams, `responses.parse` with a zod schema, a tool
- * round trip, and the errors it raises.
+ * The official `openai` SDK (the version airs depends on) against a real `airs serve` on a socket, with
+ * `baseURL = <airs>/v1`: streaming creates, the `responses.stream()` helper, retrieve streams, `responses.parse` with
+ * a zod schema, a tool round trip, and the errors it raises. The `gpt` model is the `openai` provider against the
+ * small upstream of toolUpstream.ts (it answers tools with a call, a JSON schema with JSON, and `pieces: a|b|c` in
+ * pieces); `echo`, `slow` and `doomed` are those of servedAirs.ts.
  */
 
 type Upstream = Awaited<ReturnType<typeof startToolUpstream>>;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+const serve = servedAirs();
+let airs: ServedAirs;
+let upstream: Upstream;
+let client: OpenAI;
+beforeAll(async () => {
+  upstream = await startToolUpstream();
+  airs = await serve('airs-sdk-responses', [
+    { id: 'gpt', provider: 'openai', baseUrl: upstream.baseUrl, upstreamModel: 'up', timeoutMs: 30_000, maxRetries: 0 },
+  ]);
+  client = new OpenAI({ baseURL: `${airs.url}/v1`, apiKey: airs.key, maxRetries: 0 });
+}, 60_000);
+afterAll(async () => {
+  await airs?.stop();
+  await upstream?.close();
 });
 
-const start = async (): Promise<{ app: TestApp; client: OpenAI; upstream: Upstream }> => {
-  const upstream = await startToolUpstream();
-  cleanups.push(upstream.close);
-  const config: TestConfig = {
-    models: [
-      {
-        id: 'gpt',
-        provider: 'openai',
-        baseUrl: upstream.baseUrl,
-        upstreamModel: 'up',
-        timeoutMs: 30_000,
-        maxRetries: 0,
-      } as ModelConfig,
-      { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
-      { id: 'slow', provider: 'echo', delayMs: 60_000, timeoutMs: 120_000 },
-      { id: 'doomed', provider: 'echo', delayMs: 60_000, timeoutMs: 1 },
-    ],
-    processing: { concurrency: 4, maxAttempts: 1 },
-  };
-  const app = await startTestApp({ config, clock: systemClock });
-  cleanups.push(() => app.stop());
-  const server = await listen(app);
-  cleanups.push(async () => server.close());
-  const { key } = await app.account('enterprise');
-  return { app, upstream, client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key, maxRetries: 0 }) };
+/** Checks again and again (every 10 ms, for 20 s at most: a loaded machine) until `check` gives a value. */
+const eventually = async <A>(check: () => A | undefined): Promise<A> => {
+  for (let tries = 0; tries < 2_000; tries++) {
+    const value = check();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('condition not met within 20 s');
 };
 
-describe('the official openai SDK against airs', () => {
+describe('the official openai SDK against a real airs server: Responses', { timeout: 60_000 }, () => {
   it('iterates responses.create({stream: true}) as OpenAI’s typed events', async () => {
-    const { client } = await start();
     const stream = await client.responses.create({ model: 'echo', input: 'Hello SDK', stream: true });
     const types: string[] = [];
     let text = '';
@@ -64,7 +57,6 @@ describe('the official openai SDK against airs', () => {
   });
 
   it('builds the final Response with responses.stream(), live pieces included, and its usage', async () => {
-    const { client } = await start();
     const deltas: string[] = [];
     const stream = client.responses
       .stream({ model: 'gpt', input: 'pieces: a|b|c' })
@@ -77,7 +69,6 @@ describe('the official openai SDK against airs', () => {
   });
 
   it('streams a background response with responses.retrieve(id, {stream: true}) and resumes with starting_after', async () => {
-    const { client } = await start();
     const created = await client.responses.create({ model: 'echo', input: 'later', background: true });
     expect(created.status).toBe('queued');
     const events: { type: string; sequence_number: number }[] = [];
@@ -93,7 +84,6 @@ describe('the official openai SDK against airs', () => {
   });
 
   it('parses structured output with responses.parse and a zod schema', async () => {
-    const { client, upstream } = await start();
     const Weather = z.object({ city: z.string(), temperature: z.number() });
     const parsed = await client.responses.parse({
       model: 'gpt',
@@ -101,14 +91,15 @@ describe('the official openai SDK against airs', () => {
       text: { format: zodTextFormat(Weather, 'weather') },
     });
     expect(parsed.output_parsed).toEqual({ city: 'Paris', temperature: 21 });
-    expect(upstream.received[0]?.response_format).toMatchObject({
+    const sent = upstream.received.filter((body) => body.messages.at(-1)?.content === 'Weather in Paris?');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.response_format).toMatchObject({
       type: 'json_schema',
       json_schema: { name: 'weather', strict: true },
     });
   });
 
   it('makes a tool round trip: a function_call out, its output back in, an answer that uses it', async () => {
-    const { client } = await start();
     const tools: OpenAI.Responses.Tool[] = [
       {
         type: 'function',
@@ -135,7 +126,6 @@ describe('the official openai SDK against airs', () => {
   });
 
   it('returns a failed Response with airs’s error, and raises a cancelled stream as an APIError with airs’s message', async () => {
-    const { client } = await start();
     const failed = await client.responses.create({ model: 'doomed', input: 'x' });
     expect(failed.status).toBe('failed');
     expect(failed.error?.message).toMatch(/failed after its retries; submit it again/);
@@ -157,7 +147,6 @@ describe('the official openai SDK against airs', () => {
   });
 
   it('raises BadRequestError naming the param for what airs refuses', async () => {
-    const { client } = await start();
     const refused = await client.responses
       .create({ model: 'echo', input: 'x', stream: true, tools: [{ type: 'web_search_preview' }] })
       .catch((error: unknown) => error);
