@@ -180,7 +180,7 @@ export const RequestsLayer = Layer.effect(
       // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
       // store decides), and worked on at once.
       const startNow = processor.reserve(model);
-      let started: { attempt: number; input: SubmitInput } | undefined;
+      let started: { attempt: number; leaseUntil: number | undefined; input: SubmitInput } | undefined;
       try {
         const outcome = await committer.send(
           {
@@ -216,7 +216,11 @@ export const RequestsLayer = Layer.effect(
         if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };
         const start = outcome.events.find((event) => event.type === 'RequestProcessingStarted');
         if (start !== undefined && start.type === 'RequestProcessingStarted')
-          started = { attempt: start.attempt, input: { model, prompt, messages, params } };
+          started = {
+            attempt: start.attempt,
+            leaseUntil: start.leaseUntil,
+            input: { model, prompt, messages, params },
+          };
       } finally {
         processor.submitted(reqId, model, startNow !== undefined, started);
       }

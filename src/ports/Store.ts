@@ -89,8 +89,9 @@ export interface ReadModel {
   events(fromSeq?: number): AsyncIterable<StoredEvent>;
   lastSeq(): Promise<number>;
   /**
-   * Hears that the store changed: after this process's own commits, and after another process's within a short while
-   * (LMDB: the data file's change notifications; PostgreSQL: NOTIFY). Returns the way to stop hearing.
+   * Hears that another writer changed the store, within a short while (LMDB: the data file's change notifications and
+   * a slow poll; PostgreSQL: NOTIFY; memory: every commit, as it cannot tell its writers apart). This process's own
+   * commits may be heard too. Returns the way to stop hearing.
    */
   onChange(listener: () => void): () => void;
 }

@@ -15,12 +15,10 @@ describe('Password hashes', () => {
     expect(stored).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
     expect(await verifyPassword(password, stored)).toBe(true);
     expect(await verifyPassword(`${password}!`, stored)).toBe(false);
-    expect(
-      await verifyPassword(
-        password,
-        stored.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
-      ),
-    ).toBe(false);
+    // One character of the hash changed: not the last, whose low bits are padding that base64url decoding drops.
+    const at = stored.length - 10;
+    const tampered = `${stored.slice(0, at)}${stored[at] === 'A' ? 'B' : 'A'}${stored.slice(at + 1)}`;
+    expect(await verifyPassword(password, tampered)).toBe(false);
     expect(await verifyPassword(password, 'not a hash')).toBe(false);
     // Four scrypt runs of about 0.2 s of a core each: room for a machine busy with other test files.
   }, 30_000);

@@ -13,54 +13,82 @@ import { type SimNode, simIds, startSimNode } from '../support/simulation/simNod
  * Liveness of the worker pool, in simulated time: whatever happened before (submits, cancels, model calls that fail,
  * hang or answer after their timeout, crashes with commits in flight, expiries), once nothing more comes from outside,
  * every request the store holds reaches a final state within its retry budget, and no request is ever in two model
- * calls at once. The processes run on fake timers over an in-memory store; fast-check chooses the inputs, when time
- * moves, and the order in which commits land and their callers hear back.
+ * calls at once. Two server processes run at once on fake timers over one in-memory store (each hears of the other's
+ * commits as it would through the store's change notifications); fast-check chooses the inputs and which process
+ * takes them, when time moves, the order in which commits land and their callers hear back, and which process dies.
  */
 
 const timeoutMs = 1_000;
+/** A model slower than a lease: its calls outlive the lease they started under unless it is extended. */
+const longTimeoutMs = 5_000;
 const maxAttempts = 3;
 /** Short, so that crashes leave leases that lapse within a run (and longer than a model call, as in real use). */
 const leaseSeconds = 3;
 const sweepIntervalMs = 1_000;
 const finalStatuses: ReadonlySet<RequestStatus> = new Set(['completed', 'failed', 'cancelled', 'expired']);
 
+/** Server processes running at once on the store. */
+const processes = 2;
+
+// With a delay, as a real upstream: each call can be aborted on its own (a cancel, a lease given up).
 const models: readonly ModelConfig[] = [
-  { id: 'sim', provider: 'echo', delayMs: 0, timeoutMs },
-  // One call at a time: the pool passes its requests over while it is busy.
-  { id: 'sim-one', provider: 'echo', delayMs: 0, timeoutMs, maxConcurrency: 1 },
+  { id: 'sim', provider: 'echo', delayMs: 1, timeoutMs },
+  // One call at a time, across both processes: each passes its requests over while the model is busy.
+  { id: 'sim-one', provider: 'echo', delayMs: 1, timeoutMs, maxConcurrency: 1 },
+  { id: 'sim-long', provider: 'echo', delayMs: 1, timeoutMs: longTimeoutMs },
 ];
 
 const behaviour: fc.Arbitrary<CallBehaviour> = fc.record({
   kind: fc.constantFrom('ok', 'ok', 'fail', 'hang', 'late'),
-  delayMs: fc.integer({ min: 0, max: 2 * timeoutMs }),
+  delayMs: fc.integer({ min: 0, max: 2 * longTimeoutMs }),
 });
 
 type Step =
-  | { readonly kind: 'submit'; readonly account: number; readonly model: string; readonly plan: CallBehaviour[] }
-  | { readonly kind: 'cancel'; readonly pick: number }
+  | {
+      readonly kind: 'submit';
+      readonly node: number;
+      readonly account: number;
+      readonly model: string;
+      readonly plan: CallBehaviour[];
+    }
+  | { readonly kind: 'cancel'; readonly node: number; readonly pick: number }
   /** Let `count` scheduled commits land (or their callers hear back), in an order fast-check picks. */
   | { readonly kind: 'release'; readonly count: number }
   | { readonly kind: 'advance'; readonly ms: number }
-  /** The process dies; the first `landing` of its commits in flight were durable. A new one starts on the store. */
-  | { readonly kind: 'crash'; readonly landing: number };
+  /**
+   * A process dies; the first `landing` of its commits in flight were durable. A new one starts in its place, or (while
+   * another runs) none does: the others must take up what it held.
+   */
+  | { readonly kind: 'crash'; readonly node: number; readonly landing: number; readonly restart: boolean };
+
+const node = fc.integer({ min: 0, max: processes - 1 });
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc.record({
       kind: fc.constant('submit' as const),
+      node,
       account: fc.integer({ min: 0, max: 2 }),
-      model: fc.constantFrom('sim', 'sim', 'sim-one'),
+      model: fc.constantFrom('sim', 'sim', 'sim-one', 'sim-long'),
       plan: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), node, pick: fc.nat() }) },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('release' as const), count: fc.integer({ min: 1, max: 6 }) }) },
   {
     weight: 4,
     arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 3_000 }) }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), landing: fc.integer({ min: 0, max: 3 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('crash' as const),
+      node,
+      landing: fc.integer({ min: 0, max: 3 }),
+      restart: fc.boolean(),
+    }),
+  },
 );
 
 const scenario = fc.record({
@@ -84,7 +112,9 @@ const principal = (account: number): Principal => ({
  */
 const budgetMs = (requests: number) => {
   const longestBackoff = Math.min(defaultRetryPolicy.maxDelayMs, defaultRetryPolicy.baseDelayMs * 2 ** maxAttempts);
-  return (requests + 1) * (maxAttempts + 1) * (timeoutMs + longestBackoff) + leaseSeconds * 1000 + 5 * sweepIntervalMs;
+  return (
+    (requests + 1) * (maxAttempts + 1) * (longTimeoutMs + longestBackoff) + leaseSeconds * 1000 + 5 * sweepIntervalMs
+  );
 };
 
 describe('The worker pool, simulated', () => {
@@ -120,7 +150,9 @@ describe('The worker pool, simulated', () => {
         const clock = { now: () => Date.now() };
         const start = () =>
           startSimNode({ store, scheduler, models: modelsShape, config, clock, ids, sweepIntervalMs });
-        let node: SimNode = start();
+        const nodes: (SimNode | undefined)[] = Array.from({ length: processes }, start);
+        /** The process a step names, or the next one running if it is dead. */
+        const running = (index: number) => nodes[index] ?? (nodes.find((each) => each !== undefined) as SimNode);
         const accepted: { reqId: string; account: number }[] = [];
         let prompts = 0;
 
@@ -128,19 +160,25 @@ describe('The worker pool, simulated', () => {
           if (s.kind === 'submit') {
             const prompt = `prompt ${++prompts}`;
             model.plan(prompt, s.plan);
-            void node.requests.submit(principal(s.account), { model: s.model, prompt }).then((outcome) => {
-              if ('request_id' in outcome) accepted.push({ reqId: outcome.request_id, account: s.account });
-            });
+            void running(s.node)
+              .requests.submit(principal(s.account), { model: s.model, prompt })
+              .then((outcome) => {
+                if ('request_id' in outcome) accepted.push({ reqId: outcome.request_id, account: s.account });
+              });
           } else if (s.kind === 'cancel') {
             const target = accepted[s.pick % Math.max(1, accepted.length)];
-            if (target !== undefined) void node.requests.cancel(principal(target.account), target.reqId);
+            if (target !== undefined) void running(s.node).requests.cancel(principal(target.account), target.reqId);
           } else if (s.kind === 'release') {
             for (let i = 0; i < s.count && scheduler.count() > 0; i++) await scheduler.waitOne();
           } else if (s.kind === 'advance') {
             await vi.advanceTimersByTimeAsync(s.ms);
           } else {
-            node.crash(s.landing);
-            node = start();
+            const victim = nodes[s.node];
+            const others = nodes.filter((each, index) => each !== undefined && index !== s.node).length;
+            if (victim !== undefined) {
+              victim.crash(s.landing);
+              nodes[s.node] = s.restart || others === 0 ? start() : undefined;
+            } else if (s.restart) nodes[s.node] = start();
           }
         }
 
@@ -162,7 +200,7 @@ describe('The worker pool, simulated', () => {
         });
         expect(open, `unfinished after ${budgetMs(prompts)} ms of simulated time with no input`).toEqual([]);
         expect(model.overlaps()).toEqual([]);
-        node.crash(0);
+        for (const each of nodes) each?.crash(0);
       }),
       { numRuns: 3_000 },
     );

@@ -308,7 +308,11 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const dbs = openDatabases(dataDir);
   const syncReads = readsOf(dbs);
   const limits = openLimits(dataDir);
-  const changes = watchChanges(environmentFile(dataDir), () => lastSeqOf(dbs));
+  // The log's end as committed now, by anyone: a fresh snapshot first (the current one may be older).
+  const changes = watchChanges(environmentFile(dataDir), () => {
+    dbs.root.resetReadTxn();
+    return lastSeqOf(dbs);
+  });
   const reads = readModelOf(syncReads, { limiterState: limits.state, onChange: changes.onChange });
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);

@@ -4,18 +4,21 @@ import { type FSWatcher, watch } from 'node:fs';
 const gatherMs = 10;
 /** How often the log's end is looked at when the file cannot be watched. */
 const pollMs = 250;
+/** How often it is looked at anyway, should a notification go missing (a file system that drops them). */
+const backstopMs = 5_000;
 
 /**
  * Tells listeners when another process changed the environment: the data file is watched (the kernel says when it
  * is written), and a change is a log end this process has not accounted for (its own commits account for themselves
  * when nothing came between them). Watched only while somebody listens. A file that cannot be watched is looked at
- * every 250 ms instead.
+ * every 250 ms instead, and a watched one every 5 s as well.
  */
 export const watchChanges = (file: string, lastSeq: () => number) => {
   const listeners = new Set<() => void>();
   let seen = -1;
   let watcher: FSWatcher | undefined;
   let poller: NodeJS.Timeout | undefined;
+  let backstop: NodeJS.Timeout | undefined;
   let gathering: NodeJS.Timeout | undefined;
   const look = () => {
     gathering = undefined;
@@ -31,6 +34,7 @@ export const watchChanges = (file: string, lastSeq: () => number) => {
   };
   const start = () => {
     seen = lastSeq();
+    backstop = setInterval(changed, backstopMs).unref();
     try {
       watcher = watch(file, { persistent: false }, changed);
       watcher.on('error', () => {
@@ -47,6 +51,8 @@ export const watchChanges = (file: string, lastSeq: () => number) => {
     watcher = undefined;
     if (poller !== undefined) clearInterval(poller);
     poller = undefined;
+    if (backstop !== undefined) clearInterval(backstop);
+    backstop = undefined;
     if (gathering !== undefined) clearTimeout(gathering);
     gathering = undefined;
   };

@@ -157,12 +157,19 @@ export const openMemoryStore = (): MemoryStore => {
     flush: () => {},
   };
 
+  /** Everyone who shares this store hears of every commit that appended (it cannot tell writers apart). */
+  const listeners = new Set<() => void>();
+  const tell = () => {
+    for (const listener of listeners) listener();
+  };
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     undo = [];
     try {
+      const before = log.length;
       const { outcomes } = writeBatch(target, batch.commands, log.length);
       for (const { keyId, at } of batch.keyUses ?? []) keyLastUsed.set(keyId, at);
       commits++;
+      if (log.length !== before && listeners.size > 0) setImmediate(tell);
       return outcomes;
     } catch (error) {
       for (const step of undo.reverse()) step();
@@ -281,8 +288,13 @@ export const openMemoryStore = (): MemoryStore => {
   };
 
   const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
-  // One process holds it: nobody else changes it.
-  const reads = readModelOf(syncReads, { limiterState, onChange: () => () => {} });
+  const reads = readModelOf(syncReads, {
+    limiterState,
+    onChange: (listener) => {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+  });
   return {
     reads,
     syncReads,

@@ -5,6 +5,8 @@ import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retry
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
+import type { WorkQueueShape } from '../../ports/WorkQueue.js';
+import { workQueueOver } from '../../storage/workQueue.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 import { LiveOutput, type LiveOutputShape } from '../LiveOutput.js';
@@ -38,7 +40,9 @@ export interface ProcessorShape {
     reqId: string,
     model: string,
     reserved: boolean,
-    started: { readonly attempt: number; readonly input: ModelInput } | undefined,
+    started:
+      | { readonly attempt: number; readonly leaseUntil?: number | undefined; readonly input: ModelInput }
+      | undefined,
   ): void;
   /** The request was cancelled (durably): a model call in flight for it is aborted; its waiters are told. */
   cancelled(reqId: string): void;
@@ -58,6 +62,8 @@ export class Processor extends Context.Service<Processor, ProcessorShape>()('air
 export type ProcessorDeps = {
   readonly store: StoreShape;
   readonly committer: CommitterShape;
+  /** The moves on the queue (default: as commands through the committer). */
+  readonly queue?: WorkQueueShape;
   readonly models: ModelsShape;
   readonly clock: ClockShape;
   readonly log: Logger;
@@ -82,9 +88,6 @@ const freesOrQueues: ReadonlySet<string> = new Set([
   'RequestExpired',
 ]);
 
-/** How often calls in flight are checked for a cancel made by another process. */
-const otherCancelCheckMs = 1_000;
-
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
 export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
 
@@ -98,6 +101,7 @@ export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
  */
 export const createProcessor = (deps: ProcessorDeps) => {
   const { store, committer, clock, log } = deps;
+  const queue = deps.queue ?? workQueueOver((command) => committer.send(command));
   const owner = deps.owner ?? newOwner();
   const slots = createSlots(deps.concurrency);
   const waiters = createWaiters();
@@ -116,8 +120,18 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const takesNoWork = () => stoppedTaking || stopped;
   let idleWaiters: (() => void)[] = [];
 
+  const leaseKeeper = createLeaseKeeper({
+    queue,
+    clock,
+    owner,
+    leaseMs: deps.leaseMs,
+    refused: (reqId) => caller.abort(reqId),
+    lapsing: (reqId) => caller.abort(reqId),
+  });
+
   const runner = createAttemptRunner({
     store,
+    queue,
     committer,
     models: deps.models,
     clock,
@@ -127,6 +141,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
     caller,
     metrics: deps.metrics,
     cancelledEarly: (reqId) => cancelledEarly.has(reqId),
+    leaseLapsing: (reqId) => leaseKeeper.lapsing(reqId),
+    leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
     workerFree: () => {
       slots.letGo();
       dispatcher.schedule();
@@ -142,6 +158,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
 
   /** Runs an attempt whose worker is held and whose start is durable. */
   const run = (attempt: Attempt, known?: ModelInput) => {
+    leaseKeeper.hold(attempt.reqId, attempt.attempt, attempt.leaseUntil);
     const done = runner(attempt, known)
       .catch((error: unknown) => {
         // A write failed: the request is still processing under this lease, or waiting; it is looked at again.
@@ -149,8 +166,13 @@ export const createProcessor = (deps: ProcessorDeps) => {
         dispatcher.wakeAfterFault();
       })
       .finally(() => {
-        working.delete(attempt.reqId);
-        cancelledEarly.delete(attempt.reqId);
+        // This process may hold the request again by now, in a later attempt (it gave this one back, then took the
+        // request from the queue again): only what is this attempt's goes.
+        if (working.get(attempt.reqId)?.attempt === attempt.attempt) {
+          working.delete(attempt.reqId);
+          cancelledEarly.delete(attempt.reqId);
+        }
+        leaseKeeper.drop(attempt.reqId, attempt.attempt);
         waiters.tell(attempt.reqId);
         // The outcome is durable now (a retry waits in the queue with its `retryAt`): look at the queue again, so
         // that the next pick sees it and sets the timer for when it is due.
@@ -162,31 +184,22 @@ export const createProcessor = (deps: ProcessorDeps) => {
 
   const dispatcher = createDispatcher({
     store,
-    committer,
+    queue,
     clock,
     slots,
     log,
     claim: { owner, leaseMs: deps.leaseMs, modelLimits, policy: deps.policy },
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
-    run: ({ reqId, attempt }) => run({ reqId, attempt }),
+    run: (claimed) => run(claimed),
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
-      void committer.send({ type: 'Release', reqId, owner, attempt, now: clock.now() }).catch(() => {});
+      void queue.release({ reqId, attempt, owner }, clock.now()).catch(() => {});
     },
     gaveUp: (reqId) => {
       waiters.tell(reqId);
       settleIdle();
     },
-  });
-
-  const leaseKeeper = createLeaseKeeper({
-    committer,
-    clock,
-    owner,
-    leaseMs: deps.leaseMs,
-    running: () => working.values(),
-    lost: (reqId) => caller.abort(reqId),
   });
 
   /**
@@ -203,17 +216,18 @@ export const createProcessor = (deps: ProcessorDeps) => {
   });
 
   /**
-   * A cancel made by another process (`airs requests cancel`, another server) reaches this one through the store:
-   * while calls worth aborting run, their requests are looked at once a second, and a cancelled one's call is aborted.
+   * What another process commits (a submit it queued, a lease it took, a cancel, a request it finished) can make work
+   * due here, or end a call running here: the dispatcher looks again, and calls in flight whose request was cancelled
+   * meanwhile are aborted.
    */
-  const cancelWatch = setInterval(() => {
+  const stopHearingOthers = store.reads.onChange(() => {
+    dispatcher.schedule();
     for (const reqId of caller.abortable())
       void store.reads.request(reqId).then(
         (state) => state?.status === 'cancelled' && caller.abort(reqId),
         () => {},
       );
-  }, otherCancelCheckMs);
-  cancelWatch.unref();
+  });
 
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
@@ -221,7 +235,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
   };
 
   const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started) => {
-    if (started !== undefined && reserved) return run({ reqId, attempt: started.attempt, model }, started.input);
+    if (started !== undefined && reserved)
+      return run({ reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model }, started.input);
     if (reserved) slots.letGo();
     // The request waits in the queue now: look at it.
     dispatcher.schedule();
@@ -250,15 +265,13 @@ export const createProcessor = (deps: ProcessorDeps) => {
     stopHearing();
     dispatcher.stop();
     leaseKeeper.stop();
-    clearInterval(cancelWatch);
+    stopHearingOthers();
     caller.stop();
     const running = [...working.values()];
     await Promise.allSettled(running.map((attempt) => attempt.done));
     if (release) {
       const now = clock.now();
-      await Promise.allSettled(
-        running.map(({ reqId, attempt }) => committer.send({ type: 'Release', reqId, owner, attempt, now })),
-      );
+      await Promise.allSettled(running.map(({ reqId, attempt }) => queue.release({ reqId, attempt, owner }, now)));
     }
     for (const resolve of idleWaiters.splice(0)) resolve();
     idleWaiters = [];

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import { type Command, isRefusal } from '../../domain/commands.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
 import { isExpiredAt } from '../../domain/request/rules.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import type { Generation } from '../../ports/ModelProvider.js';
 import { StorageFault, type StoreShape } from '../../ports/Store.js';
+import type { Held, Recorded, StoredAnswer, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { CommitterShape } from '../Committer.js';
 import type { MetricsShape } from '../Metrics.js';
 import type { ModelsShape } from '../Models.js';
@@ -14,24 +14,26 @@ import type { CallOutcome, ModelCaller } from './modelCall.js';
 /** How long an outcome whose write failed waits before it is written again. */
 const faultRetryMs = 1_000;
 
-/** An attempt this process runs: the request, its attempt number (the lease is for it), and its model if known. */
-export type Attempt = { readonly reqId: string; readonly attempt: number; readonly model?: string };
+/**
+ * An attempt this process runs: the request, its attempt number (the lease is for it), when its lease ends as its
+ * durable start says, and its model if known.
+ */
+export type Attempt = {
+  readonly reqId: string;
+  readonly attempt: number;
+  readonly leaseUntil?: number | undefined;
+  readonly model?: string;
+};
 
-/** A model's answer as the command that records it: the stored answer, its usage and how it ended. */
-const successOf = (attempt: Attempt, owner: string, generation: Generation, now: number): Command => {
+/** A model's answer as it is stored: its text (or the whole message, with tool calls), usage and ending. */
+const answerOf = (generation: Generation): StoredAnswer => {
   const answer = storedAnswerOf(generation);
   return {
-    type: 'RecordSuccess',
-    reqId: attempt.reqId,
-    responseChars: answer.text.length,
-    response: answer.text,
+    text: answer.text,
     inputTokens: generation.usage?.inputTokens,
     outputTokens: generation.usage?.outputTokens,
     finishReason: generation.finishReason === 'stop' ? undefined : generation.finishReason,
     output: answer.output,
-    owner,
-    attempt: attempt.attempt,
-    now,
   };
 };
 
@@ -46,6 +48,8 @@ const outcomeLabel = (outcome: CallOutcome) =>
  */
 export const createAttemptRunner = (deps: {
   readonly store: StoreShape;
+  readonly queue: WorkQueueShape;
+  /** For an expiry the attempt finds due (not a move of the work queue). */
   readonly committer: CommitterShape;
   readonly models: ModelsShape;
   readonly clock: ClockShape;
@@ -56,6 +60,10 @@ export const createAttemptRunner = (deps: {
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   /** Cancelled while its start was being recorded: its model is never called. */
   readonly cancelledEarly: (reqId: string) => boolean;
+  /** The lease is gone or about to be (see leaseKeeper.ts): the model is not called; the attempt is given back. */
+  readonly leaseLapsing: (reqId: string) => boolean;
+  /** The lease was given up while the model was called (the call was aborted for it). */
+  readonly leaseGivenUp: (reqId: string) => boolean;
   /** The model has answered (or the call ended): its worker is free. */
   readonly workerFree: () => void;
 }) => {
@@ -87,12 +95,12 @@ export const createAttemptRunner = (deps: {
    * lease is renewed) until its outcome is on disk, as nobody else may take it over meanwhile. Undefined when the pool
    * stopped first: the attempt is then given back.
    */
-  const recordUntilWritten = async (command: Command) => {
+  const recordUntilWritten = async (held: Held, record: (now: number) => Promise<Recorded>) => {
     for (;;) {
       try {
-        return await committer.send(command);
+        return await record(clock.now());
       } catch (error) {
-        logAttemptFault(log, command.type === 'Account' || command.type === 'Claim' ? '' : command.reqId, error);
+        logAttemptFault(log, held.reqId, error);
         if (deps.caller.stopped()) return undefined;
         await new Promise((resolve) => setTimeout(resolve, faultRetryMs));
         if (deps.caller.stopped()) return undefined;
@@ -113,6 +121,7 @@ export const createAttemptRunner = (deps: {
       if (model === undefined) outcome = { ok: false, reason: 'model is no longer configured' };
       else if (input === undefined) outcome = { ok: false, reason: 'prompt is missing' };
       else if (deps.cancelledEarly(reqId)) outcome = { ok: false, reason: 'cancelled' };
+      else if (deps.leaseLapsing(reqId)) outcome = { ok: false, reason: 'lease lapsing' };
       else {
         deps.metrics?.attemptStarted(modelId);
         const calledAt = performance.now();
@@ -124,22 +133,22 @@ export const createAttemptRunner = (deps: {
     }
     // Stopping: record nothing; the attempt is given back (or its lease lapses) and another worker takes it up.
     if (deps.caller.stopped()) return;
-    const now = clock.now();
-    const refusal = await recordUntilWritten(
+    const held: Held = { reqId, attempt: attempt.attempt, owner };
+    if (!outcome.ok && deps.leaseGivenUp(reqId)) {
+      // Not the request's failure: this process could not keep its lease (its writes too slow). Given back, for any
+      // worker to take up; if another already did, the release is refused and changes nothing.
+      log.warn({ reqId }, 'attempt given back: its lease could not be kept');
+      deps.metrics?.attemptEnded(modelId, 'taken_over', seconds);
+      await deps.queue.release(held, clock.now()).catch(() => {});
+      return;
+    }
+    const result = await recordUntilWritten(held, (now) =>
       outcome.ok
-        ? successOf(attempt, owner, outcome.generation, now)
-        : {
-            type: 'RecordFailure',
-            reqId,
-            reason: outcome.reason,
-            policy: deps.policy,
-            now,
-            owner,
-            attempt: attempt.attempt,
-          },
+        ? deps.queue.recordSuccess(held, answerOf(outcome.generation), now)
+        : deps.queue.recordFailure(held, outcome.reason, deps.policy, now),
     );
-    if (refusal === undefined) return;
-    if (!isRefusal(refusal)) {
+    if (result === undefined) return;
+    if (result === 'recorded') {
       deps.metrics?.attemptEnded(
         modelId,
         outcomeLabel(outcome),

@@ -1,33 +1,30 @@
 import type { Logger } from 'pino';
-import type { Claim } from '../../domain/claim.js';
-import { isRefusal } from '../../domain/commands.js';
-import type { RequestEvent } from '../../domain/request/events.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import { type DueWork, StorageFault, type StoreShape } from '../../ports/Store.js';
-import type { CommitterShape } from '../Committer.js';
+import type { ClaimAsk, Claimed as ClaimedWork, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { Slots } from './slots.js';
 
 /** A request this process now holds: started under its lease, in attempt `attempt`. */
-export type Claimed = { readonly reqId: string; readonly attempt: number };
+export type Claimed = { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number };
 
 /** How long the dispatcher waits before it looks again after a write failed (the disk may be full for a while). */
 const faultRetryMs = 1_000;
 
 /**
  * When to take work, and taking it. A pick (`schedule`) runs at most once per event-loop turn and one claim at a time:
- * it holds every free worker, writes one `Claim` (decided inside the store's write, so no other process takes the
- * same requests), lets go of the workers it did not need, and hands each request it got to `run`. When nothing is due
+ * it holds every free worker, moves that many due requests to processing (decided inside the store's write, so no
+ * other process takes the same requests), lets go of the workers it did not need, and hands each request it got to `run`. When nothing is due
  * it sets the one timer for the next time something will be (a backoff's end, a lease's end). Whatever can make work
  * due calls `schedule`: a submit that queued, a worker let go, an outcome written, a change by another process.
  */
 export const createDispatcher = (deps: {
   readonly store: StoreShape;
-  readonly committer: CommitterShape;
+  readonly queue: WorkQueueShape;
   readonly clock: ClockShape;
   readonly slots: Slots;
   readonly log: Logger;
   /** The claim's fields that do not change: owner, lease, model bounds, retry policy. */
-  readonly claim: Omit<Claim, 'type' | 'now' | 'max' | 'after'>;
+  readonly claim: Omit<ClaimAsk, 'now' | 'max' | 'after'>;
   readonly takesNoWork: () => boolean;
   /** Runs a claimed request (its worker is held for it). */
   readonly run: (claimed: Claimed) => void;
@@ -36,7 +33,7 @@ export const createDispatcher = (deps: {
   /** Requests the claim gave up (no attempt left for a lapsed lease): their outcome is durable. */
   readonly gaveUp: (reqId: string) => void;
 }) => {
-  const { store, committer, clock, slots } = deps;
+  const { store, queue, clock, slots } = deps;
   let scheduled = false;
   let claiming = false;
   let again = false;
@@ -100,10 +97,9 @@ export const createDispatcher = (deps: {
       claiming = false;
       return;
     }
-    let events: readonly RequestEvent[] = [];
+    let claimed: ClaimedWork = { started: [], gaveUp: [] };
     try {
-      const outcome = await committer.send({ type: 'Claim', ...deps.claim, now, max: holding, after: lastAccount });
-      if (!isRefusal(outcome) && 'events' in outcome) events = outcome.events as readonly RequestEvent[];
+      claimed = await queue.moveToProcessing({ ...deps.claim, now, max: holding, after: lastAccount });
     } catch (error) {
       if (error instanceof StorageFault) deps.log.warn({ reason: error.message }, 'processing paused: write failed');
       else deps.log.error({ err: error }, 'claim failed');
@@ -111,14 +107,13 @@ export const createDispatcher = (deps: {
     } finally {
       claiming = false;
     }
-    const started = events.filter((event) => event.type === 'RequestProcessingStarted');
+    const { started } = claimed;
     slots.letGo(holding - started.length);
-    for (const event of started) {
-      const claimed = { reqId: event.reqId, attempt: event.attempt };
-      if (deps.takesNoWork()) deps.giveBack(claimed);
-      else deps.run(claimed);
+    for (const attempt of started) {
+      if (deps.takesNoWork()) deps.giveBack(attempt);
+      else deps.run(attempt);
     }
-    for (const event of events) if (event.type === 'RequestFailed') deps.gaveUp(event.reqId);
+    for (const reqId of claimed.gaveUp) deps.gaveUp(reqId);
     // Accounts in turn across claims: the next starts after the account of the last request this one took.
     const last = started.at(-1);
     if (last !== undefined) lastAccount = (await store.reads.request(last.reqId))?.context.accountId ?? lastAccount;

@@ -27,12 +27,14 @@ export const createSimModel = (timeoutMs: number) => {
       calls.set(prompt, count);
       const plan = plans.get(prompt) ?? [{ kind: 'ok', delayMs: 0 }];
       const behaviour = plan[Math.min(count, plan.length) - 1] as CallBehaviour;
+      if (process.env.SIMDEBUG) console.log(Date.now() % 100000, 'call start', prompt, count);
       if ((active.get(prompt) ?? 0) > 0) overlaps.push(prompt);
       active.set(prompt, (active.get(prompt) ?? 0) + 1);
       let ended = false;
       const end = () => {
         if (ended) return;
         ended = true;
+        if (process.env.SIMDEBUG) console.log(Date.now() % 100000, 'call end', prompt, count);
         active.set(prompt, (active.get(prompt) ?? 1) - 1);
       };
       signal.addEventListener('abort', end, { once: true });

@@ -1,0 +1,60 @@
+import type { RetryPolicy } from '../domain/request/retryPolicy.js';
+
+/**
+ * The third part of the storage port, beside the event log (`Store.commit`) and the read model (`Store.reads`): the
+ * moves a worker makes on the queue, each decided inside one of the store's writes against whatever every process has
+ * committed, so several processes and servers share one queue safely. A worker names itself (`owner`) on everything
+ * it takes; the machine records an extension, a release or an outcome only from the owner of the request's current
+ * attempt while it holds it (fencing): a worker whose lease was taken over changes nothing.
+ */
+export interface WorkQueueShape {
+  /**
+   * Moves up to `max` due requests to processing under `owner`'s lease (`leaseMs` from `now`): lapsed leases of other
+   * owners first, then the queue with accounts in turn, each model within its bound across all processes.
+   */
+  moveToProcessing(ask: ClaimAsk): Promise<Claimed>;
+  /** Extends the lease of an attempt this worker holds; false when it holds it no longer (stop working on it). */
+  extendLease(held: Held, leaseMs: number, now: number): Promise<boolean>;
+  /** Gives an attempt back to the queue at once (a stopping worker), rather than letting its lease lapse. */
+  release(held: Held, now: number): Promise<void>;
+  /** Records an attempt's answer; `refused` when the worker no longer holds the attempt (nothing was written). */
+  recordSuccess(held: Held, answer: StoredAnswer, now: number): Promise<Recorded>;
+  /** Records an attempt's failure: a retry after the policy's backoff, or a failure for good once no attempt is left. */
+  recordFailure(held: Held, reason: string, policy: RetryPolicy, now: number): Promise<Recorded>;
+}
+
+/** An attempt a worker holds: which request, which attempt of it, and whose. */
+export type Held = { readonly reqId: string; readonly attempt: number; readonly owner: string };
+
+export type ClaimAsk = {
+  readonly owner: string;
+  readonly now: number;
+  readonly leaseMs: number;
+  readonly max: number;
+  /** Each model's bound of requests processed at once, in all processes (absent: none). */
+  readonly modelLimits: Readonly<Record<string, number>>;
+  /** The account served last by this worker: the queue is read from the one after it. */
+  readonly after?: string | undefined;
+  /** Bounds requests that carry no attempt bound of their own (written by older versions). */
+  readonly policy: RetryPolicy;
+};
+
+export type Claimed = {
+  /** The attempts now held, in the order taken. */
+  readonly started: readonly { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number }[];
+  /** Requests whose lapsed lease had no attempt left: failed for good by this move. */
+  readonly gaveUp: readonly string[];
+};
+
+/** A model's answer as stored: its text, and what the model said of it. */
+export type StoredAnswer = {
+  readonly text: string;
+  readonly inputTokens?: number | undefined;
+  readonly outputTokens?: number | undefined;
+  /** How the answer ended, when not a plain stop. */
+  readonly finishReason?: string | undefined;
+  /** The answer is a whole assistant message (tool calls), stored as JSON. */
+  readonly output?: 'message' | undefined;
+};
+
+export type Recorded = 'recorded' | 'refused';
