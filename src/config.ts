@@ -102,6 +102,8 @@ export const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  /** Server processes `airs serve` runs on this machine, sharing the port and the store. */
+  processes: positiveInt.max(256).optional(),
   /** How long a connection may take and how many there may be (decisions.md, HTTP serving). */
   http: z
     .strictObject({
@@ -155,6 +157,8 @@ export type Config = {
   readonly processing: { readonly concurrency: number; readonly maxAttempts: number; readonly leaseSeconds: number };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
+  /** Server processes `airs serve` runs (one primary that forks them when more than 1). */
+  readonly processes: number;
   /** Connection bounds of the HTTP server (listen.ts). */
   readonly http: HttpLimits;
   /** The dashboard's limits against unauthenticated floods (product contract 15). */
@@ -190,6 +194,7 @@ export type ConfigOverrides = {
   readonly dataDir?: string;
   readonly port?: number;
   readonly host?: string;
+  readonly processes?: number;
 };
 
 export const defaultModels: readonly ModelConfig[] = [
@@ -284,6 +289,7 @@ export const loadConfig = (
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    processes: overrides.processes ?? file.processes ?? 1,
     http,
     dashboard: {
       signupsPerHour: file.dashboard?.signupsPerHour ?? 5,

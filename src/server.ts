@@ -2,6 +2,7 @@ import { Effect, Layer, ManagedRuntime } from 'effect';
 import type { H3 } from 'h3';
 import { createHttpApp } from './adapters/http/app.js';
 import { createTraffic, type Traffic } from './adapters/http/traffic.js';
+import { createProvider } from './adapters/models/providers.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
@@ -29,7 +30,7 @@ export const appLayer = (options: AppOptions) => {
       Layer.mergeAll(
         AuthLayer,
         RateLimiterLayer,
-        ModelsLayer,
+        ModelsLayer(createProvider),
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),
         LiveOutputLayer,

@@ -1,5 +1,4 @@
 import { Context, Effect, Layer } from 'effect';
-import { createProvider } from '../adapters/models/providers.js';
 import type { ModelConfig } from '../config.js';
 import type { ModelProvider } from '../ports/ModelProvider.js';
 import { AppConfig } from './AppConfig.js';
@@ -14,16 +13,20 @@ export interface ModelsShape {
 /** The configured models by id. */
 export class Models extends Context.Service<Models, ModelsShape>()('airs/Models') {}
 
-export const modelsFrom = (configs: readonly ModelConfig[]): ModelsShape => {
+/** Makes the provider a model's config names (the adapters' `createProvider`, given by the composition root). */
+export type ProviderFactory = (config: ModelConfig) => ModelProvider;
+
+export const modelsFrom = (configs: readonly ModelConfig[], createProvider: ProviderFactory): ModelsShape => {
   const byId = new Map(configs.map((config) => [config.id, { config, provider: createProvider(config) }]));
   const ids = [...byId.keys()];
   return { get: (id) => byId.get(id), ids: () => ids };
 };
 
-export const ModelsLayer = Layer.effect(
-  Models,
-  Effect.gen(function* () {
-    const config = yield* AppConfig;
-    return Models.of(modelsFrom(config.models));
-  }),
-);
+export const ModelsLayer = (createProvider: ProviderFactory) =>
+  Layer.effect(
+    Models,
+    Effect.gen(function* () {
+      const config = yield* AppConfig;
+      return Models.of(modelsFrom(config.models, createProvider));
+    }),
+  );

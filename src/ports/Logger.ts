@@ -22,16 +22,19 @@ export const logLevelFromEnv = (env: NodeJS.ProcessEnv = process.env): { level: 
 
 /**
  * The server's logger: JSON lines on stderr, or readable lines (pino-pretty, loaded only then) when stderr is a
- * terminal, where a person reads them rather than a collector.
+ * terminal, where a person reads them rather than a collector. `fields` go on every line (the pid of each server
+ * process of `serve --processes`, whose lines share one stderr).
  */
 export const createLogger = async (
   level = 'info',
   pretty = process.stderr.isTTY === true,
   destination: number | string = 2,
+  fields?: Readonly<Record<string, unknown>>,
 ): Promise<Logger> => {
-  if (!pretty) return pino({ level, base: undefined }, pino.destination({ dest: destination, sync: false }));
+  const options = { level, base: fields };
+  if (!pretty) return pino(options, pino.destination({ dest: destination, sync: false }));
   const { default: prettyStream } = await import('pino-pretty');
-  return pino({ level, base: undefined }, prettyStream({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
+  return pino(options, prettyStream({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));
 };
 
 export const LogLayer = (logger: Logger) => Layer.succeed(Log, logger);

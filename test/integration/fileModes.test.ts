@@ -40,7 +40,7 @@ describe('file modes of the data directory and of backups', { timeout: 90_000 },
     const limiterFiles = Object.keys(whileServing).filter((name) => /^limits-[\w-]+\.mdb(-lock)?$/.test(name));
     expect(limiterFiles).toHaveLength(2);
     expect(Object.keys(whileServing).sort()).toEqual(
-      ['.', 'airs.mdb', 'airs.mdb-lock', 'airs.mdb.created', 'airs.serve.pid', ...limiterFiles].sort(),
+      ['.', 'airs.mdb', 'airs.mdb-lock', 'airs.mdb.created', ...limiterFiles].sort(),
     );
     for (const [name, mode] of Object.entries(whileServing)) expect(mode, name).toBe(name === '.' ? '700' : '600');
 

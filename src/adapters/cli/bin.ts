@@ -10,3 +10,6 @@ endQuietlyWhenReaderLeaves(serving);
 const code = await runCli(process.argv.slice(2));
 // `serve` keeps running; every other command ends here.
 if (!serving || code !== 0) process.exitCode = code;
+// A server process of `serve --processes N` that failed to start: its channel to the primary would keep it alive
+// (and a plain disconnect ends a cluster worker with 0).
+if (code !== 0 && process.connected) process.exit(code);

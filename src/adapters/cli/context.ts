@@ -12,6 +12,13 @@ import { CliError, type Output } from './output.js';
 /** The options of every command that uses the data directory and the config file. */
 export type StoreOptions = { readonly dataDir?: string; readonly config?: string };
 
+/** `serve`'s options beside those: they win over the environment and the config file. */
+export type ServeOptions = StoreOptions & {
+  readonly port?: string;
+  readonly host?: string;
+  readonly processes?: string;
+};
+
 /** Adds `--data-dir` and `--config` to a command that uses the data directory (they win over the environment). */
 export const withStoreOptions = (command: Command): Command =>
   command
@@ -21,6 +28,13 @@ export const withStoreOptions = (command: Command): Command =>
 const given = (flag: string, value: string | undefined, what: string): string | undefined => {
   if (value !== undefined && value.trim() === '') throw new CliError(`${flag}: expected ${what}, got ""`, 2);
   return value;
+};
+
+const processesOf = (value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 256)
+    throw new CliError(`--processes: expected an integer from 1 to 256, got "${value}"`, 2);
+  return Number(value);
 };
 
 const portOf = (value: string | undefined): number | undefined => {
@@ -34,14 +48,13 @@ const portOf = (value: string | undefined): number | undefined => {
  * The configuration in force for this command: its flags, then the environment, then the config file, then the
  * defaults. A bad flag or a bad config is one line and exit 2.
  */
-export const configOrFail = async (
-  options: StoreOptions & { readonly port?: string; readonly host?: string } = {},
-): Promise<Config> => {
+export const configOrFail = async (options: ServeOptions = {}): Promise<Config> => {
   const overrides: ConfigOverrides = {
     configFile: given('--config', options.config, 'a file'),
     dataDir: given('--data-dir', options.dataDir, 'a directory'),
     port: portOf(options.port),
     host: given('--host', options.host, 'a host name or address'),
+    processes: processesOf(options.processes),
   };
   const { ConfigError, loadConfig } = await import('../../config.js');
   try {
@@ -53,9 +66,7 @@ export const configOrFail = async (
 };
 
 /** `serve`'s configuration: as every command's, and the upstream keys its models name must be set. */
-export const serveConfigOrFail = async (
-  options: StoreOptions & { readonly port?: string; readonly host?: string },
-): Promise<Config> => {
+export const serveConfigOrFail = async (options: ServeOptions): Promise<Config> => {
   const config = await configOrFail(options);
   const { checkModelSecrets } = await import('../../config.js');
   try {

@@ -12,7 +12,7 @@ export const exitStatuses: ReadonlyArray<readonly [status: number, commands: str
   [
     2,
     'all',
-    'usage or setup: a bad flag, argument or config; a data directory that cannot be used, holds no database, is of another layout or is damaged; `serve`: the directory is already served, or the port cannot be listened on; `backup`: a destination that is not empty or cannot be made',
+    'usage or setup: a bad flag, argument or config; a data directory that cannot be used, holds no database, is of another layout or is damaged; `serve`: the port cannot be listened on; `backup`: a destination that is not empty or cannot be made',
   ],
   [3, 'replay --verify', 'views differ from the log'],
   [4, 'ask', 'the API key was refused (401, 403)'],

@@ -52,7 +52,8 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
     if (error instanceof CliError) {
-      output.err(`airs: ${error.message}`);
+      // No message: what went wrong was said already (by a server process that `serve --processes` started).
+      if (error.message !== '') output.err(`airs: ${error.message}`);
       return error.exitCode;
     }
     // A data directory this version cannot use or read is the operator's setting to fix, like a bad config file.

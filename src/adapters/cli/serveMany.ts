@@ -1,0 +1,108 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../../config.js';
+import { CliError, type Output } from './output.js';
+import { isServerMessage } from './serveOne.js';
+
+/** A server process that dies is replaced after this long, doubling while they keep dying, up to `maxRespawnMs`. */
+const firstRespawnMs = 1_000;
+const maxRespawnMs = 30_000;
+/** A replacement that has run this long resets the doubling. */
+const stableMs = 60_000;
+
+/**
+ * `airs serve --processes N`: this process (the primary) serves nothing itself. It checks the port, forks N server
+ * processes (serveOne.ts) that share the port (node:cluster hands each connection to one of them) and the store,
+ * prints the URL once all of them listen, replaces one that dies, and on SIGINT or SIGTERM stops them all (each
+ * drains as a single server does) and exits when they have. The first process starts alone, so that the store is
+ * created or migrated once; a process that fails to start (a damaged data directory, a bad model secret) stops the
+ * whole start with its own exit status.
+ */
+export const serveMany = async (config: Config, output: Output): Promise<void> => {
+  const [{ createLogger, logLevelFromEnv }, { listenProblem, listenFailureMessage }, { openToOthers }] =
+    await Promise.all([
+      import('../../ports/Logger.js'),
+      import('../http/portCheck.js'),
+      import('../lmdb/fileModes.js'),
+    ]);
+  const logLevel = logLevelFromEnv();
+  if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
+  const logger = await createLogger(logLevel.level);
+  const portProblem = await listenProblem(config.host, config.port);
+  if (portProblem !== undefined) throw new CliError(listenFailureMessage(config.host, config.port, portProblem), 2);
+  const openWarning = openToOthers(config.dataDir);
+  if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
+
+  const listening = new Set<Worker>();
+  let stopping = false;
+  let respawnMs = firstRespawnMs;
+  let lastRespawn = 0;
+
+  /** Forks one server process; resolves once it listens, rejects with its exit status if it ends before. */
+  const fork = () =>
+    new Promise<string>((resolve, reject) => {
+      const worker = cluster.fork();
+      worker.on('message', (message: unknown) => {
+        if (!isServerMessage(message)) return;
+        listening.add(worker);
+        resolve(message.url);
+      });
+      worker.on('exit', (code, signal) => {
+        const wasListening = listening.delete(worker);
+        if (!wasListening) {
+          reject(code ?? 1);
+          return;
+        }
+        if (stopping) return;
+        // Died while serving: the others go on serving; a replacement takes its place.
+        logger.warn({ pid: worker.process.pid, code, signal }, 'a server process died; starting another');
+        const now = Date.now();
+        respawnMs = now - lastRespawn > stableMs ? firstRespawnMs : Math.min(maxRespawnMs, respawnMs * 2);
+        lastRespawn = now;
+        setTimeout(() => {
+          if (!stopping) void fork().catch((status) => logger.error({ status }, 'a replacement failed to start'));
+        }, respawnMs).unref();
+      });
+    });
+
+  const stopAll = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, processes: listening.size }, 'stopping every server process');
+    const force = setTimeout(
+      () => {
+        for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+        process.exit(1);
+      },
+      (config.shutdownGraceSeconds + 10) * 1_000,
+    ).unref();
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    let failed = false;
+    const check = () => {
+      if (Object.keys(cluster.workers ?? {}).length > 0) return;
+      clearTimeout(force);
+      logger.flush();
+      process.exit(failed ? 1 : 0);
+    };
+    cluster.on('exit', (_worker, code) => {
+      // One that had not started yet ends by the signal itself (code null): not a failure.
+      if (code !== null && code !== 0) failed = true;
+      check();
+    });
+    check();
+  };
+  process.on('SIGINT', () => stopAll('SIGINT'));
+  process.on('SIGTERM', () => stopAll('SIGTERM'));
+
+  let url: string;
+  try {
+    url = await fork();
+    await Promise.all(Array.from({ length: config.processes - 1 }, fork));
+  } catch (status) {
+    // The server process said why on stderr: the others stop, and the start ends with its status, saying no more.
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    throw new CliError('', typeof status === 'number' && status !== 0 ? status : 1);
+  }
+  output.out(`airs listening on ${url}/`);
+  logger.info({ processes: config.processes, config: config.source, dataDir: config.dataDir }, 'started');
+};

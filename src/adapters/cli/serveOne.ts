@@ -1,0 +1,91 @@
+import cluster from 'node:cluster';
+import type { Config } from '../../config.js';
+import { CliError, type Output } from './output.js';
+
+/** How long a stop waits for connections to close after the drain (answers being written) before it goes on. */
+const closeMs = 2_000;
+
+/** What a server process forked by `airs serve --processes N` tells its primary. */
+export type ServerMessage = { readonly airs: 'listening'; readonly url: string };
+
+export const isServerMessage = (message: unknown): message is ServerMessage =>
+  typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'listening';
+
+/**
+ * One server process: the HTTP server, the worker pool and the sweeper on the store, until SIGINT or SIGTERM. Alone
+ * (`processes` 1) it checks the port, warns of an open data directory and prints the URL; forked by a primary
+ * (serveMany.ts), the primary did the first two and prints the URL once every process listens, and the process stops
+ * when its primary goes.
+ */
+export const serveOne = async (config: Config, output: Output) => {
+  const forked = cluster.isWorker;
+  // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
+  const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }, { listenProblem, listenFailureMessage }] =
+    await Promise.all([
+      import('../../ports/Logger.js'),
+      import('../../server.js'),
+      import('../http/listen.js'),
+      import('../http/portCheck.js'),
+    ]);
+  const logLevel = logLevelFromEnv();
+  if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
+  const logger = await createLogger(logLevel.level, undefined, undefined, forked ? { pid: process.pid } : undefined);
+  if (!forked) {
+    // The port before the data directory: a server that cannot listen creates nothing. (A port taken in the moment
+    // between this check and the listen below is still refused, after the directory was made.)
+    const portProblem = await listenProblem(config.host, config.port);
+    if (portProblem !== undefined) throw new CliError(listenFailureMessage(config.host, config.port, portProblem), 2);
+    const { openToOthers } = await import('../lmdb/fileModes.js');
+    const openWarning = openToOthers(config.dataDir);
+    if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
+  }
+  const app = await startApp({ config, logger });
+  let listening: Awaited<ReturnType<typeof listen>>;
+  try {
+    listening = await listen(app.http, {
+      port: config.port,
+      hostname: config.host,
+      maxBodyBytes: config.maxBodyBytes,
+      limits: config.http,
+      log: logger,
+    });
+  } catch (error) {
+    await app.close();
+    throw new CliError(listenFailureMessage(config.host, config.port, error as NodeJS.ErrnoException), 2);
+  }
+  const { server, url } = listening;
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const graceMs = config.shutdownGraceSeconds * 1_000;
+    logger.info(
+      { signal, graceSeconds: config.shutdownGraceSeconds },
+      'stopping: new calls answer 503 while the calls and model work in flight finish',
+    );
+    // Whatever happens below, the process ends: a stop that hangs would keep an orchestrator waiting.
+    const force = setTimeout(() => process.exit(1), graceMs + closeMs + 5_000).unref();
+    if (!(await app.drain(graceMs))) {
+      logger.warn(
+        { calls: app.traffic.inFlight, modelCalls: app.processor.inFlight() },
+        'grace period over: what is still running stops now; model calls are taken up again at the next start',
+      );
+    }
+    // Stops listening and closes the idle keep-alive connections (every call had its answer by now).
+    await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, closeMs))]);
+    await app.close();
+    clearTimeout(force);
+    logger.flush();
+    process.exit(0);
+  };
+  // Before the URL is printed: a stop sent as soon as it is read must find the handlers (not the default action,
+  // which ends the process without a drain).
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (forked) {
+    // A primary that is gone (killed) leaves nobody to stop this process: it stops by itself.
+    process.on('disconnect', () => void stop('primary gone'));
+    process.send?.({ airs: 'listening', url } satisfies ServerMessage);
+  } else output.out(`airs listening on ${url}/`);
+  logger.info({ config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) }, 'started');
+};
