@@ -116,6 +116,10 @@ export const limitFeatures = ({ open, itWith, factory }: Contract) =>
         expect(byAnswer(decisions)).toEqual(byAnswer(reference(spends)));
         // The other process's spends are the state this one reads.
         expect(await store.reads.limiterState('acct_1', 'submits')).toBe(reference(spends).at(-1)?.tat);
+        // Long calls of both at the same moment: their spends overlap in time, yet each is decided against all before.
+        const burst = oneToN(400).map(() => ({ ...spendOf('acct_2', 10_000, 'burst'), limit: 300 }));
+        const [here, there] = await Promise.all([other.spend(burst), store.spend(burst)]);
+        expect([...here, ...there].filter((decision) => decision.allowed)).toHaveLength(300);
       },
     );
   });

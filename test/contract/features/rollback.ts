@@ -3,7 +3,17 @@ import { isRefusal } from '../../../src/domain/commands.js';
 import { LifecycleViolation, Refused } from '../../../src/domain/errors.js';
 import { StorageFault } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
-import { accountId, createAccount, replay, seqsOf, statusOf, submit, unknownCommand } from '../fixtures.js';
+import {
+  accountId,
+  commitOne,
+  createAccount,
+  oneToN,
+  replay,
+  seqsOf,
+  statusOf,
+  submit,
+  unknownCommand,
+} from '../fixtures.js';
 
 /**
  * What `commit` promises about failure (ports/Store.ts): a refused command is an outcome of its own, and so is a
@@ -69,7 +79,15 @@ export const rollbackFeatures = ({ open, itWith, factory }: Contract) =>
       async (failingDisk) => {
         const { store, fail, recover } = await failingDisk();
         await store.commit({ commands: [createAccount(1), submit('req_before')] });
-        // A megabyte of prompt needs room the disk has not got; the account before it would fit anywhere.
+        // Room the store holds already: a large prompt, dropped when its request expires, a few commits back (so
+        // that its space can be used again). The small commands of the batch fit in it; the batch's prompt does not,
+        // so a store that wrote the batch a command at a time would keep the small ones.
+        await commitOne(store, submit('req_spent', { prompt: 'y'.repeat(500_000), now: 500, ttlMs: 100 }));
+        await commitOne(store, { type: 'Expire', reqId: 'req_spent', now: 600 });
+        await commitOne(store, createAccount(3));
+        await commitOne(store, createAccount(4));
+        const committed = await replay(store);
+        const lastBefore = committed.length;
         const batch = {
           commands: [
             createAccount(2),
@@ -81,21 +99,21 @@ export const rollbackFeatures = ({ open, itWith, factory }: Contract) =>
         try {
           await expect(store.commit(batch)).rejects.toBeInstanceOf(StorageFault);
           // Nothing of the batch, not even its small commands, and no number taken.
-          expect(await store.reads.lastSeq()).toBe(2);
+          expect(await store.reads.lastSeq()).toBe(lastBefore);
           expect(await store.reads.account(accountId(2))).toBeUndefined();
           expect(await store.reads.accountIdByEmail('user2@example.com')).toBeUndefined();
           expect(await statusOf(store, 'req_before')).toBe('waiting');
           expect(await store.reads.request('req_big')).toBeUndefined();
           expect((await store.reads.dueWork(1_001)).now).toBe(true);
-          expect(await replay(store)).toHaveLength(2);
+          expect(await replay(store)).toEqual(committed);
         } finally {
           await recover();
         }
         const outcomes = await store.commit(batch);
-        expect(outcomes.map(seqsOf)).toEqual([[3], [4], [5]]);
+        expect(outcomes.map(seqsOf)).toEqual([[lastBefore + 1], [lastBefore + 2], [lastBefore + 3]]);
         expect(await statusOf(store, 'req_before')).toBe('processing');
         expect((await store.reads.requestWithText('req_big'))?.text).toHaveLength(1_000_000);
-        expect((await replay(store)).map((event) => event.seq)).toEqual([1, 2, 3, 4, 5]);
+        expect((await replay(store)).map((event) => event.seq)).toEqual(oneToN(lastBefore + 3));
       },
     );
   });
