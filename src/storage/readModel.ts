@@ -5,9 +5,10 @@ import type { SyncReads } from './syncReads.js';
 
 /**
  * The read model of a store whose reads answer at once (LMDB's memory map, memory): each read renews the read
- * snapshot first, at most once per event-loop turn (a fresh snapshot costs about half a microsecond; the reads of one
- * turn share it), so a read sees what was committed before its turn began, by this process or another; the store
- * renews it itself after each of its own commits. Answers are plain promises of what was read.
+ * snapshot first (about half a microsecond), so it sees everything committed before it began, by this process or
+ * another. A snapshot shared by the reads of one event-loop turn would not: news of another process's commit (its
+ * answer, a change notification) may arrive in a later callback of the same turn, and a read there would miss it.
+ * Answers are plain promises of what was read.
  */
 export const readModelOf = (
   reads: SyncReads,
@@ -15,18 +16,8 @@ export const readModelOf = (
     readonly limiterState: (accountId: string, budget: string) => number | undefined;
     readonly onChange: ReadModel['onChange'];
   },
-): ReadModel & { readonly renew: () => void } => {
-  let renewed = false;
-  const clear = () => {
-    renewed = false;
-  };
-  /** Renews the snapshot unless this turn has renewed it already. */
-  const fresh = () => {
-    if (renewed) return;
-    renewed = true;
-    reads.refresh();
-    setImmediate(clear);
-  };
+): ReadModel => {
+  const fresh = () => reads.refresh();
   const read =
     <A extends unknown[], R>(f: (...args: A) => R) =>
     (...args: A): Promise<R> => {
@@ -38,10 +29,6 @@ export const readModelOf = (
       }
     };
   return {
-    renew: () => {
-      renewed = false;
-      fresh();
-    },
     request: read(reads.request),
     requestWithText: read(reads.requestWithText),
     account: read(reads.account),

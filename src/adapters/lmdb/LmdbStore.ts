@@ -384,8 +384,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           throw error;
         }
       });
-      // What was just committed is seen by the next read, and is no change by another process.
-      reads.renew();
+      // What was just committed is no change by another process.
       if (wrote !== undefined) changes.wrote(wrote.from, wrote.to);
       return outcomes;
     } catch (error) {

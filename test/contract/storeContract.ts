@@ -1,0 +1,36 @@
+import { afterEach, describe } from 'vitest';
+import { contractOf } from './contract.js';
+import { concurrentWriterFeatures } from './features/concurrentWriters.js';
+import { idempotencyFeatures } from './features/idempotency.js';
+import { indexFeatures } from './features/indexes.js';
+import { leaseFeatures } from './features/leases.js';
+import { limitFeatures } from './features/limits.js';
+import { onChangeFeatures } from './features/onChange.js';
+import { orderingFeatures } from './features/ordering.js';
+import { reopenFeatures } from './features/reopen.js';
+import { rollbackFeatures } from './features/rollback.js';
+import { visibilityFeatures } from './features/visibility.js';
+import type { StoreFactory } from './storeFactory.js';
+
+/**
+ * The storage contract: what every adapter of the Store port (ports/Store.ts, ports/WorkQueue.ts) must do, written
+ * once against the port alone, after Emmett's event-store feature tests and BullMQ's backend tests. A runner file per
+ * adapter (lmdb.test.ts, memory.test.ts) calls this with its factory (storeFactory.ts); a capability an adapter
+ * cannot have (another process, reopening, a failing disk) skips the tests that need it, with its reason in their
+ * names. docs/architecture.md ("The storage contract") says how a new adapter plugs in.
+ */
+export const describeStoreContract = (factory: StoreFactory) =>
+  describe(`The ${factory.name} store keeps the storage contract`, () => {
+    afterEach(() => factory.dispose());
+    const contract = contractOf(factory);
+    orderingFeatures(contract);
+    rollbackFeatures(contract);
+    concurrentWriterFeatures(contract);
+    leaseFeatures(contract);
+    limitFeatures(contract);
+    idempotencyFeatures(contract);
+    indexFeatures(contract);
+    reopenFeatures(contract);
+    visibilityFeatures(contract);
+    onChangeFeatures(contract);
+  });
