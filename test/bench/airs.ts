@@ -68,14 +68,24 @@ export type RunningAirs = {
 /** Starts `airs serve` on a free port of 127.0.0.1, optionally pinned and with extra node flags (--cpu-prof). */
 export const startAirs = async (
   box: Sandbox,
-  options: { readonly cpus?: string; readonly nodeArgs?: readonly string[]; readonly timeoutMs?: number } = {},
+  options: {
+    readonly cpus?: string;
+    readonly nodeArgs?: readonly string[];
+    readonly timeoutMs?: number;
+    readonly processes?: number;
+  } = {},
 ): Promise<RunningAirs> => {
   const started = performance.now();
-  const child = startChild('airs serve', process.execPath, [...(options.nodeArgs ?? []), airsBin, 'serve'], {
-    env: { ...box.env, PORT: '0', HOST: '127.0.0.1' },
-    cwd: box.dir,
-    cpus: options.cpus,
-  });
+  const child = startChild(
+    'airs serve',
+    process.execPath,
+    [...(options.nodeArgs ?? []), airsBin, 'serve', '--processes', String(options.processes ?? 1)],
+    {
+      env: { ...box.env, PORT: '0', HOST: '127.0.0.1' },
+      cwd: box.dir,
+      cpus: options.cpus,
+    },
+  );
   try {
     const match = await child.waitFor(/airs listening on (http:\/\/\S+?)\/?\s/, options.timeoutMs ?? 30_000);
     return { child, url: match[1] as string, listeningMs: performance.now() - started };

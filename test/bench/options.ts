@@ -38,6 +38,8 @@ export type Options = {
   readonly cpuProf: boolean;
   /** Keep the temporary data directories. */
   readonly keep: boolean;
+  /** Server processes of the airs servers of the HTTP and end-to-end scenarios (`airs serve --processes`). */
+  readonly processes: number;
   readonly sizes: Sizes;
 };
 
@@ -74,18 +76,24 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --only=LIST  run only these scenarios (comma-separated)
   --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
   --keep       keep the temporary data directories (printed at the end)
+  --processes=N  run the HTTP and end-to-end airs servers as airs serve --processes N (default 1)
 environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)`;
 
 export const parseOptions = (argv: readonly string[]): Options | string => {
   let smoke = false;
   let cpuProf = false;
   let keep = false;
+  let processes = 1;
   let only: ScenarioName[] = [...scenarioNames];
   for (const arg of argv) {
     if (arg === '--smoke') smoke = true;
     else if (arg === '--cpu-prof') cpuProf = true;
     else if (arg === '--keep') keep = true;
-    else if (arg.startsWith('--only=')) {
+    else if (arg.startsWith('--processes=')) {
+      processes = Number(arg.slice('--processes='.length));
+      if (!Number.isInteger(processes) || processes < 1 || processes > 64)
+        return `--processes: expected an integer from 1 to 64\n${usage}`;
+    } else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
       if (unknown.length > 0) return `unknown scenario(s): ${unknown.join(', ')}\n${usage}`;
@@ -93,5 +101,5 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
     } else if (arg === '--help' || arg === '-h') return usage;
     else return `unknown option ${arg}\n${usage}`;
   }
-  return { smoke, only, cpuProf, keep, sizes: smoke ? smokeSizes : fullSizes };
+  return { smoke, only, cpuProf, keep, processes, sizes: smoke ? smokeSizes : fullSizes };
 };

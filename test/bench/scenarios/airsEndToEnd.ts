@@ -32,7 +32,11 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
   const children: Child[] = [];
   const box = sandbox(context.workDir, 'e2e-airs');
   const credentials = await createAccountWithKey(box);
-  const airs = await startAirs(box, { cpus: context.cpus.server, nodeArgs: profileFlags(context, 'e2e') });
+  const airs = await startAirs(box, {
+    cpus: context.cpus.server,
+    nodeArgs: profileFlags(context, 'e2e'),
+    processes: context.options.processes,
+  });
   children.push(airs.child);
   // The bench only reads through this store (the server writes); it runs on the load CPUs.
   const store = openLmdbStore(box.dataDir);

@@ -38,7 +38,11 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
   try {
     const box = sandbox(context.workDir, kind);
     const credentials = await createAccountWithKey(box);
-    const airs = await startAirs(box, { cpus: context.cpus.server, nodeArgs: profileFlags(context, kind) });
+    const airs = await startAirs(box, {
+      cpus: context.cpus.server,
+      nodeArgs: profileFlags(context, kind),
+      processes: context.options.processes,
+    });
     children.push(airs.child);
     const bare = await startBare(context.cpus.server);
     children.push(bare.child);
