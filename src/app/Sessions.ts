@@ -70,9 +70,12 @@ export const SessionsLayer = Layer.effect(
     const accounts = yield* Accounts;
     const config = yield* AppConfig;
     const hashing = yield* PasswordHashing;
-    const logins = createAttemptThrottle(clock, loginLimits);
+    const logins = createAttemptThrottle(store.attempts, clock, 'login', loginLimits);
     const { signupsPerHour } = config.dashboard;
-    const signups = signupsPerHour === 0 ? undefined : createAttemptThrottle(clock, signupLimits(signupsPerHour));
+    const signups =
+      signupsPerHour === 0
+        ? undefined
+        : createAttemptThrottle(store.attempts, clock, 'signup', signupLimits(signupsPerHour));
     // An unknown email is checked against this hash, so that it takes as long as a wrong password: the time of an
     // answer does not tell which emails have accounts.
     const decoy = hashPassword(randomBytes(16).toString('base64url'));
@@ -124,11 +127,11 @@ export const SessionsLayer = Layer.effect(
         if (problem !== undefined) return new Refused({ message: problem });
         if ((await store.reads.accountIdByEmail(normalized)) !== undefined)
           return new Refused({ message: `an account with email ${normalized} already exists` });
-        const place = signups?.reserve([`address:${clientAddress}`]);
+        const place = await signups?.reserve([`address:${clientAddress}`]);
         if (place !== undefined && 'throttled' in place) return place;
         const passwordHash = await hashing.hash(password);
         if (isHashingBusy(passwordHash)) {
-          place?.release();
+          await place?.release();
           return passwordHash;
         }
         const created = await Effect.runPromise(Effect.result(accounts.createAccount(normalized, 'free')));
@@ -145,7 +148,7 @@ export const SessionsLayer = Layer.effect(
           .slice(0, maxEmailLength + 1);
         const emailKey = `email:${normalized}`;
         // The attempt takes its place before the hash runs and keeps it unless the password is right.
-        const place = logins.reserve([emailKey, `address:${clientAddress}`]);
+        const place = await logins.reserve([emailKey, `address:${clientAddress}`]);
         if ('throttled' in place) return place;
         const accountId =
           normalized.length <= maxEmailLength ? await store.reads.accountIdByEmail(normalized) : undefined;
@@ -153,14 +156,14 @@ export const SessionsLayer = Layer.effect(
           accountId === undefined ? undefined : await store.reads.credential(passwordCredentialKey(accountId));
         const matches = await hashing.verify(password, stored ?? (await decoy));
         if (isHashingBusy(matches)) {
-          place.release();
+          await place.release();
           return matches;
         }
         if (accountId === undefined || stored === undefined || !matches) return wrongLogin();
         // A right password clears the email's failures; the address keeps its own (one good login must not unlock a
         // spray), and this attempt is not one of them.
-        place.forget(emailKey);
-        place.release();
+        await place.forget(emailKey);
+        await place.release();
         return start(accountId, stored);
       },
       current,

@@ -120,6 +120,42 @@ export type Spend = {
   readonly now: number;
 };
 
+/**
+ * A costly attempt (a password to hash) counted under each of its keys (`email:…`, `address:…`) of a throttle
+ * (`scope`: `login`, `signup`): at most `max` per key in any `windowMs`.
+ */
+export type AttemptAsk = {
+  readonly scope: string;
+  readonly keys: readonly string[];
+  readonly max: number;
+  readonly windowMs: number;
+  readonly now: number;
+};
+
+/** The place an attempt took (at `at`, under each of `keys`). */
+export type AttemptPlace = {
+  readonly scope: string;
+  readonly keys: readonly string[];
+  readonly at: number;
+  readonly windowMs: number;
+};
+
+/** No place: a key is full; the first place frees in `retryAfterMs`. */
+export type AttemptRefused = { readonly retryAfterMs: number };
+
+/**
+ * The throttles of costly attempts, kept by the store so that every server counts the same attempts. Like `spend`,
+ * not durable like the log (a machine's crash may forget them), and bounded: what left its window is dropped.
+ */
+export interface AttemptCounter {
+  /** Takes a place at `ask.now` under every key, or none (refused). */
+  reserve(ask: AttemptAsk): Promise<AttemptRefused | undefined>;
+  /** Gives a place back (the attempt cost nothing after all). */
+  release(place: AttemptPlace): Promise<void>;
+  /** Forgets every attempt counted under `key`. */
+  forget(scope: string, key: string): Promise<void>;
+}
+
 export interface StoreShape {
   readonly reads: ReadModel;
   /**
@@ -137,6 +173,8 @@ export interface StoreShape {
    * start whole again.
    */
   spend(spends: readonly Spend[]): Promise<readonly LimitDecision[]>;
+  /** The login and signup throttles' counts (decided inside a write of the store, like `spend`). */
+  readonly attempts: AttemptCounter;
   close(): Promise<void>;
 }
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
-import type { Batch } from '../../src/ports/Store.js';
+import type { AttemptRefused, Batch } from '../../src/ports/Store.js';
 import { fromWire, type WireOutcome } from './processWire.js';
 import type { OtherProcess } from './storeFactory.js';
 import type { ProcessQuestion } from './storeProcess.js';
@@ -28,7 +28,13 @@ export const builtProgram = (name: string): string => {
 const startBoundMs = 30_000;
 const blockingBoundMs = 30_000;
 
-type Reply = { id: number; outcomes?: WireOutcome[]; decisions?: Decision[]; failure?: string };
+type Reply = {
+  id: number;
+  outcomes?: WireOutcome[];
+  decisions?: Decision[];
+  refused?: AttemptRefused | null;
+  failure?: string;
+};
 
 /**
  * Starts `program` with `args` (a storeProcess.ts entry such as lmdbProcess.js on a data directory) and resolves once
@@ -82,6 +88,7 @@ export const startOtherProcess = async (
   return {
     commit: async (batch) => ((await ask({ op: 'commit', batch })).outcomes ?? []).map(fromWire),
     spend: async (spends) => (await ask({ op: 'spend', spends })).decisions ?? [],
+    reserveAttempt: async (attempt) => (await ask({ op: 'reserve', ask: attempt })).refused ?? undefined,
     commitBlocking: (batch: Batch) => {
       const run = spawnSync(process.execPath, [program, ...args, '--commit-once'], {
         input: JSON.stringify(batch),

@@ -1,5 +1,6 @@
 import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
+import { attemptFeatures } from './features/attempts.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
@@ -28,6 +29,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     concurrentWriterFeatures(contract);
     leaseFeatures(contract);
     limitFeatures(contract);
+    attemptFeatures(contract);
     idempotencyFeatures(contract);
     indexFeatures(contract);
     reopenFeatures(contract);

@@ -1,5 +1,5 @@
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
-import type { Batch, CommandOutcome, Spend, StoreShape } from '../../src/ports/Store.js';
+import type { AttemptAsk, AttemptRefused, Batch, CommandOutcome, Spend, StoreShape } from '../../src/ports/Store.js';
 
 /**
  * What the storage contract suite (storeContract.ts) asks of an adapter: a small factory. Everything else the suite
@@ -34,6 +34,7 @@ export interface StoreFactory {
 export type OtherProcess = {
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   spend(spends: readonly Spend[]): Promise<readonly Decision[]>;
+  reserveAttempt(ask: AttemptAsk): Promise<AttemptRefused | undefined>;
   /**
    * Commits `batch` in a process that this one waits for, blocked, until it has exited: when this returns, the commit
    * is durable and this process has run nothing meanwhile (no callback, no timer), as when news of a commit and a

@@ -400,6 +400,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     reads,
     commit,
     spend: async (spends) => limits.spend(spends),
+    attempts: limits.attempts,
     close: async () => {
       changes.close();
       await limits.close();

@@ -2,7 +2,15 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
-import type { Spend } from '../../ports/Store.js';
+import type { AttemptAsk, AttemptCounter, AttemptPlace, Spend } from '../../ports/Store.js';
+import {
+  type AttemptEntry,
+  type AttemptTable,
+  forgetAttempts,
+  maxAttemptKeys,
+  releaseAttempt,
+  reserveAttempt,
+} from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
 
 /**
@@ -12,7 +20,14 @@ import { spendAll } from '../../storage/spend.js';
  * loses nothing (its writes are in the kernel's page cache); a machine that stops may leave the file torn, so the
  * file is named after the boot it belongs to and a new boot starts from a new, empty one: budgets are whole again
  * after a reboot, which is what a restart of an in-memory limiter gave before.
+ *
+ * The login and signup throttles' attempts live here too, with an index by when each key's newest attempt leaves its
+ * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxAttemptKeys`
+ * are kept (a spray of emails or addresses cannot grow the file without bound).
  */
+
+/** Keys whose attempts a reservation drops at most, of those that left their window. */
+const prunePerReserve = 16;
 
 const bootId = (): string => {
   try {
@@ -34,17 +49,56 @@ const removeOthers = (dataDir: string, current: string) => {
   }
 };
 
-export const openLimits = (dataDir: string) => {
+export const openLimits = (dataDir: string, bounds = { maxAttemptKeys }) => {
   const file = `${prefix}${bootId()}.mdb`;
   removeOthers(dataDir, file);
-  const root = open({ path: join(dataDir, file), noSync: true, useWritemap: true, maxDbs: 2 });
+  const root = open({ path: join(dataDir, file), noSync: true, useWritemap: true, maxDbs: 4 });
   const db = root.openDB<number, [string, string]>({ name: 'limits' });
+  const attempts = root.openDB<AttemptEntry, string>({ name: 'attempts' });
+  const attemptsByExpiry = root.openDB<'', [number, string]>({ name: 'attempts.expiry' });
+  const table: AttemptTable = {
+    get: (key) => attempts.get(key),
+    put: (key, entry, before) => {
+      if (before !== undefined) attemptsByExpiry.removeSync([before.expiresAt, key]);
+      attempts.putSync(key, entry);
+      attemptsByExpiry.putSync([entry.expiresAt, key], '');
+    },
+    remove: (key, before) => {
+      attemptsByExpiry.removeSync([before.expiresAt, key]);
+      attempts.removeSync(key);
+    },
+  };
+  /** Drops keys whose attempts have all left their window, and the soonest to leave while there are too many. */
+  const prune = (now: number) => {
+    const over = attempts.getStats() as { entryCount: number };
+    let excess = over.entryCount - bounds.maxAttemptKeys;
+    const soonest = Array.from(attemptsByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
+    for (const key of soonest) {
+      const [expiresAt, scoped] = key;
+      if (expiresAt > now && excess <= 0) break;
+      attemptsByExpiry.removeSync(key);
+      attempts.removeSync(scoped);
+      excess -= 1;
+    }
+  };
+  const attemptCounter: AttemptCounter = {
+    reserve: async (ask: AttemptAsk) =>
+      root.transactionSync(() => {
+        prune(ask.now);
+        return reserveAttempt(ask, table);
+      }),
+    release: async (place: AttemptPlace) => root.transactionSync(() => releaseAttempt(place, table)),
+    forget: async (scope: string, key: string) => root.transactionSync(() => forgetAttempts(scope, key, table)),
+  };
   const state = {
     get: (accountId: string, budget: string) => db.get([accountId, budget]),
     put: (accountId: string, budget: string, tat: number) => void db.putSync([accountId, budget], tat),
   };
   return {
     spend: (spends: readonly Spend[]): Decision[] => root.transactionSync(() => spendAll(spends, state)),
+    attempts: attemptCounter,
+    /** Throttle keys kept now (what the bound and the pruning are about). */
+    attemptKeyCount: () => (attempts.getStats() as { entryCount: number }).entryCount,
     state: (accountId: string, budget: string): number | undefined => {
       root.resetReadTxn();
       return db.get([accountId, budget]);

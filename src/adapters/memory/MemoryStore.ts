@@ -4,6 +4,14 @@ import type { StoredEvent } from '../../domain/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
+import {
+  type AttemptEntry,
+  type AttemptTable,
+  forgetAttempts,
+  maxAttemptKeys,
+  releaseAttempt,
+  reserveAttempt,
+} from '../../storage/attempts.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
@@ -287,6 +295,22 @@ export const openMemoryStore = (): MemoryStore => {
       }),
   };
 
+  // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.
+  const attemptEntries = new Map<string, AttemptEntry>();
+  const attemptTable: AttemptTable = {
+    get: (key) => attemptEntries.get(key),
+    put: (key, entry) => {
+      attemptEntries.delete(key);
+      attemptEntries.set(key, entry);
+    },
+    remove: (key) => void attemptEntries.delete(key),
+  };
+  const pruneAttempts = (now: number) => {
+    for (const [key, entry] of attemptEntries) {
+      if (entry.expiresAt > now && attemptEntries.size <= maxAttemptKeys) break;
+      attemptEntries.delete(key);
+    }
+  };
   const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
   const reads = readModelOf(syncReads, {
     limiterState,
@@ -299,6 +323,14 @@ export const openMemoryStore = (): MemoryStore => {
     reads,
     syncReads,
     commit,
+    attempts: {
+      reserve: async (ask) => {
+        pruneAttempts(ask.now);
+        return reserveAttempt(ask, attemptTable);
+      },
+      release: async (place) => releaseAttempt(place, attemptTable),
+      forget: async (scope, key) => forgetAttempts(scope, key, attemptTable),
+    },
     spend: async (spends) =>
       spendAll(spends, {
         get: limiterState,

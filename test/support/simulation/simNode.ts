@@ -60,24 +60,12 @@ export const startSimNode = (deps: {
     while (sent.outcome === undefined) {
       const oldest = unapplied.shift() as Sent;
       oldest.outcome = deps.store.commit(oldest.batch);
-      if (process.env.SIMDEBUG)
-        console.log(
-          Date.now() % 100000,
-          'landed',
-          JSON.stringify(
-            oldest.batch.commands.map((c) => [
-              c.type,
-              (c as { owner?: string }).owner,
-              (c as { attempt?: number }).attempt,
-              (c as { now?: number }).now! % 100000,
-            ]),
-          ),
-        );
     }
   };
   const handle: StoreShape = {
     reads: deps.store.reads,
     spend: (spends) => deps.store.spend(spends),
+    attempts: deps.store.attempts,
     commit: (batch) => {
       const sent: Sent = { batch };
       unapplied.push(sent);
