@@ -96,7 +96,7 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
       await killChildren();
     });
 
-    it('completes submits spread over the three servers exactly once each: one model call per attempt, never two at once', async () => {
+    it('completes submits spread over the three servers exactly once each (one model call per attempt, never two at once), each found at once on another server', async () => {
       const { key } = await accountWithKey(cluster, 'spread@example.com', 'scale');
       // A little slower than the submits arrive, so that queues form and servers take each other's waiting work.
       upstream.setDelay(40);
@@ -107,6 +107,9 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
           const answer = await submit(urlOf(i), key, 'llm', prompt);
           expect(answer.status, `POST ${prompt}: ${JSON.stringify(answer.body)}`).toBe(202);
           promptOf.set(requestIdOf(answer), prompt);
+          // Acknowledged by one server, found at once by the next.
+          const found = await poll(urlOf(i + 1), key, requestIdOf(answer));
+          expect(found.status, `GET ${prompt} on the next server: ${JSON.stringify(found.body)}`).toBe(200);
         }),
       );
       expect(promptOf.size).toBe(prompts.length);
@@ -158,7 +161,7 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
       await expectVerified(cluster);
     });
 
-    it('makes one request of an Idempotency-Key sent to the three servers at once, and answers each with it', async () => {
+    it('makes one request of an Idempotency-Key sent to the three servers at once, answers each with it, and refuses it with another body', async () => {
       const { key } = await accountWithKey(cluster, 'idempotent@example.com', 'scale');
       upstream.setDelay(0);
       const rounds = 6;
@@ -173,14 +176,33 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
         expect(answers.filter((answer) => !answer.replayed).length, `answers of key ${round} not replayed`).toBe(1);
         made.set(requestIdOf(answers[0] ?? { body: {} }), prompt);
       }
+      // A key sent with three different bodies at once: one of them makes the request, the others are refused.
+      for (let round = 0; round < 2; round++) {
+        const prompts = urls().map((_, i) => `idempotent other ${round}.${i}`);
+        const answers = await Promise.all(
+          urls().map((url, i) => submitOnce(url, key, `other-bodies-${round}`, prompts[i] ?? '')),
+        );
+        const accepted = answers.flatMap((answer, i) => (answer.status === 202 ? [[answer, prompts[i]] as const] : []));
+        expect(accepted.length, `bodies accepted with key other-bodies-${round}`).toBe(1);
+        for (const answer of answers.filter((each) => each.status !== 202)) {
+          expect(answer.status, JSON.stringify(answer.body)).toBe(422);
+          expect(answer.body).toMatchObject({ error: { code: 'idempotency_key_reused' } });
+        }
+        for (const [answer, prompt] of accepted) made.set(requestIdOf(answer), prompt ?? '');
+      }
 
       const responses = await completedResponses(urls(), key, [...made.keys()]);
       const log = await readLog(cluster);
-      for (let round = 0; round < rounds; round++) {
+      const keys = [
+        ...Array.from({ length: rounds }, (_, round) => `same-key-${round}`),
+        'other-bodies-0',
+        'other-bodies-1',
+      ];
+      for (const idempotencyKey of keys) {
         const queued = log.events.filter(
-          (event) => event.type === 'RequestQueued' && event.idempotencyKey === `same-key-${round}`,
+          (event) => event.type === 'RequestQueued' && event.idempotencyKey === idempotencyKey,
         );
-        expect(queued.length, `requests made with key ${round}`).toBe(1);
+        expect(queued.length, `requests made with key ${idempotencyKey}`).toBe(1);
       }
       for (const [reqId, prompt] of made) {
         expect(responses.get(reqId)).toBe(`upstream says: ${prompt}`);
