@@ -120,6 +120,30 @@ describe('Dashboard sessions', () => {
     expect(await app.sessions.login('race@example.com', password, '10.9.9.10')).toMatchObject({ throttled: true });
   });
 
+  it('wrong passwords arriving one after another while the first are still being hashed are not all tried: the sixth and later are throttled before their hash, and the right password after them too', async () => {
+    // A hashing gate that queues them all (one slot, room for 100), so that only the login throttle can refuse; each
+    // login starts once the one before it has been let through or refused, while the hashes before it still run: a
+    // throttle checked before the hash but counted only after it (issue 19, defect 4) lets every one of them through.
+    app = await startTestApp({
+      config: { dashboard: { signupsPerHour: 0, hashingConcurrency: 1, hashingQueue: 100 } },
+    });
+    await app.sessions.signup('staggered@example.com', password, '127.0.0.1');
+    const logins: Promise<unknown>[] = [];
+    for (let i = 0; i < 20; i++) {
+      logins.push(app.sessions.login('staggered@example.com', `wrong password ${i}`, `10.8.8.${i}`));
+      // Long enough for a check before the hash to be written and read back, short against a hash (tens of ms).
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const answers = await Promise.all(logins);
+    const wrong = answers.filter((answer) => answer instanceof Refused);
+    const throttled = answers.filter(
+      (answer) => typeof answer === 'object' && answer !== null && 'throttled' in answer,
+    );
+    expect(wrong.length).toBe(5);
+    expect(throttled.length).toBe(15);
+    expect(await app.sessions.login('staggered@example.com', password, '10.8.9.1')).toMatchObject({ throttled: true });
+  }, 30_000);
+
   it('a suspension ends every session of the account at once, refuses login with a clear message, and resuming restores login', async () => {
     app = await startTestApp();
     const first = (await app.sessions.signup('sus@example.com', password, '127.0.0.1')) as StartedSession;
