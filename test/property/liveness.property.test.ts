@@ -4,7 +4,7 @@ import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
-import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import { backoffDelayMs, defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import type { RequestStatus } from '../../src/domain/request/state.js';
 import { type CallBehaviour, createSimModel } from '../support/simulation/simModel.js';
 import { type SimNode, simIds, startSimNode } from '../support/simulation/simNode.js';
@@ -205,4 +205,68 @@ describe('The worker pool, simulated', () => {
       { numRuns: 3_000 },
     );
   }, 60_000);
+
+  it('starts a failed attempt’s retry when its backoff ends, on a quiet process whose lease would not lapse for an hour', async () => {
+    // The property above gives every request its whole retry budget, within which a lapsing lease (3 s) wakes the pool
+    // anyway: a pool that forgot a retry until then still passes it. Here nothing else can wake it: one process, one
+    // request, a lease of an hour, no other input; the retry must start when its backoff ends. The in-memory store
+    // tells its listeners of every commit, the process's own too, which would wake the pool after its own outcome;
+    // LMDB tells a process only of other processes' commits (changes.ts), so here, with one process, nobody is told.
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 0, max: timeoutMs - 1 }),
+        async (scheduler, concurrency, failsAfterMs) => {
+          vi.clearAllTimers();
+          const store = openMemoryStore();
+          const unheard: typeof store.reads = new Proxy(store.reads, {
+            get: (target, name, receiver) =>
+              name === 'onChange' ? () => () => {} : Reflect.get(target, name, receiver),
+          });
+          const model = createSimModel(timeoutMs);
+          const modelsShape: ModelsShape = {
+            get: (id) => {
+              const config = models.find((m) => m.id === id);
+              return config === undefined ? undefined : { config, provider: model.provider };
+            },
+            ids: () => models.map((m) => m.id),
+          };
+          const config = defaultConfig({ models, processing: { concurrency, maxAttempts, leaseSeconds: 3_600 } });
+          const node = startSimNode({
+            store: { ...store, reads: unheard },
+            scheduler,
+            models: modelsShape,
+            config,
+            clock: { now: () => Date.now() },
+            ids: simIds(),
+            sweepIntervalMs,
+          });
+          model.plan('quiet', [
+            { kind: 'fail', delayMs: failsAfterMs },
+            { kind: 'ok', delayMs: 0 },
+          ]);
+          let reqId: string | undefined;
+          void node.requests.submit(principal(0), { model: 'sim', prompt: 'quiet' }).then((outcome) => {
+            if ('request_id' in outcome) reqId = outcome.request_id;
+          });
+          // The first attempt fails within its timeout; the second starts at the end of its backoff and answers at once.
+          const deadline = Date.now() + timeoutMs + backoffDelayMs(defaultRetryPolicy, 1) + 1_000;
+          const status = () => (reqId === undefined ? undefined : store.syncReads.request(reqId)?.status);
+          // Whatever is due now (a pick set off when the worker was let go) runs before the next commit lands, as on a
+          // real disk, where a commit takes longer than a turn of the event loop.
+          while (Date.now() <= deadline && status() !== 'completed') {
+            await vi.advanceTimersByTimeAsync(0);
+            if (scheduler.count() > 0) await scheduler.waitOne();
+            else await vi.advanceTimersToNextTimerAsync();
+          }
+          await scheduler.waitAll();
+          expect(status(), `model calls: ${model.calls('quiet')}`).toBe('completed');
+          expect(model.calls('quiet')).toBe(2);
+          node.crash(0);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  }, 30_000);
 });
