@@ -20,8 +20,13 @@ export type TestCluster = {
   readonly dir: string;
   /** A URL for database `name` on the cluster. */
   url(name?: string): string;
-  /** A new, empty database (from template0) and its URL. */
-  createDatabase(): Promise<string>;
+  /** The user id and group id the cluster runs as (who must own a tablespace's directory). */
+  readonly owner: { readonly uid: number; readonly gid: number };
+  /** A new, empty database (from template0) and its URL; with `location`, in a new tablespace there (an empty
+   * directory the cluster's user owns). */
+  createDatabase(location?: string): Promise<string>;
+  /** Drops a database made by `createDatabase` (closing what is still connected to it), and its tablespace. */
+  dropDatabase(url: string): Promise<void>;
 };
 
 const binDir = (): string => {
@@ -63,7 +68,8 @@ let closeAdmin: (() => Promise<void>) | undefined;
 const start = async (): Promise<TestCluster> => {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'airs-pg-'));
-  if (asRoot) chownSync(dir, Number(run('id', ['-u']).trim()), Number(run('id', ['-g']).trim()));
+  const owner = { uid: Number(run('id', ['-u']).trim()), gid: Number(run('id', ['-g']).trim()) };
+  if (asRoot) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
   run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8']);
   const port = await freePort();
@@ -94,10 +100,22 @@ const start = async (): Promise<TestCluster> => {
     port,
     dir,
     url,
-    createDatabase: async () => {
+    owner,
+    createDatabase: async (location) => {
       const name = `airs_test_${process.pid}_${++databases}`;
-      await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0`);
+      if (location === undefined) {
+        await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0`);
+        return url(name);
+      }
+      await admin.unsafe(`CREATE TABLESPACE ${name} LOCATION '${location.replaceAll("'", "''")}'`);
+      await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0 TABLESPACE ${name}`);
       return url(name);
+    },
+    dropDatabase: async (databaseUrl) => {
+      const name = new URL(databaseUrl).pathname.slice(1);
+      if (!/^airs_test_\d+_\d+$/.test(name)) throw new Error(`not a test database: ${name}`);
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.unsafe(`DROP TABLESPACE IF EXISTS ${name}`);
     },
   };
 };
