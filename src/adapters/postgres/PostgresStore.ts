@@ -175,7 +175,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
         const rows = [...changed.values()];
         await t`
           INSERT INTO limiter (account_id, budget, tat)
-          SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::bigint[])
+          SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::float8[])
           ON CONFLICT (account_id, budget) DO UPDATE SET tat = EXCLUDED.tat`;
       }
       return decisions;

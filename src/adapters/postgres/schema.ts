@@ -117,7 +117,7 @@ const migrations: readonly string[] = [
   CREATE TABLE limiter (
     account_id text COLLATE "C" NOT NULL,
     budget text COLLATE "C" NOT NULL,
-    tat bigint NOT NULL,
+    tat double precision NOT NULL,
     PRIMARY KEY (account_id, budget)
   );
   CREATE TABLE attempts (
