@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import type { Config } from '../../config.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { VerifyReport } from '../lmdb/verify.js';
 import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
@@ -21,14 +23,27 @@ const detailsOf = (event: StoredEvent): string =>
     )
     .join(' ');
 
-const runVerify = async (dataDir: string, output: Output, json: boolean | undefined) => {
+/** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
+const verifyStore = async (config: Config): Promise<VerifyReport> => {
+  if (config.store.url !== undefined) {
+    const { verifyPostgresAt } = await import('../postgres/verify.js');
+    return verifyPostgresAt(config.store.url);
+  }
   const [{ openDatabases }, { verifyViews }] = await Promise.all([
     import('../lmdb/databases.js'),
     import('../lmdb/verify.js'),
   ]);
-  const dbs = openDatabases(dataDir);
+  const dbs = openDatabases(config.dataDir);
   try {
-    const report = verifyViews(dbs);
+    return verifyViews(dbs);
+  } finally {
+    void dbs.root.close();
+  }
+};
+
+const runVerify = async (config: Config, output: Output, json: boolean | undefined) => {
+  const report = await verifyStore(config);
+  {
     emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
       report.differences.length === 0
         ? [
@@ -37,8 +52,6 @@ const runVerify = async (dataDir: string, output: Output, json: boolean | undefi
         : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
     );
     if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
-  } finally {
-    void dbs.root.close();
   }
 };
 
@@ -66,9 +79,9 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       const config = await configOrFail(options);
       // Reading never creates: a data directory without a database is a mistyped setting.
       await requireDatabase(config, output);
-      if (options.verify) return runVerify(config.dataDir, output, options.json);
-      const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
-      const store = openLmdbStore(config.dataDir);
+      if (options.verify) return runVerify(config, output, options.json);
+      const { openConfiguredStore } = await import('../../storeLocation.js');
+      const store = await openConfiguredStore(config);
       try {
         const result = await replay(store.reads, { request: options.request, account: options.account, since });
         emit(
