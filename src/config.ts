@@ -75,7 +75,8 @@ export const isPostgresUrl = (value: string): boolean => {
     return false;
   }
 };
-const postgresUrlProblem = 'must be a postgres:// (or postgresql://) URL, e.g. postgres://airs:secret@db.internal:5432/airs';
+const postgresUrlProblem =
+  'must be a postgres:// (or postgresql://) URL, e.g. postgres://airs:secret@db.internal:5432/airs';
 
 export const fileSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),

@@ -1,5 +1,5 @@
-import { runCli, type Sandbox, type ServerProcess, sandbox, startServer } from '../support/processes.js';
 import { testCluster } from '../support/postgres.js';
+import { runCli, type Sandbox, type ServerProcess, sandbox, startServer } from '../support/processes.js';
 import type { Cluster, ClusterTarget } from './clusterTarget.js';
 
 /**

@@ -140,7 +140,8 @@ const requirePostgresDatabase = async (config: Config, url: string): Promise<voi
 };
 
 /** The line that tells a person (not a script: never with --json) which store a command used. */
-export const dataDirNote = async (config: Config) => `airs: ${(await import('../../storeLocation.js')).storeName(config)}`;
+export const dataDirNote = async (config: Config) =>
+  `airs: ${(await import('../../storeLocation.js')).storeName(config)}`;
 
 export type AccountsCommand = {
   readonly options: StoreOptions & { readonly json?: boolean };

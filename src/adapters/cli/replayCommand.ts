@@ -43,16 +43,14 @@ const verifyStore = async (config: Config): Promise<VerifyReport> => {
 
 const runVerify = async (config: Config, output: Output, json: boolean | undefined) => {
   const report = await verifyStore(config);
-  {
-    emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
-      report.differences.length === 0
-        ? [
-            `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
-          ]
-        : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
-    );
-    if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
-  }
+  emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
+    report.differences.length === 0
+      ? [
+          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
+        ]
+      : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
+  );
+  if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
 };
 
 /** `airs replay`: the log as a timeline with the state each request reaches; `--verify` rebuilds every view. */
