@@ -22,6 +22,7 @@ import {
 } from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
+import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { lockSpace, migrate } from './schema.js';
 
@@ -45,6 +46,10 @@ import { lockSpace, migrate } from './schema.js';
 export type PostgresStoreOptions = {
   /** Connections of the pool (reads, batches, spends). */
   readonly maxConnections?: number;
+  /** How much a batch fetches of the queue at once (tests: tiny, to take every way of fetching more). */
+  readonly fetchSizes?: FetchSizes;
+  /** Told how many times each batch was decided (1: everything it read was fetched with the lock). */
+  readonly onBatch?: (rounds: number) => void;
 };
 
 /** int8 as a JavaScript number (times in ms and counts stay far below 2^53); postgres.js gives strings by default. */
@@ -139,7 +144,10 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     const run = queue.then(async () => {
       try {
-        const { outcomes } = await sql.begin((tx) => commitInTransaction(tx as unknown as Sql, batch));
+        const { outcomes, rounds } = await sql.begin((tx) =>
+          commitInTransaction(tx as unknown as Sql, batch, options.fetchSizes),
+        );
+        options.onBatch?.(rounds);
         return outcomes;
       } catch (error) {
         throw classify(error);

@@ -7,13 +7,13 @@ import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import {
-  accountPage,
+  defaultFetchSizes,
   Fetched,
+  type FetchSizes,
   type Need,
   NotFetched,
   overlayTarget,
   pairKey,
-  queueScan,
   type RequestWrite,
   Writes,
 } from './overlay.js';
@@ -25,7 +25,7 @@ type Tx = TransactionSql | Sql;
 const maxRounds = 50;
 
 /** What the commands of a batch will most likely read: fetched with the writer's lock, in one round trip. */
-const prefetchOf = (commands: readonly Command[]): Need[] => {
+const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => {
   const needs: Need[] = [];
   for (const command of commands) {
     if (command.type === 'Account') {
@@ -47,8 +47,11 @@ const prefetchOf = (commands: readonly Command[]): Need[] => {
     }
     if (command.type === 'Claim') {
       needs.push({ kind: 'lapsed', now: command.now, limit: 256 });
-      needs.push({ kind: 'accountsAfter', after: command.after ?? '', limit: accountPage });
-      if (command.after !== undefined) needs.push({ kind: 'accountsAfter', after: '', limit: accountPage });
+      // The accounts in turn from the one served last, and (to wrap round) from the first, each with its first few
+      // waiting requests: what most claims read, in the same round trip as the writer's lock.
+      const page = { limit: sizes.accounts, entries: sizes.firstEntries };
+      needs.push({ kind: 'accountsAfter', after: command.after ?? '', ...page });
+      if (command.after !== undefined) needs.push({ kind: 'accountsAfter', after: '', ...page });
       continue;
     }
     needs.push({ kind: 'request', id: command.reqId });
@@ -210,10 +213,11 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
     );
   }
 
-  for (const { after, limit } of ofKind(needs, 'accountsAfter')) {
-    // A loose index scan: one hop of the dispatch index per account, whatever each account has waiting.
+  for (const { after, limit, entries } of ofKind(needs, 'accountsAfter')) {
+    // A loose index scan (one hop of the dispatch index per account, whatever each account has waiting), and each
+    // account's first waiting requests (an account without any: a row of nulls).
     work.push(
-      tx<{ account_id: string }[]>`
+      tx<QueueRow[]>`
         WITH RECURSIVE waiting(account_id) AS (
           (SELECT account_id FROM requests WHERE status = 'waiting' AND account_id > ${after}
             ORDER BY account_id LIMIT 1)
@@ -221,13 +225,19 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
           SELECT (SELECT r.account_id FROM requests r WHERE r.status = 'waiting' AND r.account_id > w.account_id
             ORDER BY r.account_id LIMIT 1)
           FROM waiting w WHERE w.account_id IS NOT NULL
+        ), accounts AS (
+          SELECT account_id FROM waiting WHERE account_id IS NOT NULL LIMIT ${limit}
         )
-        SELECT account_id FROM waiting WHERE account_id IS NOT NULL LIMIT ${limit}`.then((rows) => {
-        fetched.addAccounts(
-          after,
-          rows.map((row) => row.account_id),
-          rows.length < limit,
-        );
+        SELECT a.account_id, q.req_id, q.available_at, q.model, q.state
+        FROM accounts a LEFT JOIN LATERAL (
+          SELECT req_id, available_at, model, state FROM requests
+          WHERE status = 'waiting' AND account_id = a.account_id
+          ORDER BY available_at, req_id LIMIT ${entries}
+        ) q ON true
+        ORDER BY a.account_id, q.available_at, q.req_id`.then((rows) => {
+        const accounts = [...new Set(rows.map((row) => row.account_id))];
+        fetched.addAccounts(after, accounts, accounts.length < limit);
+        addQueues(fetched, rows, new Map(accounts.filter((id) => !fetched.queues.has(id)).map((id) => [id, entries])));
       }),
     );
   }
@@ -236,29 +246,41 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
   for (const { id, limit } of ofKind(needs, 'queuedOf')) queues.set(id, Math.max(limit, queues.get(id) ?? 0));
   if (queues.size > 0) {
     const ids = [...queues.keys()];
-    const limits = ids.map((id) => queues.get(id) ?? queueScan);
     work.push(
-      tx<{ account_id: string; req_id: string; available_at: number; model: string; state: RequestState }[]>`
+      tx<QueueRow[]>`
         SELECT u.account_id, q.req_id, q.available_at, q.model, q.state
-        FROM unnest(${ids}::text[], ${limits}::int[]) AS u(account_id, n)
+        FROM unnest(${ids}::text[], ${ids.map((id) => queues.get(id) ?? 0)}::int[]) AS u(account_id, n)
         CROSS JOIN LATERAL (
           SELECT req_id, available_at, model, state FROM requests
           WHERE status = 'waiting' AND account_id = u.account_id
           ORDER BY available_at, req_id LIMIT u.n
-        ) q`.then((rows) => {
-        const entries = new Map<string, { reqId: string; availableAt: number; model: string }[]>(
-          ids.map((id) => [id, []]),
-        );
-        for (const row of rows) {
-          entries.get(row.account_id)?.push({ reqId: row.req_id, availableAt: row.available_at, model: row.model });
-          if (!fetched.requests.has(row.req_id)) fetched.requests.set(row.req_id, row.state);
-        }
-        for (const [id, found] of entries)
-          fetched.queues.set(id, { entries: found, complete: found.length < (queues.get(id) ?? 0) });
-      }),
+        ) q
+        ORDER BY u.account_id, q.available_at, q.req_id`.then((rows) => addQueues(fetched, rows, queues)),
     );
   }
   await Promise.all(work);
+};
+
+type QueueRow = {
+  account_id: string;
+  req_id: string | null;
+  available_at: number | null;
+  model: string | null;
+  state: RequestState | null;
+};
+
+/** Sets the queues of the accounts in `limits` (each read `limit` deep) from rows in dispatch order. */
+const addQueues = (fetched: Fetched, rows: readonly QueueRow[], limits: ReadonlyMap<string, number>) => {
+  const entries = new Map<string, { reqId: string; availableAt: number; model: string }[]>(
+    [...limits.keys()].map((id) => [id, []]),
+  );
+  for (const { account_id, req_id, available_at, model, state } of rows) {
+    if (req_id === null || available_at === null || model === null) continue;
+    entries.get(account_id)?.push({ reqId: req_id, availableAt: available_at, model });
+    if (!fetched.requests.has(req_id)) fetched.requests.set(req_id, state);
+  }
+  for (const [id, found] of entries)
+    fetched.queues.set(id, { entries: found, complete: found.length < (limits.get(id) ?? 0) });
 };
 
 /** The columns of a request's row that its indexes are made of: each a function of its state (projection.ts). */
@@ -454,16 +476,17 @@ export const changesChannel = 'airs_changes';
 export const commitInTransaction = async (
   tx: Tx,
   batch: Batch,
-): Promise<{ outcomes: (CommandOutcome | Error)[]; from: number; to: number }> => {
+  sizes: FetchSizes = defaultFetchSizes,
+): Promise<{ outcomes: (CommandOutcome | Error)[]; from: number; to: number; rounds: number }> => {
   // One writer at a time, in every node, until this transaction ends (PostgreSQL releases the lock after the commit
   // is visible): every batch decides against everything committed before it, and takes the sequence numbers after the
   // last committed batch's. So numbers are given in commit order, with no gap a reader could pass (unlike a sequence
   // or bigserial, which hands out numbers before commit, so a later number may be visible before an earlier one).
   // The lock's statement is sent first; what follows is sent at once behind it (pipelined) and runs once it is held.
-  const fetched = new Fetched();
+  const fetched = new Fetched(sizes);
   const locked = tx`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`.execute();
   const headRead = tx<{ last_seq: number }[]>`SELECT last_seq FROM log_head WHERE id = 1`.execute();
-  const [, [head]] = await Promise.all([locked, headRead, fetchInto(tx, fetched, prefetchOf(batch.commands))]);
+  const [, [head]] = await Promise.all([locked, headRead, fetchInto(tx, fetched, prefetchOf(batch.commands, sizes))]);
   if (head === undefined) throw new Error('the log_head row is missing: not an airs database');
   for (let round = 1; ; round++) {
     fetched.needs = [];
@@ -484,6 +507,6 @@ export const commitInTransaction = async (
     for (const outcome of result.outcomes)
       if (outcome instanceof NotFetched) throw new Error('a read not fetched was swallowed by a command');
     await writeAll(tx, writes, batch, { lastSeq: head.last_seq });
-    return { outcomes: result.outcomes, from: head.last_seq, to: result.lastSeq };
+    return { outcomes: result.outcomes, from: head.last_seq, to: result.lastSeq, rounds: round };
   }
 };

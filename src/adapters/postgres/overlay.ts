@@ -33,8 +33,9 @@ export type Need =
   | { readonly kind: 'processingCount'; readonly id: string }
   | { readonly kind: 'anyWaiting' }
   | { readonly kind: 'lapsed'; readonly now: number; readonly limit: number }
-  /** Accounts with waiting requests after `after` ('' : from the first), up to `limit` of them. */
-  | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number }
+  /** Accounts with waiting requests after `after` ('' : from the first), up to `limit` of them, and the first
+   * `entries` waiting requests of each (with their states). */
+  | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number; readonly entries: number }
   /** An account's first `limit` waiting requests (with their states). */
   | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number };
 
@@ -48,8 +49,27 @@ export const pairKey = (a: string, b: string) => `${a}\u0000${b}`;
 /** An interval of account ids (`lo` exclusive, `hi` inclusive; `hi` null: no end) whose waiting accounts are known. */
 type Covered = { lo: string; hi: string | null };
 
+/** How much one fetch of the queue reads (tests make them tiny, so that every way of fetching more is taken). */
+export type FetchSizes = {
+  /** Accounts with waiting requests read at once. */
+  readonly accounts: number;
+  /** Waiting requests of one account read at once when a pick needs more of them. */
+  readonly queue: number;
+  /** Waiting requests read with each account at first (most picks take one or two per account). */
+  readonly firstEntries: number;
+};
+
+export const defaultFetchSizes: FetchSizes = {
+  accounts: 64,
+  // pickFairly's scanLimit, plus the read that finds it full.
+  queue: 257,
+  firstEntries: 4,
+};
+
 /** The committed state a batch's deciding has read so far: `null` is "fetched: absent". */
 export class Fetched {
+  constructor(readonly sizes: FetchSizes = defaultFetchSizes) {}
+
   readonly requests = new Map<string, RequestState | null>();
   readonly accounts = new Map<string, AccountState | null>();
   readonly keys = new Map<string, KeyState | null>();
@@ -97,15 +117,22 @@ export class Fetched {
   }
 
   /** The first account with waiting requests after `current`, `null` when there is none, or a miss. */
-  nextAccount(current: string, pageSize: number): string | null {
+  nextAccount(current: string): string | null {
     const interval = this.covered.find(
       ({ lo, hi }) => compareIds(lo, current) <= 0 && (hi === null || compareIds(current, hi) < 0),
     );
-    if (interval === undefined) return this.miss({ kind: 'accountsAfter', after: current, limit: pageSize });
+    const more = (): never =>
+      this.miss({
+        kind: 'accountsAfter',
+        after: current,
+        limit: this.sizes.accounts,
+        entries: this.sizes.firstEntries,
+      });
+    if (interval === undefined) return more();
     const next = this.waitingAccounts.find((account) => compareIds(account, current) > 0);
     if (next === undefined || (interval.hi !== null && compareIds(next, interval.hi) > 0)) {
       if (interval.hi === null) return null;
-      return this.miss({ kind: 'accountsAfter', after: current, limit: pageSize });
+      return more();
     }
     return next;
   }
@@ -113,11 +140,6 @@ export class Fetched {
 
 /** Ids in code-point order, as the columns' `COLLATE "C"` (UTF-8 bytes) and LMDB's keys order them. */
 export const compareIds = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** How many accounts with waiting requests one fetch reads. */
-export const accountPage = 64;
-/** How far a pick looks into one account's queue (pickFairly's `scanLimit`, plus the read that finds it full). */
-export const queueScan = 257;
 
 /** A request's change as the batch leaves it: its state, and its text (absent: whatever it held, if it keeps any). */
 export type RequestWrite = { readonly state: RequestState; readonly text: string | undefined; readonly isNew: boolean };
@@ -230,26 +252,27 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
 
   function* queuedAccounts(after: string | undefined): Iterable<string> {
     let current = after ?? '';
-    for (let next = fetched.nextAccount(current, accountPage); next !== null; ) {
+    for (let next = fetched.nextAccount(current); next !== null; ) {
       yield next;
       current = next;
-      next = fetched.nextAccount(current, accountPage);
+      next = fetched.nextAccount(current);
     }
     if (after === undefined) return;
     // Wrap round: the accounts up to and including `after`.
     current = '';
-    for (let next = fetched.nextAccount(current, accountPage); next !== null && compareIds(next, after) <= 0; ) {
+    for (let next = fetched.nextAccount(current); next !== null && compareIds(next, after) <= 0; ) {
       yield next;
       current = next;
-      next = fetched.nextAccount(current, accountPage);
+      next = fetched.nextAccount(current);
     }
   }
 
   function* queuedOf(accountId: string): Iterable<QueuedEntry> {
     const queue = fetched.queues.get(accountId);
-    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: queueScan });
+    const page = fetched.sizes.queue;
+    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: page });
     yield* queue.entries;
-    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + queueScan });
+    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + page });
   }
 
   return {
