@@ -14,21 +14,13 @@ import {
   usageOf,
   type ViewAccess,
 } from '../../storage/projection.js';
+import { maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
 import { createRequestColumns } from './requestColumns.js';
 
-export type VerifyReport = {
-  readonly events: number;
-  readonly requests: number;
-  readonly accounts: number;
-  readonly keys: number;
-  /** Each difference between stored and rebuilt, in words. Empty when the views match the log. */
-  readonly differences: string[];
-};
-
-const maxDifferences = 50;
+export type { VerifyReport } from '../../storage/verifyReport.js';
 
 /** An index key as text, for messages and for the small account indexes kept in maps. */
 const keyText = (key: IndexKey): string => (Array.isArray(key) ? key.join('\u0001') : String(key));
