@@ -1,5 +1,6 @@
 import { Effect, Layer } from 'effect';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
+import { redactedUrl } from './adapters/postgres/redactedUrl.js';
 import type { Config } from './config.js';
 import type { Store, StoreShape } from './ports/Store.js';
 
@@ -9,26 +10,15 @@ import type { Store, StoreShape } from './ports/Store.js';
  * loaded only when one is named, so a command on LMDB starts as fast as before.
  */
 
-/** The database's URL without its password, for lines a person reads. */
-export const redactedStoreUrl = (url: string): string => {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://…';
-  }
-};
-
 /** What a line names the store by: the data directory, or the database (no password). */
 export const storeName = (config: Config): string =>
   config.store.url === undefined
     ? `data directory ${config.dataDir} (from ${config.dataDirFrom})`
-    : `database ${redactedStoreUrl(config.store.url)} (from ${config.store.urlFrom})`;
+    : `database ${redactedUrl(config.store.url)} (from ${config.store.urlFrom})`;
 
 /** The fields of a log line that name the store. */
 export const storeLogFields = (config: Config): Record<string, string> =>
-  config.store.url === undefined ? { dataDir: config.dataDir } : { database: redactedStoreUrl(config.store.url) };
+  config.store.url === undefined ? { dataDir: config.dataDir } : { database: redactedUrl(config.store.url) };
 
 export const usesPostgres = (config: Config): boolean => config.store.url !== undefined;
 

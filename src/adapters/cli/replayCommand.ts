@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config.js';
 import type { StoredEvent } from '../../domain/events.js';
-import type { VerifyReport } from '../lmdb/verify.js';
+import type { VerifyReport } from '../../storage/verifyReport.js';
 import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
@@ -26,8 +26,16 @@ const detailsOf = (event: StoredEvent): string =>
 /** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
 const verifyStore = async (config: Config): Promise<VerifyReport> => {
   if (config.store.url !== undefined) {
-    const { verifyPostgresAt } = await import('../postgres/verify.js');
-    return verifyPostgresAt(config.store.url);
+    const [{ connect }, { verifyPostgres }] = await Promise.all([
+      import('../postgres/PostgresStore.js'),
+      import('../postgres/verify.js'),
+    ]);
+    const sql = connect(config.store.url, 1);
+    try {
+      return await verifyPostgres(sql);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
   }
   const [{ openDatabases }, { verifyViews }] = await Promise.all([
     import('../lmdb/databases.js'),

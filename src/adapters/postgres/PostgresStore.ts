@@ -24,6 +24,7 @@ import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
+import { redactedUrl } from './redactedUrl.js';
 import { lockSpace, migrate } from './schema.js';
 
 /**
@@ -58,17 +59,6 @@ const bigintAsNumber = {
   from: [20],
   serialize: (value: number) => String(value),
   parse: (value: string) => Number(value),
-};
-
-/** The URL without its password, for messages. */
-export const redactedUrl = (url: string): string => {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://…';
-  }
 };
 
 export const connect = (url: string, max: number): Sql =>
