@@ -1,7 +1,6 @@
 import { Layer } from 'effect';
 import type { Logger } from 'pino';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
-import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { AccountsLayer } from './app/Accounts.js';
 import { type AppConfig, AppConfigLayer } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
@@ -13,6 +12,7 @@ import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
 import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
 import { LogLayer } from './ports/Logger.js';
 import type { Store } from './ports/Store.js';
+import { configuredStoreLayer, usesPostgres } from './storeLocation.js';
 
 /*
  * The layers under every use of the store: the server's (src/server.ts adds HTTP, workers and the sweeper) and the
@@ -28,7 +28,7 @@ export type AppOptions = {
   readonly sweepIntervalMs?: number;
   /** Bounds of the committer's queue and batches (tests make them small). */
   readonly committerLimits?: CommitterLimits;
-  /** Another Store than LMDB under `config.dataDir` (tests wrap it, for example to make commits slow). */
+  /** Another Store than the config names (tests wrap it, for example to make commits slow). */
   readonly storeLayer?: Layer.Layer<Store>;
   /** The free space of the data directory's disk (default: statfs of `config.dataDir`); tests give their own. */
   readonly readFreeBytes?: () => Promise<number>;
@@ -48,7 +48,7 @@ export const baseLayer = (
 ) => {
   const ground = Layer.mergeAll(
     AppConfigLayer(options.config),
-    options.storeLayer ?? LmdbStoreLayer(options.config.dataDir),
+    options.storeLayer ?? configuredStoreLayer(options.config),
     Layer.succeed(AppClock, options.clock ?? systemClock),
     Layer.succeed(Ids, options.ids ?? randomIds),
     LogLayer(options.logger),
@@ -58,7 +58,9 @@ export const baseLayer = (
     }),
   );
   const health = StorageHealthLayer({
-    minFreeBytes,
+    // The free space that matters on PostgreSQL is the database server's, which it reports itself (a full disk
+    // refuses the write, as on LMDB): there is no local directory to watch.
+    minFreeBytes: usesPostgres(options.config) ? 0 : minFreeBytes,
     readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
   });
   // Metrics (Metrics.ts) sit under the committer, which counts its batches; the server gives MetricsLayer, a

@@ -65,6 +65,19 @@ const planOverride = z.strictObject({
   maxQueued: positiveInt.optional(),
 });
 
+/** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */
+export const isPostgresUrl = (value: string): boolean => {
+  if (!/^postgres(ql)?:\/\//.test(value)) return false;
+  try {
+    new URL(value);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const postgresUrlProblem =
+  'must be a postgres:// (or postgresql://) URL, e.g. postgres://airs:secret@db.internal:5432/airs';
+
 export const fileSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),
   host: z.string().min(1).optional(),
@@ -92,6 +105,12 @@ export const fileSchema = z.strictObject({
       /** How long a started request stays with its worker's process unless renewed; a dead process's work is taken
        * over by another when it lapses. */
       leaseSeconds: positiveInt.max(3_600).optional(),
+    })
+    .optional(),
+  /** Where the store is when not LMDB under `dataDir`: a PostgreSQL database shared by every node (contract 14). */
+  store: z
+    .strictObject({
+      url: z.string().refine(isPostgresUrl, postgresUrlProblem).optional(),
     })
     .optional(),
   storage: z
@@ -145,6 +164,8 @@ export type Config = {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
+  /** A PostgreSQL database as the store (then `dataDir` is not used), and where its URL came from. */
+  readonly store: { readonly url?: string; readonly urlFrom?: string };
   readonly requestTtlSeconds: number;
   readonly maxPromptChars: number;
   readonly maxPromptBytes: number;
@@ -192,6 +213,7 @@ export type HttpLimits = {
 export type ConfigOverrides = {
   readonly configFile?: string;
   readonly dataDir?: string;
+  readonly databaseUrl?: string;
   readonly port?: number;
   readonly host?: string;
   readonly processes?: number;
@@ -216,6 +238,19 @@ const envPort = (value: string | undefined): number | undefined => {
   if (!/^\d+$/.test(value) || port > 65_535)
     throw new ConfigError(`PORT: expected an integer from 0 to 65535, got "${value}"`);
   return port;
+};
+
+const storeOf = (overrides: ConfigOverrides, env: NodeJS.ProcessEnv, fileUrl: string | undefined, source: string) => {
+  const [url, urlFrom] = overrides.databaseUrl
+    ? [overrides.databaseUrl, '--database-url']
+    : env.AIRS_DATABASE_URL
+      ? [env.AIRS_DATABASE_URL, 'AIRS_DATABASE_URL']
+      : fileUrl
+        ? [fileUrl, `store.url in ${source}`]
+        : [undefined, undefined];
+  if (url === undefined) return {};
+  if (!isPostgresUrl(url)) throw new ConfigError(`${urlFrom}: ${postgresUrlProblem}`);
+  return { url, urlFrom };
 };
 
 const readFile = (path: string): unknown => {
@@ -273,6 +308,7 @@ export const loadConfig = (
     port: overrides.port ?? envPort(env.PORT) ?? file.port ?? 8080,
     host: overrides.host || env.HOST || file.host || '127.0.0.1',
     dataDir: resolve(cwd, overrides.dataDir || env.AIRS_DATA_DIR || file.dataDir || './data'),
+    store: storeOf(overrides, env, file.store?.url, source),
     requestTtlSeconds: file.requestTtlSeconds ?? 86_400,
     maxPromptChars: file.maxPromptChars ?? 1_000_000,
     maxPromptBytes: file.maxPromptBytes ?? 1024 * 1024,

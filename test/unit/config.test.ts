@@ -42,6 +42,32 @@ describe('Configuration', () => {
     })();
     expect(config).toMatchObject({ port: 9100, host: '::1', dataDir: '/y' });
   });
+  it('keeps the store in the data directory unless a PostgreSQL URL is given: --database-url, then AIRS_DATABASE_URL, then store.url', () => {
+    expect(loadConfig({}, dir).store).toEqual({});
+    const file = JSON.stringify({ store: { url: 'postgres://file@db/airs' } });
+    expect(withFile(file)().store).toMatchObject({
+      url: 'postgres://file@db/airs',
+      urlFrom: expect.stringMatching(/^store\.url in /),
+    });
+    expect(withFile(file, { AIRS_DATABASE_URL: 'postgresql://env@db/airs' })().store).toEqual({
+      url: 'postgresql://env@db/airs',
+      urlFrom: 'AIRS_DATABASE_URL',
+    });
+    const path = join(dir, 'store-flag.json');
+    writeFileSync(path, file);
+    const flagged = loadConfig({ AIRS_CONFIG: path, AIRS_DATABASE_URL: 'postgres://env@db/airs' }, dir, {
+      databaseUrl: 'postgres://flag@db/airs',
+    });
+    expect(flagged.store).toEqual({ url: 'postgres://flag@db/airs', urlFrom: '--database-url' });
+  });
+  it('refuses a store URL that is not postgres://, naming where it came from', () => {
+    expect(withFile(JSON.stringify({ store: { url: 'mysql://db/airs' } }))).toThrow(
+      /store\.url: must be a postgres:\/\//,
+    );
+    expect(() => loadConfig({ AIRS_DATABASE_URL: '/var/lib/airs' }, dir)).toThrow(
+      /^AIRS_DATABASE_URL: must be a postgres:\/\//,
+    );
+  });
   it('merges plan overrides over the defaults, field by field', () => {
     const config = withFile(JSON.stringify({ plans: { free: { submitsPerMinute: 5 } } }))();
     expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 5, pollsPerMinute: 600, maxQueued: 100 });

@@ -25,6 +25,13 @@ export const registerBackupCommand = (program: Command, output: Output) => {
     .option('--json', 'print JSON')
     .action(async (dest: string, options: BackupOptions) => {
       const config = await configOrFail(options);
+      if (config.store.url !== undefined) {
+        const { storeName } = await import('../../storeLocation.js');
+        throw new CliError(
+          `the store is the ${storeName(config)}: back it up with PostgreSQL's own tools (pg_dump, base backups with point-in-time recovery), as docs/operations.md says; airs backup copies an LMDB data directory`,
+          2,
+        );
+      }
       await requireDatabase(config, output);
       const target = resolve(dest);
       checkDestination(target, config.dataDir);

@@ -10,7 +10,7 @@ import { CliError, type Output } from './output.js';
 // zod, effect or lmdb, and a management command without the server's modules (see docs/decisions.md).
 
 /** The options of every command that uses the data directory and the config file. */
-export type StoreOptions = { readonly dataDir?: string; readonly config?: string };
+export type StoreOptions = { readonly dataDir?: string; readonly databaseUrl?: string; readonly config?: string };
 
 /** `serve`'s options beside those: they win over the environment and the config file. */
 export type ServeOptions = StoreOptions & {
@@ -19,10 +19,15 @@ export type ServeOptions = StoreOptions & {
   readonly processes?: string;
 };
 
-/** Adds `--data-dir` and `--config` to a command that uses the data directory (they win over the environment). */
+/** Adds `--data-dir`, `--database-url` and `--config` to a command that uses the store (they win over the
+ * environment). */
 export const withStoreOptions = (command: Command): Command =>
   command
     .option('--data-dir <dir>', 'the data directory (default: $AIRS_DATA_DIR, else dataDir of the config, else ./data)')
+    .option(
+      '--database-url <url>',
+      'a PostgreSQL database as the store instead of the data directory (default: $AIRS_DATABASE_URL, else store.url of the config)',
+    )
     .option('--config <file>', 'the config file (default: $AIRS_CONFIG, else ./airs.config.json if present)');
 
 const given = (flag: string, value: string | undefined, what: string): string | undefined => {
@@ -52,6 +57,7 @@ export const configOrFail = async (options: ServeOptions = {}): Promise<Config> 
   const overrides: ConfigOverrides = {
     configFile: given('--config', options.config, 'a file'),
     dataDir: given('--data-dir', options.dataDir, 'a directory'),
+    databaseUrl: given('--database-url', options.databaseUrl, 'a postgres:// URL'),
     port: portOf(options.port),
     host: given('--host', options.host, 'a host name or address'),
     processes: processesOf(options.processes),
@@ -84,6 +90,7 @@ export const serveConfigOrFail = async (options: ServeOptions): Promise<Config> 
  * may read is used, with a warning line.
  */
 export const requireDatabase = async (config: Config, output: Output): Promise<void> => {
+  if (config.store.url !== undefined) return requirePostgresDatabase(config, config.store.url);
   try {
     if (!statSync(config.dataDir).isDirectory()) return;
   } catch (error) {
@@ -102,6 +109,7 @@ export const requireDatabase = async (config: Config, output: Output): Promise<v
 
 /** One warning line on stderr if the data directory or a file in it is open to other users (fileModes.ts). */
 export const warnIfOpenToOthers = async (config: Config, output: Output): Promise<void> => {
+  if (config.store.url !== undefined) return;
   const { openToOthers } = await import('../lmdb/fileModes.js');
   const warning = openToOthers(config.dataDir);
   if (warning !== undefined) output.err(`airs: ${warning}`);
@@ -115,8 +123,25 @@ const noDatabase = (config: Config) =>
     2,
   );
 
-/** The line that tells a person (not a script: never with --json) which data directory a command used. */
-export const dataDirNote = (config: Config) => `airs: data directory ${config.dataDir} (from ${config.dataDirFrom})`;
+/** A database URL names a database that holds airs's tables: a command that only reads or changes never makes
+ * them (an empty database is most likely a mistyped URL); one that cannot be reached is one line. */
+const requirePostgresDatabase = async (config: Config, url: string): Promise<void> => {
+  const [{ airsSchemaIn }, { storeName }] = await Promise.all([
+    import('../postgres/presence.js'),
+    import('../../storeLocation.js'),
+  ]);
+  const found = await airsSchemaIn(url);
+  if (typeof found === 'object') throw new CliError(`cannot reach the ${storeName(config)}: ${found.reason}`, 2);
+  if (!found)
+    throw new CliError(
+      `no airs database in the ${storeName(config)}; nothing was created: check the URL, or create the first account with "airs accounts create"`,
+      2,
+    );
+};
+
+/** The line that tells a person (not a script: never with --json) which store a command used. */
+export const dataDirNote = async (config: Config) =>
+  `airs: ${(await import('../../storeLocation.js')).storeName(config)}`;
 
 export type AccountsCommand = {
   readonly options: StoreOptions & { readonly json?: boolean };
@@ -147,7 +172,7 @@ export const runAccounts = async <A>(
   try {
     const result = await runtime.runPromise(Effect.result(Effect.flatMap(Accounts, use)));
     if (Result.isFailure(result)) throw new CliError(result.failure.message);
-    if (command.options.json !== true) command.output.err(dataDirNote(config));
+    if (command.options.json !== true) command.output.err(await dataDirNote(config));
     return { result: result.success, config };
   } finally {
     await runtime.dispose();

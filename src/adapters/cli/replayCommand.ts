@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import type { Config } from '../../config.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { VerifyReport } from '../../storage/verifyReport.js';
 import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
@@ -21,25 +23,42 @@ const detailsOf = (event: StoredEvent): string =>
     )
     .join(' ');
 
-const runVerify = async (dataDir: string, output: Output, json: boolean | undefined) => {
+/** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
+const verifyStore = async (config: Config): Promise<VerifyReport> => {
+  if (config.store.url !== undefined) {
+    const [{ connect }, { verifyPostgres }] = await Promise.all([
+      import('../postgres/PostgresStore.js'),
+      import('../postgres/verify.js'),
+    ]);
+    const sql = connect(config.store.url, 1);
+    try {
+      return await verifyPostgres(sql);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }
   const [{ openDatabases }, { verifyViews }] = await Promise.all([
     import('../lmdb/databases.js'),
     import('../lmdb/verify.js'),
   ]);
-  const dbs = openDatabases(dataDir);
+  const dbs = openDatabases(config.dataDir);
   try {
-    const report = verifyViews(dbs);
-    emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
-      report.differences.length === 0
-        ? [
-            `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
-          ]
-        : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
-    );
-    if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
+    return verifyViews(dbs);
   } finally {
     void dbs.root.close();
   }
+};
+
+const runVerify = async (config: Config, output: Output, json: boolean | undefined) => {
+  const report = await verifyStore(config);
+  emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
+    report.differences.length === 0
+      ? [
+          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
+        ]
+      : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
+  );
+  if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
 };
 
 /** `airs replay`: the log as a timeline with the state each request reaches; `--verify` rebuilds every view. */
@@ -66,9 +85,9 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       const config = await configOrFail(options);
       // Reading never creates: a data directory without a database is a mistyped setting.
       await requireDatabase(config, output);
-      if (options.verify) return runVerify(config.dataDir, output, options.json);
-      const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
-      const store = openLmdbStore(config.dataDir);
+      if (options.verify) return runVerify(config, output, options.json);
+      const { openConfiguredStore } = await import('../../storeLocation.js');
+      const store = await openConfiguredStore(config);
       try {
         const result = await replay(store.reads, { request: options.request, account: options.account, since });
         emit(

@@ -139,7 +139,7 @@ export const registerRequestCommands = (program: Command, output: Output) => {
       if (reqId.trim() === '') throw new CliError('expected a request id, got ""', 2);
       const { config, ...cancelled } = await cancelRequest(reqId, options, output);
       // As the account commands do: in words, stderr names the data directory used; stdout stays what scripts read.
-      if (options.json !== true) output.err(dataDirNote(config));
+      if (options.json !== true) output.err(await dataDirNote(config));
       emit(output, options.json, cancelledJson(cancelled), () => [cancelledLine(cancelled)]);
     });
 };

@@ -29,7 +29,7 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   const logger = await createLogger(logLevel.level);
   const portProblem = await listenProblem(config.host, config.port);
   if (portProblem !== undefined) throw new CliError(listenFailureMessage(config.host, config.port, portProblem), 2);
-  const openWarning = openToOthers(config.dataDir);
+  const openWarning = config.store.url === undefined ? openToOthers(config.dataDir) : undefined;
   if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
 
   const listening = new Set<Worker>();
@@ -104,5 +104,6 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
     throw new CliError('', typeof status === 'number' && status !== 0 ? status : 1);
   }
   output.out(`airs listening on ${url}/`);
-  logger.info({ processes: config.processes, config: config.source, dataDir: config.dataDir }, 'started');
+  const { storeLogFields } = await import('../../storeLocation.js');
+  logger.info({ processes: config.processes, config: config.source, ...storeLogFields(config) }, 'started');
 };

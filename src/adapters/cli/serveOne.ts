@@ -35,9 +35,11 @@ export const serveOne = async (config: Config, output: Output) => {
     // between this check and the listen below is still refused, after the directory was made.)
     const portProblem = await listenProblem(config.host, config.port);
     if (portProblem !== undefined) throw new CliError(listenFailureMessage(config.host, config.port, portProblem), 2);
-    const { openToOthers } = await import('../lmdb/fileModes.js');
-    const openWarning = openToOthers(config.dataDir);
-    if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
+    if (config.store.url === undefined) {
+      const { openToOthers } = await import('../lmdb/fileModes.js');
+      const openWarning = openToOthers(config.dataDir);
+      if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
+    }
   }
   const app = await startApp({ config, logger });
   let listening: Awaited<ReturnType<typeof listen>>;
@@ -87,5 +89,6 @@ export const serveOne = async (config: Config, output: Output) => {
     process.on('disconnect', () => void stop('primary gone'));
     process.send?.({ airs: 'listening', url } satisfies ServerMessage);
   } else output.out(`airs listening on ${url}/`);
-  logger.info({ config: config.source, dataDir: config.dataDir, models: config.models.map((m) => m.id) }, 'started');
+  const { storeLogFields } = await import('../../storeLocation.js');
+  logger.info({ config: config.source, ...storeLogFields(config), models: config.models.map((m) => m.id) }, 'started');
 };

@@ -12,76 +12,17 @@ import {
   idempotencyKeyOf,
   projectAccountEvent,
   usageOf,
-  type ViewAccess,
 } from '../../storage/projection.js';
+import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
 import { createRequestColumns } from './requestColumns.js';
 
-export type VerifyReport = {
-  readonly events: number;
-  readonly requests: number;
-  readonly accounts: number;
-  readonly keys: number;
-  /** Each difference between stored and rebuilt, in words. Empty when the views match the log. */
-  readonly differences: string[];
-};
-
-const maxDifferences = 50;
-
-/** An index key as text, for messages and for the small account indexes kept in maps. */
-const keyText = (key: IndexKey): string => (Array.isArray(key) ? key.join('\u0001') : String(key));
+export type { VerifyReport } from '../../storage/verifyReport.js';
 
 const sameKey = (a: IndexKey, b: IndexKey | undefined): boolean =>
   Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
-
-type AccountViews = {
-  readonly accounts: Map<string, AccountState>;
-  readonly keys: Map<string, KeyState>;
-  readonly sessions: Map<string, SessionState>;
-  readonly indexes: Record<'emails' | 'keyHashes' | 'accountKeys' | 'accountSessions', Map<string, string>>;
-  version: number;
-};
-
-/** Account and key views rebuilt in maps by the projection the server runs (there are few of them). */
-const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => {
-  const rebuilt: AccountViews = {
-    accounts: new Map(),
-    keys: new Map(),
-    sessions: new Map(),
-    indexes: { emails: new Map(), keyHashes: new Map(), accountKeys: new Map(), accountSessions: new Map() },
-    version: 0,
-  };
-  const unexpected = () => {
-    throw new Error('an account event touched a request view');
-  };
-  const views: ViewAccess = {
-    getRequest: unexpected,
-    putRequest: unexpected,
-    moveInGroup: unexpected,
-    addQueued: unexpected,
-    addProcessing: unexpected,
-    addUsage: unexpected,
-    getAccount: (accountId) => rebuilt.accounts.get(accountId),
-    putAccount: (accountId, state) => void rebuilt.accounts.set(accountId, state),
-    getKey: (keyId) => rebuilt.keys.get(keyId),
-    putKey: (keyId, state) => void rebuilt.keys.set(keyId, state),
-    putIndex: (index, key, value) =>
-      void rebuilt.indexes[index as keyof AccountViews['indexes']].set(keyText(key), value),
-    removeIndex: (index, key) => void rebuilt.indexes[index as keyof AccountViews['indexes']].delete(keyText(key)),
-    getIndex: (index, key) => rebuilt.indexes[index as keyof AccountViews['indexes']].get(keyText(key)),
-    bumpAccountsVersion: () => {
-      rebuilt.version++;
-    },
-    // Credentials are not folded from the log (it holds none of them); they are checked against the accounts below.
-    putCredential: () => undefined,
-    getSession: (sessionId) => rebuilt.sessions.get(sessionId),
-    putSession: (sessionId, state) =>
-      void (state === undefined ? rebuilt.sessions.delete(sessionId) : rebuilt.sessions.set(sessionId, state)),
-  };
-  return { views, rebuilt };
-};
 
 /**
  * Rebuilds every view and index from the log and reports where the stored ones differ. Requests are folded with

@@ -51,6 +51,17 @@ export const limitFeatures = ({ open, itWith, factory }: Contract) =>
       expect(byAnswer(decisions)).toEqual(byAnswer(reference(spends)));
     });
 
+    it('keeps a budget whose interval is not a whole number of milliseconds exactly (7 a minute, at odd times)', async () => {
+      const store = await open();
+      const spends = [10_000.5, 10_001, 18_572.3, 18_573, 27_143, 27_144.9, 40_000].flatMap((now) =>
+        oneToN(3).map(() => ({ ...spendOf('acct_odd', now), limit: 7 })),
+      );
+      const decisions: Decision[] = [];
+      for (const spend of spends) decisions.push(...(await store.spend([spend])));
+      expect(decisions.map(told)).toEqual(reference(spends).map(told));
+      expect(await store.reads.limiterState('acct_odd', 'submits')).toBe(reference(spends).at(-1)?.tat);
+    });
+
     it('decides the spends of one call in order, each against what the ones before it left, and keeps accounts and budgets apart', async () => {
       const store = await open();
       const spends = [

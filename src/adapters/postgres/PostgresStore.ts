@@ -1,0 +1,279 @@
+import { Effect, Layer } from 'effect';
+import postgres, { type Sql } from 'postgres';
+import type { Decision } from '../../domain/rateLimit/gcra.js';
+import {
+  type AttemptAsk,
+  type AttemptCounter,
+  type AttemptPlace,
+  type Batch,
+  type CommandOutcome,
+  type Spend,
+  StorageFault,
+  Store,
+  type StoreShape,
+} from '../../ports/Store.js';
+import {
+  type AttemptEntry,
+  type AttemptTable,
+  forgetAttempts,
+  releaseAttempt,
+  reserveAttempt,
+  scopedKey,
+} from '../../storage/attempts.js';
+import { spendAll } from '../../storage/spend.js';
+import { changesChannel, commitInTransaction } from './batch.js';
+import type { FetchSizes } from './overlay.js';
+import { readsOf } from './reads.js';
+import { redactedUrl } from './redactedUrl.js';
+import { lockSpace, migrate } from './schema.js';
+
+/**
+ * The Store on PostgreSQL (13 or newer), shared by any number of nodes: the same deciding and projection as the LMDB
+ * and memory stores (storage/writeBatch.ts), inside one transaction per batch (batch.ts), with the views as tables
+ * (schema.ts) and the read model as queries (reads.ts).
+ *
+ * - Durable: every connection runs with `synchronous_commit = on`, whatever the server's default, so a commit (and the
+ *   answer that waits for it) returns only once PostgreSQL has flushed it (and, with an operator's synchronous
+ *   replica, replicated it).
+ * - One writer of the log at a time across all nodes (an advisory lock held for the transaction): each command is
+ *   decided against everything committed before, and sequence numbers are gap-free in commit order.
+ * - Rate-limit spending and the throttles' attempts: each in a short transaction of its own that locks the budgets or
+ *   keys it touches (advisory locks, in a fixed order), so they are exact across nodes; committed without waiting for
+ *   the flush (`synchronous_commit = off` for those only: not durable like the log, as the port allows).
+ * - `onChange`: a connection of its own LISTENs; each commit that appends NOTIFYs in its transaction (delivered on
+ *   commit, to every node).
+ */
+
+export type PostgresStoreOptions = {
+  /** Connections of the pool (reads, batches, spends). */
+  readonly maxConnections?: number;
+  /** How much a batch fetches of the queue at once (tests: tiny, to take every way of fetching more). */
+  readonly fetchSizes?: FetchSizes;
+  /** Told how many times each batch was decided (1: everything it read was fetched with the lock). */
+  readonly onBatch?: (rounds: number) => void;
+};
+
+/** int8 as a JavaScript number (times in ms and counts stay far below 2^53); postgres.js gives strings by default. */
+const bigintAsNumber = {
+  to: 20,
+  from: [20],
+  serialize: (value: number) => String(value),
+  parse: (value: string) => Number(value),
+};
+
+export const connect = (url: string, max: number): Sql =>
+  postgres(url, {
+    max,
+    onnotice: () => {},
+    types: { bigint: bigintAsNumber },
+    // Also on every connection the pool opens again after a failure.
+    connection: { synchronous_commit: 'on', application_name: 'airs' },
+  }) as unknown as Sql;
+
+/** SQLSTATE classes and codes that say the database's storage, not the batch, failed. */
+const isDiskFault = (error: unknown): boolean => {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return code.startsWith('53') || code === '58030' || code === '25006';
+};
+
+const classify = (error: unknown): unknown =>
+  isDiskFault(error) ? new StorageFault(`the PostgreSQL database cannot write: ${(error as Error).message}`) : error;
+
+/** One advisory lock per key (hashed), taken in the order of the hashes so two transactions never wait on each other
+ * in a circle. */
+const lockKeys = (tx: Sql, space: number, keys: readonly string[]) =>
+  tx`SELECT pg_advisory_xact_lock(${space}::int, h)
+     FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${[...keys]}::text[]) AS k ORDER BY h) AS locks`;
+
+export type PostgresStore = StoreShape & {
+  /** The pool (tests, the CLI). */
+  readonly sql: Sql;
+};
+
+export const openPostgresStore = async (url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> => {
+  const sql = connect(url, options.maxConnections ?? 8);
+  try {
+    await migrate(sql, redactedUrl(url));
+  } catch (error) {
+    await sql.end({ timeout: 1 });
+    throw error;
+  }
+
+  // Hearing other nodes' commits: LISTEN on a connection of its own, before the store is handed out (a listener added
+  // at once hears every commit after it). postgres.js listens again after a reconnect; what was committed meanwhile
+  // was not heard, so every listener is told then.
+  const listeners = new Set<() => void>();
+  let telling = false;
+  const tell = () => {
+    if (telling) return;
+    telling = true;
+    setImmediate(() => {
+      telling = false;
+      for (const listener of [...listeners]) listener();
+    });
+  };
+  let listening = false;
+  const listen = await sql.listen(
+    changesChannel,
+    () => tell(),
+    () => {
+      if (listening) tell();
+      listening = true;
+    },
+  );
+
+  const reads = readsOf(sql, (listener) => {
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  });
+
+  // This handle's batches go one after another (as LMDB's single writer): the lock would serialise them anyway, and
+  // waiting here holds no connection.
+  let queue: Promise<unknown> = Promise.resolve();
+  const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
+    const run = queue.then(async () => {
+      try {
+        const { outcomes, rounds } = await sql.begin((tx) =>
+          commitInTransaction(tx as unknown as Sql, batch, options.fetchSizes),
+        );
+        options.onBatch?.(rounds);
+        return outcomes;
+      } catch (error) {
+        throw classify(error);
+      }
+    });
+    queue = run.catch(() => {});
+    return run;
+  };
+
+  const spend = async (spends: readonly Spend[]): Promise<readonly Decision[]> => {
+    if (spends.length === 0) return [];
+    return sql.begin(async (tx) => {
+      const t = tx as unknown as Sql;
+      const keys = [...new Set(spends.map((s) => JSON.stringify([s.accountId, s.budget])))];
+      const [, , rows] = await Promise.all([
+        t`SET LOCAL synchronous_commit = off`.execute(),
+        lockKeys(t, lockSpace.limiter, keys).execute(),
+        t<{ account_id: string; budget: string; tat: number }[]>`
+          SELECT l.account_id, l.budget, l.tat FROM limiter l
+          JOIN unnest(${spends.map((s) => s.accountId)}::text[], ${spends.map((s) => s.budget)}::text[]) AS u(account_id, budget)
+            ON l.account_id = u.account_id AND l.budget = u.budget`,
+      ]);
+      const tats = new Map(rows.map((row) => [`${row.account_id}\u0000${row.budget}`, row.tat]));
+      const changed = new Map<string, { accountId: string; budget: string; tat: number }>();
+      const decisions = spendAll(spends, {
+        get: (accountId, budget) => tats.get(`${accountId}\u0000${budget}`),
+        put: (accountId, budget, tat) => {
+          tats.set(`${accountId}\u0000${budget}`, tat);
+          changed.set(`${accountId}\u0000${budget}`, { accountId, budget, tat });
+        },
+      });
+      if (changed.size > 0) {
+        const rows = [...changed.values()];
+        await t`
+          INSERT INTO limiter (account_id, budget, tat)
+          SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::float8[])
+          ON CONFLICT (account_id, budget) DO UPDATE SET tat = EXCLUDED.tat`;
+      }
+      return decisions;
+    }) as Promise<Decision[]>;
+  };
+
+  /** Runs `decide` over the attempts kept under `keys` (scoped), locked for the transaction, and writes its changes. */
+  const withAttempts = <T>(scoped: readonly string[], now: number | undefined, decide: (table: AttemptTable) => T) =>
+    sql.begin(async (tx) => {
+      // A scoped key holds a NUL (scope NUL key), which PostgreSQL's text cannot: stored as its JSON string.
+      const keys = scoped.map((key) => JSON.stringify(key));
+      const t = tx as unknown as Sql;
+      const [, , rows] = await Promise.all([
+        t`SET LOCAL synchronous_commit = off`.execute(),
+        lockKeys(t, lockSpace.attempts, keys).execute(),
+        t<{ key: string; times: number[]; expires_at: number }[]>`
+          SELECT key, times, expires_at FROM attempts WHERE key = ANY(${[...keys]}::text[])`,
+        // Keys whose attempts all left their window go, a few per reservation (the table stays bounded by activity).
+        now === undefined
+          ? Promise.resolve()
+          : t`DELETE FROM attempts WHERE key IN (
+                SELECT key FROM attempts WHERE expires_at <= ${now} AND key <> ALL(${[...keys]}::text[])
+                ORDER BY expires_at LIMIT 16 FOR UPDATE SKIP LOCKED)`,
+      ]);
+      const entries = new Map<string, AttemptEntry>(
+        rows.map((row) => [JSON.parse(row.key) as string, { times: row.times, expiresAt: row.expires_at }]),
+      );
+      const written = new Map<string, AttemptEntry | undefined>();
+      const result = decide({
+        get: (key) => entries.get(key),
+        put: (key, entry) => {
+          entries.set(key, entry);
+          written.set(key, entry);
+        },
+        remove: (key) => {
+          entries.delete(key);
+          written.set(key, undefined);
+        },
+      });
+      const kept = [...written]
+        .filter((entry): entry is [string, AttemptEntry] => entry[1] !== undefined)
+        .map(([key, entry]): [string, AttemptEntry] => [JSON.stringify(key), entry]);
+      const gone = [...written].filter(([, entry]) => entry === undefined).map(([key]) => JSON.stringify(key));
+      await Promise.all([
+        kept.length === 0
+          ? Promise.resolve()
+          : t`
+              INSERT INTO attempts (key, times, expires_at)
+              SELECT key, times::json, expires_at
+              FROM unnest(${kept.map(([key]) => key)}::text[], ${kept.map(([, e]) => JSON.stringify(e.times))}::text[], ${kept.map(([, e]) => e.expiresAt)}::bigint[])
+                AS u(key, times, expires_at)
+              ON CONFLICT (key) DO UPDATE SET times = EXCLUDED.times, expires_at = EXCLUDED.expires_at`,
+        gone.length === 0 ? Promise.resolve() : t`DELETE FROM attempts WHERE key = ANY(${gone}::text[])`,
+      ]);
+      return result;
+    });
+
+  const attempts: AttemptCounter = {
+    reserve: (ask: AttemptAsk) =>
+      withAttempts(
+        ask.keys.map((key) => scopedKey(ask.scope, key)),
+        ask.now,
+        (table) => reserveAttempt(ask, table),
+      ) as Promise<ReturnType<typeof reserveAttempt>>,
+    release: async (place: AttemptPlace) => {
+      await withAttempts(
+        place.keys.map((key) => scopedKey(place.scope, key)),
+        undefined,
+        (table) => releaseAttempt(place, table),
+      );
+    },
+    forget: async (scope: string, key: string) => {
+      await withAttempts([scopedKey(scope, key)], undefined, (table) => forgetAttempts(scope, key, table));
+    },
+  };
+
+  let closed = false;
+  return {
+    sql,
+    reads,
+    commit,
+    spend,
+    attempts,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      listeners.clear();
+      await queue;
+      await listen.unlisten().catch(() => {});
+      await sql.end({ timeout: 5 });
+    },
+  };
+};
+
+/** The Store as a layer: opened when the layer is built, closed when its scope ends. */
+export const PostgresStoreLayer = (url: string) =>
+  Layer.effect(
+    Store,
+    Effect.acquireRelease(
+      Effect.promise(() => openPostgresStore(url)),
+      (store) => Effect.promise(() => store.close()),
+    ),
+  );

@@ -1,0 +1,318 @@
+import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { StoredEvent } from '../../domain/events.js';
+import type { QueuedEntry } from '../../domain/pickFairly.js';
+import type { RequestState } from '../../domain/request/state.js';
+import type { DailyUsage, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
+import type { BatchTarget } from '../../storage/writeBatch.js';
+
+/**
+ * What a batch's deciding reads, fetched from PostgreSQL inside the batch's transaction, and what its projection
+ * writes, gathered for a few bulk statements: `storage/writeBatch.ts` decides synchronously, so everything it may read
+ * is fetched before it runs. What the store guesses a batch reads (`prefetchOf` in batch.ts) is fetched first; a read
+ * of anything not fetched records what it needed and throws `NotFetched`, and the store then fetches that too and
+ * decides the whole batch again from the start (deciding is pure; nothing was written yet). So a decision is always
+ * made against what the database holds, never against a guess, and the overlay holds no more than the batch touches
+ * (memory does not grow with the stored data).
+ *
+ * Like the LMDB and memory stores, reads for deciding see the committed state for requests and their indexes (the
+ * batch's own request changes are projected after its last command: writeBatch keeps them meanwhile), and the batch's
+ * own writes for accounts, keys, sessions, credentials and account indexes (projected command by command).
+ */
+
+/** Something a read needed that was not fetched yet. */
+export type Need =
+  | { readonly kind: 'request'; readonly id: string }
+  | { readonly kind: 'account'; readonly id: string }
+  | { readonly kind: 'key'; readonly id: string }
+  | { readonly kind: 'session'; readonly id: string }
+  | { readonly kind: 'email'; readonly id: string }
+  | { readonly kind: 'credential'; readonly id: string }
+  | { readonly kind: 'idempotency'; readonly accountId: string; readonly key: string }
+  | { readonly kind: 'sessionsOf'; readonly id: string }
+  | { readonly kind: 'queuedCount'; readonly id: string }
+  | { readonly kind: 'processingCount'; readonly id: string }
+  | { readonly kind: 'anyWaiting' }
+  | { readonly kind: 'lapsed'; readonly now: number; readonly limit: number }
+  /** Accounts with waiting requests after `after` ('' : from the first), up to `limit` of them, and the first
+   * `entries` waiting requests of each (with their states). */
+  | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number; readonly entries: number }
+  /** An account's first `limit` waiting requests (with their states). */
+  | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number };
+
+/** Thrown by a read of something not fetched; the store fetches what `Fetched.needs` lists and decides again. */
+export class NotFetched extends Error {
+  override name = 'NotFetched';
+}
+
+export const pairKey = (a: string, b: string) => `${a}\u0000${b}`;
+
+/** An interval of account ids (`lo` exclusive, `hi` inclusive; `hi` null: no end) whose waiting accounts are known. */
+type Covered = { lo: string; hi: string | null };
+
+/** How much one fetch of the queue reads (tests make them tiny, so that every way of fetching more is taken). */
+export type FetchSizes = {
+  /** Accounts with waiting requests read at once. */
+  readonly accounts: number;
+  /** Waiting requests of one account read at once when a pick needs more of them. */
+  readonly queue: number;
+  /** Waiting requests read with each account at first (most picks take one or two per account). */
+  readonly firstEntries: number;
+};
+
+export const defaultFetchSizes: FetchSizes = {
+  accounts: 64,
+  // pickFairly's scanLimit, plus the read that finds it full.
+  queue: 257,
+  firstEntries: 4,
+};
+
+/** The committed state a batch's deciding has read so far: `null` is "fetched: absent". */
+export class Fetched {
+  constructor(readonly sizes: FetchSizes = defaultFetchSizes) {}
+
+  readonly requests = new Map<string, RequestState | null>();
+  readonly accounts = new Map<string, AccountState | null>();
+  readonly keys = new Map<string, KeyState | null>();
+  readonly sessions = new Map<string, SessionState | null>();
+  readonly emails = new Map<string, string | null>();
+  readonly credentials = new Map<string, string | null>();
+  readonly idempotency = new Map<string, string | null>();
+  readonly sessionsOf = new Map<string, readonly string[]>();
+  readonly queuedCounts = new Map<string, number>();
+  readonly processingCounts = new Map<string, number>();
+  anyWaiting: boolean | undefined;
+  readonly lapsed = new Map<string, readonly string[]>();
+  /** Accounts with waiting requests, sorted, known within `covered`. */
+  waitingAccounts: string[] = [];
+  covered: Covered[] = [];
+  readonly queues = new Map<string, { entries: QueuedEntry[]; complete: boolean }>();
+  /** What the last deciding needed and did not find. */
+  needs: Need[] = [];
+
+  miss(need: Need): never {
+    this.needs.push(need);
+    throw new NotFetched(`not fetched: ${need.kind}`);
+  }
+
+  known<V>(map: Map<string, V | null>, id: string, need: Need): V | undefined {
+    const value = map.get(id);
+    if (value === undefined) return this.miss(need);
+    return value ?? undefined;
+  }
+
+  /** Adds accounts with waiting requests found after `after` (a full page: `complete` false). */
+  addAccounts(after: string, found: readonly string[], complete: boolean) {
+    const merged = new Set([...this.waitingAccounts, ...found]);
+    this.waitingAccounts = [...merged].sort(compareIds);
+    const hi = complete ? null : (found.at(-1) ?? null);
+    const intervals = [...this.covered, { lo: after, hi }].sort((a, b) => compareIds(a.lo, b.lo));
+    const joined: Covered[] = [];
+    for (const next of intervals) {
+      const last = joined.at(-1);
+      if (last !== undefined && (last.hi === null || compareIds(next.lo, last.hi) <= 0)) {
+        if (last.hi !== null && (next.hi === null || compareIds(next.hi, last.hi) > 0)) last.hi = next.hi;
+      } else joined.push({ ...next });
+    }
+    this.covered = joined;
+  }
+
+  /** The first account with waiting requests after `current`, `null` when there is none, or a miss. */
+  nextAccount(current: string): string | null {
+    const interval = this.covered.find(
+      ({ lo, hi }) => compareIds(lo, current) <= 0 && (hi === null || compareIds(current, hi) < 0),
+    );
+    const more = (): never =>
+      this.miss({
+        kind: 'accountsAfter',
+        after: current,
+        limit: this.sizes.accounts,
+        entries: this.sizes.firstEntries,
+      });
+    if (interval === undefined) return more();
+    const next = this.waitingAccounts.find((account) => compareIds(account, current) > 0);
+    if (next === undefined || (interval.hi !== null && compareIds(next, interval.hi) > 0)) {
+      if (interval.hi === null) return null;
+      return more();
+    }
+    return next;
+  }
+}
+
+/** Ids in code-point order, as the columns' `COLLATE "C"` (UTF-8 bytes) and LMDB's keys order them. */
+export const compareIds = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A request's change as the batch leaves it: its state, and its text (absent: whatever it held, if it keeps any). */
+export type RequestWrite = { readonly state: RequestState; readonly text: string | undefined; readonly isNew: boolean };
+
+/** What a batch writes, gathered while it is decided and projected. */
+export class Writes {
+  readonly requests = new Map<string, RequestWrite>();
+  readonly accounts = new Map<string, AccountState>();
+  readonly keys = new Map<string, KeyState>();
+  /** `undefined`: the session ended (its row goes). */
+  readonly sessions = new Map<string, SessionState | undefined>();
+  readonly credentials = new Map<string, string | undefined>();
+  readonly emails = new Map<string, string>();
+  readonly keyHashes = new Map<string, string>();
+  /** `undefined`: the entry goes. */
+  readonly idempotency = new Map<string, { accountId: string; key: string; reqId: string | undefined }>();
+  /** Sessions started (true) or ended (false) by this batch, by [accountId, sessionId]. */
+  readonly accountSessions = new Map<string, boolean>();
+  readonly queuedDeltas = new Map<string, number>();
+  readonly processingDeltas = new Map<string, number>();
+  readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  accountsVersionBumps = 0;
+  events: StoredEvent[] = [];
+  lastSeq: number | undefined;
+}
+
+const add = (map: Map<string, number>, key: string, delta: number) => map.set(key, (map.get(key) ?? 0) + delta);
+
+/** The target writeBatch decides and projects through: reads from `fetched` (and `writes`, as said above). */
+export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => {
+  const indexKeyOf = (index: IndexName, key: IndexKey): string => {
+    if (index === 'idempotency' || index === 'accountSessions') {
+      const [first, second] = key as [string, string];
+      return pairKey(first, second);
+    }
+    return String(key);
+  };
+  const idempotent = (accountId: string, key: string): string | undefined => {
+    const written = writes.idempotency.get(pairKey(accountId, key));
+    if (written !== undefined) return written.reqId;
+    return fetched.known(fetched.idempotency, pairKey(accountId, key), { kind: 'idempotency', accountId, key });
+  };
+  const committedRequest = (reqId: string) => fetched.known(fetched.requests, reqId, { kind: 'request', id: reqId });
+
+  const views: ViewAccess = {
+    getRequest: (reqId) => writes.requests.get(reqId)?.state ?? committedRequest(reqId),
+    putRequest: (reqId, state, text) => {
+      const isNew = committedRequest(reqId) === undefined && !writes.requests.has(reqId);
+      const earlier = writes.requests.get(reqId);
+      writes.requests.set(reqId, { state, text: text ?? earlier?.text, isNew: earlier?.isNew ?? isNew });
+    },
+    getAccount: (accountId) =>
+      writes.accounts.get(accountId) ?? fetched.known(fetched.accounts, accountId, { kind: 'account', id: accountId }),
+    putAccount: (accountId, state) => void writes.accounts.set(accountId, state),
+    getKey: (keyId) => writes.keys.get(keyId) ?? fetched.known(fetched.keys, keyId, { kind: 'key', id: keyId }),
+    putKey: (keyId, state) => void writes.keys.set(keyId, state),
+    getIndex: (index, key) => {
+      if (index === 'idempotency') {
+        const [accountId, idempotencyKey] = key as [string, string];
+        return idempotent(accountId, idempotencyKey);
+      }
+      if (index === 'emails') return emailOf(String(key));
+      throw new Error(`the PostgreSQL store does not read the ${index} index while writing`);
+    },
+    putIndex: (index, key, value) => {
+      if (index === 'emails') writes.emails.set(String(key), value);
+      else if (index === 'keyHashes') writes.keyHashes.set(String(key), value);
+      else if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), true);
+      else if (index === 'idempotency') {
+        const [accountId, idempotencyKey] = key as [string, string];
+        writes.idempotency.set(pairKey(accountId, idempotencyKey), { accountId, key: idempotencyKey, reqId: value });
+      }
+      // dispatch, accountRequests, accountKeys: columns of the request and key rows (schema.ts), written with them.
+    },
+    removeIndex: (index, key) => {
+      if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), false);
+      else if (index === 'idempotency') {
+        const [accountId, idempotencyKey] = key as [string, string];
+        writes.idempotency.set(pairKey(accountId, idempotencyKey), {
+          accountId,
+          key: idempotencyKey,
+          reqId: undefined,
+        });
+      } else if (index === 'emails' || index === 'keyHashes')
+        throw new Error(`the PostgreSQL store never removes from the ${index} index`);
+    },
+    // The grouped indexes (expiry, processing) are the request row's expires_at and lease_until columns.
+    moveInGroup: () => {},
+    putCredential: (key, value) => void writes.credentials.set(key, value),
+    getSession: (sessionId) =>
+      writes.sessions.has(sessionId)
+        ? writes.sessions.get(sessionId)
+        : fetched.known(fetched.sessions, sessionId, { kind: 'session', id: sessionId }),
+    putSession: (sessionId, state) => void writes.sessions.set(sessionId, state),
+    bumpAccountsVersion: () => void writes.accountsVersionBumps++,
+    addQueued: (accountId, delta) => void add(writes.queuedDeltas, accountId, delta),
+    addProcessing: (model, delta) => void add(writes.processingDeltas, model, delta),
+    addUsage: (accountId, day, usage: DailyUsage) => {
+      const key = pairKey(accountId, String(day));
+      const entry = writes.usage.get(key) ?? { accountId, day, input: 0, output: 0 };
+      entry.input += usage.inputTokens;
+      entry.output += usage.outputTokens;
+      writes.usage.set(key, entry);
+    },
+  };
+
+  function emailOf(email: string): string | undefined {
+    return writes.emails.get(email) ?? fetched.known(fetched.emails, email, { kind: 'email', id: email });
+  }
+
+  function* queuedAccounts(after: string | undefined): Iterable<string> {
+    let current = after ?? '';
+    for (let next = fetched.nextAccount(current); next !== null; ) {
+      yield next;
+      current = next;
+      next = fetched.nextAccount(current);
+    }
+    if (after === undefined) return;
+    // Wrap round: the accounts up to and including `after`.
+    current = '';
+    for (let next = fetched.nextAccount(current); next !== null && compareIds(next, after) <= 0; ) {
+      yield next;
+      current = next;
+      next = fetched.nextAccount(current);
+    }
+  }
+
+  function* queuedOf(accountId: string): Iterable<QueuedEntry> {
+    const queue = fetched.queues.get(accountId);
+    const page = fetched.sizes.queue;
+    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: page });
+    yield* queue.entries;
+    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + page });
+  }
+
+  return {
+    views,
+    committedRequest,
+    reads: {
+      account: views.getAccount,
+      key: views.getKey,
+      session: views.getSession,
+      accountIdByEmail: emailOf,
+      sessionsOf: (accountId) => {
+        const ids = new Set(fetched.sessionsOf.get(accountId) ?? fetched.miss({ kind: 'sessionsOf', id: accountId }));
+        const prefix = pairKey(accountId, '');
+        for (const [key, started] of writes.accountSessions) {
+          if (!key.startsWith(prefix)) continue;
+          const sessionId = key.slice(prefix.length);
+          if (started) ids.add(sessionId);
+          else ids.delete(sessionId);
+        }
+        return [...ids].sort(compareIds);
+      },
+      credential: (key) =>
+        writes.credentials.has(key)
+          ? writes.credentials.get(key)
+          : fetched.known(fetched.credentials, key, { kind: 'credential', id: key }),
+      idempotentRequest: idempotent,
+      queuedCount: (accountId) =>
+        fetched.queuedCounts.get(accountId) ?? fetched.miss({ kind: 'queuedCount', id: accountId }),
+      processingCount: (model) =>
+        fetched.processingCounts.get(model) ?? fetched.miss({ kind: 'processingCount', id: model }),
+      anyWaiting: () => fetched.anyWaiting ?? fetched.miss({ kind: 'anyWaiting' }),
+      queuedAccounts,
+      queuedOf,
+      lapsedLeases: (now, limit) =>
+        fetched.lapsed.get(`${now}:${limit}`) ?? fetched.miss({ kind: 'lapsed', now, limit }),
+    },
+    appendLog: (lastSeq, events) => {
+      writes.events = [...events];
+      writes.lastSeq = lastSeq;
+    },
+    flush: () => {},
+  };
+};

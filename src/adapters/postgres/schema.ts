@@ -1,0 +1,158 @@
+import type { Sql } from 'postgres';
+
+/**
+ * The PostgreSQL store's tables, made and upgraded by numbered migrations when a store opens. Every node opening the
+ * database at once is safe: the migrations run in one transaction under an advisory lock (DDL is transactional in
+ * PostgreSQL), so one node applies them and the others find them applied. A database whose schema is newer than this
+ * code knows is refused, as an LMDB data directory of another layout is.
+ *
+ * Ids and names are `COLLATE "C"` (byte order, which is code-point order for UTF-8): the order LMDB's keys and the
+ * memory store give them, whatever the database's own collation. Times are milliseconds in `bigint`. Views are
+ * `json` (kept as written: any string JSON can hold, NUL included, which `jsonb` and `text` refuse); request texts
+ * are `bytea` for the same reason, stored out of line uncompressed (a full disk refuses a big prompt, and large
+ * texts cost no compression on the hot path).
+ *
+ * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are partial indexes over columns of
+ * the request row, each a function of the request's state that the projection sets on every write (`requestColumns`).
+ */
+
+/** Namespaces of this store's advisory locks (the first argument of the two-key form). */
+export const lockSpace = {
+  /** (lockSpace.schema, 0): migrations. */
+  schema: 0x41495253,
+  /** (lockSpace.log, 1): the single writer of the log. */
+  log: 0x41495254,
+  /** (lockSpace.limiter, hashtext(key)): a rate-limit budget. */
+  limiter: 0x41495255,
+  /** (lockSpace.attempts, hashtext(key)): a throttle key. */
+  attempts: 0x41495256,
+} as const;
+
+const migrations: readonly string[] = [
+  // 1: the log, the views, the indexes, the operational tables.
+  `
+  CREATE TABLE log_head (
+    id smallint PRIMARY KEY CHECK (id = 1),
+    last_seq bigint NOT NULL,
+    accounts_version bigint NOT NULL
+  );
+  INSERT INTO log_head (id, last_seq, accounts_version) VALUES (1, 0, 0);
+
+  CREATE TABLE events (
+    seq bigint PRIMARY KEY,
+    payload json NOT NULL
+  );
+
+  CREATE TABLE requests (
+    req_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    status text NOT NULL,
+    model text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    available_at bigint NOT NULL,
+    expires_at bigint,
+    lease_until bigint,
+    state json NOT NULL,
+    text bytea
+  );
+  ALTER TABLE requests ALTER COLUMN text SET STORAGE EXTERNAL;
+  CREATE INDEX requests_dispatch ON requests (account_id, available_at, req_id) WHERE status = 'waiting';
+  CREATE INDEX requests_by_account ON requests (account_id, created_at, req_id) WHERE expires_at IS NOT NULL;
+  CREATE INDEX requests_expiry ON requests (expires_at, req_id) WHERE expires_at IS NOT NULL;
+  CREATE INDEX requests_processing ON requests (lease_until, req_id) WHERE lease_until IS NOT NULL;
+
+  CREATE TABLE accounts (
+    account_id text COLLATE "C" PRIMARY KEY,
+    state json NOT NULL
+  );
+  CREATE TABLE emails (
+    email text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL
+  );
+  CREATE TABLE keys (
+    key_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    state json NOT NULL
+  );
+  CREATE INDEX keys_by_account ON keys (account_id, key_id);
+  CREATE TABLE key_hashes (
+    key_hash text COLLATE "C" PRIMARY KEY,
+    key_id text COLLATE "C" NOT NULL
+  );
+  CREATE TABLE sessions (
+    session_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    state json NOT NULL
+  );
+  CREATE INDEX sessions_by_account ON sessions (account_id, session_id);
+  CREATE TABLE credentials (
+    key text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+  );
+  CREATE TABLE idempotency (
+    account_id text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    req_id text COLLATE "C" NOT NULL,
+    PRIMARY KEY (account_id, key)
+  );
+  CREATE TABLE queued_counts (
+    account_id text COLLATE "C" PRIMARY KEY,
+    count bigint NOT NULL
+  );
+  CREATE TABLE processing_counts (
+    model text COLLATE "C" PRIMARY KEY,
+    count bigint NOT NULL
+  );
+  CREATE TABLE usage_daily (
+    account_id text COLLATE "C" NOT NULL,
+    day bigint NOT NULL,
+    input_tokens bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    PRIMARY KEY (account_id, day)
+  );
+  CREATE TABLE key_last_used (
+    key_id text COLLATE "C" PRIMARY KEY,
+    at bigint NOT NULL
+  );
+  CREATE TABLE limiter (
+    account_id text COLLATE "C" NOT NULL,
+    budget text COLLATE "C" NOT NULL,
+    tat double precision NOT NULL,
+    PRIMARY KEY (account_id, budget)
+  );
+  CREATE TABLE attempts (
+    key text COLLATE "C" PRIMARY KEY,
+    times json NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE INDEX attempts_expiry ON attempts (expires_at, key);
+  `,
+];
+
+/** The schema version this code writes and reads. */
+export const schemaVersion = migrations.length;
+
+/**
+ * Brings the database's schema to `schemaVersion` (from nothing, or from an older version), under an advisory lock
+ * held for the transaction, or refuses a database of a newer version with one line.
+ */
+export const migrate = async (sql: Sql, where: string): Promise<void> => {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
+    await tx`CREATE TABLE IF NOT EXISTS airs_schema_version (id smallint PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`;
+    const [row] = await tx<{ version: number }[]>`SELECT version FROM airs_schema_version WHERE id = 1`;
+    const found = row?.version ?? 0;
+    if (found > schemaVersion) {
+      throw new Error(
+        `the database ${where} holds airs schema version ${found}, newer than this airs knows (${schemaVersion}): run a newer airs on it`,
+      );
+    }
+    for (let version = found + 1; version <= schemaVersion; version++) {
+      await tx.unsafe(migrations[version - 1] as string);
+    }
+    if (found < schemaVersion) {
+      await tx`INSERT INTO airs_schema_version (id, version) VALUES (1, ${schemaVersion})
+        ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`;
+    }
+  });
+};

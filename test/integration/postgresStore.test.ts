@@ -1,0 +1,121 @@
+import postgres from 'postgres';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
+import { schemaVersion } from '../../src/adapters/postgres/schema.js';
+import type { Command } from '../../src/domain/commands.js';
+import { commitOne, createAccount, eventually, oneToN, replay, submit } from '../contract/fixtures.js';
+import { stopTestCluster, testCluster } from '../support/postgres.js';
+
+/**
+ * What the PostgreSQL store does beyond the storage contract (test/contract/postgres.test.ts): its connections'
+ * durability whatever the server's default, its schema's versions, text PostgreSQL's `text` could not hold, a long log
+ * read in pages, and hearing commits again after its listening connection was cut.
+ */
+
+const opened: PostgresStore[] = [];
+const open = async (url?: string) => {
+  const store = await openPostgresStore(url ?? (await (await testCluster()).createDatabase()), { maxConnections: 3 });
+  opened.push(store);
+  return store;
+};
+
+beforeAll(() => testCluster().then(() => {}), 120_000);
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close();
+});
+afterAll(() => stopTestCluster(), 60_000);
+
+describe('The PostgreSQL store', () => {
+  it('commits with synchronous_commit on, though the server defaults to off', async () => {
+    const store = await open();
+    const cluster = await testCluster();
+    const admin = postgres(cluster.url(), { max: 1 });
+    try {
+      const [server] = await admin`SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'`;
+      expect(server?.setting).toBe('off');
+    } finally {
+      await admin.end();
+    }
+    // Every connection of the pool, also one opened after the others (several reads at once open them).
+    const settings = await Promise.all(oneToN(3).map(() => store.sql`SHOW synchronous_commit`));
+    expect(settings.map(([row]) => row?.synchronous_commit)).toEqual(['on', 'on', 'on']);
+    const inCommit = await store.sql.begin((tx) => tx`SHOW synchronous_commit`);
+    expect(inCommit[0]?.synchronous_commit).toBe('on');
+  });
+
+  it('makes its schema once when several nodes open a new database at once, and opens it again as it is', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const stores = await Promise.all(oneToN(4).map(() => open(url)));
+    const [version] = await stores[0]!.sql`SELECT version FROM airs_schema_version`;
+    expect(version?.version).toBe(schemaVersion);
+    await commitOne(stores[1]!, createAccount(1));
+    const again = await open(url);
+    expect(await again.reads.accountIdByEmail('user1@example.com')).toBe('acct_1');
+  });
+
+  it('refuses a database whose schema is newer than it knows, with one line', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const first = await open(url);
+    await first.sql`UPDATE airs_schema_version SET version = ${schemaVersion + 1}`;
+    const refusal = await openPostgresStore(url).then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    expect(refusal?.message).toMatch(
+      new RegExp(`schema version ${schemaVersion + 1}, newer than this airs knows \\(${schemaVersion}\\)`),
+    );
+    expect(refusal?.message).not.toMatch(/\n/);
+  });
+
+  it('keeps any text a request or an event holds, NUL and astral characters included', async () => {
+    const store = await open();
+    const prompt = 'a\u0000b \u{1F600} \u2028 "quoted" \\ end';
+    await store.commit({
+      commands: [submit('req_a', { prompt }), { type: 'StartAttempt', reqId: 'req_a', now: 1_001 }],
+    });
+    expect((await store.reads.requestWithText('req_a'))?.text).toBe(prompt);
+    const failure: Command = {
+      type: 'RecordFailure',
+      reqId: 'req_a',
+      reason: 'upstream said \u0000 and \u{1F600}',
+      policy: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      now: 1_002,
+    };
+    await commitOne(store, failure);
+    const failed = await store.reads.request('req_a');
+    expect(failed?.context.failureReason).toContain('upstream said \u0000 and \u{1F600}');
+    expect((await replay(store)).at(-1)).toMatchObject({ type: 'RequestFailed' });
+  });
+
+  it('replays a log longer than one page of reads, from the start and from inside it', async () => {
+    const store = await open();
+    for (const batch of oneToN(5))
+      await store.commit({ commands: oneToN(500).map((i) => submit(`req_${batch}_${i}`, { account: i % 7 })) });
+    const all = await replay(store);
+    expect(all.map((event) => event.seq)).toEqual(oneToN(2_500));
+    expect((await replay(store, 999)).map((event) => event.seq)).toEqual(oneToN(1_502).map((i) => i + 998));
+  });
+
+  it('hears commits again after its listening connection was cut, and is told at once that it may have missed some', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const listening = await open(url);
+    const writing = await open(url);
+    let heard = 0;
+    const stop = listening.reads.onChange(() => heard++);
+    try {
+      await commitOne(writing, submit('req_a'));
+      await eventually(() => heard > 0, 10_000, 'the first commit was heard');
+      const before = heard;
+      // Cut every LISTENing connection to the database (the listener's; the server would cut it the same way).
+      await writing.sql`
+        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'listen%'`;
+      await eventually(() => heard > before, 15_000, 'the listener was told after listening again');
+      const after = heard;
+      await commitOne(writing, submit('req_b'));
+      await eventually(() => heard > after, 10_000, 'a commit after the cut was heard');
+    } finally {
+      stop();
+    }
+  }, 60_000);
+});

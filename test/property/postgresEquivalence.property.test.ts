@@ -1,0 +1,248 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
+import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
+import { type Command, isRefusal } from '../../src/domain/commands.js';
+import { defaultPlans } from '../../src/domain/plans.js';
+import type { RetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import type { CommandOutcome, StoreShape } from '../../src/ports/Store.js';
+import { stopTestCluster, testCluster } from '../support/postgres.js';
+
+/**
+ * The PostgreSQL store decides every batch as the in-memory store does (the reference: the same writeBatch over maps
+ * that hold everything). PostgreSQL's deciding reads only what it fetched for the batch, fetching more whenever a read
+ * needs it; here the fetches are tiny (two accounts, two waiting requests at a time), so that claims over several
+ * accounts, long queues, wrap-rounds and batches that read what earlier commands of theirs changed take every way of
+ * fetching more. Outcomes batch by batch, then everything the read model answers, must be equal.
+ */
+
+const accounts = ['acct_1', 'acct_2', 'acct_3', 'acct_4', 'acct_5', 'acct_6'];
+const reqIds = Array.from({ length: 24 }, (_, i) => `req_${String(i).padStart(2, '0')}`);
+const owners = ['A', 'B', 'C'];
+const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000 };
+const at = fc.integer({ min: 0, max: 4_000 });
+
+const submit: fc.Arbitrary<Command> = fc
+  .record({
+    reqId: fc.constantFrom(...reqIds),
+    accountId: fc.constantFrom(...accounts),
+    model: fc.constantFrom('echo', 'slow'),
+    now: fc.integer({ min: 0, max: 2_000 }),
+    ttlMs: fc.integer({ min: 500, max: 3_000 }),
+    prompt: fc.string({ maxLength: 6 }),
+    key: fc.option(fc.constantFrom('k1', 'k2'), { nil: undefined }),
+    body: fc.constantFrom('a', 'b'),
+    maxQueued: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+    startNow: fc.option(fc.constantFrom(...owners), { nil: undefined }),
+    modelLimit: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+    maxAttempts: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+  })
+  .map(
+    (s): Command => ({
+      type: 'Submit',
+      reqId: s.reqId,
+      accountId: s.accountId,
+      keyId: 'key_1',
+      model: s.model,
+      promptChars: s.prompt.length,
+      prompt: s.prompt,
+      ttlMs: s.ttlMs,
+      now: s.now,
+      ...(s.key === undefined ? {} : { idempotency: { key: s.key, requestHash: `sha256:${s.body}` } }),
+      ...(s.maxQueued === undefined ? {} : { maxQueued: s.maxQueued }),
+      ...(s.startNow === undefined ? {} : { startNow: { owner: s.startNow, leaseMs: 500 }, modelLimit: s.modelLimit }),
+      ...(s.maxAttempts === undefined ? {} : { maxAttempts: s.maxAttempts }),
+    }),
+  );
+
+const claim: fc.Arbitrary<Command> = fc
+  .record({
+    owner: fc.constantFrom(...owners),
+    now: at,
+    max: fc.integer({ min: 1, max: 8 }),
+    slow: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+    after: fc.option(fc.constantFrom('acct_0', ...accounts, 'acct_9'), { nil: undefined }),
+  })
+  .map(
+    (c): Command => ({
+      type: 'Claim',
+      owner: c.owner,
+      now: c.now,
+      leaseMs: 500,
+      max: c.max,
+      modelLimits: c.slow === undefined ? {} : { slow: c.slow },
+      after: c.after,
+      policy,
+    }),
+  );
+
+const onRequest: fc.Arbitrary<Command> = fc.oneof(
+  fc
+    .record({ reqId: fc.constantFrom(...reqIds), now: at, owner: fc.constantFrom(...owners) })
+    .map((c): Command => ({ type: 'StartAttempt', ...c, leaseMs: 500 })),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: at,
+      owner: fc.constantFrom(...owners),
+      attempt: fc.integer({ min: 1, max: 3 }),
+      response: fc.string({ maxLength: 6 }),
+    })
+    .map(
+      (c): Command => ({
+        type: 'RecordSuccess',
+        ...c,
+        responseChars: c.response.length,
+        inputTokens: 2,
+        outputTokens: 3,
+      }),
+    ),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: at,
+      owner: fc.constantFrom(...owners),
+      attempt: fc.integer({ min: 1, max: 3 }),
+    })
+    .map((c): Command => ({ type: 'RecordFailure', ...c, reason: 'upstream 500', policy })),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: at,
+      owner: fc.constantFrom(...owners),
+      attempt: fc.integer({ min: 1, max: 3 }),
+    })
+    .map((c): Command => ({ type: 'ExtendLease', ...c, leaseMs: 500 })),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: at,
+      owner: fc.constantFrom(...owners),
+      attempt: fc.integer({ min: 1, max: 3 }),
+    })
+    .map((c): Command => ({ type: 'Release', ...c })),
+  fc.record({ reqId: fc.constantFrom(...reqIds), now: at }).map((c): Command => ({ type: 'Expire', ...c })),
+  fc.record({ reqId: fc.constantFrom(...reqIds), now: at }).map((c): Command => ({ type: 'Cancel', ...c })),
+);
+
+const sessions = ['sess_1', 'sess_2', 'sess_3'];
+const onAccount: fc.Arbitrary<Command> = fc
+  .record({
+    accountId: fc.constantFrom(...accounts.slice(0, 3)),
+    now: at,
+    which: fc.integer({ min: 0, max: 8 }),
+    email: fc.constantFrom('a@x.io', 'b@x.io', 'c@x.io', 'd@x.io'),
+    keyId: fc.constantFrom('key_1', 'key_2', 'key_3'),
+    sessionId: fc.constantFrom(...sessions),
+    hash: fc.constantFrom('h1', 'h2'),
+  })
+  .map(({ accountId, now, which, email, keyId, sessionId, hash }): Command => {
+    const commands = [
+      { type: 'CreateAccount', accountId, email, plan: 'free', now },
+      { type: 'CreateKey', keyId, keyHash: `hash_${keyId}`, prefix: keyId, name: 'k', plans: defaultPlans, now },
+      { type: 'RevokeKey', key: { keyId }, now },
+      { type: 'SetPassword', passwordHash: hash, now },
+      {
+        type: 'StartSession',
+        sessionId,
+        secretHash: `secret_${sessionId}`,
+        expiresAt: now + 10_000,
+        checkedPasswordHash: hash,
+        now,
+      },
+      { type: 'EndSession', sessionId, now },
+      { type: 'Suspend', now },
+      { type: 'Resume', now },
+      { type: 'ChangePlan', plan: 'pro', now },
+    ];
+    return { type: 'Account', accountId, command: commands[which] as never };
+  });
+
+const command = fc.oneof(
+  { arbitrary: submit, weight: 4 },
+  { arbitrary: claim, weight: 2 },
+  { arbitrary: onRequest, weight: 3 },
+  { arbitrary: onAccount, weight: 2 },
+);
+const batches = fc.array(fc.array(command, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 14 });
+
+/** An outcome as plain data: events and replays as they are, a refusal by its class and message, an error by its
+ * message. */
+const plain = (outcome: CommandOutcome | Error) => {
+  if (isRefusal(outcome)) return { refused: outcome._tag, message: outcome.message };
+  if (outcome instanceof Error) return { error: outcome.message };
+  return JSON.parse(JSON.stringify(outcome)) as unknown;
+};
+
+/** Everything the read model answers about the ids the batches use. */
+const everything = async (store: StoreShape) => {
+  const events = [];
+  for await (const event of store.reads.events()) events.push(event);
+  const perAccount = await Promise.all(
+    accounts.map(async (accountId) => ({
+      account: await store.reads.account(accountId),
+      keys: await store.reads.keysOf(accountId),
+      requests: await store.reads.requestsOf(accountId, { limit: 100 }),
+      counts: await store.reads.requestCountsByHour(accountId, 0, 2),
+      usage: await store.reads.usageByDay(accountId, 0, 1),
+    })),
+  );
+  return JSON.parse(
+    JSON.stringify({
+      events,
+      lastSeq: await store.reads.lastSeq(),
+      accountsVersion: await store.reads.accountsVersion(),
+      accounts: await store.reads.accounts(),
+      perAccount,
+      requests: await Promise.all(reqIds.map((reqId) => store.reads.requestWithText(reqId))),
+      sessions: await Promise.all(sessions.map((sessionId) => store.reads.session(sessionId))),
+      credentials: await Promise.all(
+        [...accounts.map((a) => `password:${a}`), ...sessions.map((s) => `session:${s}`)].map((key) =>
+          store.reads.credential(key),
+        ),
+      ),
+      emails: await Promise.all(['a@x.io', 'b@x.io', 'c@x.io'].map((email) => store.reads.accountIdByEmail(email))),
+      dueForExpiry: await store.reads.dueForExpiry(3_000, 100),
+      dueWork: await Promise.all([0, 1_000, 2_000, 4_000].map((now) => store.reads.dueWork(now))),
+      queueDepths: await store.reads.queueDepths(2_000, 100),
+      queueDepthsShallow: await store.reads.queueDepths(2_000, 3),
+    }),
+  ) as unknown;
+};
+
+beforeAll(() => testCluster().then(() => {}), 120_000);
+afterAll(() => stopTestCluster(), 60_000);
+
+describe('The PostgreSQL store decides as the in-memory store', () => {
+  it('gives every batch the same outcomes and leaves the same read model, fetching what it reads bit by bit', async () => {
+    const cluster = await testCluster();
+    let rounds = 0;
+    let batchCount = 0;
+    await fc.assert(
+      fc.asyncProperty(batches, async (commands) => {
+        const reference = openMemoryStore();
+        const store = await openPostgresStore(await cluster.createDatabase(), {
+          maxConnections: 2,
+          fetchSizes: { accounts: 2, queue: 2, firstEntries: 1 },
+          onBatch: (n) => {
+            rounds += n;
+            batchCount++;
+          },
+        });
+        try {
+          for (const batch of commands) {
+            const expected = (await reference.commit({ commands: batch })).map(plain);
+            const actual = (await store.commit({ commands: batch })).map(plain);
+            expect(actual).toEqual(expected);
+          }
+          expect(await everything(store)).toEqual(await everything(reference));
+        } finally {
+          await store.close();
+        }
+      }),
+      { numRuns: 30 },
+    );
+    // The tiny fetches did make batches fetch more than the first time.
+    expect(rounds).toBeGreaterThan(batchCount);
+  }, 300_000);
+});
