@@ -7,12 +7,12 @@ export const exitStatuses: ReadonlyArray<readonly [status: number, commands: str
   [
     1,
     'all',
-    'refused or failed: an unknown account, key or request, a key limit, a request that cannot be cancelled, a backup copy that failed; `ask`: an error answer (400, 429 or 5xx after its retries) or no server; `serve`: a stop that outlived shutdownGraceSeconds by 7 s',
+    'refused or failed: an unknown account, key or request, a key limit, a request that cannot be cancelled, a backup copy that failed, a migrated copy that did not verify (nothing written); `ask`: an error answer (400, 429 or 5xx after its retries) or no server; `serve`: a stop that outlived shutdownGraceSeconds by 7 s',
   ],
   [
     2,
     'all',
-    'usage or setup: a bad flag, argument or config; a data directory that cannot be used, holds no database, is of another layout or is damaged; `serve`: the port cannot be listened on; `backup`: a destination that is not empty or cannot be made',
+    'usage or setup: a bad flag, argument or config; a data directory that cannot be used, holds no database, is of another layout or is damaged; `serve`: the port cannot be listened on; `backup`: a destination that is not empty or cannot be made; `migrate`: a source that is missing or damaged, a database that is not empty, cannot be reached or is not postgres:// (nothing written)',
   ],
   [3, 'replay --verify', 'views differ from the log'],
   [4, 'ask', 'the API key was refused (401, 403)'],

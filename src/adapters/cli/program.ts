@@ -6,6 +6,7 @@ import { registerAccountCommands, registerKeyCommands } from './accountCommands.
 import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
 import { exitStatusHelp } from './exitStatuses.js';
+import { registerMigrateCommand } from './migrateCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerRequestCommands } from './requestCommands.js';
@@ -38,6 +39,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerReplayCommand(program, output);
   registerRequestCommands(program, output);
   registerBackupCommand(program, output);
+  registerMigrateCommand(program, output);
   registerAskCommand(program, output);
   program.addHelpText('after', exitStatusHelp());
   return program;

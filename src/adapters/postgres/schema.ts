@@ -28,7 +28,7 @@ export const lockSpace = {
   attempts: 0x41495256,
 } as const;
 
-const migrations: readonly string[] = [
+export const migrations: readonly string[] = [
   // 1: the log, the views, the indexes, the operational tables.
   `
   CREATE TABLE log_head (
@@ -137,22 +137,25 @@ export const schemaVersion = migrations.length;
  * held for the transaction, or refuses a database of a newer version with one line.
  */
 export const migrate = async (sql: Sql, where: string): Promise<void> => {
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
-    await tx`CREATE TABLE IF NOT EXISTS airs_schema_version (id smallint PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`;
-    const [row] = await tx<{ version: number }[]>`SELECT version FROM airs_schema_version WHERE id = 1`;
-    const found = row?.version ?? 0;
-    if (found > schemaVersion) {
-      throw new Error(
-        `the database ${where} holds airs schema version ${found}, newer than this airs knows (${schemaVersion}): run a newer airs on it`,
-      );
-    }
-    for (let version = found + 1; version <= schemaVersion; version++) {
-      await tx.unsafe(migrations[version - 1] as string);
-    }
-    if (found < schemaVersion) {
-      await tx`INSERT INTO airs_schema_version (id, version) VALUES (1, ${schemaVersion})
-        ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`;
-    }
-  });
+  await sql.begin((tx) => migrateIn(tx as unknown as Sql, where));
+};
+
+/** `migrate` inside a transaction the caller holds (airs migrate: the schema and the copy commit together). */
+export const migrateIn = async (tx: Sql, where: string): Promise<void> => {
+  await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
+  await tx`CREATE TABLE IF NOT EXISTS airs_schema_version (id smallint PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`;
+  const [row] = await tx<{ version: number }[]>`SELECT version FROM airs_schema_version WHERE id = 1`;
+  const found = row?.version ?? 0;
+  if (found > schemaVersion) {
+    throw new Error(
+      `the database ${where} holds airs schema version ${found}, newer than this airs knows (${schemaVersion}): run a newer airs on it`,
+    );
+  }
+  for (let version = found + 1; version <= schemaVersion; version++) {
+    await tx.unsafe(migrations[version - 1] as string);
+  }
+  if (found < schemaVersion) {
+    await tx`INSERT INTO airs_schema_version (id, version) VALUES (1, ${schemaVersion})
+      ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`;
+  }
 };

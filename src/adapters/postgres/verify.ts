@@ -65,7 +65,7 @@ const numberOrNull = (value: number | string | null): number | null => (value ==
 
 const show = (value: unknown): string => (value === null ? 'null' : JSON.stringify(value));
 
-const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<VerifyReport> => {
+export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<VerifyReport> => {
   const differences: string[] = [];
   const differ = (message: string) => {
     if (differences.length < maxDifferences) differences.push(message);

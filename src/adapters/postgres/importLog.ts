@@ -1,0 +1,412 @@
+import type { Sql } from 'postgres';
+import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { StoredEvent } from '../../domain/events.js';
+import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
+import { holdsText } from '../../domain/request/retention.js';
+import { initialRequestState, type RequestState, tryEvolve } from '../../domain/request/state.js';
+import type { Batch } from '../../ports/Store.js';
+import { idempotencyKeyOf, projectAccountEvent, projectRequestChange } from '../../storage/projection.js';
+import type { VerifyReport } from '../../storage/verifyReport.js';
+import { textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
+import { type LmdbDatabases, lastSeqKey, requestKey } from '../lmdb/databases.js';
+import { visitLogRecord } from '../lmdb/logRecord.js';
+import { writeAll } from './batch.js';
+import { Fetched, overlayTarget, pairKey, Writes } from './overlay.js';
+import { lockSpace, migrateIn, migrations } from './schema.js';
+import { verifyInSnapshot } from './verify.js';
+
+/**
+ * `airs migrate`: an LMDB data directory copied into an empty PostgreSQL database, in ONE transaction.
+ *
+ * - The log is read from one LMDB read transaction (one snapshot of the source, whatever a process writes meanwhile),
+ *   record by record, and appended to the events table a page at a time, as it is (same sequence numbers, same
+ *   payloads as the store writes them).
+ * - Every view is rebuilt from those events, page by page, by the code the PostgreSQL store writes its batches with:
+ *   each request's state before the page is read back from the requests table (written by the pages before, in this
+ *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account events and the
+ *   request changes are projected (`projectAccountEvent`, `projectRequestChange`) through the store's overlay into a
+ *   `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day, idempotency index, log head.
+ * - What is kept beside the log and not in it is copied from the source: the texts (a request's prompt or response, as
+ *   its record holds it now), the credentials (password and session hashes) and the keys' last uses.
+ * - Then the copy is checked in the same transaction before it commits: every request row against the source's record
+ *   (view compared as encoded bytes, the same text), and the whole database by `airs replay --verify`'s own check
+ *   (`verifyInSnapshot`). Any difference rolls everything back.
+ *
+ * Atomic: the schema (made here by the store's own migrations) and every row commit together or not at all; a copy
+ * that fails, is interrupted or whose process dies leaves the database as it was (PostgreSQL rolls back a transaction
+ * whose connection ends), so a half-copied database never exists. The schema's advisory lock and the log's writer lock
+ * are held throughout: a node started on the database meanwhile waits, then finds the copy.
+ *
+ * Memory does not grow with the data: events are read and written a page at a time, and a page's Fetched/Writes hold
+ * only what its events touch; texts are read from the source when their page is written, in chunks of bounded bytes.
+ * (The final check holds accounts, keys and sessions in maps, as `airs replay --verify` does.)
+ */
+
+/** The target is not empty: nothing was written. */
+export class TargetNotEmpty extends Error {
+  override name = 'TargetNotEmpty';
+}
+
+/** The source cannot be copied as it is (its log does not fold, or its records differ from its log). */
+export class SourceDamaged extends Error {
+  override name = 'SourceDamaged';
+}
+
+/** The copy did not verify (a bug of this code, or a log the machine does not accept): nothing was committed. */
+export class CopyDiffers extends Error {
+  override name = 'CopyDiffers';
+}
+
+export type ImportProgress = { readonly phase: 'events' | 'checking'; readonly done: number; readonly total: number };
+
+export type ImportOptions = {
+  /** The database as a person reads it (no password), for messages. */
+  readonly where: string;
+  /** Events per page (tests: tiny, so that requests span pages). */
+  readonly pageEvents?: number;
+  /** Text bytes per statement, at most (one text larger than this goes alone). */
+  readonly chunkBytes?: number;
+  readonly onProgress?: (progress: ImportProgress) => void;
+  /** Called after the copy is written and checked, before the commit (tests: a failure here must leave nothing). */
+  readonly beforeCommit?: () => void | Promise<void>;
+};
+
+export type ImportSummary = VerifyReport & { readonly credentials: number };
+
+/** The tables the store's migrations make (and the version table): what an airs database may hold. */
+const airsTables = (): ReadonlySet<string> => {
+  const names = new Set(['airs_schema_version']);
+  for (const sql of migrations)
+    for (const match of sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/gi)) names.add(match[1] as string);
+  return names;
+};
+
+/** Tables that may hold rows in an airs database that has no events yet (a server was started on it and took calls:
+ * the log head, the schema's version, throttles and rate-limit states). */
+const operational = new Set(['airs_schema_version', 'log_head', 'limiter', 'attempts']);
+
+/**
+ * Refuses a target that is not empty: any table, view or sequence outside airs's own, or airs's tables holding any
+ * event or view row. Airs's tables with nothing in them (a node was started on the database first) are accepted.
+ */
+const checkEmpty = async (tx: Sql, where: string): Promise<void> => {
+  const relations = await tx<{ schema: string; name: string }[]>`
+    SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND n.nspname <> 'information_schema'
+      AND left(n.nspname, 3) <> 'pg_'
+    ORDER BY 1, 2`;
+  const ours = airsTables();
+  const current = (await tx<{ schema: string }[]>`SELECT current_schema() AS schema`)[0]?.schema;
+  const others = relations.filter((r) => r.schema !== current || !ours.has(r.name));
+  if (others.length > 0) {
+    const named = others.slice(0, 3).map((r) => `${r.schema}.${r.name}`);
+    throw new TargetNotEmpty(
+      `the database ${where} is not empty: it holds ${others.length} table(s) that are not airs's (${named.join(', ')}${others.length > 3 ? ', …' : ''}); migrate into a new, empty database (CREATE DATABASE)`,
+    );
+  }
+  if (relations.length === 0) return;
+  if (!relations.some((r) => r.name === 'airs_schema_version'))
+    throw new TargetNotEmpty(
+      `the database ${where} is not empty: it holds some of airs's tables without their schema version; migrate into a new, empty database (CREATE DATABASE)`,
+    );
+  // Airs's schema, at this version or upgraded to it (a newer one is refused by the migrations themselves).
+  try {
+    await migrateIn(tx, where);
+  } catch (error) {
+    throw new TargetNotEmpty((error as Error).message);
+  }
+  const [events] = await tx<{ n: number }[]>`SELECT count(*)::float8 AS n FROM events`;
+  if ((events?.n ?? 0) > 0)
+    throw new TargetNotEmpty(
+      `the database ${where} already holds an airs store with ${events?.n} events; migrate into a new, empty database (CREATE DATABASE), or keep using this one`,
+    );
+  for (const { name } of relations) {
+    if (operational.has(name)) continue;
+    const [row] = await tx.unsafe<{ any: boolean }[]>(`SELECT EXISTS (SELECT 1 FROM ${name}) AS any`);
+    if (row?.any === true)
+      throw new TargetNotEmpty(
+        `the database ${where} is not empty: airs's table ${name} holds rows though the log is empty; migrate into a new, empty database (CREATE DATABASE)`,
+      );
+  }
+  const [head] = await tx<{ last_seq: number }[]>`SELECT last_seq FROM log_head WHERE id = 1`;
+  if (head === undefined || Number(head.last_seq) !== 0)
+    throw new TargetNotEmpty(`the database ${where} is not empty: its log head is not at the start`);
+};
+
+const unique = (values: Iterable<string>) => [...new Set(values)];
+
+type StateRow = { id: string; state: unknown };
+
+const isLive = (state: RequestState) => state.status !== 'none' && state.status !== 'expired';
+
+/** The source read from one LMDB snapshot. */
+type Source = {
+  readonly dbs: LmdbDatabases;
+  readonly transaction: ReturnType<LmdbDatabases['root']['useReadTransaction']>;
+};
+
+/** The text a request's record holds now, as a string (undefined: no record). */
+const textOf = (source: Source, reqId: string): string | undefined => {
+  const record = source.dbs.requests.get(requestKey(reqId), { transaction: source.transaction }) as Buffer | undefined;
+  if (record === undefined) return undefined;
+  return Buffer.from(textBytesOf(record)).toString('utf8');
+};
+
+/**
+ * Writes one page of events and what they change in the views. `lastSeq` is the log's end before the page.
+ */
+const writePage = async (
+  tx: Sql,
+  source: Source,
+  events: readonly StoredEvent[],
+  lastSeq: number,
+  chunkBytes: number,
+): Promise<void> => {
+  const fetched = new Fetched();
+  const writes = new Writes();
+  const requestEvents = events.filter((event): event is StoredEvent & RequestEvent => isRequestEvent(event));
+  const accountEvents = events.filter((event) => !isRequestEvent(event)) as (StoredEvent & {
+    accountId: string;
+    keyId?: string;
+    sessionId?: string;
+  })[];
+
+  // What the page reads: the states its requests, accounts, keys and sessions were left in by the pages before.
+  const byIds = async <V>(
+    ids: readonly string[],
+    map: Map<string, V | null>,
+    query: (ids: string[]) => Promise<StateRow[]>,
+  ) => {
+    const wanted = unique(ids);
+    if (wanted.length === 0) return;
+    const rows = await query(wanted);
+    for (const id of wanted) map.set(id, null);
+    for (const row of rows) map.set(row.id, row.state as V);
+  };
+  await Promise.all([
+    byIds<RequestState>(
+      requestEvents.map((event) => event.reqId),
+      fetched.requests,
+      (ids) => tx<StateRow[]>`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids}::text[])`,
+    ),
+    byIds<AccountState>(
+      accountEvents.map((event) => event.accountId),
+      fetched.accounts,
+      (ids) => tx<StateRow[]>`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids}::text[])`,
+    ),
+    byIds<KeyState>(
+      accountEvents.flatMap((event) => (typeof event.keyId === 'string' ? [event.keyId] : [])),
+      fetched.keys,
+      (ids) => tx<StateRow[]>`SELECT key_id AS id, state FROM keys WHERE key_id = ANY(${ids}::text[])`,
+    ),
+    byIds<SessionState>(
+      accountEvents.flatMap((event) => (typeof event.sessionId === 'string' ? [event.sessionId] : [])),
+      fetched.sessions,
+      (ids) => tx<StateRow[]>`SELECT session_id AS id, state FROM sessions WHERE session_id = ANY(${ids}::text[])`,
+    ),
+  ]);
+
+  // Each request's events of the page folded by the machine's own step, from the state the pages before left.
+  const touched = new Map<string, { before: RequestState; after: RequestState }>();
+  for (const event of requestEvents) {
+    let entry = touched.get(event.reqId);
+    if (entry === undefined) {
+      const state = fetched.requests.get(event.reqId) ?? initialRequestState;
+      entry = { before: state, after: state };
+      touched.set(event.reqId, entry);
+    }
+    const next = tryEvolve(entry.after, event);
+    if (next === undefined)
+      throw new SourceDamaged(
+        `event ${event.seq} (${event.type} of ${event.reqId}) is not accepted by the request machine`,
+      );
+    entry.after = next;
+  }
+
+  // The idempotency entries a request's expiry may remove (only while they still name it): read first.
+  const pairs = [...touched.values()]
+    .filter(({ before, after }) => isLive(before) && !isLive(after) && idempotencyKeyOf(after) !== undefined)
+    .map(({ after }) => [after.context.accountId, after.context.idempotencyKey as string] as const);
+  if (pairs.length > 0) {
+    const rows = await tx<{ account_id: string; key: string; req_id: string }[]>`
+      SELECT i.account_id, i.key, i.req_id FROM idempotency i
+      JOIN unnest(${pairs.map(([a]) => a)}::text[], ${pairs.map(([, k]) => k)}::text[]) AS u(account_id, key)
+        ON i.account_id = u.account_id AND i.key = u.key`;
+    for (const [accountId, key] of pairs) fetched.idempotency.set(pairKey(accountId, key), null);
+    for (const row of rows) fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
+  }
+
+  // Projected as the store projects a batch: account events in order, then one change per request.
+  const { views } = overlayTarget(fetched, writes);
+  for (const event of accountEvents) projectAccountEvent(views, event as never);
+  for (const { before, after } of touched.values()) projectRequestChange(views, before, after);
+  writes.events = [...events];
+  writes.lastSeq = events.at(-1)?.seq ?? lastSeq;
+
+  // Requests in chunks of bounded text: each with the text its source record holds now (the last write of a request
+  // is its final state, whose text that is; an earlier write's text is replaced by it).
+  const requests = [...writes.requests];
+  writes.requests.clear();
+  const batch: Batch = { commands: [] };
+  await writeAll(tx, writes, batch, { lastSeq });
+  let chunk = new Writes();
+  let bytes = 0;
+  const flush = async () => {
+    if (chunk.requests.size === 0) return;
+    await writeAll(tx, chunk, batch, { lastSeq: writes.lastSeq as number });
+    chunk = new Writes();
+    bytes = 0;
+  };
+  for (const [reqId, write] of requests) {
+    let text: string | undefined;
+    if (holdsText(write.state.status)) {
+      text = textOf(source, reqId);
+      if (text === undefined) throw new SourceDamaged(`request ${reqId}: in the log but its record is missing`);
+    }
+    const size = text === undefined ? 0 : Buffer.byteLength(text);
+    if (bytes > 0 && bytes + size > chunkBytes) await flush();
+    chunk.requests.set(reqId, { ...write, text });
+    bytes += size;
+  }
+  await flush();
+};
+
+/** Rows in chunks of `size`, from an iterable read lazily. */
+async function* chunksOf<T>(rows: Iterable<T>, size: number): AsyncGenerator<T[]> {
+  let chunk: T[] = [];
+  for (const row of rows) {
+    chunk.push(row);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+/**
+ * Every request row of the copy against the source's record of it, both in id order (the columns' `COLLATE "C"` and
+ * LMDB's byte keys order them alike), a page at a time: the same view (as encoded bytes) and the same text. A record the
+ * log does not make, or one that differs, is damage of the source (its views do not follow its log).
+ */
+const compareWithSource = async (tx: Sql, source: Source, pageSize: number, onRow: () => void): Promise<void> => {
+  const records = source.dbs.requests.getRange({ transaction: source.transaction })[Symbol.iterator]();
+  let next = records.next();
+  await tx.unsafe(
+    'DECLARE airs_migrate_requests NO SCROLL CURSOR FOR SELECT req_id, state, text FROM requests ORDER BY req_id',
+  );
+  for (;;) {
+    const rows = (await tx.unsafe(`FETCH FORWARD ${pageSize} FROM airs_migrate_requests`)) as unknown as {
+      req_id: string;
+      state: RequestState;
+      text: Buffer | null;
+    }[];
+    for (const row of rows) {
+      onRow();
+      if (next.done) throw new SourceDamaged(`request ${row.req_id}: in the log but its record is missing`);
+      const { key, value } = next.value as { key: Buffer; value: Buffer };
+      const id = Buffer.from(key).toString('utf8');
+      if (id !== row.req_id)
+        throw new SourceDamaged(
+          id < row.req_id
+            ? `request ${id}: its record is stored but the log never made it`
+            : `request ${row.req_id}: in the log but its record is missing`,
+        );
+      if (!viewMatches(row.state, value))
+        throw new SourceDamaged(`request ${id}: its record differs from the state its events give`);
+      const text = Buffer.from(value.buffer, value.byteOffset + viewEnd(value), value.length - viewEnd(value));
+      if (!text.equals(row.text ?? Buffer.alloc(0)))
+        throw new SourceDamaged(`request ${id}: its text was not copied as stored`);
+      next = records.next();
+    }
+    if (rows.length < pageSize) break;
+  }
+  await tx.unsafe('CLOSE airs_migrate_requests');
+  if (!next.done) {
+    const { key } = next.value as { key: Buffer };
+    throw new SourceDamaged(
+      `request ${Buffer.from(key).toString('utf8')}: its record is stored but the log never made it`,
+    );
+  }
+};
+
+/**
+ * Copies the LMDB store `dbs` into the database of `sql` (a pool of one connection is enough), in one transaction;
+ * throws `TargetNotEmpty`, `SourceDamaged` or `CopyDiffers` (nothing committed) or the database's own error.
+ */
+export const importLmdb = async (sql: Sql, dbs: LmdbDatabases, options: ImportOptions): Promise<ImportSummary> => {
+  const pageEvents = options.pageEvents ?? 2_000;
+  const chunkBytes = options.chunkBytes ?? 8 * 1024 * 1024;
+  const source: Source = { dbs, transaction: dbs.root.useReadTransaction() };
+  try {
+    return (await sql.begin(async (transaction) => {
+      const tx = transaction as unknown as Sql;
+      // No node migrates the schema or appends to the log until this commits (or rolls back).
+      await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
+      await checkEmpty(tx, options.where);
+      await migrateIn(tx, options.where);
+      await tx`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`;
+
+      const total = (dbs.meta.get(lastSeqKey, { transaction: source.transaction }) as number | undefined) ?? 0;
+      const progress = (phase: ImportProgress['phase'], done: number) => options.onProgress?.({ phase, done, total });
+      let page: StoredEvent[] = [];
+      let lastSeq = 0;
+      let expected = 1;
+      const flushPage = async () => {
+        if (page.length === 0) return;
+        await writePage(tx, source, page, lastSeq, chunkBytes);
+        lastSeq = (page.at(-1) as StoredEvent).seq;
+        page = [];
+        progress('events', lastSeq);
+      };
+      progress('events', 0);
+      for (const { key, value } of dbs.log.getRange({ transaction: source.transaction })) {
+        try {
+          visitLogRecord(value, (event) => {
+            if (event.seq !== expected)
+              throw new SourceDamaged(`the log has a gap: expected event ${expected}, found ${event.seq}`);
+            expected++;
+            page.push({ ...event });
+          });
+        } catch (error) {
+          if (error instanceof SourceDamaged) throw error;
+          throw new SourceDamaged(`log record ${String(key)} cannot be read: ${(error as Error).message}`);
+        }
+        if (key !== expected - 1)
+          throw new SourceDamaged(`log record ${String(key)}: its last event is ${expected - 1}`);
+        if (page.length >= pageEvents) await flushPage();
+      }
+      await flushPage();
+      if (lastSeq !== total)
+        throw new SourceDamaged(`the log ends at event ${lastSeq} but the data directory says ${total}`);
+
+      // Kept beside the log, not in it: password and session hashes, keys' last uses.
+      let credentials = 0;
+      for await (const rows of chunksOf(dbs.credentials.getRange({ transaction: source.transaction }), 1_000)) {
+        const writes = new Writes();
+        for (const { key, value } of rows) writes.credentials.set(String(key), value);
+        credentials += rows.length;
+        await writeAll(tx, writes, { commands: [] }, { lastSeq });
+      }
+      for await (const rows of chunksOf(dbs.keyLastUsed.getRange({ transaction: source.transaction }), 1_000)) {
+        const keyUses = rows.map(({ key, value }) => ({ keyId: String(key), at: value }));
+        await writeAll(tx, new Writes(), { commands: [], keyUses }, { lastSeq });
+      }
+
+      // The copy checked before it commits: against the source, then as `airs replay --verify` checks a database.
+      let compared = 0;
+      await compareWithSource(tx, source, 1_000, () => {
+        if (++compared % 10_000 === 0) progress('checking', compared);
+      });
+      const report = await verifyInSnapshot(tx, 1_000);
+      if (report.differences.length > 0)
+        throw new CopyDiffers(
+          `the copy does not verify (${report.differences.length} difference(s), the first: ${report.differences[0]}); nothing was written`,
+        );
+      await options.beforeCommit?.();
+      return { ...report, credentials };
+    })) as ImportSummary;
+  } finally {
+    source.transaction.done();
+  }
+};
