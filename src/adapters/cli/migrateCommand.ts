@@ -73,7 +73,9 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
             spinner.text =
               phase === 'events'
                 ? `copying events: ${done} of ${total} (${total === 0 ? 100 : Math.floor((done / total) * 100)}%)`
-                : `checking the copy: ${done} requests`;
+                : phase === 'checking'
+                  ? `checking the copy against ${source}: ${done} requests`
+                  : 'verifying the copy as replay --verify does';
           },
         });
       } catch (error) {

@@ -57,7 +57,13 @@ export class CopyDiffers extends Error {
   override name = 'CopyDiffers';
 }
 
-export type ImportProgress = { readonly phase: 'events' | 'checking'; readonly done: number; readonly total: number };
+/** Where a copy is: events copied so far (of the log's `total`), requests checked against the source, then the whole
+ * copy verified (`done` 0). */
+export type ImportProgress = {
+  readonly phase: 'events' | 'checking' | 'verifying';
+  readonly done: number;
+  readonly total: number;
+};
 
 export type ImportOptions = {
   /** The database as a person reads it (no password), for messages. */
@@ -398,6 +404,7 @@ export const importLmdb = async (sql: Sql, dbs: LmdbDatabases, options: ImportOp
       await compareWithSource(tx, source, 1_000, () => {
         if (++compared % 10_000 === 0) progress('checking', compared);
       });
+      progress('verifying', 0);
       const report = await verifyInSnapshot(tx, 1_000);
       if (report.differences.length > 0)
         throw new CopyDiffers(
