@@ -123,7 +123,11 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
         expect(log.count(reqId, 'RequestCompleted'), `RequestCompleted events of ${reqId}`).toBe(1);
         const attempts = log.count(reqId, 'RequestProcessingStarted');
         expect(attempts, `attempts of ${reqId}`).toBeGreaterThanOrEqual(1);
-        expect(upstream.callsFor(prompt), `model calls of ${reqId} (${attempts} attempts)`).toBe(attempts);
+        // At most one call per attempt: an attempt whose lease its server could not keep (a machine so loaded that
+        // renewals come late) is given back before its call, and the next attempt calls instead.
+        const calls = upstream.callsFor(prompt);
+        expect(calls, `model calls of ${reqId} (${attempts} attempts)`).toBeGreaterThanOrEqual(1);
+        expect(calls, `model calls of ${reqId} (${attempts} attempts)`).toBeLessThanOrEqual(attempts);
         for (const event of log.eventsOf(reqId)) if (event.type === 'RequestProcessingStarted') owners.add(event.owner);
       }
       expect(log.attemptsWithTwoOutcomes()).toEqual([]);
@@ -207,9 +211,9 @@ export const describeMultiServerScenarios = (target: ClusterTarget) => {
       for (const [reqId, prompt] of made) {
         expect(responses.get(reqId)).toBe(`upstream says: ${prompt}`);
         expect(log.count(reqId, 'RequestCompleted')).toBe(1);
-        expect(upstream.callsFor(prompt), `model calls of ${prompt}`).toBe(
-          log.count(reqId, 'RequestProcessingStarted'),
-        );
+        const calls = upstream.callsFor(prompt);
+        expect(calls, `model calls of ${prompt}`).toBeGreaterThanOrEqual(1);
+        expect(calls, `model calls of ${prompt}`).toBeLessThanOrEqual(log.count(reqId, 'RequestProcessingStarted'));
       }
       await expectVerified(cluster);
     });
