@@ -67,6 +67,7 @@ describe('control characters and the operator’s terminal', { timeout: 60_000 }
       expect(result.stdout, args.join(' ')).not.toMatch(rawControl);
     }
     const json = await runCli(box, ['accounts', 'list', '--json']);
+    expect(json.code, json.stderr).toBe(0);
     expect(json.stdout).not.toMatch(rawControl);
     expect((JSON.parse(json.stdout) as { email: string }[]).map((account) => account.email)).toContain(evilEmail);
     // The account written as the store writes it: the log still verifies.
