@@ -96,6 +96,28 @@ describe('The PostgreSQL store', () => {
     expect((await replay(store, 999)).map((event) => event.seq)).toEqual(oneToN(1_502).map((i) => i + 998));
   });
 
+  it('keeps the throttles’ keys bounded: those that left their window go as later attempts come, and a spray of new ones keeps the newest', async () => {
+    const windowMs = 60_000;
+    const ask = (key: string, now: number) => ({ scope: 'login', keys: [key], max: 5, windowMs, now });
+    const store = await openPostgresStore(await (await testCluster()).createDatabase(), {
+      maxConnections: 2,
+      attemptBounds: { maxKeys: 50, checkEvery: 1 },
+    });
+    opened.push(store);
+    const keyCount = async () => (await store.sql`SELECT count(*) AS n FROM attempts`)[0]?.n;
+    for (let i = 0; i < 40; i += 1) await store.attempts.reserve(ask(`email:${i}@example.com`, 1_000));
+    expect(await keyCount()).toBe(40);
+    for (let i = 0; i < 4; i += 1) await store.attempts.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
+    expect(await keyCount()).toBe(1);
+    for (let i = 0; i < 200; i += 1) await store.attempts.reserve(ask(`email:${i}@example.com`, 100_000 + i));
+    expect(await keyCount()).toBeLessThanOrEqual(51);
+    for (let i = 0; i < 4; i += 1)
+      expect(await store.attempts.reserve(ask('email:199@example.com', 101_000))).toBeUndefined();
+    expect(await store.attempts.reserve(ask('email:199@example.com', 101_000))).toEqual({
+      retryAfterMs: 100_199 + windowMs - 101_000,
+    });
+  });
+
   it('hears commits again after its listening connection was cut, and is told at once that it may have missed some', async () => {
     const url = await (await testCluster()).createDatabase();
     const listening = await open(url);

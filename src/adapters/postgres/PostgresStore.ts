@@ -16,6 +16,7 @@ import {
   type AttemptEntry,
   type AttemptTable,
   forgetAttempts,
+  maxAttemptKeys,
   releaseAttempt,
   reserveAttempt,
   scopedKey,
@@ -50,6 +51,8 @@ export type PostgresStoreOptions = {
   readonly fetchSizes?: FetchSizes;
   /** Told how many times each batch was decided (1: everything it read was fetched with the lock). */
   readonly onBatch?: (rounds: number) => void;
+  /** The most throttle keys kept (about; see `withAttempts`), and how many reservations apart this node counts them. */
+  readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
 };
 
 /** int8 as a JavaScript number (times in ms and counts stay far below 2^53); postgres.js gives strings by default. */
@@ -103,6 +106,7 @@ export type PostgresStore = StoreShape & {
 
 export const openPostgresStore = async (url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> => {
   const sql = connect(url, options.maxConnections ?? 8);
+  const attemptBounds = options.attemptBounds ?? { maxKeys: maxAttemptKeys, checkEvery: 256 };
   try {
     await migrate(sql, redactedUrl(url));
   } catch (error) {
@@ -238,8 +242,17 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
               ON CONFLICT (key) DO UPDATE SET times = EXCLUDED.times, expires_at = EXCLUDED.expires_at`,
         gone.length === 0 ? Promise.resolve() : t`DELETE FROM attempts WHERE key = ANY(${gone}::text[])`,
       ]);
+      // A spray of new keys within the window: now and then (counting costs a scan), the keys beyond the bound that
+      // leave their window soonest go.
+      if (now !== undefined && reserves++ % attemptBounds.checkEvery === 0) {
+        await t`
+          DELETE FROM attempts WHERE key IN (
+            SELECT key FROM attempts WHERE key <> ALL(${keys}::text[]) ORDER BY expires_at, key
+            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${attemptBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`;
+      }
       return result;
     });
+  let reserves = 0;
 
   const attempts: AttemptCounter = {
     reserve: (ask: AttemptAsk) =>
