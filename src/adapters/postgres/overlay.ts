@@ -9,8 +9,9 @@ import type { BatchTarget } from '../../storage/writeBatch.js';
  * What a batch's deciding reads, fetched from PostgreSQL inside the batch's transaction, and what its projection
  * writes, gathered for a few bulk statements: `storage/writeBatch.ts` decides synchronously, so everything it may read
  * is fetched before it runs. What the store guesses a batch reads (`prefetchOf` in batch.ts) is fetched first; a read
- * of anything not fetched records what it needed and throws `NotFetched`, and the store then fetches that too and
- * decides the whole batch again from the start (deciding is pure; nothing was written yet). So a decision is always
+ * of anything not fetched records what it needed (answering for now with a stand-in, so that one round finds as much
+ * as it can), and the store then fetches that too and decides the whole batch again from the start (deciding is pure;
+ * nothing was written yet). Only a round that needed nothing more is written. So a decision is always
  * made against what the database holds, never against a guess, and the overlay holds no more than the batch touches
  * (memory does not grow with the stored data).
  *
@@ -31,6 +32,8 @@ export type Need =
   | { readonly kind: 'sessionsOf'; readonly id: string }
   | { readonly kind: 'queuedCount'; readonly id: string }
   | { readonly kind: 'processingCount'; readonly id: string }
+  /** Every model's count of requests being processed (a row per model: what a claim reads). */
+  | { readonly kind: 'processingCounts' }
   | { readonly kind: 'anyWaiting' }
   | { readonly kind: 'lapsed'; readonly now: number; readonly limit: number }
   /** Accounts with waiting requests after `after` ('' : from the first), up to `limit` of them, and the first
@@ -38,11 +41,6 @@ export type Need =
   | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number; readonly entries: number }
   /** An account's first `limit` waiting requests (with their states). */
   | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number };
-
-/** Thrown by a read of something not fetched; the store fetches what `Fetched.needs` lists and decides again. */
-export class NotFetched extends Error {
-  override name = 'NotFetched';
-}
 
 export const pairKey = (a: string, b: string) => `${a}\u0000${b}`;
 
@@ -80,6 +78,8 @@ export class Fetched {
   readonly sessionsOf = new Map<string, readonly string[]>();
   readonly queuedCounts = new Map<string, number>();
   readonly processingCounts = new Map<string, number>();
+  /** Every model's count was read (a model without a row has none being processed). */
+  allProcessingCounts = false;
   anyWaiting: boolean | undefined;
   readonly lapsed = new Map<string, readonly string[]>();
   /** Accounts with waiting requests, sorted, known within `covered`. */
@@ -89,14 +89,18 @@ export class Fetched {
   /** What the last deciding needed and did not find. */
   needs: Need[] = [];
 
-  miss(need: Need): never {
+  /**
+   * Records that a read needed `need`, and answers it for now with `provisional`: the deciding goes on (so that one
+   * round finds as many needs as it can), and its result is thrown away, as every result of a round with needs is.
+   */
+  miss<T>(need: Need, provisional: T): T {
     this.needs.push(need);
-    throw new NotFetched(`not fetched: ${need.kind}`);
+    return provisional;
   }
 
   known<V>(map: Map<string, V | null>, id: string, need: Need): V | undefined {
     const value = map.get(id);
-    if (value === undefined) return this.miss(need);
+    if (value === undefined) return this.miss(need, undefined);
     return value ?? undefined;
   }
 
@@ -121,13 +125,11 @@ export class Fetched {
     const interval = this.covered.find(
       ({ lo, hi }) => compareIds(lo, current) <= 0 && (hi === null || compareIds(current, hi) < 0),
     );
-    const more = (): never =>
-      this.miss({
-        kind: 'accountsAfter',
-        after: current,
-        limit: this.sizes.accounts,
-        entries: this.sizes.firstEntries,
-      });
+    const more = () =>
+      this.miss(
+        { kind: 'accountsAfter', after: current, limit: this.sizes.accounts, entries: this.sizes.firstEntries },
+        null,
+      );
     if (interval === undefined) return more();
     const next = this.waitingAccounts.find((account) => compareIds(account, current) > 0);
     if (next === undefined || (interval.hi !== null && compareIds(next, interval.hi) > 0)) {
@@ -270,9 +272,10 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
   function* queuedOf(accountId: string): Iterable<QueuedEntry> {
     const queue = fetched.queues.get(accountId);
     const page = fetched.sizes.queue;
-    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: page });
+    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: page }, undefined);
     yield* queue.entries;
-    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + page });
+    if (!queue.complete)
+      fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + page }, undefined);
   }
 
   return {
@@ -284,7 +287,9 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
       session: views.getSession,
       accountIdByEmail: emailOf,
       sessionsOf: (accountId) => {
-        const ids = new Set(fetched.sessionsOf.get(accountId) ?? fetched.miss({ kind: 'sessionsOf', id: accountId }));
+        const ids = new Set(
+          fetched.sessionsOf.get(accountId) ?? fetched.miss({ kind: 'sessionsOf', id: accountId }, []),
+        );
         const prefix = pairKey(accountId, '');
         for (const [key, started] of writes.accountSessions) {
           if (!key.startsWith(prefix)) continue;
@@ -300,14 +305,15 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
           : fetched.known(fetched.credentials, key, { kind: 'credential', id: key }),
       idempotentRequest: idempotent,
       queuedCount: (accountId) =>
-        fetched.queuedCounts.get(accountId) ?? fetched.miss({ kind: 'queuedCount', id: accountId }),
+        fetched.queuedCounts.get(accountId) ?? fetched.miss({ kind: 'queuedCount', id: accountId }, 0),
       processingCount: (model) =>
-        fetched.processingCounts.get(model) ?? fetched.miss({ kind: 'processingCount', id: model }),
-      anyWaiting: () => fetched.anyWaiting ?? fetched.miss({ kind: 'anyWaiting' }),
+        fetched.processingCounts.get(model) ??
+        (fetched.allProcessingCounts ? 0 : fetched.miss({ kind: 'processingCount', id: model }, 0)),
+      anyWaiting: () => fetched.anyWaiting ?? fetched.miss({ kind: 'anyWaiting' }, false),
       queuedAccounts,
       queuedOf,
       lapsedLeases: (now, limit) =>
-        fetched.lapsed.get(`${now}:${limit}`) ?? fetched.miss({ kind: 'lapsed', now, limit }),
+        fetched.lapsed.get(`${now}:${limit}`) ?? fetched.miss({ kind: 'lapsed', now, limit }, []),
     },
     appendLog: (lastSeq, events) => {
       writes.events = [...events];
