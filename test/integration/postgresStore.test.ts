@@ -41,6 +41,9 @@ describe('The PostgreSQL store', () => {
     expect(settings.map(([row]) => row?.synchronous_commit)).toEqual(['on', 'on', 'on']);
     const inCommit = await store.sql.begin((tx) => tx`SHOW synchronous_commit`);
     expect(inCommit[0]?.synchronous_commit).toBe('on');
+    // A node stopped inside a transaction (holding the log's writer lock) is ended by the server.
+    const [idle] = await store.sql`SHOW idle_in_transaction_session_timeout`;
+    expect(idle?.idle_in_transaction_session_timeout).toBe('15s');
   });
 
   it('makes its schema once when several nodes open a new database at once, and opens it again as it is', async () => {

@@ -174,6 +174,16 @@ const plain = (outcome: CommandOutcome | Error) => {
   return JSON.parse(JSON.stringify(outcome)) as unknown;
 };
 
+/** An account's requests in pages of two: the newest, those before the last of them, those after the first. */
+const pagesOf = async (store: StoreShape, accountId: string) => {
+  const newest = await store.reads.requestsOf(accountId, { limit: 2 });
+  const cursorOf = (state: (typeof newest)[number] | undefined) =>
+    state === undefined ? undefined : { createdAt: state.context.createdAt, reqId: state.context.reqId };
+  const older = await store.reads.requestsOf(accountId, { before: cursorOf(newest.at(-1)), limit: 2 });
+  const newer = await store.reads.requestsOf(accountId, { after: cursorOf(older.at(0)), limit: 2 });
+  return [newest, older, newer].map((page) => page.map((state) => state.context.reqId));
+};
+
 /** Everything the read model answers about the ids the batches use. */
 const everything = async (store: StoreShape) => {
   const events = [];
@@ -183,6 +193,7 @@ const everything = async (store: StoreShape) => {
       account: await store.reads.account(accountId),
       keys: await store.reads.keysOf(accountId),
       requests: await store.reads.requestsOf(accountId, { limit: 100 }),
+      pages: await pagesOf(store, accountId),
       counts: await store.reads.requestCountsByHour(accountId, 0, 2),
       usage: await store.reads.usageByDay(accountId, 0, 1),
     })),

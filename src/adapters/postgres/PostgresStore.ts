@@ -74,13 +74,22 @@ export const redactedUrl = (url: string): string => {
   }
 };
 
+/** How long a session may sit idle inside a transaction (ours take milliseconds between statements). */
+const idleInTransactionMs = 15_000;
+
 export const connect = (url: string, max: number): Sql =>
   postgres(url, {
     max,
     onnotice: () => {},
     types: { bigint: bigintAsNumber },
-    // Also on every connection the pool opens again after a failure.
-    connection: { synchronous_commit: 'on', application_name: 'airs' },
+    // Also on every connection the pool opens again after a failure. A node that stops in the middle of a
+    // transaction (paused, cut off) holds the log's writer lock: the server ends its session after a while idle in
+    // it, so the other nodes write again (its batch is rolled back and was never acknowledged).
+    connection: {
+      synchronous_commit: 'on',
+      application_name: 'airs',
+      idle_in_transaction_session_timeout: idleInTransactionMs,
+    },
   }) as unknown as Sql;
 
 /** SQLSTATE classes and codes that say the database's storage, not the batch, failed. */
