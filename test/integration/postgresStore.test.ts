@@ -3,7 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { schemaVersion } from '../../src/adapters/postgres/schema.js';
 import type { Command } from '../../src/domain/commands.js';
-import { commitOne, createAccount, eventually, oneToN, replay, submit } from '../contract/fixtures.js';
+import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
+import { foldRequest, isQueued } from '../../src/domain/request/state.js';
+import { ask, commitOne, createAccount, eventually, oneToN, queueOf, replay, submit } from '../contract/fixtures.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 
 /**
@@ -120,6 +122,78 @@ describe('The PostgreSQL store', () => {
       retryAfterMs: 100_199 + windowMs - 101_000,
     });
   });
+
+  it('leaves, after three nodes wrote at once, a gap-free log whose fold is every request view and count', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const nodes = await Promise.all(oneToN(3).map(() => open(url)));
+    const reqIds = oneToN(60).map((i) => `req_${i}`);
+    const policy = { maxAttempts: 2, baseDelayMs: 50, maxDelayMs: 100 };
+    // Each node submits a third of the requests (some twice, through another node), claims, answers half of what
+    // it holds and fails the rest, expires some, all at once.
+    const work = nodes.map(async (node, n) => {
+      const queue = queueOf(node);
+      for (let round = 0; round < 6; round++) {
+        const mine = reqIds.filter((_, i) => i % 3 === n).slice(round * 4, round * 4 + 4);
+        const now = 1_000 + round * 100;
+        await node.commit({
+          commands: [
+            ...mine.map((reqId, i) => submit(reqId, { account: (i + n) % 5, now, model: i % 2 ? 'echo' : 'slow' })),
+            submit(reqIds[(round * 7 + n) % reqIds.length] as string, { now, account: 9 }),
+          ],
+        });
+        const claimed = await queue.moveToProcessing(
+          ask(`node_${n}`, now + 10, { max: 5, modelLimits: { slow: 2 }, leaseMs: 200, policy }),
+        );
+        await Promise.all(
+          claimed.started.map((held, i) =>
+            i % 2 === 0
+              ? queue.recordSuccess(
+                  { ...held, owner: `node_${n}` },
+                  { text: 'ok', inputTokens: 1, outputTokens: 1 },
+                  now + 20,
+                )
+              : queue.recordFailure({ ...held, owner: `node_${n}` }, 'upstream 500', policy, now + 20),
+          ),
+        );
+        if (round === 4)
+          await node.commit({ commands: mine.map((reqId) => ({ type: 'Expire' as const, reqId, now: 61_500 })) });
+      }
+    });
+    await Promise.all(work);
+    const [reader] = nodes;
+    if (reader === undefined) throw new Error('no node');
+    const log = await replay(reader);
+    expect(log.map((event) => event.seq)).toEqual(oneToN(log.length));
+    const byRequest = new Map<string, RequestEvent[]>();
+    for (const event of log)
+      if (isRequestEvent(event)) byRequest.set(event.reqId, [...(byRequest.get(event.reqId) ?? []), event]);
+    const starts = new Set<string>();
+    const queued = new Map<string, number>();
+    const processing = new Map<string, number>();
+    for (const [reqId, events] of byRequest) {
+      const folded = foldRequest(events);
+      expect(JSON.parse(JSON.stringify(await reader.reads.request(reqId)))).toEqual(JSON.parse(JSON.stringify(folded)));
+      if (isQueued(folded.status))
+        queued.set(folded.context.accountId, (queued.get(folded.context.accountId) ?? 0) + 1);
+      if (folded.status === 'processing')
+        processing.set(folded.context.model, (processing.get(folded.context.model) ?? 0) + 1);
+      for (const event of events)
+        if (event.type === 'RequestProcessingStarted') {
+          expect(starts.has(`${reqId}/${event.attempt}`)).toBe(false);
+          starts.add(`${reqId}/${event.attempt}`);
+        }
+    }
+    expect(starts.size).toBeGreaterThan(20);
+    const counts = async (table: string) =>
+      new Map(
+        (await reader.sql.unsafe(`SELECT * FROM ${table}`)).map((row) => [
+          String(row.account_id ?? row.model),
+          Number(row.count),
+        ]),
+      );
+    expect(await counts('queued_counts')).toEqual(queued);
+    expect(await counts('processing_counts')).toEqual(processing);
+  }, 120_000);
 
   it('hears commits again after its listening connection was cut, and is told at once that it may have missed some', async () => {
     const url = await (await testCluster()).createDatabase();

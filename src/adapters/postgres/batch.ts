@@ -435,17 +435,18 @@ const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { lastSeq: n
     const rows = [...deltas].filter(([, delta]) => delta !== 0);
     if (rows.length === 0) return;
     const ids = rows.map(([id]) => id);
-    // One statement: add each delta, then drop the counts that came to zero.
+    // Each delta added, then the counts that came to zero dropped (a statement of its own, sent behind the first: a
+    // data-modifying WITH would not see the rows its own statement changed).
     work.push(
-      tx.unsafe(
-        `WITH added AS (
-         INSERT INTO ${table} (${column}, count) SELECT * FROM unnest($1::text[], $2::bigint[])
-         ON CONFLICT (${column}) DO UPDATE SET count = ${table}.count + EXCLUDED.count
-         RETURNING ${column}, count)
-       DELETE FROM ${table} t USING added a WHERE t.${column} = a.${column} AND a.count = 0`,
-        [ids, rows.map(([, delta]) => delta)],
-      ),
+      tx
+        .unsafe(
+          `INSERT INTO ${table} (${column}, count) SELECT * FROM unnest($1::text[], $2::bigint[])
+         ON CONFLICT (${column}) DO UPDATE SET count = ${table}.count + EXCLUDED.count`,
+          [ids, rows.map(([, delta]) => delta)],
+        )
+        .execute(),
     );
+    work.push(tx.unsafe(`DELETE FROM ${table} WHERE ${column} = ANY($1::text[]) AND count = 0`, [ids]).execute());
   };
   countWrites('queued_counts', 'account_id', writes.queuedDeltas);
   countWrites('processing_counts', 'model', writes.processingDeltas);
