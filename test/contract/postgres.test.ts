@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
@@ -26,6 +26,10 @@ const urlOf = (store: StoreShape): string => {
   if (url === undefined) throw new Error('a store this runner did not open');
   return url;
 };
+
+// Each test makes a database and its schema, some start another node process: seconds on a busy 2-core machine
+// shared with other runs, beyond vitest's default of 5.
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
 // initdb and pg_ctl start take a few seconds (more on a busy machine): before the first test, not inside it.
 beforeAll(() => testCluster().then(() => {}), 120_000);

@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { schemaVersion } from '../../src/adapters/postgres/schema.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -21,6 +21,8 @@ const open = async (url?: string) => {
   return store;
 };
 
+// Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 beforeAll(() => testCluster().then(() => {}), 120_000);
 afterEach(async () => {
   for (const store of opened.splice(0)) await store.close();
