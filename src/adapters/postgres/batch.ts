@@ -49,7 +49,12 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       needs.push({ kind: 'processingCounts' });
       // The accounts in turn from the one served last, and (to wrap round) from the first, each with its first few
       // waiting requests: what most claims read, in the same round trip as the writer's lock.
-      const page = { limit: sizes.accounts, entries: sizes.firstEntries };
+      // A claim of a few takes from a few accounts (its later rounds, or accounts with nothing it may take, fetch
+      // more).
+      const page = {
+        limit: Math.max(2, Math.min(sizes.accounts, command.max + 1)),
+        entries: Math.max(1, Math.min(sizes.firstEntries, command.max + 1)),
+      };
       needs.push({ kind: 'accountsAfter', after: command.after ?? '', ...page });
       if (command.after !== undefined) needs.push({ kind: 'accountsAfter', after: '', ...page });
       continue;
