@@ -55,6 +55,23 @@ const queryOn =
   async <R extends readonly unknown[]>(statement: Statement) =>
     (await client.query(statement.text, statement.values)).rows as unknown as R;
 
+/**
+ * Statements on one connection, each sent once the one before it has answered, in the order they were asked for
+ * (what pg does by itself, with a deprecation warning, when a second query is asked for while one runs).
+ */
+const inOrder = (client: pg.PoolClient): Query => {
+  let last: Promise<unknown> = Promise.resolve();
+  const run = queryOn(client);
+  return <R extends readonly unknown[]>(statement: Statement) => {
+    const next = last.then(
+      () => run<R>(statement),
+      () => run<R>(statement),
+    );
+    last = next.catch(() => {});
+    return next;
+  };
+};
+
 export const openDb = (url: string, max: number): Db => {
   const pool = new pg.Pool({ ...connectionConfig(url), max, idleTimeoutMillis: 30_000 });
   // An idle connection that the server ends (restart, pg_terminate_backend) is dropped; the next query opens another.
@@ -68,14 +85,16 @@ export const openDb = (url: string, max: number): Db => {
       const ignore = () => {};
       client.on('error', ignore);
       let broken: unknown;
+      const query = inOrder(client);
+      const plain = (text: string) => query({ text, values: [] });
       try {
-        await client.query('BEGIN');
-        const result = await work(queryOn(client));
-        await client.query('COMMIT');
+        await plain('BEGIN');
+        const result = await work(query);
+        await plain('COMMIT');
         return result;
       } catch (error) {
         broken = error;
-        await client.query('ROLLBACK').catch(() => {});
+        await plain('ROLLBACK').catch(() => {});
         throw error;
       } finally {
         client.off('error', ignore);
