@@ -497,7 +497,7 @@ export const changesChannel = 'airs_changes';
 /**
  * Decides and writes one batch inside the transaction `query(sql`: takes the log's writer lock, fetches what the batch reads,
  * decides it (again, with more fetched, as long as it needs more), and writes it. Returns the outcomes and the last
- * sequence number the batch took (`)from` when it appended nothing).
+ * sequence number the batch took (`from` when it appended nothing).
  */
 export const commitInTransaction = async (
   query: Query,
