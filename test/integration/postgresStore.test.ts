@@ -1,12 +1,13 @@
-import postgres from 'postgres';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { schemaVersion } from '../../src/adapters/postgres/schema.js';
+import { lockSpace, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import type { Command } from '../../src/domain/commands.js';
 import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
 import { foldRequest, isQueued } from '../../src/domain/request/state.js';
 import { ask, commitOne, createAccount, eventually, oneToN, queueOf, replay, submit } from '../contract/fixtures.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { binDir, stopTestCluster, testCluster } from '../support/postgres.js';
 
 /**
  * What the PostgreSQL store does beyond the storage contract (test/contract/postgres.test.ts): its connections'
@@ -29,31 +30,38 @@ afterEach(async () => {
 });
 afterAll(() => stopTestCluster(), 60_000);
 
+describe('The PostgreSQL test cluster', () => {
+  it('fails, when the server programs are missing, with one line naming the command that installs them', () => {
+    expect(() => binDir('/nonexistent/postgresql')).toThrow(/^[^\n]*apt-get install -y postgresql$/);
+  });
+});
+
 describe('The PostgreSQL store', () => {
   it('commits with synchronous_commit on, though the server defaults to off', async () => {
     const store = await open();
     const cluster = await testCluster();
-    const admin = postgres(cluster.url(), { max: 1 });
+    const admin = new pg.Client({ connectionString: cluster.url() });
+    await admin.connect();
     try {
-      const [server] = await admin`SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'`;
-      expect(server?.setting).toBe('off');
+      const { rows } = await admin.query(`SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'`);
+      expect(rows[0]?.setting).toBe('off');
     } finally {
       await admin.end();
     }
     // Every connection of the pool, also one opened after the others (several reads at once open them).
-    const settings = await Promise.all(oneToN(3).map(() => store.sql`SHOW synchronous_commit`));
+    const settings = await Promise.all(oneToN(3).map(() => store.db.query(sql`SHOW synchronous_commit`)));
     expect(settings.map(([row]) => row?.synchronous_commit)).toEqual(['on', 'on', 'on']);
-    const inCommit = await store.sql.begin((tx) => tx`SHOW synchronous_commit`);
+    const inCommit = await store.db.begin((query) => query(sql`SHOW synchronous_commit`));
     expect(inCommit[0]?.synchronous_commit).toBe('on');
     // A node stopped inside a transaction (holding the log's writer lock) is ended by the server.
-    const [idle] = await store.sql`SHOW idle_in_transaction_session_timeout`;
+    const [idle] = await store.db.query(sql`SHOW idle_in_transaction_session_timeout`);
     expect(idle?.idle_in_transaction_session_timeout).toBe('15s');
   });
 
   it('makes its schema once when several nodes open a new database at once, and opens it again as it is', async () => {
     const url = await (await testCluster()).createDatabase();
     const stores = await Promise.all(oneToN(4).map(() => open(url)));
-    const [version] = await stores[0]!.sql`SELECT version FROM airs_schema_version`;
+    const [version] = await stores[0]!.db.query(sql`SELECT version FROM airs_schema_version`);
     expect(version?.version).toBe(schemaVersion);
     await commitOne(stores[1]!, createAccount(1));
     const again = await open(url);
@@ -63,7 +71,7 @@ describe('The PostgreSQL store', () => {
   it('refuses a database whose schema is newer than it knows, with one line', async () => {
     const url = await (await testCluster()).createDatabase();
     const first = await open(url);
-    await first.sql`UPDATE airs_schema_version SET version = ${schemaVersion + 1}`;
+    await first.db.query(sql`UPDATE airs_schema_version SET version = ${schemaVersion + 1}`);
     const refusal = await openPostgresStore(url).then(
       () => undefined,
       (error: Error) => error,
@@ -111,7 +119,7 @@ describe('The PostgreSQL store', () => {
       attemptBounds: { maxKeys: 50, checkEvery: 1 },
     });
     opened.push(store);
-    const keyCount = async () => (await store.sql`SELECT count(*) AS n FROM attempts`)[0]?.n;
+    const keyCount = async () => (await store.db.query(sql`SELECT count(*) AS n FROM attempts`))[0]?.n;
     for (let i = 0; i < 40; i += 1) await store.attempts.reserve(ask(`email:${i}@example.com`, 1_000));
     expect(await keyCount()).toBe(40);
     for (let i = 0; i < 4; i += 1) await store.attempts.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
@@ -188,7 +196,7 @@ describe('The PostgreSQL store', () => {
     expect(starts.size).toBeGreaterThan(20);
     const counts = async (table: string) =>
       new Map(
-        (await reader.sql.unsafe(`SELECT * FROM ${table}`)).map((row) => [
+        (await reader.db.query({ text: `SELECT * FROM ${table}`, values: [] })).map((row) => [
           String(row.account_id ?? row.model),
           Number(row.count),
         ]),
@@ -196,6 +204,46 @@ describe('The PostgreSQL store', () => {
     expect(await counts('queued_counts')).toEqual(queued);
     expect(await counts('processing_counts')).toEqual(processing);
   }, 120_000);
+
+  it('rejects a batch whose connection is cut in the middle of it, writes nothing of it, and commits on a new connection', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await commitOne(store, createAccount(1));
+    // Another session holds the log's writer lock, so the batch waits inside its transaction, lock asked for.
+    const blocker = new pg.Client({ connectionString: url });
+    await blocker.connect();
+    const block = async <R>(statement: { text: string; values: unknown[] }) =>
+      (await blocker.query(statement.text, statement.values)).rows as R[];
+    try {
+      await block(sql`SELECT pg_advisory_lock(${lockSpace.log}::int, 1)`);
+      const batch = { commands: [createAccount(2), submit('req_a')] };
+      const committing = store.commit(batch);
+      const waiting = async () =>
+        block<{ pid: number }>(sql`
+          SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name = 'airs' AND wait_event_type = 'Lock'`);
+      for (let tries = 0; (await waiting()).length === 0; tries++) {
+        if (tries > 500) throw new Error('the batch never waited for the lock');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await block(sql`
+        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'airs' AND wait_event_type = 'Lock'`);
+      await expect(committing).rejects.toThrow();
+      await block(sql`SELECT pg_advisory_unlock(${lockSpace.log}::int, 1)`);
+      expect(await store.reads.lastSeq()).toBe(1);
+      expect(await store.reads.account('acct_2')).toBeUndefined();
+      expect(await store.reads.request('req_a')).toBeUndefined();
+      // The pool opens a new connection for the next batch.
+      const outcomes = await store.commit(batch);
+      expect(outcomes.map((outcome) => ('events' in outcome ? outcome.events.map((e) => e.seq) : []))).toEqual([
+        [2],
+        [3],
+      ]);
+    } finally {
+      await blocker.end();
+    }
+  });
 
   it('hears commits again after its listening connection was cut, and is told at once that it may have missed some', async () => {
     const url = await (await testCluster()).createDatabase();
@@ -208,9 +256,9 @@ describe('The PostgreSQL store', () => {
       await eventually(() => heard > 0, 10_000, 'the first commit was heard');
       const before = heard;
       // Cut every LISTENing connection to the database (the listener's; the server would cut it the same way).
-      await writing.sql`
+      await writing.db.query(sql`
         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'listen%'`;
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'listen%'`);
       await eventually(() => heard > before, 15_000, 'the listener was told after listening again');
       const after = heard;
       await commitOne(writing, submit('req_b'));

@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
+import pg from 'pg';
 
 /**
  * A throwaway PostgreSQL cluster for the tests, from the system's binaries (Debian's `postgresql` package; the
@@ -29,8 +29,8 @@ export type TestCluster = {
   dropDatabase(url: string): Promise<void>;
 };
 
-const binDir = (): string => {
-  const root = '/usr/lib/postgresql';
+/** The newest PostgreSQL server's programs under `root` (Debian's layout), or a failure naming how to install them. */
+export const binDir = (root = '/usr/lib/postgresql'): string => {
   const versions = existsSync(root)
     ? readdirSync(root)
         .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
@@ -93,8 +93,9 @@ const start = async (): Promise<TestCluster> => {
   };
   process.once('exit', () => stop?.());
   const url = (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`;
-  const admin = postgres(url(), { max: 2, onnotice: () => {} });
-  closeAdmin = () => admin.end({ timeout: 1 });
+  const admin = new pg.Pool({ connectionString: url(), max: 2 });
+  admin.on('error', () => {});
+  closeAdmin = () => admin.end();
   let databases = 0;
   return {
     port,
@@ -104,18 +105,18 @@ const start = async (): Promise<TestCluster> => {
     createDatabase: async (location) => {
       const name = `airs_test_${process.pid}_${++databases}`;
       if (location === undefined) {
-        await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0`);
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE template0`);
         return url(name);
       }
-      await admin.unsafe(`CREATE TABLESPACE ${name} LOCATION '${location.replaceAll("'", "''")}'`);
-      await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0 TABLESPACE ${name}`);
+      await admin.query(`CREATE TABLESPACE ${name} LOCATION '${location.replaceAll("'", "''")}'`);
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 TABLESPACE ${name}`);
       return url(name);
     },
     dropDatabase: async (databaseUrl) => {
       const name = new URL(databaseUrl).pathname.slice(1);
       if (!/^airs_test_\d+_\d+$/.test(name)) throw new Error(`not a test database: ${name}`);
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.unsafe(`DROP TABLESPACE IF EXISTS ${name}`);
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.query(`DROP TABLESPACE IF EXISTS ${name}`);
     },
   };
 };

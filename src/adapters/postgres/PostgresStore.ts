@@ -1,5 +1,4 @@
 import { Effect, Layer } from 'effect';
-import postgres, { type Sql } from 'postgres';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
 import {
   type AttemptAsk,
@@ -23,6 +22,7 @@ import {
 } from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
+import { type Db, openDb, type Query, sql } from './db.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
@@ -56,32 +56,6 @@ export type PostgresStoreOptions = {
   readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
 };
 
-/** int8 as a JavaScript number (times in ms and counts stay far below 2^53); postgres.js gives strings by default. */
-const bigintAsNumber = {
-  to: 20,
-  from: [20],
-  serialize: (value: number) => String(value),
-  parse: (value: string) => Number(value),
-};
-
-/** How long a session may sit idle inside a transaction (ours take milliseconds between statements). */
-const idleInTransactionMs = 15_000;
-
-export const connect = (url: string, max: number): Sql =>
-  postgres(url, {
-    max,
-    onnotice: () => {},
-    types: { bigint: bigintAsNumber },
-    // Also on every connection the pool opens again after a failure. A node that stops in the middle of a
-    // transaction (paused, cut off) holds the log's writer lock: the server ends its session after a while idle in
-    // it, so the other nodes write again (its batch is rolled back and was never acknowledged).
-    connection: {
-      synchronous_commit: 'on',
-      application_name: 'airs',
-      idle_in_transaction_session_timeout: idleInTransactionMs,
-    },
-  }) as unknown as Sql;
-
 /** SQLSTATE classes and codes that say the database's storage, not the batch, failed. */
 const isDiskFault = (error: unknown): boolean => {
   const code = (error as { code?: unknown }).code;
@@ -94,28 +68,28 @@ const classify = (error: unknown): unknown =>
 
 /** One advisory lock per key (hashed), taken in the order of the hashes so two transactions never wait on each other
  * in a circle. */
-const lockKeys = (tx: Sql, space: number, keys: readonly string[]) =>
-  tx`SELECT pg_advisory_xact_lock(${space}::int, h)
-     FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${[...keys]}::text[]) AS k ORDER BY h) AS locks`;
+const lockKeys = (query: Query, space: number, keys: readonly string[]) =>
+  query(sql`SELECT pg_advisory_xact_lock(${space}::int, h)
+     FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${[...keys]}::text[]) AS k ORDER BY h) AS locks`);
 
 export type PostgresStore = StoreShape & {
-  /** The pool (tests, the CLI). */
-  readonly sql: Sql;
+  /** The connections (tests, the CLI). */
+  readonly db: Db;
 };
 
 export const openPostgresStore = async (url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> => {
-  const sql = connect(url, options.maxConnections ?? 8);
+  const db = openDb(url, options.maxConnections ?? 8);
   const attemptBounds = options.attemptBounds ?? { maxKeys: maxAttemptKeys, checkEvery: 256 };
   try {
-    await migrate(sql, redactedUrl(url));
+    await migrate(db, redactedUrl(url));
   } catch (error) {
-    await sql.end({ timeout: 1 });
+    await db.end();
     throw error;
   }
 
   // Hearing other nodes' commits: LISTEN on a connection of its own, before the store is handed out (a listener added
-  // at once hears every commit after it). postgres.js listens again after a reconnect; what was committed meanwhile
-  // was not heard, so every listener is told then.
+  // at once hears every commit after it). It listens again after a lost connection; what was committed meanwhile was
+  // not heard, so every listener is told then.
   const listeners = new Set<() => void>();
   let telling = false;
   const tell = () => {
@@ -126,17 +100,9 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       for (const listener of [...listeners]) listener();
     });
   };
-  let listening = false;
-  const listen = await sql.listen(
-    changesChannel,
-    () => tell(),
-    () => {
-      if (listening) tell();
-      listening = true;
-    },
-  );
+  const listen = await db.listen(changesChannel, tell, tell);
 
-  const reads = readsOf(sql, (listener) => {
+  const reads = readsOf(db.query, (listener) => {
     listeners.add(listener);
     return () => void listeners.delete(listener);
   });
@@ -147,9 +113,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     const run = queue.then(async () => {
       try {
-        const { outcomes, rounds } = await sql.begin((tx) =>
-          commitInTransaction(tx as unknown as Sql, batch, options.fetchSizes),
-        );
+        const { outcomes, rounds } = await db.begin((query) => commitInTransaction(query, batch, options.fetchSizes));
         options.onBatch?.(rounds);
         return outcomes;
       } catch (error) {
@@ -162,16 +126,15 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
 
   const spend = async (spends: readonly Spend[]): Promise<readonly Decision[]> => {
     if (spends.length === 0) return [];
-    return sql.begin(async (tx) => {
-      const t = tx as unknown as Sql;
+    return db.begin(async (query) => {
       const keys = [...new Set(spends.map((s) => JSON.stringify([s.accountId, s.budget])))];
       const [, , rows] = await Promise.all([
-        t`SET LOCAL synchronous_commit = off`.execute(),
-        lockKeys(t, lockSpace.limiter, keys).execute(),
-        t<{ account_id: string; budget: string; tat: number }[]>`
+        query(sql`SET LOCAL synchronous_commit = off`),
+        lockKeys(query, lockSpace.limiter, keys),
+        query<{ account_id: string; budget: string; tat: number }[]>(sql`
           SELECT l.account_id, l.budget, l.tat FROM limiter l
           JOIN unnest(${spends.map((s) => s.accountId)}::text[], ${spends.map((s) => s.budget)}::text[]) AS u(account_id, budget)
-            ON l.account_id = u.account_id AND l.budget = u.budget`,
+            ON l.account_id = u.account_id AND l.budget = u.budget`),
       ]);
       const tats = new Map(rows.map((row) => [`${row.account_id}\u0000${row.budget}`, row.tat]));
       const changed = new Map<string, { accountId: string; budget: string; tat: number }>();
@@ -184,32 +147,31 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       });
       if (changed.size > 0) {
         const rows = [...changed.values()];
-        await t`
+        await query(sql`
           INSERT INTO limiter (account_id, budget, tat)
           SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::float8[])
-          ON CONFLICT (account_id, budget) DO UPDATE SET tat = EXCLUDED.tat`;
+          ON CONFLICT (account_id, budget) DO UPDATE SET tat = EXCLUDED.tat`);
       }
       return decisions;
-    }) as Promise<Decision[]>;
+    });
   };
 
   /** Runs `decide` over the attempts kept under `keys` (scoped), locked for the transaction, and writes its changes. */
   const withAttempts = <T>(scoped: readonly string[], now: number | undefined, decide: (table: AttemptTable) => T) =>
-    sql.begin(async (tx) => {
+    db.begin(async (query) => {
       // A scoped key holds a NUL (scope NUL key), which PostgreSQL's text cannot: stored as its JSON string.
       const keys = scoped.map((key) => JSON.stringify(key));
-      const t = tx as unknown as Sql;
       const [, , rows] = await Promise.all([
-        t`SET LOCAL synchronous_commit = off`.execute(),
-        lockKeys(t, lockSpace.attempts, keys).execute(),
-        t<{ key: string; times: number[]; expires_at: number }[]>`
-          SELECT key, times, expires_at FROM attempts WHERE key = ANY(${[...keys]}::text[])`,
+        query(sql`SET LOCAL synchronous_commit = off`),
+        lockKeys(query, lockSpace.attempts, keys),
+        query<{ key: string; times: number[]; expires_at: number }[]>(sql`
+          SELECT key, times, expires_at FROM attempts WHERE key = ANY(${[...keys]}::text[])`),
         // Keys whose attempts all left their window go, a few per reservation (the table stays bounded by activity).
         now === undefined
           ? Promise.resolve()
-          : t`DELETE FROM attempts WHERE key IN (
+          : query(sql`DELETE FROM attempts WHERE key IN (
                 SELECT key FROM attempts WHERE expires_at <= ${now} AND key <> ALL(${[...keys]}::text[])
-                ORDER BY expires_at LIMIT 16 FOR UPDATE SKIP LOCKED)`,
+                ORDER BY expires_at LIMIT 16 FOR UPDATE SKIP LOCKED)`),
       ]);
       const entries = new Map<string, AttemptEntry>(
         rows.map((row) => [JSON.parse(row.key) as string, { times: row.times, expiresAt: row.expires_at }]),
@@ -233,21 +195,21 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       await Promise.all([
         kept.length === 0
           ? Promise.resolve()
-          : t`
+          : query(sql`
               INSERT INTO attempts (key, times, expires_at)
               SELECT key, times::json, expires_at
               FROM unnest(${kept.map(([key]) => key)}::text[], ${kept.map(([, e]) => JSON.stringify(e.times))}::text[], ${kept.map(([, e]) => e.expiresAt)}::bigint[])
                 AS u(key, times, expires_at)
-              ON CONFLICT (key) DO UPDATE SET times = EXCLUDED.times, expires_at = EXCLUDED.expires_at`,
-        gone.length === 0 ? Promise.resolve() : t`DELETE FROM attempts WHERE key = ANY(${gone}::text[])`,
+              ON CONFLICT (key) DO UPDATE SET times = EXCLUDED.times, expires_at = EXCLUDED.expires_at`),
+        gone.length === 0 ? Promise.resolve() : query(sql`DELETE FROM attempts WHERE key = ANY(${gone}::text[])`),
       ]);
       // A spray of new keys within the window: now and then (counting costs a scan), the keys beyond the bound that
       // leave their window soonest go.
       if (now !== undefined && reserves++ % attemptBounds.checkEvery === 0) {
-        await t`
+        await query(sql`
           DELETE FROM attempts WHERE key IN (
             SELECT key FROM attempts WHERE key <> ALL(${keys}::text[]) ORDER BY expires_at, key
-            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${attemptBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`;
+            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${attemptBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`);
       }
       return result;
     });
@@ -274,7 +236,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
 
   let closed = false;
   return {
-    sql,
+    db,
     reads,
     commit,
     spend,
@@ -284,8 +246,8 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       closed = true;
       listeners.clear();
       await queue;
-      await listen.unlisten().catch(() => {});
-      await sql.end({ timeout: 5 });
+      await listen.stop();
+      await db.end();
     },
   };
 };

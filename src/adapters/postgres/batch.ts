@@ -1,4 +1,3 @@
-import type { Sql, TransactionSql } from 'postgres';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import { holdsText } from '../../domain/request/retention.js';
@@ -6,6 +5,7 @@ import type { RequestState } from '../../domain/request/state.js';
 import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
+import { type Query, type Statement, sql } from './db.js';
 import {
   defaultFetchSizes,
   Fetched,
@@ -18,12 +18,10 @@ import {
 } from './overlay.js';
 import { lockSpace } from './schema.js';
 
-type Tx = TransactionSql | Sql;
-
 /** How many times a batch may find it needs more than was fetched before it gives up (a bug, not a load). */
 const maxRounds = 50;
 
-/** What the commands of a batch will most likely read: fetched with the writer's lock, in one round trip. */
+/** What the commands of a batch will most likely read: fetched right behind the writer's lock. */
 const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => {
   const needs: Need[] = [];
   for (const command of commands) {
@@ -48,7 +46,7 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       needs.push({ kind: 'lapsed', now: command.now, limit: 256 });
       needs.push({ kind: 'processingCounts' });
       // The accounts in turn from the one served last, and (to wrap round) from the first, each with its first few
-      // waiting requests: what most claims read, in the same round trip as the writer's lock.
+      // waiting requests: what most claims read, fetched right behind the writer's lock.
       // A claim of a few takes from a few accounts (its later rounds, or accounts with nothing it may take, fetch
       // more).
       const page = {
@@ -72,6 +70,8 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
   return needs;
 };
 
+const statementOf = (text: string, values: unknown[]): Statement => ({ text, values });
+
 const ofKind = <K extends Need['kind']>(needs: readonly Need[], kind: K) =>
   needs.filter((need): need is Extract<Need, { kind: K }> => need.kind === kind);
 
@@ -80,10 +80,10 @@ const unique = (values: readonly string[]) => [...new Set(values)];
 type StateRow = { id: string; state: unknown };
 
 /**
- * Fetches what `needs` names into `fetched`, one statement per kind of thing, all sent at once (postgres.js pipelines
- * the statements of a transaction) and answered in one round trip.
+ * Fetches what `needs` names into `fetched`, one statement per kind of thing, all handed to the transaction's
+ * connection at once (it runs them in order, one round trip each).
  */
-const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Promise<void> => {
+const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[]): Promise<void> => {
   const work: Promise<void>[] = [];
   const byIds = <V>(
     kind: 'request' | 'account' | 'key' | 'session' | 'email' | 'credential',
@@ -99,35 +99,23 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
       }),
     );
   };
-  byIds<RequestState>(
-    'request',
-    fetched.requests,
-    (ids) => tx`SELECT req_id AS id, state AS value FROM requests WHERE req_id = ANY(${ids}::text[])`,
+  byIds<RequestState>('request', fetched.requests, (ids) =>
+    query(sql`SELECT req_id AS id, state AS value FROM requests WHERE req_id = ANY(${ids}::text[])`),
   );
-  byIds<AccountState>(
-    'account',
-    fetched.accounts,
-    (ids) => tx`SELECT account_id AS id, state AS value FROM accounts WHERE account_id = ANY(${ids}::text[])`,
+  byIds<AccountState>('account', fetched.accounts, (ids) =>
+    query(sql`SELECT account_id AS id, state AS value FROM accounts WHERE account_id = ANY(${ids}::text[])`),
   );
-  byIds<KeyState>(
-    'key',
-    fetched.keys,
-    (ids) => tx`SELECT key_id AS id, state AS value FROM keys WHERE key_id = ANY(${ids}::text[])`,
+  byIds<KeyState>('key', fetched.keys, (ids) =>
+    query(sql`SELECT key_id AS id, state AS value FROM keys WHERE key_id = ANY(${ids}::text[])`),
   );
-  byIds<SessionState>(
-    'session',
-    fetched.sessions,
-    (ids) => tx`SELECT session_id AS id, state AS value FROM sessions WHERE session_id = ANY(${ids}::text[])`,
+  byIds<SessionState>('session', fetched.sessions, (ids) =>
+    query(sql`SELECT session_id AS id, state AS value FROM sessions WHERE session_id = ANY(${ids}::text[])`),
   );
-  byIds<string>(
-    'email',
-    fetched.emails,
-    (ids) => tx`SELECT email AS id, account_id AS value FROM emails WHERE email = ANY(${ids}::text[])`,
+  byIds<string>('email', fetched.emails, (ids) =>
+    query(sql`SELECT email AS id, account_id AS value FROM emails WHERE email = ANY(${ids}::text[])`),
   );
-  byIds<string>(
-    'credential',
-    fetched.credentials,
-    (ids) => tx`SELECT key AS id, value FROM credentials WHERE key = ANY(${ids}::text[])`,
+  byIds<string>('credential', fetched.credentials, (ids) =>
+    query(sql`SELECT key AS id, value FROM credentials WHERE key = ANY(${ids}::text[])`),
   );
 
   const idempotency = ofKind(needs, 'idempotency').filter(
@@ -136,11 +124,11 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
   if (idempotency.length > 0) {
     // With the state of the request each entry names (a repeat is answered from it).
     work.push(
-      tx<{ account_id: string; key: string; req_id: string; state: RequestState | null }[]>`
+      query<{ account_id: string; key: string; req_id: string; state: RequestState | null }[]>(sql`
         SELECT i.account_id, i.key, i.req_id, r.state
         FROM idempotency i JOIN unnest(${idempotency.map((n) => n.accountId)}::text[], ${idempotency.map((n) => n.key)}::text[]) AS u(account_id, key)
           ON i.account_id = u.account_id AND i.key = u.key
-        LEFT JOIN requests r ON r.req_id = i.req_id`.then((rows) => {
+        LEFT JOIN requests r ON r.req_id = i.req_id`).then((rows) => {
         for (const need of idempotency) fetched.idempotency.set(pairKey(need.accountId, need.key), null);
         for (const row of rows) {
           fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
@@ -155,9 +143,9 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
   );
   if (sessionsOf.length > 0) {
     work.push(
-      tx<{ account_id: string; session_id: string; state: SessionState }[]>`
+      query<{ account_id: string; session_id: string; state: SessionState }[]>(sql`
         SELECT account_id, session_id, state FROM sessions WHERE account_id = ANY(${sessionsOf}::text[])
-        ORDER BY account_id, session_id`.then((rows) => {
+        ORDER BY account_id, session_id`).then((rows) => {
         const found = new Map<string, string[]>(sessionsOf.map((id) => [id, []]));
         for (const row of rows) {
           found.get(row.account_id)?.push(row.session_id);
@@ -182,20 +170,16 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
       }),
     );
   };
-  counts(
-    'queuedCount',
-    fetched.queuedCounts,
-    (ids) => tx`SELECT account_id AS id, count FROM queued_counts WHERE account_id = ANY(${ids}::text[])`,
+  counts('queuedCount', fetched.queuedCounts, (ids) =>
+    query(sql`SELECT account_id AS id, count FROM queued_counts WHERE account_id = ANY(${ids}::text[])`),
   );
-  counts(
-    'processingCount',
-    fetched.processingCounts,
-    (ids) => tx`SELECT model AS id, count FROM processing_counts WHERE model = ANY(${ids}::text[])`,
+  counts('processingCount', fetched.processingCounts, (ids) =>
+    query(sql`SELECT model AS id, count FROM processing_counts WHERE model = ANY(${ids}::text[])`),
   );
 
   if (!fetched.allProcessingCounts && ofKind(needs, 'processingCounts').length > 0) {
     work.push(
-      tx<{ model: string; count: number }[]>`SELECT model, count FROM processing_counts`.then((rows) => {
+      query<{ model: string; count: number }[]>(sql`SELECT model, count FROM processing_counts`).then((rows) => {
         for (const { model, count } of rows) fetched.processingCounts.set(model, count);
         fetched.allProcessingCounts = true;
       }),
@@ -204,9 +188,11 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
 
   if (fetched.anyWaiting === undefined && ofKind(needs, 'anyWaiting').length > 0) {
     work.push(
-      tx<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM requests WHERE status = 'waiting') AS any`.then(([row]) => {
-        fetched.anyWaiting = row?.any === true;
-      }),
+      query<{ any: boolean }[]>(sql`SELECT EXISTS (SELECT 1 FROM requests WHERE status = 'waiting') AS any`).then(
+        ([row]) => {
+          fetched.anyWaiting = row?.any === true;
+        },
+      ),
     );
   }
 
@@ -215,9 +201,9 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
     if (fetched.lapsed.has(key)) continue;
     fetched.lapsed.set(key, []);
     work.push(
-      tx<StateRow[]>`
+      query<StateRow[]>(sql`
         SELECT req_id AS id, state FROM requests WHERE lease_until <= ${now}
-        ORDER BY lease_until, req_id LIMIT ${Math.max(0, limit)}`.then((rows) => {
+        ORDER BY lease_until, req_id LIMIT ${Math.max(0, limit)}`).then((rows) => {
         fetched.lapsed.set(
           key,
           rows.map((row) => row.id),
@@ -231,7 +217,7 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
     // A loose index scan (one hop of the dispatch index per account, whatever each account has waiting), and each
     // account's first waiting requests (an account without any: a row of nulls).
     work.push(
-      tx<QueueRow[]>`
+      query<QueueRow[]>(sql`
         WITH RECURSIVE waiting(account_id) AS (
           (SELECT account_id FROM requests WHERE status = 'waiting' AND account_id > ${after}
             ORDER BY account_id LIMIT 1)
@@ -248,7 +234,7 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
           WHERE status = 'waiting' AND account_id = a.account_id
           ORDER BY available_at, req_id LIMIT ${entries}
         ) q ON true
-        ORDER BY a.account_id, q.available_at, q.req_id`.then((rows) => {
+        ORDER BY a.account_id, q.available_at, q.req_id`).then((rows) => {
         const accounts = [...new Set(rows.map((row) => row.account_id))];
         fetched.addAccounts(after, accounts, accounts.length < limit);
         addQueues(fetched, rows, new Map(accounts.filter((id) => !fetched.queues.has(id)).map((id) => [id, entries])));
@@ -261,7 +247,7 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
   if (queues.size > 0) {
     const ids = [...queues.keys()];
     work.push(
-      tx<QueueRow[]>`
+      query<QueueRow[]>(sql`
         SELECT u.account_id, q.req_id, q.available_at, q.model, q.state
         FROM unnest(${ids}::text[], ${ids.map((id) => queues.get(id) ?? 0)}::int[]) AS u(account_id, n)
         CROSS JOIN LATERAL (
@@ -269,7 +255,7 @@ const fetchInto = async (tx: Tx, fetched: Fetched, needs: readonly Need[]): Prom
           WHERE status = 'waiting' AND account_id = u.account_id
           ORDER BY available_at, req_id LIMIT u.n
         ) q
-        ORDER BY u.account_id, q.available_at, q.req_id`.then((rows) => addQueues(fetched, rows, queues)),
+        ORDER BY u.account_id, q.available_at, q.req_id`).then((rows) => addQueues(fetched, rows, queues)),
     );
   }
   await Promise.all(work);
@@ -314,13 +300,15 @@ export const requestColumns = (state: RequestState) => {
 const textBytes = (write: RequestWrite): Buffer | null =>
   write.text === undefined || !holdsText(write.state.status) ? null : Buffer.from(write.text, 'utf8');
 
-/** Writes what the batch gathered: a statement per table it touched, all sent at once. */
-export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { lastSeq: number }): Promise<void> => {
+/** Writes what the batch gathered: a statement per table it touched (bulk, by `unnest` of arrays). */
+export const writeAll = async (query: Query, writes: Writes, batch: Batch, head: { lastSeq: number }): Promise<void> => {
   const work: Promise<unknown>[] = [];
   if (writes.events.length > 0) {
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO events (seq, payload)
-      SELECT * FROM unnest(${writes.events.map((event) => event.seq)}::bigint[], ${writes.events.map((event) => JSON.stringify(event))}::text[]::json[])`);
+      SELECT * FROM unnest(${writes.events.map((event) => event.seq)}::bigint[], ${writes.events.map((event) => JSON.stringify(event))}::text[]::json[])`),
+    );
   }
   const requestRows = (rows: [string, RequestWrite][]) => {
     const columns = rows.map(([, write]) => requestColumns(write.state));
@@ -334,10 +322,7 @@ export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { las
       expires: columns.map((c) => c.expires_at),
       leases: columns.map((c) => c.lease_until),
       states: rows.map(([, write]) => JSON.stringify(write.state)),
-      texts: tx.array(
-        rows.map(([, write]) => textBytes(write)),
-        17,
-      ),
+      texts: rows.map(([, write]) => textBytes(write)),
       holds: rows.map(([, write]) => (holdsText(write.state.status) ? 1 : 0)),
     };
   };
@@ -345,18 +330,21 @@ export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { las
   const changed = [...writes.requests].filter(([, write]) => !write.isNew);
   if (created.length > 0) {
     const r = requestRows(created);
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO requests (req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text)
       SELECT u.req_id, u.account_id, u.status, u.model, u.created_at, u.available_at, u.expires_at, u.lease_until,
         u.state::json, u.text
       FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.models}::text[],
         ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[], ${r.leases}::bigint[],
         ${r.states}::text[], ${r.texts}::bytea[])
-        AS u(req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text)`);
+        AS u(req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text)`),
+    );
   }
   if (changed.length > 0) {
     const r = requestRows(changed);
-    work.push(tx`
+    work.push(
+      query(sql`
       UPDATE requests SET account_id = u.account_id, status = u.status, model = u.model, created_at = u.created_at,
         available_at = u.available_at, expires_at = u.expires_at, lease_until = u.lease_until, state = u.state::json,
         text = CASE WHEN u.holds = 1 THEN COALESCE(u.text, requests.text) END
@@ -364,73 +352,90 @@ export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { las
         ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[], ${r.leases}::bigint[],
         ${r.states}::text[], ${r.texts}::bytea[], ${r.holds}::int[])
         AS u(req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text, holds)
-      WHERE requests.req_id = u.req_id`);
+      WHERE requests.req_id = u.req_id`),
+    );
   }
   if (writes.accounts.size > 0) {
     const rows = [...writes.accounts];
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO accounts (account_id, state)
       SELECT id, state::json FROM unnest(${rows.map(([id]) => id)}::text[], ${rows.map(([, s]) => JSON.stringify(s))}::text[]) AS u(id, state)
-      ON CONFLICT (account_id) DO UPDATE SET state = EXCLUDED.state`);
+      ON CONFLICT (account_id) DO UPDATE SET state = EXCLUDED.state`),
+    );
   }
   if (writes.keys.size > 0) {
     const rows = [...writes.keys];
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO keys (key_id, account_id, state)
       SELECT id, account_id, state::json
       FROM unnest(${rows.map(([id]) => id)}::text[], ${rows.map(([, s]) => s.accountId)}::text[], ${rows.map(([, s]) => JSON.stringify(s))}::text[])
         AS u(id, account_id, state)
-      ON CONFLICT (key_id) DO UPDATE SET state = EXCLUDED.state, account_id = EXCLUDED.account_id`);
+      ON CONFLICT (key_id) DO UPDATE SET state = EXCLUDED.state, account_id = EXCLUDED.account_id`),
+    );
   }
   if (writes.sessions.size > 0) {
     const kept = [...writes.sessions].filter((entry): entry is [string, SessionState] => entry[1] !== undefined);
     const ended = [...writes.sessions].filter(([, state]) => state === undefined).map(([id]) => id);
     if (kept.length > 0)
-      work.push(tx`
+      work.push(
+        query(sql`
         INSERT INTO sessions (session_id, account_id, state)
         SELECT id, account_id, state::json
         FROM unnest(${kept.map(([id]) => id)}::text[], ${kept.map(([, s]) => s.accountId)}::text[], ${kept.map(([, s]) => JSON.stringify(s))}::text[])
           AS u(id, account_id, state)
-        ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, account_id = EXCLUDED.account_id`);
-    if (ended.length > 0) work.push(tx`DELETE FROM sessions WHERE session_id = ANY(${ended}::text[])`);
+        ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, account_id = EXCLUDED.account_id`),
+      );
+    if (ended.length > 0) work.push(query(sql`DELETE FROM sessions WHERE session_id = ANY(${ended}::text[])`));
   }
   if (writes.credentials.size > 0) {
     const kept = [...writes.credentials].filter((entry): entry is [string, string] => entry[1] !== undefined);
     const gone = [...writes.credentials].filter(([, value]) => value === undefined).map(([key]) => key);
     if (kept.length > 0)
-      work.push(tx`
+      work.push(
+        query(sql`
         INSERT INTO credentials (key, value)
         SELECT * FROM unnest(${kept.map(([key]) => key)}::text[], ${kept.map(([, value]) => value)}::text[])
-        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`);
-    if (gone.length > 0) work.push(tx`DELETE FROM credentials WHERE key = ANY(${gone}::text[])`);
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`),
+      );
+    if (gone.length > 0) work.push(query(sql`DELETE FROM credentials WHERE key = ANY(${gone}::text[])`));
   }
   if (writes.emails.size > 0) {
     const rows = [...writes.emails];
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO emails (email, account_id)
       SELECT * FROM unnest(${rows.map(([email]) => email)}::text[], ${rows.map(([, id]) => id)}::text[])
-      ON CONFLICT (email) DO UPDATE SET account_id = EXCLUDED.account_id`);
+      ON CONFLICT (email) DO UPDATE SET account_id = EXCLUDED.account_id`),
+    );
   }
   if (writes.keyHashes.size > 0) {
     const rows = [...writes.keyHashes];
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO key_hashes (key_hash, key_id)
       SELECT * FROM unnest(${rows.map(([hash]) => hash)}::text[], ${rows.map(([, id]) => id)}::text[])
-      ON CONFLICT (key_hash) DO UPDATE SET key_id = EXCLUDED.key_id`);
+      ON CONFLICT (key_hash) DO UPDATE SET key_id = EXCLUDED.key_id`),
+    );
   }
   if (writes.idempotency.size > 0) {
     const entries = [...writes.idempotency.values()];
     const kept = entries.filter((entry) => entry.reqId !== undefined);
     const gone = entries.filter((entry) => entry.reqId === undefined);
     if (kept.length > 0)
-      work.push(tx`
+      work.push(
+        query(sql`
         INSERT INTO idempotency (account_id, key, req_id)
         SELECT * FROM unnest(${kept.map((e) => e.accountId)}::text[], ${kept.map((e) => e.key)}::text[], ${kept.map((e) => e.reqId as string)}::text[])
-        ON CONFLICT (account_id, key) DO UPDATE SET req_id = EXCLUDED.req_id`);
+        ON CONFLICT (account_id, key) DO UPDATE SET req_id = EXCLUDED.req_id`),
+      );
     if (gone.length > 0)
-      work.push(tx`
+      work.push(
+        query(sql`
         DELETE FROM idempotency i USING unnest(${gone.map((e) => e.accountId)}::text[], ${gone.map((e) => e.key)}::text[]) AS u(account_id, key)
-        WHERE i.account_id = u.account_id AND i.key = u.key`);
+        WHERE i.account_id = u.account_id AND i.key = u.key`),
+      );
   }
   const countWrites = (
     table: 'queued_counts' | 'processing_counts',
@@ -443,40 +448,46 @@ export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { las
     // Each delta added, then the counts that came to zero dropped (a statement of its own, sent behind the first: a
     // data-modifying WITH would not see the rows its own statement changed).
     work.push(
-      tx
-        .unsafe(
+      query(
+        statementOf(
           `INSERT INTO ${table} (${column}, count) SELECT * FROM unnest($1::text[], $2::bigint[])
-         ON CONFLICT (${column}) DO UPDATE SET count = ${table}.count + EXCLUDED.count`,
+           ON CONFLICT (${column}) DO UPDATE SET count = ${table}.count + EXCLUDED.count`,
           [ids, rows.map(([, delta]) => delta)],
-        )
-        .execute(),
+        ),
+      ),
     );
-    work.push(tx.unsafe(`DELETE FROM ${table} WHERE ${column} = ANY($1::text[]) AND count = 0`, [ids]).execute());
+    work.push(query(statementOf(`DELETE FROM ${table} WHERE ${column} = ANY($1::text[]) AND count = 0`, [ids])));
   };
   countWrites('queued_counts', 'account_id', writes.queuedDeltas);
   countWrites('processing_counts', 'model', writes.processingDeltas);
   if (writes.usage.size > 0) {
     const rows = [...writes.usage.values()];
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO usage_daily (account_id, day, input_tokens, output_tokens)
       SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.day)}::bigint[], ${rows.map((r) => r.input)}::bigint[], ${rows.map((r) => r.output)}::bigint[])
       ON CONFLICT (account_id, day) DO UPDATE SET input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
-        output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens`);
+        output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens`),
+    );
   }
   const keyUses = new Map((batch.keyUses ?? []).map(({ keyId, at }) => [keyId, at]));
   if (keyUses.size > 0) {
-    work.push(tx`
+    work.push(
+      query(sql`
       INSERT INTO key_last_used (key_id, at) SELECT * FROM unnest(${[...keyUses.keys()]}::text[], ${[...keyUses.values()]}::bigint[])
-      ON CONFLICT (key_id) DO UPDATE SET at = EXCLUDED.at`);
+      ON CONFLICT (key_id) DO UPDATE SET at = EXCLUDED.at`),
+    );
   }
   const lastSeq = writes.lastSeq ?? head.lastSeq;
   if (lastSeq !== head.lastSeq || writes.accountsVersionBumps > 0) {
-    work.push(tx`
+    work.push(
+      query(sql`
       UPDATE log_head SET last_seq = ${lastSeq}, accounts_version = accounts_version + ${writes.accountsVersionBumps}
-      WHERE id = 1`);
+      WHERE id = 1`),
+    );
   }
   // Delivered to every listening node when (and only if) this transaction commits.
-  if (writes.events.length > 0) work.push(tx`SELECT pg_notify(${changesChannel}, ${String(lastSeq)})`);
+  if (writes.events.length > 0) work.push(query(sql`SELECT pg_notify(${changesChannel}, ${String(lastSeq)})`));
   await Promise.all(work);
 };
 
@@ -484,12 +495,12 @@ export const writeAll = async (tx: Tx, writes: Writes, batch: Batch, head: { las
 export const changesChannel = 'airs_changes';
 
 /**
- * Decides and writes one batch inside the transaction `tx`: takes the log's writer lock, fetches what the batch reads,
+ * Decides and writes one batch inside the transaction `query(sql`: takes the log's writer lock, fetches what the batch reads,
  * decides it (again, with more fetched, as long as it needs more), and writes it. Returns the outcomes and the last
  * sequence number the batch took (`from` when it appended nothing).
  */
 export const commitInTransaction = async (
-  tx: Tx,
+  query: Query,
   batch: Batch,
   sizes: FetchSizes = defaultFetchSizes,
 ): Promise<{ outcomes: (CommandOutcome | Error)[]; from: number; to: number; rounds: number }> => {
@@ -497,11 +508,15 @@ export const commitInTransaction = async (
   // is visible): every batch decides against everything committed before it, and takes the sequence numbers after the
   // last committed batch's. So numbers are given in commit order, with no gap a reader could pass (unlike a sequence
   // or bigserial, which hands out numbers before commit, so a later number may be visible before an earlier one).
-  // The lock's statement is sent first; what follows is sent at once behind it (pipelined) and runs once it is held.
+  // The lock's statement goes first; what follows is queued behind it on the same connection and runs once it is held.
   const fetched = new Fetched(sizes);
-  const locked = tx`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`.execute();
-  const headRead = tx<{ last_seq: number }[]>`SELECT last_seq FROM log_head WHERE id = 1`.execute();
-  const [, [head]] = await Promise.all([locked, headRead, fetchInto(tx, fetched, prefetchOf(batch.commands, sizes))]);
+  const locked = query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`);
+  const headRead = query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head WHERE id = 1`);
+  const [, [head]] = await Promise.all([
+    locked,
+    headRead,
+    fetchInto(query, fetched, prefetchOf(batch.commands, sizes)),
+  ]);
   if (head === undefined) throw new Error('the log_head row is missing: not an airs database');
   for (let round = 1; ; round++) {
     fetched.needs = [];
@@ -515,11 +530,11 @@ export const commitInTransaction = async (
     }
     if (fetched.needs.length > 0) {
       if (round >= maxRounds) throw new Error(`a batch still needed more reads after ${maxRounds} rounds`);
-      await fetchInto(tx, fetched, fetched.needs);
+      await fetchInto(query, fetched, fetched.needs);
       continue;
     }
     if (result === undefined) throw fault;
-    await writeAll(tx, writes, batch, { lastSeq: head.last_seq });
+    await writeAll(query, writes, batch, { lastSeq: head.last_seq });
     return { outcomes: result.outcomes, from: head.last_seq, to: result.lastSeq, rounds: round };
   }
 };

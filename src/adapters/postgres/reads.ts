@@ -1,8 +1,8 @@
-import type { Sql } from 'postgres';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { DailyTokens, ModelQueue, ReadModel } from '../../ports/Store.js';
+import { type Query, sql } from './db.js';
 
 const hourMs = 3_600_000;
 const dayMs = 86_400_000;
@@ -13,101 +13,106 @@ const eventPage = 1_000;
  * The read model over PostgreSQL: each read one statement on the store's pool, so it sees everything committed before
  * it began, by any node (READ COMMITTED takes a snapshot per statement). Nothing is cached.
  */
-export const readsOf = (sql: Sql, onChange: ReadModel['onChange']): ReadModel => {
+export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadModel => {
   const one = async <T>(rows: Promise<readonly { value: T }[]>): Promise<T | undefined> => (await rows)[0]?.value;
   return {
-    request: (reqId) => one<RequestState>(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`),
+    request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {
-      const [row] = await sql<{ state: RequestState; text: Buffer | null }[]>`
-        SELECT state, text FROM requests WHERE req_id = ${reqId}`;
+      const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`
+        SELECT state, text FROM requests WHERE req_id = ${reqId}`);
       if (row === undefined) return undefined;
       return { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') };
     },
-    account: (accountId) => one<AccountState>(sql`SELECT state AS value FROM accounts WHERE account_id = ${accountId}`),
-    accountIdByEmail: (email) => one<string>(sql`SELECT account_id AS value FROM emails WHERE email = ${email}`),
+    account: (accountId) =>
+      one<AccountState>(query(sql`SELECT state AS value FROM accounts WHERE account_id = ${accountId}`)),
+    accountIdByEmail: (email) => one<string>(query(sql`SELECT account_id AS value FROM emails WHERE email = ${email}`)),
     accounts: async () =>
-      (await sql<{ state: AccountState }[]>`SELECT state FROM accounts ORDER BY account_id`).map((row) => row.state),
-    key: (keyId) => one<KeyState>(sql`SELECT state AS value FROM keys WHERE key_id = ${keyId}`),
-    keyIdByHash: (keyHash) => one<string>(sql`SELECT key_id AS value FROM key_hashes WHERE key_hash = ${keyHash}`),
-    keysOf: async (accountId) =>
-      (await sql<{ state: KeyState }[]>`SELECT state FROM keys WHERE account_id = ${accountId} ORDER BY key_id`).map(
+      (await query<{ state: AccountState }[]>(sql`SELECT state FROM accounts ORDER BY account_id`)).map(
         (row) => row.state,
       ),
+    key: (keyId) => one<KeyState>(query(sql`SELECT state AS value FROM keys WHERE key_id = ${keyId}`)),
+    keyIdByHash: (keyHash) =>
+      one<string>(query(sql`SELECT key_id AS value FROM key_hashes WHERE key_hash = ${keyHash}`)),
+    keysOf: async (accountId) =>
+      (
+        await query<{ state: KeyState }[]>(sql`SELECT state FROM keys WHERE account_id = ${accountId} ORDER BY key_id`)
+      ).map((row) => row.state),
     accountsVersion: async () =>
-      (await one<number>(sql`SELECT accounts_version AS value FROM log_head WHERE id = 1`)) ?? 0,
-    credential: (key) => one<string>(sql`SELECT value FROM credentials WHERE key = ${key}`),
-    session: (sessionId) => one<SessionState>(sql`SELECT state AS value FROM sessions WHERE session_id = ${sessionId}`),
+      (await one<number>(query(sql`SELECT accounts_version AS value FROM log_head WHERE id = 1`))) ?? 0,
+    credential: (key) => one<string>(query(sql`SELECT value FROM credentials WHERE key = ${key}`)),
+    session: (sessionId) =>
+      one<SessionState>(query(sql`SELECT state AS value FROM sessions WHERE session_id = ${sessionId}`)),
     limiterState: (accountId, budget) =>
-      one<number>(sql`SELECT tat AS value FROM limiter WHERE account_id = ${accountId} AND budget = ${budget}`),
+      one<number>(query(sql`SELECT tat AS value FROM limiter WHERE account_id = ${accountId} AND budget = ${budget}`)),
     requestsOf: async (accountId, { before, after, limit }) => {
       if (!(limit > 0)) return [];
       if (after !== undefined) {
-        const rows = await sql<{ state: RequestState }[]>`
+        const rows = await query<{ state: RequestState }[]>(sql`
           SELECT state FROM requests
           WHERE account_id = ${accountId} AND expires_at IS NOT NULL
             AND (created_at, req_id) > (${after.createdAt}::bigint, ${after.reqId}::text COLLATE "C")
-          ORDER BY created_at, req_id LIMIT ${limit}`;
+          ORDER BY created_at, req_id LIMIT ${limit}`);
         return rows.map((row) => row.state).reverse();
       }
       const rows =
         before === undefined
-          ? await sql<{ state: RequestState }[]>`
+          ? await query<{ state: RequestState }[]>(sql`
               SELECT state FROM requests WHERE account_id = ${accountId} AND expires_at IS NOT NULL
-              ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`
-          : await sql<{ state: RequestState }[]>`
+              ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`)
+          : await query<{ state: RequestState }[]>(sql`
               SELECT state FROM requests
               WHERE account_id = ${accountId} AND expires_at IS NOT NULL
                 AND (created_at, req_id) < (${before.createdAt}::bigint, ${before.reqId}::text COLLATE "C")
-              ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`;
+              ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`);
       return rows.map((row) => row.state);
     },
     requestCountsByHour: async (accountId, fromMs, hours) => {
       const counts = Array.from({ length: Math.max(0, hours) }, () => 0);
       if (counts.length === 0) return counts;
-      const rows = await sql<{ hour: number; count: number }[]>`
+      const rows = await query<{ hour: number; count: number }[]>(sql`
         SELECT ((created_at - ${fromMs}) / ${hourMs})::int AS hour, count(*) AS count FROM requests
         WHERE account_id = ${accountId} AND expires_at IS NOT NULL
           AND created_at >= ${fromMs} AND created_at < ${fromMs + counts.length * hourMs}
-        GROUP BY 1`;
+        GROUP BY 1`);
       for (const { hour, count } of rows) counts[hour] = count;
       return counts;
     },
     usageByDay: async (accountId, fromDay, days) => {
       const wanted = Array.from({ length: Math.max(0, days) }, (_, i) => fromDay + i * dayMs);
       if (wanted.length === 0) return [];
-      const rows = await sql<{ day: number; input_tokens: number; output_tokens: number }[]>`
+      const rows = await query<{ day: number; input_tokens: number; output_tokens: number }[]>(sql`
         SELECT day, input_tokens, output_tokens FROM usage_daily
-        WHERE account_id = ${accountId} AND day = ANY(${wanted}::bigint[])`;
+        WHERE account_id = ${accountId} AND day = ANY(${wanted}::bigint[])`);
       const byDay = new Map(rows.map((row) => [row.day, row]));
       return wanted.map((day): DailyTokens => {
         const row = byDay.get(day);
         return { day, inputTokens: row?.input_tokens ?? 0, outputTokens: row?.output_tokens ?? 0 };
       });
     },
-    keyLastUsed: (keyId) => one<number>(sql`SELECT at AS value FROM key_last_used WHERE key_id = ${keyId}`),
+    keyLastUsed: (keyId) => one<number>(query(sql`SELECT at AS value FROM key_last_used WHERE key_id = ${keyId}`)),
     dueForExpiry: async (now, limit) =>
       (
-        await sql<{ req_id: string }[]>`
+        await query<{ req_id: string }[]>(sql`
           SELECT req_id FROM requests WHERE expires_at <= ${now}
-          ORDER BY expires_at, req_id LIMIT ${Math.max(0, limit)}`
+          ORDER BY expires_at, req_id LIMIT ${Math.max(0, limit)}`)
       ).map((row) => row.req_id),
     dueWork: async (now) => {
       // As storage/dueWork.ts: a waiting request available now or a lapsed lease; next, the earliest availability or
       // lease end after now.
-      const [row] = await sql<{ due: boolean; next: number | null }[]>`
+      const [row] = await query<{ due: boolean; next: number | null }[]>(sql`
         SELECT
           EXISTS (SELECT 1 FROM requests WHERE status = 'waiting' AND available_at <= ${now})
             OR EXISTS (SELECT 1 FROM requests WHERE lease_until <= ${now}) AS due,
           LEAST(
             (SELECT min(available_at) FROM requests WHERE status = 'waiting' AND available_at > ${now}),
-            (SELECT min(lease_until) FROM requests WHERE lease_until > ${now})) AS next`;
+            (SELECT min(lease_until) FROM requests WHERE lease_until > ${now})) AS next`);
       return { now: row?.due === true, next: row?.next ?? undefined };
     },
     queueDepths: async (now, limit) => {
       // As storage/queueDepths.ts: the dispatch index in its order, `limit` entries deep.
-      const rows = await sql<{ model: string; available_at: number }[]>`
+      const rows = await query<{ model: string; available_at: number }[]>(sql`
         SELECT model, available_at FROM requests WHERE status = 'waiting'
-        ORDER BY account_id, available_at, req_id LIMIT ${Math.max(0, limit) + 1}`;
+        ORDER BY account_id, available_at, req_id LIMIT ${Math.max(0, limit) + 1}`);
       const found = new Map<string, { depth: number; oldestAvailableAt: number }>();
       for (const [i, row] of rows.entries()) {
         if (i >= limit) break;
@@ -133,14 +138,14 @@ export const readsOf = (sql: Sql, onChange: ReadModel['onChange']): ReadModel =>
       (async function* () {
         let next = Math.max(1, fromSeq);
         for (;;) {
-          const rows = await sql<{ payload: StoredEvent }[]>`
-            SELECT payload FROM events WHERE seq >= ${next} ORDER BY seq LIMIT ${eventPage}`;
+          const rows = await query<{ payload: StoredEvent }[]>(sql`
+            SELECT payload FROM events WHERE seq >= ${next} ORDER BY seq LIMIT ${eventPage}`);
           for (const row of rows) yield row.payload;
           if (rows.length < eventPage) return;
           next = (rows.at(-1)?.payload.seq ?? next) + 1;
         }
       })(),
-    lastSeq: async () => (await one<number>(sql`SELECT last_seq AS value FROM log_head WHERE id = 1`)) ?? 0,
+    lastSeq: async () => (await one<number>(query(sql`SELECT last_seq AS value FROM log_head WHERE id = 1`))) ?? 0,
     onChange,
   };
 };

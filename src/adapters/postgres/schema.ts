@@ -1,4 +1,4 @@
-import type { Sql } from 'postgres';
+import { type Db, type Query, sql } from './db.js';
 
 /**
  * The PostgreSQL store's tables, made and upgraded by numbered migrations when a store opens. Every node opening the
@@ -136,15 +136,17 @@ export const schemaVersion = migrations.length;
  * Brings the database's schema to `schemaVersion` (from nothing, or from an older version), under an advisory lock
  * held for the transaction, or refuses a database of a newer version with one line.
  */
-export const migrate = async (sql: Sql, where: string): Promise<void> => {
-  await sql.begin((tx) => migrateIn(tx as unknown as Sql, where));
+export const migrate = async (db: Db, where: string): Promise<void> => {
+  await db.begin((query) => migrateIn(query, where));
 };
 
 /** `migrate` inside a transaction the caller holds (airs migrate: the schema and the copy commit together). */
-export const migrateIn = async (tx: Sql, where: string): Promise<void> => {
-  await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
-  await tx`CREATE TABLE IF NOT EXISTS airs_schema_version (id smallint PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`;
-  const [row] = await tx<{ version: number }[]>`SELECT version FROM airs_schema_version WHERE id = 1`;
+export const migrateIn = async (query: Query, where: string): Promise<void> => {
+  await query(sql`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`);
+  await query(
+    sql`CREATE TABLE IF NOT EXISTS airs_schema_version (id smallint PRIMARY KEY CHECK (id = 1), version integer NOT NULL)`,
+  );
+  const [row] = await query<{ version: number }[]>(sql`SELECT version FROM airs_schema_version WHERE id = 1`);
   const found = row?.version ?? 0;
   if (found > schemaVersion) {
     throw new Error(
@@ -152,10 +154,10 @@ export const migrateIn = async (tx: Sql, where: string): Promise<void> => {
     );
   }
   for (let version = found + 1; version <= schemaVersion; version++) {
-    await tx.unsafe(migrations[version - 1] as string);
+    await query({ text: migrations[version - 1] as string, values: [] });
   }
   if (found < schemaVersion) {
-    await tx`INSERT INTO airs_schema_version (id, version) VALUES (1, ${schemaVersion})
-      ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`;
+    await query(sql`INSERT INTO airs_schema_version (id, version) VALUES (1, ${schemaVersion})
+      ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`);
   }
 };

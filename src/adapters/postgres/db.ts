@@ -1,0 +1,140 @@
+import pg from 'pg';
+
+/**
+ * The store's connections, over node-postgres (`pg`). A transaction runs on one client checked out of the pool: if
+ * that connection dies, every later statement of the transaction fails (a pg client never reconnects by itself), so
+ * a batch can never go on outside its transaction. (postgres.js 3.4.9 was tried first: a connection cut in the middle
+ * of a transaction crashed the process from a timer, and its issues tell of statements of a transaction running on
+ * the reconnected connection, outside it: porsager/postgres#1154, #1208, #1155.)
+ */
+
+/** A statement and its parameters, as the `sql` tag makes them. */
+export type Statement = { readonly text: string; readonly values: unknown[] };
+
+/** `sql\`… ${value} …\`` → a statement with `$1…$n` in place of the values. */
+export const sql = (strings: TemplateStringsArray, ...values: unknown[]): Statement => ({
+  text: strings.reduce((text, part, i) => (i === 0 ? part : `${text}$${i}${part}`), ''),
+  values,
+});
+
+/** Runs a statement and returns its rows (typed as `R`, an array of rows). */
+export type Query = <R extends readonly unknown[] = Record<string, unknown>[]>(statement: Statement) => Promise<R>;
+
+/** int8 as a JavaScript number (times in ms and counts stay far below 2^53); `pg` gives strings by default. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as never)) as never,
+};
+
+/** How long a session may sit idle inside a transaction (ours take milliseconds between statements). */
+export const idleInTransactionMs = 15_000;
+
+const connectionConfig = (url: string): pg.ClientConfig => ({
+  connectionString: url,
+  types,
+  application_name: 'airs',
+  // Also on every connection the pool opens again after a failure: durable commits whatever the server's default,
+  // and a node that stops in the middle of a transaction (paused, cut off) holding the log's writer lock has its
+  // session ended by the server after a while, so the other nodes write again (its batch is rolled back, never
+  // acknowledged).
+  options: `-c synchronous_commit=on -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
+  keepAlive: true,
+});
+
+export type Db = {
+  readonly query: Query;
+  /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it rejects. */
+  begin<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /** Hears NOTIFYs on `channel` on a connection of its own, opened again (with `onListening` then) after a loss. */
+  listen(channel: string, onNotify: () => void, onListening: () => void): Promise<{ stop(): Promise<void> }>;
+  end(): Promise<void>;
+};
+
+const queryOn =
+  (client: pg.Pool | pg.PoolClient | pg.Client): Query =>
+  async <R extends readonly unknown[]>(statement: Statement) =>
+    (await client.query(statement.text, statement.values)).rows as unknown as R;
+
+/**
+ * Statements on one connection, each sent once the one before it has answered, in the order they were asked for
+ * (what pg does by itself, with a deprecation warning, when a second query is asked for while one runs).
+ */
+const inOrder = (client: pg.PoolClient): Query => {
+  let last: Promise<unknown> = Promise.resolve();
+  const run = queryOn(client);
+  return <R extends readonly unknown[]>(statement: Statement) => {
+    const next = last.then(
+      () => run<R>(statement),
+      () => run<R>(statement),
+    );
+    last = next.catch(() => {});
+    return next;
+  };
+};
+
+export const openDb = (url: string, max: number): Db => {
+  const pool = new pg.Pool({ ...connectionConfig(url), max, idleTimeoutMillis: 30_000 });
+  // An idle connection that the server ends (restart, pg_terminate_backend) is dropped; the next query opens another.
+  pool.on('error', () => {});
+  return {
+    query: queryOn(pool),
+    async begin(work) {
+      const client = await pool.connect();
+      // An error of this connection between statements (it was cut) must not end the process: the statement that
+      // follows fails, and so does the transaction.
+      const ignore = () => {};
+      client.on('error', ignore);
+      let broken: unknown;
+      const query = inOrder(client);
+      const plain = (text: string) => query({ text, values: [] });
+      try {
+        await plain('BEGIN');
+        const result = await work(query);
+        await plain('COMMIT');
+        return result;
+      } catch (error) {
+        broken = error;
+        await plain('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.off('error', ignore);
+        // A connection that failed is not given back for reuse (its state is unknown).
+        client.release(broken === undefined ? undefined : true);
+      }
+    },
+    async listen(channel, onNotify, onListening) {
+      let client: pg.Client | undefined;
+      let stopped = false;
+      let retry: NodeJS.Timeout | undefined;
+      const connect = async (): Promise<void> => {
+        const next = new pg.Client(connectionConfig(url));
+        next.on('notification', () => onNotify());
+        next.on('error', () => {});
+        next.on('end', () => {
+          if (stopped || client !== next) return;
+          client = undefined;
+          retry = setTimeout(reconnect, 100);
+        });
+        await next.connect();
+        await next.query(`LISTEN ${channel}`);
+        client = next;
+      };
+      const reconnect = () => {
+        retry = undefined;
+        if (stopped) return;
+        connect().then(onListening, () => {
+          if (!stopped) retry = setTimeout(reconnect, 500);
+        });
+      };
+      await connect();
+      return {
+        async stop() {
+          stopped = true;
+          if (retry !== undefined) clearTimeout(retry);
+          await client?.end().catch(() => {});
+        },
+      };
+    },
+    end: () => pool.end(),
+  };
+};
