@@ -47,16 +47,16 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
       const database = redactedUrl(options.to);
       await checkSource(source);
 
-      const [{ openDatabases }, { connect }, importing] = await Promise.all([
+      const [{ openDatabases }, { openDb, sql }, importing] = await Promise.all([
         import('../lmdb/databases.js'),
-        import('../postgres/PostgresStore.js'),
+        import('../postgres/db.js'),
         import('../postgres/importLog.js'),
       ]);
-      const sql = connect(options.to, 1);
+      const db = openDb(options.to, 1);
       try {
-        await sql`SELECT 1`;
+        await db.query(sql`SELECT 1`);
       } catch (error) {
-        await sql.end({ timeout: 1 });
+        await db.end();
         throw new CliError(`cannot reach the database ${database}: ${(error as Error).message}`, 2);
       }
       const started = Date.now();
@@ -66,7 +66,7 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
       const dbs = openDatabases(source);
       let summary: Awaited<ReturnType<typeof importing.importLmdb>>;
       try {
-        summary = await importing.importLmdb(sql, dbs, {
+        summary = await importing.importLmdb(db, dbs, {
           where: database,
           onProgress: ({ phase, done, total }) => {
             if (spinner === undefined) return;
@@ -85,7 +85,7 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         throw new CliError(`migrate failed, nothing was written: ${(error as Error).message}`);
       } finally {
         spinner?.stop();
-        await sql.end({ timeout: 5 });
+        await db.end();
         await dbs.root.close();
       }
       const seconds = (Date.now() - started) / 1000;

@@ -26,15 +26,15 @@ const detailsOf = (event: StoredEvent): string =>
 /** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
 const verifyStore = async (config: Config): Promise<VerifyReport> => {
   if (config.store.url !== undefined) {
-    const [{ connect }, { verifyPostgres }] = await Promise.all([
-      import('../postgres/PostgresStore.js'),
+    const [{ openDb }, { verifyPostgres }] = await Promise.all([
+      import('../postgres/db.js'),
       import('../postgres/verify.js'),
     ]);
-    const sql = connect(config.store.url, 1);
+    const db = openDb(config.store.url, 1);
     try {
-      return await verifyPostgres(sql);
+      return await verifyPostgres(db);
     } finally {
-      await sql.end({ timeout: 1 });
+      await db.end();
     }
   }
   const [{ openDatabases }, { verifyViews }] = await Promise.all([

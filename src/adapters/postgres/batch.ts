@@ -301,7 +301,12 @@ const textBytes = (write: RequestWrite): Buffer | null =>
   write.text === undefined || !holdsText(write.state.status) ? null : Buffer.from(write.text, 'utf8');
 
 /** Writes what the batch gathered: a statement per table it touched (bulk, by `unnest` of arrays). */
-export const writeAll = async (query: Query, writes: Writes, batch: Batch, head: { lastSeq: number }): Promise<void> => {
+export const writeAll = async (
+  query: Query,
+  writes: Writes,
+  batch: Batch,
+  head: { lastSeq: number },
+): Promise<void> => {
   const work: Promise<unknown>[] = [];
   if (writes.events.length > 0) {
     work.push(

@@ -1,4 +1,3 @@
-import type { Sql } from 'postgres';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
@@ -11,6 +10,7 @@ import { textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
 import { type LmdbDatabases, lastSeqKey, requestKey } from '../lmdb/databases.js';
 import { visitLogRecord } from '../lmdb/logRecord.js';
 import { writeAll } from './batch.js';
+import { type Db, type Query, sql } from './db.js';
 import { Fetched, overlayTarget, pairKey, Writes } from './overlay.js';
 import { lockSpace, migrateIn, migrations } from './schema.js';
 import { verifyInSnapshot } from './verify.js';
@@ -82,8 +82,8 @@ export type ImportSummary = VerifyReport & { readonly credentials: number };
 /** The tables the store's migrations make (and the version table): what an airs database may hold. */
 const airsTables = (): ReadonlySet<string> => {
   const names = new Set(['airs_schema_version']);
-  for (const sql of migrations)
-    for (const match of sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/gi)) names.add(match[1] as string);
+  for (const text of migrations)
+    for (const match of text.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/gi)) names.add(match[1] as string);
   return names;
 };
 
@@ -95,14 +95,14 @@ const operational = new Set(['airs_schema_version', 'log_head', 'limiter', 'atte
  * Refuses a target that is not empty: any table, view or sequence outside airs's own, or airs's tables holding any
  * event or view row. Airs's tables with nothing in them (a node was started on the database first) are accepted.
  */
-const checkEmpty = async (tx: Sql, where: string): Promise<void> => {
-  const relations = await tx<{ schema: string; name: string }[]>`
+const checkEmpty = async (query: Query, where: string): Promise<void> => {
+  const relations = await query<{ schema: string; name: string }[]>(sql`
     SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND n.nspname <> 'information_schema'
       AND left(n.nspname, 3) <> 'pg_'
-    ORDER BY 1, 2`;
+    ORDER BY 1, 2`);
   const ours = airsTables();
-  const current = (await tx<{ schema: string }[]>`SELECT current_schema() AS schema`)[0]?.schema;
+  const current = (await query<{ schema: string }[]>(sql`SELECT current_schema() AS schema`))[0]?.schema;
   const others = relations.filter((r) => r.schema !== current || !ours.has(r.name));
   if (others.length > 0) {
     const named = others.slice(0, 3).map((r) => `${r.schema}.${r.name}`);
@@ -117,24 +117,24 @@ const checkEmpty = async (tx: Sql, where: string): Promise<void> => {
     );
   // Airs's schema, at this version or upgraded to it (a newer one is refused by the migrations themselves).
   try {
-    await migrateIn(tx, where);
+    await migrateIn(query, where);
   } catch (error) {
     throw new TargetNotEmpty((error as Error).message);
   }
-  const [events] = await tx<{ n: number }[]>`SELECT count(*)::float8 AS n FROM events`;
+  const [events] = await query<{ n: number }[]>(sql`SELECT count(*)::float8 AS n FROM events`);
   if ((events?.n ?? 0) > 0)
     throw new TargetNotEmpty(
       `the database ${where} already holds an airs store with ${events?.n} events; migrate into a new, empty database (CREATE DATABASE), or keep using this one`,
     );
   for (const { name } of relations) {
     if (operational.has(name)) continue;
-    const [row] = await tx.unsafe<{ any: boolean }[]>(`SELECT EXISTS (SELECT 1 FROM ${name}) AS any`);
+    const [row] = await query<{ any: boolean }[]>({ text: `SELECT EXISTS (SELECT 1 FROM ${name}) AS any`, values: [] });
     if (row?.any === true)
       throw new TargetNotEmpty(
         `the database ${where} is not empty: airs's table ${name} holds rows though the log is empty; migrate into a new, empty database (CREATE DATABASE)`,
       );
   }
-  const [head] = await tx<{ last_seq: number }[]>`SELECT last_seq FROM log_head WHERE id = 1`;
+  const [head] = await query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head WHERE id = 1`);
   if (head === undefined || Number(head.last_seq) !== 0)
     throw new TargetNotEmpty(`the database ${where} is not empty: its log head is not at the start`);
 };
@@ -162,7 +162,7 @@ const textOf = (source: Source, reqId: string): string | undefined => {
  * Writes one page of events and what they change in the views. `lastSeq` is the log's end before the page.
  */
 const writePage = async (
-  tx: Sql,
+  query: Query,
   source: Source,
   events: readonly StoredEvent[],
   lastSeq: number,
@@ -181,11 +181,11 @@ const writePage = async (
   const byIds = async <V>(
     ids: readonly string[],
     map: Map<string, V | null>,
-    query: (ids: string[]) => Promise<StateRow[]>,
+    select: (ids: string[]) => Promise<StateRow[]>,
   ) => {
     const wanted = unique(ids);
     if (wanted.length === 0) return;
-    const rows = await query(wanted);
+    const rows = await select(wanted);
     for (const id of wanted) map.set(id, null);
     for (const row of rows) map.set(row.id, row.state as V);
   };
@@ -193,22 +193,24 @@ const writePage = async (
     byIds<RequestState>(
       requestEvents.map((event) => event.reqId),
       fetched.requests,
-      (ids) => tx<StateRow[]>`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids}::text[])`,
+      (ids) => query<StateRow[]>(sql`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids}::text[])`),
     ),
     byIds<AccountState>(
       accountEvents.map((event) => event.accountId),
       fetched.accounts,
-      (ids) => tx<StateRow[]>`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids}::text[])`,
+      (ids) =>
+        query<StateRow[]>(sql`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids}::text[])`),
     ),
     byIds<KeyState>(
       accountEvents.flatMap((event) => (typeof event.keyId === 'string' ? [event.keyId] : [])),
       fetched.keys,
-      (ids) => tx<StateRow[]>`SELECT key_id AS id, state FROM keys WHERE key_id = ANY(${ids}::text[])`,
+      (ids) => query<StateRow[]>(sql`SELECT key_id AS id, state FROM keys WHERE key_id = ANY(${ids}::text[])`),
     ),
     byIds<SessionState>(
       accountEvents.flatMap((event) => (typeof event.sessionId === 'string' ? [event.sessionId] : [])),
       fetched.sessions,
-      (ids) => tx<StateRow[]>`SELECT session_id AS id, state FROM sessions WHERE session_id = ANY(${ids}::text[])`,
+      (ids) =>
+        query<StateRow[]>(sql`SELECT session_id AS id, state FROM sessions WHERE session_id = ANY(${ids}::text[])`),
     ),
   ]);
 
@@ -234,10 +236,10 @@ const writePage = async (
     .filter(({ before, after }) => isLive(before) && !isLive(after) && idempotencyKeyOf(after) !== undefined)
     .map(({ after }) => [after.context.accountId, after.context.idempotencyKey as string] as const);
   if (pairs.length > 0) {
-    const rows = await tx<{ account_id: string; key: string; req_id: string }[]>`
+    const rows = await query<{ account_id: string; key: string; req_id: string }[]>(sql`
       SELECT i.account_id, i.key, i.req_id FROM idempotency i
       JOIN unnest(${pairs.map(([a]) => a)}::text[], ${pairs.map(([, k]) => k)}::text[]) AS u(account_id, key)
-        ON i.account_id = u.account_id AND i.key = u.key`;
+        ON i.account_id = u.account_id AND i.key = u.key`);
     for (const [accountId, key] of pairs) fetched.idempotency.set(pairKey(accountId, key), null);
     for (const row of rows) fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
   }
@@ -254,12 +256,12 @@ const writePage = async (
   const requests = [...writes.requests];
   writes.requests.clear();
   const batch: Batch = { commands: [] };
-  await writeAll(tx, writes, batch, { lastSeq });
+  await writeAll(query, writes, batch, { lastSeq });
   let chunk = new Writes();
   let bytes = 0;
   const flush = async () => {
     if (chunk.requests.size === 0) return;
-    await writeAll(tx, chunk, batch, { lastSeq: writes.lastSeq as number });
+    await writeAll(query, chunk, batch, { lastSeq: writes.lastSeq as number });
     chunk = new Writes();
     bytes = 0;
   };
@@ -295,18 +297,18 @@ async function* chunksOf<T>(rows: Iterable<T>, size: number): AsyncGenerator<T[]
  * LMDB's byte keys order them alike), a page at a time: the same view (as encoded bytes) and the same text. A record the
  * log does not make, or one that differs, is damage of the source (its views do not follow its log).
  */
-const compareWithSource = async (tx: Sql, source: Source, pageSize: number, onRow: () => void): Promise<void> => {
+const compareWithSource = async (query: Query, source: Source, pageSize: number, onRow: () => void): Promise<void> => {
   const records = source.dbs.requests.getRange({ transaction: source.transaction })[Symbol.iterator]();
   let next = records.next();
-  await tx.unsafe(
-    'DECLARE airs_migrate_requests NO SCROLL CURSOR FOR SELECT req_id, state, text FROM requests ORDER BY req_id',
-  );
+  await query({
+    text: 'DECLARE airs_migrate_requests NO SCROLL CURSOR FOR SELECT req_id, state, text FROM requests ORDER BY req_id',
+    values: [],
+  });
   for (;;) {
-    const rows = (await tx.unsafe(`FETCH FORWARD ${pageSize} FROM airs_migrate_requests`)) as unknown as {
-      req_id: string;
-      state: RequestState;
-      text: Buffer | null;
-    }[];
+    const rows = await query<{ req_id: string; state: RequestState; text: Buffer | null }[]>({
+      text: `FETCH FORWARD ${pageSize} FROM airs_migrate_requests`,
+      values: [],
+    });
     for (const row of rows) {
       onRow();
       if (next.done) throw new SourceDamaged(`request ${row.req_id}: in the log but its record is missing`);
@@ -327,7 +329,7 @@ const compareWithSource = async (tx: Sql, source: Source, pageSize: number, onRo
     }
     if (rows.length < pageSize) break;
   }
-  await tx.unsafe('CLOSE airs_migrate_requests');
+  await query({ text: 'CLOSE airs_migrate_requests', values: [] });
   if (!next.done) {
     const { key } = next.value as { key: Buffer };
     throw new SourceDamaged(
@@ -337,21 +339,20 @@ const compareWithSource = async (tx: Sql, source: Source, pageSize: number, onRo
 };
 
 /**
- * Copies the LMDB store `dbs` into the database of `sql` (a pool of one connection is enough), in one transaction;
+ * Copies the LMDB store `dbs` into the database of `db` (a pool of one connection is enough), in one transaction;
  * throws `TargetNotEmpty`, `SourceDamaged` or `CopyDiffers` (nothing committed) or the database's own error.
  */
-export const importLmdb = async (sql: Sql, dbs: LmdbDatabases, options: ImportOptions): Promise<ImportSummary> => {
+export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOptions): Promise<ImportSummary> => {
   const pageEvents = options.pageEvents ?? 2_000;
   const chunkBytes = options.chunkBytes ?? 8 * 1024 * 1024;
   const source: Source = { dbs, transaction: dbs.root.useReadTransaction() };
   try {
-    return (await sql.begin(async (transaction) => {
-      const tx = transaction as unknown as Sql;
+    return await db.begin(async (query) => {
       // No node migrates the schema or appends to the log until this commits (or rolls back).
-      await tx`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`;
-      await checkEmpty(tx, options.where);
-      await migrateIn(tx, options.where);
-      await tx`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`;
+      await query(sql`SELECT pg_advisory_xact_lock(${lockSpace.schema}::int, 0)`);
+      await checkEmpty(query, options.where);
+      await migrateIn(query, options.where);
+      await query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`);
 
       const total = (dbs.meta.get(lastSeqKey, { transaction: source.transaction }) as number | undefined) ?? 0;
       const progress = (phase: ImportProgress['phase'], done: number) => options.onProgress?.({ phase, done, total });
@@ -360,7 +361,7 @@ export const importLmdb = async (sql: Sql, dbs: LmdbDatabases, options: ImportOp
       let expected = 1;
       const flushPage = async () => {
         if (page.length === 0) return;
-        await writePage(tx, source, page, lastSeq, chunkBytes);
+        await writePage(query, source, page, lastSeq, chunkBytes);
         lastSeq = (page.at(-1) as StoredEvent).seq;
         page = [];
         progress('events', lastSeq);
@@ -392,27 +393,27 @@ export const importLmdb = async (sql: Sql, dbs: LmdbDatabases, options: ImportOp
         const writes = new Writes();
         for (const { key, value } of rows) writes.credentials.set(String(key), value);
         credentials += rows.length;
-        await writeAll(tx, writes, { commands: [] }, { lastSeq });
+        await writeAll(query, writes, { commands: [] }, { lastSeq });
       }
       for await (const rows of chunksOf(dbs.keyLastUsed.getRange({ transaction: source.transaction }), 1_000)) {
         const keyUses = rows.map(({ key, value }) => ({ keyId: String(key), at: value }));
-        await writeAll(tx, new Writes(), { commands: [], keyUses }, { lastSeq });
+        await writeAll(query, new Writes(), { commands: [], keyUses }, { lastSeq });
       }
 
       // The copy checked before it commits: against the source, then as `airs replay --verify` checks a database.
       let compared = 0;
-      await compareWithSource(tx, source, 1_000, () => {
+      await compareWithSource(query, source, 1_000, () => {
         if (++compared % 10_000 === 0) progress('checking', compared);
       });
       progress('verifying', 0);
-      const report = await verifyInSnapshot(tx, 1_000);
+      const report = await verifyInSnapshot(query, 1_000);
       if (report.differences.length > 0)
         throw new CopyDiffers(
           `the copy does not verify (${report.differences.length} difference(s), the first: ${report.differences[0]}); nothing was written`,
         );
       await options.beforeCommit?.();
       return { ...report, credentials };
-    })) as ImportSummary;
+    });
   } finally {
     source.transaction.done();
   }

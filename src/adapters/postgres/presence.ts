@@ -1,4 +1,4 @@
-import postgres from 'postgres';
+import pg from 'pg';
 
 /**
  * Whether the database at `url` holds airs's tables (made by a store that opened it), without making anything: a
@@ -6,13 +6,18 @@ import postgres from 'postgres';
  * reached (or refuses the login) gives the reason.
  */
 export const airsSchemaIn = async (url: string): Promise<boolean | { readonly reason: string }> => {
-  const sql = postgres(url, { max: 1, connect_timeout: 10, onnotice: () => {} });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  // A connection lost after the query (the server restarting) must not end the process.
+  client.on('error', () => {});
   try {
-    const [row] = await sql<{ found: boolean }[]>`SELECT to_regclass('airs_schema_version') IS NOT NULL AS found`;
-    return row?.found === true;
+    await client.connect();
+    const { rows } = await client.query<{ found: boolean }>(
+      `SELECT to_regclass('airs_schema_version') IS NOT NULL AS found`,
+    );
+    return rows[0]?.found === true;
   } catch (error) {
     return { reason: (error as Error).message };
   } finally {
-    await sql.end({ timeout: 1 });
+    await client.end().catch(() => {});
   }
 };

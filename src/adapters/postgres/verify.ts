@@ -1,4 +1,3 @@
-import type { Sql } from 'postgres';
 import type { AccountEvent } from '../../domain/account/events.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
@@ -8,6 +7,7 @@ import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState 
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { requestColumns } from './batch.js';
+import { type Db, type Query, sql } from './db.js';
 
 /**
  * `airs replay --verify` on a PostgreSQL store: every view rebuilt from the events table by the server's own fold and
@@ -29,10 +29,11 @@ import { requestColumns } from './batch.js';
  * columns of the request row here; each column is checked against the function of the state the writer sets it from
  * (`requestColumns`), and PostgreSQL keeps its indexes in step with the columns.
  */
-export const verifyPostgres = (sql: Sql, options: { readonly pageSize?: number } = {}): Promise<VerifyReport> =>
-  sql.begin('isolation level repeatable read read only', (tx) =>
-    verifyInSnapshot(tx as unknown as Sql, options.pageSize ?? 1_000),
-  ) as Promise<VerifyReport>;
+export const verifyPostgres = (db: Db, options: { readonly pageSize?: number } = {}): Promise<VerifyReport> =>
+  db.begin(async (query) => {
+    await query(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY`);
+    return verifyInSnapshot(query, options.pageSize ?? 1_000);
+  });
 
 type RequestRow = {
   req_id: string;
@@ -60,41 +61,41 @@ export const sameAsJson = (a: unknown, b: unknown): boolean => {
   return keys.length === present(right).length && keys.every((key) => sameAsJson(left[key], right[key]));
 };
 
-/** A bigint column as a number whatever the client's parsing of int8 (the store's: numbers; postgres.js's: strings). */
+/** A bigint column as a number whatever the client's parsing of int8 (the store's: numbers; pg's default: strings). */
 const numberOrNull = (value: number | string | null): number | null => (value === null ? null : Number(value));
 
 const show = (value: unknown): string => (value === null ? 'null' : JSON.stringify(value));
 
-export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<VerifyReport> => {
+export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<VerifyReport> => {
   const differences: string[] = [];
   const differ = (message: string) => {
     if (differences.length < maxDifferences) differences.push(message);
   };
   /** Rows of an open cursor, a page at a time (plain statements, so others may run in between). */
-  const pagesOf = async function* <T>(cursor: string, query: string): AsyncGenerator<T[]> {
-    await tx.unsafe(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${query}`);
+  const pagesOf = async function* <T>(cursor: string, select: string): AsyncGenerator<T[]> {
+    await query({ text: `DECLARE ${cursor} NO SCROLL CURSOR FOR ${select}`, values: [] });
     for (;;) {
-      const rows = (await tx.unsafe(`FETCH FORWARD ${pageSize} FROM ${cursor}`)) as unknown as T[];
+      const rows = await query<T[]>({ text: `FETCH FORWARD ${pageSize} FROM ${cursor}`, values: [] });
       if (rows.length > 0) yield rows;
       if (rows.length < pageSize) break;
     }
-    await tx.unsafe(`CLOSE ${cursor}`);
+    await query({ text: `CLOSE ${cursor}`, values: [] });
   };
 
   // The log: gap-free from 1 (seq is its primary key, so count and bounds tell), its head, each payload's own seq.
-  const [head] = await tx<{ last_seq: number | string; accounts_version: number | string }[]>`
-    SELECT last_seq, accounts_version FROM log_head WHERE id = 1`;
+  const [head] = await query<{ last_seq: number | string; accounts_version: number | string }[]>(sql`
+    SELECT last_seq, accounts_version FROM log_head WHERE id = 1`);
   if (head === undefined) differ('log_head: its row is missing');
-  const [bounds] = await tx<{ n: number; lo: number | null; hi: number | null }[]>`
-    SELECT count(*)::float8 AS n, min(seq)::float8 AS lo, max(seq)::float8 AS hi FROM events`;
+  const [bounds] = await query<{ n: number; lo: number | null; hi: number | null }[]>(sql`
+    SELECT count(*)::float8 AS n, min(seq)::float8 AS lo, max(seq)::float8 AS hi FROM events`);
   const events = bounds?.n ?? 0;
   const lastSeq = bounds?.hi ?? 0;
   if (events > 0 && bounds?.lo !== 1) differ(`log: a gap: expected event 1, found ${bounds?.lo}`);
   else if (events !== lastSeq) {
-    const gaps = await tx<{ expected: number; found: number }[]>`
+    const gaps = await query<{ expected: number; found: number }[]>(sql`
       SELECT (e.seq + 1)::float8 AS expected, (SELECT min(f.seq) FROM events f WHERE f.seq > e.seq)::float8 AS found
       FROM events e WHERE e.seq < ${lastSeq} AND NOT EXISTS (SELECT 1 FROM events f WHERE f.seq = e.seq + 1)
-      ORDER BY e.seq LIMIT ${maxDifferences}`;
+      ORDER BY e.seq LIMIT ${maxDifferences}`);
     for (const { expected, found } of gaps) differ(`log: a gap: expected event ${expected}, found ${found}`);
   }
   if (head !== undefined && Number(head.last_seq) !== lastSeq)
@@ -163,10 +164,10 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
   const flush = async () => {
     if (pending.length === 0) return;
     const ids = pending.map((state) => state.context.reqId);
-    const rows = await tx<RequestRow[]>`
+    const rows = await query<RequestRow[]>(sql`
       SELECT req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state,
         octet_length(text) AS text_length
-      FROM requests WHERE req_id = ANY(${ids}::text[])`;
+      FROM requests WHERE req_id = ANY(${ids}::text[])`);
     const byId = new Map(rows.map((row) => [row.req_id, row]));
     for (const rebuilt of pending) compareRow(rebuilt, byId.get(rebuilt.context.reqId));
     pending = [];
@@ -221,20 +222,22 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
   await flush();
 
   // Rows the log does not make: some, if the counts differ or some the log makes are missing.
-  const [storedRequests] = await tx<{ n: number }[]>`SELECT count(*)::float8 AS n FROM requests`;
+  const [storedRequests] = await query<{ n: number }[]>(sql`SELECT count(*)::float8 AS n FROM requests`);
   const storedCount = storedRequests?.n ?? 0;
   if (storedCount !== requests || missing > 0) {
-    const unexplained = await tx<{ req_id: string }[]>`
+    const unexplained = await query<{ req_id: string }[]>(sql`
       SELECT req_id FROM requests r WHERE NOT EXISTS (
         SELECT 1 FROM events e WHERE e.payload->>'type' = 'RequestQueued' AND e.payload->>'reqId' = r.req_id)
-      ORDER BY req_id LIMIT ${maxDifferences}`;
+      ORDER BY req_id LIMIT ${maxDifferences}`);
     for (const { req_id } of unexplained) differ(`request ${req_id}: stored but not produced by the log`);
     if (storedCount !== requests) differ(`requests: ${storedCount} rows stored, the log gives ${requests}`);
   }
 
   // The idempotency index: a key's entry names the request queued last with it (by seq), until that one expires
   // (projection.ts, moveIdempotencyEntry). Only the entries that differ come back.
-  const idempotency = await tx<{ account_id: string; key: string; expected: string | null; stored: string | null }[]>`
+  const idempotency = await query<
+    { account_id: string; key: string; expected: string | null; stored: string | null }[]
+  >(sql`
     WITH latest AS (
       SELECT DISTINCT ON (payload->>'accountId', payload->>'idempotencyKey')
         payload->>'accountId' AS account_id, payload->>'idempotencyKey' AS key, payload->>'reqId' AS req_id
@@ -250,7 +253,7 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
     FROM expected e FULL JOIN idempotency i
       ON i.account_id = e.account_id COLLATE "C" AND i.key = e.key COLLATE "C"
     WHERE e.req_id IS DISTINCT FROM i.req_id
-    ORDER BY 1, 2 LIMIT ${maxDifferences}`;
+    ORDER BY 1, 2 LIMIT ${maxDifferences}`);
   for (const { account_id, key, expected, stored } of idempotency) {
     const name = `index idempotency ${keyText([account_id, key])}`;
     if (stored === null) differ(`${name}: produced by the log but not stored`);
@@ -275,15 +278,15 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
     for (const key of rebuilt.keys()) if (!seen.has(key)) differ(`${name} ${key}: produced by the log but not stored`);
   };
   const { rebuilt } = account;
-  const accounts = await tx<{ account_id: string; state: unknown }[]>`SELECT account_id, state FROM accounts`;
+  const accounts = await query<{ account_id: string; state: unknown }[]>(sql`SELECT account_id, state FROM accounts`);
   compareMap<unknown>(
     'account',
     accounts.map((row) => ({ key: row.account_id, value: row.state })),
     rebuilt.accounts,
     sameAsJson,
   );
-  const keys = await tx<{ key_id: string; account_id: string; state: unknown }[]>`
-    SELECT key_id, account_id, state FROM keys`;
+  const keys = await query<{ key_id: string; account_id: string; state: unknown }[]>(sql`
+    SELECT key_id, account_id, state FROM keys`);
   compareMap<unknown>(
     'key',
     keys.map((row) => ({ key: row.key_id, value: row.state })),
@@ -297,8 +300,8 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
     rebuilt.indexes.accountKeys,
     (a, b) => a === b,
   );
-  const sessions = await tx<{ session_id: string; account_id: string; state: unknown }[]>`
-    SELECT session_id, account_id, state FROM sessions`;
+  const sessions = await query<{ session_id: string; account_id: string; state: unknown }[]>(sql`
+    SELECT session_id, account_id, state FROM sessions`);
   compareMap<unknown>(
     'session',
     sessions.map((row) => ({ key: row.session_id, value: row.state })),
@@ -311,14 +314,14 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
     rebuilt.indexes.accountSessions,
     (a, b) => a === b,
   );
-  const emails = await tx<{ email: string; account_id: string }[]>`SELECT email, account_id FROM emails`;
+  const emails = await query<{ email: string; account_id: string }[]>(sql`SELECT email, account_id FROM emails`);
   compareMap(
     'index emails',
     emails.map((row) => ({ key: row.email, value: row.account_id })),
     rebuilt.indexes.emails,
     (a, b) => a === b,
   );
-  const hashes = await tx<{ key_hash: string; key_id: string }[]>`SELECT key_hash, key_id FROM key_hashes`;
+  const hashes = await query<{ key_hash: string; key_id: string }[]>(sql`SELECT key_hash, key_id FROM key_hashes`);
   compareMap(
     'index keyHashes',
     hashes.map((row) => ({ key: row.key_hash, value: row.key_id })),
@@ -326,25 +329,25 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
     (a, b) => a === b,
   );
   // A count of zero reads as no row (the writer means to drop it; a row left at zero answers the same).
-  const queued = await tx<{ account_id: string; count: number | string }[]>`
-    SELECT account_id, count FROM queued_counts WHERE count <> 0`;
+  const queued = await query<{ account_id: string; count: number | string }[]>(sql`
+    SELECT account_id, count FROM queued_counts WHERE count <> 0`);
   compareMap(
     'queued count of account',
     queued.map((row) => ({ key: row.account_id, value: Number(row.count) })),
     queuedPerAccount,
     (a, b) => a === b,
   );
-  const processing = await tx<{ model: string; count: number | string }[]>`
-    SELECT model, count FROM processing_counts WHERE count <> 0`;
+  const processing = await query<{ model: string; count: number | string }[]>(sql`
+    SELECT model, count FROM processing_counts WHERE count <> 0`);
   compareMap(
     'processing count of model',
     processing.map((row) => ({ key: row.model, value: Number(row.count) })),
     processingPerModel,
     (a, b) => a === b,
   );
-  const usage = await tx<
+  const usage = await query<
     { account_id: string; day: number | string; input_tokens: number | string; output_tokens: number | string }[]
-  >`SELECT account_id, day, input_tokens, output_tokens FROM usage_daily`;
+  >(sql`SELECT account_id, day, input_tokens, output_tokens FROM usage_daily`);
   compareMap<[number, number]>(
     'daily usage',
     usage.map((row) => ({
@@ -363,11 +366,11 @@ export const verifyInSnapshot = async (tx: Sql, pageSize: number): Promise<Verif
       .map((a) => passwordCredentialKey(a.accountId)),
     ...[...rebuilt.sessions.keys()].map(sessionCredentialKey),
   ]);
-  for (const { key } of await tx<{ key: string }[]>`SELECT key FROM credentials`)
+  for (const { key } of await query<{ key: string }[]>(sql`SELECT key FROM credentials`))
     if (!wantedCredentials.delete(key)) differ(`credential ${key}: stored but the log sets no such credential`);
   for (const key of wantedCredentials) differ(`credential ${key}: the log sets it but it is missing`);
   // Last uses of keys are operational state (not folded from the log), kept only for keys the log made.
-  for (const { key_id } of await tx<{ key_id: string }[]>`SELECT key_id FROM key_last_used`)
+  for (const { key_id } of await query<{ key_id: string }[]>(sql`SELECT key_id FROM key_last_used`))
     if (!rebuilt.keys.has(key_id)) differ(`key use ${key_id}: stored for a key the log never made`);
   if (head !== undefined && Number(head.accounts_version) !== rebuilt.version)
     differ(`log_head accounts_version: stored ${head.accounts_version} but the log gives ${rebuilt.version}`);
