@@ -1,11 +1,10 @@
 import { cpSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
-import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
+import { openDb, sql } from '../../src/adapters/postgres/db.js';
 import { importLmdb } from '../../src/adapters/postgres/importLog.js';
-import { connect } from '../../src/adapters/postgres/PostgresStore.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 import {
@@ -76,34 +75,37 @@ type Replay = { events: { type: string; reqId?: string; attempt?: number }[]; fi
 
 /** Everything the database holds, as one text (a second migrate must change none of it). */
 const contentsOf = async (url: string) => {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const db = openDb(url, 1);
   try {
     const tables = (
-      await sql<{ name: string }[]>`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`
+      await db.query<{ name: string }[]>(
+        sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
+      )
     ).map((row) => row.name);
     const parts: string[] = [];
     for (const table of tables) {
       // A count left at zero reads as no row (batch.ts: the writer's statement cannot delete the row it updates).
       const rows = table.endsWith('_counts') ? `(SELECT * FROM ${table} WHERE count <> 0)` : table;
-      const [row] = await sql.unsafe<{ digest: string | null; n: string }[]>(
-        `SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) AS digest, count(*) AS n FROM ${rows} t`,
-      );
+      const [row] = await db.query<{ digest: string | null; n: string }[]>({
+        text: `SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) AS digest, count(*) AS n FROM ${rows} t`,
+        values: [],
+      });
       parts.push(`${table}:${row?.n}:${row?.digest}`);
     }
     return parts.join('\n');
   } finally {
-    await sql.end({ timeout: 1 });
+    await db.end();
   }
 };
 
 const tablesIn = async (url: string) => {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const db = openDb(url, 1);
   try {
-    return (await sql<{ name: string }[]>`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`).map(
-      (row) => row.name,
-    );
+    return (
+      await db.query<{ name: string }[]>(sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`)
+    ).map((row) => row.name);
   } finally {
-    await sql.end({ timeout: 1 });
+    await db.end();
   }
 };
 
@@ -323,9 +325,9 @@ describe('airs migrate', { timeout: 180_000 }, () => {
   it('refuses a database with other tables, a missing or damaged source and a URL that is not postgres://, writing nothing', async () => {
     const cluster = await testCluster();
     const other = await cluster.createDatabase();
-    const sql = postgres(other, { max: 1, onnotice: () => {} });
-    await sql`CREATE TABLE invoices (id int)`;
-    await sql.end({ timeout: 1 });
+    const db = openDb(other, 1);
+    await db.query(sql`CREATE TABLE invoices (id int)`);
+    await db.end();
     expectOneLine(
       await runCli(box, ['migrate', '--from', box.dataDir, '--to', other]),
       2,
@@ -364,10 +366,10 @@ describe('airs migrate', { timeout: 180_000 }, () => {
         [paged, 1, 1],
         [whole, 10_000, 1 << 30],
       ] as const) {
-        const sql = connect(target, 1);
+        const db = openDb(target, 1);
         try {
           const phases = new Set<string>();
-          const summary = await importLmdb(sql, dbs, {
+          const summary = await importLmdb(db, dbs, {
             where: 'the test database',
             pageEvents,
             chunkBytes,
@@ -376,7 +378,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
           expect(summary).toMatchObject({ requests: 8, accounts: 3, keys: 4, credentials: 2, differences: [] });
           expect(phases.has('events')).toBe(true);
         } finally {
-          await sql.end({ timeout: 1 });
+          await db.end();
         }
       }
     } finally {
@@ -389,10 +391,10 @@ describe('airs migrate', { timeout: 180_000 }, () => {
   it('is one transaction: a copy that fails at its very end leaves the database as empty as it was', async () => {
     const target = await (await testCluster()).createDatabase();
     const dbs = openDatabases(box.dataDir);
-    const sql: Sql = connect(target, 1);
+    const db = openDb(target, 1);
     try {
       await expect(
-        importLmdb(sql, dbs, {
+        importLmdb(db, dbs, {
           where: 'the test database',
           pageEvents: 5,
           beforeCommit: () => {
@@ -401,7 +403,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
         }),
       ).rejects.toThrow('the power went out');
     } finally {
-      await sql.end({ timeout: 1 });
+      await db.end();
       await dbs.root.close();
     }
     expect(await tablesIn(target)).toEqual([]);

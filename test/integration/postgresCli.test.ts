@@ -1,5 +1,5 @@
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDb, sql } from '../../src/adapters/postgres/db.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 import { fileSandboxes, runCli } from '../support/processes.js';
 
@@ -10,13 +10,13 @@ const newBox = fileSandboxes();
 
 /** The tables of the database at `url` (none: nothing was made there). */
 const tablesIn = async (url: string) => {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const db = openDb(url, 1);
   try {
-    return (await sql<{ name: string }[]>`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`).map(
-      (row) => row.name,
-    );
+    return (
+      await db.query<{ name: string }[]>(sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`)
+    ).map((row) => row.name);
   } finally {
-    await sql.end({ timeout: 1 });
+    await db.end();
   }
 };
 

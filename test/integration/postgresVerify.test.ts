@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { AccountCommand } from '../../src/domain/account/decider.js';
@@ -97,8 +98,8 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     );
     await commit(submit('req_reusing', { now: 2_000, key: { key: 'k-reused', body: 'new' } }));
     await store.commit({ commands: [], keyUses: [{ keyId: 'key_1', at: 2_100 }] });
-    const statuses = await store.sql<{ req_id: string; status: string }[]>`
-      SELECT req_id, status FROM requests ORDER BY req_id`;
+    const statuses = await store.db.query<{ req_id: string; status: string }[]>(sql`
+      SELECT req_id, status FROM requests ORDER BY req_id`);
     expect(Object.fromEntries(statuses.map((row) => [row.req_id, row.status]))).toEqual({
       req_cancelled: 'cancelled',
       req_completed: 'completed',
@@ -116,17 +117,17 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     await (await testCluster()).dropDatabase(url);
   });
 
-  const differences = async () => (await verifyPostgres(store.sql)).differences;
+  const differences = async () => (await verifyPostgres(store.db)).differences;
   /** Breaks the store with one SQL statement, then verifies it. */
   const afterBreaking = async (statement: string) => {
-    await store.sql.unsafe(statement);
+    await store.db.query({ text: statement, values: [] });
     return differences();
   };
 
   it('finds nothing to report in what the store wrote, and counts what it folded', async () => {
-    const report = await verifyPostgres(store.sql);
+    const report = await verifyPostgres(store.db);
     expect(report.differences).toEqual([]);
-    const [events] = await store.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events`;
+    const [events] = await store.db.query<{ n: number }[]>(sql`SELECT count(*)::int AS n FROM events`);
     expect(report).toMatchObject({ events: events?.n, requests: 8, accounts: 2, keys: 3 });
     // Something in every table it compares, so the clean answer says something.
     for (const table of [
@@ -142,13 +143,13 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
       'usage_daily',
       'key_last_used',
     ]) {
-      const [row] = await store.sql.unsafe(`SELECT count(*)::int AS n FROM ${table}`);
+      const [row] = await store.db.query({ text: `SELECT count(*)::int AS n FROM ${table}`, values: [] });
       expect(row?.n, table).toBeGreaterThan(0);
     }
   });
 
   it('finds nothing to report when each page holds only two events or rows, so requests span pages', async () => {
-    expect((await verifyPostgres(store.sql, { pageSize: 2 })).differences).toEqual([]);
+    expect((await verifyPostgres(store.db, { pageSize: 2 })).differences).toEqual([]);
   });
 
   it('finds nothing to report while another node keeps writing (it reads one snapshot)', async () => {
@@ -160,11 +161,11 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
           await other.commit({ commands: [submit(`req_more_${n}`, { now: 3_000 + n, account: 2 })] });
       })();
       const reports = [];
-      for (let i = 0; i < 3; i++) reports.push(await verifyPostgres(store.sql, { pageSize: 2 }));
+      for (let i = 0; i < 3; i++) reports.push(await verifyPostgres(store.db, { pageSize: 2 }));
       writing = false;
       await writes;
       expect(reports.map((report) => report.differences)).toEqual([[], [], []]);
-      expect((await verifyPostgres(store.sql)).requests).toBeGreaterThan(8);
+      expect((await verifyPostgres(store.db)).requests).toBeGreaterThan(8);
     } finally {
       await other.close();
     }
@@ -213,7 +214,7 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     expect(await afterBreaking(`UPDATE queued_counts SET count = count + 1 WHERE account_id = 'acct_1'`)).toEqual([
       "queued count of account acct_1: the stored value differs from the log's",
     ]);
-    await store.sql`UPDATE queued_counts SET count = count - 1 WHERE account_id = 'acct_1'`;
+    await store.db.query(sql`UPDATE queued_counts SET count = count - 1 WHERE account_id = 'acct_1'`);
     expect(await afterBreaking(`UPDATE processing_counts SET count = count - 1 WHERE model = 'echo'`)).toEqual([
       'processing count of model echo: produced by the log but not stored',
     ]);
@@ -235,18 +236,18 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
       'daily usage acct_2\u000186400000: stored but not produced by the log',
       'daily usage acct_2\u00010: produced by the log but not stored',
     ]);
-    await store.sql`UPDATE usage_daily SET day = day - 86400000, input_tokens = input_tokens + 1`;
+    await store.db.query(sql`UPDATE usage_daily SET day = day - 86400000, input_tokens = input_tokens + 1`);
     expect(await differences()).toEqual(["daily usage acct_2\u00010: the stored value differs from the log's"]);
   });
 
   it('names a request row missing, and one stored that the log never made', async () => {
-    await store.sql`INSERT INTO requests SELECT 'req_ghost', account_id, status, model, created_at, available_at,
-      expires_at, lease_until, state, text FROM requests WHERE req_id = 'req_waiting'`;
+    await store.db.query(sql`INSERT INTO requests SELECT 'req_ghost', account_id, status, model, created_at, available_at,
+      expires_at, lease_until, state, text FROM requests WHERE req_id = 'req_waiting'`);
     expect(await afterBreaking(`DELETE FROM requests WHERE req_id = 'req_cancelled'`)).toEqual([
       'request req_cancelled: produced by the log but not stored',
       'request req_ghost: stored but not produced by the log',
     ]);
-    await store.sql`DELETE FROM requests WHERE req_id = 'req_ghost'`;
+    await store.db.query(sql`DELETE FROM requests WHERE req_id = 'req_ghost'`);
     expect(await differences()).toEqual([
       'request req_cancelled: produced by the log but not stored',
       'requests: 7 rows stored, the log gives 8',
@@ -280,18 +281,20 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     expect(await afterBreaking(`DELETE FROM events WHERE seq = 3`)).toEqual(
       expect.arrayContaining(['log: a gap: expected event 3, found 4']),
     );
-    await store.sql`UPDATE log_head SET last_seq = last_seq + 1`;
+    await store.db.query(sql`UPDATE log_head SET last_seq = last_seq + 1`);
     expect(await differences()).toEqual(
       expect.arrayContaining([expect.stringMatching(/^log_head last_seq: stored \d+ but the log ends at \d+$/)]),
     );
   });
 
   it('names an event the machine refuses, appended by hand to a request that completed', async () => {
-    const [head] = await store.sql<{ last_seq: number }[]>`SELECT last_seq FROM log_head`;
+    const [head] = await store.db.query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head`);
     const seq = (head?.last_seq ?? 0) + 1;
     const event = { type: 'RequestQueued', reqId: 'req_completed', accountId: 'acct_2', keyId: 'key_3', model: 'echo' };
-    await store.sql`INSERT INTO events (seq, payload) VALUES (${seq}, ${JSON.stringify({ ...event, promptChars: 5, at: 5_000, expiresAt: 65_000, seq })}::text::json)`;
-    await store.sql`UPDATE log_head SET last_seq = ${seq}`;
+    await store.db.query(
+      sql`INSERT INTO events (seq, payload) VALUES (${seq}, ${JSON.stringify({ ...event, promptChars: 5, at: 5_000, expiresAt: 65_000, seq })}::text::json)`,
+    );
+    await store.db.query(sql`UPDATE log_head SET last_seq = ${seq}`);
     expect(await differences()).toEqual([`event ${seq}: RequestQueued is not accepted by the machine`]);
   });
 });
