@@ -7,6 +7,7 @@ import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import type { Principal } from './Auth.js';
 import { Metrics } from './Metrics.js';
+import { spendBatches } from './spendBatches.js';
 
 export type BudgetName = 'submits' | 'polls';
 
@@ -46,6 +47,7 @@ export const RateLimiterLayer = Layer.effect(
     const clock = yield* AppClock;
     const store = yield* Store;
     const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
+    const spend = spendBatches(store);
     const limitOf = (plan: PlanName, budget: BudgetName) =>
       budget === 'submits' ? config.plans[plan].submitsPerMinute : config.plans[plan].pollsPerMinute;
     const peek: RateLimiterShape['peek'] = async (accountId, plan, budget) => {
@@ -61,10 +63,7 @@ export const RateLimiterLayer = Layer.effect(
     };
     const take: RateLimiterShape['take'] = async (principal, budget) => {
       const limit = limitOf(principal.plan, budget);
-      const [decision] = await store.spend([
-        { accountId: principal.accountId, budget, limit, windowMs, now: clock.now() },
-      ]);
-      if (decision === undefined) throw new Error('the store answered no spend');
+      const decision = await spend({ accountId: principal.accountId, budget, limit, windowMs, now: clock.now() });
       const status: RateLimitStatus = {
         budget,
         limit,

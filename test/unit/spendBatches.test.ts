@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
+import { spendBatches } from '../../src/app/spendBatches.js';
+import { decideGcra } from '../../src/domain/rateLimit/gcra.js';
+import type { Spend, StoreShape } from '../../src/ports/Store.js';
+
+const spendOf = (accountId: string, now: number): Spend => ({
+  accountId,
+  budget: 'polls',
+  limit: 3,
+  windowMs: 60_000,
+  now,
+});
+
+/** The memory store, counting its writes of spends. */
+const countingStore = () => {
+  const store = openMemoryStore();
+  const writes: number[] = [];
+  const counted: Pick<StoreShape, 'spend'> = {
+    spend: (spends) => {
+      writes.push(spends.length);
+      return store.spend(spends);
+    },
+  };
+  return { counted, writes };
+};
+
+describe('Spends of many callers', () => {
+  it('are decided in one write of the store when they come in one turn, in the order they came, as GCRA decides them one by one', async () => {
+    const { counted, writes } = countingStore();
+    const spend = spendBatches(counted);
+    const spends = [1, 2, 3, 4, 5].map((i) => spendOf('acct_a', 1_000 + i));
+    const decisions = await Promise.all(spends.map(spend));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([5]);
+    let tat: number | undefined;
+    const reference = spends.map((each) => {
+      const decision = decideGcra({ limit: each.limit, windowMs: each.windowMs }, tat, each.now);
+      tat = decision.tat;
+      return decision;
+    });
+    expect(decisions).toEqual(reference);
+    expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false, false]);
+  });
+
+  it('answers a lone spend at the end of its turn, and spends of a later turn in a write of their own', async () => {
+    const { counted, writes } = countingStore();
+    const spend = spendBatches(counted);
+    expect((await spend(spendOf('acct_b', 1_000))).allowed).toBe(true);
+    await Promise.all([spend(spendOf('acct_b', 2_000)), spend(spendOf('acct_c', 2_000))]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([1, 2]);
+  });
+
+  it('rejects every spend of a write that failed, and the next turn writes again', async () => {
+    let fail = true;
+    const store = openMemoryStore();
+    const spend = spendBatches({
+      spend: (spends) => (fail ? Promise.reject(new Error('disk gone')) : store.spend(spends)),
+    });
+    const failed = await Promise.allSettled([spend(spendOf('acct_d', 1)), spend(spendOf('acct_d', 2))]);
+    expect(failed.map((each) => each.status)).toEqual(['rejected', 'rejected']);
+    fail = false;
+    expect((await spend(spendOf('acct_d', 3))).allowed).toBe(true);
+  });
+});
