@@ -122,7 +122,9 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     expect(polled.status).toBe(500);
     const reason = `upstream ${baseUrl} unreachable: ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:${port})`;
     expect(events.at(-1)).toMatchObject({ type: 'RequestFailed', reason: `gave up after 1 attempts: ${reason}` });
-    expect(lines.find((line) => line.msg === 'attempt failed')?.reason).toBe(reason);
+    // The log line follows the durable outcome that the poll already saw: wait for it (bounded).
+    const logged = await eventually(() => lines.find((line) => line.msg === 'attempt failed'));
+    expect(logged.reason).toBe(reason);
     expect(JSON.stringify(lines)).not.toContain(upstreamKey);
   });
 

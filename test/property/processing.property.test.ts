@@ -106,7 +106,11 @@ describe('The worker pool', () => {
             processor.wake();
             await processor.idle();
             store.syncReads.refresh();
-            const open = [...store.syncReads.queuedAccounts(undefined)].length;
+            // Settled: every request completed or failed (none waiting, none with an attempt still being recorded).
+            const open = prompts.filter((_, i) => {
+              const status = store.syncReads.request(`req_${String(i).padStart(3, '0')}`)?.status;
+              return status !== 'completed' && status !== 'failed';
+            }).length;
             if (open === 0) return true;
             clock.advance(policy.maxDelayMs);
             return undefined;
