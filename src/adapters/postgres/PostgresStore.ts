@@ -22,6 +22,7 @@ import {
 } from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
+import { reconnectBackoff, withConnectionFaults } from './faults.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
@@ -64,6 +65,7 @@ const bigintAsNumber = {
 export const connect = (url: string, max: number): Sql =>
   postgres(url, {
     max,
+    backoff: reconnectBackoff,
     onnotice: () => {},
     types: { bigint: bigintAsNumber },
     // Also on every connection the pool opens again after a failure.
@@ -251,7 +253,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   };
 
   let closed = false;
-  return {
+  return withConnectionFaults({
     sql,
     reads,
     commit,
@@ -265,7 +267,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       await listen.unlisten().catch(() => {});
       await sql.end({ timeout: 5 });
     },
-  };
+  });
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */

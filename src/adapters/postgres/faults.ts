@@ -1,0 +1,114 @@
+import type { Sql } from 'postgres';
+import {
+  type AttemptCounter,
+  type ReadModel,
+  StorageFault,
+  type StoreShape,
+  StoreUnreachable,
+} from '../../ports/Store.js';
+
+/*
+ * A database that cannot be reached is the service being unavailable, not an internal error (contract 2 and 14): every
+ * call of the store that fails because its connection was refused, lost or shut down rejects with a `StoreUnreachable`,
+ * which the committer, the HTTP adapter and the readiness probe answer as LMDB's disk faults are answered (503 with
+ * Retry-After). postgres.js reconnects by itself on the next query; LISTEN is taken up again by its own connection.
+ */
+
+/** Node's socket errors and postgres.js's own codes for a connection that could not be made or was lost. */
+const connectionCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+]);
+
+/**
+ * Whether `error` says the database could not be reached rather than that a statement failed: a socket error, a
+ * connection postgres.js saw close, or the server's SQLSTATE class 08 (connection exception) and 57P01 (admin
+ * shutdown, also `pg_terminate_backend`), 57P02 (crash shutdown), 57P03 (cannot connect now: starting or stopping).
+ */
+export const isConnectionLoss = (error: unknown): boolean => {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return connectionCodes.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
+};
+
+/** `error` as the store's callers should see it: a `StoreUnreachable` when the database could not be reached. */
+export const connectionFault = (error: unknown): unknown =>
+  error instanceof StorageFault || !isConnectionLoss(error)
+    ? error
+    : new StoreUnreachable(`the PostgreSQL database cannot be reached: ${(error as Error).message}`);
+
+/**
+ * postgres.js waits before it connects again after a failed connection, `(0.5..1) × 3^retries / 100` seconds, counted
+ * over the whole pool and capped at 20 s: after an outage of a few seconds a node would stay away for up to 20 s more
+ * (every query waits for that reconnection). Capped at 1 s instead: a node is back within a second of its database.
+ */
+export const reconnectBackoff = (retries: number): number =>
+  (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, 1);
+
+const guarded =
+  <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+  async (...args: A): Promise<R> => {
+    try {
+      return await call(...args);
+    } catch (error) {
+      throw connectionFault(error);
+    }
+  };
+
+/** The log's pages, each read's failure classified. */
+const guardedEvents =
+  (events: ReadModel['events']): ReadModel['events'] =>
+  (fromSeq) => ({
+    [Symbol.asyncIterator]: () => {
+      const inner = events(fromSeq)[Symbol.asyncIterator]();
+      return {
+        next: guarded(() => inner.next()),
+        return: async (value?: unknown) => (await inner.return?.(value)) ?? { done: true, value: undefined },
+      };
+    },
+  });
+
+/**
+ * The store with every call that reaches the database classified (reads, batches, spends, attempts), and a `ping` for
+ * the readiness probe. Errors of other kinds pass unchanged (a disk fault is already a `StorageFault`).
+ */
+export const withConnectionFaults = <S extends StoreShape & { readonly sql: Sql }>(store: S): S => {
+  const reads = store.reads;
+  const guardedReads = {} as Record<string, unknown>;
+  for (const [name, read] of Object.entries(reads) as [keyof ReadModel, (...args: unknown[]) => unknown][]) {
+    guardedReads[name] =
+      name === 'events'
+        ? guardedEvents(reads.events)
+        : name === 'onChange'
+          ? reads.onChange
+          : guarded((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
+  }
+  const attempts: AttemptCounter = {
+    reserve: guarded((ask) => store.attempts.reserve(ask)),
+    release: guarded((place) => store.attempts.release(place)),
+    forget: guarded((scope, key) => store.attempts.forget(scope, key)),
+  };
+  return {
+    ...store,
+    reads: guardedReads as unknown as ReadModel,
+    commit: guarded(store.commit),
+    spend: guarded(store.spend),
+    attempts,
+    ping: guarded(async () => {
+      await store.sql`SELECT 1`;
+    }),
+  };
+};
