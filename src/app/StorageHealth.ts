@@ -64,6 +64,8 @@ export type StorageHealthOptions = {
   readonly readFreeBytes: () => Promise<number>;
   /** One round trip to a store on another machine (`StoreShape.ping`): with it, its reachability is watched. */
   readonly ping?: (() => Promise<void>) | undefined;
+  /** With a store that has a `ping`: ask it every second (a server's readiness; a CLI command does not). */
+  readonly watchStore?: boolean;
 };
 
 export const createStorageHealth = (
@@ -199,7 +201,7 @@ export const StorageHealthLayer = (options: StorageHealthOptions) =>
     Effect.gen(function* () {
       const store = Option.getOrUndefined(yield* Effect.serviceOption(Store));
       const health = createStorageHealth({ ping: store?.ping, ...options }, yield* Log, yield* AppClock);
-      if (store?.ping !== undefined)
+      if (options.watchStore === true && store?.ping !== undefined)
         yield* Effect.acquireRelease(
           Effect.sync(() => setInterval(health.ping, pingIntervalMs).unref()),
           (timer) => Effect.sync(() => clearInterval(timer)),
