@@ -155,7 +155,7 @@ export const expectEveryAcknowledgedCompletedOnce = async (nodes: Nodes, acknowl
   // Waiting is read from the database (cheap); the judging from the log through the CLI, as an operator reads it.
   const sql = postgres(nodes.url, { max: 1, onnotice: () => {} });
   try {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 45_000;
     const unfinished = async () =>
       (
         await sql<{ n: number }[]>`
@@ -163,6 +163,27 @@ export const expectEveryAcknowledgedCompletedOnce = async (nodes: Nodes, acknowl
           LEFT JOIN requests r USING (req_id) WHERE r.status IS DISTINCT FROM 'completed'`
       )[0]?.n ?? 0;
     while ((await unfinished()) > 0 && Date.now() < deadline) await sleep(200);
+    const left = await sql<{ req_id: string; status: string | null; lease_until: number | null }[]>`
+      SELECT a.req_id, r.status, r.lease_until FROM unnest(${[...acknowledged]}::text[]) AS a(req_id)
+      LEFT JOIN requests r USING (req_id) WHERE r.status IS DISTINCT FROM 'completed' LIMIT 5`;
+    console.info(
+      `${acknowledged.length} acknowledged; not completed after ${Date.now() - deadline + 45_000} ms: ${JSON.stringify(left)}`,
+    );
+    const stuck = left[0]?.req_id;
+    if (stuck !== undefined) {
+      const events = await sql`SELECT seq, payload FROM events WHERE payload->>'reqId' = ${stuck} ORDER BY seq`;
+      console.info(`events of ${stuck}: ${JSON.stringify(events)}; now ${Date.now()}`);
+      for (const server of nodes.servers)
+        console.info(
+          `${server.url} on it: ${server
+            .stderr()
+            .split('\n')
+            .filter((line) => line.includes(stuck) || line.includes('"level":50') || line.includes('"level":60'))
+            .slice(-15)
+            .join('\n')}`,
+        );
+      console.info(`${nodes.servers[0]?.url} log tail: ${nodes.servers[0]?.stderr().slice(-4000)}`);
+    }
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -20,7 +20,7 @@ afterAll(async () => {
   await stopTestCluster();
 }, 60_000);
 
-describe('pg_terminate_backend of a node’s sessions during a burst of submits', { timeout: 60_000 }, () => {
+describe('pg_terminate_backend of a node’s sessions during a burst of submits', { timeout: 120_000 }, () => {
   let nodes: Nodes;
   afterAll(() => nodes?.dispose());
 

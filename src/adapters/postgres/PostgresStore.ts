@@ -22,7 +22,7 @@ import {
 } from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
-import { reconnectBackoff, withConnectionFaults } from './faults.js';
+import { connectTimeoutSeconds, reconnectBackoff, unlessStranded, withConnectionFaults } from './faults.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
@@ -66,6 +66,7 @@ export const connect = (url: string, max: number): Sql =>
   postgres(url, {
     max,
     backoff: reconnectBackoff,
+    connect_timeout: connectTimeoutSeconds,
     onnotice: () => {},
     types: { bigint: bigintAsNumber },
     // Also on every connection the pool opens again after a failure.
@@ -136,8 +137,8 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     const run = queue.then(async () => {
       try {
-        const { outcomes, rounds } = await sql.begin((tx) =>
-          commitInTransaction(tx as unknown as Sql, batch, options.fetchSizes),
+        const { outcomes, rounds } = await unlessStranded(
+          sql.begin((tx) => commitInTransaction(tx as unknown as Sql, batch, options.fetchSizes)),
         );
         options.onBatch?.(rounds);
         return outcomes;

@@ -58,6 +58,13 @@ export const connectionFault = (error: unknown): unknown =>
 export const reconnectBackoff = (retries: number): number =>
   (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, 1);
 
+/**
+ * How long a new connection may take to open (postgres.js's default: 30 s). A connection whose backend was ended while
+ * it started up can stall until then, with the queries waiting for it: seen after `pg_terminate_backend` under load.
+ * A local or same-datacentre database opens a connection in milliseconds.
+ */
+export const connectTimeoutSeconds = 5;
+
 const guarded =
   <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
   async (...args: A): Promise<R> => {
@@ -67,6 +74,66 @@ const guarded =
       throw connectionFault(error);
     }
   };
+
+/**
+ * How long a read (or a spend, or a throttle's count) may wait for its answer. postgres.js 3.4.9 leaves a few queries
+ * pending for ever when the database ends connections under load (seen with `pg_terminate_backend` every 50-150 ms:
+ * 2 to 5 of thousands); a caller awaiting one (the dispatcher's look at the queue) would wait for ever. These calls
+ * change nothing durable, so giving up on one is safe: it fails as `StoreUnreachable` and its caller tries again.
+ * Batches are not timed out: one may still commit, and their callers wait for the truth.
+ */
+export const readTimeoutMs = 10_000;
+
+/**
+ * How long a batch's transaction may go unanswered before it is given up (its callers get 503). postgres.js 3.4.9 can
+ * strand a transaction whose connection the database ended at the wrong moment (seen under repeated
+ * `pg_terminate_backend`): its promise never settles, and every later batch of the node waits behind it. A batch takes
+ * milliseconds; one given up may still have committed (its callers were told 503, never 202), and a session the server
+ * still holds ends with its connection.
+ */
+export const strandedCommitMs = 20_000;
+
+/** `commit`, or a `StoreUnreachable` once it has gone unanswered for `strandedCommitMs`. */
+export const unlessStranded = <R>(commit: Promise<R>): Promise<R> =>
+  new Promise<R>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(new StoreUnreachable(`the PostgreSQL database did not answer a batch in ${strandedCommitMs / 1000} s`)),
+      strandedCommitMs,
+    );
+    timer.unref();
+    commit.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+
+const timed =
+  <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+  (...args: A): Promise<R> =>
+    new Promise<R>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new StoreUnreachable(`the PostgreSQL database did not answer in ${readTimeoutMs / 1000} s`)),
+        readTimeoutMs,
+      );
+      timer.unref();
+      guarded(call)(...args).then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
 
 /** The log's pages, each read's failure classified. */
 const guardedEvents =
@@ -86,6 +153,10 @@ const guardedEvents =
  * the readiness probe. Errors of other kinds pass unchanged (a disk fault is already a `StorageFault`).
  */
 export const withConnectionFaults = <S extends StoreShape & { readonly sql: Sql }>(store: S): S => {
+  // The array types were fetched by the pool's first connection (the migrations ran on it), into what the pool's
+  // connections share. postgres.js fetches them again on every new connection, and a connection ended during that
+  // fetch strands the fetch and the query that opened it: the later connections skip it.
+  (store.sql.options as unknown as { fetch_types: boolean }).fetch_types = false;
   const reads = store.reads;
   const guardedReads = {} as Record<string, unknown>;
   for (const [name, read] of Object.entries(reads) as [keyof ReadModel, (...args: unknown[]) => unknown][]) {
@@ -94,20 +165,20 @@ export const withConnectionFaults = <S extends StoreShape & { readonly sql: Sql 
         ? guardedEvents(reads.events)
         : name === 'onChange'
           ? reads.onChange
-          : guarded((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
+          : timed((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
   }
   const attempts: AttemptCounter = {
-    reserve: guarded((ask) => store.attempts.reserve(ask)),
-    release: guarded((place) => store.attempts.release(place)),
-    forget: guarded((scope, key) => store.attempts.forget(scope, key)),
+    reserve: timed((ask) => store.attempts.reserve(ask)),
+    release: timed((place) => store.attempts.release(place)),
+    forget: timed((scope, key) => store.attempts.forget(scope, key)),
   };
   return {
     ...store,
     reads: guardedReads as unknown as ReadModel,
     commit: guarded(store.commit),
-    spend: guarded(store.spend),
+    spend: timed(store.spend),
     attempts,
-    ping: guarded(async () => {
+    ping: timed(async () => {
       await store.sql`SELECT 1`;
     }),
   };
