@@ -115,8 +115,15 @@ export const openDb = (url: string, max: number): Db => {
           client = undefined;
           retry = setTimeout(reconnect, 100);
         });
-        await next.connect();
-        await next.query(`LISTEN ${channel}`);
+        try {
+          await next.connect();
+          await next.query(`LISTEN ${channel}`);
+        } catch (error) {
+          // Refused, or lost before it listened (a database starting up or going down): this one is let go, and
+          // the caller tries again.
+          await next.end().catch(() => {});
+          throw error;
+        }
         client = next;
       };
       const reconnect = () => {
