@@ -192,6 +192,11 @@ export const expectEveryAcknowledgedCompletedOnce = async (nodes: Nodes, acknowl
             .join('\n')}`,
         );
       console.info(`${nodes.servers[0]?.url} log tail: ${nodes.servers[0]?.stderr().slice(-4000)}`);
+      const { rows: sessions } = await sql.query(
+        `SELECT pid, state, wait_event_type, wait_event, now() - state_change AS for, left(query, 60) AS query
+         FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'airs'`,
+      );
+      console.info(`the nodes' sessions: ${JSON.stringify(sessions)}`);
     }
   } finally {
     await sql.end().catch(() => {});
