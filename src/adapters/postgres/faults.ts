@@ -148,6 +148,35 @@ const guardedEvents =
     },
   });
 
+/** How often listeners of changes are told anyway, as LMDB's slow poll does: a backstop for a wake-up that was lost. */
+export const backstopMs = 5_000;
+
+/**
+ * `onChange` that also tells its listeners every `backstopMs`. NOTIFY is the wake-up across nodes, but one can be lost
+ * when the database ends connections under load (a commit whose answer never came, a LISTEN connection between two
+ * lives; seen in the `pg_terminate_backend` test as a lapsed lease nobody took up): at worst a node looks at the queue
+ * a few seconds late, never never.
+ */
+const withBackstop = (onChange: ReadModel['onChange']): ReadModel['onChange'] => {
+  const listeners = new Set<() => void>();
+  let timer: NodeJS.Timeout | undefined;
+  return (listener) => {
+    const stop = onChange(listener);
+    listeners.add(listener);
+    timer ??= setInterval(() => {
+      for (const each of [...listeners]) each();
+    }, backstopMs).unref();
+    return () => {
+      stop();
+      listeners.delete(listener);
+      if (listeners.size === 0 && timer !== undefined) {
+        clearInterval(timer);
+        timer = undefined;
+      }
+    };
+  };
+};
+
 /**
  * The store with every call that reaches the database classified (reads, batches, spends, attempts), and a `ping` for
  * the readiness probe. Errors of other kinds pass unchanged (a disk fault is already a `StorageFault`).
@@ -164,7 +193,7 @@ export const withConnectionFaults = <S extends StoreShape & { readonly sql: Sql 
       name === 'events'
         ? guardedEvents(reads.events)
         : name === 'onChange'
-          ? reads.onChange
+          ? withBackstop(reads.onChange)
           : timed((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
   }
   const attempts: AttemptCounter = {
