@@ -94,6 +94,36 @@ const guardedEvents =
     },
   });
 
+/** How often listeners of changes are told anyway, as LMDB's slow poll does: a backstop for a wake-up that was lost. */
+export const backstopMs = 5_000;
+
+/**
+ * `onChange` that also tells its listeners every `backstopMs`. NOTIFY is the wake-up across nodes, but one can be lost
+ * when the database ends connections: a NOTIFY sent while a node's LISTEN connection is between two lives is never
+ * delivered to it (the store tells its listeners once it listens again, but a wake-up that a node of its own needed
+ * meanwhile, such as a lease lapsing elsewhere, may come only from the next commit): at worst a node looks at the
+ * queue a few seconds late, never never.
+ */
+const withBackstop = (onChange: ReadModel['onChange']): ReadModel['onChange'] => {
+  const listeners = new Set<() => void>();
+  let timer: NodeJS.Timeout | undefined;
+  return (listener) => {
+    const stop = onChange(listener);
+    listeners.add(listener);
+    timer ??= setInterval(() => {
+      for (const each of [...listeners]) each();
+    }, backstopMs).unref();
+    return () => {
+      stop();
+      listeners.delete(listener);
+      if (listeners.size === 0 && timer !== undefined) {
+        clearInterval(timer);
+        timer = undefined;
+      }
+    };
+  };
+};
+
 /**
  * The store with every call that reaches the database classified (reads, batches, spends, attempts), and a `ping` for
  * the readiness probe. Errors of other kinds pass unchanged (a disk fault is already a `StorageFault`).
@@ -106,7 +136,7 @@ export const withConnectionFaults = <S extends StoreShape & { readonly db: Db }>
       name === 'events'
         ? guardedEvents(reads.events)
         : name === 'onChange'
-          ? reads.onChange
+          ? withBackstop(reads.onChange)
           : guarded((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
   }
   const attempts: AttemptCounter = {
