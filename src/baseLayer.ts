@@ -45,6 +45,8 @@ export const baseLayer = (
   options: AppOptions,
   minFreeBytes: number,
   metrics: Layer.Layer<Metrics, never, Store | AppClock | AppConfig> = noMetricsLayer,
+  /** Whether a store on another machine is asked every second if it can be reached (a server's readiness). */
+  watchStore = false,
 ) => {
   const ground = Layer.mergeAll(
     AppConfigLayer(options.config),
@@ -62,6 +64,7 @@ export const baseLayer = (
     // refuses the write, as on LMDB): there is no local directory to watch.
     minFreeBytes: usesPostgres(options.config) ? 0 : minFreeBytes,
     readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
+    watchStore,
   });
   // Metrics (Metrics.ts) sit under the committer, which counts its batches; the server gives MetricsLayer, a
   // management command counts nothing (and does not load prom-client).

@@ -23,7 +23,7 @@ export type { AppOptions } from './baseLayer.js';
 
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {
-  const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer);
+  const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer, true);
   return Layer.mergeAll(RequestsLayer, SessionsLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(

@@ -1,9 +1,16 @@
 import { Context, Effect, Layer, Option } from 'effect';
 import { type Command, payloadBytesOf } from '../domain/commands.js';
 import { Unavailable } from '../domain/errors.js';
-import { type CommandOutcome, type KeyUseEntry, StorageFault, Store, type StoreShape } from '../ports/Store.js';
+import {
+  type CommandOutcome,
+  type KeyUseEntry,
+  StorageFault,
+  Store,
+  type StoreShape,
+  StoreUnreachable,
+} from '../ports/Store.js';
 import { Metrics, type MetricsShape } from './Metrics.js';
-import { StorageHealth, type StorageHealthShape, storageRetryAfterSeconds } from './StorageHealth.js';
+import { StorageHealth, type StorageHealthShape, unavailableFor } from './StorageHealth.js';
 
 /** How much the committer holds: beyond these, API submits are refused with 503 instead of growing memory. */
 export type CommitterLimits = {
@@ -65,12 +72,6 @@ type Waiting = {
 };
 
 const retryAfterSeconds = 1;
-
-/** A disk that cannot take writes is the service being unavailable, not an internal error: the client may retry. */
-const diskUnavailable = new Unavailable({
-  message: 'the service cannot write to its disk right now and accepts no new requests; retry later',
-  retryAfterSeconds: storageRetryAfterSeconds,
-});
 
 export const createCommitter = (
   store: StoreShape,
@@ -152,13 +153,15 @@ export const createCommitter = (
           for (const listener of committedListeners) listener(outcomes);
         },
         (error: unknown) => {
-          // Nothing of the batch was written: every caller in it gets the error, none an acknowledgement. An API
-          // caller whose batch failed for the disk is told the service is unavailable; workers see the fault.
+          // Nothing of the batch was acknowledged: every caller in it gets the error, none an acknowledgement. An API
+          // caller whose batch failed for the store (its disk, or a database that cannot be reached: the batch may
+          // or may not have been committed then) is told the service is unavailable; workers see the fault.
           const failure = error instanceof Error ? error : new Error(String(error));
-          const diskFailed = failure instanceof StorageFault;
-          if (diskFailed) health?.writeFailed(failure.message);
+          const storeFailed = failure instanceof StorageFault;
+          if (failure instanceof StoreUnreachable) health?.unreachable(failure.message);
+          else if (storeFailed) health?.writeFailed(failure.message);
           for (const waiting of batch) {
-            if (diskFailed && waiting.fromApi) waiting.resolve(diskUnavailable);
+            if (storeFailed && waiting.fromApi) waiting.resolve(unavailableFor(failure));
             else waiting.reject(failure);
           }
         },

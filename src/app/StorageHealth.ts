@@ -1,8 +1,9 @@
-import { Context, Effect, Layer } from 'effect';
+import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
 import { Unavailable } from '../domain/errors.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
 import { Log } from '../ports/Logger.js';
+import { type StorageFault, Store, StoreUnreachable } from '../ports/Store.js';
 
 /**
  * Whether the data directory can take new work: its writes succeed, and its disk has room above the floor.
@@ -13,10 +14,14 @@ export interface StorageHealthShape {
   refusal(): Unavailable | undefined;
   /** A batch failed for a reason of the disk (StorageFault). */
   writeFailed(reason: string): void;
+  /** The store could not be reached (StoreUnreachable: a database server refused or lost the connection). */
+  unreachable(reason: string): void;
   /** A batch holding `bytes` of text was committed. Called once per batch: cheap while nothing is wrong. */
   writeSucceeded(bytes: number): void;
   /** Reads the disk's free space now (the watch does it every second, and soon after writes). */
   check(): Promise<void>;
+  /** Asks the store whether it can be reached (the watch does it every second where the store has a `ping`). */
+  ping(): Promise<void>;
   /** What is wrong now, in a sentence, or undefined (for readiness and the log). */
   problem(): string | undefined;
 }
@@ -25,6 +30,27 @@ export class StorageHealth extends Context.Service<StorageHealth, StorageHealthS
 
 /** What a client is told to wait: a full disk needs an operator, so a quick retry would only spend its budget. */
 export const storageRetryAfterSeconds = 30;
+
+/** What a client is told to wait when the database cannot be reached: it reconnects by itself, often in seconds. */
+export const unreachableRetryAfterSeconds = 5;
+
+/** A database that cannot be reached is asked again this often (the readiness probe follows it). */
+export const pingIntervalMs = 1_000;
+
+/** A disk that cannot take writes is the service being unavailable, not an internal error: the client may retry. */
+const diskUnavailable = new Unavailable({
+  message: 'the service cannot write to its disk right now and accepts no new requests; retry later',
+  retryAfterSeconds: storageRetryAfterSeconds,
+});
+
+const databaseUnreachable = new Unavailable({
+  message: 'the service cannot reach its database right now; retry shortly',
+  retryAfterSeconds: unreachableRetryAfterSeconds,
+});
+
+/** The answer to a call that met a fault of the store: 503 with Retry-After, never the fault's own text. */
+export const unavailableFor = (fault: StorageFault): Unavailable =>
+  fault instanceof StoreUnreachable ? databaseUnreachable : diskUnavailable;
 
 /** After writes, the free space is read again once this long has passed since the last reading. */
 const rereadAfterWritesMs = 100;
@@ -36,6 +62,10 @@ export type StorageHealthOptions = {
   readonly minFreeBytes: number;
   /** The free space of the data directory's disk (statfs in the live service). */
   readonly readFreeBytes: () => Promise<number>;
+  /** One round trip to a store on another machine (`StoreShape.ping`): with it, its reachability is watched. */
+  readonly ping?: (() => Promise<void>) | undefined;
+  /** With a store that has a `ping`: ask it every second (a server's readiness; a CLI command does not). */
+  readonly watchStore?: boolean;
 };
 
 export const createStorageHealth = (
@@ -53,6 +83,25 @@ export const createStorageHealth = (
   let lastReadAt = Number.NEGATIVE_INFINITY;
   let reading: Promise<void> | undefined;
   let lowSpace: Unavailable | undefined;
+  let unreachableSince: number | undefined;
+  let unreachableReason = '';
+  let pinging: Promise<void> | undefined;
+
+  const unreachable = (reason: string) => {
+    if (unreachableSince === undefined) {
+      unreachableSince = clock.now();
+      log.error(
+        { reason },
+        'the database cannot be reached: calls that need it answer 503 and /readyz is not ready until it is back',
+      );
+    }
+    unreachableReason = reason;
+  };
+  const reachable = () => {
+    if (unreachableSince === undefined) return;
+    log.warn({ unreachableForMs: clock.now() - unreachableSince }, 'the database can be reached again');
+    unreachableSince = undefined;
+  };
 
   const judge = () => {
     const free = lastFree - writtenSince;
@@ -94,8 +143,25 @@ export const createStorageHealth = (
     return reading;
   };
 
+  const ping = () => {
+    if (options.ping === undefined) return Promise.resolve();
+    pinging ??= options
+      .ping()
+      .then(reachable, (error: unknown) =>
+        error instanceof StoreUnreachable
+          ? unreachable(error.message)
+          : log.warn({ err: error }, 'the readiness check of the database failed'),
+      )
+      .finally(() => {
+        pinging = undefined;
+      });
+    return pinging;
+  };
+
   return {
     refusal: () => lowSpace,
+    unreachable,
+    ping,
     writeFailed: (reason) => {
       if (failingSince === undefined) {
         failingSince = clock.now();
@@ -107,6 +173,7 @@ export const createStorageHealth = (
       failingReason = reason;
     },
     writeSucceeded: (bytes) => {
+      reachable();
       if (failingSince !== undefined) {
         log.warn({ failedForMs: clock.now() - failingSince }, 'writes to the data directory succeed again');
         failingSince = undefined;
@@ -118,6 +185,7 @@ export const createStorageHealth = (
     },
     check,
     problem: () => {
+      if (unreachableSince !== undefined) return `the database cannot be reached (${unreachableReason})`;
       if (failingSince !== undefined) return `writes to the data directory fail (${failingReason})`;
       if (lowSpace !== undefined) return "the data directory's disk is below its free-space floor";
       return undefined;
@@ -131,7 +199,13 @@ export const StorageHealthLayer = (options: StorageHealthOptions) =>
   Layer.effect(
     StorageHealth,
     Effect.gen(function* () {
-      const health = createStorageHealth(options, yield* Log, yield* AppClock);
+      const store = Option.getOrUndefined(yield* Effect.serviceOption(Store));
+      const health = createStorageHealth({ ping: store?.ping, ...options }, yield* Log, yield* AppClock);
+      if (options.watchStore === true && store?.ping !== undefined)
+        yield* Effect.acquireRelease(
+          Effect.sync(() => setInterval(health.ping, pingIntervalMs).unref()),
+          (timer) => Effect.sync(() => clearInterval(timer)),
+        );
       if (options.minFreeBytes === 0) return StorageHealth.of(health);
       yield* Effect.promise(health.check);
       yield* Effect.acquireRelease(

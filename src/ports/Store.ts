@@ -175,12 +175,26 @@ export interface StoreShape {
   spend(spends: readonly Spend[]): Promise<readonly LimitDecision[]>;
   /** The login and signup throttles' counts (decided inside a write of the store, like `spend`). */
   readonly attempts: AttemptCounter;
+  /**
+   * One round trip to a store on another machine (a database server), for the readiness probe: rejects with a
+   * `StoreUnreachable` while it cannot be reached. A store on this machine's disk has none.
+   */
+  readonly ping?: () => Promise<void>;
   close(): Promise<void>;
 }
 
 /** A write failed because of the disk under the store (full, read-only, I/O errors), not because of the batch. */
 export class StorageFault extends Error {
   override name = 'StorageFault';
+}
+
+/**
+ * The store could not be reached: a database server that refused or lost the connection, shut down or restarting.
+ * Nothing of the call was acknowledged (a write may or may not have been committed: its caller was not told it was);
+ * the same call may succeed once the store is back, which the adapter reconnects to by itself.
+ */
+export class StoreUnreachable extends StorageFault {
+  override name = 'StoreUnreachable';
 }
 
 /** The event log, the read model and the work queue. Live: LMDB on disk (adapters/lmdb). */

@@ -267,4 +267,31 @@ describe('The PostgreSQL store', () => {
       stop();
     }
   }, 60_000);
+
+  it('listens again after its database restarts, tells its listeners then (the processor looks at the queue), and hears later commits', async () => {
+    const cluster = await testCluster();
+    const url = await cluster.createDatabase();
+    const listening = await open(url);
+    const writing = await open(url);
+    let heard = 0;
+    const stop = listening.reads.onChange(() => heard++);
+    try {
+      await commitOne(writing, submit('req_a'));
+      await eventually(() => heard > 0, 10_000, 'the first commit was heard');
+      cluster.stopServer();
+      const before = heard;
+      // While it is away, a call of the store is a StoreUnreachable (503), not a raw connection error.
+      await expect(listening.reads.request('req_a')).rejects.toMatchObject({ name: 'StoreUnreachable' });
+      await expect(listening.ping?.()).rejects.toMatchObject({ name: 'StoreUnreachable' });
+      cluster.startServer();
+      await eventually(() => heard > before, 15_000, 'the listener was told after listening again');
+      expect(await cluster.airsListeners(url)).toBe(2);
+      await listening.ping?.();
+      const after = heard;
+      await commitOne(writing, submit('req_b'));
+      await eventually(() => heard > after, 10_000, 'a commit after the restart was heard');
+    } finally {
+      stop();
+    }
+  }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,19 @@ export type TestCluster = {
   createDatabase(location?: string): Promise<string>;
   /** Drops a database made by `createDatabase` (closing what is still connected to it), and its tablespace. */
   dropDatabase(url: string): Promise<void>;
+  /** Stops the server cleanly (`pg_ctl stop -m fast`: sessions are ended, nothing committed is lost). */
+  stopServer(): void;
+  /**
+   * SIGKILLs the postmaster, as a crash would, and resolves once every process it had started has gone too (they end
+   * by themselves when they see it dead; a new postmaster cannot start while they hold its shared memory).
+   */
+  killPostmaster(): Promise<void>;
+  /** Starts the server again on the same port (after `stopServer` or `killPostmaster`: crash recovery runs first). */
+  startServer(): void;
+  /** Ends (`pg_terminate_backend`) every session of `airs` on the database of `url`; returns how many there were. */
+  terminateAirsSessions(url: string): Promise<number>;
+  /** How many sessions of `airs` on the database of `url` are LISTENing for changes (one per node that hears). */
+  airsListeners(url: string): Promise<number>;
 };
 
 /** The newest PostgreSQL server's programs under `root` (Debian's layout), or a failure naming how to install them. */
@@ -81,7 +94,17 @@ const start = async (): Promise<TestCluster> => {
     '-c max_connections=300',
     '-c shared_buffers=64MB',
   ].join(' ');
-  run(join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', options, 'start']);
+  const startServer = () => {
+    try {
+      run(join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', options, 'start']);
+    } catch (error) {
+      const log = existsSync(join(dir, 'server.log'))
+        ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2_000)
+        : '';
+      throw new Error(`${(error as Error).message}\nserver.log ends:\n${log}`);
+    }
+  };
+  startServer();
   stop = () => {
     stop = undefined;
     try {
@@ -97,7 +120,41 @@ const start = async (): Promise<TestCluster> => {
   admin.on('error', () => {});
   closeAdmin = () => admin.end();
   let databases = 0;
+  const databaseOf = (databaseUrl: string) => new URL(databaseUrl).pathname.slice(1);
   return {
+    stopServer: () => void run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']),
+    startServer: () => void startServer(),
+    killPostmaster: async () => {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const children = childrenOf(postmaster);
+      process.kill(postmaster, 'SIGKILL');
+      const deadline = Date.now() + 30_000;
+      while ([postmaster, ...children].some(present)) {
+        if (Date.now() > deadline)
+          throw new Error('PostgreSQL processes were still running 30 s after the postmaster was killed');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    terminateAirsSessions: async (databaseUrl) => {
+      // The sessions are chosen first (OFFSET 0 keeps the planner from folding the choice into the call), so the
+      // function is called for exactly those: a condition beside it may be evaluated after it.
+      const { rows } = await admin.query(
+        `SELECT pid, pg_terminate_backend(pid) FROM (
+           SELECT pid FROM pg_stat_activity
+           WHERE datname = $1 AND application_name = 'airs' AND pid <> pg_backend_pid()
+           OFFSET 0) AS chosen`,
+        [databaseOf(databaseUrl)],
+      );
+      return rows.length;
+    },
+    airsListeners: async (databaseUrl) => {
+      const { rows } = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = $1 AND application_name = 'airs' AND query ILIKE 'listen %'`,
+        [databaseOf(databaseUrl)],
+      );
+      return rows[0]?.n ?? 0;
+    },
     port,
     dir,
     url,
@@ -120,6 +177,24 @@ const start = async (): Promise<TestCluster> => {
     },
   };
 };
+
+/** The processes whose parent is `pid` (from /proc). */
+const childrenOf = (pid: number): number[] =>
+  readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        // pid (comm) state ppid …: the command name may hold spaces and parentheses, so read after its last ')'.
+        const stat = readFileSync(join('/proc', name, 'stat'), 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+
+/** Whether `pid` is still there: running, or dead but not reaped yet by whoever inherited it (a zombie). */
+const present = (pid: number): boolean => existsSync(join('/proc', String(pid)));
 
 /** The cluster of this test process, started on first use. */
 export const testCluster = (): Promise<TestCluster> => {

@@ -6,6 +6,7 @@ import type { LiveOutputShape } from '../../app/LiveOutput.js';
 import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { RequestsShape } from '../../app/Requests.js';
+import { unavailableFor } from '../../app/StorageHealth.js';
 import {
   type ApiError,
   InvalidRequest,
@@ -14,6 +15,7 @@ import {
   PayloadTooLarge,
   Unavailable,
 } from '../../domain/errors.js';
+import { StorageFault } from '../../ports/Store.js';
 import { createCors } from './cors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
@@ -225,6 +227,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
           deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
           return counted(slot, startedAt, face.error(new InvalidRequest({ message: error.message }), headers));
         }
+        // The store's disk fails, or its database cannot be reached: a 503 to retry, said once by StorageHealth.
+        if (error instanceof StorageFault) return counted(slot, startedAt, face.error(unavailableFor(error), headers));
         deps.log.error({ err: error, path: event.url.pathname }, 'request failed');
         return counted(slot, startedAt, face.fault(headers));
       } finally {
@@ -242,17 +246,19 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   const app = new H3({
     // h3 answers some requests itself (a malformed path, say): give those the contract's shape too.
     onError: (error, event) =>
-      error.status >= 500
-        ? faceOf(event.url.pathname).fault(corsHeaders(event))
-        : faceOf(event.url.pathname).error(
-            new InvalidRequest({
-              message:
-                error.message && error.message !== 'Bad Request'
-                  ? error.message
-                  : 'the request could not be parsed (for example, invalid percent-encoding in the path)',
-            }),
-            corsHeaders(event),
-          ),
+      error.cause instanceof StorageFault
+        ? faceOf(event.url.pathname).error(unavailableFor(error.cause), corsHeaders(event))
+        : error.status >= 500
+          ? faceOf(event.url.pathname).fault(corsHeaders(event))
+          : faceOf(event.url.pathname).error(
+              new InvalidRequest({
+                message:
+                  error.message && error.message !== 'Bad Request'
+                    ? error.message
+                    : 'the request could not be parsed (for example, invalid percent-encoding in the path)',
+              }),
+              corsHeaders(event),
+            ),
   });
 
   const routes = new Map<string, ReturnType<typeof guarded>>([

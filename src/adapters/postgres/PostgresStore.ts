@@ -23,6 +23,7 @@ import {
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
+import { withConnectionFaults } from './faults.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
@@ -235,7 +236,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   };
 
   let closed = false;
-  return {
+  return withConnectionFaults({
     db,
     reads,
     commit,
@@ -249,7 +250,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       await listen.stop();
       await db.end();
     },
-  };
+  });
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */

@@ -75,7 +75,15 @@ const inOrder = (client: pg.PoolClient): Query => {
 export const openDb = (url: string, max: number): Db => {
   const pool = new pg.Pool({ ...connectionConfig(url), max, idleTimeoutMillis: 30_000 });
   // An idle connection that the server ends (restart, pg_terminate_backend) is dropped; the next query opens another.
+  // Without this listener the pool's 'error' event for it would end the process.
   pool.on('error', () => {});
+  // A client stays without an 'error' listener from the moment the pool hands a new connection over until the code
+  // that asked for it adds one (a microtask later, after `await pool.connect()`). pg parses the rest of the socket's
+  // chunk meanwhile: when the server ends the session right after its startup (a FATAL 57P01 behind ReadyForQuery,
+  // seen with `pg_terminate_backend` in test/integration/postgresTerminate.test.ts), the client emits 'error' with
+  // nobody listening and the process ends. Every connection of the pool therefore hears its errors from the start;
+  // the statement that follows such an error fails ('not queryable'), and a failed client is not given back.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return {
     query: queryOn(pool),
     async begin(work) {
@@ -115,8 +123,15 @@ export const openDb = (url: string, max: number): Db => {
           client = undefined;
           retry = setTimeout(reconnect, 100);
         });
-        await next.connect();
-        await next.query(`LISTEN ${channel}`);
+        try {
+          await next.connect();
+          await next.query(`LISTEN ${channel}`);
+        } catch (error) {
+          // Refused, or lost before it listened (a database starting up or going down): this one is let go, and
+          // the caller tries again.
+          await next.end().catch(() => {});
+          throw error;
+        }
         client = next;
       };
       const reconnect = () => {

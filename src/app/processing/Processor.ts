@@ -157,12 +157,28 @@ export const createProcessor = (deps: ProcessorDeps) => {
   };
 
   /** Runs an attempt whose worker is held and whose start is durable. */
+  /** Gives an attempt back, again each second while the write fails, until it is written (or refused: the attempt
+   * is no longer this process's) or the processor stops (its lease then lapses for another process). */
+  const giveBackUntilWritten = async (attempt: Attempt) => {
+    while (!takesNoWork()) {
+      try {
+        await queue.release({ reqId: attempt.reqId, attempt: attempt.attempt, owner }, clock.now());
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  };
+
   const run = (attempt: Attempt, known?: ModelInput) => {
     leaseKeeper.hold(attempt.reqId, attempt.attempt, attempt.leaseUntil);
     const done = runner(attempt, known)
-      .catch((error: unknown) => {
-        // A write failed: the request is still processing under this lease, or waiting; it is looked at again.
+      .catch(async (error: unknown) => {
+        // A read or write failed (the store cannot be reached): the attempt cannot go on. It is given back, so that
+        // any worker takes the request up again, this process's too: a process never takes over its own lapsed
+        // leases, so on a single node an attempt left behind would stay "processing" for ever.
         logAttemptFault(log, attempt.reqId, error);
+        await giveBackUntilWritten(attempt);
         dispatcher.wakeAfterFault();
       })
       .finally(() => {

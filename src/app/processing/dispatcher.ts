@@ -45,7 +45,7 @@ export const createDispatcher = (deps: {
   const schedule = () => {
     if (scheduled || deps.takesNoWork()) return;
     scheduled = true;
-    setImmediate(pump);
+    setImmediate(pumpCaught);
   };
 
   const wakeAt = (at: number | undefined, now: number) => {
@@ -116,7 +116,12 @@ export const createDispatcher = (deps: {
     for (const reqId of claimed.gaveUp) deps.gaveUp(reqId);
     // Accounts in turn across claims: the next starts after the account of the last request this one took.
     const last = started.at(-1);
-    if (last !== undefined) lastAccount = (await store.reads.request(last.reqId))?.context.accountId ?? lastAccount;
+    // Only the order of accounts depends on this read: when it fails (the store cannot be reached), the order keeps on.
+    if (last !== undefined)
+      lastAccount = await store.reads.request(last.reqId).then(
+        (state) => state?.context.accountId ?? lastAccount,
+        () => lastAccount,
+      );
     if (again || started.length === holding) {
       // Work came meanwhile, or the claim was full and more may be due: look again.
       again = false;
@@ -132,6 +137,14 @@ export const createDispatcher = (deps: {
       }
     }
   };
+
+  /** A pick runs from a timer: what it does not catch itself must not end the process (an unhandled rejection). */
+  const pumpCaught = () =>
+    pump().catch((error: unknown) => {
+      claiming = false;
+      deps.log.error({ err: error }, 'picking work failed');
+      wakeAfterFault();
+    });
 
   return {
     schedule,

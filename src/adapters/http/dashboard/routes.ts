@@ -6,13 +6,14 @@ import { isThrottled } from '../../../app/attemptThrottle.js';
 import { isHashingBusy } from '../../../app/PasswordHashing.js';
 import type { RateLimiterShape } from '../../../app/RateLimiter.js';
 import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
+import { unavailableFor } from '../../../app/StorageHealth.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { fitsIdBound } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
-import type { RequestPage, StoreShape } from '../../../ports/Store.js';
+import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { plural } from '../../dashboard/format.js';
 import {
@@ -92,6 +93,16 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
   }
 };
 
+/** The store's fault under `error` (itself, or what it wraps: an effect that died of it), if any. */
+const storageFaultIn = (error: unknown): StorageFault | undefined => {
+  let cause = error;
+  for (let depth = 0; depth < 4 && typeof cause === 'object' && cause !== null; depth++) {
+    if (cause instanceof StorageFault) return cause;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
+};
+
 /** The address a visitor's throttles count against: the socket's peer (a proxy in front counts as one visitor). */
 const clientAddress = (event: H3Event): string => (event.req as { ip?: string }).ip ?? 'unknown';
 
@@ -114,11 +125,36 @@ const busyMessage = (event: H3Event): string => {
  * services, commands and log as the CLI's.
  */
 export const mountDashboard = (app: H3, deps: DashboardDeps) => {
+  /** The store failed under a page (its database cannot be reached, its disk fails): a 503 page to retry, as the API
+   * answers. Anything else is left to the app's fault handler. */
+  const storeFailed = (event: H3Event, error: unknown) => {
+    const fault = storageFaultIn(error);
+    if (fault === undefined) throw error;
+    const unavailable = unavailableFor(fault);
+    event.res.headers.set('Retry-After', String(unavailable.retryAfterSeconds));
+    return send(
+      event,
+      503,
+      errorPage({
+        status: 503,
+        title: 'Temporarily unavailable',
+        message: 'The service cannot reach its storage right now. Try again in a few seconds.',
+        loggedIn: false,
+      }),
+    );
+  };
   /** A stopping server answers every dashboard call with a 503 page (and closes the connection), as the API does. */
   const open =
     (handler: (event: H3Event) => unknown) =>
     (event: H3Event): unknown => {
-      if (deps.accepting?.() !== false) return handler(event);
+      if (deps.accepting?.() !== false) {
+        try {
+          const answer = handler(event);
+          return answer instanceof Promise ? answer.catch((error: unknown) => storeFailed(event, error)) : answer;
+        } catch (error) {
+          return storeFailed(event, error);
+        }
+      }
       event.res.headers.set('Retry-After', '5');
       event.res.headers.set('Connection', 'close');
       return send(
