@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +11,7 @@ import postgres from 'postgres';
  * pg_ctl on a free port, listening on 127.0.0.1 and a socket in that directory), stopped (immediate) and removed when
  * the process ends or `stopTestCluster` is called. As root it runs as the `postgres` user (PostgreSQL refuses root).
  * Missing binaries are a failing setup naming the one command that fixes it, never a skipped test.
- *
- * The server's default is `synchronous_commit = off`, so the tests also show that the store turns it on for itself.
+ * `startCluster` is the same with other settings (the bench's cluster: test/bench/postgres.ts).
  */
 
 export type TestCluster = {
@@ -55,17 +54,38 @@ const freePort = () =>
   });
 
 const asRoot = process.getuid?.() === 0;
-/** Runs a PostgreSQL program as the user that owns the cluster. */
-const run = (program: string, args: readonly string[]) => {
+type Wrap = (command: string, args: readonly string[]) => [string, string[]];
+
+/** Runs a PostgreSQL program as the user that owns the cluster (its command line wrapped by `wrap`, if given). */
+const run = (program: string, args: readonly string[], wrap?: Wrap) => {
   const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, [...args]];
-  return execFileSync(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  const [file, fileArgs] = wrap === undefined ? [command, argv] : wrap(command, argv);
+  return execFileSync(file, fileArgs, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 };
 
-let started: Promise<TestCluster> | undefined;
-let stop: (() => void) | undefined;
-let closeAdmin: (() => Promise<void>) | undefined;
+/** How a cluster is started: the tests' cluster, or the bench's (test/bench/postgres.ts). */
+export type ClusterOptions = {
+  /** Server settings (`-c name=value`) besides the port, the socket directory and 127.0.0.1. */
+  readonly settings: Readonly<Record<string, string>>;
+  /** Wraps each PostgreSQL program's command line (the bench pins the cluster to a CPU with taskset: the postmaster
+   * and every backend it forks inherit the affinity). */
+  readonly wrap?: Wrap;
+};
 
-const start = async (): Promise<TestCluster> => {
+export type Cluster = TestCluster & {
+  /** The postmaster's process id (its backends are its children). */
+  readonly pid: number;
+  /** Stops the cluster (pg_ctl -m immediate) and removes its directory. */
+  stop(): Promise<void>;
+};
+
+/** The tests' settings: the server's default is `synchronous_commit = off`, so the tests also show that the store
+ * turns it on for itself. */
+const testSettings = { synchronous_commit: 'off', max_connections: '300', shared_buffers: '64MB' };
+
+/** Starts a throwaway cluster (initdb in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
+ * the end of this process. */
+export const startCluster = async (options: ClusterOptions): Promise<Cluster> => {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'airs-pg-'));
   const owner = { uid: Number(run('id', ['-u']).trim()), gid: Number(run('id', ['-g']).trim()) };
@@ -73,17 +93,22 @@ const start = async (): Promise<TestCluster> => {
   const data = join(dir, 'data');
   run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8']);
   const port = await freePort();
-  const options = [
+  const serverOptions = [
     `-p ${port}`,
     `-k ${dir}`,
     '-c listen_addresses=127.0.0.1',
-    '-c synchronous_commit=off',
-    '-c max_connections=300',
-    '-c shared_buffers=64MB',
+    ...Object.entries(options.settings).map(([name, value]) => `-c ${name}=${value}`),
   ].join(' ');
-  run(join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', options, 'start']);
-  stop = () => {
-    stop = undefined;
+  run(
+    join(bin, 'pg_ctl'),
+    ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', serverOptions, 'start'],
+    options.wrap,
+  );
+  const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let stopped = false;
+  const stopNow = () => {
+    if (stopped) return;
+    stopped = true;
     try {
       run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {
@@ -91,16 +116,16 @@ const start = async (): Promise<TestCluster> => {
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', () => stop?.());
+  process.once('exit', stopNow);
   const url = (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`;
   const admin = postgres(url(), { max: 2, onnotice: () => {} });
-  closeAdmin = () => admin.end({ timeout: 1 });
   let databases = 0;
   return {
     port,
     dir,
     url,
     owner,
+    pid,
     createDatabase: async (location) => {
       const name = `airs_test_${process.pid}_${++databases}`;
       if (location === undefined) {
@@ -117,19 +142,24 @@ const start = async (): Promise<TestCluster> => {
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.unsafe(`DROP TABLESPACE IF EXISTS ${name}`);
     },
+    stop: async () => {
+      await admin.end({ timeout: 1 });
+      stopNow();
+    },
   };
 };
 
+let started: Promise<Cluster> | undefined;
+
 /** The cluster of this test process, started on first use. */
 export const testCluster = (): Promise<TestCluster> => {
-  started ??= start();
+  started ??= startCluster({ settings: testSettings });
   return started;
 };
 
 /** Stops and removes the cluster (pg_ctl -m immediate), if one was started. */
 export const stopTestCluster = async () => {
-  await closeAdmin?.();
-  closeAdmin = undefined;
-  stop?.();
+  const cluster = started;
   started = undefined;
+  await (await cluster?.catch(() => undefined))?.stop();
 };
