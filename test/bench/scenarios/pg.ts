@@ -21,7 +21,7 @@ import {
   startAirs,
 } from '../airs.js';
 import { type Context, profileFlags, type Row, type ScenarioResult } from '../context.js';
-import type { LoadResult, LoadSpec } from '../load.js';
+import { type LoadResult, type LoadSpec, runLoad } from '../load.js';
 import { type BenchCluster, benchSettings, startBenchCluster } from '../postgres.js';
 import { waitForIdleAll } from '../procfs.js';
 import { ratio } from '../stats.js';
@@ -149,10 +149,13 @@ const httpRounds = async (
       ];
     },
   };
-  // The second node comes up just before the two-node side's turn and goes right after it.
+  // The second node comes up just before the two-node side's turn (warmed by 1 s of the same load on it alone, when
+  // the run has warm-ups) and goes right after it.
   const withSecond = async (run: () => Promise<void>) => {
     second = await servers.startSecond();
     try {
+      if (sizes.http.warmupSec > 0)
+        await runLoad({ ...spec(second.url, keys.pg, paths.pg, half), durationSec: 1 }, context.cpus.load);
       await run();
     } finally {
       await second.child.stop('SIGTERM', 20_000);
@@ -265,7 +268,7 @@ export const pgScenario = async (context: Context): Promise<ScenarioResult> => {
       );
       const per = (name: SideName) => rounds[name].map((r: LoadResult) => Math.round(r.rps)).join(', ');
       notes.push(
-        `pg ${kind.toUpperCase()}: ${sizes.connections} connections (2 nodes: split evenly, the second node started before its rounds and stopped after), ${sizes.http.rounds} round(s) of ${sizes.http.roundSec} s per side${sizes.http.warmupSec > 0 ? ` after a ${sizes.http.warmupSec} s warm-up each` : ''}, interleaved LMDB / PostgreSQL 1 node / 2 nodes; req/s per round: LMDB ${per('lmdb')}; PG ${per('pg')}; PG 2 nodes ${per('pg-2')}; p99 of 2 nodes: the worse node's.`,
+        `pg ${kind.toUpperCase()}: ${sizes.connections} connections (2 nodes: split evenly, the second node started before each of its turns, warmed by 1 s of load alone when the run has warm-ups, and stopped after), ${sizes.http.rounds} round(s) of ${sizes.http.roundSec} s per side${sizes.http.warmupSec > 0 ? ` after a ${sizes.http.warmupSec} s warm-up each` : ''}, interleaved LMDB / PostgreSQL 1 node / 2 nodes; req/s per round: LMDB ${per('lmdb')}; PG ${per('pg')}; PG 2 nodes ${per('pg-2')}; p99 of 2 nodes: the worse node's.`,
         ...(clean ? [] : [`pg ${kind.toUpperCase()}: non-2xx answers or errors: the figures are not valid.`]),
       );
       http[kind] = { ...s, pgVsLmdb, twoVsOne, rounds, idleWaitsMs: idleWaits };
