@@ -30,10 +30,9 @@ describe('the CLI on a PostgreSQL store', { timeout: 60_000 }, () => {
       /^airs: database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+ \(from --database-url\)/,
     );
     expect(created.stderr).not.toContain('not-shown');
-    const account = /acct_\w+/.exec(created.stdout)?.[0] ?? '';
-    expect(
-      (await runCli(box, ['keys', 'create', '--account', account], { env: { AIRS_DATABASE_URL: url } })).code,
-    ).toBe(0);
+    const account = /acct_[\w-]+/.exec(created.stdout)?.[0] ?? '';
+    const key = await runCli(box, ['keys', 'create', '--account', account], { env: { AIRS_DATABASE_URL: url } });
+    expect(key.code, key.stderr).toBe(0);
     const keys = await runCli(box, ['keys', 'list', '--account', account, '--json'], {
       env: { AIRS_DATABASE_URL: url },
     });
