@@ -386,7 +386,12 @@ const expectResponseStream = (text: string, c: Case, pathname: string, context: 
   if (route?.name === 'responses.retrieve') expect(c.query, context).toMatch(/stream=true/);
   else expect(JSON.parse(String(c.body)), context).toMatchObject({ stream: true });
   // A create takes no query; a retrieve stream starts after `starting_after`.
-  const after = route?.name === 'responses.retrieve' ? /starting_after=(\d+)/.exec(c.query)?.[1] : undefined;
+  // Read as the server reads it: decoded (`%31` is 1), the last of several.
+  const afterValue = new URLSearchParams(c.query).getAll('starting_after').at(-1);
+  const after =
+    route?.name === 'responses.retrieve' && afterValue !== undefined && /^\d{1,9}$/.test(afterValue)
+      ? afterValue
+      : undefined;
   const frames = sseFramesOf(text);
   const events = frames.flatMap((frame) => (frame.kind === 'event' ? [frame] : []));
   let last = after === undefined ? -1 : Number(after);
