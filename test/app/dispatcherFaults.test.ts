@@ -33,7 +33,7 @@ describe('the dispatcher when its database goes away between a claim and the rea
       claim: {} as never,
       takesNoWork: () => false,
       run: (claimed) => ran.push(claimed.reqId),
-      giveBack: () => {},
+      giveBack: async () => {},
       gaveUp: () => {},
     });
     dispatcher.schedule();

@@ -210,12 +210,16 @@ export const createProcessor = (deps: ProcessorDeps) => {
     run: (claimed) => run(claimed),
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
-      void queue.release({ reqId, attempt, owner }, clock.now()).catch(() => {});
+      // Not written (the store is unreachable): the lease lapses, and another process takes the request up then.
+      return queue.release({ reqId, attempt, owner }, clock.now()).catch(() => {});
     },
     gaveUp: (reqId) => {
       waiters.tell(reqId);
       settleIdle();
     },
+    // A pick found nothing due: whoever waits for the pool to be idle may be done waiting. (An attempt's end alone
+    // does not tell: a request it gave back is due until a later pick takes it, or expires it.)
+    nothingDue: () => void settleIdle(),
   });
 
   /**
@@ -279,7 +283,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const stop = async ({ release = true }: { readonly release?: boolean } = {}) => {
     stopped = true;
     stopHearing();
-    dispatcher.stop();
+    await dispatcher.stop();
     leaseKeeper.stop();
     stopHearingOthers();
     caller.stop();

@@ -29,9 +29,11 @@ export const createDispatcher = (deps: {
   /** Runs a claimed request (its worker is held for it). */
   readonly run: (claimed: Claimed) => void;
   /** Gives a claimed request back at once (its worker is held for it): the pool stopped taking work meanwhile. */
-  readonly giveBack: (claimed: Claimed) => void;
+  readonly giveBack: (claimed: Claimed) => Promise<void>;
   /** Requests the claim gave up (no attempt left for a lapsed lease): their outcome is durable. */
   readonly gaveUp: (reqId: string) => void;
+  /** A pick found nothing due now. */
+  readonly nothingDue?: () => void;
 }) => {
   const { store, queue, clock, slots } = deps;
   let scheduled = false;
@@ -41,6 +43,9 @@ export const createDispatcher = (deps: {
   let faultTimer: NodeJS.Timeout | undefined;
   /** The account served last: the next claim starts after it (accounts in turn, across claims). */
   let lastAccount: string | undefined;
+  /** The pick under way, if any, and the give-backs it started: a stop waits for both. */
+  let picking: Promise<void> | undefined;
+  const givingBack = new Set<Promise<void>>();
 
   const schedule = () => {
     if (scheduled || deps.takesNoWork()) return;
@@ -85,6 +90,7 @@ export const createDispatcher = (deps: {
     if (!due.now) {
       claiming = false;
       wakeAt(due.next, now);
+      deps.nothingDue?.();
       if (again) {
         again = false;
         schedule();
@@ -110,8 +116,10 @@ export const createDispatcher = (deps: {
     const { started } = claimed;
     slots.letGo(holding - started.length);
     for (const attempt of started) {
-      if (deps.takesNoWork()) deps.giveBack(attempt);
-      else deps.run(attempt);
+      if (deps.takesNoWork()) {
+        const given = deps.giveBack(attempt).finally(() => givingBack.delete(given));
+        givingBack.add(given);
+      } else deps.run(attempt);
     }
     for (const reqId of claimed.gaveUp) deps.gaveUp(reqId);
     // Accounts in turn across claims: the next starts after the account of the last request this one took.
@@ -139,18 +147,31 @@ export const createDispatcher = (deps: {
   };
 
   /** A pick runs from a timer: what it does not catch itself must not end the process (an unhandled rejection). */
-  const pumpCaught = () =>
-    pump().catch((error: unknown) => {
-      claiming = false;
-      deps.log.error({ err: error }, 'picking work failed');
-      wakeAfterFault();
-    });
+  const pumpCaught = () => {
+    const pick = pump()
+      .catch((error: unknown) => {
+        claiming = false;
+        deps.log.error({ err: error }, 'picking work failed');
+        wakeAfterFault();
+      })
+      .finally(() => {
+        if (picking === pick) picking = undefined;
+      });
+    picking = pick;
+  };
 
   return {
     schedule,
-    stop() {
+    /**
+     * Takes no more work (the caller's `takesNoWork` says so by now). Resolves once the pick under way has ended and
+     * what it claimed meanwhile is given back: a clean stop leaves no request in processing under this process's name
+     * (it would wait for its lease to lapse before anyone took it up).
+     */
+    async stop() {
       if (timer !== undefined) clearTimeout(timer);
       if (faultTimer !== undefined) clearTimeout(faultTimer);
+      await picking;
+      await Promise.allSettled([...givingBack]);
     },
     /** A write of this process failed: look again in a moment, as nothing else may wake the pool (a full disk). */
     wakeAfterFault,
