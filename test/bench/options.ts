@@ -1,6 +1,6 @@
 /** Command-line options of `npm run bench` and the sizes each mode runs with. */
 
-export const scenarioNames = ['post', 'get', 'e2e', 'storage'] as const;
+export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg'] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
 export type Sizes = {
@@ -77,7 +77,8 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
   --keep       keep the temporary data directories (printed at the end)
   --processes=N  run the HTTP and end-to-end airs servers as airs serve --processes N (default 1)
-environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)`;
+environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)
+  the pg scenario needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
 
 export const parseOptions = (argv: readonly string[]): Options | string => {
   let smoke = false;

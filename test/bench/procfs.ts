@@ -36,19 +36,39 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const waitForIdle = async (
   pid: number,
   options: { readonly windowMs?: number; readonly maxShare?: number; readonly timeoutMs: number },
+) => waitForIdleAll(() => [pid], options);
+
+/**
+ * The same for a set of processes that may change (a PostgreSQL cluster's backends come and go): `pids` is asked at
+ * the start of each window, and the window counts the CPU used by those of them still there at its end; idle means
+ * all of them together used less than `maxShare` of one CPU. Ends at once when none of them is left.
+ */
+export const waitForIdleAll = async (
+  pids: () => readonly number[],
+  options: { readonly windowMs?: number; readonly maxShare?: number; readonly timeoutMs: number },
 ) => {
   const windowMs = options.windowMs ?? 200;
   const maxShare = options.maxShare ?? 0.05;
   const started = performance.now();
-  let before = cpuTicksOf(pid);
-  while (before !== undefined && performance.now() - started < options.timeoutMs) {
+  while (performance.now() - started < options.timeoutMs) {
+    const before = new Map<number, number>();
+    for (const pid of pids()) {
+      const ticks = cpuTicksOf(pid);
+      if (ticks !== undefined) before.set(pid, ticks);
+    }
+    if (before.size === 0) break;
     await sleep(windowMs);
-    const after = cpuTicksOf(pid);
-    if (after === undefined) break;
+    let used = 0;
+    let left = 0;
+    for (const [pid, ticks] of before) {
+      const after = cpuTicksOf(pid);
+      if (after === undefined) continue;
+      left++;
+      used += after - ticks;
+    }
+    if (left === 0) break;
     // Ticks are 10 ms: the share of one CPU used during the window.
-    if (((after - before) * 10) / windowMs <= maxShare)
-      return { idle: true, waitedMs: Math.round(performance.now() - started) };
-    before = after;
+    if ((used * 10) / windowMs <= maxShare) return { idle: true, waitedMs: Math.round(performance.now() - started) };
   }
   return { idle: false, waitedMs: Math.round(performance.now() - started) };
 };

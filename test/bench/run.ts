@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: airs against baselines measured side by side in one run (see docs/performance.md).
  *
- *   npm run bench                         the full run (about 9 minutes on 2 CPUs)
+ *   npm run bench                         the full run (about 20 minutes on 2 CPUs, the pg scenario about 11)
  *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
- *   npm run bench -- --only=post,get      some scenarios only; --cpu-prof profiles the airs servers
+ *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg); --cpu-prof profiles
+ *                                         the airs servers
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
  * reported, never a failure. The exit status is non-zero only when a scenario could not run.
@@ -21,6 +22,7 @@ import { type ProfileSummary, summarizeProfile } from './profile.js';
 import { printReport, type RunReport, writeReport } from './report.js';
 import { endToEndScenario } from './scenarios/endToEnd.js';
 import { httpScenario } from './scenarios/http.js';
+import { pgScenario } from './scenarios/pg.js';
 import { storageScenario } from './scenarios/storage.js';
 
 const scenarios: Record<ScenarioName, { title: string; run: (context: Context) => Promise<ScenarioResult> }> = {
@@ -28,6 +30,7 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
   get: { title: 'GET /v1/ai vs bare node:http', run: (c) => httpScenario('get', c) },
   e2e: { title: 'end to end vs BullMQ + Redis', run: endToEndScenario },
   storage: { title: 'replay --verify, start-up and memory with stored requests', run: storageScenario },
+  pg: { title: 'airs on PostgreSQL: end to end vs graphile-worker, POST/GET vs LMDB, 2 nodes vs 1', run: pgScenario },
 };
 
 const log = (message: string) => process.stderr.write(`${message}\n`);

@@ -11,8 +11,7 @@ import pg from 'pg';
  * pg_ctl on a free port, listening on 127.0.0.1 and a socket in that directory), stopped (immediate) and removed when
  * the process ends or `stopTestCluster` is called. As root it runs as the `postgres` user (PostgreSQL refuses root).
  * Missing binaries are a failing setup naming the one command that fixes it, never a skipped test.
- *
- * The server's default is `synchronous_commit = off`, so the tests also show that the store turns it on for itself.
+ * `startCluster` is the same with other settings (the bench's cluster: test/bench/postgres.ts).
  */
 
 export type TestCluster = {
@@ -68,17 +67,38 @@ const freePort = () =>
   });
 
 const asRoot = process.getuid?.() === 0;
-/** Runs a PostgreSQL program as the user that owns the cluster. */
-const run = (program: string, args: readonly string[]) => {
+type Wrap = (command: string, args: readonly string[]) => [string, string[]];
+
+/** Runs a PostgreSQL program as the user that owns the cluster (its command line wrapped by `wrap`, if given). */
+const run = (program: string, args: readonly string[], wrap?: Wrap) => {
   const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, [...args]];
-  return execFileSync(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  const [file, fileArgs] = wrap === undefined ? [command, argv] : wrap(command, argv);
+  return execFileSync(file, fileArgs, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 };
 
-let started: Promise<TestCluster> | undefined;
-let stop: (() => void) | undefined;
-let closeAdmin: (() => Promise<void>) | undefined;
+/** How a cluster is started: the tests' cluster, or the bench's (test/bench/postgres.ts). */
+export type ClusterOptions = {
+  /** Server settings (`-c name=value`) besides the port, the socket directory and 127.0.0.1. */
+  readonly settings: Readonly<Record<string, string>>;
+  /** Wraps each start of the server (`pg_ctl start`: the bench pins the cluster to CPUs with taskset; the postmaster
+   * and every backend it forks inherit the affinity). */
+  readonly wrap?: Wrap;
+};
 
-const start = async (): Promise<TestCluster> => {
+export type Cluster = TestCluster & {
+  /** The postmaster's process id now (its backends are its children; a `startServer` starts another). */
+  postmaster(): number;
+  /** Stops the cluster (pg_ctl -m immediate) and removes its directory. */
+  stop(): Promise<void>;
+};
+
+/** The tests' settings: the server's default is `synchronous_commit = off`, so the tests also show that the store
+ * turns it on for itself. */
+const testSettings = { synchronous_commit: 'off', max_connections: '300', shared_buffers: '64MB' };
+
+/** Starts a throwaway cluster (initdb in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
+ * the end of this process. */
+export const startCluster = async (clusterOptions: ClusterOptions): Promise<Cluster> => {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'airs-pg-'));
   const owner = { uid: Number(run('id', ['-u']).trim()), gid: Number(run('id', ['-g']).trim()) };
@@ -90,13 +110,15 @@ const start = async (): Promise<TestCluster> => {
     `-p ${port}`,
     `-k ${dir}`,
     '-c listen_addresses=127.0.0.1',
-    '-c synchronous_commit=off',
-    '-c max_connections=300',
-    '-c shared_buffers=64MB',
+    ...Object.entries(clusterOptions.settings).map(([name, value]) => `-c ${name}=${value}`),
   ].join(' ');
   const startServer = () => {
     try {
-      run(join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', options, 'start']);
+      run(
+        join(bin, 'pg_ctl'),
+        ['-D', data, '-w', '-t', '60', '-l', join(dir, 'server.log'), '-o', options, 'start'],
+        clusterOptions.wrap,
+      );
     } catch (error) {
       const log = existsSync(join(dir, 'server.log'))
         ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2_000)
@@ -105,8 +127,11 @@ const start = async (): Promise<TestCluster> => {
     }
   };
   startServer();
-  stop = () => {
-    stop = undefined;
+  const postmaster = () => Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let stopped = false;
+  const stopNow = () => {
+    if (stopped) return;
+    stopped = true;
     try {
       run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {
@@ -114,22 +139,21 @@ const start = async (): Promise<TestCluster> => {
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', () => stop?.());
+  process.once('exit', stopNow);
   const url = (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`;
   const admin = new pg.Pool({ connectionString: url(), max: 2 });
   admin.on('error', () => {});
-  closeAdmin = () => admin.end();
   let databases = 0;
   const databaseOf = (databaseUrl: string) => new URL(databaseUrl).pathname.slice(1);
   return {
     stopServer: () => void run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']),
     startServer: () => void startServer(),
     killPostmaster: async () => {
-      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      const children = childrenOf(postmaster);
-      process.kill(postmaster, 'SIGKILL');
+      const pid = postmaster();
+      const children = childrenOf(pid);
+      process.kill(pid, 'SIGKILL');
       const deadline = Date.now() + 30_000;
-      while ([postmaster, ...children].some(present)) {
+      while ([pid, ...children].some(present)) {
         if (Date.now() > deadline)
           throw new Error('PostgreSQL processes were still running 30 s after the postmaster was killed');
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -159,6 +183,11 @@ const start = async (): Promise<TestCluster> => {
     dir,
     url,
     owner,
+    postmaster,
+    stop: async () => {
+      await admin.end().catch(() => {});
+      stopNow();
+    },
     createDatabase: async (location) => {
       const name = `airs_test_${process.pid}_${++databases}`;
       if (location === undefined) {
@@ -179,7 +208,7 @@ const start = async (): Promise<TestCluster> => {
 };
 
 /** The processes whose parent is `pid` (from /proc). */
-const childrenOf = (pid: number): number[] =>
+export const childrenOf = (pid: number): number[] =>
   readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .filter((name) => {
@@ -196,16 +225,17 @@ const childrenOf = (pid: number): number[] =>
 /** Whether `pid` is still there: running, or dead but not reaped yet by whoever inherited it (a zombie). */
 const present = (pid: number): boolean => existsSync(join('/proc', String(pid)));
 
+let started: Promise<Cluster> | undefined;
+
 /** The cluster of this test process, started on first use. */
 export const testCluster = (): Promise<TestCluster> => {
-  started ??= start();
+  started ??= startCluster({ settings: testSettings });
   return started;
 };
 
 /** Stops and removes the cluster (pg_ctl -m immediate), if one was started. */
 export const stopTestCluster = async () => {
-  await closeAdmin?.();
-  closeAdmin = undefined;
-  stop?.();
+  const cluster = started;
   started = undefined;
+  await (await cluster?.catch(() => undefined))?.stop();
 };

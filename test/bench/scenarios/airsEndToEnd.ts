@@ -3,9 +3,10 @@
  * awaiting its 202 before the next), timed from the first submit until the last request is completed.
  *
  * Completion is read from the service's own log, not by polling: the clients only submit; the bench follows the
- * event log through the project's store API, opened beside the running server (LMDB allows it; the bench only
- * reads), until every request queued by the run has its `RequestCompleted`, and takes the time carried by the
- * last of those events. Polling 100k requests over HTTP would add load the BullMQ side does not have.
+ * event log until every request queued by the run has its `RequestCompleted`, and takes the time carried by the
+ * last of those events. On LMDB it reads through the project's store API, opened beside the running server (LMDB
+ * allows it; the bench only reads); on PostgreSQL (the pg scenario) it reads the events table, a page of new rows per
+ * look. Polling 100k requests over HTTP would add load the baselines do not have.
  */
 import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
 import { authHeaders, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
@@ -21,14 +22,144 @@ export type EndToEndRun = {
   readonly submitSeconds: number;
   readonly completed: number;
   readonly failed: number;
-  readonly load?: LoadResult;
+  /** The submitting loads (one per airs node). */
+  readonly load?: LoadResult | readonly LoadResult[];
+};
+
+/** What the bench needs of a log event. */
+export type LogEntry = { readonly seq: number; readonly type: string; readonly at: number; readonly reqId?: string };
+
+/** Reads an airs log as it grows. */
+export type LogFollower = {
+  /** The sequence number of the last event committed. */
+  lastSeq(): Promise<number>;
+  /** Events from `fromSeq` on, in order (all of them, or a page: the next call goes on after the last one). */
+  read(fromSeq: number): Promise<readonly LogEntry[]>;
+  /** Pause after each look. */
+  readonly pauseMs: number;
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const prompt = 'hello';
 
-export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
+/** The airs nodes to submit to (the load is split evenly between them), one key, and the log of their store. */
+export type EndToEndTarget = {
+  readonly urls: readonly string[];
+  readonly key: string;
+  readonly follower: LogFollower;
+  /** For messages: `airs`, `airs-pg`... */
+  readonly label: string;
+};
+
+/** Warm-up, then the timed run, against airs servers already started. */
+export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Promise<EndToEndRun> => {
   const { e2e } = context.options.sizes;
+  const { urls, key, follower, label } = target;
+  const submitTo = (url: string, amount: number, connections: number) =>
+    runLoad(
+      {
+        url,
+        method: 'POST',
+        path: '/v1/ai',
+        headers: authHeaders(key, true),
+        body: JSON.stringify({ model: 'echo', prompt }),
+        connections,
+        amount,
+      },
+      context.cpus.load,
+      e2e.timeoutSec * 1000,
+    );
+  /** `amount` requests from `e2e.clients` clients, shared evenly by the nodes. */
+  const submit = async (amount: number) => {
+    const loads = await Promise.all(
+      urls.map((url, i) => {
+        const share = Math.floor(amount / urls.length) + (i < amount % urls.length ? 1 : 0);
+        const clients = Math.floor(e2e.clients / urls.length) + (i < e2e.clients % urls.length ? 1 : 0);
+        return submitTo(url, share, Math.max(1, clients));
+      }),
+    );
+    for (const load of loads) {
+      if (load.non2xx > 0 || load.errors > 0) {
+        throw new Error(
+          `${label} answered ${load.non2xx} non-2xx and ${load.errors} errors: ${JSON.stringify(load.statusCodes)}`,
+        );
+      }
+    }
+    return loads;
+  };
+  /**
+   * Follows the log from `fromSeq` until `expected` requests queued there have settled (completed or failed), or
+   * until the bound. Each look reads only the events appended since the previous one.
+   */
+  const follow = async (fromSeq: number, expected: number, deadline: number) => {
+    const tally = {
+      queued: 0,
+      completed: 0,
+      failed: 0,
+      lastQueuedAt: 0,
+      lastCompletedAt: 0,
+      sampleId: undefined as string | undefined,
+    };
+    let next = fromSeq;
+    while (performance.now() < deadline) {
+      const events = await follower.read(next);
+      for (const event of events) {
+        next = event.seq + 1;
+        if (event.type === 'RequestQueued') {
+          tally.queued++;
+          tally.lastQueuedAt = Math.max(tally.lastQueuedAt, event.at);
+          tally.sampleId ??= event.reqId;
+        } else if (event.type === 'RequestCompleted') {
+          tally.completed++;
+          tally.lastCompletedAt = Math.max(tally.lastCompletedAt, event.at);
+        } else if (event.type === 'RequestFailed') tally.failed++;
+      }
+      if (tally.completed + tally.failed >= expected) return tally;
+      await sleep(follower.pauseMs);
+    }
+    throw new Error(
+      `${label}: only ${tally.completed + tally.failed} of ${expected} requests settled within the bound`,
+    );
+  };
+
+  context.log(`  ${label}: warm-up with ${e2e.warmup} requests`);
+  const warmupFrom = (await follower.lastSeq()) + 1;
+  await submit(e2e.warmup);
+  await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
+
+  const timedFrom = (await follower.lastSeq()) + 1;
+  const started = performance.now();
+  context.log(
+    `  ${label}: ${e2e.requests} requests from ${e2e.clients} clients${urls.length > 1 ? ` over ${urls.length} nodes` : ''}`,
+  );
+  const loads = await submit(e2e.requests);
+  const startedAt = Math.min(...loads.map((load) => load.startedAt));
+  const { queued, completed, failed, lastQueuedAt, lastCompletedAt, sampleId } = await follow(
+    timedFrom,
+    e2e.requests,
+    started + e2e.timeoutSec * 1000,
+  );
+  if (queued !== e2e.requests) throw new Error(`the log holds ${queued} new requests, expected ${e2e.requests}`);
+  if (sampleId !== undefined) {
+    const polled = await call(urls[0] as string, 'GET', `/v1/ai?req_id=${sampleId}`, key);
+    if (polled.body.status !== 'completed' || polled.body.response !== prompt) {
+      throw new Error(`a completed request does not poll as completed: ${JSON.stringify(polled.body)}`);
+    }
+  }
+  const seconds = (lastCompletedAt - startedAt) / 1000;
+  return {
+    jobs: e2e.requests,
+    seconds: Math.round(seconds * 1000) / 1000,
+    jobsPerSec: Math.round(e2e.requests / seconds),
+    submitSeconds: (lastQueuedAt - startedAt) / 1000,
+    completed,
+    failed,
+    load: loads.length === 1 ? loads[0] : loads,
+  };
+};
+
+/** airs on LMDB (the e2e scenario): its own data directory, one server. */
+export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
   const children: Child[] = [];
   const box = sandbox(context.workDir, 'e2e-airs');
   const credentials = await createAccountWithKey(box);
@@ -43,90 +174,31 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
   // Newer stores serve reads from a lazily renewed snapshot; ask for a fresh one where that is possible.
   const refresh = () => (store.reads as { refresh?: () => void }).refresh?.();
   try {
-    const submit = (amount: number) =>
-      runLoad(
-        {
-          url: airs.url,
-          method: 'POST',
-          path: '/v1/ai',
-          headers: authHeaders(credentials.key, true),
-          body: JSON.stringify({ model: 'echo', prompt }),
-          connections: e2e.clients,
-          amount,
+    return await timeEndToEnd(context, {
+      urls: [airs.url],
+      key: credentials.key,
+      label: 'airs',
+      follower: {
+        pauseMs: 20,
+        lastSeq: async () => {
+          refresh();
+          return store.syncReads.lastSeq();
         },
-        context.cpus.load,
-        e2e.timeoutSec * 1000,
-      );
-    /**
-     * Follows the log from `fromSeq` until `expected` requests queued there have settled (completed or failed), or
-     * until the bound. Each look reads only the events appended since the previous one.
-     */
-    const follow = async (fromSeq: number, expected: number, deadline: number) => {
-      const tally = {
-        queued: 0,
-        completed: 0,
-        failed: 0,
-        lastQueuedAt: 0,
-        lastCompletedAt: 0,
-        sampleId: undefined as string | undefined,
-      };
-      let next = fromSeq;
-      while (performance.now() < deadline) {
-        refresh();
-        for (const event of store.syncReads.events(next)) {
-          next = event.seq + 1;
-          if (event.type === 'RequestQueued') {
-            tally.queued++;
-            tally.lastQueuedAt = Math.max(tally.lastQueuedAt, event.at);
-            tally.sampleId ??= event.reqId;
-          } else if (event.type === 'RequestCompleted') {
-            tally.completed++;
-            tally.lastCompletedAt = Math.max(tally.lastCompletedAt, event.at);
-          } else if (event.type === 'RequestFailed') tally.failed++;
-        }
-        if (tally.completed + tally.failed >= expected) return tally;
-        await sleep(20);
-      }
-      throw new Error(`airs: only ${tally.completed + tally.failed} of ${expected} requests settled within the bound`);
-    };
-
-    context.log(`  airs: warm-up with ${e2e.warmup} requests`);
-    const warmupFrom = store.syncReads.lastSeq() + 1;
-    await submit(e2e.warmup);
-    await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
-
-    refresh();
-    const timedFrom = store.syncReads.lastSeq() + 1;
-    const started = performance.now();
-    context.log(`  airs: ${e2e.requests} requests from ${e2e.clients} clients`);
-    const load = await submit(e2e.requests);
-    if (load.non2xx > 0 || load.errors > 0) {
-      throw new Error(
-        `airs answered ${load.non2xx} non-2xx and ${load.errors} errors: ${JSON.stringify(load.statusCodes)}`,
-      );
-    }
-    const { queued, completed, failed, lastQueuedAt, lastCompletedAt, sampleId } = await follow(
-      timedFrom,
-      e2e.requests,
-      started + e2e.timeoutSec * 1000,
-    );
-    if (queued !== e2e.requests) throw new Error(`the log holds ${queued} new requests, expected ${e2e.requests}`);
-    if (sampleId !== undefined) {
-      const polled = await call(airs.url, 'GET', `/v1/ai?req_id=${sampleId}`, credentials.key);
-      if (polled.body.status !== 'completed' || polled.body.response !== prompt) {
-        throw new Error(`a completed request does not poll as completed: ${JSON.stringify(polled.body)}`);
-      }
-    }
-    const seconds = (lastCompletedAt - load.startedAt) / 1000;
-    return {
-      jobs: e2e.requests,
-      seconds: Math.round(seconds * 1000) / 1000,
-      jobsPerSec: Math.round(e2e.requests / seconds),
-      submitSeconds: (lastQueuedAt - load.startedAt) / 1000,
-      completed,
-      failed,
-      load,
-    };
+        read: async (fromSeq) => {
+          refresh();
+          const events: LogEntry[] = [];
+          for (const event of store.syncReads.events(fromSeq)) {
+            events.push({
+              seq: event.seq,
+              type: event.type,
+              at: event.at,
+              ...('reqId' in event ? { reqId: event.reqId } : {}),
+            });
+          }
+          return events;
+        },
+      },
+    });
   } finally {
     await store.close();
     await Promise.all(children.map((child) => child.stop('SIGTERM', 20_000)));

@@ -29,7 +29,100 @@ const startBare = async (cpus: string | undefined) => {
   return { child, url: match[1] as string };
 };
 
-type Side = { readonly name: 'airs' | 'bare'; readonly spec: LoadSpec; readonly pid?: number };
+/** One server (or several loaded at once, the load split between them) in the interleaved rounds. */
+export type RoundSide<Name extends string = string> = { readonly name: Name; readonly specs: readonly LoadSpec[] };
+
+/** Several loads at once (one per node of a side) as one result: requests and rates added, latencies the worst. */
+const combine = (results: readonly LoadResult[]): LoadResult => {
+  if (results.length === 1) return results[0] as LoadResult;
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((n, r) => n + pick(r), 0);
+  const worst = (pick: (r: LoadResult) => number) => Math.max(...results.map(pick));
+  const statusCodes: Record<string, number> = {};
+  for (const r of results)
+    for (const [code, count] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  return {
+    startedAt: Math.min(...results.map((r) => r.startedAt)),
+    finishedAt: worst((r) => r.finishedAt),
+    requests: sum((r) => r.requests),
+    seconds: worst((r) => r.seconds),
+    rps: round(
+      sum((r) => r.rps),
+      1,
+    ),
+    latencyMs: {
+      p50: worst((r) => r.latencyMs.p50),
+      p90: worst((r) => r.latencyMs.p90),
+      p99: worst((r) => r.latencyMs.p99),
+      max: worst((r) => r.latencyMs.max),
+      mean: round(
+        sum((r) => r.latencyMs.mean * r.requests) /
+          Math.max(
+            1,
+            sum((r) => r.requests),
+          ),
+        3,
+      ),
+    },
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    statusCodes,
+  };
+};
+
+/**
+ * The method of the HTTP scenarios: a warm-up of each side (if any), then `rounds` x (each side in turn), each round
+ * after `settle` (waiting for the servers to be idle). A side of several servers is loaded on all at once, the
+ * connections split between them. Logs each round; returns every round's result by side.
+ */
+export const interleavedRounds = async <Name extends string>(
+  context: Context,
+  sides: readonly RoundSide<Name>[],
+  settle: () => Promise<void>,
+  options: {
+    /** Runs each turn of a side (its warm-up, each of its rounds): to start a server before it and stop it after. */
+    readonly around?: (side: RoundSide<Name>, turn: () => Promise<void>) => Promise<void>;
+  } = {},
+): Promise<Record<Name, LoadResult[]>> => {
+  const { sizes } = context.options;
+  const measure = async (side: RoundSide<Name>, durationSec: number) => {
+    let result: LoadResult | undefined;
+    const turn = async () => {
+      await settle();
+      result = combine(
+        await Promise.all(side.specs.map((spec) => runLoad({ ...spec, durationSec }, context.cpus.load))),
+      );
+    };
+    await (options.around === undefined ? turn() : options.around(side, turn));
+    if (result === undefined) throw new Error(`no result for ${side.name}`);
+    return result;
+  };
+  if (sizes.http.warmupSec > 0) {
+    context.log(`  warm-up: ${sizes.http.warmupSec} s each`);
+    for (const side of sides) await measure(side, sizes.http.warmupSec);
+  }
+  const rounds = Object.fromEntries(sides.map((side) => [side.name, [] as LoadResult[]])) as Record<Name, LoadResult[]>;
+  const width = Math.max(...sides.map((side) => side.name.length));
+  for (let round = 1; round <= sizes.http.rounds; round++) {
+    for (const side of sides) {
+      const result = await measure(side, sizes.http.roundSec);
+      rounds[side.name].push(result);
+      context.log(
+        `  round ${round} ${side.name.padEnd(width)} ${Math.round(result.rps).toString().padStart(6)} req/s  p99 ${result.latencyMs.p99} ms${result.non2xx + result.errors > 0 ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`,
+      );
+    }
+  }
+  return rounds;
+};
+
+/** Medians of the rounds of one side. */
+export const summarize = (results: readonly LoadResult[]) => ({
+  rps: round(median(results.map((r) => r.rps))),
+  p50Ms: median(results.map((r) => r.latencyMs.p50)),
+  p99Ms: median(results.map((r) => r.latencyMs.p99)),
+  non2xx: results.reduce((n, r) => n + r.non2xx, 0),
+  errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
+});
 
 export const httpScenario = async (kind: Kind, context: Context): Promise<ScenarioResult> => {
   const { sizes } = context.options;
@@ -65,9 +158,9 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
       connections: sizes.connections,
       durationSec: sizes.http.roundSec,
     });
-    const sides: Side[] = [
-      { name: 'airs', spec: spec(airs.url), pid: airs.child.pid },
-      { name: 'bare', spec: spec(bare.url) },
+    const sides: RoundSide<'airs' | 'bare'>[] = [
+      { name: 'airs', specs: [spec(airs.url)] },
+      { name: 'bare', specs: [spec(bare.url)] },
     ];
 
     const idleBound = Math.max(30_000, sizes.http.roundSec * 20_000);
@@ -77,39 +170,13 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
       idleWaits.push(waited.waitedMs);
       if (!waited.idle) context.log(`  airs still busy after ${waited.waitedMs} ms; measuring anyway`);
     };
-    const measure = async (side: Side, durationSec: number) => {
-      await settle();
-      return runLoad({ ...side.spec, durationSec }, context.cpus.load);
-    };
-
-    if (sizes.http.warmupSec > 0) {
-      context.log(`  warm-up: ${sizes.http.warmupSec} s each`);
-      for (const side of sides) await measure(side, sizes.http.warmupSec);
-    }
-
-    const rounds: Record<'airs' | 'bare', LoadResult[]> = { airs: [], bare: [] };
-    for (let round = 1; round <= sizes.http.rounds; round++) {
-      for (const side of sides) {
-        const result = await measure(side, sizes.http.roundSec);
-        rounds[side.name].push(result);
-        context.log(
-          `  round ${round} ${side.name.padEnd(4)} ${Math.round(result.rps).toString().padStart(6)} req/s  p99 ${result.latencyMs.p99} ms${result.non2xx + result.errors > 0 ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`,
-        );
-      }
-    }
+    const rounds = await interleavedRounds(context, sides, settle);
     await settle();
     // Stop airs now (SIGTERM: it drains and exits, which also writes its --cpu-prof profile).
     await airs.child.stop('SIGTERM', 20_000);
 
-    const summary = (results: LoadResult[]) => ({
-      rps: round(median(results.map((r) => r.rps))),
-      p50Ms: median(results.map((r) => r.latencyMs.p50)),
-      p99Ms: median(results.map((r) => r.latencyMs.p99)),
-      non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-      errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
-    });
-    const app = summary(rounds.airs);
-    const base = summary(rounds.bare);
+    const app = summarize(rounds.airs);
+    const base = summarize(rounds.bare);
     const throughputRatio = ratio(app.rps, base.rps);
     const pairRatios = rounds.airs.map((r, i) => ratio(r.rps, rounds.bare[i]?.rps ?? Number.NaN));
     const clean = app.non2xx === 0 && app.errors === 0;
