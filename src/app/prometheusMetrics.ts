@@ -95,6 +95,34 @@ const httpCollectors = () => {
   return { record, requests, latency };
 };
 
+/**
+ * A counter whose increments are tallied in a map keyed by its label values, and handed to prom-client at scrape time:
+ * prom-client hashes the labels of every `inc`, which costs more than the rest of an echo attempt's bookkeeping.
+ */
+const tallied = (
+  registry: Registry,
+  config: { readonly name: string; readonly help: string; readonly labelNames: readonly string[] },
+) => {
+  const tallies = new Map<string, { readonly values: readonly string[]; count: number }>();
+  new Counter({
+    ...config,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { values, count } of tallies.values())
+        this.inc(Object.fromEntries(config.labelNames.map((label, i) => [label, values[i] as string])), count);
+    },
+  });
+  return {
+    add(amount: number, ...values: string[]) {
+      const key = values.join('\u0000');
+      const tally = tallies.get(key);
+      if (tally === undefined) tallies.set(key, { values, count: amount });
+      else tally.count += amount;
+    },
+  };
+};
+
 export type MetricsSources = {
   /** The store's reads, for the queue gauges (read at scrape time, at most `queueScanLimit` entries). */
   readonly reads?: ReadModel;
@@ -171,23 +199,20 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     },
   });
 
-  const attempts = new Counter({
+  const attempts = tallied(registry, {
     name: 'airs_processing_attempts_total',
     help: 'Model calls begun (attempts), by model',
     labelNames: ['model'],
-    registers: [registry],
   });
-  const outcomes = new Counter({
+  const outcomes = tallied(registry, {
     name: 'airs_processing_outcomes_total',
     help: 'Model calls ended, by model and outcome (completed, failed, timed_out, expired: the result came too late, cancelled: the request was cancelled)',
     labelNames: ['model', 'outcome'],
-    registers: [registry],
   });
-  const tokens = new Counter({
+  const tokens = tallied(registry, {
     name: 'airs_tokens_total',
     help: 'Tokens of completed requests, by model and direction (input: read by the model, output: written); the upstream’s figures for openai models, words for echo',
     labelNames: ['model', 'direction'],
-    registers: [registry],
   });
   const processing = new Histogram({
     name: 'airs_processing_duration_seconds',
@@ -248,13 +273,13 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
   return {
     http: http.record,
     committed,
-    attemptStarted: (model) => attempts.inc({ model }),
+    attemptStarted: (model) => attempts.add(1, model),
     attemptEnded: (model, outcome, seconds, usage) => {
-      outcomes.inc({ model, outcome });
+      outcomes.add(1, model, outcome);
       processing.observe({ model }, seconds);
       if (usage !== undefined) {
-        tokens.inc({ model, direction: 'input' }, usage.inputTokens);
-        tokens.inc({ model, direction: 'output' }, usage.outputTokens);
+        tokens.add(usage.inputTokens, model, 'input');
+        tokens.add(usage.outputTokens, model, 'output');
       }
     },
     rateLimited: (plan, budget) => refusals.inc({ plan, budget }),

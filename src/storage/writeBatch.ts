@@ -52,6 +52,7 @@ export const writeBatch = (
   /** How many requests earlier commands of this batch started (or ended, negative) per model. */
   const processingDeltas = new Map<string, number>();
   let madeWaiting = false;
+  let committedWaiting: boolean | undefined;
   /** Whether an earlier command of the batch moved the request elsewhere than `status` (the indexes lag behind). */
   const movedFrom = (reqId: string, status: RequestState['status']) => {
     const entry = touched.get(reqId);
@@ -68,7 +69,8 @@ export const writeBatch = (
     },
     lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
     processingCount: (model) => target.reads.processingCount(model) + (processingDeltas.get(model) ?? 0),
-    anyWaiting: () => madeWaiting || target.reads.anyWaiting(),
+    // The committed answer does not change during the batch (its indexes are written at the end): read once.
+    anyWaiting: () => madeWaiting || (committedWaiting ??= target.reads.anyWaiting()),
   };
   const count = (deltas: Map<string, number>, key: string, delta: number) => {
     if (delta !== 0) deltas.set(key, (deltas.get(key) ?? 0) + delta);

@@ -58,7 +58,6 @@ export const createLeaseKeeper = (deps: {
     /** An attempt this process now holds, under a lease until `until` (as its durable start says). */
     hold(reqId: string, attempt: number, until: number | undefined) {
       lapsed.delete(reqId);
-      if (process.env.SIMDEBUG) console.log(deps.clock.now() % 100000, 'hold', deps.owner, reqId, attempt, until);
       held.set(reqId, { attempt, until });
     },
     /** The attempt is over (its outcome is durable, or it was given back). */
@@ -70,7 +69,6 @@ export const createLeaseKeeper = (deps: {
     },
     /** Whether the attempt's lease is gone or about to be: its model must not be called, its outcome not recorded. */
     lapsing(reqId: string): boolean {
-      if (process.env.SIMDEBUG) console.log(deps.clock.now() % 100000, 'lapsing?', deps.owner, reqId, held.get(reqId));
       if (lapsed.has(reqId)) return true;
       const lease = held.get(reqId);
       if (lease === undefined || safe(lease.until, deps.clock.now())) return false;
