@@ -114,10 +114,12 @@ const tallied = (
     },
   });
   return {
-    add(amount: number, ...values: string[]) {
-      const key = values.join('\u0000');
+    /** Adds `amount` under the label values `first` (and `second`, for a counter of two labels). */
+    add(amount: number, first: string, second?: string) {
+      const key = second === undefined ? first : `${first}\u0000${second}`;
       const tally = tallies.get(key);
-      if (tally === undefined) tallies.set(key, { values, count: amount });
+      if (tally === undefined)
+        tallies.set(key, { values: second === undefined ? [first] : [first, second], count: amount });
       else tally.count += amount;
     },
   };

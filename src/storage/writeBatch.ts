@@ -70,7 +70,11 @@ export const writeBatch = (
     lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
     processingCount: (model) => target.reads.processingCount(model) + (processingDeltas.get(model) ?? 0),
     // The committed answer does not change during the batch (its indexes are written at the end): read once.
-    anyWaiting: () => madeWaiting || (committedWaiting ??= target.reads.anyWaiting()),
+    anyWaiting: () => {
+      if (madeWaiting) return true;
+      if (committedWaiting === undefined) committedWaiting = target.reads.anyWaiting();
+      return committedWaiting;
+    },
   };
   const count = (deltas: Map<string, number>, key: string, delta: number) => {
     if (delta !== 0) deltas.set(key, (deltas.get(key) ?? 0) + delta);

@@ -37,7 +37,14 @@ const abortable = (model: Model) => model.config.provider !== 'echo' || model.co
  */
 export const createModelCaller = (live: LiveOutputShape | undefined) => {
   const stopping = new AbortController();
-  type Group = { readonly controller: AbortController; readonly timer: NodeJS.Timeout; running: number; open: boolean };
+  type Group = {
+    readonly controller: AbortController;
+    readonly timer: NodeJS.Timeout;
+    /** The calls of the group still running, each ended (rejected) when the group's signal aborts. */
+    readonly pending: Set<(reason: unknown) => void>;
+    running: number;
+    open: boolean;
+  };
   const openGroups = new Map<string, Group>();
   const groups = new Set<Group>();
   const finish = (group: Group) => {
@@ -57,9 +64,20 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
       const controller = new AbortController();
       // Every call of the group listens to its signal (through AbortSignal.any and the race).
       setMaxListeners(0, controller.signal);
+      const pending = new Set<(reason: unknown) => void>();
+      // One listener for the whole group: a listener per call costs more than an echo call (Node's EventTarget).
+      controller.signal.addEventListener(
+        'abort',
+        () => {
+          for (const end of pending) end(controller.signal.reason);
+          pending.clear();
+        },
+        { once: true },
+      );
       group = {
         controller,
         timer: setTimeout(() => controller.abort(), model.config.timeoutMs),
+        pending,
         running: 0,
         open: true,
       };
@@ -76,6 +94,18 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     group.running--;
     if (group.running === 0 && !group.open) finish(group);
   };
+  /** `work`'s answer, or a rejection as soon as the group's signal aborts (as `settledBy`, with no listener of its own). */
+  const settledByGroup = <T>(work: Promise<T>, group: Group): Promise<T> => {
+    const { signal } = group.controller;
+    if (signal.aborted) {
+      work.catch(() => {});
+      return Promise.reject(signal.reason);
+    }
+    return new Promise<T>((resolve, reject) => {
+      group.pending.add(reject);
+      work.then(resolve, reject).finally(() => group.pending.delete(reject));
+    });
+  };
   /** Per request, the abort of its call in flight (calls worth aborting only). */
   const cancellers = new Map<string, AbortController>();
 
@@ -91,10 +121,8 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
       const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
       let answered = false;
       try {
-        const generation = await settledBy(
-          model.provider.generate({ ...input, signal, onDelta: heard?.delta }),
-          signal,
-        );
+        const work = model.provider.generate({ ...input, signal, onDelta: heard?.delta });
+        const generation = await (own === undefined ? settledByGroup(work, group) : settledBy(work, signal));
         answered = true;
         return { ok: true, generation };
       } catch (error) {
