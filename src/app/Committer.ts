@@ -79,6 +79,7 @@ export const createCommitter = (
   health?: StorageHealthShape,
   metrics?: Pick<MetricsShape, 'committed'>,
 ) => {
+  const maxInFlight = Math.min(limits.maxInFlight, store.batchesInFlight ?? limits.maxInFlight);
   let queue: Waiting[] = [];
   let queuedBytes = 0;
   /** Batches handed to the store and not durable yet, and the commands in them. While one is being committed, the
@@ -102,7 +103,7 @@ export const createCommitter = (
   const committedListeners = new Set<(outcomes: readonly (CommandOutcome | Error)[]) => void>();
 
   const schedule = () => {
-    if (scheduled || inFlight >= limits.maxInFlight) return;
+    if (scheduled || inFlight >= maxInFlight) return;
     scheduled = true;
     // Everything sent in this event-loop turn goes into the same batch.
     setImmediate(turn);
@@ -126,7 +127,7 @@ export const createCommitter = (
 
   const turn = () => {
     scheduled = false;
-    if (inFlight >= limits.maxInFlight || (queue.length === 0 && keyUsesDue.size === 0)) return settleIfDrained();
+    if (inFlight >= maxInFlight || (queue.length === 0 && keyUsesDue.size === 0)) return settleIfDrained();
     const { batch, bytes: batchBytes } = takeBatch();
     const keyUses: KeyUseEntry[] = [];
     for (const [keyId, at] of keyUsesDue) keyUses.push({ keyId, at });

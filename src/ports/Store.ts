@@ -168,6 +168,13 @@ export interface StoreShape {
    */
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   /**
+   * How many batches are worth handing to `commit` before the first is durable (default 2: LMDB writes the next while
+   * the disk flushes the last). A store whose batches run strictly one after another says 1: a second batch handed
+   * over early would only wait, holding the few commands of one turn, where waiting in the committer lets it take
+   * everything that came meanwhile.
+   */
+  readonly batchesInFlight?: number;
+  /**
    * Spends rate-limit budgets, each decided (GCRA) against the state the store holds at that moment, whoever spent
    * before: exact across processes and servers. Not durable like the log: after a crash of the machine a budget may
    * start whole again.

@@ -52,6 +52,32 @@ describe('Spends of many callers', () => {
     expect(writes).toEqual([1, 2]);
   });
 
+  it('holds one write in flight at a time: spends that come meanwhile go together in the next write', async () => {
+    const store = openMemoryStore();
+    const writes: number[] = [];
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const spend = spendBatches({
+      spend: async (spends) => {
+        writes.push(spends.length);
+        if (writes.length === 1) await gate;
+        return store.spend(spends);
+      },
+    });
+    const first = spend(spendOf('acct_e', 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    // Three more turns while the first write is in flight.
+    const later: Promise<unknown>[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      later.push(spend(spendOf('acct_e', 2 + turn)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(writes).toEqual([1]);
+    open();
+    await Promise.all([first, ...later]);
+    expect(writes).toEqual([1, 3]);
+  });
+
   it('rejects every spend of a write that failed, and the next turn writes again', async () => {
     let fail = true;
     const store = openMemoryStore();

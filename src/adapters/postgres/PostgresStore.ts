@@ -240,6 +240,8 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     db,
     reads,
     commit,
+    // This handle's batches run one after another (above): the committer keeps the next one until then.
+    batchesInFlight: 1,
     spend,
     attempts,
     close: async () => {

@@ -2,6 +2,7 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { StoredEvent } from '../../domain/events.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { DailyTokens, ModelQueue, ReadModel } from '../../ports/Store.js';
+import { callBatches } from '../../storage/callBatches.js';
 import { type Query, sql } from './db.js';
 
 const hourMs = 3_600_000;
@@ -37,8 +38,15 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       (
         await query<{ state: KeyState }[]>(sql`SELECT state FROM keys WHERE account_id = ${accountId} ORDER BY key_id`)
       ).map((row) => row.state),
-    accountsVersion: async () =>
-      (await one<number>(query(sql`SELECT accounts_version AS value FROM log_head WHERE id = 1`))) ?? 0,
+    // Asked on every API call (authentication): the calls of a turn share one statement (callBatches.ts).
+    accountsVersion: (() => {
+      const read = callBatches(async (calls: readonly undefined[]) => {
+        const version =
+          (await one<number>(query(sql`SELECT accounts_version AS value FROM log_head WHERE id = 1`))) ?? 0;
+        return calls.map(() => version);
+      });
+      return () => read(undefined);
+    })(),
     credential: (key) => one<string>(query(sql`SELECT value FROM credentials WHERE key = ${key}`)),
     session: (sessionId) =>
       one<SessionState>(query(sql`SELECT state AS value FROM sessions WHERE session_id = ${sessionId}`)),
