@@ -6,6 +6,7 @@
  * Usage: node producer.js '{"port":P,"queue":"…","count":100000,"producers":64}'
  */
 import { Queue } from 'bullmq';
+import { runProducers } from '../producers.js';
 import { connectionFor } from './connection.js';
 
 type Spec = { readonly port: number; readonly queue: string; readonly count: number; readonly producers: number };
@@ -15,25 +16,11 @@ const data = { model: 'echo', prompt: 'hello' };
 const queue = new Queue(spec.queue, { connection: connectionFor(spec.port) });
 await queue.waitUntilReady();
 
-let next = 0;
-let added = 0;
-let errors = 0;
-const producer = async () => {
-  while (next < spec.count) {
-    next++;
-    try {
-      await queue.add('echo', data, { removeOnComplete: { age: 86_400 } });
-      added++;
-    } catch (error) {
-      errors++;
-      if (errors <= 5) process.stderr.write(`queue.add failed: ${(error as Error).message}\n`);
-    }
-  }
-};
-
-const startedAt = Date.now();
-await Promise.all(Array.from({ length: spec.producers }, producer));
-const finishedAt = Date.now();
+await runProducers({
+  count: spec.count,
+  producers: spec.producers,
+  label: 'queue.add',
+  add: () => queue.add('echo', data, { removeOnComplete: { age: 86_400 } }),
+});
 await queue.close().catch(() => {});
-process.stdout.write(`${JSON.stringify({ startedAt, finishedAt, added, errors })}\n`);
 process.exit(0);
