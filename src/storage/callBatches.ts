@@ -30,7 +30,15 @@ export const callBatches = <I, O>(run: (inputs: readonly I[]) => Promise<readonl
       schedule();
       batch.forEach(each);
     };
-    run(batch.map((each) => each.input)).then(
+    let ran: Promise<readonly O[]>;
+    try {
+      ran = run(batch.map((each) => each.input));
+    } catch (error) {
+      // Thrown rather than rejected: the callers hear it all the same (this runs from a timer, where a throw would end
+      // the process).
+      ran = Promise.reject(error);
+    }
+    ran.then(
       (outputs) =>
         settle((waiter, i) => {
           if (i < outputs.length) waiter.resolve(outputs[i] as O);

@@ -78,6 +78,20 @@ describe('Spends of many callers', () => {
     expect(writes).toEqual([1, 3]);
   });
 
+  it('rejects the spends of a store that throws instead of rejecting, and keeps serving', async () => {
+    const store = openMemoryStore();
+    let fail = true;
+    const spend = spendBatches({
+      spend: (spends) => {
+        if (fail) throw new Error('thrown, not rejected');
+        return store.spend(spends);
+      },
+    });
+    await expect(spend(spendOf('acct_f', 1))).rejects.toThrow('thrown, not rejected');
+    fail = false;
+    expect((await spend(spendOf('acct_f', 2))).allowed).toBe(true);
+  });
+
   it('rejects every spend of a write that failed, and the next turn writes again', async () => {
     let fail = true;
     const store = openMemoryStore();
