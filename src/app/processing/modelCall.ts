@@ -62,7 +62,8 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     let group = openGroups.get(model.config.id);
     if (group === undefined) {
       const controller = new AbortController();
-      // Every call of the group listens to its signal (through AbortSignal.any and the race).
+      // The calls worth aborting listen to its signal each (through AbortSignal.any and their race); the others end
+      // through the group's one listener below.
       setMaxListeners(0, controller.signal);
       const pending = new Set<(reason: unknown) => void>();
       // One listener for the whole group: a listener per call costs more than an echo call (Node's EventTarget).
