@@ -6,6 +6,7 @@ import { createStorageHealth } from '../../src/app/StorageHealth.js';
 import { Unavailable } from '../../src/domain/errors.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import { StorageFault, type StoreShape, StoreUnreachable } from '../../src/ports/Store.js';
+import { submitCommand } from '../support/commands.js';
 
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
@@ -83,20 +84,9 @@ describe('a PostgreSQL database that cannot be reached', () => {
       },
     } as unknown as StoreShape;
     const committer = createCommitter(store, defaultCommitterLimits, health);
-    const command = {
-      type: 'Submit',
-      reqId: 'req_000001',
-      accountId: 'acct_1',
-      keyId: 'key_1',
-      model: 'echo',
-      promptChars: 5,
-      prompt: 'hello',
-      ttlMs: 60_000,
-      now: 1_000,
-    } as const;
     const [api, worker] = await Promise.allSettled([
-      committer.send(command, { fromApi: true }),
-      committer.send({ ...command, reqId: 'req_000002' }),
+      committer.send(submitCommand('req_000001'), { fromApi: true }),
+      committer.send(submitCommand('req_000002')),
     ]);
     expect(api.status).toBe('fulfilled');
     const refusal = (api as PromiseFulfilledResult<unknown>).value;

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { killChildren, sleep } from '../support/processes.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sleep } from '../support/processes.js';
 import {
   burst,
   expectEveryAcknowledgedCompletedOnce,
@@ -9,15 +8,12 @@ import {
   tally,
   untilListening,
   untilReady,
+  useTestCluster,
 } from './postgresFaults.js';
 
 // Issue 22: PostgreSQL crashes (SIGKILL of its postmaster) while two nodes take a burst of submits, and is started
 // again: nothing acknowledged is lost, nothing is completed twice, and the nodes come back by themselves.
-beforeAll(() => testCluster().then(() => {}), 120_000);
-afterAll(async () => {
-  await killChildren();
-  await stopTestCluster();
-}, 60_000);
+useTestCluster();
 
 describe('PostgreSQL killed during a burst of submits (SIGKILL of the postmaster), then started again', {
   timeout: 60_000,

@@ -1,16 +1,33 @@
 import pg from 'pg';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type Cluster, clusterJson } from '../multiServer/clusterTarget.js';
 import { type CountingUpstream, startCountingUpstream } from '../multiServer/countingUpstream.js';
 import { readLog, verifyLog } from '../multiServer/theLog.js';
-import { type TestCluster, testCluster } from '../support/postgres.js';
-import { runCli, type Sandbox, type ServerProcess, sandbox, sleep, startServer } from '../support/processes.js';
+import { stopTestCluster, type TestCluster, testCluster } from '../support/postgres.js';
+import {
+  killChildren,
+  runCli,
+  type Sandbox,
+  type ServerProcess,
+  sandbox,
+  sleep,
+  startServer,
+} from '../support/processes.js';
 
 /*
  * What the fault tests of a PostgreSQL store share (issue 22): `airs serve` nodes on one new database of the tests'
  * throwaway cluster, a counting upstream as the model, bursts of submits that record every answer, and checks that
  * every acknowledged request is in the log and completed exactly once.
  */
+
+/** The file's hooks: the tests' cluster started before its tests, and its servers and the cluster stopped after. */
+export const useTestCluster = () => {
+  beforeAll(() => testCluster().then(() => {}), 120_000);
+  afterAll(async () => {
+    await killChildren();
+    await stopTestCluster();
+  }, 60_000);
+};
 
 /** Limits far above what the tests send: an answer other than 202 or 503 is then a fault of the store. */
 export const unlimited = { submitsPerMinute: 1_000_000, pollsPerMinute: 1_000_000, maxQueued: 1_000_000 };

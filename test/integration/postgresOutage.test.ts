@@ -1,21 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { killChildren, type ServerProcess, sleep, stderrShowing } from '../support/processes.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, sleep, stderrShowing } from '../support/processes.js';
 import {
   expectEveryAcknowledgedCompletedOnce,
   type Nodes,
   startNodes,
   untilListening,
   untilReady,
+  useTestCluster,
 } from './postgresFaults.js';
 
 // Issue 22: a node that loses its PostgreSQL database (stopped cleanly here; killed in postgresCrash.test.ts) answers
 // 503 with Retry-After, says it is not ready, comes back by itself, and loses nothing it acknowledged.
-beforeAll(() => testCluster().then(() => {}), 120_000);
-afterAll(async () => {
-  await killChildren();
-  await stopTestCluster();
-}, 60_000);
+useTestCluster();
 
 const post = (url: string, path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, {

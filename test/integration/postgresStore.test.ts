@@ -22,6 +22,17 @@ const open = async (url?: string) => {
   return store;
 };
 
+/** Two stores on `url`, the first listening (counting what it is told), once it has heard a commit of the second. */
+const listeningPair = async (url: string) => {
+  const listening = await open(url);
+  const writing = await open(url);
+  let told = 0;
+  const stop = listening.reads.onChange(() => told++);
+  await commitOne(writing, submit('req_a'));
+  await eventually(() => told > 0, 10_000, 'the first commit was heard');
+  return { listening, writing, heard: () => told, stop };
+};
+
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 beforeAll(() => testCluster().then(() => {}), 120_000);
@@ -247,22 +258,17 @@ describe('The PostgreSQL store', () => {
 
   it('hears commits again after its listening connection was cut, and is told at once that it may have missed some', async () => {
     const url = await (await testCluster()).createDatabase();
-    const listening = await open(url);
-    const writing = await open(url);
-    let heard = 0;
-    const stop = listening.reads.onChange(() => heard++);
+    const { writing, heard, stop } = await listeningPair(url);
     try {
-      await commitOne(writing, submit('req_a'));
-      await eventually(() => heard > 0, 10_000, 'the first commit was heard');
-      const before = heard;
+      const before = heard();
       // Cut every LISTENing connection to the database (the listener's; the server would cut it the same way).
       await writing.db.query(sql`
         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'listen%'`);
-      await eventually(() => heard > before, 15_000, 'the listener was told after listening again');
-      const after = heard;
+      await eventually(() => heard() > before, 15_000, 'the listener was told after listening again');
+      const after = heard();
       await commitOne(writing, submit('req_b'));
-      await eventually(() => heard > after, 10_000, 'a commit after the cut was heard');
+      await eventually(() => heard() > after, 10_000, 'a commit after the cut was heard');
     } finally {
       stop();
     }
@@ -271,20 +277,15 @@ describe('The PostgreSQL store', () => {
   it('listens again after its database restarts, tells its listeners then (the processor looks at the queue), and hears later commits', async () => {
     const cluster = await testCluster();
     const url = await cluster.createDatabase();
-    const listening = await open(url);
-    const writing = await open(url);
-    let heard = 0;
-    const stop = listening.reads.onChange(() => heard++);
+    const { listening, writing, heard, stop } = await listeningPair(url);
     try {
-      await commitOne(writing, submit('req_a'));
-      await eventually(() => heard > 0, 10_000, 'the first commit was heard');
       cluster.stopServer();
-      const before = heard;
+      const before = heard();
       // While it is away, a call of the store is a StoreUnreachable (503), not a raw connection error.
       await expect(listening.reads.request('req_a')).rejects.toMatchObject({ name: 'StoreUnreachable' });
       await expect(listening.ping?.()).rejects.toMatchObject({ name: 'StoreUnreachable' });
       cluster.startServer();
-      await eventually(() => heard > before, 15_000, 'the listener was told after listening again');
+      await eventually(() => heard() > before, 15_000, 'the listener was told after listening again');
       // Both stores listen again, each on a connection of its own; they reconnect independently (one may be told
       // before the other is back).
       const deadline = Date.now() + 15_000;
@@ -293,9 +294,9 @@ describe('The PostgreSQL store', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       await listening.ping?.();
-      const after = heard;
+      const after = heard();
       await commitOne(writing, submit('req_b'));
-      await eventually(() => heard > after, 10_000, 'a commit after the restart was heard');
+      await eventually(() => heard() > after, 10_000, 'a commit after the restart was heard');
     } finally {
       stop();
     }

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { killChildren, sleep } from '../support/processes.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sleep } from '../support/processes.js';
 import {
   burst,
   expectEveryAcknowledgedCompletedOnce,
@@ -9,16 +8,13 @@ import {
   tally,
   untilListening,
   untilReady,
+  useTestCluster,
 } from './postgresFaults.js';
 
 // Issue 22: the database ends a node's sessions (pg_terminate_backend, as an operator or a failover does) while the
 // node commits batches of submits: each caller of a batch cut off gets 503, or its answer, never a 202 for a request
 // that does not exist.
-beforeAll(() => testCluster().then(() => {}), 120_000);
-afterAll(async () => {
-  await killChildren();
-  await stopTestCluster();
-}, 60_000);
+useTestCluster();
 
 describe('pg_terminate_backend of a node’s sessions during a burst of submits', { timeout: 120_000 }, () => {
   let nodes: Nodes;

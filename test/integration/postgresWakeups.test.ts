@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { readLog } from '../multiServer/theLog.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { killChildren, poll, sleep } from '../support/processes.js';
-import { type Nodes, startNodes } from './postgresFaults.js';
+import { poll, sleep } from '../support/processes.js';
+import { type Nodes, startNodes, useTestCluster } from './postgresFaults.js';
 
 // Issue 22 (contract 14): waiting callers and idle workers are woken across nodes (LISTEN/NOTIFY) within 100 ms of the
 // event that concerns them. Measured here on two `airs serve` nodes; asserted with a generous bound (1 s: a shared,
 // loaded machine), the figures printed and recorded in docs/decisions.md.
-beforeAll(() => testCluster().then(() => {}), 120_000);
-afterAll(async () => {
-  await killChildren();
-  await stopTestCluster();
-}, 60_000);
+useTestCluster();
 
 const rounds = 8;
 const percentile = (values: readonly number[], p: number) => {
