@@ -156,6 +156,10 @@ const decideAccountCommand = (
   if (command.type === 'CreateAccount' && reads.accountIdByEmail(command.email) !== undefined) {
     return new Refused({ message: `an account with email ${command.email} already exists` });
   }
+  // Key ids are random; one taken already (by any account) is refused rather than overwritten.
+  if (command.type === 'CreateKey' && reads.key(command.keyId) !== undefined) {
+    return new Refused({ message: `a key with id ${command.keyId} already exists` });
+  }
   let current = command;
   if (command.type === 'RevokeKey') {
     const key = reads.key(command.key.keyId);

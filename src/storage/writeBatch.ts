@@ -51,6 +51,16 @@ export const writeBatch = (
   const queuedDeltas = new Map<string, number>();
   /** How many requests earlier commands of this batch started (or ended, negative) per model. */
   const processingDeltas = new Map<string, number>();
+  /** Committed counts do not change during the batch (its counts are written at the end): read once per account. */
+  const committedQueuedOf = new Map<string, number>();
+  const committedQueued = (accountId: string) => {
+    let count = committedQueuedOf.get(accountId);
+    if (count === undefined) {
+      count = target.reads.queuedCount(accountId);
+      committedQueuedOf.set(accountId, count);
+    }
+    return count;
+  };
   let madeWaiting = false;
   let committedWaiting: boolean | undefined;
   /** Whether an earlier command of the batch moved the request elsewhere than `status` (the indexes lag behind). */
@@ -63,7 +73,7 @@ export const writeBatch = (
     request: (reqId) => entryOf(reqId).after,
     idempotentRequest: (accountId, key) =>
       keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
-    queuedCount: (accountId) => target.reads.queuedCount(accountId) + (queuedDeltas.get(accountId) ?? 0),
+    queuedCount: (accountId) => committedQueued(accountId) + (queuedDeltas.get(accountId) ?? 0),
     queuedOf: function* (accountId) {
       for (const entry of target.reads.queuedOf(accountId)) if (!movedFrom(entry.reqId, 'waiting')) yield entry;
     },

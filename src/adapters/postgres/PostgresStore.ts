@@ -138,16 +138,14 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
             ON l.account_id = u.account_id AND l.budget = u.budget`),
       ]);
       const tats = new Map(rows.map((row) => [`${row.account_id}\u0000${row.budget}`, row.tat]));
-      const changed = new Map<string, { accountId: string; budget: string; tat: number }>();
+      // spendAll writes each account and budget once, after its last spend.
+      const changed: { accountId: string; budget: string; tat: number }[] = [];
       const decisions = spendAll(spends, {
         get: (accountId, budget) => tats.get(`${accountId}\u0000${budget}`),
-        put: (accountId, budget, tat) => {
-          tats.set(`${accountId}\u0000${budget}`, tat);
-          changed.set(`${accountId}\u0000${budget}`, { accountId, budget, tat });
-        },
+        put: (accountId, budget, tat) => void changed.push({ accountId, budget, tat }),
       });
-      if (changed.size > 0) {
-        const rows = [...changed.values()];
+      if (changed.length > 0) {
+        const rows = changed;
         await query(sql`
           INSERT INTO limiter (account_id, budget, tat)
           SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::float8[])

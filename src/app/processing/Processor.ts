@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
+import type { DomainEvent } from '../../domain/events.js';
+import { isRequestEvent } from '../../domain/request/events.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
-import type { WorkQueueShape } from '../../ports/WorkQueue.js';
 import { workQueueOver } from '../../storage/workQueue.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer, type CommitterShape } from '../Committer.js';
@@ -62,8 +63,6 @@ export class Processor extends Context.Service<Processor, ProcessorShape>()('air
 export type ProcessorDeps = {
   readonly store: StoreShape;
   readonly committer: CommitterShape;
-  /** The moves on the queue (default: as commands through the committer). */
-  readonly queue?: WorkQueueShape;
   readonly models: ModelsShape;
   readonly clock: ClockShape;
   readonly log: Logger;
@@ -77,16 +76,25 @@ export type ProcessorDeps = {
   readonly live?: LiveOutputShape | undefined;
 };
 
-/** Events after which work may be due that was not, or a model may have room it did not have. */
-const freesOrQueues: ReadonlySet<string> = new Set([
-  'RequestQueued',
-  'RequestAttemptFailed',
-  'RequestReleased',
-  'RequestCompleted',
-  'RequestFailed',
-  'RequestCancelled',
-  'RequestExpired',
-]);
+/** Events after which work may be due that was not: a request waits (queued, to be retried, given back). */
+const queues: ReadonlySet<string> = new Set(['RequestQueued', 'RequestAttemptFailed', 'RequestReleased']);
+
+/** Events after which a model may have room it did not have. */
+const frees: ReadonlySet<string> = new Set(['RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestExpired']);
+
+/**
+ * A command's events leave some request waiting: its last event there queues it. (A submit started at once queues
+ * and starts its request in one outcome; a claim may retry one request and start another.)
+ */
+const leavesWaiting = (events: readonly DomainEvent[]) => {
+  const waiting = new Set<string>();
+  for (const event of events) {
+    if (!isRequestEvent(event)) continue;
+    if (queues.has(event.type)) waiting.add(event.reqId);
+    else waiting.delete(event.reqId);
+  }
+  return waiting.size > 0;
+};
 
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
 export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
@@ -101,7 +109,8 @@ export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
  */
 export const createProcessor = (deps: ProcessorDeps) => {
   const { store, committer, clock, log } = deps;
-  const queue = deps.queue ?? workQueueOver((command) => committer.send(command));
+  // Every move goes through the committer, whose outcomes tell the dispatcher what may have become due.
+  const queue = workQueueOver((command) => committer.send(command));
   const owner = deps.owner ?? newOwner();
   const slots = createSlots(deps.concurrency);
   const waiters = createWaiters();
@@ -145,7 +154,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
     workerFree: () => {
       slots.letGo();
-      dispatcher.schedule();
+      dispatcher.workerFree();
     },
   });
 
@@ -190,9 +199,9 @@ export const createProcessor = (deps: ProcessorDeps) => {
         }
         leaseKeeper.drop(attempt.reqId, attempt.attempt);
         waiters.tell(attempt.reqId);
-        // The outcome is durable now (a retry waits in the queue with its `retryAt`): look at the queue again, so
-        // that the next pick sees it and sets the timer for when it is due.
-        dispatcher.schedule();
+        // The outcome is durable now. A retry waits in the queue with its `retryAt` (its outcome, once committed, told
+        // the dispatcher that work may be due; the next pick sets the timer for it); the worker is free either way.
+        dispatcher.workerFree();
         settleIdle();
       });
     working.set(attempt.reqId, { ...attempt, done });
@@ -228,11 +237,14 @@ export const createProcessor = (deps: ProcessorDeps) => {
    * left for its model's bound waits for exactly such a change, and no timer would find it.
    */
   const stopHearing = committer.onCommitted((outcomes) => {
-    for (const outcome of outcomes)
-      if ('events' in outcome && outcome.events.some((event) => freesOrQueues.has(event.type))) {
-        dispatcher.schedule();
-        return;
-      }
+    let freed = false;
+    for (const outcome of outcomes) {
+      if (!('events' in outcome)) continue;
+      if (leavesWaiting(outcome.events)) return dispatcher.schedule();
+      freed ||= outcome.events.some((event) => frees.has(event.type));
+    }
+    // Work left for its model's bound was seen due by the last read, so the pick reads the queue again.
+    if (freed) dispatcher.workerFree();
   });
 
   /**

@@ -47,10 +47,24 @@ export const createDispatcher = (deps: {
   let picking: Promise<void> | undefined;
   const givingBack = new Set<Promise<void>>();
 
-  const schedule = () => {
+  /**
+   * Whether something may have become due since the last read of the queue found nothing due: anything but a worker
+   * let go says so (a request queued or given back, a change by another process, a timer). A worker let go alone
+   * cannot make work due, so while nothing else happened its pick reads nothing: under load that is most picks, one
+   * per batch of answers. Set again before a read ends (what happens while it runs counts), and kept while the read
+   * finds work due (work left for its model's bound is taken when a worker ends).
+   */
+  let mayBeDue = true;
+
+  const pick = () => {
     if (scheduled || deps.takesNoWork()) return;
     scheduled = true;
     setImmediate(pumpCaught);
+  };
+
+  const schedule = () => {
+    mayBeDue = true;
+    pick();
   };
 
   const wakeAt = (at: number | undefined, now: number) => {
@@ -77,17 +91,21 @@ export const createDispatcher = (deps: {
     }
     const free = slots.free();
     if (free <= 0) return;
+    if (!mayBeDue) return deps.nothingDue?.();
     const now = clock.now();
     claiming = true;
+    mayBeDue = false;
     let due: DueWork;
     try {
       due = await store.reads.dueWork(now);
     } catch (error) {
       claiming = false;
+      mayBeDue = true;
       deps.log.error({ err: error }, 'reading the queue failed');
       return wakeAfterFault();
     }
-    if (!due.now) {
+    if (due.now) mayBeDue = true;
+    else {
       claiming = false;
       wakeAt(due.next, now);
       deps.nothingDue?.();
@@ -162,6 +180,8 @@ export const createDispatcher = (deps: {
 
   return {
     schedule,
+    /** A worker was let go: a pick, which reads the queue only if something may have become due meanwhile. */
+    workerFree: pick,
     /**
      * Takes no more work (the caller's `takesNoWork` says so by now). Resolves once the pick under way has ended and
      * what it claimed meanwhile is given back: a clean stop leaves no request in processing under this process's name

@@ -7,6 +7,7 @@ import {
   accountId,
   commitOne,
   createAccount,
+  createKey,
   oneToN,
   replay,
   seqsOf,
@@ -45,6 +46,24 @@ export const rollbackFeatures = ({ open, itWith, factory }: Contract) =>
         'RequestQueued',
         'RequestProcessingStarted',
       ]);
+    });
+
+    it('refuses a key whose id another account took, in an earlier batch or earlier in the same one, and keeps the first', async () => {
+      const store = await open();
+      await store.commit({ commands: [createAccount(1), createAccount(2), createKey(1, 'key_same')] });
+      const outcomes = await store.commit({ commands: [createKey(2, 'key_same'), createKey(2, 'key_other')] });
+      expect(outcomes[0]).toBeInstanceOf(Refused);
+      expect(outcomes[1]).not.toBeInstanceOf(Error);
+      expect((await store.reads.key('key_same'))?.accountId).toBe(accountId(1));
+      expect((await store.reads.keysOf(accountId(2))).map((key) => key.keyId)).toEqual(['key_other']);
+      const [first, second] = await store
+        .commit({
+          commands: [createAccount(3), createAccount(4), createKey(3, 'key_twice'), createKey(4, 'key_twice')],
+        })
+        .then((all) => all.slice(2));
+      expect(first).not.toBeInstanceOf(Error);
+      expect(second).toBeInstanceOf(Refused);
+      expect((await store.reads.key('key_twice'))?.accountId).toBe(accountId(3));
     });
 
     it('refuses a command as an outcome of its own, and decides the commands after it without it', async () => {
