@@ -36,6 +36,7 @@ import {
 } from './databases.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
+import { waitingCountKey } from './migrations.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -255,6 +256,21 @@ const createUsageChanges = (dbs: LmdbDatabases) => {
   };
 };
 
+/** Entries added to and removed from the dispatch index in a batch: its count (`waitingCountKey`), written once. */
+const createWaitingChanges = (dbs: LmdbDatabases) => {
+  let delta = 0;
+  return {
+    add: (change: number) => void (delta += change),
+    /** Whether any request waits, as committed before this batch. */
+    committed: () => (dbs.meta.get(waitingCountKey) ?? 0) > 0,
+    flush() {
+      if (delta !== 0) dbs.meta.put(waitingCountKey, (dbs.meta.get(waitingCountKey) ?? 0) + delta);
+      delta = 0;
+    },
+    clear: () => void (delta = 0),
+  };
+};
+
 /** The projection's view access, writing through the open transaction. */
 const viewsOf = (
   dbs: LmdbDatabases,
@@ -262,6 +278,7 @@ const viewsOf = (
   groups: ReturnType<typeof createGroupChanges>,
   counts: { readonly queued: CountChanges; readonly processing: CountChanges },
   usage: ReturnType<typeof createUsageChanges>,
+  waiting: ReturnType<typeof createWaitingChanges>,
 ): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   putRequest: (reqId, state, text) => {
@@ -277,8 +294,14 @@ const viewsOf = (
   getKey: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
   putKey: (keyId, state) => void dbs.keys.put(keyId, encodeMap(state)),
   getIndex: (index, key) => dbs.indexes[index].get(key),
-  putIndex: (index, key, value) => void dbs.indexes[index].put(key, value),
-  removeIndex: (index, key) => void dbs.indexes[index].remove(key),
+  putIndex: (index, key, value) => {
+    dbs.indexes[index].put(key, value);
+    if (index === 'dispatch') waiting.add(1);
+  },
+  removeIndex: (index, key) => {
+    dbs.indexes[index].remove(key);
+    if (index === 'dispatch') waiting.add(-1);
+  },
   moveInGroup: groups.move,
   putCredential: (key, value) =>
     void (value === undefined ? dbs.credentials.remove(key) : dbs.credentials.put(key, value)),
@@ -318,7 +341,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const groups = createGroupChanges(dbs);
   const counts = { queued: createCountChanges(dbs.queuedCounts), processing: createCountChanges(dbs.processingCounts) };
   const usage = createUsageChanges(dbs);
-  const views = viewsOf(dbs, written, groups, counts, usage);
+  const waiting = createWaitingChanges(dbs);
+  const views = viewsOf(dbs, written, groups, counts, usage, waiting);
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -341,7 +365,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       queuedOf: (accountId) => queuedOf(dbs, accountId),
       lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
       processingCount: counts.processing.committed,
-      anyWaiting: () => firstKey(dbs.indexes.dispatch.getKeys({ limit: 1 })) !== undefined,
+      anyWaiting: waiting.committed,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));
@@ -352,6 +376,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       counts.queued.flush();
       counts.processing.flush();
       usage.flush();
+      waiting.flush();
     },
   };
 
@@ -381,6 +406,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           counts.queued.clear();
           counts.processing.clear();
           usage.clear();
+          waiting.clear();
           throw error;
         }
       });

@@ -7,6 +7,7 @@ import { checkDataFile, markDataFile } from './dataFile.js';
 import {
   countProcessingRequests,
   countQueuedRequests,
+  countWaitingRequests,
   indexAccountRequests,
   indexAccountSessions,
 } from './migrations.js';
@@ -129,6 +130,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   indexAccountRequests(dbs);
   countQueuedRequests(dbs);
   countProcessingRequests(dbs);
+  countWaitingRequests(dbs);
   indexAccountSessions(dbs);
   return dbs;
 };

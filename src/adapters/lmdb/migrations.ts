@@ -83,3 +83,19 @@ export const countProcessingRequests = (dbs: LmdbDatabases): void => {
     dbs.meta.put(processingCountedKey, 1);
   });
 };
+
+/** How many requests wait in the dispatch index, kept in `meta` in the same transactions as the index: a submit asks
+ * whether any request waits, and a point read costs far less than a cursor inside the batch's write. */
+export const waitingCountKey = 'waiting';
+
+/**
+ * Data directories written before the waiting count existed (`waitingCountKey`) have entries in the dispatch index
+ * and no count: the first open counts them, once (the count's presence is its own marker).
+ */
+export const countWaitingRequests = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(waitingCountKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(waitingCountKey) !== undefined) return;
+    dbs.meta.put(waitingCountKey, dbs.indexes.dispatch.getCount({}));
+  });
+};

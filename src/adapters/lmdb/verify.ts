@@ -17,6 +17,7 @@ import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../
 import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
+import { waitingCountKey } from './migrations.js';
 import { createRequestColumns } from './requestColumns.js';
 
 export type { VerifyReport } from '../../storage/verifyReport.js';
@@ -217,6 +218,8 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     else if (value !== state?.context.model) differ(`index dispatch ${keyText(key)}: model differs`);
   }
   if (dispatched !== waiting) differ(`index dispatch: ${dispatched} entries stored, the log gives ${waiting}`);
+  const storedWaiting = dbs.meta.get(waitingCountKey) ?? 0;
+  if (storedWaiting !== waiting) differ(`meta waiting: stored ${storedWaiting} but the log gives ${waiting}`);
 
   // The index of requests by account, the same way; when the counts differ, the entries the log calls for and the
   // index lacks are named too (a second pass, made only then).
