@@ -260,14 +260,18 @@ const createUsageChanges = (dbs: LmdbDatabases) => {
 const createWaitingChanges = (dbs: LmdbDatabases) => {
   let delta = 0;
   return {
-    add: (change: number) => void (delta += change),
+    add(change: number) {
+      delta += change;
+    },
     /** Whether any request waits, as committed before this batch. */
     committed: () => (dbs.meta.get(waitingCountKey) ?? 0) > 0,
     flush() {
       if (delta !== 0) dbs.meta.put(waitingCountKey, (dbs.meta.get(waitingCountKey) ?? 0) + delta);
       delta = 0;
     },
-    clear: () => void (delta = 0),
+    clear() {
+      delta = 0;
+    },
   };
 };
 

@@ -69,12 +69,10 @@ export const createAttemptRunner = (deps: {
 }) => {
   const { store, committer, clock, log, owner } = deps;
 
-  /** What the attempt is given, and by which model: the input the caller had in hand (a submit), or the stored one. */
+  /** What the attempt is given, and by which model, read from the store (a claimed request). */
   const inputOf = async (
     attempt: Attempt,
-    known: ModelInput | undefined,
   ): Promise<{ readonly model: string | undefined; readonly input: ModelInput | undefined }> => {
-    if (known !== undefined && attempt.model !== undefined) return { model: attempt.model, input: known };
     const stored = await store.reads.requestWithText(attempt.reqId);
     return {
       model: attempt.model ?? stored?.state.context.model,
@@ -114,7 +112,11 @@ export const createAttemptRunner = (deps: {
     let seconds = 0;
     let modelId = attempt.model ?? '';
     try {
-      const given = await inputOf(attempt, known);
+      // A submit that started at once hands its input over: nothing to read, and no await for it.
+      const given =
+        known !== undefined && attempt.model !== undefined
+          ? { model: attempt.model, input: known }
+          : await inputOf(attempt);
       modelId = given.model ?? modelId;
       const model = deps.models.get(modelId);
       const { input } = given;

@@ -19,7 +19,17 @@ export const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    const settle = () => signal.removeEventListener('abort', onAbort);
+    work.then(
+      (value) => {
+        settle();
+        resolve(value);
+      },
+      (error: unknown) => {
+        settle();
+        reject(error);
+      },
+    );
   });
 };
 
@@ -104,7 +114,17 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     }
     return new Promise<T>((resolve, reject) => {
       group.pending.add(reject);
-      work.then(resolve, reject).finally(() => group.pending.delete(reject));
+      // One handler each way rather than `then` and `finally`: a promise less per call.
+      work.then(
+        (value) => {
+          group.pending.delete(reject);
+          resolve(value);
+        },
+        (error: unknown) => {
+          group.pending.delete(reject);
+          reject(error);
+        },
+      );
     });
   };
   /** Per request, the abort of its call in flight (calls worth aborting only). */
