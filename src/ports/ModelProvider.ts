@@ -94,4 +94,9 @@ export type Generation = {
 /** A model backend. Adding a provider means one file in adapters/models and one entry in its table. */
 export interface ModelProvider {
   generate(input: GenerateInput): Promise<Generation>;
+  /**
+   * Answers as soon as it is called, without waiting on anything (the built-in `echo` without a delay): no timeout or
+   * cancel can come before the answer, so its calls need no timer and no abort of their own.
+   */
+  readonly answersAtOnce?: boolean;
 }

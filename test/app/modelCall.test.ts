@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { echoProvider } from '../../src/adapters/models/echo.js';
 import type { Model } from '../../src/app/Models.js';
 import { createModelCaller } from '../../src/app/processing/modelCall.js';
 
-/** An echo-shaped model (no abort of its own per call) whose provider never answers and ignores its signal. */
+/** A model whose provider never answers and ignores its signal. */
 const stuck = (timeoutMs: number): Model => ({
   config: { id: 'stuck', provider: 'echo', delayMs: 0, timeoutMs },
   provider: { generate: () => new Promise(() => {}) },
@@ -31,6 +32,20 @@ describe('A model call', () => {
     expect(outcome).toMatchObject({ ok: false });
     const late = await within(caller.call('req_2', model, { prompt: 'x' }), 2_000);
     expect(late).toMatchObject({ ok: false });
+  });
+
+  it('answers a provider that answers at once (echo without a delay) without a timer, and fails it once the pool stopped', async () => {
+    const caller = createModelCaller(undefined);
+    const model: Model = {
+      config: { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 1_000 },
+      provider: echoProvider({ delayMs: 0 }),
+    };
+    const timersBefore = process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const calling = caller.call('req_1', model, { prompt: 'hi there' });
+    expect(process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length).toBe(timersBefore);
+    expect(await calling).toMatchObject({ ok: true, generation: { text: 'hi there' } });
+    caller.stop();
+    expect(await caller.call('req_2', model, { prompt: 'hi' })).toMatchObject({ ok: false });
   });
 
   it('answers with the model’s generation when it answers in time', async () => {

@@ -15,6 +15,7 @@ const inputWords = (prompt: string, messages: readonly ChatMessage[] | undefined
  * `delayMs`. Its usage counts words: of everything it was given, and of its answer.
  */
 export const echoProvider = (options: { readonly delayMs: number }): ModelProvider => ({
+  answersAtOnce: options.delayMs <= 0,
   generate: async ({ prompt, messages, signal }) => {
     if (options.delayMs > 0) await sleep(options.delayMs, undefined, { signal });
     signal.throwIfAborted();

@@ -35,23 +35,25 @@ export const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
 
-/** Whether a call to this model takes long enough that cancelling it is worth an AbortController of its own. */
-const abortable = (model: Model) => model.config.provider !== 'echo' || model.config.delayMs > 0;
+/**
+ * A provider that answers as soon as it is called (`echo` without a delay): nothing can time out or be cancelled in
+ * between, so its calls join no group (a controller, a listener and a timer cost more than the call) and hear only
+ * the pool's stop.
+ */
+const instant = (model: Model) => model.provider.answersAtOnce === true;
 
 /**
- * Calls models, each call with its model's timeout, an abort for the pool's stop, and (for calls worth aborting) an
- * abort of its own for a cancel. Calls begun in the same event-loop turn for the same model share one AbortController
- * and one timer: their timeouts would fire together anyway, and a controller with its signal costs more than an echo
- * call. A call is raced against its signal, so a provider that ignores it (a stuck upstream) never holds a worker past
- * the timeout. Callers streaming the request hear its text as the model writes it (the model streams only then).
+ * Calls models, each call with its model's timeout, an abort for the pool's stop, and an abort of its own for a
+ * cancel (but `instant` calls). Calls begun in the same event-loop turn for the same model share one AbortController
+ * and one timer for the timeout and the stop: their timeouts would fire together anyway. A call is raced against its
+ * signal, so a provider that ignores it (a stuck upstream) never holds a worker past the timeout. Callers streaming
+ * the request hear its text as the model writes it (the model streams only then).
  */
 export const createModelCaller = (live: LiveOutputShape | undefined) => {
   const stopping = new AbortController();
   type Group = {
     readonly controller: AbortController;
     readonly timer: NodeJS.Timeout;
-    /** The calls of the group still running, each ended (rejected) when the group's signal aborts. */
-    readonly pending: Set<(reason: unknown) => void>;
     running: number;
     open: boolean;
   };
@@ -72,23 +74,11 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     let group = openGroups.get(model.config.id);
     if (group === undefined) {
       const controller = new AbortController();
-      // The calls worth aborting listen to its signal each (through AbortSignal.any and their race); the others end
-      // through the group's one listener below.
+      // Each call of the group listens to its signal (through AbortSignal.any and its race).
       setMaxListeners(0, controller.signal);
-      const pending = new Set<(reason: unknown) => void>();
-      // One listener for the whole group: a listener per call costs more than an echo call (Node's EventTarget).
-      controller.signal.addEventListener(
-        'abort',
-        () => {
-          for (const end of pending) end(controller.signal.reason);
-          pending.clear();
-        },
-        { once: true },
-      );
       group = {
         controller,
         timer: setTimeout(() => controller.abort(), model.config.timeoutMs),
-        pending,
         running: 0,
         open: true,
       };
@@ -105,58 +95,52 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     group.running--;
     if (group.running === 0 && !group.open) finish(group);
   };
-  /** `work`'s answer, or a rejection as soon as the group's signal aborts (as `settledBy`, with no listener of its own). */
-  const settledByGroup = <T>(work: Promise<T>, group: Group): Promise<T> => {
-    const { signal } = group.controller;
-    if (signal.aborted) {
-      work.catch(() => {});
-      return Promise.reject(signal.reason);
-    }
-    return new Promise<T>((resolve, reject) => {
-      group.pending.add(reject);
-      // One handler each way rather than `then` and `finally`: a promise less per call.
-      work.then(
-        (value) => {
-          group.pending.delete(reject);
-          resolve(value);
-        },
-        (error: unknown) => {
-          group.pending.delete(reject);
-          reject(error);
-        },
-      );
-    });
-  };
   /** Per request, the abort of its call in flight (calls worth aborting only). */
   const cancellers = new Map<string, AbortController>();
 
   return {
     call: async (reqId: string, model: Model, input: ModelInput): Promise<CallOutcome> => {
-      const group = join(model);
-      let signal = group.controller.signal;
-      const own = abortable(model) ? new AbortController() : undefined;
-      if (own !== undefined) {
-        cancellers.set(reqId, own);
-        signal = AbortSignal.any([signal, own.signal]);
+      if (instant(model)) {
+        const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
+        let answered = false;
+        try {
+          const generation = await model.provider.generate({
+            ...input,
+            signal: stopping.signal,
+            onDelta: heard?.delta,
+          });
+          answered = true;
+          return { ok: true, generation };
+        } catch (error) {
+          return { ok: false, reason: describe(error) };
+        } finally {
+          heard?.end(answered);
+        }
       }
+      const group = join(model);
+      const own = new AbortController();
+      cancellers.set(reqId, own);
+      const signal = AbortSignal.any([group.controller.signal, own.signal]);
       const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
       let answered = false;
       try {
-        const work = model.provider.generate({ ...input, signal, onDelta: heard?.delta });
-        const generation = await (own === undefined ? settledByGroup(work, group) : settledBy(work, signal));
+        const generation = await settledBy(
+          model.provider.generate({ ...input, signal, onDelta: heard?.delta }),
+          signal,
+        );
         answered = true;
         return { ok: true, generation };
       } catch (error) {
-        if (own?.signal.aborted) return { ok: false, reason: 'cancelled' };
+        if (own.signal.aborted) return { ok: false, reason: 'cancelled' };
         const timedOut = signal.aborted && !stopping.signal.aborted;
         return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
       } finally {
         heard?.end(answered);
-        if (own !== undefined && cancellers.get(reqId) === own) cancellers.delete(reqId);
+        if (cancellers.get(reqId) === own) cancellers.delete(reqId);
         leave(group);
       }
     },
-    /** Aborts the request's call in flight, if it is one worth aborting; returns whether there was one. */
+    /** Aborts the request's call in flight (not an `instant` one: it has ended already); returns whether there was one. */
     abort(reqId: string): boolean {
       const canceller = cancellers.get(reqId);
       canceller?.abort();
