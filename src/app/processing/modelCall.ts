@@ -95,7 +95,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     group.running--;
     if (group.running === 0 && !group.open) finish(group);
   };
-  /** Per request, the abort of its call in flight (calls worth aborting only). */
+  /** Per request, the abort of its call in flight (every call but an `instant` one). */
   const cancellers = new Map<string, AbortController>();
 
   return {
