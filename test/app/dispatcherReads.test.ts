@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createDispatcher } from '../../src/app/processing/dispatcher.js';
-import { createSlots } from '../../src/app/processing/slots.js';
-import { silentLogger } from '../../src/ports/Logger.js';
-import type { DueWork, StoreShape } from '../../src/ports/Store.js';
-import type { WorkQueueShape } from '../../src/ports/WorkQueue.js';
-
-const turns = async (n = 10) => {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import type { DueWork } from '../../src/ports/Store.js';
+import { stubDispatcher, turns } from '../support/stubDispatcher.js';
 
 /** A dispatcher over a queue whose answer the test sets, counting its reads and claims. */
 const dispatcherOver = (due: { current: DueWork }) => {
   const counts = { reads: 0, claims: 0 };
-  const store = {
+  const dispatcher = stubDispatcher({
     reads: {
       dueWork: async () => {
         counts.reads++;
@@ -20,25 +13,12 @@ const dispatcherOver = (due: { current: DueWork }) => {
       },
       request: async () => undefined,
     },
-  } as unknown as StoreShape;
-  // Work due but left for its model's bound: the claim takes nothing.
-  const queue = {
+    // Work due but left for its model's bound: the claim takes nothing.
     moveToProcessing: async () => {
       counts.claims++;
       return { started: [], gaveUp: [] };
     },
-  } as unknown as WorkQueueShape;
-  const dispatcher = createDispatcher({
-    store,
-    queue,
-    clock: { now: () => 1_000 },
-    slots: createSlots(2),
-    log: silentLogger(),
-    claim: {} as never,
-    takesNoWork: () => false,
-    run: () => {},
-    giveBack: async () => {},
-    gaveUp: () => {},
+    workers: 2,
   });
   return { dispatcher, counts };
 };

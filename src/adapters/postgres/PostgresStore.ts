@@ -145,10 +145,9 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
         put: (accountId, budget, tat) => void changed.push({ accountId, budget, tat }),
       });
       if (changed.length > 0) {
-        const rows = changed;
         await query(sql`
           INSERT INTO limiter (account_id, budget, tat)
-          SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.budget)}::text[], ${rows.map((r) => r.tat)}::float8[])
+          SELECT * FROM unnest(${changed.map((r) => r.accountId)}::text[], ${changed.map((r) => r.budget)}::text[], ${changed.map((r) => r.tat)}::float8[])
           ON CONFLICT (account_id, budget) DO UPDATE SET tat = EXCLUDED.tat`);
       }
       return decisions;

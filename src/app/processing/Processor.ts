@@ -86,8 +86,10 @@ const frees: ReadonlySet<string> = new Set(['RequestCompleted', 'RequestFailed',
  * A command's events leave some request waiting: its last event there queues it. (A submit started at once queues
  * and starts its request in one outcome; a claim may retry one request and start another.)
  */
+const waiting = new Set<string>();
 const leavesWaiting = (events: readonly DomainEvent[]) => {
-  const waiting = new Set<string>();
+  // One set for every call (it runs for each outcome of every batch, and synchronously).
+  waiting.clear();
   for (const event of events) {
     if (!isRequestEvent(event)) continue;
     if (queues.has(event.type)) waiting.add(event.reqId);

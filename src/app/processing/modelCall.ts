@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { Generation } from '../../ports/ModelProvider.js';
+import type { GenerateInput, Generation } from '../../ports/ModelProvider.js';
 import type { LiveOutputShape } from '../LiveOutput.js';
 import type { Model } from '../Models.js';
 import type { ModelInput } from '../storedInput.js';
@@ -95,47 +95,50 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     group.running--;
     if (group.running === 0 && !group.open) finish(group);
   };
+  /** One call as an outcome, its text heard as the model writes it by whoever streams the request. */
+  const outcomeOf = async (
+    reqId: string,
+    generate: (onDelta: GenerateInput['onDelta']) => Promise<Generation>,
+    failure: (error: unknown) => string,
+  ): Promise<CallOutcome> => {
+    const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
+    let answered = false;
+    try {
+      const generation = await generate(heard?.delta);
+      answered = true;
+      return { ok: true, generation };
+    } catch (error) {
+      return { ok: false, reason: failure(error) };
+    } finally {
+      heard?.end(answered);
+    }
+  };
   /** Per request, the abort of its call in flight (every call but an `instant` one). */
   const cancellers = new Map<string, AbortController>();
 
   return {
     call: async (reqId: string, model: Model, input: ModelInput): Promise<CallOutcome> => {
-      if (instant(model)) {
-        const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
-        let answered = false;
-        try {
-          const generation = await model.provider.generate({
-            ...input,
-            signal: stopping.signal,
-            onDelta: heard?.delta,
-          });
-          answered = true;
-          return { ok: true, generation };
-        } catch (error) {
-          return { ok: false, reason: describe(error) };
-        } finally {
-          heard?.end(answered);
-        }
-      }
+      if (instant(model))
+        return outcomeOf(
+          reqId,
+          (onDelta) => model.provider.generate({ ...input, signal: stopping.signal, onDelta }),
+          describe,
+        );
       const group = join(model);
       const own = new AbortController();
       cancellers.set(reqId, own);
       const signal = AbortSignal.any([group.controller.signal, own.signal]);
-      const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
-      let answered = false;
       try {
-        const generation = await settledBy(
-          model.provider.generate({ ...input, signal, onDelta: heard?.delta }),
-          signal,
+        return await outcomeOf(
+          reqId,
+          (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta }), signal),
+          (error) => {
+            if (own.signal.aborted) return 'cancelled';
+            const timedOut = signal.aborted && !stopping.signal.aborted;
+            return timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error);
+          },
         );
-        answered = true;
-        return { ok: true, generation };
-      } catch (error) {
-        if (own.signal.aborted) return { ok: false, reason: 'cancelled' };
-        const timedOut = signal.aborted && !stopping.signal.aborted;
-        return { ok: false, reason: timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error) };
       } finally {
-        heard?.end(answered);
         if (cancellers.get(reqId) === own) cancellers.delete(reqId);
         leave(group);
       }
