@@ -63,6 +63,8 @@ const planOverride = z.strictObject({
   submitsPerMinute: positiveInt.optional(),
   pollsPerMinute: positiveInt.optional(),
   maxQueued: positiveInt.optional(),
+  maxOpenCalls: positiveInt.max(1_000_000).optional(),
+  maxProcessing: positiveInt.nullable().optional(),
 });
 
 /** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */
@@ -105,6 +107,8 @@ export const fileSchema = z.strictObject({
       /** How long a started request stays with its worker's process unless renewed; a dead process's work is taken
        * over by another when it lapses. */
       leaseSeconds: positiveInt.max(3_600).optional(),
+      /** The most of a model's workers one account holds while another account has work of that model due. */
+      maxAccountShare: z.number().gt(0).max(1).optional(),
     })
     .optional(),
   /** Where the store is when not LMDB under `dataDir`: a PostgreSQL database shared by every node (contract 14). */
@@ -130,6 +134,8 @@ export const fileSchema = z.strictObject({
       requestTimeoutSeconds: positiveInt.max(3_600).optional(),
       keepAliveTimeoutSeconds: positiveInt.max(3_600).optional(),
       maxConnections: positiveInt.max(1_000_000).optional(),
+      /** The part of `maxConnections` that long-lived calls (streams, long polls) may hold together. */
+      maxLongCallsShare: z.number().gt(0).max(1).optional(),
     })
     .optional(),
   dashboard: z
@@ -175,7 +181,12 @@ export type Config = {
   readonly pollIntervalSeconds: number;
   readonly plans: PlanTable;
   readonly models: readonly ModelConfig[];
-  readonly processing: { readonly concurrency: number; readonly maxAttempts: number; readonly leaseSeconds: number };
+  readonly processing: {
+    readonly concurrency: number;
+    readonly maxAttempts: number;
+    readonly leaseSeconds: number;
+    readonly maxAccountShare: number;
+  };
   readonly storage: { readonly minFreeBytes: number };
   readonly shutdownGraceSeconds: number;
   /** Server processes `airs serve` runs (one primary that forks them when more than 1). */
@@ -207,6 +218,9 @@ export type HttpLimits = {
   readonly keepAliveTimeoutSeconds: number;
   /** Connections held at once; more are closed as soon as they are accepted. */
   readonly maxConnections: number;
+  /** Long-lived calls (streams, waiting creates, long polls) held at once, all accounts together, at most this part of
+   * `maxConnections`; beyond, they answer `503`, so that short calls and the probes always find a connection. */
+  readonly maxLongCallsShare: number;
 };
 
 /** What the command line gives (`--config`, `--data-dir`, `--port`, `--host`): it wins over the environment. */
@@ -298,6 +312,7 @@ export const loadConfig = (
     requestTimeoutSeconds: file.http?.requestTimeoutSeconds ?? 60,
     keepAliveTimeoutSeconds: file.http?.keepAliveTimeoutSeconds ?? 10,
     maxConnections: file.http?.maxConnections ?? 4_096,
+    maxLongCallsShare: file.http?.maxLongCallsShare ?? 0.5,
   };
   // The headers are part of the request: Node refuses a headers timeout longer than the request's.
   if (http.headersTimeoutSeconds > http.requestTimeoutSeconds)
@@ -322,6 +337,7 @@ export const loadConfig = (
       concurrency: file.processing?.concurrency ?? 16,
       maxAttempts: file.processing?.maxAttempts ?? 3,
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
+      maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,

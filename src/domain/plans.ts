@@ -9,15 +9,20 @@ export type PlanLimits = {
   readonly pollsPerMinute: number;
   /** Requests the account may have waiting or being processed at once (contract 15); beyond, submits are refused. */
   readonly maxQueued: number;
+  /** Streams, waiting creates and long polls the account may hold open at once in one server process (contract 18);
+   * beyond, such a call answers `429`. */
+  readonly maxOpenCalls: number;
+  /** Requests of the account being processed at once, in all processes and nodes (contract 18); `null`: no bound. */
+  readonly maxProcessing: number | null;
 };
 
 export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
 
 export const defaultPlans: PlanTable = {
-  free: { maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100 },
-  starter: { maxKeys: 3, submitsPerMinute: 600, pollsPerMinute: 6_000, maxQueued: 1_000 },
-  scale: { maxKeys: 10, submitsPerMinute: 3_000, pollsPerMinute: 30_000, maxQueued: 10_000 },
-  enterprise: { maxKeys: null, submitsPerMinute: 30_000, pollsPerMinute: 300_000, maxQueued: 100_000 },
+  free: { maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100, maxOpenCalls: 10, maxProcessing: 4 },
+  starter: { maxKeys: 3, submitsPerMinute: 600, pollsPerMinute: 6_000, maxQueued: 1_000, maxOpenCalls: 50, maxProcessing: 16 },
+  scale: { maxKeys: 10, submitsPerMinute: 3_000, pollsPerMinute: 30_000, maxQueued: 10_000, maxOpenCalls: 200, maxProcessing: 64 },
+  enterprise: { maxKeys: null, submitsPerMinute: 30_000, pollsPerMinute: 300_000, maxQueued: 100_000, maxOpenCalls: 1_000, maxProcessing: null },
 };
 
 export const isPlanName = (value: string): value is PlanName => (planNames as readonly string[]).includes(value);

@@ -16,6 +16,7 @@ const limits: Config['http'] = {
   requestTimeoutSeconds: 2,
   keepAliveTimeoutSeconds: 1,
   maxConnections: 40,
+  maxLongCallsShare: 0.5,
 };
 /** Generous: Node looks for expired connections once a second, and the machine may be busy. */
 const slackMs = 6_000;

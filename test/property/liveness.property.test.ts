@@ -144,7 +144,7 @@ describe('The worker pool, simulated', () => {
         const config = defaultConfig({
           models,
           requestTtlSeconds: ttlSeconds,
-          processing: { concurrency, maxAttempts, leaseSeconds },
+          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare: 0.75 },
         });
         const ids = simIds();
         const clock = { now: () => Date.now() };
@@ -233,7 +233,7 @@ describe('The worker pool, simulated', () => {
             },
             ids: () => models.map((m) => m.id),
           };
-          const config = defaultConfig({ models, processing: { concurrency, maxAttempts, leaseSeconds: 3_600 } });
+          const config = defaultConfig({ models, processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75 } });
           const node = startSimNode({
             store: { ...store, reads: unheard },
             scheduler,
