@@ -1,5 +1,7 @@
+import type { AccountState } from './account/state.js';
 import { LifecycleViolation } from './errors.js';
 import { type DispatchReads, pickFairly } from './pickFairly.js';
+import { accountCounter, accountModelCounter, countersOf, modelCounter } from './processingCounters.js';
 import { decideRequest, type RequestDecision } from './request/decider.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, isExpiredAt } from './request/rules.js';
@@ -11,7 +13,9 @@ import type { RequestState } from './request/state.js';
  * request, and each model's bound holds across all of them. Requests whose lease lapsed (their process died) come
  * first: they were started before anything in the queue; one with no attempt left fails for good instead. A process
  * never takes over a lease of its own: what it holds it finishes or gives back itself (a lease may lapse while its
- * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (pickFairly).
+ * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (pickFairly), each
+ * account within its plan's bound of requests being processed (`maxProcessing`, counted in all processes), and within
+ * its share of each model's workers while another account has work of that model due (`accountShare`).
  */
 export type Claim = {
   readonly type: 'Claim';
@@ -25,13 +29,22 @@ export type Claim = {
   readonly after?: string | undefined;
   /** Bounds requests that carry no attempt bound of their own (written by older versions). */
   readonly policy: RetryPolicy;
+  /** Requests an account may have being processed at once, in all processes, by plan (a plan absent: no bound). */
+  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  /** The most of a model's workers (its bound, else `workers`) one account holds while another account has work of
+   * that model due (absent: no share). */
+  readonly accountShare?: number | undefined;
+  /** The claiming process's workers: the workers of a model without a bound of its own. */
+  readonly workers?: number | undefined;
 };
 
 /** What a claim reads, inside the write (with what earlier commands of the batch did). */
 export type ClaimReads = DispatchReads & {
   request(reqId: string): RequestState | undefined;
-  /** Requests of this model being processed, in all processes. */
-  processingCount(model: string): number;
+  /** Requests being processed, in all processes, that count in a counter (processingCounters.ts: per model, per
+   * account, per account and model). */
+  processingCount(counter: string): number;
+  account(accountId: string): AccountState | undefined;
   /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
   lapsedLeases(now: number, limit: number): readonly string[];
 };
@@ -42,9 +55,27 @@ const lapsedScan = 256;
 export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] => {
   const decisions: RequestDecision[] = [];
   const taken = new Set<string>();
-  const perModel = new Map<string, number>();
-  const running = (model: string) => perModel.get(model) ?? reads.processingCount(model);
+  /** Counts as earlier moves of this claim leave them (a give-up frees one of each counter of its request). */
+  const counted = new Map<string, number>();
+  const count = (counter: string) => counted.get(counter) ?? reads.processingCount(counter);
+  const running = (model: string) => count(modelCounter(model));
   const limitOf = (model: string) => claim.modelLimits[model] ?? Number.POSITIVE_INFINITY;
+  const maxProcessing = claim.maxProcessing ?? {};
+  const boundOf = new Map<string, number>();
+  const accountLimit = (accountId: string) => {
+    let bound = boundOf.get(accountId);
+    if (bound === undefined) {
+      const plan = reads.account(accountId)?.plan;
+      bound = (plan === undefined ? undefined : maxProcessing[plan]) ?? Number.POSITIVE_INFINITY;
+      boundOf.set(accountId, bound);
+    }
+    return bound;
+  };
+  const { accountShare } = claim;
+  const shareOf = (model: string) =>
+    accountShare === undefined
+      ? Number.POSITIVE_INFINITY
+      : Math.max(1, Math.floor(accountShare * (claim.modelLimits[model] ?? claim.workers ?? claim.max)));
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
   let started = 0;
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
@@ -78,19 +109,25 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     }
     decisions.push(decision);
     taken.add(reqId);
-    // A takeover keeps its model's count (it was being processed and still is); a give-up frees one.
-    if (exhausted) perModel.set(model, running(model) - 1);
+    // A takeover keeps its counts (it was being processed and still is); a give-up frees one of each.
+    if (exhausted) for (const counter of countersOf(state.context)) counted.set(counter, count(counter) - 1);
     else started++;
   }
 
   if (started < claim.max) {
     const pick = pickFairly(
       reads,
-      { lastAccount: claim.after, running: taken, runningOf: running },
-      { free: claim.max - started, modelLimit: limitOf },
+      {
+        lastAccount: claim.after,
+        running: taken,
+        runningOf: running,
+        runningOfAccount: (accountId, model) =>
+          count(model === undefined ? accountCounter(accountId) : accountModelCounter(accountId, model)),
+      },
+      { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf },
       claim.now,
     );
-    for (const { reqId, model } of pick.picked) {
+    for (const { reqId } of pick.picked) {
       const state = reads.request(reqId);
       if (state === undefined) continue;
       const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
@@ -99,7 +136,6 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
         continue;
       }
       decisions.push(decision);
-      perModel.set(model, running(model) + 1);
     }
   }
   return decisions;

@@ -3,6 +3,7 @@ import type { AccountState, KeyState, SessionState } from './account/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
 import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
+import { accountCounter, modelCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
 
@@ -16,6 +17,8 @@ export type Command =
       readonly prompt: string;
       /** With `startNow`: the model's bound of requests being processed at once, in all processes. */
       readonly modelLimit?: number | undefined;
+      /** With `startNow`: the account's bound of requests being processed at once, in all processes (its plan's). */
+      readonly maxProcessing?: number | undefined;
     })
   | Extract<
       RequestCommand,
@@ -115,12 +118,18 @@ const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined
 
 /**
  * A submit starts at once only when nothing waits before it (queued requests are served first, accounts in turn) and
- * its model is below its bound in all processes; otherwise it is only queued.
+ * both its model and its account are below their bounds in all processes; otherwise it is only queued. (With nothing
+ * waiting, no other account has work due: the share of a model's workers has nothing to give way to.)
  */
 const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
   if (command.startNow === undefined) return command;
-  const underLimit = command.modelLimit === undefined || reads.processingCount(command.model) < command.modelLimit;
-  return underLimit && !reads.anyWaiting() ? command : { ...command, startNow: undefined };
+  const under = (bound: number | undefined, counter: string) =>
+    bound === undefined || reads.processingCount(counter) < bound;
+  const mayStart =
+    under(command.modelLimit, modelCounter(command.model)) &&
+    under(command.maxProcessing, accountCounter(command.accountId)) &&
+    !reads.anyWaiting();
+  return mayStart ? command : { ...command, startNow: undefined };
 };
 
 const decideRequest = (

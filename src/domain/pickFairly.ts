@@ -16,11 +16,18 @@ export type DispatchState = {
   readonly running: ReadonlySet<string>;
   /** Requests in flight per model, against each model's own concurrency limit. */
   readonly runningOf: (model: string) => number;
+  /** Requests of the account in flight (of `model` only, when given), in all processes. */
+  readonly runningOfAccount?: (accountId: string, model?: string) => number;
 };
 
 export type DispatchLimits = {
   readonly free: number;
   readonly modelLimit: (model: string) => number;
+  /** Requests the account may have in flight at once (its plan's `maxProcessing`; Infinity: no bound). */
+  readonly accountLimit?: (accountId: string) => number;
+  /** Requests of the model one account may hold while another account has work of that model it could start
+   * (`processing.maxAccountShare` of the model's workers; Infinity: no share). */
+  readonly accountShare?: (model: string) => number;
 };
 
 export type Picked = { readonly reqId: string; readonly accountId: string; readonly model: string };
@@ -37,34 +44,67 @@ export type Pick = {
 /** How far into one account's queue a pick looks for a request it may take (past ones being worked on). */
 const scanLimit = 256;
 
+type Cursor = {
+  readonly entries: Iterator<QueuedEntry>;
+  scanned: number;
+  done: boolean;
+  /** Entries passed over because the account held its share of their model: taken in the second pass, if any. */
+  readonly deferred: QueuedEntry[];
+};
+
+const noBound = () => Number.POSITIVE_INFINITY;
+
 /**
  * Picks up to `free` requests to start, taking accounts in turn: one request from each account with work, in
  * account order starting after the account served last, round after round. So an account with 10,000 queued
  * requests gets one worker turn per round, like an account with one. Within an account, requests go in the order
- * they became available; requests of a model at its concurrency limit are passed over for that account's next.
+ * they became available; requests of a model at its concurrency limit are passed over for that account's next, and
+ * an account at its own bound (`accountLimit`) takes none.
+ *
+ * Two passes make the share of a model's workers (`accountShare`) a rule of the pick: the first passes over a request
+ * whose account already holds its share of the model, so the workers go to other accounts' work of that model first;
+ * the second, only while workers are left (no other account could start work of that model), takes what the first
+ * passed over. So an account alone may use every worker, and while it holds more than its share, every worker that
+ * comes free goes to another account that has work of the model due.
  */
 export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: DispatchLimits, now: number): Pick => {
   const picked: Picked[] = [];
   const taken = new Set<string>();
   /** Requests of each model picked by this pick, on top of those running before it. */
   const perModel = new Map<string, number>();
+  /** ... of each account (key: its id), and of each account and model (key: id NUL model). */
+  const perAccount = new Map<string, number>();
   const runningNow = (model: string) => state.runningOf(model) + (perModel.get(model) ?? 0);
+  const accountLimit = limits.accountLimit ?? noBound;
+  const accountShare = limits.accountShare ?? noBound;
+  const ofAccount = (accountId: string) =>
+    (state.runningOfAccount?.(accountId) ?? 0) + (perAccount.get(accountId) ?? 0);
+  const ofAccountModel = (accountId: string, model: string) =>
+    (state.runningOfAccount?.(accountId, model) ?? 0) + (perAccount.get(`${accountId}\u0000${model}`) ?? 0);
+  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   let lastAccount = state.lastAccount;
   let nextAvailableAt: number | undefined;
   let leftBehind = false;
 
-  const eligible = (entry: QueuedEntry) =>
-    !state.running.has(entry.reqId) &&
-    !taken.has(entry.reqId) &&
-    runningNow(entry.model) < limits.modelLimit(entry.model);
+  const waitingHere = (entry: QueuedEntry) => !state.running.has(entry.reqId) && !taken.has(entry.reqId);
+  const eligible = (entry: QueuedEntry, accountId: string) =>
+    waitingHere(entry) &&
+    runningNow(entry.model) < limits.modelLimit(entry.model) &&
+    ofAccount(accountId) < accountLimit(accountId);
+  const overShare = (entry: QueuedEntry, accountId: string) =>
+    ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
 
   // One cursor per account for the whole pick: later rounds continue where the last one stopped.
-  const cursors = new Map<string, { entries: Iterator<QueuedEntry>; scanned: number; done: boolean }>();
-  const firstEligible = (accountId: string): QueuedEntry | undefined => {
+  const cursors = new Map<string, Cursor>();
+  const firstEligible = (accountId: string, sharing: boolean): QueuedEntry | undefined => {
     let cursor = cursors.get(accountId);
     if (cursor === undefined) {
-      cursor = { entries: reads.queuedOf(accountId)[Symbol.iterator](), scanned: 0, done: false };
+      cursor = { entries: reads.queuedOf(accountId)[Symbol.iterator](), scanned: 0, done: false, deferred: [] };
       cursors.set(accountId, cursor);
+    }
+    if (!sharing) {
+      const index = cursor.deferred.findIndex((entry) => eligible(entry, accountId));
+      if (index >= 0) return cursor.deferred.splice(index, 1)[0];
     }
     while (!cursor.done) {
       const next = cursor.entries.next();
@@ -74,9 +114,9 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
         return undefined;
       }
       const entry = next.value;
-      if (!eligible(entry)) {
-        // Passed over for its model's limit (not because it is being worked on): it still waits.
-        if (!state.running.has(entry.reqId) && !taken.has(entry.reqId)) leftBehind = true;
+      if (!eligible(entry, accountId)) {
+        // Passed over for its model's limit or its account's (not because it is being worked on): it still waits.
+        if (waitingHere(entry)) leftBehind = true;
         continue;
       }
       if (entry.availableAt > now) {
@@ -86,28 +126,40 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
         cursor.done = true;
         return undefined;
       }
+      if (sharing && overShare(entry, accountId)) {
+        cursor.deferred.push(entry);
+        continue;
+      }
       return entry;
     }
     return undefined;
   };
 
   let full = false;
-  while (picked.length < limits.free) {
-    const before = picked.length;
-    for (const accountId of reads.queuedAccounts(lastAccount)) {
-      const entry = firstEligible(accountId);
-      if (entry === undefined) continue;
-      picked.push({ reqId: entry.reqId, accountId, model: entry.model });
-      taken.add(entry.reqId);
-      perModel.set(entry.model, (perModel.get(entry.model) ?? 0) + 1);
-      lastAccount = accountId;
-      if (picked.length >= limits.free) {
-        full = true;
-        break;
+  const rounds = (sharing: boolean) => {
+    while (picked.length < limits.free) {
+      const before = picked.length;
+      for (const accountId of reads.queuedAccounts(lastAccount)) {
+        const entry = firstEligible(accountId, sharing);
+        if (entry === undefined) continue;
+        picked.push({ reqId: entry.reqId, accountId, model: entry.model });
+        taken.add(entry.reqId);
+        add(perModel, entry.model);
+        add(perAccount, accountId);
+        add(perAccount, `${accountId}\u0000${entry.model}`);
+        lastAccount = accountId;
+        if (picked.length >= limits.free) {
+          full = true;
+          break;
+        }
       }
+      if (picked.length === before) break;
     }
-    if (picked.length === before) break;
-  }
+  };
+  rounds(true);
+  if (!full && [...cursors.values()].some((cursor) => cursor.deferred.length > 0)) rounds(false);
+  // What the share still holds back waits for a worker that comes free.
+  if ([...cursors.values()].some((cursor) => cursor.deferred.length > 0)) leftBehind = true;
   // Close the database cursors left open part-way.
   for (const cursor of cursors.values()) cursor.entries.return?.();
   return { picked, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };

@@ -20,9 +20,40 @@ export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
 
 export const defaultPlans: PlanTable = {
   free: { maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100, maxOpenCalls: 10, maxProcessing: 4 },
-  starter: { maxKeys: 3, submitsPerMinute: 600, pollsPerMinute: 6_000, maxQueued: 1_000, maxOpenCalls: 50, maxProcessing: 16 },
-  scale: { maxKeys: 10, submitsPerMinute: 3_000, pollsPerMinute: 30_000, maxQueued: 10_000, maxOpenCalls: 200, maxProcessing: 64 },
-  enterprise: { maxKeys: null, submitsPerMinute: 30_000, pollsPerMinute: 300_000, maxQueued: 100_000, maxOpenCalls: 1_000, maxProcessing: null },
+  starter: {
+    maxKeys: 3,
+    submitsPerMinute: 600,
+    pollsPerMinute: 6_000,
+    maxQueued: 1_000,
+    maxOpenCalls: 50,
+    maxProcessing: 16,
+  },
+  scale: {
+    maxKeys: 10,
+    submitsPerMinute: 3_000,
+    pollsPerMinute: 30_000,
+    maxQueued: 10_000,
+    maxOpenCalls: 200,
+    maxProcessing: 64,
+  },
+  enterprise: {
+    maxKeys: null,
+    submitsPerMinute: 30_000,
+    pollsPerMinute: 300_000,
+    maxQueued: 100_000,
+    maxOpenCalls: 1_000,
+    maxProcessing: null,
+  },
 };
 
 export const isPlanName = (value: string): value is PlanName => (planNames as readonly string[]).includes(value);
+
+/** Each plan's bound of requests being processed at once (plans without one are absent), as a claim takes it. */
+export const maxProcessingByPlan = (plans: PlanTable): Record<string, number> => {
+  const bounds: Record<string, number> = {};
+  for (const name of planNames) {
+    const bound = plans[name].maxProcessing;
+    if (bound !== null) bounds[name] = bound;
+  }
+  return bounds;
+};

@@ -37,6 +37,12 @@ export type ClaimAsk = {
   readonly after?: string | undefined;
   /** Bounds requests that carry no attempt bound of their own (written by older versions). */
   readonly policy: RetryPolicy;
+  /** Requests an account may have being processed at once, in all processes, by plan (a plan absent: no bound). */
+  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  /** The most of a model's workers one account holds while another account has work of that model due. */
+  readonly accountShare?: number | undefined;
+  /** The claiming process's workers (the workers of a model without a bound of its own). */
+  readonly workers?: number | undefined;
 };
 
 export type Claimed = {

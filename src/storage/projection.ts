@@ -7,6 +7,7 @@ import {
   type KeyState,
   type SessionState,
 } from '../domain/account/state.js';
+import { countersOf } from '../domain/processingCounters.js';
 import { isQueued, type RequestState } from '../domain/request/state.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
@@ -61,8 +62,9 @@ export interface ViewAccess {
   addQueued(accountId: string, delta: number): void;
   /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
   addUsage(accountId: string, day: number, usage: DailyUsage): void;
-  /** Changes how many requests of the model are being processed, in all processes (what its bound limits). */
-  addProcessing(model: string, delta: number): void;
+  /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
+   * account, per account and model), in all processes (what their bounds limit). */
+  addProcessing(counter: string, delta: number): void;
 }
 
 /** Tokens an account's completed requests read and wrote in one day. */
@@ -167,7 +169,7 @@ export const projectRequestChange = (
   const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
   if (queued !== 0) views.addQueued(after.context.accountId, queued);
   const processing = Number(after.status === 'processing') - Number(before.status === 'processing');
-  if (processing !== 0) views.addProcessing(after.context.model, processing);
+  if (processing !== 0) for (const counter of countersOf(after.context)) views.addProcessing(counter, processing);
   // Completed within this change (it may have expired in the same batch too).
   if (before.context.completedAt === undefined && after.context.completedAt !== undefined) {
     const used = usageOf(after);

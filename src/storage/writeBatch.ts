@@ -1,5 +1,6 @@
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../domain/commands.js';
 import type { DomainEvent, StoredEvent } from '../domain/events.js';
+import { countersOf } from '../domain/processingCounters.js';
 import { isRequestEvent } from '../domain/request/events.js';
 import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
 import type { CommandOutcome } from '../ports/Store.js';
@@ -49,7 +50,7 @@ export const writeBatch = (
   const keysTaken = new Map<string, string>();
   /** How many requests earlier commands of this batch queued (or settled, negative) per account. */
   const queuedDeltas = new Map<string, number>();
-  /** How many requests earlier commands of this batch started (or ended, negative) per model. */
+  /** How many requests earlier commands of this batch started (or ended, negative) per processing counter. */
   const processingDeltas = new Map<string, number>();
   /** Committed counts do not change during the batch (its counts are written at the end): read once per account. */
   const committedQueuedOf = new Map<string, number>();
@@ -78,7 +79,7 @@ export const writeBatch = (
       for (const entry of target.reads.queuedOf(accountId)) if (!movedFrom(entry.reqId, 'waiting')) yield entry;
     },
     lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
-    processingCount: (model) => target.reads.processingCount(model) + (processingDeltas.get(model) ?? 0),
+    processingCount: (counter) => target.reads.processingCount(counter) + (processingDeltas.get(counter) ?? 0),
     // The committed answer does not change during the batch (its indexes are written at the end): read once.
     anyWaiting: () => {
       if (madeWaiting) return true;
@@ -118,12 +119,13 @@ export const writeBatch = (
     }
     for (const request of decision.requests ?? []) {
       const entry = entryOf(request.state.context.reqId);
-      const { idempotencyKey, accountId, reqId, model } = request.state.context;
+      const { idempotencyKey, accountId, reqId } = request.state.context;
       const { status } = request.state;
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
       count(queuedDeltas, accountId, Number(isQueued(status)) - Number(isQueued(entry.after.status)));
-      count(processingDeltas, model, Number(status === 'processing') - Number(entry.after.status === 'processing'));
+      const processing = Number(status === 'processing') - Number(entry.after.status === 'processing');
+      for (const counter of countersOf(request.state.context)) count(processingDeltas, counter, processing);
       if (status === 'waiting') madeWaiting = true;
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;

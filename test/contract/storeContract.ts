@@ -1,5 +1,6 @@
 import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
+import { accountBoundFeatures } from './features/accountBounds.js';
 import { attemptFeatures } from './features/attempts.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { idempotencyFeatures } from './features/idempotency.js';
@@ -28,6 +29,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     rollbackFeatures(contract);
     concurrentWriterFeatures(contract);
     leaseFeatures(contract);
+    accountBoundFeatures(contract);
     limitFeatures(contract);
     attemptFeatures(contract);
     idempotencyFeatures(contract);

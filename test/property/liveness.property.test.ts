@@ -4,8 +4,11 @@ import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
+import { defaultPlans, type PlanName, type PlanTable } from '../../src/domain/plans.js';
 import { backoffDelayMs, defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import type { RequestStatus } from '../../src/domain/request/state.js';
+import type { StoreShape } from '../../src/ports/Store.js';
+import { checkingClaimRules } from '../support/simulation/claimRules.js';
 import { type CallBehaviour, createSimModel } from '../support/simulation/simModel.js';
 import { type SimNode, simIds, startSimNode } from '../support/simulation/simNode.js';
 
@@ -93,16 +96,36 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 
 const scenario = fc.record({
   concurrency: fc.integer({ min: 1, max: 4 }),
+  maxProcessing: fc.constantFrom(1, 2, null),
+  maxAccountShare: fc.constantFrom(0.5, 0.75, 1),
   // Long enough that expiry cannot rescue a request the pool forgot, or short enough that expiry is part of the story.
   ttlSeconds: fc.constantFrom(86_400, 86_400, 5, 30),
   steps: fc.array(step, { minLength: 1, maxLength: 30 }),
 });
 
+/** Accounts 0 and 1 are on the free plan (a bound of requests being processed, `maxProcessing`); 2 on enterprise. */
+const planOf = (account: number): PlanName => (account < 2 ? 'free' : 'enterprise');
 const principal = (account: number): Principal => ({
   accountId: `acct_sim_${account}`,
   keyId: `key_sim_${account}`,
-  plan: 'enterprise',
+  plan: planOf(account),
 });
+
+/** The accounts of the simulation, made in the store before any process starts. */
+const accountsMade = (store: StoreShape) =>
+  store.commit({
+    commands: [0, 1, 2].map((account) => ({
+      type: 'Account' as const,
+      accountId: principal(account).accountId,
+      command: {
+        type: 'CreateAccount' as const,
+        accountId: principal(account).accountId,
+        email: `sim${account}@example.com`,
+        plan: planOf(account),
+        now: Date.now(),
+      },
+    })),
+  });
 
 /**
  * The most simulated time the pool may need, once input stops, to bring every request to a final state: each request
@@ -128,11 +151,15 @@ describe('The worker pool, simulated', () => {
     vi.useRealTimers();
   });
 
-  it('brings every stored request to a final state within its retry budget once input stops, and never runs one request in two model calls at once', async () => {
+  it('brings every stored request to a final state within its retry budget once input stops, never runs one request in two model calls at once, holds every account within its maxProcessing, and never gives a worker to an account over its share of the model while another account’s request of it waits', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.scheduler(), scenario, async (scheduler, { concurrency, ttlSeconds, steps }) => {
+      fc.asyncProperty(fc.scheduler(), scenario, async (scheduler, scenario) => {
+        const { concurrency, ttlSeconds, steps, maxProcessing, maxAccountShare } = scenario;
         vi.clearAllTimers();
-        const store = openMemoryStore();
+        const plans: PlanTable = { ...defaultPlans, free: { ...defaultPlans.free, maxProcessing } };
+        const checked = checkingClaimRules(openMemoryStore(), plans);
+        const store = checked.store;
+        await accountsMade(store);
         const model = createSimModel(timeoutMs);
         const modelsShape: ModelsShape = {
           get: (id) => {
@@ -144,7 +171,8 @@ describe('The worker pool, simulated', () => {
         const config = defaultConfig({
           models,
           requestTtlSeconds: ttlSeconds,
-          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare: 0.75 },
+          plans,
+          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare },
         });
         const ids = simIds();
         const clock = { now: () => Date.now() };
@@ -200,6 +228,7 @@ describe('The worker pool, simulated', () => {
         });
         expect(open, `unfinished after ${budgetMs(prompts)} ms of simulated time with no input`).toEqual([]);
         expect(model.overlaps()).toEqual([]);
+        expect(checked.violations).toEqual([]);
         for (const each of nodes) each?.crash(0);
       }),
       { numRuns: 3_000 },
@@ -233,7 +262,10 @@ describe('The worker pool, simulated', () => {
             },
             ids: () => models.map((m) => m.id),
           };
-          const config = defaultConfig({ models, processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75 } });
+          const config = defaultConfig({
+            models,
+            processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75 },
+          });
           const node = startSimNode({
             store: { ...store, reads: unheard },
             scheduler,

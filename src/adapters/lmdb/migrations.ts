@@ -1,4 +1,5 @@
 import type { SessionState } from '../../domain/account/state.js';
+import { countersOf } from '../../domain/processingCounters.js';
 import { isQueued } from '../../domain/request/state.js';
 import { accountRequestKeyOf } from '../../storage/projection.js';
 import { decodeMap, decodeView } from './codec.js';
@@ -66,21 +67,29 @@ export const indexAccountSessions = (dbs: LmdbDatabases): void => {
   });
 };
 
-/** Set once `cnt.processing` counts the requests being processed that were written before it existed. */
+/** In `meta`: 2 once `cnt.processing` counts every counter of domain/processingCounters.ts (1: per model only, as
+ * written before the per-account counters existed; absent: nothing counted, as written before the counts existed). */
 export const processingCountedKey = 'processingCounted';
+const processingCountedNow = 2;
 
-/** As `countQueuedRequests`, for the requests being processed, by model (what each model's bound counts). */
+/**
+ * As `countQueuedRequests`, for the requests being processed, under each of their counters (per model, per account,
+ * per account and model: what the bounds count). A data directory counted by an older version is counted again
+ * whole, once.
+ */
 export const countProcessingRequests = (dbs: LmdbDatabases): void => {
-  if (dbs.meta.get(processingCountedKey) !== undefined) return;
+  if (dbs.meta.get(processingCountedKey) === processingCountedNow) return;
   dbs.root.transactionSync(() => {
-    if (dbs.meta.get(processingCountedKey) !== undefined) return;
+    if (dbs.meta.get(processingCountedKey) === processingCountedNow) return;
     const counts = new Map<string, number>();
     for (const { value } of dbs.requests.getRange({})) {
       const state = decodeView(value);
-      if (state.status === 'processing') counts.set(state.context.model, (counts.get(state.context.model) ?? 0) + 1);
+      if (state.status === 'processing')
+        for (const counter of countersOf(state.context)) counts.set(counter, (counts.get(counter) ?? 0) + 1);
     }
-    for (const [model, count] of counts) dbs.processingCounts.put(model, count);
-    dbs.meta.put(processingCountedKey, 1);
+    for (const { key } of dbs.processingCounts.getRange({})) dbs.processingCounts.remove(key);
+    for (const [counter, count] of counts) dbs.processingCounts.put(counter, count);
+    dbs.meta.put(processingCountedKey, processingCountedNow);
   });
 };
 

@@ -1,6 +1,7 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { countersOf } from '../../domain/processingCounters.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import {
@@ -143,7 +144,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   let unexpired = 0;
   let missing = 0;
   const queuedPerAccount = new Map<string, number>();
-  const processingPerModel = new Map<string, number>();
+  const processingPerCounter = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
@@ -159,10 +160,9 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       const sum = dailyUsage.get(key) ?? [0, 0];
       dailyUsage.set(key, [sum[0] + used.usage.inputTokens, sum[1] + used.usage.outputTokens]);
     }
-    if (rebuilt.status === 'processing') {
-      const { model } = rebuilt.context;
-      processingPerModel.set(model, (processingPerModel.get(model) ?? 0) + 1);
-    }
+    if (rebuilt.status === 'processing')
+      for (const counter of countersOf(rebuilt.context))
+        processingPerCounter.set(counter, (processingPerCounter.get(counter) ?? 0) + 1);
     if (isQueued(rebuilt.status)) {
       const { accountId } = rebuilt.context;
       queuedPerAccount.set(accountId, (queuedPerAccount.get(accountId) ?? 0) + 1);
@@ -270,7 +270,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   }
   compareMap('index idempotency', dbs.indexes.idempotency.getRange({}), idempotency, (a, b) => a === b);
   compareMap('queued count of account', dbs.queuedCounts.getRange({}), queuedPerAccount, (a, b) => a === b);
-  compareMap('processing count of model', dbs.processingCounts.getRange({}), processingPerModel, (a, b) => a === b);
+  compareMap('processing count', dbs.processingCounts.getRange({}), processingPerCounter, (a, b) => a === b);
   compareMap<[number, number]>(
     'daily usage',
     dbs.dailyUsage.getRange({}),

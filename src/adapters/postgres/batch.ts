@@ -1,5 +1,6 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
+import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { Batch, CommandOutcome } from '../../ports/Store.js';
@@ -64,7 +65,9 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     if (command.maxQueued !== undefined) needs.push({ kind: 'queuedCount', id: command.accountId });
     if (command.startNow !== undefined) {
       needs.push({ kind: 'anyWaiting' });
-      if (command.modelLimit !== undefined) needs.push({ kind: 'processingCount', id: command.model });
+      if (command.modelLimit !== undefined) needs.push({ kind: 'processingCount', id: modelCounter(command.model) });
+      if (command.maxProcessing !== undefined)
+        needs.push({ kind: 'processingCount', id: accountCounter(command.accountId) });
     }
   }
   return needs;
@@ -174,13 +177,13 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
     query(sql`SELECT account_id AS id, count FROM queued_counts WHERE account_id = ANY(${ids}::text[])`),
   );
   counts('processingCount', fetched.processingCounts, (ids) =>
-    query(sql`SELECT model AS id, count FROM processing_counts WHERE model = ANY(${ids}::text[])`),
+    query(sql`SELECT counter AS id, count FROM processing_counts WHERE counter = ANY(${ids}::text[])`),
   );
 
   if (!fetched.allProcessingCounts && ofKind(needs, 'processingCounts').length > 0) {
     work.push(
-      query<{ model: string; count: number }[]>(sql`SELECT model, count FROM processing_counts`).then((rows) => {
-        for (const { model, count } of rows) fetched.processingCounts.set(model, count);
+      query<{ counter: string; count: number }[]>(sql`SELECT counter, count FROM processing_counts`).then((rows) => {
+        for (const { counter, count } of rows) fetched.processingCounts.set(counter, count);
         fetched.allProcessingCounts = true;
       }),
     );
@@ -217,7 +220,7 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
     // A loose index scan (one hop of the dispatch index per account, whatever each account has waiting), and each
     // account's first waiting requests (an account without any: a row of nulls).
     work.push(
-      query<QueueRow[]>(sql`
+      query<(QueueRow & { account_state: AccountState | null })[]>(sql`
         WITH RECURSIVE waiting(account_id) AS (
           (SELECT account_id FROM requests WHERE status = 'waiting' AND account_id > ${after}
             ORDER BY account_id LIMIT 1)
@@ -225,11 +228,11 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
           SELECT (SELECT r.account_id FROM requests r WHERE r.status = 'waiting' AND r.account_id > w.account_id
             ORDER BY r.account_id LIMIT 1)
           FROM waiting w WHERE w.account_id IS NOT NULL
-        ), accounts AS (
+        ), waiting_accounts AS (
           SELECT account_id FROM waiting WHERE account_id IS NOT NULL LIMIT ${limit}
         )
-        SELECT a.account_id, q.req_id, q.available_at, q.model, q.state
-        FROM accounts a LEFT JOIN LATERAL (
+        SELECT a.account_id, ac.state AS account_state, q.req_id, q.available_at, q.model, q.state
+        FROM waiting_accounts a LEFT JOIN accounts ac ON ac.account_id = a.account_id LEFT JOIN LATERAL (
           SELECT req_id, available_at, model, state FROM requests
           WHERE status = 'waiting' AND account_id = a.account_id
           ORDER BY available_at, req_id LIMIT ${entries}
@@ -237,6 +240,9 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
         ORDER BY a.account_id, q.available_at, q.req_id`).then((rows) => {
         const accounts = [...new Set(rows.map((row) => row.account_id))];
         fetched.addAccounts(after, accounts, accounts.length < limit);
+        // With each account's view: a claim reads its plan (the bound of its requests being processed).
+        for (const row of rows)
+          if (!fetched.accounts.has(row.account_id)) fetched.accounts.set(row.account_id, row.account_state);
         addQueues(fetched, rows, new Map(accounts.filter((id) => !fetched.queues.has(id)).map((id) => [id, entries])));
       }),
     );
@@ -444,7 +450,7 @@ export const writeAll = async (
   }
   const countWrites = (
     table: 'queued_counts' | 'processing_counts',
-    column: 'account_id' | 'model',
+    column: 'account_id' | 'counter',
     deltas: Map<string, number>,
   ) => {
     const rows = [...deltas].filter(([, delta]) => delta !== 0);
@@ -464,7 +470,7 @@ export const writeAll = async (
     work.push(query(statementOf(`DELETE FROM ${table} WHERE ${column} = ANY($1::text[]) AND count = 0`, [ids])));
   };
   countWrites('queued_counts', 'account_id', writes.queuedDeltas);
-  countWrites('processing_counts', 'model', writes.processingDeltas);
+  countWrites('processing_counts', 'counter', writes.processingDeltas);
   if (writes.usage.size > 0) {
     const rows = [...writes.usage.values()];
     work.push(

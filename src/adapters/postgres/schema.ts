@@ -127,6 +127,16 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX attempts_expiry ON attempts (expires_at, key);
   `,
+  // 2: requests being processed counted per account and per account and model too (domain/processingCounters.ts
+  // names the counters: the names below must stay the same as its), for plans' maxProcessing and the workers' share.
+  `
+  ALTER TABLE processing_counts RENAME COLUMN model TO counter;
+  INSERT INTO processing_counts (counter, count)
+    SELECT chr(31) || account_id, count(*) FROM requests WHERE status = 'processing' GROUP BY account_id
+    UNION ALL
+    SELECT chr(31) || account_id || chr(31) || model, count(*) FROM requests WHERE status = 'processing'
+    GROUP BY account_id, model;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

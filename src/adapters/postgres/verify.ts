@@ -1,6 +1,7 @@
 import type { AccountEvent } from '../../domain/account/events.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { countersOf } from '../../domain/processingCounters.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
@@ -127,7 +128,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   let requests = 0;
   let missing = 0;
   const queuedPerAccount = new Map<string, number>();
-  const processingPerModel = new Map<string, number>();
+  const processingPerCounter = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
   const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   let pending: MutableRequestState[] = [];
@@ -177,9 +178,10 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     // A request whose first event the machine refused was never made (reported with that event).
     if (rebuilt.status === 'none') return;
     requests++;
-    const { accountId, model } = rebuilt.context;
+    const { accountId } = rebuilt.context;
     if (isQueued(rebuilt.status)) add(queuedPerAccount, accountId);
-    if (rebuilt.status === 'processing') add(processingPerModel, model);
+    if (rebuilt.status === 'processing')
+      for (const counter of countersOf(rebuilt.context)) add(processingPerCounter, counter);
     const used = usageOf(rebuilt);
     if (used !== undefined) {
       const key = keyText([accountId, used.day]);
@@ -337,12 +339,12 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     queuedPerAccount,
     (a, b) => a === b,
   );
-  const processing = await query<{ model: string; count: number | string }[]>(sql`
-    SELECT model, count FROM processing_counts WHERE count <> 0`);
+  const processing = await query<{ counter: string; count: number | string }[]>(sql`
+    SELECT counter, count FROM processing_counts WHERE count <> 0`);
   compareMap(
-    'processing count of model',
-    processing.map((row) => ({ key: row.model, value: Number(row.count) })),
-    processingPerModel,
+    'processing count',
+    processing.map((row) => ({ key: row.counter, value: Number(row.count) })),
+    processingPerCounter,
     (a, b) => a === b,
   );
   const usage = await query<

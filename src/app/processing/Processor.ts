@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
 import type { DomainEvent } from '../../domain/events.js';
+import { maxProcessingByPlan } from '../../domain/plans.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
@@ -72,6 +73,10 @@ export type ProcessorDeps = {
   readonly leaseMs: number;
   /** This process's name on the leases it takes (new at every start). */
   readonly owner?: string;
+  /** Each plan's bound of an account's requests being processed at once, in all processes (maxProcessingByPlan). */
+  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  /** The most of a model's workers one account holds while another account has work of that model due. */
+  readonly accountShare?: number | undefined;
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   readonly live?: LiveOutputShape | undefined;
 };
@@ -215,7 +220,15 @@ export const createProcessor = (deps: ProcessorDeps) => {
     clock,
     slots,
     log,
-    claim: { owner, leaseMs: deps.leaseMs, modelLimits, policy: deps.policy },
+    claim: {
+      owner,
+      leaseMs: deps.leaseMs,
+      modelLimits,
+      policy: deps.policy,
+      maxProcessing: deps.maxProcessing,
+      accountShare: deps.accountShare,
+      workers: deps.concurrency,
+    },
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
     run: (claimed) => run(claimed),
@@ -344,6 +357,8 @@ export const ProcessorLayer = Layer.effect(
           concurrency: config.processing.concurrency,
           policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
           leaseMs: config.processing.leaseSeconds * 1000,
+          maxProcessing: maxProcessingByPlan(config.plans),
+          accountShare: config.processing.maxAccountShare,
           metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
           live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
         });

@@ -7,6 +7,7 @@ import { createProcessor, Processor } from '../../../src/app/processing/Processo
 import { Requests, RequestsLayer, type RequestsShape } from '../../../src/app/Requests.js';
 import { createSweeper } from '../../../src/app/Sweeper.js';
 import type { Config } from '../../../src/config.js';
+import { maxProcessingByPlan } from '../../../src/domain/plans.js';
 import { defaultRetryPolicy } from '../../../src/domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../../../src/ports/Clock.js';
 import { Ids, type IdsShape } from '../../../src/ports/Ids.js';
@@ -88,6 +89,8 @@ export const startSimNode = (deps: {
     concurrency: deps.config.processing.concurrency,
     policy: { ...defaultRetryPolicy, maxAttempts: deps.config.processing.maxAttempts },
     leaseMs: deps.config.processing.leaseSeconds * 1000,
+    maxProcessing: maxProcessingByPlan(deps.config.plans),
+    accountShare: deps.config.processing.maxAccountShare,
   });
   const requests = Effect.runSync(
     Effect.gen(function* () {
