@@ -3,7 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { lockSpace, schemaVersion } from '../../src/adapters/postgres/schema.js';
+import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { Command } from '../../src/domain/commands.js';
+import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
 import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
 import { foldRequest, isQueued } from '../../src/domain/request/state.js';
 import { ask, commitOne, createAccount, eventually, oneToN, queueOf, replay, submit } from '../contract/fixtures.js';
@@ -91,6 +93,40 @@ describe('The PostgreSQL store', () => {
       new RegExp(`schema version ${schemaVersion + 1}, newer than this airs knows \\(${schemaVersion}\\)`),
     );
     expect(refusal?.message).not.toMatch(/\n/);
+  });
+
+  it('counts, when it upgrades a database of schema version 1, the requests being processed per account and per account and model', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createAccount(1),
+        ...oneToN(3).map((i) => submit(`req_${i}`, { now: 1_000 + i })),
+        submit('req_x', { account: 2 }),
+      ],
+    });
+    expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 3 }))).started).toHaveLength(3);
+    // As version 1 left it: counts per model only, under their old column.
+    await store.db.query(sql`DELETE FROM processing_counts WHERE counter LIKE chr(31) || '%'`);
+    await store.db.query({ text: 'ALTER TABLE processing_counts RENAME COLUMN counter TO model', values: [] });
+    await store.db.query(sql`UPDATE airs_schema_version SET version = 1`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    const rows = await upgraded.db.query<{ counter: string; count: string }[]>(
+      sql`SELECT counter, count FROM processing_counts ORDER BY counter`,
+    );
+    expect(new Map(rows.map((row) => [row.counter, Number(row.count)]))).toEqual(
+      new Map([
+        ['echo', 3],
+        [accountCounter('acct_1'), 2],
+        [accountModelCounter('acct_1', 'echo'), 2],
+        [accountCounter('acct_2'), 1],
+        [accountModelCounter('acct_2', 'echo'), 1],
+      ]),
+    );
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
   });
 
   it('keeps any text a request or an event holds, NUL and astral characters included', async () => {
@@ -197,7 +233,7 @@ describe('The PostgreSQL store', () => {
       if (isQueued(folded.status))
         queued.set(folded.context.accountId, (queued.get(folded.context.accountId) ?? 0) + 1);
       if (folded.status === 'processing')
-        processing.set(folded.context.model, (processing.get(folded.context.model) ?? 0) + 1);
+        for (const counter of countersOf(folded.context)) processing.set(counter, (processing.get(counter) ?? 0) + 1);
       for (const event of events)
         if (event.type === 'RequestProcessingStarted') {
           expect(starts.has(`${reqId}/${event.attempt}`)).toBe(false);
@@ -208,7 +244,7 @@ describe('The PostgreSQL store', () => {
     const counts = async (table: string) =>
       new Map(
         (await reader.db.query({ text: `SELECT * FROM ${table}`, values: [] })).map((row) => [
-          String(row.account_id ?? row.model),
+          String(row.account_id ?? row.counter),
           Number(row.count),
         ]),
       );

@@ -25,7 +25,14 @@ describe('Configuration', () => {
     expect(config.dataDir).toBe(join(dir, 'data'));
     expect(config.models.map((m) => m.id)).toEqual(['echo', 'echo-slow']);
     expect(config.models[1]).toMatchObject({ provider: 'echo', delayMs: 5_000 });
-    expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100, maxOpenCalls: 10, maxProcessing: 4 });
+    expect(config.plans.free).toEqual({
+      maxKeys: 1,
+      submitsPerMinute: 60,
+      pollsPerMinute: 600,
+      maxQueued: 100,
+      maxOpenCalls: 10,
+      maxProcessing: 4,
+    });
     expect(config.plans.enterprise.maxKeys).toBeNull();
     expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
   });
@@ -70,7 +77,14 @@ describe('Configuration', () => {
   });
   it('merges plan overrides over the defaults, field by field', () => {
     const config = withFile(JSON.stringify({ plans: { free: { submitsPerMinute: 5 } } }))();
-    expect(config.plans.free).toEqual({ maxKeys: 1, submitsPerMinute: 5, pollsPerMinute: 600, maxQueued: 100, maxOpenCalls: 10, maxProcessing: 4 });
+    expect(config.plans.free).toEqual({
+      maxKeys: 1,
+      submitsPerMinute: 5,
+      pollsPerMinute: 600,
+      maxQueued: 100,
+      maxOpenCalls: 10,
+      maxProcessing: 4,
+    });
   });
   it.each([
     ['{"port":"x"}', 'port'],

@@ -89,7 +89,7 @@ export const checkingClaimRules = (store: MemoryStore, plans: PlanTable) => {
       checkBounds(after, command);
       return outcome;
     });
-    return Promise.all(outcomes).then((each) => each.flatMap((one) => one));
+    return Promise.all(outcomes).then((each) => each.flat());
   };
 
   return { store: { ...store, commit }, violations };
