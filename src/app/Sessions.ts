@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Result } from 'effect';
 import type { AccountCommand } from '../domain/account/decider.js';
 import { isRefusal, passwordCredentialKey, sessionCredentialKey } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
-import { controlCharacters, emailProblem, escapedControls, maxEmailLength } from '../domain/identifiers.js';
+import { controlCharacters, emailProblem, maxEmailLength } from '../domain/identifiers.js';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { Accounts } from './Accounts.js';
@@ -148,9 +148,10 @@ export const SessionsLayer = Layer.effect(
           .slice(0, maxEmailLength + 1);
         // No account has an email with control characters (signup and the decider refuse them): such an email is
         // never looked up (PostgreSQL refuses NUL in text), and is answered as an unknown email is, after the same
-        // decoy hash, so neither its answer nor its time differs (contract 18). Its throttle key shows them escaped.
+        // decoy hash, so neither its answer nor its time differs (contract 18). It is throttled as any email is (the
+        // stores keep throttle keys of any text).
         const lookable = normalized.length <= maxEmailLength && !controlCharacters.test(normalized);
-        const emailKey = `email:${lookable ? normalized : escapedControls(normalized)}`;
+        const emailKey = `email:${normalized}`;
         // The attempt takes its place before the hash runs and keeps it unless the password is right.
         const place = await logins.reserve([emailKey, `address:${clientAddress}`]);
         if ('throttled' in place) return place;

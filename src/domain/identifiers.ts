@@ -35,7 +35,9 @@ export const couldBeId = (kind: IdKind, text: string): boolean => {
   const { prefix, lengths } = idForms[kind];
   const bodyLength = text.length - prefix.length;
   return (
-    (lengths as readonly number[]).includes(bodyLength) && text.startsWith(prefix) && base64url.test(text.slice(prefix.length))
+    (lengths as readonly number[]).includes(bodyLength) &&
+    text.startsWith(prefix) &&
+    base64url.test(text.slice(prefix.length))
   );
 };
 
@@ -47,12 +49,6 @@ export const maxEmailLength = 254;
  * terminal would act on it. No text shown in a terminal or a page may hold one (product contract 15).
  */
 export const controlCharacters = /\p{Cc}/u;
-
-/** `text` with each control character written as a visible escape (`\u{0}`): a key that never holds one. */
-export const escapedControls = (text: string): string =>
-  controlCharacters.test(text)
-    ? text.replace(/\p{Cc}/gu, (char) => `\\u{${(char.codePointAt(0) ?? 0).toString(16)}}`)
-    : text;
 
 const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 

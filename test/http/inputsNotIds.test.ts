@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestIdOf } from '../../src/adapters/http/openai/responseObject.js';
-import { MemoryStoreLayer } from '../../src/adapters/memory/MemoryStore.js';
+import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { idForMessage } from '../../src/domain/identifiers.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { randomIds } from '../../src/ports/Ids.js';
@@ -267,3 +267,98 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
 });
 
 afterAll(() => stopTestCluster(), 60_000);
+
+describe('Faults under a call', () => {
+  /** An app whose store fails one read with a plain error (a fault, not the client's), its log lines kept. */
+  const faultyApp = async (read: 'accountIdByEmail' | 'requestWithText') => {
+    const store = openMemoryStore();
+    const reads = Object.create(store.reads) as typeof store.reads;
+    Object.defineProperty(reads, read, {
+      value: async () => {
+        throw new Error('the disk is on fire');
+      },
+    });
+    const lines: LogLine[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
+        done();
+      },
+    });
+    const app = await startTestApp({
+      storeLayer: MemoryStoreLayer({ ...store, reads }),
+      logger: pino({ level: 'info' }, sink),
+    });
+    return { app, lines };
+  };
+  const stderrDuring = async (call: () => Promise<unknown>) => {
+    const written: string[] = [];
+    const spies = [
+      vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+        written.push(String(chunk));
+        return true;
+      }),
+      vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+        written.push(String(chunk));
+        return true;
+      }),
+      vi.spyOn(console, 'error').mockImplementation((...args) => void written.push(args.map(String).join(' '))),
+    ];
+    try {
+      await call();
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    return written;
+  };
+
+  it('on the dashboard are one JSON error line with the stack, a 500 page, and nothing on stdout or stderr', async () => {
+    const { app, lines } = await faultyApp('accountIdByEmail');
+    try {
+      const page = await app.call('GET', '/dashboard/login');
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+      const cookie = (page.headers.getSetCookie()[0] ?? '').split(';')[0] ?? '';
+      let answer: Response | undefined;
+      const written = await stderrDuring(async () => {
+        answer = await app.http.request('http://airs.test/dashboard/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+          body: new URLSearchParams({ email: 'someone@example.com', password, csrf }).toString(),
+        });
+      });
+      expect(written).toEqual([]);
+      expect(answer?.status).toBe(500);
+      expect(answer?.headers.get('content-type')).toMatch(/^text\/html/);
+      const text = (await answer?.text()) ?? '';
+      expect(text).toContain('Something went wrong');
+      expect(text).not.toContain('the disk is on fire');
+      const faults = lines.filter((line) => line.level >= 50);
+      expect(faults).toHaveLength(1);
+      expect(faults[0]?.msg).toBe('request failed');
+      expect(faults[0]?.err?.stack).toContain('the disk is on fire');
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('on the API are one JSON error line with the stack, the contract’s 500, and nothing on stderr', async () => {
+    const { app, lines } = await faultyApp('requestWithText');
+    try {
+      const { key } = await app.account();
+      let answer: Response | undefined;
+      const written = await stderrDuring(async () => {
+        answer = await app.call('GET', `/v1/ai?req_id=${randomIds.requestId()}`, { key });
+      });
+      expect(written).toEqual([]);
+      expect(answer?.status).toBe(500);
+      expect(await answer?.json()).toEqual({
+        error: { code: 'server_error', message: 'internal error; retry after 30 seconds' },
+      });
+      const faults = lines.filter((line) => line.level >= 50);
+      expect(faults).toHaveLength(1);
+      expect(faults[0]?.err?.stack).toContain('the disk is on fire');
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  couldBeId,
-  escapedControls,
-  type IdKind,
-  idForMessage,
-  idForms,
-  lifetimeInWords,
-} from '../../src/domain/identifiers.js';
+import { couldBeId, type IdKind, idForMessage, idForms, lifetimeInWords } from '../../src/domain/identifiers.js';
 import { randomIds } from '../../src/ports/Ids.js';
 import { simIds } from '../support/simulation/simNode.js';
 
@@ -55,11 +48,6 @@ describe('the forms of ids and the words for a lifetime', () => {
         const { prefix, lengths } = idForms[other];
         expect(couldBeId(kind, `${prefix}${'a'.repeat(lengths[0])}`)).toBe(kind === other);
       }
-  });
-
-  it('writes control characters as visible escapes and leaves other text as it is', () => {
-    expect(escapedControls('a\u0000b\u001b[31m\u007f')).toBe('a\\u{0}b\\u{1b}[31m\\u{7f}');
-    expect(escapedControls('ünïcødé@example.com')).toBe('ünïcødé@example.com');
   });
 
   it('cuts an id in a message to 100 characters and marks the cut', () => {
