@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestIdOf } from '../../src/adapters/http/openai/responseObject.js';
@@ -258,6 +259,39 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
         expect(page.status).toBe(303);
       }
     });
+  });
+
+  it('answers any text with control characters, quotes or unicode in an id or a field below 500 (a quick fuzz)', async () => {
+    const unit = fc.oneof(
+      fc.constantFrom('\u0000', "'", '"', '\\', '%', '\u001b', '\n', '\u007f', '\u0085', 'ü', '😀', '\ud800'),
+      fc.integer({ min: 0, max: 0x1f }).map((code) => String.fromCharCode(code)),
+      fc.constantFrom('req_', 'resp_', 'msg_', 'key_', 'a', 'Z', '0', '-', '_'),
+    );
+    const text = fc.string({ unit, maxLength: 40 });
+    // Every byte percent-encoded (a lone surrogate as U+FFFD, as a client's UTF-8 encoder sends it).
+    const encoded = (t: string) => [...Buffer.from(t)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
+    const calls = (t: string) => [
+      () => get(`/v1/ai?req_id=${encoded(t)}`),
+      () => get(`/v1/responses/${encoded(t)}`),
+      () => post(`/v1/responses/${encoded(t)}/cancel`),
+      () => get(`/v1/models/${encoded(t)}`),
+      () => post('/v1/ai', { model: t, prompt: t }),
+      () => post('/v1/responses', { model: 'echo', input: [{ type: 'item_reference', id: t }], user: t }),
+      () => post('/v1/responses', { model: 'echo', input: t, metadata: { [t]: t }, background: true }),
+      () => post('/v1/chat/completions', { model: 'echo', messages: [{ role: 'user', content: t }], user: t }),
+    ];
+    await fc.assert(
+      fc.asyncProperty(text, async (t) => {
+        const from = lines.length;
+        for (const call of calls(t)) {
+          const answer = await call();
+          await answer.arrayBuffer();
+          expect(answer.status).toBeLessThan(500);
+        }
+        expect(lines.slice(from).filter((line) => line.level >= 50)).toEqual([]);
+      }),
+      { numRuns: 25 },
+    );
   });
 
   it('leaves the account it asked with unharmed', async () => {
