@@ -70,7 +70,7 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
       config: { ...base.config, models: [...models] },
       logger: pino({ level: 'debug' }, sink),
     });
-    ({ key, accountId } = await app.account());
+    ({ key, accountId } = await app.account('enterprise'));
   }, 60_000);
   afterAll(() => app?.stop());
   afterEach(() => {
