@@ -3,7 +3,7 @@ import { type AccountCommand, keyNameProblem } from '../domain/account/decider.j
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
-import { emailProblem, fitsIdBound, idForMessage } from '../domain/identifiers.js';
+import { couldBeId, emailProblem, idForMessage } from '../domain/identifiers.js';
 import type { PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -65,7 +65,7 @@ export const AccountsLayer = Layer.effect(
 
     const withAccount = (accountId: string) =>
       Effect.flatMap(
-        Effect.promise(async () => (fitsIdBound(accountId) ? store.reads.account(accountId) : undefined)),
+        Effect.promise(async () => (couldBeId('account', accountId) ? store.reads.account(accountId) : undefined)),
         (account) =>
           account === undefined
             ? Effect.fail(new Refused({ message: `no account ${idForMessage(accountId)}` }))
@@ -135,7 +135,7 @@ export const AccountsLayer = Layer.effect(
         Effect.flatMap(withAccount(accountId), () => Effect.promise(() => store.reads.keysOf(accountId))),
       revokeKey: (keyId) =>
         Effect.flatMap(
-          Effect.promise(async () => (fitsIdBound(keyId) ? store.reads.key(keyId) : undefined)),
+          Effect.promise(async () => (couldBeId('key', keyId) ? store.reads.key(keyId) : undefined)),
           (key) => {
             if (key === undefined) return Effect.fail(new Refused({ message: `no key ${idForMessage(keyId)}` }));
             return run(

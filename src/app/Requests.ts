@@ -9,7 +9,7 @@ import {
   RateLimited,
   Unavailable,
 } from '../domain/errors.js';
-import { fitsIdBound, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
+import { couldBeId, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import type { RequestState } from '../domain/request/state.js';
 import { AppClock } from '../ports/Clock.js';
@@ -270,8 +270,9 @@ export const RequestsLayer = Layer.effect(
 
     /** The request if the principal's account may see it now, with its public status. */
     const visibleRequest = async (principal: Principal, reqId: string) => {
-      // An id longer than any airs makes names nothing, and must not reach the store as a key.
-      if (!fitsIdBound(reqId)) return undefined;
+      // Text that is not an id of airs's form names nothing: the store is not asked (a NUL, a quote, 10,000
+      // characters), and every store answers it as it answers an unknown id (contract 18).
+      if (!couldBeId('request', reqId)) return undefined;
       const stored = await store.reads.requestWithText(reqId);
       if (stored === undefined || stored.state.context.accountId !== principal.accountId) return undefined;
       const status = publicStatus(stored.state, clock.now());

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Result } from 'effect';
 import type { AccountCommand } from '../domain/account/decider.js';
 import { isRefusal, passwordCredentialKey, sessionCredentialKey } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
-import { emailProblem, maxEmailLength } from '../domain/identifiers.js';
+import { controlCharacters, emailProblem, maxEmailLength } from '../domain/identifiers.js';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { Accounts } from './Accounts.js';
@@ -146,12 +146,16 @@ export const SessionsLayer = Layer.effect(
           .trim()
           .toLowerCase()
           .slice(0, maxEmailLength + 1);
+        // No account has an email with control characters (signup and the decider refuse them): such an email is
+        // never looked up (PostgreSQL refuses NUL in text), and is answered as an unknown email is, after the same
+        // decoy hash, so neither its answer nor its time differs (contract 18). It is throttled as any email is (the
+        // stores keep throttle keys of any text).
+        const lookable = normalized.length <= maxEmailLength && !controlCharacters.test(normalized);
         const emailKey = `email:${normalized}`;
         // The attempt takes its place before the hash runs and keeps it unless the password is right.
         const place = await logins.reserve([emailKey, `address:${clientAddress}`]);
         if ('throttled' in place) return place;
-        const accountId =
-          normalized.length <= maxEmailLength ? await store.reads.accountIdByEmail(normalized) : undefined;
+        const accountId = lookable ? await store.reads.accountIdByEmail(normalized) : undefined;
         const stored =
           accountId === undefined ? undefined : await store.reads.credential(passwordCredentialKey(accountId));
         const matches = await hashing.verify(password, stored ?? (await decoy));

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { controlCharacters } from '../domain/identifiers.js';
 
 /**
  * Password hashing with scrypt from node:crypto (memory-hard; no native dependency). A hash is stored as
@@ -26,6 +27,10 @@ export const passwordProblem = (password: string): string | undefined => {
   if (password.length < minPasswordLength)
     return `a password needs at least ${minPasswordLength} characters; this one has ${password.length}`;
   if (password.length > maxPasswordLength) return `a password has at most ${maxPasswordLength} characters`;
+  // No keyboard types one, and a NUL cut short by a C string or refused by a database would be a password nobody
+  // can give again (contract 18); passwords set before are still checked as they are.
+  if (controlCharacters.test(password))
+    return 'a password must not contain control characters (line breaks, tabs, NUL)';
   return undefined;
 };
 

@@ -1,11 +1,45 @@
 /**
- * Bounds on the names callers give: request, account and key ids, and emails. Each ends up as (part of) a database
- * key, and LMDB refuses keys over 1,978 bytes with an error; anything longer than these bounds cannot name
- * anything airs made, so it is refused or not found before it reaches the store.
+ * The forms of the names callers give: request, account and key ids, and emails. Each ends up as (part of) a database
+ * key or parameter: LMDB refuses keys over 1,978 bytes with an error, PostgreSQL refuses NUL in text. Anything that
+ * cannot name something airs made is refused or not found before it reaches the store.
  */
 
-/** airs's own ids are 38 characters at most (`req_` + 12 + 22); other writers' ids get generous room. */
-export const maxIdLength = 128;
+/**
+ * What each kind of id airs issues looks like: its prefix, then a body of base64url characters (`A-Z a-z 0-9 _ -`) of
+ * one of the listed lengths. Anything else cannot name something airs made, so it is answered as not found before any
+ * store is asked (product contract 18): a NUL, a quote, a 10,000-character string or an emoji never becomes a database
+ * parameter or key, and every store answers it alike.
+ *
+ * Every form airs has ever issued passes. Request ids were `req_` + 128 random bits (22 characters) at first; since
+ * 300fa9b they are `req_` + the creation time (12 hex digits) + the same 22 (34 in all). A Response is its request
+ * under OpenAI's prefix (`resp_X` is `req_X`), a chat completion too (`chatcmpl-X`), and so are the output items of a
+ * Response (`msg_X`, `fc_X_n`, parsed in responseObject.ts). Batches and files (contract 16) will be issued in the
+ * request's form. Accounts and keys are 96 random bits (16 characters); sessions 128 (22, see Sessions.ts).
+ */
+export const idForms = {
+  request: { prefix: 'req_', lengths: [22, 34] },
+  response: { prefix: 'resp_', lengths: [22, 34] },
+  chatCompletion: { prefix: 'chatcmpl-', lengths: [22, 34] },
+  batch: { prefix: 'batch_', lengths: [22, 34] },
+  file: { prefix: 'file-', lengths: [22, 34] },
+  account: { prefix: 'acct_', lengths: [16] },
+  key: { prefix: 'key_', lengths: [16] },
+} as const satisfies Record<string, { readonly prefix: string; readonly lengths: readonly number[] }>;
+
+export type IdKind = keyof typeof idForms;
+
+const base64url = /^[A-Za-z0-9_-]*$/;
+
+/** Whether `text` could be an id of kind `kind` that airs issued (its form only: whether it exists is the store's). */
+export const couldBeId = (kind: IdKind, text: string): boolean => {
+  const { prefix, lengths } = idForms[kind];
+  const bodyLength = text.length - prefix.length;
+  return (
+    (lengths as readonly number[]).includes(bodyLength) &&
+    text.startsWith(prefix) &&
+    base64url.test(text.slice(prefix.length))
+  );
+};
 
 /** The longest address SMTP can carry (RFC 5321: a path of 256 octets, less the angle brackets). */
 export const maxEmailLength = 254;
@@ -27,9 +61,6 @@ export const emailProblem = (email: string): string | undefined => {
   if (!emailPattern.test(email)) return `"${email}" is not an email address`;
   return undefined;
 };
-
-/** Whether `id` may name something stored (a longer one never does). */
-export const fitsIdBound = (id: string): boolean => id.length <= maxIdLength;
 
 /** An id as shown in a message: cut to a readable length. */
 export const idForMessage = (id: string): string => (id.length > 100 ? `${id.slice(0, 100)}…` : id);

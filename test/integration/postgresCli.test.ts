@@ -46,6 +46,23 @@ describe('the CLI on a PostgreSQL store', { timeout: 60_000 }, () => {
     ]);
   });
 
+  it('answers ids that cannot be ids as unknown with one line and exit 1, without asking the database (contract 18)', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const box = newBox('airs-pg-ids');
+    const env = { AIRS_DATABASE_URL: url };
+    expect((await runCli(box, ['accounts', 'create', '--email', 'ids@example.com'], { env })).code).toBe(0);
+    for (const [args, line] of [
+      [['requests', 'cancel', "req_' OR '1'='1"], /^airs: no request req_' OR '1'='1$/],
+      [['requests', 'cancel', 'req_\u001b[31m'], /^airs: no request req_\\x1b\[31m$/],
+      [['keys', 'revoke', 'key_ü😀'], /^airs: no key key_ü😀$/],
+      [['accounts', 'suspend', "acct_'"], /^airs: no account acct_'$/],
+    ] as const) {
+      const result = await runCli(box, [...args], { env });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr.trim().split('\n').at(-1)).toMatch(line);
+    }
+  });
+
   it('refuses a database without airs in it, for a command that does not create, and makes nothing there', async () => {
     const url = await (await testCluster()).createDatabase();
     const listed = await runCli(newBox('airs-pg-empty'), ['accounts', 'list', '--database-url', url]);

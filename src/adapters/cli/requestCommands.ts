@@ -59,7 +59,7 @@ const cancelRequest = async (
     { AppClock },
     { isRefusal },
     { Unavailable },
-    { fitsIdBound, idForMessage },
+    { couldBeId, idForMessage },
     { publicStatus },
   ] = await Promise.all([
     import('effect'),
@@ -83,7 +83,7 @@ const cancelRequest = async (
     const shown = idForMessage(reqId);
     /** The request as it is now (also as another process, a running server, left it a moment ago). */
     const current = async (): Promise<RequestState | undefined> => {
-      if (!fitsIdBound(reqId)) return undefined;
+      if (!couldBeId('request', reqId)) return undefined;
       const state = await store.reads.request(reqId);
       return state === undefined || state.status === 'none' ? undefined : state;
     };

@@ -243,13 +243,21 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return headers;
   };
 
+  /** A fault no route answered: logged once, as one JSON line of the app's log (h3 itself is silent). */
+  const unhandled = (error: HTTPError, event: H3Event) => {
+    deps.log.error({ err: error.cause ?? error, path: event.url.pathname.slice(0, 200) }, 'request failed');
+    return faceOf(event.url.pathname).fault(corsHeaders(event));
+  };
+
   const app = new H3({
+    // h3 would write an unhandled error's stack to stderr as plain text, outside the JSON log: it is logged below.
+    silent: true,
     // h3 answers some requests itself (a malformed path, say): give those the contract's shape too.
     onError: (error, event) =>
       error.cause instanceof StorageFault
         ? faceOf(event.url.pathname).error(unavailableFor(error.cause), corsHeaders(event))
         : error.status >= 500
-          ? faceOf(event.url.pathname).fault(corsHeaders(event))
+          ? unhandled(error, event)
           : faceOf(event.url.pathname).error(
               new InvalidRequest({
                 message:

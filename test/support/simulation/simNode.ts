@@ -27,15 +27,18 @@ export type SimNode = {
   crash(landing: number): void;
 };
 
-/** A time-ordered request id per call (the simulation must be reproducible from its seed). */
+/**
+ * Ids in the forms airs issues (identifiers.ts), from a counter: the simulation must be reproducible from its seed.
+ * Request ids stay ordered by creation (the counter where the time would be).
+ */
 export const simIds = (): IdsShape => {
   let next = 0;
-  const counter = () => String(++next).padStart(6, '0');
+  const counter = (digits: number) => String(++next).padStart(digits, '0');
   return {
-    requestId: () => `req_sim${counter()}`,
-    accountId: () => `acct_sim${counter()}`,
-    keyId: () => `key_sim${counter()}`,
-    apiKey: () => `sk_sim${counter()}`,
+    requestId: () => `req_${counter(12)}${'s'.repeat(22)}`,
+    accountId: () => `acct_sim${counter(13)}`,
+    keyId: () => `key_sim${counter(13)}`,
+    apiKey: () => `sk_sim${counter(6)}`,
   };
 };
 

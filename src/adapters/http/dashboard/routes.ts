@@ -10,7 +10,7 @@ import { unavailableFor } from '../../../app/StorageHealth.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import { Refused } from '../../../domain/errors.js';
-import { fitsIdBound } from '../../../domain/identifiers.js';
+import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
@@ -126,10 +126,22 @@ const busyMessage = (event: H3Event): string => {
  */
 export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   /** The store failed under a page (its database cannot be reached, its disk fails): a 503 page to retry, as the API
-   * answers. Anything else is left to the app's fault handler. */
+   * answers. Anything else is a fault: one JSON line in the log (its stack in it), and a 500 page that shows none. */
   const storeFailed = (event: H3Event, error: unknown) => {
     const fault = storageFaultIn(error);
-    if (fault === undefined) throw error;
+    if (fault === undefined) {
+      deps.log.error({ err: error, path: event.url.pathname.slice(0, 200) }, 'request failed');
+      return send(
+        event,
+        500,
+        errorPage({
+          status: 500,
+          title: 'Something went wrong',
+          message: 'The service could not answer this page. Try again in a few seconds.',
+          loggedIn: false,
+        }),
+      );
+    }
     const unavailable = unavailableFor(fault);
     event.res.headers.set('Retry-After', String(unavailable.retryAfterSeconds));
     return send(
@@ -375,7 +387,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     '/dashboard/keys/:id/delete',
     action(async (event, who) => {
       const keyId = event.context.params?.id ?? '';
-      const key = fitsIdBound(keyId) ? await deps.store.reads.key(keyId) : undefined;
+      const key = couldBeId('key', keyId) ? await deps.store.reads.key(keyId) : undefined;
       // Another account's key is answered like an unknown one.
       if (key === undefined || key.accountId !== who.account.accountId) return notFound(event, who);
       const revoked = await run(deps.accounts.revokeKey(keyId));

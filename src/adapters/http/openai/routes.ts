@@ -73,7 +73,7 @@ export const isOpenAiPath = (pathname: string): boolean =>
 
 /** An error about a request, with its id as this face shows it (`resp_…`, not the `req_…` the service names). */
 const inResponseTerms = (error: ApiError): ApiError => {
-  const message = error.message.replace(/\breq_([A-Za-z0-9_-]+)/g, 'resp_$1');
+  const message = error.message.replace(/\breq_/g, 'resp_');
   if (message === error.message) return error;
   if (error instanceof NotFound) return new NotFound({ message });
   if (error instanceof InvalidRequest) return new InvalidRequest({ message, details: error.details });
