@@ -4,6 +4,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgr
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { AccountCommand } from '../../src/domain/account/decider.js';
 import type { Command } from '../../src/domain/commands.js';
+import { accountCounter } from '../../src/domain/processingCounters.js';
 import { createAccount, createKey, policy, submit } from '../contract/fixtures.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 
@@ -210,14 +211,18 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     ]);
   });
 
-  it('names a counter off by one: queued requests of an account, requests processed of a model', async () => {
+  it('names a counter off by one: queued requests of an account, requests processed of a model and of an account', async () => {
     expect(await afterBreaking(`UPDATE queued_counts SET count = count + 1 WHERE account_id = 'acct_1'`)).toEqual([
       "queued count of account acct_1: the stored value differs from the log's",
     ]);
     await store.db.query(sql`UPDATE queued_counts SET count = count - 1 WHERE account_id = 'acct_1'`);
-    expect(await afterBreaking(`UPDATE processing_counts SET count = count - 1 WHERE model = 'echo'`)).toEqual([
-      'processing count of model echo: produced by the log but not stored',
+    expect(await afterBreaking(`UPDATE processing_counts SET count = count - 1 WHERE counter = 'echo'`)).toEqual([
+      'processing count echo: produced by the log but not stored',
     ]);
+    await store.db.query(sql`UPDATE processing_counts SET count = count + 1 WHERE counter = 'echo'`);
+    expect(
+      await afterBreaking(`UPDATE processing_counts SET count = count + 1 WHERE counter = chr(31) || 'acct_1'`),
+    ).toEqual([`processing count ${accountCounter('acct_1')}: the stored value differs from the log's`]);
   });
 
   it('names a key row that no event made, and the entry of the account index over it', async () => {
