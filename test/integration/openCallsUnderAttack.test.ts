@@ -12,10 +12,11 @@ import { createAccountWithKey, fileSandboxes, type ServerProcess, sleep, startSe
  * process holds 20, further streams get `503`, while a seventh account's submits and `/healthz` answer throughout.
  *
  * The bound on the server's peak RSS (VmHWM): its RSS once started plus 100 MB. What the flood may cost: 20 held
- * streams (each a socket, its buffers, a listener: about 20 KB, measured on 1,000 streams) and the garbage of a few
- * thousand refused calls (a few KB each, collected as V8 sees fit), well under 50 MB; the rest is margin for V8 growing
- * its young generation on a loaded 2-core machine. The unbounded flood of issue 26 took 650 MB, over 500 MB above
- * the start. Measured here: about 110 MB at the start, a peak a few MB above it (printed).
+ * streams (each a socket, its buffers, a listener: about 60 KB, measured on 1,500 streams; 1.2 MB here) and the garbage
+ * of a few thousand refused calls (a few KB each, collected as V8 sees fit), under 50 MB; the rest is margin for V8
+ * growing its heap on a loaded 2-core machine. The unbounded flood of issue 26 took 650 MB, over 500 MB above the
+ * start. Measured here: about 120 MB at the start and a peak about 30 MB above it (printed), most of it the start of
+ * the first calls (the background requests, the first streams), not the refused flood.
  */
 
 const newBox = fileSandboxes();
