@@ -1,6 +1,7 @@
 import { Effect, Layer, ManagedRuntime } from 'effect';
 import type { H3 } from 'h3';
 import { createHttpApp } from './adapters/http/app.js';
+import { createOpenCalls, type OpenCallsShape } from './adapters/http/openCalls.js';
 import { createTraffic, type Traffic } from './adapters/http/traffic.js';
 import { createProvider } from './adapters/models/providers.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
@@ -59,6 +60,8 @@ export type App = {
   readonly live: LiveOutputShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
+  /** The long-lived calls (streams, waiting creates) held now, per account and in all (contract 18). */
+  readonly openCalls: Pick<OpenCallsShape, 'held' | 'heldBy' | 'maxLongCalls'>;
   /** From now on every call answers 503 (the server is draining). */
   stopAccepting(): void;
   /**
@@ -95,6 +98,13 @@ export const startApp = async (options: AppOptions): Promise<App> => {
   );
   let accepting = true;
   const traffic = createTraffic();
+  const openCalls = createOpenCalls({
+    plans: options.config.plans,
+    maxConnections: options.config.http.maxConnections,
+    maxLongCallsShare: options.config.http.maxLongCallsShare,
+    retryAfterSeconds: options.config.pollIntervalSeconds,
+  });
+  services.metrics.watchLongCalls(openCalls);
   const http: H3 = createHttpApp({
     ...services,
     log: options.logger,
@@ -106,6 +116,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     streamKeepAliveMs: options.streamKeepAliveMs,
     accepting: () => accepting,
     traffic,
+    openCalls,
     readiness: services.storageHealth.problem,
     metrics: { metrics: services.metrics, token: options.config.metrics?.token },
     dashboard: {
@@ -123,6 +134,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     http,
     ...services,
     traffic,
+    openCalls,
     stopAccepting: () => {
       accepting = false;
     },

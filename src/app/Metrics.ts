@@ -37,6 +37,16 @@ export const queueScanLimit = 50_000;
 /** What an attempt came to, as counted: a bounded set. */
 export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired' | 'cancelled' | 'taken_over';
 
+/** The long-lived calls of the process (contract 18), read at scrape time. */
+export type LongCallsSource = {
+  /** Held now, all accounts. */
+  held(): number;
+  /** The most the process holds at once (`http.maxLongCallsShare` of `http.maxConnections`). */
+  readonly maxLongCalls: number;
+  /** Refused since the start: an account at its plan's `maxOpenCalls`, or the process at its share. */
+  refused(reason: 'account_limit' | 'process_share'): number;
+};
+
 export interface MetricsShape {
   /** One HTTP call answered: its route, status and when it began (`performance.now()`). Hot path: no allocation. */
   http(route: HttpRoute, status: number, startedAt: number): void;
@@ -49,6 +59,8 @@ export interface MetricsShape {
   attemptEnded(model: string, outcome: AttemptOutcome, seconds: number, usage?: Usage): void;
   /** A call refused by the rate limiter. */
   rateLimited(plan: string, budget: string): void;
+  /** Exposes the process's long-lived calls (held, their bound, refusals); the last source given is the one read. */
+  watchLongCalls(source: LongCallsSource): void;
   /** The Prometheus text exposition of this app's metrics and the process's. */
   scrape(): Promise<string>;
   readonly contentType: string;
@@ -82,6 +94,7 @@ export const noMetricsLayer = Layer.succeed(
     attemptStarted: () => {},
     attemptEnded: () => {},
     rateLimited: () => {},
+    watchLongCalls: () => {},
     scrape: async () => '',
     contentType: 'text/plain; version=0.0.4; charset=utf-8',
   }),

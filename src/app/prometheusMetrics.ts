@@ -1,7 +1,13 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, Registry } from 'prom-client';
 import type { StoredEvent } from '../domain/events.js';
 import type { ReadModel } from '../ports/Store.js';
-import { type HttpRoute, httpLatencyBuckets, type MetricsShape, queueScanLimit } from './Metrics.js';
+import {
+  type HttpRoute,
+  httpLatencyBuckets,
+  type LongCallsSource,
+  type MetricsShape,
+  queueScanLimit,
+} from './Metrics.js';
 
 /* The Metrics service on prom-client (see Metrics.ts): loaded by the server only. */
 
@@ -234,6 +240,35 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     labelNames: ['plan', 'budget'],
     registers: [registry],
   });
+  /** Read at scrape time: nothing is counted on the calls' path but the open calls' own counters. */
+  let longCalls: LongCallsSource | undefined;
+  new Gauge({
+    name: 'airs_long_calls_open',
+    help: 'Long-lived calls (streams, creates waiting for their answer) this process holds now, all accounts',
+    registers: [registry],
+    collect() {
+      this.set(longCalls?.held() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'airs_long_calls_max',
+    help: 'The most long-lived calls this process holds at once (http.maxLongCallsShare of http.maxConnections)',
+    registers: [registry],
+    collect() {
+      if (longCalls !== undefined) this.set(longCalls.maxLongCalls);
+    },
+  });
+  new Counter({
+    name: 'airs_long_calls_refused_total',
+    help: 'Long-lived calls refused, by reason: account_limit (429: the account holds its plan’s maxOpenCalls), process_share (503: the process holds its share of connections)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const reason of ['account_limit', 'process_share'] as const)
+        this.inc({ reason }, longCalls?.refused(reason) ?? 0);
+    },
+  });
   const batchSize = new Histogram({
     name: 'airs_commit_batch_size',
     help: 'Commands per durable write (committer batch)',
@@ -285,6 +320,9 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
       }
     },
     rateLimited: (plan, budget) => refusals.inc({ plan, budget }),
+    watchLongCalls: (source) => {
+      longCalls = source;
+    },
     // prom-client writes a NaN as `Nan` (the event-loop lag before its first sample); the text format says `NaN`.
     scrape: async () =>
       `${await registry.metrics()}\n${await processMetrics().metrics()}`.replace(nanSamples, ' NaN\n'),

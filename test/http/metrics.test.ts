@@ -126,6 +126,9 @@ const appMetricNames = [
   'airs_commit_duration_seconds',
   'airs_events_appended_total',
   'airs_tokens_total',
+  'airs_long_calls_open',
+  'airs_long_calls_max',
+  'airs_long_calls_refused_total',
 ];
 
 describe('GET /metrics', () => {
@@ -226,6 +229,11 @@ describe('GET /metrics', () => {
       batches,
     );
     expect(sampleValue(families.get('airs_queue_scan_truncated'), {})).toBe(0);
+    // No stream was held or refused; the process's bound is half of its 4,096 connections.
+    expect(sampleValue(families.get('airs_long_calls_open'), {})).toBe(0);
+    expect(sampleValue(families.get('airs_long_calls_max'), {})).toBe(2048);
+    expect(labelSets(families.get('airs_long_calls_refused_total'))).toEqual([JSON.stringify(['reason'])]);
+    expect(sampleValue(families.get('airs_long_calls_refused_total'), { reason: 'account_limit' })).toBe(0);
 
     // Bounded labels only: no key, prompt, email, account, key or request id anywhere in the text.
     const secrets = [key, key.slice(0, 11), keyId, accountId, email, 'metrics-secret-person', ...prompts, ...reqIds];
@@ -233,7 +241,19 @@ describe('GET /metrics', () => {
     expect(text).not.toMatch(/req_|acct_|key_|sk_|@/);
     // Every label name in the output is one of the bounded ones.
     const labelNames = new Set([...families.values()].flatMap((f) => f.samples.flatMap((s) => Object.keys(s.labels))));
-    const bounded = ['method', 'route', 'status', 'le', 'model', 'outcome', 'plan', 'budget', 'type', 'direction'];
+    const bounded = [
+      'method',
+      'route',
+      'status',
+      'le',
+      'model',
+      'outcome',
+      'plan',
+      'budget',
+      'type',
+      'direction',
+      'reason',
+    ];
     const processLabels = ['version', 'major', 'minor', 'patch', 'space', 'kind', 'quantile'];
     for (const name of labelNames) expect([...bounded, ...processLabels]).toContain(name);
   });

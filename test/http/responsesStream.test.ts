@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/adapters/http/app.js';
 import { responseFrames } from '../../src/adapters/http/openai/responseStream.js';
+import { createOpenCalls } from '../../src/adapters/http/openCalls.js';
 import { followRequest } from '../../src/app/followRequest.js';
 import { createLiveOutput, type LiveOutputShape } from '../../src/app/LiveOutput.js';
 import type { RequestView } from '../../src/app/Requests.js';
@@ -295,6 +296,7 @@ describe('listening', () => {
       pollIntervalSeconds: 1,
       accepting: () => true,
       models: app.config.models,
+      openCalls: createOpenCalls({ ...app.config.http, plans: app.config.plans, retryAfterSeconds: 1 }),
     });
     const { key } = await app.account('free');
     const call = (body: unknown, headers: Record<string, string> = {}) =>

@@ -77,7 +77,8 @@ describe('A waiting create on the OpenAI face', () => {
           // The model never answers within the test: the calls wait until the test cancels their requests.
           models: [{ id: 'slow', provider: 'echo', delayMs: 600_000, timeoutMs: 900_000 }],
           processing: { concurrency: 64, maxAttempts: 1 },
-          plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 10_000 } },
+          // The calls wait at once, all from one account: more than the free plan's 10 open calls.
+          plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 10_000, maxOpenCalls: 1_000 } },
         },
       });
       const served = await listen(app);

@@ -53,7 +53,8 @@ describe('Memory under the deep-JSON attack (a real airs serve)', { timeout: 120
     box.writeConfig({
       models: [{ id: 'echo-slow', provider: 'echo', delayMs: modelDelayMs }],
       processing: { concurrency: 64 },
-      plans: { free: { submitsPerMinute: 6_000, pollsPerMinute: 60_000 } },
+      // 50 waiting creates at once from one account: more than the free plan's 10 open calls (contract 18).
+      plans: { free: { submitsPerMinute: 6_000, pollsPerMinute: 60_000, maxOpenCalls: 100 } },
     });
     const { key } = await createAccountWithKey(box, 'attacker@example.com', 'free');
     const server = await startServer(box);

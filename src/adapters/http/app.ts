@@ -25,6 +25,7 @@ import { mountMetrics } from './metricsRoute.js';
 import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
 import { isOpenAiPath, mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
+import type { OpenCallsShape } from './openCalls.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
@@ -56,6 +57,8 @@ export type HttpDeps = {
   readonly corsOrigins?: readonly string[];
   /** How long a stream may stay silent before a keep-alive comment (default 15 s, contract 13). */
   readonly streamKeepAliveMs?: number;
+  /** The places of long-lived calls: streams and waiting creates, per account and for the process (contract 18). */
+  readonly openCalls: OpenCallsShape;
 };
 
 /** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
@@ -294,6 +297,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       live: deps.live,
       accepting: deps.accepting,
       keepAliveMs: deps.streamKeepAliveMs ?? 15_000,
+      openCalls: deps.openCalls,
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', (event) => serveOpenApi(corsHeaders(event)));

@@ -149,19 +149,29 @@ const openAi = {
       'WWW-Authenticate': 'required',
     }),
   forbidden: () => openAiErrorAnswer('A valid key whose account is suspended (`permission_error`).'),
-  rateLimited: (budget: 'submits' | 'polls') =>
-    openAiErrorAnswer(`The account’s ${budget} budget is spent (\`rate_limit_error\`, code \`rate_limited\`).`, {
-      'Retry-After': 'required',
-      ...rateLimited,
-    }),
+  /** `longCall`: the route may hold its connection (a stream, a create that waits), so it takes an open call's place. */
+  rateLimited: (budget: 'submits' | 'polls', longCall = false) =>
+    openAiErrorAnswer(
+      `The account’s ${budget} budget is spent (\`rate_limit_error\`, code \`rate_limited\`)` +
+        (longCall
+          ? '; or, for a stream or a create that waits, the account already holds its plan’s `maxOpenCalls` open ' +
+            'calls in this server process (the budget was spent all the same).'
+          : '.'),
+      { 'Retry-After': 'required', ...rateLimited },
+    ),
   fault: () =>
     openAiErrorAnswer('An unexpected fault (`Retry-After: 30`): retry.', {
       'Retry-After': 'required',
     }),
-  stopping: () =>
+  stopping: (longCall = false) =>
     openAiErrorAnswer(
       'The server is stopping (`Retry-After: 5`, `Connection: close`), or its write queue is full ' +
-        '(`Retry-After: 1`): nothing was created; try again.',
+        '(`Retry-After: 1`)' +
+        (longCall
+          ? ', or, for a stream or a create that waits, the server process holds its share of long-lived calls ' +
+            '(`http.maxLongCallsShare` of `http.maxConnections`)'
+          : '') +
+        ': nothing was created; try again.',
       { 'Retry-After': 'required' },
     ),
   /** A 400 on a path with an id: from the route, or from h3 for a path it cannot parse (OpenAI's shape too). */
@@ -251,7 +261,7 @@ const chatPaths = {
           'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
           rateLimited,
         ),
-        '429': openAi.rateLimited('submits'),
+        '429': openAi.rateLimited('submits', true),
         '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAiErrorAnswer(
@@ -259,7 +269,7 @@ const chatPaths = {
             'again if it is still wanted); or an unexpected fault (`Retry-After: 30`): retry.',
           { 'X-Should-Retry': 'optional', 'X-Request-Id': 'optional', 'Retry-After': 'optional' },
         ),
-        '503': openAi.stopping(),
+        '503': openAi.stopping(true),
       },
     },
   },
@@ -367,11 +377,11 @@ const openAiPaths = {
           'The `Idempotency-Key` was used by this account with another body (`idempotency_key_reused`).',
           rateLimited,
         ),
-        '429': openAi.rateLimited('submits'),
+        '429': openAi.rateLimited('submits', true),
         '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
-        '503': openAi.stopping(),
+        '503': openAi.stopping(true),
       },
     },
   },
@@ -423,11 +433,11 @@ const openAiPaths = {
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer('Unknown id, one of another account, or one older than 24 hours.', rateLimited),
-        '429': openAi.rateLimited('polls'),
+        '429': openAi.rateLimited('polls', true),
         '408': requestTimedOut(),
         '431': headersTooLarge(),
         '500': openAi.fault(),
-        '503': openAi.stopping(),
+        '503': openAi.stopping(true),
       },
     },
   },

@@ -25,20 +25,29 @@ export const sseHeaders: Readonly<Record<string, string>> = {
 /** A streaming answer that writes the frames `frames` yields, in order, and ends when it ends. */
 export const sseResponse = (
   frames: AsyncGenerator<string, void, undefined>,
-  options: { readonly headers?: Readonly<Record<string, string>>; readonly cancelled?: () => void } = {},
+  options: {
+    readonly headers?: Readonly<Record<string, string>>;
+    readonly cancelled?: () => void;
+    /** Called when the body ends, whichever way: written to its end, broken by an error, or cancelled. */
+    readonly ended?: () => void;
+  } = {},
 ): Response => {
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const next = await frames.next();
-        if (next.done) controller.close();
-        else controller.enqueue(encoder.encode(next.value));
+        if (next.done) {
+          controller.close();
+          options.ended?.();
+        } else controller.enqueue(encoder.encode(next.value));
       } catch (error) {
         controller.error(error);
+        options.ended?.();
       }
     },
     async cancel() {
+      options.ended?.();
       options.cancelled?.();
       await frames.return(undefined);
     },

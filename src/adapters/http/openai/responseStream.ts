@@ -2,6 +2,7 @@ import type { Principal } from '../../../app/Auth.js';
 import type { Follower } from '../../../app/followRequest.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { NotFound } from '../../../domain/errors.js';
+import type { OpenCall } from '../openCalls.js';
 import { sseComment, sseResponse } from '../sse.js';
 import type { ResponseSettings } from './generationSettings.js';
 import { responseEventWriter } from './responseEvents.js';
@@ -90,6 +91,8 @@ export const responseStreamAnswer = (
     readonly connection?: AbortSignal | undefined;
     /** False while the server is stopping: a connection it closes is not a caller going away. */
     readonly accepting?: () => boolean;
+    /** The call's place among the open calls (openCalls.ts): the stream gives it back when it ends. */
+    readonly openCall?: OpenCall | undefined;
   },
 ): Response => {
   const stop = new AbortController();
@@ -113,5 +116,5 @@ export const responseStreamAnswer = (
       options.follower.stop();
     }
   }
-  return sseResponse(frames(), { headers: options.headers, cancelled: gone });
+  return sseResponse(frames(), { headers: options.headers, cancelled: gone, ended: options.openCall?.streamed() });
 };

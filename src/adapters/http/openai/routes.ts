@@ -7,6 +7,7 @@ import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
+import type { OpenCall, OpenCallsShape } from '../openCalls.js';
 import { chatCompletionsRoute } from './chat/routes.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
@@ -37,6 +38,8 @@ export type OpenAiFaceDeps = {
   accepting(): boolean;
   /** How long a stream may stay silent before a keep-alive comment. */
   readonly keepAliveMs: number;
+  /** The places of long-lived calls (streams, waiting creates), per account and for the process (contract 18). */
+  readonly openCalls: OpenCallsShape;
 };
 
 /** The paths of the OpenAI-compatible face: everything under them answers errors in OpenAI's shape. */
@@ -160,28 +163,37 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     }
     const parsed = parseResponsesCreate(body, (id) => referencedItemOf(id, (reqId) => referenced.get(reqId)));
     if (parsed instanceof InvalidRequest) return parsed;
-    // A stream listens to the request before its submit is committed, so that it hears the first attempt whole.
-    const listening: Follower | undefined = parsed.stream ? follower() : undefined;
-    return {
-      background: parsed.background,
-      stream: listening,
-      settings: parsed.settings,
-      submitted: requests.submitInput(principal, parsed.input, {
-        idempotency: key === undefined ? undefined : { key, fingerprint: ['responses', body] },
-        beforeCommit: listening === undefined ? undefined : (reqId) => listening.listen(reqId),
-      }),
-    };
+    // A create that holds its connection (a stream, or one that waits for its answer) takes its place among the open
+    // calls now, once its body says so and before anything is queued: a refused one leaves no request behind.
+    const openCall: OpenCall | ApiError | undefined =
+      parsed.stream || !parsed.background ? deps.openCalls.take(principal) : undefined;
+    if (isApiError(openCall)) return openCall;
+    try {
+      // A stream listens to the request before its submit is committed, so that it hears the first attempt whole.
+      const listening: Follower | undefined = parsed.stream ? follower() : undefined;
+      return {
+        background: parsed.background,
+        stream: listening,
+        settings: parsed.settings,
+        openCall,
+        submitted: requests.submitInput(principal, parsed.input, {
+          idempotency: key === undefined ? undefined : { key, fingerprint: ['responses', body] },
+          beforeCommit: listening === undefined ? undefined : (reqId) => listening.listen(reqId),
+        }),
+      };
+    } catch (error) {
+      openCall?.answered();
+      throw error;
+    }
   };
 
-  const create: Route = async (event, headers) => {
-    const principal = await deps.admit(event, 'submits', headers);
-    if (isApiError(principal)) return principal;
-    // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
-    const { signal } = event.req;
-    const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
-    if (isApiError(key)) return key;
-    const queued = await queueCreate(event, principal, key);
-    if (isApiError(queued)) return queued;
+  /** A queued create's answer: its stream, its `queued` view (background), or its final view once it is final. */
+  const answerCreate = async (
+    principal: Principal,
+    queued: Exclude<Awaited<ReturnType<typeof queueCreate>>, ApiError>,
+    headers: HeaderBag,
+    connection: AbortSignal,
+  ): Promise<Response | ApiError> => {
     const submitted = await queued.submitted;
     if (isApiError(submitted)) {
       queued.stream?.stop();
@@ -208,8 +220,9 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         settings: queued.settings,
         headers,
         cancelOnDisconnect: !queued.background,
-        connection: event.req.signal,
+        connection,
         accepting: deps.accepting,
+        openCall: queued.openCall,
       });
     }
     if (queued.background) {
@@ -222,11 +235,28 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     // Without `background`, the call waits until the request is final (contract 13), and cancels it if the caller
     // goes away first.
     const { settings } = queued;
-    const view = await waitUntilFinal(requests, principal, submitted.request_id, signal);
+    const view = await waitUntilFinal(requests, principal, submitted.request_id, connection);
     if (view !== undefined) return answerView(view, headers, settings);
     await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.request_id)();
     // Nobody reads this answer: the caller is gone.
     return new InvalidRequest({ message: 'the caller went away; the request was cancelled' });
+  };
+
+  const create: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
+    const { signal } = event.req;
+    const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
+    if (isApiError(key)) return key;
+    const queued = await queueCreate(event, principal, key);
+    if (isApiError(queued)) return queued;
+    try {
+      return await answerCreate(principal, queued, headers, signal);
+    } finally {
+      // Given back now unless the answer is a stream, which gives it back when it ends.
+      queued.openCall?.answered();
+    }
   };
 
   const retrieve: Route = async (event, headers) => {
@@ -234,18 +264,27 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     if (isApiError(principal)) return principal;
     const query = streamQueryOf(event);
     if (isApiError(query)) return query;
-    const view = await requests.find(principal, idOf(event));
-    if (isApiError(view) || !query.stream) return answerView(view, headers);
-    return responseStreamAnswer(view, {
-      requests,
-      principal,
-      reqId: view.state.context.reqId,
-      follower: follower(),
-      startingAfter: query.startingAfter,
-      headers,
-      cancelOnDisconnect: false,
-      connection: event.req.signal,
-    });
+    if (!query.stream) return answerView(await requests.find(principal, idOf(event)), headers);
+    // A stream holds its connection until the request is final: it takes its place before the lookup.
+    const openCall = deps.openCalls.take(principal);
+    if (isApiError(openCall)) return openCall;
+    try {
+      const view = await requests.find(principal, idOf(event));
+      if (isApiError(view)) return answerView(view, headers);
+      return responseStreamAnswer(view, {
+        requests,
+        principal,
+        reqId: view.state.context.reqId,
+        follower: follower(),
+        startingAfter: query.startingAfter,
+        headers,
+        cancelOnDisconnect: false,
+        connection: event.req.signal,
+        openCall,
+      });
+    } finally {
+      openCall.answered();
+    }
   };
 
   const cancel: Route = async (event, headers) => {

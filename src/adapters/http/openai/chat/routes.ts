@@ -5,6 +5,7 @@ import type { BudgetName } from '../../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
 import { type ApiError, InvalidRequest, type NotFound } from '../../../../domain/errors.js';
 import { idempotencyKeyOf } from '../../idempotencyKey.js';
+import type { OpenCall, OpenCallsShape } from '../../openCalls.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from '../waitFinal.js';
 import { chatCompletionOf } from './completion.js';
 import { parseChatCreate } from './request.js';
@@ -24,6 +25,8 @@ export type ChatDeps = {
   accepting(): boolean;
   /** How long a stream may stay silent before a keep-alive comment (contract 13: at most 15 s). */
   readonly keepAliveMs: number;
+  /** The places of long-lived calls, per account and for the process (contract 18). */
+  readonly openCalls: OpenCallsShape;
 };
 
 const isApiError = (value: unknown): value is ApiError =>
@@ -79,9 +82,13 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
     return deps.json(200, chatCompletionOf(view as RequestView), headers);
   };
 
-  return async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
-    const principal = await deps.admit(event, 'submits', headers);
-    if (isApiError(principal)) return principal;
+  /** A chat completion after its place was taken: queued, then streamed or waited for. */
+  const complete = async (
+    event: H3Event,
+    principal: Principal,
+    headers: HeaderBag,
+    openCall: OpenCall,
+  ): Promise<Response | ApiError> => {
     // Taken now: the connection is watched from here on (srvx makes the signal when it is first asked for).
     const { signal } = event.req;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
@@ -107,11 +114,27 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
         keepAliveMs: deps.keepAliveMs,
         callerLeft: () => void callerLeft(),
         headers,
+        openCall,
       });
     const view = await waitUntilFinal(requests, principal, reqId, signal);
     if (view !== undefined) return answer(view, headers);
     await callerLeft();
     // Nobody reads this answer: the caller is gone.
     return new InvalidRequest({ message: `the caller went away; request ${reqId} was cancelled` });
+  };
+
+  return async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    // Every chat completion holds its connection (streamed, or waiting for its answer): its place is taken before its
+    // body is read, so a refused one costs its submit and no more.
+    const openCall = deps.openCalls.take(principal);
+    if (isApiError(openCall)) return openCall;
+    try {
+      return await complete(event, principal, headers, openCall);
+    } finally {
+      // Given back now unless the answer is a stream, which gives it back when it ends.
+      openCall.answered();
+    }
   };
 };

@@ -3,6 +3,7 @@ import { type Follower, followRequest } from '../../../../app/followRequest.js';
 import type { LiveOutputShape } from '../../../../app/LiveOutput.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
 import { type ApiError, NotFound, ProcessingFailed } from '../../../../domain/errors.js';
+import type { OpenCall } from '../../openCalls.js';
 import { sseComment, sseDone, sseEvent, sseResponse } from '../../sse.js';
 import { openAiErrorObject } from '../errors.js';
 import { type ChunkHead, chunkHeadOf, chunkOf, finishReasonOf, toolCallsDelta, usageChunkOf } from './completion.js';
@@ -62,6 +63,8 @@ export type ChatStreamOptions = {
   /** The caller went away before the end: cancels the request. */
   readonly callerLeft: () => void;
   readonly headers: Readonly<Record<string, string>>;
+  /** The call's place among the open calls (openCalls.ts): the stream gives it back when it ends. */
+  readonly openCall?: OpenCall | undefined;
 };
 
 /**
@@ -120,5 +123,6 @@ export const chatStream = async (options: ChatStreamOptions): Promise<Response> 
       options.signal.removeEventListener('abort', left);
     }
   }
-  return sseResponse(frames(), { headers: options.headers, cancelled: left });
+  // The place goes to the stream only now that it exists: until then the route gives it back, whatever happens.
+  return sseResponse(frames(), { headers: options.headers, cancelled: left, ended: options.openCall?.streamed() });
 };
