@@ -133,11 +133,14 @@ export const chatCompletionCreateBodySchema = z
     n: z.literal(1).nullable().optional().meta({ description: 'Only 1 (400 otherwise).' }),
     logprobs: z.literal(false).nullable().optional().meta({ description: 'Not supported (400 when true).' }),
     top_logprobs: z.null().optional().meta({ description: 'Not supported (400).' }),
-    metadata: metadataSchema.nullable().optional().meta({
-      description:
-        'Bounded and kept with the request as on `POST /v1/responses` (400 beyond the bounds); no chat completion ' +
-        'object shows it (OpenAI shows it only through stored completions, which airs does not serve).',
-    }),
+    metadata: metadataSchema
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          'Bounded and kept with the request as on `POST /v1/responses` (400 beyond the bounds); no chat completion ' +
+          'object shows it (OpenAI shows it only through stored completions, which airs does not serve).',
+      }),
   })
   .meta({
     description:

@@ -99,16 +99,14 @@ const textFormat = z.union([
 ]);
 
 /** A create's `metadata`, bounded as OpenAI bounds it (adapters/http/openai/metadata.ts). */
-export const metadataSchema = z
-  .record(z.string().max(64), z.string().max(512))
-  .meta({
-    maxProperties: 16,
-    description:
-      'Up to 16 pairs; keys at most 64 characters, without control characters; values strings of at most 512 ' +
-      'characters, without control characters other than tab and line breaks (400 `invalid_request_error`, ' +
-      '`param: "metadata"`, beyond). Kept with the request and shown in its Response (create, retrieve, stream, ' +
-      'cancel); never sent to a model.',
-  });
+export const metadataSchema = z.record(z.string().max(64), z.string().max(512)).meta({
+  maxProperties: 16,
+  description:
+    'Up to 16 pairs; keys at most 64 characters, without control characters; values strings of at most 512 ' +
+    'characters, without control characters other than tab and line breaks (400 `invalid_request_error`, ' +
+    '`param: "metadata"`, beyond). Kept with the request and shown in its Response (create, retrieve, stream, ' +
+    'cancel); never sent to a model.',
+});
 
 /** The body of `POST /v1/responses`, as the parser in adapters/http/openai/input.ts reads it. */
 export const responsesCreateBodySchema = z
