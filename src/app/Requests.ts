@@ -59,6 +59,8 @@ export type SubmitInput = {
   readonly messages?: readonly ChatMessage[] | undefined;
   /** Generation parameters and tools (the OpenAI face), kept with the request and sent on every attempt. */
   readonly params?: GenerationParams | undefined;
+  /** The caller's `metadata` (the OpenAI face), as the JSON text of the object: kept with the request, never sent. */
+  readonly metadata?: string | undefined;
 };
 
 export type SubmitOptions = {
@@ -200,6 +202,7 @@ export const RequestsLayer = Layer.effect(
             idempotency,
             maxQueued: config.plans[principal.plan].maxQueued,
             maxAttempts: config.processing.maxAttempts,
+            metadata: input.metadata,
           },
           { fromApi: true },
         );

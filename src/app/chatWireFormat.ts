@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { metadataSchema } from './openAiWireFormat.js';
 
 /**
  * `POST /v1/chat/completions` (product contract section 13) as zod schemas: the body airs understands, the
@@ -132,11 +133,19 @@ export const chatCompletionCreateBodySchema = z
     n: z.literal(1).nullable().optional().meta({ description: 'Only 1 (400 otherwise).' }),
     logprobs: z.literal(false).nullable().optional().meta({ description: 'Not supported (400 when true).' }),
     top_logprobs: z.null().optional().meta({ description: 'Not supported (400).' }),
+    metadata: metadataSchema
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          'Bounded and kept with the request as on `POST /v1/responses` (400 beyond the bounds); no chat completion ' +
+          'object shows it (OpenAI shows it only through stored completions, which airs does not serve).',
+      }),
   })
   .meta({
     description:
       'An OpenAI chat completions body. The parameters are forwarded to `openai`-provider upstreams and kept with ' +
-      'the request; fields that do not change the answer (`store`, `metadata`, ...) are accepted and ignored.',
+      'the request; fields that do not change the answer (`store`, `service_tier`, ...) are accepted and ignored.',
   });
 
 // ---- The answer ----

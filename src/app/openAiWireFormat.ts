@@ -98,6 +98,16 @@ const textFormat = z.union([
   }),
 ]);
 
+/** A create's `metadata`, bounded as OpenAI bounds it (adapters/http/openai/metadata.ts). */
+export const metadataSchema = z.record(z.string().max(64), z.string().max(512)).meta({
+  maxProperties: 16,
+  description:
+    'Up to 16 pairs; keys at most 64 characters, without control characters; values strings of at most 512 ' +
+    'characters, without control characters other than tab and line breaks (400 `invalid_request_error`, ' +
+    '`param: "metadata"`, beyond). Kept with the request and shown in its Response (create, retrieve, stream, ' +
+    'cancel); never sent to a model.',
+});
+
 /** The body of `POST /v1/responses`, as the parser in adapters/http/openai/input.ts reads it. */
 export const responsesCreateBodySchema = z
   .looseObject({
@@ -174,10 +184,11 @@ export const responsesCreateBodySchema = z
       .optional()
       .meta({ description: 'Not supported (400): send the whole conversation as `input`.' }),
     prompt: z.null().optional().meta({ description: 'Prompt templates are not supported (400).' }),
+    metadata: metadataSchema.nullable().optional(),
   })
   .meta({
     description:
-      'An OpenAI Responses create body. Fields that do not change the answer (`store`, `metadata`, `truncation`, ' +
+      'An OpenAI Responses create body. Fields that do not change the answer (`store`, `truncation`, ' +
       '`service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted ' +
       'and ignored.',
   });
@@ -281,7 +292,9 @@ export const responseObjectSchema = z
       .meta({ description: 'Why a completed answer stopped short: out of tokens, or filtered by the upstream.' }),
     instructions: z.string().nullable().meta({ description: 'Always null: airs does not echo the instructions.' }),
     max_output_tokens: z.int().nullable(),
-    metadata: z.record(z.string(), z.string()),
+    metadata: z.record(z.string(), z.string()).meta({
+      description: 'The `metadata` the create was sent with (`{}` when none), as it is kept with the request.',
+    }),
     parallel_tool_calls: z.boolean(),
     temperature: z.number().nullable(),
     text: z.object({ format: echoedFormat }),

@@ -204,7 +204,7 @@ export const decideCommand = (reads: DecisionReads, command: Command): Decision 
 
 /** How many bytes of text a command carries (for the committer's bound on a batch). */
 export const payloadBytesOf = (command: Command): number => {
-  if (command.type === 'Submit') return command.prompt.length * 3;
+  if (command.type === 'Submit') return (command.prompt.length + (command.metadata?.length ?? 0)) * 3;
   if (command.type === 'RecordSuccess') return command.response.length * 3;
   return 0;
 };

@@ -19,7 +19,8 @@ const nestedArrays = (levels: number) => `${'['.repeat(levels)}0${']'.repeat(lev
 type Face = {
   readonly name: string;
   readonly path: string;
-  /** A body for this face with `extra` (raw JSON) as its `metadata`; the top object and metadata are 2 levels. */
+  /** A body for this face with `extra` (raw JSON) as a field it ignores (`metadata` on /v1/ai; on /v1/responses,
+   * which keeps its metadata, an unknown field); the top object and that field are 2 levels. */
   body(extra: string): string;
   /** The message and details (or param) of an error answer. */
   errorOf(answer: Record<string, unknown>): { message: string; details?: Record<string, unknown> };
@@ -37,7 +38,7 @@ const faces: Face[] = [
   {
     name: 'POST /v1/responses',
     path: '/v1/responses',
-    body: (extra) => `{"model":"echo","input":"hello","background":true,"metadata":${extra}}`,
+    body: (extra) => `{"model":"echo","input":"hello","background":true,"extra":${extra}}`,
     errorOf: (answer) => answer.error as { message: string },
     accepted: 200,
   },

@@ -289,7 +289,7 @@ describe('Input of POST /v1/responses', () => {
           ],
         },
       ],
-      // Known OpenAI fields airs does not use are accepted and ignored.
+      // Known OpenAI fields are accepted (metadata is kept: openaiMetadata.test.ts).
       temperature: 0.2,
       max_output_tokens: 100,
       metadata: { team: 'a' },

@@ -23,16 +23,18 @@ const heapAfterCollection = () => {
 
 const waiting = 30;
 
-/** 49,990 distinct strings (about 4 MB of JSON with their keys), a field no route keeps. */
-const heavyMetadata = Object.fromEntries(
+/** 49,990 distinct strings (about 4 MB of JSON with their keys), in a field no route keeps: an unknown field of a
+ * Responses create, an unknown field of a chat message (chat completions refuse unknown fields at the top; `metadata`
+ * is kept with the request, and bounded). */
+const heavyExtra = Object.fromEntries(
   Array.from({ length: 49_990 }, (_, i) => [`key-${i}`, `value-${String(i).padStart(8, '0')}-of-a-heavy-body`]),
 );
 
 /** Bodies within every bound whose parse is large, for each waiting create. */
 const heavyBodies = {
-  '/v1/responses': Buffer.from(JSON.stringify({ model: 'slow', input: 'hello', metadata: heavyMetadata })),
+  '/v1/responses': Buffer.from(JSON.stringify({ model: 'slow', input: 'hello', extra: heavyExtra })),
   '/v1/chat/completions': Buffer.from(
-    JSON.stringify({ model: 'slow', messages: [{ role: 'user', content: 'hello' }], metadata: heavyMetadata }),
+    JSON.stringify({ model: 'slow', messages: [{ role: 'user', content: 'hello', extra: heavyExtra }] }),
   ),
 };
 

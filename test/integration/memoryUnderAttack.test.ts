@@ -30,8 +30,9 @@ const memoryOf = (server: ServerProcess) => {
 };
 
 const nestedArrays = (levels: number) => `${'['.repeat(levels)}0${']'.repeat(levels)}`;
-/** A waiting create whose `metadata` is `extra` (raw JSON): the top object is one level, metadata the rest. */
-const createBody = (extra: string) => `{"model":"echo-slow","input":"hello","metadata":${extra}}`;
+/** A waiting create with `extra` (raw JSON) in a field the face ignores (an unknown one: `metadata` is kept, and
+ * bounded): the top object is one level, that field the rest. */
+const createBody = (extra: string) => `{"model":"echo-slow","input":"hello","extra":${extra}}`;
 /** Distinct strings, so that the parse builds one string each: about 4 MB of JSON. */
 const wideStrings = (count: number) =>
   `[${Array.from({ length: count }, (_, i) => `"value-${String(i).padStart(8, '0')}-of-a-heavy-body"`).join(',')}]`;

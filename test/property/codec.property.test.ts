@@ -41,6 +41,7 @@ const state: fc.Arbitrary<RequestState> = fc
       outputTokens: number,
       finishReason: text,
       output: fc.constant('message' as const),
+      metadata: text,
     },
     {
       requiredKeys: [

@@ -34,7 +34,9 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       at,
       expiresAt: at + ttl,
       // A conversation submitted with an idempotency key: the optional fields must fold like the others.
-      ...(extras ? { input: 'chat' as const, idempotencyKey: 'idem-1', requestHash: 'hash-1' } : {}),
+      ...(extras
+        ? { input: 'chat' as const, idempotencyKey: 'idem-1', requestHash: 'hash-1', metadata: '{"team":"a"}' }
+        : {}),
     }),
   ),
   fc

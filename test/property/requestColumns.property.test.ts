@@ -28,7 +28,14 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
         promptChars: 3,
         at,
         expiresAt: at + ttl,
-        ...(extras ? { input: 'messages' as const, idempotencyKey: `idem ${reqId}`, requestHash: 'h' } : {}),
+        ...(extras
+          ? {
+              input: 'messages' as const,
+              idempotencyKey: `idem ${reqId}`,
+              requestHash: 'h',
+              metadata: `{"r":"${reqId}"}`,
+            }
+          : {}),
       }),
     ),
   fc

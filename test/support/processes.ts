@@ -129,15 +129,19 @@ export type ServerProcess = {
 
 /**
  * Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. `wrapper` runs
- * it under another program (e.g. `['strace', ..., '--']`), which must pass the server's stdout through.
+ * it under another program (e.g. `['strace', ..., '--']`), which must pass the server's stdout through; `env` adds to
+ * its environment.
  */
-export const startServer = (box: Sandbox, options: { timeoutMs?: number; wrapper?: readonly string[] } = {}) =>
+export const startServer = (
+  box: Sandbox,
+  options: { timeoutMs?: number; wrapper?: readonly string[]; env?: Record<string, string> } = {},
+) =>
   new Promise<ServerProcess>((resolvePromise, reject) => {
     assertBuilt();
     const [file = process.execPath, ...args] = [...(options.wrapper ?? []), process.execPath, binPath, 'serve'];
     const child = spawn(file, args, {
       cwd: box.dir,
-      env: box.env({ PORT: '0', HOST: '127.0.0.1' }),
+      env: box.env({ PORT: '0', HOST: '127.0.0.1', ...options.env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);

@@ -64,4 +64,20 @@ describe('Log records across layout versions', () => {
     expect(Object.keys(read[1] as object)).not.toContain('inputTokens');
     expect(Object.keys(read[2] as object)).not.toContain('output');
   });
+
+  it('writes a record without metadata in layout 3, as before, and one with metadata in layout 4, read back as written', () => {
+    const plain = [{ ...queued, seq: 1 }] as unknown as StoredEvent[];
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    expect(unpacked(encodeLogRecord(plain))[0]).toBe(3);
+    const kept = [
+      { ...queued, seq: 1 },
+      { ...queued, reqId: 'req_b', metadata: '{"team":"a","note":"x"}', seq: 2 },
+      { type: 'RequestCancelled', reqId: 'req_b', at: 1_500, seq: 3 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(kept);
+    expect(unpacked(bytes)[0]).toBe(4);
+    const read = decodeLogRecord(bytes);
+    expect(read).toEqual(kept);
+    expect(Object.keys(read[0] as object)).not.toContain('metadata');
+  });
 });

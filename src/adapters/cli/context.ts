@@ -126,12 +126,14 @@ const noDatabase = (config: Config) =>
 /** A database URL names a database that holds airs's tables: a command that only reads or changes never makes
  * them (an empty database is most likely a mistyped URL); one that cannot be reached is one line. */
 const requirePostgresDatabase = async (config: Config, url: string): Promise<void> => {
-  const [{ airsSchemaIn }, { storeName }] = await Promise.all([
+  const [{ airsSchemaIn }, { storeName }, { withoutSecrets }] = await Promise.all([
     import('../postgres/presence.js'),
     import('../../storeLocation.js'),
+    import('../postgres/redactedUrl.js'),
   ]);
   const found = await airsSchemaIn(url);
-  if (typeof found === 'object') throw new CliError(`cannot reach the ${storeName(config)}: ${found.reason}`, 2);
+  if (typeof found === 'object')
+    throw new CliError(`cannot reach the ${storeName(config)}: ${withoutSecrets(found.reason, url)}`, 2);
   if (!found)
     throw new CliError(
       `no airs database in the ${storeName(config)}; nothing was created: check the URL, or create the first account with "airs accounts create"`,

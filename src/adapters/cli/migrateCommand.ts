@@ -34,7 +34,7 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
     .requiredOption('--to <url>', 'a postgres:// URL of an empty database')
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
-      const [{ isPostgresUrl }, { redactedUrl }] = await Promise.all([
+      const [{ isPostgresUrl }, { redactedUrl, withoutSecrets }] = await Promise.all([
         import('../../config.js'),
         import('../postgres/redactedUrl.js'),
       ]);
@@ -57,7 +57,10 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         await db.query(sql`SELECT 1`);
       } catch (error) {
         await db.end();
-        throw new CliError(`cannot reach the database ${database}: ${(error as Error).message}`, 2);
+        throw new CliError(
+          `cannot reach the database ${database}: ${withoutSecrets((error as Error).message, options.to)}`,
+          2,
+        );
       }
       const started = Date.now();
       const spinner = process.stderr.isTTY
@@ -82,7 +85,9 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         if (error instanceof importing.TargetNotEmpty || error instanceof importing.SourceDamaged)
           throw new CliError(`${error.message}; nothing was written`, 2);
         if (error instanceof importing.CopyDiffers) throw new CliError(error.message, 1);
-        throw new CliError(`migrate failed, nothing was written: ${(error as Error).message}`);
+        throw new CliError(
+          `migrate failed, nothing was written: ${withoutSecrets((error as Error).message, options.to)}`,
+        );
       } finally {
         spinner?.stop();
         await db.end();

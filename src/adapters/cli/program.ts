@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
+import { redactUrlsIn } from '../postgres/redactedUrl.js';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
 import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
@@ -63,7 +64,8 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
       output.err(`airs: ${error.message}`);
       return 2;
     }
-    output.err(`airs: unexpected failure: ${error instanceof Error ? error.message : String(error)}`);
+    // A database URL in it (a client's message may quote one) is shown without its secrets (contract 18).
+    output.err(`airs: unexpected failure: ${redactUrlsIn(error instanceof Error ? error.message : String(error))}`);
     return 1;
   }
 };

@@ -125,6 +125,7 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.metadata !== undefined) return 12;
   if (c.maxAttempts !== undefined) return 11;
   if (c.leaseUntil !== undefined) return 10;
   if (c.owner !== undefined) return 9;
@@ -154,7 +155,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.idempotencyKey?.length ?? 0) +
         (c.requestHash?.length ?? 0) +
         (c.finishReason?.length ?? 0) +
-        (c.owner?.length ?? 0));
+        (c.owner?.length ?? 0) +
+        (c.metadata?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -189,6 +191,7 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 8) writeOptional(c.owner);
   if (trailing > 9) writeOptional(c.leaseUntil);
   if (trailing > 10) writeOptional(c.maxAttempts);
+  if (trailing > 11) writeOptional(c.metadata);
   return at;
 };
 
@@ -242,6 +245,7 @@ const optionalFields = [
   'owner',
   'leaseUntil',
   'maxAttempts',
+  'metadata',
 ] as const;
 const firstOptional = 11;
 

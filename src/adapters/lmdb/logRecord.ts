@@ -30,6 +30,7 @@ const layouts = {
     'idempotencyKey',
     'requestHash',
     'maxAttempts',
+    'metadata',
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
@@ -63,7 +64,11 @@ const layouts = {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
-/** Layout 2 (before usage and leases were recorded): what differs from the current one. */
+/** Layout 3 (before a request's metadata was kept): what differs from the current one. */
+const layoutThreeChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: layouts.RequestQueued.filter((field) => field !== 'metadata'),
+};
+/** Layout 2 (before usage and leases were recorded): what differs from layout 3. */
 const layoutTwoChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   RequestQueued: [
     'reqId',
@@ -117,6 +122,7 @@ const textFields: ReadonlySet<string> = new Set([
   'finishReason',
   'output',
   'owner',
+  'metadata',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -125,14 +131,24 @@ const compile = (layoutOf: (type: EventType) => readonly string[]) =>
     return { type, fields, texts: fields.map((field) => textFields.has(field)) };
   });
 const compiled = compile((type) => layouts[type]);
+const compiledThree = compile((type) => layoutThreeChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
   2: compile((type) => layoutTwoChanges[type] ?? layouts[type]),
-  3: compiled,
+  3: compiledThree,
+  4: compiled,
 };
 
-const layoutVersion = 3;
+const layoutVersion = 4;
+/**
+ * A record without metadata is written in layout 3, as before metadata was kept: the same bytes, and a data
+ * directory that never held metadata stays readable by the airs before this one (it can be rolled back to).
+ */
+const holdsMetadata = (events: readonly StoredEvent[]) => {
+  for (const event of events) if (event.type === 'RequestQueued' && event.metadata !== undefined) return true;
+  return false;
+};
 /** A string field the event does not have. */
 const absentText = -1;
 const packr = new Packr({ useRecords: false });
@@ -144,11 +160,13 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
   const indexOf = new Map<string, number>();
   const codes: number[] = [];
   const values: number[] = [];
+  const version = holdsMetadata(events) ? layoutVersion : 3;
+  const table = version === layoutVersion ? compiled : compiledThree;
   for (const event of events) {
     const code = codeOf.get(event.type);
     if (code === undefined) throw new Error(`the log has no layout for events of type ${event.type}`);
     codes.push(code);
-    const { fields, texts } = compiled[code] as (typeof compiled)[number];
+    const { fields, texts } = table[code] as (typeof compiled)[number];
     const source = event as unknown as Record<string, string | number>;
     for (let f = 0; f < fields.length; f++) {
       const value = source[fields[f] as string] as string | number;
@@ -170,7 +188,7 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
       values.push(index);
     }
   }
-  return packr.pack([layoutVersion, events[0]?.seq ?? 0, strings, codes, values] satisfies Record5);
+  return packr.pack([version, events[0]?.seq ?? 0, strings, codes, values] satisfies Record5);
 };
 
 const unpackRecord = (bytes: Uint8Array): { record: Record5; table: typeof compiled } => {

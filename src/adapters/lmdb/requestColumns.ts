@@ -66,6 +66,7 @@ export const createRequestColumns = () => {
   const outputs = new Map<number, 'message'>();
   const idempotencyKeys = new Map<number, string>();
   const requestHashes = new Map<number, string>();
+  const metadatas = new Map<number, string>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -163,6 +164,7 @@ export const createRequestColumns = () => {
     keepRare(outputs, slot, c.output);
     keepRare(idempotencyKeys, slot, c.idempotencyKey);
     keepRare(requestHashes, slot, c.requestHash);
+    keepRare(metadatas, slot, c.metadata);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -210,6 +212,7 @@ export const createRequestColumns = () => {
       c.owner = from.owner;
       c.leaseUntil = from.leaseUntil;
       c.maxAttempts = from.maxAttempts;
+      c.metadata = from.metadata;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -243,6 +246,7 @@ export const createRequestColumns = () => {
       c.owner = text(owner[slot] as number);
       c.leaseUntil = numberOrUndefined(leaseUntil[slot] as number);
       c.maxAttempts = numberOrUndefined(maxAttempts[slot] as number);
+      c.metadata = metadatas.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -294,6 +298,7 @@ export const createRequestColumns = () => {
       if (holder >= 0) context.owner = table[holder];
       if (!Number.isNaN(leaseUntil[slot])) context.leaseUntil = leaseUntil[slot];
       if (!Number.isNaN(maxAttempts[slot])) context.maxAttempts = maxAttempts[slot];
+      if (metadatas.has(slot)) context.metadata = metadatas.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -332,6 +337,7 @@ type Covered =
   | 'output'
   | 'owner'
   | 'leaseUntil'
-  | 'maxAttempts';
+  | 'maxAttempts'
+  | 'metadata';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -30,6 +30,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.idempotencyKey !== undefined) change.idempotencyKey = event.idempotencyKey;
     if (event.requestHash !== undefined) change.requestHash = event.requestHash;
     if (event.maxAttempts !== undefined) change.maxAttempts = event.maxAttempts;
+    if (event.metadata !== undefined) change.metadata = event.metadata;
     return change;
   },
   RequestProcessingStarted: (context, event) => {

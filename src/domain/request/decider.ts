@@ -37,6 +37,8 @@ export type RequestCommand =
       readonly maxQueued?: number | undefined;
       /** Attempts the request may take before it fails for good. */
       readonly maxAttempts?: number | undefined;
+      /** The caller's metadata, as the JSON text of the object (see RequestQueued.metadata). */
+      readonly metadata?: string | undefined;
     }
   | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease>)
   | ({
@@ -118,6 +120,7 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
         queued.requestHash = command.idempotency.requestHash;
       }
       if (command.maxAttempts !== undefined) queued.maxAttempts = command.maxAttempts;
+      if (command.metadata !== undefined) queued.metadata = command.metadata;
       return queued;
     }
     case 'StartAttempt':

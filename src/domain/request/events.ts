@@ -25,6 +25,11 @@ export type RequestQueued = {
   readonly requestHash?: string | undefined;
   /** How many attempts the request may take before it fails for good (absent in events of older versions). */
   readonly maxAttempts?: number | undefined;
+  /**
+   * The caller's `metadata` (the OpenAI face: up to 16 string pairs), as the JSON text of the object; absent when it
+   * sent none. Kept with the request, shown with it (a Response's `metadata`), never sent to a model.
+   */
+  readonly metadata?: string | undefined;
 };
 
 /**

@@ -41,6 +41,8 @@ export type RequestContext = {
   readonly leaseUntil?: number;
   /** Attempts the request may take before it fails for good. */
   readonly maxAttempts?: number;
+  /** The caller's metadata, as the JSON text of the object (see RequestQueued). */
+  readonly metadata?: string;
 };
 
 const emptyContext: RequestContext = {

@@ -4,6 +4,7 @@ import { InvalidRequest } from '../../../domain/errors.js';
 import type { ChatMessage } from '../../../ports/ModelProvider.js';
 import { generationSettingsOf, invalid, isObject, type ResponseSettings } from './generationSettings.js';
 import { type ItemResolver, messagesOf } from './inputItems.js';
+import { metadataOf } from './metadata.js';
 
 /**
  * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the
@@ -35,9 +36,10 @@ const flag = (body: Record<string, unknown>, field: string): boolean | InvalidRe
 /**
  * Reads a `POST /v1/responses` body as OpenAI's SDKs send it: `model`, `input` (a string, or a list of messages and
  * tool-call items, see inputItems.ts; `resolve` finds the items an `item_reference` names), optional `instructions` (a leading system message), `background`, `stream`,
- * and the generation settings (generationSettings.ts). Fields that do not change the answer (`store`, `metadata`,
- * `include`, `truncation`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`,
- * ...) are accepted and ignored; fields that would change it unseen are refused with the field named in `param`.
+ * the generation settings (generationSettings.ts), and `metadata` (kept with the request and shown with it, bounded as
+ * OpenAI bounds it: metadata.ts). Fields that do not change the answer (`store`, `include`, `truncation`,
+ * `service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted and
+ * ignored; fields that would change it unseen are refused with the field named in `param`.
  */
 export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): ResponsesCreate | InvalidRequest => {
   if (!isObject(body))
@@ -77,9 +79,17 @@ export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): Res
 
   const generation = generationSettingsOf(body, background);
   if (generation instanceof InvalidRequest) return generation;
+  const metadata = metadataOf(body.metadata);
+  if (metadata instanceof InvalidRequest) return metadata;
   const { params, settings } = generation;
   return {
-    input: { model: body.model, prompt, messages, params: Object.keys(params).length === 0 ? undefined : params },
+    input: {
+      model: body.model,
+      prompt,
+      messages,
+      params: Object.keys(params).length === 0 ? undefined : params,
+      metadata,
+    },
     background,
     stream,
     settings,

@@ -2,6 +2,7 @@ import type { RequestView } from '../../../app/Requests.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
 import { defaultSettings, type ResponseSettings } from './generationSettings.js';
 import type { ReferencedItem } from './inputItems.js';
+import { shownMetadataOf } from './metadata.js';
 
 /** Response ids are the request's id under OpenAI's prefix: `req_X` is answered as `resp_X`, and back. */
 export const responseIdOf = (reqId: string): string => (reqId.startsWith('req_') ? `resp_${reqId.slice(4)}` : reqId);
@@ -158,7 +159,8 @@ export const responseObjectOf = (
     incomplete_details: final ? incompleteDetailsOf(view) : null,
     instructions: null,
     max_output_tokens: settings.max_output_tokens,
-    metadata: {},
+    // Kept with the request: the create, a retrieve, a stream's events and a cancel all show it (metadata.ts).
+    metadata: shownMetadataOf(context.metadata),
     parallel_tool_calls: settings.parallel_tool_calls,
     temperature: settings.temperature,
     text: settings.text,

@@ -9,6 +9,7 @@ import type {
   ToolCall,
   ToolChoice,
 } from '../../../../ports/ModelProvider.js';
+import { metadataOf } from '../metadata.js';
 
 /** A `POST /v1/chat/completions` body understood: what to queue, and how the caller wants the answer. */
 export type ChatCreate = {
@@ -63,11 +64,11 @@ const unsupported: Readonly<Record<string, string>> = {
 
 /**
  * Fields accepted and not forwarded: none of them can change the answer's text (storage, billing, caching and
- * abuse-tracking hints of OpenAI's own service, and the shape of a stream).
+ * abuse-tracking hints of OpenAI's own service, and the shape of a stream). `metadata` is not among them: it is
+ * kept with the request, bounded as on the Responses API (metadata.ts), though no chat completion object shows it.
  */
 const acceptedUnused: Readonly<Record<string, 'boolean' | 'string' | 'object'>> = {
   store: 'boolean',
-  metadata: 'object',
   service_tier: 'string',
   prompt_cache_key: 'string',
   prompt_cache_retention: 'string',
@@ -98,6 +99,7 @@ const known = new Set([
   'top_logprobs',
   'modalities',
   'logit_bias',
+  'metadata',
   ...Object.keys(unsupported),
   ...Object.keys(acceptedUnused),
 ]);
@@ -426,12 +428,15 @@ export const parseChatCreate = (body: unknown): ChatCreate | InvalidRequest => {
   }
   const params = paramsOf(body);
   if (params instanceof InvalidRequest) return params;
+  const metadata = metadataOf(body.metadata);
+  if (metadata instanceof InvalidRequest) return metadata;
   return {
     input: {
       model: body.model,
       prompt: lastUserText(messages),
       messages,
       params: Object.keys(params).length === 0 ? undefined : params,
+      metadata,
     },
     stream: stream === true,
     includeUsage: stream === true && includeUsage,
