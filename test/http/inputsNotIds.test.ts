@@ -143,14 +143,22 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
     expect(answers.map((answer) => answer.status)).toEqual([400, 400, 400, 400, 404]);
   });
 
-  it('keeps NUL and other control characters in prompts, metadata and user as text, answered 2xx', async () => {
+  it('keeps NUL and other control characters in prompts and user as text, answered 2xx, and refuses them in metadata with a 400 naming it', async () => {
     const text = "a\u0000b\u001b[31m'";
     const answers = [
       await post('/v1/ai', { model: 'echo', prompt: text }),
-      await post('/v1/responses', { model: 'echo', input: text, metadata: { k: text }, user: text, background: true }),
+      await post('/v1/responses', { model: 'echo', input: text, user: text, background: true }),
       await post('/v1/chat/completions', { model: 'echo', messages: [{ role: 'user', content: text }], user: text }),
     ];
     expect(answers.map((answer) => answer.status < 300)).toEqual([true, true, true]);
+    const metadata = await post('/v1/responses', {
+      model: 'echo',
+      input: 'hi',
+      metadata: { k: text },
+      background: true,
+    });
+    expect(metadata.status).toBe(400);
+    expect(((await metadata.json()) as { error: { param?: string } }).error.param).toBe('metadata');
   });
 
   describe('on the dashboard', () => {

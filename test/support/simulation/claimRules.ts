@@ -84,6 +84,8 @@ export const checkingClaimRules = (store: MemoryStore, plans: PlanTable) => {
       // The memory store decides and applies a commit synchronously, before its promise is awaited.
       const outcome = store.commit({ commands: [command], keyUses: index === 0 ? batch.keyUses : undefined });
       if (command.type === 'Submit') reqIds.add(command.reqId);
+      // Only these start work: the others can only lower a count.
+      if (command.type !== 'Claim' && command.type !== 'Submit' && command.type !== 'StartAttempt') return outcome;
       const after = snapshot();
       if (before !== undefined && command.type === 'Claim') checkShare(command, before, after);
       checkBounds(after, command);
