@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { formTokensOf } from '../support/dashboardForm.js';
 import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 /** Dashboard forms are bounded before they are decoded: at most 16 KB and 16 fields (formBody.ts). */
@@ -9,15 +10,7 @@ let app: TestApp;
 afterEach(() => app.stop());
 
 /** The signup page's CSRF token and its cookie, as a browser would hold them. */
-const signupForm = async () => {
-  const page = await app.http.request('http://airs.test/dashboard/signup');
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
-  const cookie = page.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  return { csrf, cookie };
-};
+const signupForm = async () => formTokensOf(await app.http.request('http://airs.test/dashboard/signup'));
 
 const postSignup = async (body: string, cookie: string) => {
   const response = await app.http.request('http://airs.test/dashboard/signup', {

@@ -7,6 +7,7 @@ import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/Mem
 import { idForMessage } from '../../src/domain/identifiers.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { randomIds } from '../../src/ports/Ids.js';
+import { formTokensOf } from '../support/dashboardForm.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 import { startTestApp, type TestApp, type TestAppOptions } from '../support/testApp.js';
 
@@ -163,15 +164,7 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
 
   describe('on the dashboard', () => {
     /** The signup page's CSRF token and its cookie, as a browser would hold them. */
-    const anonymousForm = async () => {
-      const page = await app.call('GET', '/dashboard/login');
-      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
-      const cookie = page.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; ');
-      return { csrf, cookie };
-    };
+    const anonymousForm = async () => formTokensOf(await app.call('GET', '/dashboard/login'));
     const postForm = async (path: string, fields: Record<string, string>, cookie?: string) => {
       // Failed logins are throttled per address (5 in 15 minutes): each form here comes in a window of its own.
       (app.clock as ManualClock).advance(16 * 60_000);
