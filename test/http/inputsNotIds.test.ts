@@ -162,6 +162,15 @@ describe.each(stores)('Inputs that cannot be ids, on $name', ({ options }) => {
     expect(((await metadata.json()) as { error: { param?: string } }).error.param).toBe('metadata');
   });
 
+  it('keeps a Response’s metadata with its request, as the create answered it, for a retrieve', async () => {
+    const metadata = { team: 'evals', run: 'ünïcode ✓', empty: '' };
+    const created = await post('/v1/responses', { model: 'echo', input: 'hi', metadata, background: true });
+    expect(created.status).toBe(200);
+    const { id } = (await created.json()) as { id: string };
+    const retrieved = await get(`/v1/responses/${id}`);
+    expect(((await retrieved.json()) as { metadata: unknown }).metadata).toEqual(metadata);
+  });
+
   describe('on the dashboard', () => {
     /** The signup page's CSRF token and its cookie, as a browser would hold them. */
     const anonymousForm = async () => formTokensOf(await app.call('GET', '/dashboard/login'));
