@@ -128,17 +128,29 @@ export type ServerProcess = {
 };
 
 /**
- * Starts `airs serve` on a free port of 127.0.0.1 and resolves once it prints the URL it listens on. `wrapper` runs
- * it under another program (e.g. `['strace', ..., '--']`), which must pass the server's stdout through; `env` adds to
- * its environment.
+ * Starts `airs serve` on a free port of 127.0.0.1 (unless `env` names a `PORT`) and resolves once it prints the URL it
+ * listens on. `wrapper` runs it under another program (e.g. `['strace', ..., '--']`), which must pass the server's
+ * stdout through; `env` adds to its environment.
  */
 export const startServer = (
   box: Sandbox,
-  options: { timeoutMs?: number; wrapper?: readonly string[]; env?: Record<string, string> } = {},
+  options: {
+    timeoutMs?: number;
+    wrapper?: readonly string[];
+    env?: Record<string, string>;
+    /** More arguments of `airs serve` (`--processes 2`). */
+    args?: readonly string[];
+  } = {},
 ) =>
   new Promise<ServerProcess>((resolvePromise, reject) => {
     assertBuilt();
-    const [file = process.execPath, ...args] = [...(options.wrapper ?? []), process.execPath, binPath, 'serve'];
+    const [file = process.execPath, ...args] = [
+      ...(options.wrapper ?? []),
+      process.execPath,
+      binPath,
+      'serve',
+      ...(options.args ?? []),
+    ];
     const child = spawn(file, args, {
       cwd: box.dir,
       env: box.env({ PORT: '0', HOST: '127.0.0.1', ...options.env }),

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type H3, serve } from 'h3';
@@ -140,6 +141,10 @@ export const listen = async (
     hostname: options.hostname,
     silent: true,
     gracefulShutdown: false,
+    // srvx listens exclusively unless told otherwise, and an exclusive listen in a node:cluster worker does not share
+    // the primary's handle: the second process of `serve --processes N` found its port in use. Not exclusive, every
+    // process serves the one port (the primary hands out the connections; with port 0, one random port for all).
+    reusePort: cluster.isWorker,
     maxRequestBodySize: options.maxBodyBytes,
     node: {
       headersTimeout: limits.headersTimeoutSeconds * 1_000,

@@ -1,0 +1,65 @@
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAccountWithKey, fileSandboxes, type ServerProcess, sleep, startServer } from '../support/processes.js';
+
+const newBox = fileSandboxes();
+const started: ServerProcess[] = [];
+afterEach(async () => {
+  for (const server of started.splice(0)) await server.stop('SIGKILL');
+});
+
+/** A port of 127.0.0.1 free a moment ago: the fixed port an operator would give `serve`. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer();
+    server.listen({ host: '127.0.0.1', port: 0 }, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+/** The pids of the server processes that wrote access lines (`answered`, at debug) for `path`. */
+const servingPids = (server: ServerProcess, path: string) => {
+  const pids = new Set<number>();
+  for (const line of server.stderr().split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as { msg?: string; path?: string; pid?: number };
+    if (entry.msg === 'answered' && entry.path === path && entry.pid !== undefined) pids.add(entry.pid);
+  }
+  return pids;
+};
+
+describe('airs serve --processes N (contract 17)', { timeout: 60_000 }, () => {
+  it.each([
+    ['a fixed port', true],
+    ['PORT=0', false],
+  ])('serves one URL from every process on %s, started through the CLI', async (_label, fixed) => {
+    const box = newBox('airs-processes');
+    box.writeConfig({});
+    const port = fixed ? await freePort() : 0;
+    const server = await startServer(box, {
+      args: ['--processes', '2'],
+      env: { PORT: String(port), LOG_LEVEL: 'debug' },
+      timeoutMs: 40_000,
+    });
+    started.push(server);
+    if (fixed) expect(server.url).toBe(`http://127.0.0.1:${port}`);
+    const { key } = await createAccountWithKey(box, 'cores@example.com');
+    // Each call on a connection of its own: the primary hands connections to the processes in turn.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        await sleep(i * 20);
+        const response = await fetch(`${server.url}/v1/ai`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' },
+          body: JSON.stringify({ model: 'echo', prompt: `hello ${i}` }),
+        });
+        return response.status;
+      }),
+    );
+    expect(answers).toEqual(answers.map(() => 202));
+    // Access lines are written asynchronously: wait for them.
+    for (let i = 0; i < 50 && servingPids(server, '/v1/ai').size < 2; i++) await sleep(100);
+    expect(servingPids(server, '/v1/ai').size).toBe(2);
+  });
+});
