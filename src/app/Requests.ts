@@ -197,7 +197,8 @@ export const RequestsLayer = Layer.effect(
             now: clock.now(),
             startNow: startNow === undefined ? undefined : { owner: startNow.owner, leaseMs: startNow.leaseMs },
             modelLimit: startNow?.modelLimit,
-            maxProcessing: config.plans[principal.plan].maxProcessing ?? undefined,
+            maxProcessing:
+              startNow === undefined ? undefined : (config.plans[principal.plan].maxProcessing ?? undefined),
             input: stored.kind,
             idempotency,
             maxQueued: config.plans[principal.plan].maxQueued,

@@ -156,10 +156,14 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
       if (picked.length === before) break;
     }
   };
+  const anyDeferred = () => {
+    for (const cursor of cursors.values()) if (cursor.deferred.length > 0) return true;
+    return false;
+  };
   rounds(true);
-  if (!full && [...cursors.values()].some((cursor) => cursor.deferred.length > 0)) rounds(false);
+  if (!full && anyDeferred()) rounds(false);
   // What the share still holds back waits for a worker that comes free.
-  if ([...cursors.values()].some((cursor) => cursor.deferred.length > 0)) leftBehind = true;
+  if (anyDeferred()) leftBehind = true;
   // Close the database cursors left open part-way.
   for (const cursor of cursors.values()) cursor.entries.return?.();
   return { picked, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };
