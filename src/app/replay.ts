@@ -22,7 +22,8 @@ export type Replay = {
 
 const accountOf = (event: StoredEvent, owners: Map<string, string>): string | undefined => {
   if ('accountId' in event) return event.accountId;
-  return owners.get(event.reqId);
+  if ('reqId' in event) return owners.get(event.reqId);
+  return undefined;
 };
 
 /**

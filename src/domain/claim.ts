@@ -1,7 +1,13 @@
 import type { AccountState } from './account/state.js';
 import { LifecycleViolation } from './errors.js';
 import { type DispatchReads, pickFairly } from './pickFairly.js';
-import { accountCounter, accountModelCounter, countersOf, modelCounter } from './processingCounters.js';
+import {
+  accountCounter,
+  accountModelCounter,
+  batchLinesCounter,
+  countersOf,
+  modelCounter,
+} from './processingCounters.js';
 import { decideRequest, type RequestDecision } from './request/decider.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, isExpiredAt } from './request/rules.js';
@@ -36,6 +42,9 @@ export type Claim = {
   readonly accountShare?: number | undefined;
   /** The claiming process's workers: the workers of a model without a bound of its own. */
   readonly workers?: number | undefined;
+  /** The share of a model's workers (its bound, else `workers`) batches' lines get even while interactive work of
+   * it is due (`batches.minShare`; absent: lines are like any request). */
+  readonly batchShare?: number | undefined;
 };
 
 /** What a claim reads, inside the write (with what earlier commands of the batch did). */
@@ -76,6 +85,12 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     accountShare === undefined
       ? Number.POSITIVE_INFINITY
       : Math.max(1, Math.floor(accountShare * (claim.modelLimits[model] ?? claim.workers ?? claim.max)));
+  const { batchShare } = claim;
+  const batchShareOf = (model: string) => {
+    if (batchShare === undefined) return Number.POSITIVE_INFINITY;
+    if (batchShare <= 0) return 0;
+    return Math.max(1, Math.floor(batchShare * (claim.modelLimits[model] ?? claim.workers ?? claim.max)));
+  };
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
   let started = 0;
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
@@ -123,8 +138,9 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
         runningOf: running,
         runningOfAccount: (accountId, model) =>
           count(model === undefined ? accountCounter(accountId) : accountModelCounter(accountId, model)),
+        runningOfBatches: (model) => count(batchLinesCounter(model)),
       },
-      { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf },
+      { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf, batchShare: batchShareOf },
       claim.now,
     );
     for (const { reqId } of pick.picked) {

@@ -1,8 +1,12 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
+import { type BatchCommand, decideBatch } from './batch/decider.js';
+import { acceptsLines, type BatchView, initialBatchState, noCounts } from './batch/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
 import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
+import { decideFile, type FileCommand } from './file/decider.js';
+import type { FileState } from './file/state.js';
 import { accountCounter, modelCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
@@ -26,7 +30,9 @@ export type Command =
     >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim
-  | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand };
+  | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand }
+  | { readonly type: 'Batch'; readonly batchId: string; readonly command: BatchCommand }
+  | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand };
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
 export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | QueueFull;
@@ -68,6 +74,9 @@ export interface DecisionReads extends ClaimReads {
   idempotentRequest(accountId: string, key: string): string | undefined;
   /** How many of the account's requests are waiting or being processed. */
   queuedCount(accountId: string): number;
+  /** A batch and its lines' counts, as committed plus what earlier commands of the batch of commands did. */
+  batch(batchId: string): BatchView | undefined;
+  file(fileId: string): FileState | undefined;
 }
 
 export const isRefusal = (value: unknown): value is Refusal =>
@@ -101,7 +110,9 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
   return { events: [], replayOf: context.reqId };
 };
 
-const textOf = (command: Exclude<Command, { type: 'Account' | 'Claim' }>): string | undefined => {
+type RequestCommandOf = Exclude<Command, { type: 'Account' | 'Claim' | 'Batch' | 'File' }>;
+
+const textOf = (command: RequestCommandOf): string | undefined => {
   if (command.type === 'Submit') return command.prompt;
   if (command.type === 'RecordSuccess') return command.response;
   return undefined;
@@ -132,13 +143,18 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
   return mayStart ? command : { ...command, startNow: undefined };
 };
 
-const decideRequest = (
-  reads: DecisionReads,
-  command: Exclude<Command, { type: 'Account' | 'Claim' }>,
-): Decision | Refusal => {
+/** A batch's line is queued only while its batch takes lines (in progress: not cancelled, not past its window). */
+const batchClosed = (reads: DecisionReads, command: Submit): Refused | undefined => {
+  if (command.batchId === undefined) return undefined;
+  const status = reads.batch(command.batchId)?.state.status;
+  if (status !== undefined && acceptsLines(status)) return undefined;
+  return new Refused({ message: `batch ${command.batchId} takes no more lines (it is ${status ?? 'unknown'})` });
+};
+
+const decideRequest = (reads: DecisionReads, command: RequestCommandOf): Decision | Refusal => {
   let current = command;
   if (command.type === 'Submit') {
-    const earlier = earlierSubmit(reads, command) ?? queueFull(reads, command);
+    const earlier = earlierSubmit(reads, command) ?? batchClosed(reads, command) ?? queueFull(reads, command);
     if (earlier !== undefined) return earlier;
     current = mayStartNow(reads, command);
   }
@@ -195,9 +211,32 @@ const decideAccountCommand = (
   return credentials.length === 0 ? { events } : { events, credentials };
 };
 
+const decideBatchCommand = (reads: DecisionReads, { batchId, command }: Extract<Command, { type: 'Batch' }>) => {
+  const view = reads.batch(batchId);
+  if (command.type === 'CreateBatch') {
+    // The input file is read inside the write: one deleted a moment before is not taken.
+    const file = reads.file(command.inputFileId);
+    if (file === undefined || file.accountId !== command.accountId)
+      return new Refused({ message: `no file ${command.inputFileId}` });
+    if (file.purpose !== 'batch')
+      return new Refused({
+        message: `file ${command.inputFileId} has purpose ${file.purpose}; a batch's input file has purpose batch`,
+      });
+  }
+  const events = decideBatch(batchId, view?.state ?? initialBatchState, view?.counts ?? noCounts, command);
+  return events instanceof Refused ? events : { events };
+};
+
+const decideFileCommand = (reads: DecisionReads, { fileId, command }: Extract<Command, { type: 'File' }>) => {
+  const events = decideFile(fileId, reads.file(fileId), command);
+  return events instanceof Refused ? events : { events };
+};
+
 /** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */
 export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal => {
   if (command.type === 'Account') return decideAccountCommand(reads, command);
+  if (command.type === 'Batch') return decideBatchCommand(reads, command);
+  if (command.type === 'File') return decideFileCommand(reads, command);
   if (command.type === 'Claim') return decideClaimCommand(reads, command);
   return decideRequest(reads, command);
 };

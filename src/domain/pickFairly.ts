@@ -1,16 +1,19 @@
+import { accountOfLane, isBatchLane } from './batch/lines.js';
+
 /** A request waiting for a worker, as the dispatch index holds it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
 
 /** What a pick reads: the dispatch index, accounts in id order, each account's waiting requests by availability. */
 export type DispatchReads = {
-  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
+  /** Lanes with requests waiting for a worker (an account's own, or its batch lane: batch/lines.ts), in order,
+   * starting after `after` and wrapping round to it. */
   queuedAccounts(after: string | undefined): Iterable<string>;
-  /** An account's requests waiting for a worker, earliest availability first. */
-  queuedOf(accountId: string): Iterable<QueuedEntry>;
+  /** A lane's requests waiting for a worker, earliest availability first. */
+  queuedOf(lane: string): Iterable<QueuedEntry>;
 };
 
 export type DispatchState = {
-  /** The account served last; the next pick starts after it (round robin). */
+  /** The lane served last; the next pick starts after it (round robin). */
   readonly lastAccount: string | undefined;
   /** Requests already being worked on (picked or claimed, their start not durable yet). */
   readonly running: ReadonlySet<string>;
@@ -18,6 +21,8 @@ export type DispatchState = {
   readonly runningOf: (model: string) => number;
   /** Requests of the account in flight (of `model` only, when given), in all processes. */
   readonly runningOfAccount?: (accountId: string, model?: string) => number;
+  /** Batches' lines of the model in flight, in all processes. */
+  readonly runningOfBatches?: (model: string) => number;
 };
 
 export type DispatchLimits = {
@@ -28,6 +33,9 @@ export type DispatchLimits = {
   /** Requests of the model one account may hold while another account has work of that model it could start
    * (`processing.maxAccountShare` of the model's workers; Infinity: no share). */
   readonly accountShare?: (model: string) => number;
+  /** Workers of the model that batches' lines get even while interactive work of it is due (`batches.minShare`);
+   * beyond them a line waits while such work is due (absent: lines are like any request). */
+  readonly batchShare?: (model: string) => number;
 };
 
 export type Picked = { readonly reqId: string; readonly accountId: string; readonly model: string };
@@ -61,6 +69,10 @@ const noBound = () => Number.POSITIVE_INFINITY;
  * they became available; requests of a model at its concurrency limit are passed over for that account's next, and
  * an account at its own bound (`accountLimit`) takes none.
  *
+ * Batches' lines wait in their account's batch lane. In the first pass a line is passed over once batches hold their
+ * share of the model's workers (`batchShare`), so interactive work of the model goes first; the second pass gives
+ * lines the workers nothing else could take. So a batch neither starves interactive traffic nor is starved by it.
+ *
  * Two passes make the share of a model's workers (`accountShare`) a rule of the pick: the first passes over a request
  * whose account already holds its share of the model, so the workers go to other accounts' work of that model first;
  * the second, only while workers are left (no other account could start work of that model), takes what the first
@@ -77,6 +89,9 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
   const runningNow = (model: string) => state.runningOf(model) + (perModel.get(model) ?? 0);
   const accountLimit = limits.accountLimit ?? noBound;
   const accountShare = limits.accountShare ?? noBound;
+  const batchShare = limits.batchShare ?? noBound;
+  const batchesNow = (model: string) =>
+    (state.runningOfBatches?.(model) ?? 0) + (perModel.get(`\u0000batch\u0000${model}`) ?? 0);
   const ofAccount = (accountId: string) =>
     (state.runningOfAccount?.(accountId) ?? 0) + (perAccount.get(accountId) ?? 0);
   const ofAccountModel = (accountId: string, model: string) =>
@@ -91,16 +106,19 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
     waitingHere(entry) &&
     runningNow(entry.model) < limits.modelLimit(entry.model) &&
     ofAccount(accountId) < accountLimit(accountId);
-  const overShare = (entry: QueuedEntry, accountId: string) =>
-    ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
+  const overShare = (entry: QueuedEntry, accountId: string, batch: boolean) =>
+    ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
+    (batch && batchesNow(entry.model) >= batchShare(entry.model));
 
   // One cursor per account for the whole pick: later rounds continue where the last one stopped.
   const cursors = new Map<string, Cursor>();
-  const firstEligible = (accountId: string, sharing: boolean): QueuedEntry | undefined => {
-    let cursor = cursors.get(accountId);
+  const firstEligible = (lane: string, sharing: boolean): QueuedEntry | undefined => {
+    const accountId = accountOfLane(lane);
+    const batch = isBatchLane(lane);
+    let cursor = cursors.get(lane);
     if (cursor === undefined) {
-      cursor = { entries: reads.queuedOf(accountId)[Symbol.iterator](), scanned: 0, done: false, deferred: [] };
-      cursors.set(accountId, cursor);
+      cursor = { entries: reads.queuedOf(lane)[Symbol.iterator](), scanned: 0, done: false, deferred: [] };
+      cursors.set(lane, cursor);
     }
     if (!sharing) {
       const index = cursor.deferred.findIndex((entry) => eligible(entry, accountId));
@@ -126,7 +144,7 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
         cursor.done = true;
         return undefined;
       }
-      if (sharing && overShare(entry, accountId)) {
+      if (sharing && overShare(entry, accountId, batch)) {
         cursor.deferred.push(entry);
         continue;
       }
@@ -139,15 +157,17 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
   const rounds = (sharing: boolean) => {
     while (picked.length < limits.free) {
       const before = picked.length;
-      for (const accountId of reads.queuedAccounts(lastAccount)) {
-        const entry = firstEligible(accountId, sharing);
+      for (const lane of reads.queuedAccounts(lastAccount)) {
+        const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
+        const accountId = accountOfLane(lane);
         picked.push({ reqId: entry.reqId, accountId, model: entry.model });
         taken.add(entry.reqId);
         add(perModel, entry.model);
+        if (isBatchLane(lane)) add(perModel, `\u0000batch\u0000${entry.model}`);
         add(perAccount, accountId);
         add(perAccount, `${accountId}\u0000${entry.model}`);
-        lastAccount = accountId;
+        lastAccount = lane;
         if (picked.length >= limits.free) {
           full = true;
           break;

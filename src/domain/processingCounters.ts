@@ -12,9 +12,25 @@ export const accountCounter = (accountId: string): string => `${separator}${acco
 export const accountModelCounter = (accountId: string, model: string): string =>
   `${separator}${accountId}${separator}${model}`;
 
+/** Batches' lines of a model being processed (what `batches.minShare` gives them at least). Account ids start with
+ * `acct_`, so this name is never an account's. */
+export const batchLinesCounter = (model: string): string => `${separator}batch${separator}${model}`;
+
 /** The counters a request being processed counts in. */
-export const countersOf = (context: { readonly accountId: string; readonly model: string }): readonly string[] => [
-  modelCounter(context.model),
-  accountCounter(context.accountId),
-  accountModelCounter(context.accountId, context.model),
-];
+export const countersOf = (context: {
+  readonly accountId: string;
+  readonly model: string;
+  readonly batchId?: string | undefined;
+}): readonly string[] =>
+  context.batchId === undefined
+    ? [
+        modelCounter(context.model),
+        accountCounter(context.accountId),
+        accountModelCounter(context.accountId, context.model),
+      ]
+    : [
+        modelCounter(context.model),
+        accountCounter(context.accountId),
+        accountModelCounter(context.accountId, context.model),
+        batchLinesCounter(context.model),
+      ];

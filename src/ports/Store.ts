@@ -1,7 +1,9 @@
 import { Context } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
+import type { BatchView } from '../domain/batch/state.js';
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
+import type { FileState } from '../domain/file/state.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
@@ -38,6 +40,19 @@ export type RequestPage = {
   readonly after?: RequestCursor | undefined;
   readonly limit: number;
 };
+
+/** An account's batches, or its files (that exist), by creation time. */
+export type ListName = 'accountBatches' | 'accountFiles';
+
+/** A page of such a list: `limit` ids, newest first (`desc`) or oldest first, strictly beyond `from` when given. */
+export type ListPage = {
+  readonly from?: { readonly createdAt: number; readonly id: string } | undefined;
+  readonly order: 'asc' | 'desc';
+  readonly limit: number;
+};
+
+/** A batch that has not ended, and its account. */
+export type OpenBatch = { readonly batchId: string; readonly accountId: string };
 
 /** A request and the text it holds now: its prompt while it is queued, its response once it is completed. */
 export type StoredRequest = { readonly state: RequestState; readonly text: string | undefined };
@@ -85,6 +100,14 @@ export interface ReadModel {
   dueWork(now: number): Promise<DueWork>;
   /** The waiting requests by model, for the metrics (read at most `limit` entries deep). */
   queueDepths(now: number, limit: number): Promise<QueueDepths>;
+  /** A batch (its state and its lines' counts), if it was made. */
+  batch(batchId: string): Promise<BatchView | undefined>;
+  /** A file that exists (not deleted). */
+  file(fileId: string): Promise<FileState | undefined>;
+  /** Ids of a page of an account's batches or files (ListPage). */
+  listOf(list: ListName, accountId: string, page: ListPage): Promise<string[]>;
+  /** Up to `limit` batches that have not ended: what each server's batch runner looks after. */
+  openBatches(limit: number): Promise<OpenBatch[]>;
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): AsyncIterable<StoredEvent>;
   lastSeq(): Promise<number>;

@@ -7,6 +7,10 @@ import {
   type KeyState,
   type SessionState,
 } from '../domain/account/state.js';
+import { dispatchLaneOf } from '../domain/batch/lines.js';
+import { type BatchView, isFinalBatch } from '../domain/batch/state.js';
+import type { FileEvent } from '../domain/file/events.js';
+import { evolveFile, type FileState } from '../domain/file/state.js';
 import { countersOf } from '../domain/processingCounters.js';
 import { isQueued, type RequestState } from '../domain/request/state.js';
 
@@ -18,7 +22,10 @@ export type IndexName =
   | 'keyHashes'
   | 'accountKeys'
   | 'accountSessions'
-  | 'idempotency';
+  | 'idempotency'
+  | 'accountBatches'
+  | 'accountFiles'
+  | 'openBatches';
 export type IndexKey = string | number | (string | number)[];
 
 /**
@@ -65,6 +72,12 @@ export interface ViewAccess {
   /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
    * account, per account and model), in all processes (what their bounds limit). */
   addProcessing(counter: string, delta: number): void;
+  /** A batch's view (its state and its lines' counts). */
+  getBatch(batchId: string): BatchView | undefined;
+  putBatch(batchId: string, view: BatchView): void;
+  /** A file's view; `undefined` removes it (deleted). */
+  getFile(fileId: string): FileState | undefined;
+  putFile(fileId: string, state: FileState | undefined): void;
 }
 
 /** Tokens an account's completed requests read and wrote in one day. */
@@ -82,11 +95,48 @@ export const usageOf = (state: RequestState): { readonly day: number; readonly u
 };
 
 /**
- * A request waiting for a worker is in the dispatch index: grouped by account (so workers can take accounts in
- * turn), then by the time it becomes available. The value is its model.
+ * A request waiting for a worker is in the dispatch index: grouped by lane (its account's, or its account's batch
+ * lane for a batch's line: domain/batch/lines.ts), so workers can take lanes in turn, then by the time it becomes
+ * available. The value is its model.
  */
 export const dispatchKeyOf = (state: RequestState): IndexKey | undefined =>
-  state.status === 'waiting' ? [state.context.accountId, state.context.availableAt, state.context.reqId] : undefined;
+  state.status === 'waiting'
+    ? [dispatchLaneOf(state.context), state.context.availableAt, state.context.reqId]
+    : undefined;
+
+/** An account's batches, newest last: [accountId, createdAt, batchId] → ''. */
+export const accountBatchKeyOf = (view: BatchView): IndexKey => [
+  view.state.context.accountId,
+  view.state.context.createdAt,
+  view.state.context.batchId,
+];
+/** An account's files: [accountId, createdAt, fileId] → its purpose. */
+export const accountFileKeyOf = (file: FileState): IndexKey => [file.accountId, file.createdAt, file.fileId];
+
+/**
+ * What a batch's change does to the views: its view, its entry among its account's batches (from its creation), and
+ * its entry among the open batches ([batchId] → accountId: what each server's batch runner looks after) until it
+ * ends.
+ */
+export const projectBatchChange = (views: ViewAccess, before: BatchView | undefined, after: BatchView): void => {
+  const { batchId, accountId } = after.state.context;
+  views.putBatch(batchId, after);
+  if (before === undefined) views.putIndex('accountBatches', accountBatchKeyOf(after), '');
+  const wasOpen = before !== undefined && !isFinalBatch(before.state.status);
+  const isOpen = !isFinalBatch(after.state.status);
+  if (!wasOpen && isOpen) views.putIndex('openBatches', [batchId], accountId);
+  if (wasOpen && !isOpen) views.removeIndex('openBatches', [batchId]);
+};
+
+/** Applies a file event: its view and its entry among its account's files (removed with it). */
+export const projectFileEvent = (views: ViewAccess, event: FileEvent): void => {
+  const before = views.getFile(event.fileId);
+  const after = evolveFile(before, event);
+  if (after === before) return;
+  views.putFile(event.fileId, after);
+  if (before !== undefined) views.removeIndex('accountFiles', accountFileKeyOf(before));
+  if (after !== undefined) views.putIndex('accountFiles', accountFileKeyOf(after), after.purpose);
+};
 
 /**
  * Every request of an account that has not expired, by the time it was made: what the dashboard lists (newest first,

@@ -1,8 +1,10 @@
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
+import type { BatchView } from '../domain/batch/state.js';
 import type { StoredEvent } from '../domain/events.js';
+import type { FileState } from '../domain/file/state.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { RequestState } from '../domain/request/state.js';
-import type { DailyTokens, RequestPage, StoredRequest } from '../ports/Store.js';
+import type { DailyTokens, ListName, ListPage, OpenBatch, RequestPage, StoredRequest } from '../ports/Store.js';
 
 /**
  * The reads of a store that can answer at once (LMDB's memory map, the in-memory store), as of its current read
@@ -41,4 +43,8 @@ export interface SyncReads {
   requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
   usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
   keyLastUsed(keyId: string): number | undefined;
+  batch(batchId: string): BatchView | undefined;
+  file(fileId: string): FileState | undefined;
+  listOf(list: ListName, accountId: string, page: ListPage): string[];
+  openBatches(limit: number): OpenBatch[];
 }

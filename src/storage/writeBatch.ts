@@ -1,10 +1,20 @@
+import { isAccountEvent } from '../domain/account/events.js';
+import { isBatchEvent } from '../domain/batch/events.js';
+import { addCounts, countsDeltaOf } from '../domain/batch/lines.js';
+import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../domain/batch/state.js';
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../domain/commands.js';
 import type { DomainEvent, StoredEvent } from '../domain/events.js';
+import { isFileEvent } from '../domain/file/events.js';
 import { countersOf } from '../domain/processingCounters.js';
-import { isRequestEvent } from '../domain/request/events.js';
 import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
 import type { CommandOutcome } from '../ports/Store.js';
-import { projectAccountEvent, projectRequestChange, type ViewAccess } from './projection.js';
+import {
+  projectAccountEvent,
+  projectBatchChange,
+  projectFileEvent,
+  projectRequestChange,
+  type ViewAccess,
+} from './projection.js';
 
 /** What a batch is written through: the views and indexes, and the log, all in one transaction. */
 export type BatchTarget = {
@@ -69,9 +79,25 @@ export const writeBatch = (
     const entry = touched.get(reqId);
     return entry !== undefined && entry.after.status !== status;
   };
+  /** Batches this batch of commands changed (their state, or their lines' counts), written once at its end. */
+  const batches = new Map<string, { readonly before: BatchView | undefined; after: BatchView }>();
+  const batchEntryOf = (batchId: string) => {
+    let entry = batches.get(batchId);
+    if (entry === undefined) {
+      const before = target.views.getBatch(batchId);
+      entry = { before, after: before ?? { state: initialBatchState, counts: noCounts } };
+      batches.set(batchId, entry);
+    }
+    return entry;
+  };
   const reads: DecisionReads = {
     ...target.reads,
     request: (reqId) => entryOf(reqId).after,
+    batch: (batchId) => {
+      const view = batchEntryOf(batchId).after;
+      return view.state.status === 'none' ? undefined : view;
+    },
+    file: (fileId) => target.views.getFile(fileId),
     idempotentRequest: (accountId, key) =>
       keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
     queuedCount: (accountId) => committedQueued(accountId) + (queuedDeltas.get(accountId) ?? 0),
@@ -127,10 +153,25 @@ export const writeBatch = (
       const processing = Number(status === 'processing') - Number(entry.after.status === 'processing');
       for (const counter of countersOf(request.state.context)) count(processingDeltas, counter, processing);
       if (status === 'waiting') madeWaiting = true;
+      const { batchId } = request.state.context;
+      if (batchId !== undefined) {
+        const delta = countsDeltaOf(entry.after, request.state);
+        if (delta !== undefined) {
+          const batch = batchEntryOf(batchId);
+          batch.after = { state: batch.after.state, counts: addCounts(batch.after.counts, delta) };
+        }
+      }
       entry.after = request.state;
       if (request.text !== undefined) entry.text = request.text;
     }
-    for (const event of events) if (!isRequestEvent(event)) projectAccountEvent(target.views, event);
+    for (const event of events) {
+      if (isAccountEvent(event)) projectAccountEvent(target.views, event);
+      else if (isFileEvent(event)) projectFileEvent(target.views, event);
+      else if (isBatchEvent(event)) {
+        const batch = batchEntryOf(event.batchId);
+        batch.after = { state: evolveBatch(batch.after.state, event), counts: batch.after.counts };
+      }
+    }
     for (const { key, value } of decision.credentials ?? []) target.views.putCredential(key, value);
     outcomes.push({ events });
   }
@@ -138,6 +179,8 @@ export const writeBatch = (
   if (logged.length > 0) target.appendLog(seq, logged);
   for (const { before, after, text } of touched.values())
     if (after !== before) projectRequestChange(target.views, before, after, text);
+  for (const { before, after } of batches.values())
+    if (after !== before && after.state.status !== 'none') projectBatchChange(target.views, before, after);
   target.flush();
   return { outcomes, lastSeq: seq };
 };

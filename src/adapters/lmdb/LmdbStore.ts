@@ -1,10 +1,14 @@
 import { Effect, Layer } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import type { RequestState } from '../../domain/request/state.js';
 import {
   type Batch,
   type CommandOutcome,
+  type ListName,
+  type ListPage,
   type QueuedEntry,
   type RequestPage,
   Store,
@@ -117,6 +121,27 @@ const requestsOf = (dbs: LmdbDatabases, accountId: string, { before, after, limi
   return after === undefined ? rows : rows.reverse();
 };
 
+/** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
+const listOf = (dbs: LmdbDatabases, list: ListName, accountId: string, { from, order, limit }: ListPage): string[] => {
+  const ids: string[] = [];
+  if (!(limit > 0)) return ids;
+  const range =
+    order === 'desc'
+      ? {
+          start: from === undefined ? [`${accountId}\u0000`] : [accountId, from.createdAt, from.id],
+          end: [accountId],
+          reverse: true,
+        }
+      : { start: from === undefined ? [accountId] : [accountId, from.createdAt, from.id], end: [`${accountId}\u0000`] };
+  for (const key of dbs.indexes[list].getKeys(range as { start: Key; end: Key; reverse?: boolean })) {
+    const [, createdAt, id] = key as [string, number, string];
+    if (from !== undefined && createdAt === from.createdAt && id === from.id) continue;
+    ids.push(id);
+    if (ids.length >= limit) break;
+  }
+  return ids;
+};
+
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
 function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
   for (const { value } of dbs.log.getRange({ start: fromSeq })) {
@@ -164,6 +189,14 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
       }),
     ),
   keyLastUsed: (keyId) => dbs.keyLastUsed.get(keyId),
+  batch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
+  file: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
+  listOf: (list, accountId, page) => listOf(dbs, list, accountId, page),
+  openBatches: (limit) =>
+    Array.from(dbs.indexes.openBatches.getRange({ limit }), ({ key, value }) => ({
+      batchId: (key as [string])[0],
+      accountId: value,
+    })),
   usageByDay: (accountId, fromDay, days) =>
     Array.from({ length: Math.max(0, days) }, (_, i) => {
       const day = fromDay + i * 86_400_000;
@@ -316,6 +349,11 @@ const viewsOf = (
   addQueued: counts.queued.add,
   addProcessing: counts.processing.add,
   addUsage: usage.add,
+  getBatch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
+  putBatch: (batchId, view) => void dbs.batches.put(batchId, encodeMap(view)),
+  getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
+  putFile: (fileId, state) =>
+    void (state === undefined ? dbs.files.remove(fileId) : dbs.files.put(fileId, encodeMap(state))),
 });
 
 type CountChanges = ReturnType<typeof createCountChanges>;
@@ -370,6 +408,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
       processingCount: counts.processing.committed,
       anyWaiting: waiting.committed,
+      batch: views.getBatch,
+      file: views.getFile,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));

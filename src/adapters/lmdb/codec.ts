@@ -125,6 +125,8 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.customId !== undefined) return 14;
+  if (c.batchId !== undefined) return 13;
   if (c.metadata !== undefined) return 12;
   if (c.maxAttempts !== undefined) return 11;
   if (c.leaseUntil !== undefined) return 10;
@@ -156,7 +158,9 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.requestHash?.length ?? 0) +
         (c.finishReason?.length ?? 0) +
         (c.owner?.length ?? 0) +
-        (c.metadata?.length ?? 0));
+        (c.metadata?.length ?? 0) +
+        (c.batchId?.length ?? 0) +
+        (c.customId?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -192,6 +196,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 9) writeOptional(c.leaseUntil);
   if (trailing > 10) writeOptional(c.maxAttempts);
   if (trailing > 11) writeOptional(c.metadata);
+  if (trailing > 12) writeOptional(c.batchId);
+  if (trailing > 13) writeOptional(c.customId);
   return at;
 };
 
@@ -246,6 +252,8 @@ const optionalFields = [
   'leaseUntil',
   'maxAttempts',
   'metadata',
+  'batchId',
+  'customId',
 ] as const;
 const firstOptional = 11;
 

@@ -32,6 +32,9 @@ export type LmdbDatabases = {
   readonly credentials: Database<string, string>;
   /** Dashboard sessions that have not ended, by session id. */
   readonly sessions: Database<Buffer, string>;
+  /** Batches (their state and their lines' counts) by batch id, and files that exist by file id. */
+  readonly batches: Database<Buffer, string>;
+  readonly files: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
   /** When each API key was last used (ms), by key id: operational state saved with the batches, not part of the log
@@ -110,6 +113,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     keys: db('keys', 'binary'),
     credentials: db('credentials', 'string'),
     sessions: db('sessions', 'binary'),
+    batches: db('batches', 'binary'),
+    files: db('files', 'binary'),
     limiter: db('limiter'),
     keyLastUsed: db('keyLastUsed'),
     queuedCounts: db('cnt.queued'),
@@ -124,6 +129,9 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       accountKeys: db('idx.accountKeys', 'string'),
       accountSessions: db('idx.accountSessions', 'string'),
       idempotency: db('idx.idempotency', 'string'),
+      accountBatches: db('idx.accountBatches', 'string'),
+      accountFiles: db('idx.accountFiles', 'string'),
+      openBatches: db('idx.openBatches', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
   };

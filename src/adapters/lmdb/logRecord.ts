@@ -31,6 +31,8 @@ const layouts = {
     'requestHash',
     'maxAttempts',
     'metadata',
+    'batchId',
+    'customId',
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
@@ -60,13 +62,38 @@ const layouts = {
   RequestCancelled: ['reqId', 'at'],
   RequestLeaseExtended: ['reqId', 'owner', 'attempt', 'leaseUntil', 'at'],
   RequestReleased: ['reqId', 'owner', 'attempt', 'at'],
+  BatchCreated: [
+    'batchId',
+    'accountId',
+    'keyId',
+    'endpoint',
+    'inputFileId',
+    'completionWindow',
+    'at',
+    'expiresAt',
+    'metadata',
+    'outputExpiresAfterSeconds',
+  ],
+  BatchTaken: ['batchId', 'owner', 'leaseUntil', 'at'],
+  BatchValidationFailed: ['batchId', 'owner', 'errors', 'at'],
+  BatchStarted: ['batchId', 'owner', 'total', 'model', 'at'],
+  BatchCancelRequested: ['batchId', 'at'],
+  BatchWindowClosed: ['batchId', 'at'],
+  BatchFinalizing: ['batchId', 'owner', 'queued', 'done', 'at'],
+  BatchEnded: ['batchId', 'owner', 'outputFileId', 'errorFileId', 'completed', 'failed', 'at'],
+  FileCreated: ['fileId', 'accountId', 'purpose', 'filename', 'bytes', 'sha256', 'at', 'expiresAt'],
+  FileDeleted: ['fileId', 'at', 'reason'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
+/** Layout 4 (before batches and files): what differs from the current one. */
+const layoutFourChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: layouts.RequestQueued.filter((field) => field !== 'batchId' && field !== 'customId'),
+};
 /** Layout 3 (before a request's metadata was kept): what differs from the current one. */
 const layoutThreeChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
-  RequestQueued: layouts.RequestQueued.filter((field) => field !== 'metadata'),
+  RequestQueued: (layoutFourChanges.RequestQueued ?? []).filter((field) => field !== 'metadata'),
 };
 /** Layout 2 (before usage and leases were recorded): what differs from layout 3. */
 const layoutTwoChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
@@ -123,6 +150,18 @@ const textFields: ReadonlySet<string> = new Set([
   'output',
   'owner',
   'metadata',
+  'batchId',
+  'customId',
+  'endpoint',
+  'inputFileId',
+  'completionWindow',
+  'errors',
+  'outputFileId',
+  'errorFileId',
+  'fileId',
+  'purpose',
+  'filename',
+  'sha256',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -132,23 +171,33 @@ const compile = (layoutOf: (type: EventType) => readonly string[]) =>
   });
 const compiled = compile((type) => layouts[type]);
 const compiledThree = compile((type) => layoutThreeChanges[type] ?? layouts[type]);
+const compiledFour = compile((type) => layoutFourChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
   2: compile((type) => layoutTwoChanges[type] ?? layouts[type]),
   3: compiledThree,
-  4: compiled,
+  4: compiledFour,
+  5: compiled,
 };
 
-const layoutVersion = 4;
+const layoutVersion = 5;
 /**
- * A record without metadata is written in layout 3, as before metadata was kept: the same bytes, and a data
- * directory that never held metadata stays readable by the airs before this one (it can be rolled back to).
+ * The oldest layout that holds the record: 3 unless a request keeps metadata (4) or the record holds a batch's or a
+ * file's event or a batch's line (5). A data directory that never held what a newer layout added stays readable by
+ * the airs before it (it can be rolled back to).
  */
-const holdsMetadata = (events: readonly StoredEvent[]) => {
-  for (const event of events) if (event.type === 'RequestQueued' && event.metadata !== undefined) return true;
-  return false;
+const versionFor = (events: readonly StoredEvent[]): number => {
+  let version = 3;
+  for (const event of events) {
+    if (event.type.startsWith('Batch') || event.type.startsWith('File')) return layoutVersion;
+    if (event.type !== 'RequestQueued') continue;
+    if (event.batchId !== undefined || event.customId !== undefined) return layoutVersion;
+    if (event.metadata !== undefined) version = 4;
+  }
+  return version;
 };
+const tableOf: Record<number, typeof compiled> = { 3: compiledThree, 4: compiledFour, 5: compiled };
 /** A string field the event does not have. */
 const absentText = -1;
 const packr = new Packr({ useRecords: false });
@@ -160,8 +209,8 @@ export const encodeLogRecord = (events: readonly StoredEvent[]): Buffer => {
   const indexOf = new Map<string, number>();
   const codes: number[] = [];
   const values: number[] = [];
-  const version = holdsMetadata(events) ? layoutVersion : 3;
-  const table = version === layoutVersion ? compiled : compiledThree;
+  const version = versionFor(events);
+  const table = tableOf[version] as typeof compiled;
   for (const event of events) {
     const code = codeOf.get(event.type);
     if (code === undefined) throw new Error(`the log has no layout for events of type ${event.type}`);

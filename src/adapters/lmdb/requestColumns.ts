@@ -67,6 +67,8 @@ export const createRequestColumns = () => {
   const idempotencyKeys = new Map<number, string>();
   const requestHashes = new Map<number, string>();
   const metadatas = new Map<number, string>();
+  const batchIds = new Map<number, string>();
+  const customIds = new Map<number, string>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -165,6 +167,8 @@ export const createRequestColumns = () => {
     keepRare(idempotencyKeys, slot, c.idempotencyKey);
     keepRare(requestHashes, slot, c.requestHash);
     keepRare(metadatas, slot, c.metadata);
+    keepRare(batchIds, slot, c.batchId);
+    keepRare(customIds, slot, c.customId);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -213,6 +217,8 @@ export const createRequestColumns = () => {
       c.leaseUntil = from.leaseUntil;
       c.maxAttempts = from.maxAttempts;
       c.metadata = from.metadata;
+      c.batchId = from.batchId;
+      c.customId = from.customId;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -247,6 +253,8 @@ export const createRequestColumns = () => {
       c.leaseUntil = numberOrUndefined(leaseUntil[slot] as number);
       c.maxAttempts = numberOrUndefined(maxAttempts[slot] as number);
       c.metadata = metadatas.get(slot);
+      c.batchId = batchIds.get(slot);
+      c.customId = customIds.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -299,6 +307,8 @@ export const createRequestColumns = () => {
       if (!Number.isNaN(leaseUntil[slot])) context.leaseUntil = leaseUntil[slot];
       if (!Number.isNaN(maxAttempts[slot])) context.maxAttempts = maxAttempts[slot];
       if (metadatas.has(slot)) context.metadata = metadatas.get(slot);
+      if (batchIds.has(slot)) context.batchId = batchIds.get(slot);
+      if (customIds.has(slot)) context.customId = customIds.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -338,6 +348,8 @@ type Covered =
   | 'owner'
   | 'leaseUntil'
   | 'maxAttempts'
-  | 'metadata';
+  | 'metadata'
+  | 'batchId'
+  | 'customId';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

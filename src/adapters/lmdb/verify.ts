@@ -1,3 +1,4 @@
+import { isAccountEvent } from '../../domain/account/events.js';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
@@ -64,7 +65,7 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     if (event.seq !== expected) throw new Error(`the log has a gap: expected event ${expected}, found ${event.seq}`);
     expected++;
     if (!isRequestEvent(event)) {
-      projectAccountEvent(account.views, event);
+      if (isAccountEvent(event)) projectAccountEvent(account.views, event);
       return;
     }
     if (event.reqId === workingReqId) {

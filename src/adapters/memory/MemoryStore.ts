@@ -1,6 +1,8 @@
 import { Layer } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
@@ -49,6 +51,8 @@ export const openMemoryStore = (): MemoryStore => {
   const queuedCounts = new Map<string, number>();
   const processingCounts = new Map<string, number>();
   const dailyUsage = new Map<string, readonly [number, number]>();
+  const batches = new Map<string, BatchView>();
+  const files = new Map<string, FileState>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
     accountRequests: orderedMap(),
@@ -57,6 +61,9 @@ export const openMemoryStore = (): MemoryStore => {
     accountKeys: orderedMap(),
     idempotency: orderedMap(),
     accountSessions: orderedMap(),
+    accountBatches: orderedMap(),
+    accountFiles: orderedMap(),
+    openBatches: orderedMap(),
   };
   const groups: Record<GroupName, OrderedMap<ReadonlySet<string>>> = {
     expiry: orderedMap(),
@@ -83,6 +90,8 @@ export const openMemoryStore = (): MemoryStore => {
   const putQueuedCount = setIn<string, number>(queuedCounts);
   const putProcessingCount = setIn<string, number>(processingCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
+  const putBatch = setIn<string, BatchView>(batches);
+  const putFile = setIn<string, FileState>(files);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
   const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
 
@@ -124,6 +133,10 @@ export const openMemoryStore = (): MemoryStore => {
       const count = (processingCounts.get(model) ?? 0) + delta;
       putProcessingCount(model, count === 0 ? undefined : count);
     },
+    getBatch: (batchId) => batches.get(batchId),
+    putBatch: (batchId, view) => putBatch(batchId, view),
+    getFile: (fileId) => files.get(fileId),
+    putFile: (fileId, state) => putFile(fileId, state),
     bumpAccountsVersion: () => {
       const before = accountsVersion;
       undo.push(() => {
@@ -137,6 +150,8 @@ export const openMemoryStore = (): MemoryStore => {
     views,
     committedRequest: views.getRequest,
     reads: {
+      batch: views.getBatch,
+      file: views.getFile,
       account: views.getAccount,
       key: views.getKey,
       accountIdByEmail: (email) => indexes.emails.get(email),
@@ -249,8 +264,36 @@ export const openMemoryStore = (): MemoryStore => {
     return rows;
   };
 
+  /** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
+  const listOf: SyncReads['listOf'] = (list, accountId, { from, order, limit }) => {
+    const ids: string[] = [];
+    if (!(limit > 0)) return ids;
+    const index = indexes[list];
+    const beyond = (key: IndexKey) =>
+      from === undefined || compareKeys(key, [accountId, from.createdAt, from.id]) * (order === 'desc' ? -1 : 1) > 0;
+    const entries =
+      order === 'desc'
+        ? index.entriesReversed([after(accountId)], undefined, false)
+        : range(index, [accountId], [after(accountId)]);
+    for (const [key] of entries) {
+      if (order === 'desc' && compareKeys(key, [accountId]) <= 0) break;
+      if (!beyond(key)) continue;
+      ids.push((key as [string, number, string])[2]);
+      if (ids.length >= limit) break;
+    }
+    return ids;
+  };
+
   const syncReads: SyncReads = {
     refresh: () => {},
+    batch: (batchId) => batches.get(batchId),
+    file: (fileId) => files.get(fileId),
+    listOf,
+    openBatches: (limit) =>
+      Array.from(indexes.openBatches.entries(), ([key, accountId]) => ({
+        batchId: (key as [string])[0],
+        accountId,
+      })).slice(0, limit),
     request: (reqId) => requests.get(reqId)?.state,
     requestWithText: (reqId) => requests.get(reqId),
     account: (accountId) => accounts.get(accountId),

@@ -186,7 +186,14 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
   };
   const committedRequest = (reqId: string) => fetched.known(fetched.requests, reqId, { kind: 'request', id: reqId });
 
+  const notYet = (): never => {
+    throw new Error('batches and files are not stored on PostgreSQL yet');
+  };
   const views: ViewAccess = {
+    getBatch: notYet,
+    putBatch: notYet,
+    getFile: notYet,
+    putFile: notYet,
     getRequest: (reqId) => writes.requests.get(reqId)?.state ?? committedRequest(reqId),
     putRequest: (reqId, state, text) => {
       const isNew = committedRequest(reqId) === undefined && !writes.requests.has(reqId);
@@ -282,6 +289,8 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
     views,
     committedRequest,
     reads: {
+      batch: views.getBatch,
+      file: views.getFile,
       account: views.getAccount,
       key: views.getKey,
       session: views.getSession,

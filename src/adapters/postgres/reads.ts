@@ -16,7 +16,12 @@ const eventPage = 1_000;
  */
 export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadModel => {
   const one = async <T>(rows: Promise<readonly { value: T }[]>): Promise<T | undefined> => (await rows)[0]?.value;
+  const notYet = () => Promise.reject(new Error('batches and files are not stored on PostgreSQL yet'));
   return {
+    batch: notYet,
+    file: notYet,
+    listOf: notYet,
+    openBatches: notYet,
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {
       const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`

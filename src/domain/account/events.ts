@@ -77,3 +77,7 @@ export type AccountEvent =
   | ApiKeyCreated
   | ApiKeyNamed
   | ApiKeyRevoked;
+
+/** Account, key and session events: neither a request's, a batch's nor a file's. */
+export const isAccountEvent = (event: { type: string }): event is AccountEvent =>
+  event.type.startsWith('Account') || event.type.startsWith('ApiKey') || event.type.startsWith('Session');

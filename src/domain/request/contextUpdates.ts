@@ -31,6 +31,8 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.requestHash !== undefined) change.requestHash = event.requestHash;
     if (event.maxAttempts !== undefined) change.maxAttempts = event.maxAttempts;
     if (event.metadata !== undefined) change.metadata = event.metadata;
+    if (event.batchId !== undefined) change.batchId = event.batchId;
+    if (event.customId !== undefined) change.customId = event.customId;
     return change;
   },
   RequestProcessingStarted: (context, event) => {

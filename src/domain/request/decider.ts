@@ -39,6 +39,9 @@ export type RequestCommand =
       readonly maxAttempts?: number | undefined;
       /** The caller's metadata, as the JSON text of the object (see RequestQueued.metadata). */
       readonly metadata?: string | undefined;
+      /** A line of a batch: the batch and the line's `custom_id` (see RequestQueued). */
+      readonly batchId?: string | undefined;
+      readonly customId?: string | undefined;
     }
   | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease>)
   | ({
@@ -121,6 +124,8 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       }
       if (command.maxAttempts !== undefined) queued.maxAttempts = command.maxAttempts;
       if (command.metadata !== undefined) queued.metadata = command.metadata;
+      if (command.batchId !== undefined) queued.batchId = command.batchId;
+      if (command.customId !== undefined) queued.customId = command.customId;
       return queued;
     }
     case 'StartAttempt':

@@ -30,6 +30,9 @@ export type RequestQueued = {
    * sent none. Kept with the request, shown with it (a Response's `metadata`), never sent to a model.
    */
   readonly metadata?: string | undefined;
+  /** A line of a batch (contract 16): the batch, and the line's `custom_id`. */
+  readonly batchId?: string | undefined;
+  readonly customId?: string | undefined;
 };
 
 /**

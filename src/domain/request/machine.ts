@@ -43,6 +43,9 @@ export type RequestContext = {
   readonly maxAttempts?: number;
   /** The caller's metadata, as the JSON text of the object (see RequestQueued). */
   readonly metadata?: string;
+  /** A line of a batch: the batch, and its `custom_id` (see RequestQueued). */
+  readonly batchId?: string;
+  readonly customId?: string;
 };
 
 const emptyContext: RequestContext = {

@@ -1,0 +1,107 @@
+import { Refused } from '../errors.js';
+import type { BatchEvent } from './events.js';
+import { type BatchCounts, type BatchState, canApplyToBatch, linesDone } from './state.js';
+
+/** Commands on one batch. Each carries the time it is issued at (`now`). */
+export type BatchCommand =
+  | {
+      readonly type: 'CreateBatch';
+      readonly accountId: string;
+      readonly keyId: string;
+      readonly endpoint: string;
+      readonly inputFileId: string;
+      readonly completionWindow: string;
+      readonly windowMs: number;
+      readonly metadata?: string | undefined;
+      readonly outputExpiresAfterSeconds?: number | undefined;
+      readonly now: number;
+    }
+  | { readonly type: 'TakeBatch'; readonly owner: string; readonly leaseMs: number; readonly now: number }
+  | { readonly type: 'FailValidation'; readonly owner: string; readonly errors: string; readonly now: number }
+  | {
+      readonly type: 'StartBatch';
+      readonly owner: string;
+      readonly total: number;
+      readonly model?: string | undefined;
+      readonly now: number;
+    }
+  | { readonly type: 'CancelBatch'; readonly accountId: string; readonly now: number }
+  | { readonly type: 'CloseWindow'; readonly now: number }
+  | { readonly type: 'FinalizeBatch'; readonly owner: string; readonly now: number }
+  | {
+      readonly type: 'EndBatch';
+      readonly owner: string;
+      readonly outputFileId?: string | undefined;
+      readonly errorFileId?: string | undefined;
+      readonly completed: number;
+      readonly failed: number;
+      readonly now: number;
+    };
+
+const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): BatchEvent => {
+  const at = command.now;
+  switch (command.type) {
+    case 'CreateBatch': {
+      const { type: _type, now: _now, windowMs, ...rest } = command;
+      const created = { type: 'BatchCreated' as const, batchId, ...rest, at, expiresAt: at + windowMs };
+      if (created.metadata === undefined) delete created.metadata;
+      if (created.outputExpiresAfterSeconds === undefined) delete created.outputExpiresAfterSeconds;
+      return created;
+    }
+    case 'TakeBatch':
+      return { type: 'BatchTaken', batchId, owner: command.owner, leaseUntil: at + command.leaseMs, at };
+    case 'FailValidation':
+      return { type: 'BatchValidationFailed', batchId, owner: command.owner, errors: command.errors, at };
+    case 'StartBatch':
+      return command.model === undefined
+        ? { type: 'BatchStarted', batchId, owner: command.owner, total: command.total, at }
+        : { type: 'BatchStarted', batchId, owner: command.owner, total: command.total, model: command.model, at };
+    case 'CancelBatch':
+      return { type: 'BatchCancelRequested', batchId, at };
+    case 'CloseWindow':
+      return { type: 'BatchWindowClosed', batchId, at };
+    case 'FinalizeBatch':
+      // The counts as the store holds them in this write: the machine decides whether they allow finalizing.
+      return {
+        type: 'BatchFinalizing',
+        batchId,
+        owner: command.owner,
+        queued: counts.queued,
+        done: linesDone(counts),
+        at,
+      };
+    case 'EndBatch': {
+      const ended = {
+        type: 'BatchEnded' as const,
+        batchId,
+        owner: command.owner,
+        outputFileId: command.outputFileId,
+        errorFileId: command.errorFileId,
+        completed: command.completed,
+        failed: command.failed,
+        at,
+      };
+      if (ended.outputFileId === undefined) delete ended.outputFileId;
+      if (ended.errorFileId === undefined) delete ended.errorFileId;
+      return ended;
+    }
+  }
+};
+
+/**
+ * Decides a batch command: the event it means, if the batch machine accepts it in the batch's state (guards
+ * included), else a refusal. A batch belongs to its account: a cancel from another is refused as if unknown.
+ */
+export const decideBatch = (
+  batchId: string,
+  state: BatchState,
+  counts: BatchCounts,
+  command: BatchCommand,
+): BatchEvent[] | Refused => {
+  if (command.type === 'CancelBatch' && state.context.accountId !== command.accountId)
+    return new Refused({ message: `no batch ${batchId}` });
+  const event = eventFor(batchId, counts, command);
+  if (!canApplyToBatch(state, event))
+    return new Refused({ message: `batch ${batchId} is ${state.status}: ${event.type} is not allowed now` });
+  return [event];
+};
