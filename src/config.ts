@@ -65,6 +65,8 @@ const planOverride = z.strictObject({
   maxQueued: positiveInt.optional(),
   maxOpenCalls: positiveInt.max(1_000_000).optional(),
   maxProcessing: positiveInt.nullable().optional(),
+  maxBatchesInProgress: positiveInt.max(1_000_000).optional(),
+  maxFileStorageBytes: positiveInt.optional(),
 });
 
 /** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */
@@ -109,6 +111,21 @@ export const fileSchema = z.strictObject({
       leaseSeconds: positiveInt.max(3_600).optional(),
       /** The most of a model's workers one account holds while another account has work of that model due. */
       maxAccountShare: z.number().gt(0).max(1).optional(),
+    })
+    .optional(),
+  /** OpenAI's Batch API (contract 16). */
+  batches: z
+    .strictObject({
+      /** What a `completion_window` of "24h" lasts, in seconds (shorter for tests). */
+      windowSeconds: positiveInt.max(315_360_000).optional(),
+      /** An uploaded file's size, at most. */
+      maxFileBytes: positiveInt.optional(),
+      /** Lines of one batch's input file, at most. */
+      maxLines: positiveInt.max(10_000_000).optional(),
+      /** The share of each model's workers batches' lines always get, even while interactive requests wait. */
+      minShare: z.number().min(0).max(1).optional(),
+      /** How long output and error files live unless the batch asks otherwise. */
+      outputExpiresAfterSeconds: positiveInt.max(315_360_000).optional(),
     })
     .optional(),
   /** Where the store is when not LMDB under `dataDir`: a PostgreSQL database shared by every node (contract 14). */
@@ -188,6 +205,13 @@ export type Config = {
     readonly maxAccountShare: number;
   };
   readonly storage: { readonly minFreeBytes: number };
+  readonly batches: {
+    readonly windowSeconds: number;
+    readonly maxFileBytes: number;
+    readonly maxLines: number;
+    readonly minShare: number;
+    readonly outputExpiresAfterSeconds: number;
+  };
   readonly shutdownGraceSeconds: number;
   /** Server processes `airs serve` runs (one primary that forks them when more than 1). */
   readonly processes: number;
@@ -340,6 +364,13 @@ export const loadConfig = (
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
+    batches: {
+      windowSeconds: file.batches?.windowSeconds ?? 86_400,
+      maxFileBytes: file.batches?.maxFileBytes ?? 200 * 1024 * 1024,
+      maxLines: file.batches?.maxLines ?? 50_000,
+      minShare: file.batches?.minShare ?? 0.1,
+      outputExpiresAfterSeconds: file.batches?.outputExpiresAfterSeconds ?? 30 * 86_400,
+    },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     processes: overrides.processes ?? file.processes ?? 1,
     http,

@@ -4,7 +4,12 @@ import { createHttpApp } from './adapters/http/app.js';
 import { createOpenCalls, type OpenCallsShape } from './adapters/http/openCalls.js';
 import { createTraffic, type Traffic } from './adapters/http/traffic.js';
 import { createProvider } from './adapters/models/providers.js';
+import { batchEndpoints } from './adapters/http/openai/batchEndpoints.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
+import { BatchEndpoints } from './app/batches/BatchEndpoints.js';
+import { BatchRunner, BatchRunnerLayer, type BatchRunnerShape } from './app/batches/BatchRunner.js';
+import { Batches, BatchesLayer, type BatchesShape } from './app/batches/Batches.js';
+import { Files, FilesLayer, type FilesShape } from './app/batches/Files.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
@@ -25,7 +30,7 @@ export type { AppOptions } from './baseLayer.js';
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
 export const appLayer = (options: AppOptions) => {
   const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer, true);
-  return Layer.mergeAll(RequestsLayer, SessionsLayer).pipe(
+  return Layer.mergeAll(RequestsLayer, SessionsLayer, FilesLayer, BatchesLayer, BatchRunnerLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
     Layer.provideMerge(
       Layer.mergeAll(
@@ -35,6 +40,7 @@ export const appLayer = (options: AppOptions) => {
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),
         LiveOutputLayer,
+        Layer.succeed(BatchEndpoints, batchEndpoints),
       ),
     ),
     Layer.provideMerge(base),
@@ -58,6 +64,10 @@ export type App = {
   readonly metrics: MetricsShape;
   /** Text of attempts in flight, for callers streaming them. */
   readonly live: LiveOutputShape;
+  /** OpenAI's Files and Batches APIs, and this process's share of the batches' housekeeping (contract 16). */
+  readonly files: FilesShape;
+  readonly batches: BatchesShape;
+  readonly batchRunner: BatchRunnerShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
   /** The long-lived calls (streams, waiting creates) held now, per account and in all (contract 18). */
@@ -93,6 +103,9 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         sessions: yield* Sessions,
         metrics: yield* Metrics,
         live: yield* LiveOutput,
+        files: yield* Files,
+        batches: yield* Batches,
+        batchRunner: yield* BatchRunner,
       };
     }),
   );

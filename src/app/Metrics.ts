@@ -25,6 +25,8 @@ export const HttpRoute = {
   responsesCancel: 5,
   models: 6,
   chatCompletions: 7,
+  files: 8,
+  batches: 9,
 } as const;
 export type HttpRoute = (typeof HttpRoute)[keyof typeof HttpRoute];
 

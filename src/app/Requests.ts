@@ -23,7 +23,7 @@ import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
-import { checkModelAndSize, parseSubmission } from './submission.js';
+import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
 
 /** The POST answer, with the specification's field names. */
 export type Accepted = { readonly request_id: string; readonly model: string };
@@ -232,29 +232,12 @@ export const RequestsLayer = Layer.effect(
       return { request_id: reqId, model, replayed: false };
     };
 
-    /** What a model cannot do, said before anything is queued: `echo` answers text, it calls no tools and keeps no
-     * schema. The param is named as chat completions name it. */
-    const beyondModel = (input: SubmitInput): InvalidRequest | undefined => {
-      if (models.get(input.model)?.config.provider !== 'echo') return undefined;
-      if ((input.params?.tools?.length ?? 0) > 0)
-        return new InvalidRequest({
-          message: `tools: the model ${input.model} (echo) cannot call tools; use a model of the openai provider`,
-          details: { param: 'tools' },
-        });
-      if (input.params?.response_format?.type === 'json_schema')
-        return new InvalidRequest({
-          message: `response_format: the model ${input.model} (echo) cannot follow a JSON schema; use a model of the openai provider`,
-          details: { param: 'response_format' },
-        });
-      return undefined;
-    };
-
     // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
     const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
       const stored = storedInputOf(input);
       return (
         checkModelAndSize(input, stored.text, rules) ??
-        beyondModel(input) ??
+        beyondModel(input, models.get(input.model)?.config.provider) ??
         queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit)
       );
     };

@@ -20,6 +20,8 @@ const httpRouteLabels = [
   { method: 'POST', route: '/v1/responses/{id}/cancel' },
   { method: 'GET', route: '/v1/models' },
   { method: 'POST', route: '/v1/chat/completions' },
+  { method: 'any', route: '/v1/files' },
+  { method: 'any', route: '/v1/batches' },
 ] as const;
 
 /** Process metrics (CPU, memory, event loop lag, GC, handles) exist once per process: one registry shared by every

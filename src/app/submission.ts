@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InvalidRequest } from '../domain/errors.js';
+import type { GenerationParams } from '../ports/ModelProvider.js';
 
 /** A POST body that passed validation. */
 export type Submission = { readonly model: string; readonly prompt: string };
@@ -108,4 +109,26 @@ export const checkModelAndSize = (
     });
   }
   return overBytes(storedText, input.messages === undefined ? 'prompt' : 'the input as stored', rules);
+};
+
+/**
+ * What a model cannot do, said before anything is queued: `echo` answers text, it calls no tools and keeps no schema.
+ * The param is named as chat completions name it.
+ */
+export const beyondModel = (
+  input: { readonly model: string; readonly params?: GenerationParams | undefined },
+  provider: string | undefined,
+): InvalidRequest | undefined => {
+  if (provider !== 'echo') return undefined;
+  if ((input.params?.tools?.length ?? 0) > 0)
+    return new InvalidRequest({
+      message: `tools: the model ${input.model} (echo) cannot call tools; use a model of the openai provider`,
+      details: { param: 'tools' },
+    });
+  if (input.params?.response_format?.type === 'json_schema')
+    return new InvalidRequest({
+      message: `response_format: the model ${input.model} (echo) cannot follow a JSON schema; use a model of the openai provider`,
+      details: { param: 'response_format' },
+    });
+  return undefined;
 };

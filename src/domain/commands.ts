@@ -224,7 +224,27 @@ const decideBatchCommand = (reads: DecisionReads, { batchId, command }: Extract<
       });
   }
   const events = decideBatch(batchId, view?.state ?? initialBatchState, view?.counts ?? noCounts, command);
-  return events instanceof Refused ? events : { events };
+  if (events instanceof Refused || command.type !== 'EndBatch') return events instanceof Refused ? events : { events };
+  // The output files come to exist with the batch's end, in the same write: a finalizer that lost its lease leaves
+  // only bytes no file names (swept), never a file its account would see.
+  const accountId = view?.state.context.accountId ?? '';
+  const files: DomainEvent[] = [];
+  for (const file of [command.outputFile, command.errorFile]) {
+    if (file === undefined) continue;
+    const created = decideFile(file.fileId, reads.file(file.fileId), {
+      type: 'CreateFile',
+      accountId,
+      purpose: 'batch_output',
+      filename: file.filename,
+      bytes: file.bytes,
+      sha256: file.sha256,
+      now: command.now,
+      expiresAt: file.expiresAt,
+    });
+    if (created instanceof Refused) return created;
+    files.push(...created);
+  }
+  return { events: [...files, ...events] };
 };
 
 const decideFileCommand = (reads: DecisionReads, { fileId, command }: Extract<Command, { type: 'File' }>) => {

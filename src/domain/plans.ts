@@ -14,12 +14,24 @@ export type PlanLimits = {
   readonly maxOpenCalls: number;
   /** Requests of the account being processed at once, in all processes and nodes (contract 18); `null`: no bound. */
   readonly maxProcessing: number | null;
+  /** Batches of the account not ended (validating, in progress, finalizing...) at once (contract 16). */
+  readonly maxBatchesInProgress: number;
+  /** Bytes of files (uploads and batch outputs) the account may keep stored at once (contract 16). */
+  readonly maxFileStorageBytes: number;
 };
 
 export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
 
 export const defaultPlans: PlanTable = {
-  free: { maxKeys: 1, submitsPerMinute: 60, pollsPerMinute: 600, maxQueued: 100, maxOpenCalls: 10, maxProcessing: 4 },
+  free: {
+    maxKeys: 1,
+    submitsPerMinute: 60,
+    pollsPerMinute: 600,
+    maxQueued: 100, maxOpenCalls: 10,
+    maxProcessing: 4,
+    maxBatchesInProgress: 2,
+    maxFileStorageBytes: 1024 ** 3,
+  },
   starter: {
     maxKeys: 3,
     submitsPerMinute: 600,
@@ -27,6 +39,8 @@ export const defaultPlans: PlanTable = {
     maxQueued: 1_000,
     maxOpenCalls: 50,
     maxProcessing: 16,
+    maxBatchesInProgress: 10,
+    maxFileStorageBytes: 10 * 1024 ** 3,
   },
   scale: {
     maxKeys: 10,
@@ -35,6 +49,8 @@ export const defaultPlans: PlanTable = {
     maxQueued: 10_000,
     maxOpenCalls: 200,
     maxProcessing: 64,
+    maxBatchesInProgress: 50,
+    maxFileStorageBytes: 100 * 1024 ** 3,
   },
   enterprise: {
     maxKeys: null,
@@ -43,6 +59,8 @@ export const defaultPlans: PlanTable = {
     maxQueued: 100_000,
     maxOpenCalls: 1_000,
     maxProcessing: null,
+    maxBatchesInProgress: 200,
+    maxFileStorageBytes: 1024 ** 4,
   },
 };
 

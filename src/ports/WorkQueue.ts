@@ -43,6 +43,8 @@ export type ClaimAsk = {
   readonly accountShare?: number | undefined;
   /** The claiming process's workers (the workers of a model without a bound of its own). */
   readonly workers?: number | undefined;
+  /** The share of a model's workers batches' lines always get, even while interactive work of it is due. */
+  readonly batchShare?: number | undefined;
 };
 
 export type Claimed = {

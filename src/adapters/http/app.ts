@@ -2,6 +2,8 @@ import { isUtf8 } from 'node:buffer';
 import { H3, type H3Event, HTTPError } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape, Principal } from '../../app/Auth.js';
+import type { BatchesShape } from '../../app/batches/Batches.js';
+import type { FilesShape } from '../../app/batches/Files.js';
 import type { LiveOutputShape } from '../../app/LiveOutput.js';
 import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
@@ -36,6 +38,9 @@ export type HttpDeps = {
   readonly requests: RequestsShape;
   readonly log: Logger;
   readonly maxBodyBytes: number;
+  /** OpenAI's Files and Batches APIs (contract 16). */
+  readonly files?: FilesShape | undefined;
+  readonly batches?: BatchesShape | undefined;
   /** How deep and wide a JSON body may be; checked before it is parsed. */
   readonly jsonBounds: JsonBounds;
   readonly pollIntervalSeconds: number;
@@ -298,6 +303,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       accepting: deps.accepting,
       keepAliveMs: deps.streamKeepAliveMs ?? 15_000,
       openCalls: deps.openCalls,
+      files: deps.files,
+      batches: deps.batches,
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', (event) => serveOpenApi(corsHeaders(event)));

@@ -77,6 +77,8 @@ export type ProcessorDeps = {
   readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
   /** The most of a model's workers one account holds while another account has work of that model due. */
   readonly accountShare?: number | undefined;
+  /** The share of a model's workers batches' lines always get (`batches.minShare`). */
+  readonly batchShare?: number | undefined;
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   readonly live?: LiveOutputShape | undefined;
 };
@@ -227,6 +229,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
       policy: deps.policy,
       maxProcessing: deps.maxProcessing,
       accountShare: deps.accountShare,
+      batchShare: deps.batchShare,
       workers: deps.concurrency,
     },
     takesNoWork,
@@ -359,6 +362,7 @@ export const ProcessorLayer = Layer.effect(
           leaseMs: config.processing.leaseSeconds * 1000,
           maxProcessing: maxProcessingByPlan(config.plans),
           accountShare: config.processing.maxAccountShare,
+          batchShare: config.batches.minShare,
           metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
           live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
         });

@@ -31,12 +31,22 @@ export type BatchCommand =
   | {
       readonly type: 'EndBatch';
       readonly owner: string;
-      readonly outputFileId?: string | undefined;
-      readonly errorFileId?: string | undefined;
+      /** The output and error files just written (absent: no line for it), made in the same write as the end. */
+      readonly outputFile?: WrittenFile | undefined;
+      readonly errorFile?: WrittenFile | undefined;
       readonly completed: number;
       readonly failed: number;
       readonly now: number;
     };
+
+/** A file a batch wrote: its bytes are stored under `fileId`; the end of the batch makes it exist. */
+export type WrittenFile = {
+  readonly fileId: string;
+  readonly filename: string;
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly expiresAt?: number | undefined;
+};
 
 const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): BatchEvent => {
   const at = command.now;
@@ -75,8 +85,8 @@ const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): 
         type: 'BatchEnded' as const,
         batchId,
         owner: command.owner,
-        outputFileId: command.outputFileId,
-        errorFileId: command.errorFileId,
+        outputFileId: command.outputFile?.fileId,
+        errorFileId: command.errorFile?.fileId,
         completed: command.completed,
         failed: command.failed,
         at,

@@ -8,6 +8,9 @@ import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
+import type { BatchesShape } from '../../../app/batches/Batches.js';
+import type { FilesShape } from '../../../app/batches/Files.js';
+import { batchRoutes } from './batches/routes.js';
 import { chatCompletionsRoute } from './chat/routes.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
 import { parseResponsesCreate } from './input.js';
@@ -40,15 +43,20 @@ export type OpenAiFaceDeps = {
   readonly keepAliveMs: number;
   /** The places of long-lived calls (streams, waiting creates), per account and for the process (contract 18). */
   readonly openCalls: OpenCallsShape;
+  /** OpenAI's Files and Batches APIs (contract 16), when the app runs them. */
+  readonly files?: FilesShape | undefined;
+  readonly batches?: BatchesShape | undefined;
 };
 
 /** The paths of the OpenAI-compatible face: everything under them answers errors in OpenAI's shape. */
-const openAiPrefixes = ['/v1/models', '/v1/responses', '/v1/chat'] as const;
+const openAiPrefixes = ['/v1/models', '/v1/responses', '/v1/chat', '/v1/files', '/v1/batches'] as const;
 
 /** Every route airs serves under /v1, for the 404 of a path it does not serve. */
 export const servedRoutes =
   'POST /v1/ai, GET /v1/ai, GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, POST /v1/responses, ' +
-  'GET /v1/responses/{id}, POST /v1/responses/{id}/cancel, GET /v1/openapi.json';
+  'GET /v1/responses/{id}, POST /v1/responses/{id}/cancel, POST /v1/files, GET /v1/files, GET /v1/files/{id}, ' +
+  'DELETE /v1/files/{id}, GET /v1/files/{id}/content, POST /v1/batches, GET /v1/batches, GET /v1/batches/{id}, ' +
+  'POST /v1/batches/{id}/cancel, GET /v1/openapi.json';
 
 /** The 404 of a path airs does not serve, naming those it serves. */
 export const unknownPathError = (pathname: string) =>
@@ -336,6 +344,15 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   path('/v1/responses/:id', { GET: [retrieve, HttpRoute.responsesRetrieve] });
   path('/v1/responses/:id/cancel', { POST: [cancel, HttpRoute.responsesCancel] });
   path('/v1/chat/completions', { POST: [chatCompletionsRoute(deps), HttpRoute.chatCompletions] });
+  if (deps.files !== undefined && deps.batches !== undefined) {
+    const batch = batchRoutes({ ...deps, files: deps.files, batches: deps.batches, pathId: pathIdOf });
+    path('/v1/files', { POST: [batch.uploadFile, HttpRoute.files], GET: [batch.listFiles, HttpRoute.files] });
+    path('/v1/files/:id', { GET: [batch.retrieveFile, HttpRoute.files], DELETE: [batch.deleteFile, HttpRoute.files] });
+    path('/v1/files/:id/content', { GET: [batch.fileContent, HttpRoute.files] });
+    path('/v1/batches', { POST: [batch.createBatch, HttpRoute.batches], GET: [batch.listBatches, HttpRoute.batches] });
+    path('/v1/batches/:id', { GET: [batch.retrieveBatch, HttpRoute.batches] });
+    path('/v1/batches/:id/cancel', { POST: [batch.cancelBatch, HttpRoute.batches] });
+  }
   // Any other path under the face's prefixes is unknown, answered in OpenAI's shape too (SDKs read only that).
   const unknownPath = deps.guard(async (event) => unknownPathError(event.url.pathname), HttpRoute.other);
   for (const prefix of openAiPrefixes) app.all(`${prefix}/**`, unknownPath);

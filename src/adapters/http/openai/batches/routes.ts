@@ -1,0 +1,202 @@
+import type { H3Event } from 'h3';
+import type { Principal } from '../../../../app/Auth.js';
+import type { BatchesShape } from '../../../../app/batches/Batches.js';
+import type { FilesShape } from '../../../../app/batches/Files.js';
+import type { BudgetName } from '../../../../app/RateLimiter.js';
+import { type ApiError, InvalidRequest } from '../../../../domain/errors.js';
+import { readMultipartUpload } from '../../multipartUpload.js';
+import { metadataOf } from '../metadata.js';
+import { batchCreateBodySchema, paramOf } from './bodies.js';
+import { batchObjectOf, fileObjectOf, listOf } from './wire.js';
+
+type HeaderBag = Record<string, string>;
+type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
+
+export type BatchRouteDeps = {
+  readonly files: FilesShape;
+  readonly batches: BatchesShape;
+  admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError>;
+  readJsonBody(event: H3Event): Promise<unknown | ApiError>;
+  json(status: number, body: unknown, headers: HeaderBag): Response;
+  pathId(event: H3Event): string;
+};
+
+const isApiError = (value: unknown): value is ApiError =>
+  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
+
+const invalid = (param: string | null, message: string) =>
+  new InvalidRequest({ message, details: param === null ? undefined : { param } });
+
+/** A list's `limit`: a whole number within OpenAI's bounds, or its default. */
+const limitOf = (event: H3Event, max: number, fallback: number): number | InvalidRequest => {
+  const raw = event.url.searchParams.get('limit');
+  if (raw === null || raw === '') return fallback;
+  const limit = Number(raw);
+  if (!/^\d+$/.test(raw) || limit < 1 || limit > max)
+    return invalid('limit', `limit must be a whole number from 1 to ${max}`);
+  return limit;
+};
+
+/** `expires_after[seconds]` of an upload: from an hour to 30 days, anchored at creation (OpenAI's bounds). */
+const uploadExpiry = (fields: ReadonlyMap<string, string>): number | undefined | InvalidRequest => {
+  const anchor = fields.get('expires_after[anchor]');
+  const seconds = fields.get('expires_after[seconds]');
+  if (anchor === undefined && seconds === undefined) return undefined;
+  if (anchor !== 'created_at') return invalid('expires_after.anchor', 'expires_after[anchor] must be "created_at"');
+  const value = Number(seconds);
+  if (seconds === undefined || !/^\d+$/.test(seconds) || value < 3_600 || value > 2_592_000)
+    return invalid('expires_after.seconds', 'expires_after[seconds] must be a whole number from 3600 to 2592000');
+  return value;
+};
+
+/**
+ * OpenAI's Files and Batches routes (contract 16). Uploads stream: the form's fields before the file are read, then
+ * the file's bytes go to the store as they arrive (never whole in memory), and the `200` comes once they are durable.
+ * Creating a batch spends a submit; reading and listing spend polls, as for requests.
+ */
+export const batchRoutes = (deps: BatchRouteDeps) => {
+  const { files, batches } = deps;
+
+  const uploadFile: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    const form = await readMultipartUpload(event.req);
+    if (form._tag === 'UploadRefused') return invalid(form.param, form.message);
+    const purpose = form.fields.get('purpose');
+    if (purpose === undefined) {
+      form.discard();
+      return invalid('purpose', 'purpose is required (a form field before the file): batch');
+    }
+    const expiresAfterSeconds = uploadExpiry(form.fields);
+    if (expiresAfterSeconds instanceof InvalidRequest) {
+      form.discard();
+      return expiresAfterSeconds;
+    }
+    const uploaded = await files.upload(principal, {
+      filename: form.file.filename,
+      purpose,
+      expiresAfterSeconds,
+      chunks: form.file.chunks,
+    });
+    if (isApiError(uploaded)) {
+      form.discard();
+      return uploaded;
+    }
+    return deps.json(200, fileObjectOf(uploaded), headers);
+  };
+
+  const listFiles: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const limit = limitOf(event, 10_000, 10_000);
+    if (isApiError(limit)) return limit;
+    const order = event.url.searchParams.get('order') ?? 'desc';
+    if (order !== 'asc' && order !== 'desc') return invalid('order', 'order must be asc or desc');
+    const page = await files.list(principal, {
+      purpose: event.url.searchParams.get('purpose') ?? undefined,
+      after: event.url.searchParams.get('after') ?? undefined,
+      limit,
+      order,
+    });
+    return deps.json(200, listOf(page.files.map(fileObjectOf), page.hasMore), headers);
+  };
+
+  const retrieveFile: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const file = await files.find(principal, deps.pathId(event));
+    return isApiError(file) ? file : deps.json(200, fileObjectOf(file), headers);
+  };
+
+  const deleteFile: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    const file = await files.remove(principal, deps.pathId(event));
+    return isApiError(file) ? file : deps.json(200, { id: file.fileId, object: 'file', deleted: true }, headers);
+  };
+
+  const fileContent: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const found = await files.content(principal, deps.pathId(event));
+    if (isApiError(found)) return found;
+    const iterator = found.bytes[Symbol.asyncIterator]();
+    // Streamed a part at a time: a 200 MB file never sits whole in memory.
+    const body = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const next = await iterator.next();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: async () => {
+        await iterator.return?.();
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        ...headers,
+        'content-type': 'application/octet-stream',
+        'content-length': String(found.file.bytes),
+        'content-disposition': `attachment; filename="${found.file.filename.replace(/["\\]/g, '_')}"`,
+      },
+    });
+  };
+
+  const createBatch: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    const body = await deps.readJsonBody(event);
+    if (isApiError(body)) return body;
+    const parsed = batchCreateBodySchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return invalid(paramOf(issue?.path ?? []) ?? null, issue?.message ?? 'invalid body');
+    }
+    const metadata = metadataOf(parsed.data.metadata);
+    if (isApiError(metadata)) return metadata;
+    const made = await batches.create(principal, {
+      inputFileId: parsed.data.input_file_id,
+      endpoint: parsed.data.endpoint,
+      completionWindow: parsed.data.completion_window,
+      metadata,
+      outputExpiresAfterSeconds: parsed.data.output_expires_after?.seconds,
+    });
+    return isApiError(made) ? made : deps.json(200, batchObjectOf(made), headers);
+  };
+
+  const listBatches: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const limit = limitOf(event, 100, 20);
+    if (isApiError(limit)) return limit;
+    const page = await batches.list(principal, { after: event.url.searchParams.get('after') ?? undefined, limit });
+    return deps.json(200, listOf(page.batches.map(batchObjectOf), page.hasMore), headers);
+  };
+
+  const retrieveBatch: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const view = await batches.find(principal, deps.pathId(event));
+    return isApiError(view) ? view : deps.json(200, batchObjectOf(view), headers);
+  };
+
+  const cancelBatch: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'polls', headers);
+    if (isApiError(principal)) return principal;
+    const view = await batches.cancel(principal, deps.pathId(event));
+    return isApiError(view) ? view : deps.json(200, batchObjectOf(view), headers);
+  };
+
+  return {
+    uploadFile,
+    listFiles,
+    retrieveFile,
+    deleteFile,
+    fileContent,
+    createBatch,
+    listBatches,
+    retrieveBatch,
+    cancelBatch,
+  };
+};

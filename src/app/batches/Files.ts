@@ -1,0 +1,217 @@
+import { Context, Effect, Layer } from 'effect';
+import { isRefusal } from '../../domain/commands.js';
+import type { FileState } from '../../domain/file/state.js';
+import { InvalidRequest, NotFound, PayloadTooLarge, RateLimited, type Unavailable } from '../../domain/errors.js';
+import { couldBeId, idForMessage } from '../../domain/identifiers.js';
+import { AppClock } from '../../ports/Clock.js';
+import { BlobTooLarge } from '../../ports/FileBytes.js';
+import { Ids } from '../../ports/Ids.js';
+import { Store, type StoreShape } from '../../ports/Store.js';
+import { AppConfig } from '../AppConfig.js';
+import type { Principal } from '../Auth.js';
+import { Committer, type CommitterShape } from '../Committer.js';
+
+/** An upload as the route understood it: its name and purpose, its expiry asked for, and its bytes as they come. */
+export type Upload = {
+  readonly filename: string;
+  readonly purpose: string;
+  /** `expires_after[seconds]` (anchored at creation), if asked. */
+  readonly expiresAfterSeconds?: number | undefined;
+  readonly chunks: AsyncIterable<Uint8Array>;
+};
+
+/** A page of an account's files (OpenAI's list: newest first by default, after an id). */
+export type FilePage = {
+  readonly purpose?: string | undefined;
+  readonly after?: string | undefined;
+  readonly limit: number;
+  readonly order: 'asc' | 'desc';
+};
+
+export interface FilesShape {
+  /** Stores the bytes durably, then makes the file (its size and digest in the log): resolved once both are. */
+  upload(
+    principal: Principal,
+    upload: Upload,
+  ): Promise<FileState | InvalidRequest | PayloadTooLarge | RateLimited | Unavailable>;
+  /** The account's file, if it exists. */
+  find(principal: Principal, fileId: string): Promise<FileState | NotFound>;
+  list(principal: Principal, page: FilePage): Promise<{ readonly files: FileState[]; readonly hasMore: boolean }>;
+  /** The file's bytes, streamed. */
+  content(principal: Principal, fileId: string): Promise<{ file: FileState; bytes: AsyncIterable<Uint8Array> } | NotFound>;
+  /** Deletes the file; its bytes go once the deletion is durable. A batch that already read it is not affected. */
+  remove(principal: Principal, fileId: string): Promise<FileState | NotFound | Unavailable>;
+  /** Bytes of files the account keeps now. */
+  storedBytes(accountId: string): Promise<number>;
+}
+
+export class Files extends Context.Service<Files, FilesShape>()('airs/Files') {}
+
+/** Purposes an upload may have: airs runs batches only. */
+export const uploadPurposes = ['batch'] as const;
+/** The longest file name kept (as OpenAI's clients send a path's last part). */
+export const maxFilenameChars = 255;
+
+/** Every file of an account, in pages (for the stored-bytes bound). */
+const everyFileOf = async function* (store: StoreShape, accountId: string) {
+  let from: { createdAt: number; id: string } | undefined;
+  for (;;) {
+    const ids = await store.reads.listOf('accountFiles', accountId, { from, order: 'asc', limit: 500 });
+    for (const id of ids) {
+      const file = await store.reads.file(id);
+      if (file !== undefined) {
+        yield file;
+        from = { createdAt: file.createdAt, id };
+      }
+    }
+    if (ids.length < 500) return;
+  }
+};
+
+export const createFiles = (deps: {
+  readonly store: StoreShape;
+  readonly send: CommitterShape['send'];
+  readonly now: () => number;
+  readonly newId: () => string;
+  readonly maxFileBytes: number;
+  readonly maxStoredBytes: (principal: Principal) => number;
+}): FilesShape => {
+  const { store } = deps;
+  const notFound = (fileId: string) => new NotFound({ message: `no file ${idForMessage(fileId)}` });
+  const own = async (principal: Principal, fileId: string) => {
+    if (!couldBeId('file', fileId)) return undefined;
+    const file = await store.reads.file(fileId);
+    return file === undefined || file.accountId !== principal.accountId ? undefined : file;
+  };
+  const storedBytes = async (accountId: string) => {
+    let total = 0;
+    for await (const file of everyFileOf(store, accountId)) total += file.bytes;
+    return total;
+  };
+
+  return {
+    storedBytes,
+    upload: async (principal, upload) => {
+      if (!(uploadPurposes as readonly string[]).includes(upload.purpose))
+        return new InvalidRequest({
+          message: `purpose must be one of ${uploadPurposes.join(', ')} (airs runs batches); got ${JSON.stringify(upload.purpose.slice(0, 50))}`,
+          details: { param: 'purpose' },
+        });
+      const limit = deps.maxStoredBytes(principal);
+      const already = await storedBytes(principal.accountId);
+      if (already >= limit)
+        return new RateLimited({
+          message: `this account keeps ${already} bytes of files; its plan allows ${limit} (maxFileStorageBytes): delete files to upload more`,
+          retryAfterSeconds: 60,
+          budget: 'file_storage',
+        });
+      const fileId = deps.newId();
+      const now = deps.now();
+      let stored: { bytes: number; sha256: string };
+      try {
+        stored = await store.files.write(fileId, upload.chunks, Math.min(deps.maxFileBytes, limit - already), now);
+      } catch (error: unknown) {
+        if (!(error instanceof BlobTooLarge)) throw error;
+        if (error.maxBytes < deps.maxFileBytes)
+          return new RateLimited({
+            message: `this upload would take the account's files beyond its plan's ${limit} bytes (maxFileStorageBytes): delete files to upload more`,
+            retryAfterSeconds: 60,
+            budget: 'file_storage',
+          });
+        return new PayloadTooLarge({
+          message: `file: a file may have at most ${deps.maxFileBytes} bytes (batches.maxFileBytes)`,
+        });
+      }
+      const outcome = await deps.send({
+        type: 'File',
+        fileId,
+        command: {
+          type: 'CreateFile',
+          accountId: principal.accountId,
+          purpose: upload.purpose,
+          filename: upload.filename,
+          bytes: stored.bytes,
+          sha256: stored.sha256,
+          now,
+          expiresAt:
+            upload.expiresAfterSeconds === undefined ? undefined : now + upload.expiresAfterSeconds * 1000,
+        },
+      });
+      if (!('events' in outcome)) {
+        // Not made (the store could not be written): its bytes name no file; gone now, or swept later.
+        await store.files.remove(fileId).catch(() => {});
+        if (isRefusal(outcome)) throw outcome;
+        return outcome;
+      }
+      return (await store.reads.file(fileId)) as FileState;
+    },
+    find: async (principal, fileId) => (await own(principal, fileId)) ?? notFound(fileId),
+    list: async (principal, page) => {
+      let from: { createdAt: number; id: string } | undefined;
+      if (page.after !== undefined) {
+        const cursor = await own(principal, page.after);
+        // An `after` that names no file of the account starts nowhere: an empty page, as for a deleted cursor.
+        if (cursor === undefined) return { files: [], hasMore: false };
+        from = { createdAt: cursor.createdAt, id: cursor.fileId };
+      }
+      const files: FileState[] = [];
+      for (;;) {
+        const ids = await store.reads.listOf('accountFiles', principal.accountId, {
+          from,
+          order: page.order,
+          limit: page.limit + 1,
+        });
+        for (const id of ids) {
+          const file = await store.reads.file(id);
+          if (file === undefined) continue;
+          from = { createdAt: file.createdAt, id };
+          if (page.purpose !== undefined && file.purpose !== page.purpose) continue;
+          if (files.length === page.limit) return { files, hasMore: true };
+          files.push(file);
+        }
+        if (ids.length < page.limit + 1) return { files, hasMore: false };
+      }
+    },
+    content: async (principal, fileId) => {
+      const file = await own(principal, fileId);
+      return file === undefined ? notFound(fileId) : { file, bytes: store.files.read(fileId) };
+    },
+    remove: async (principal, fileId) => {
+      const file = await own(principal, fileId);
+      if (file === undefined) return notFound(fileId);
+      const outcome = await deps.send({
+        type: 'File',
+        fileId,
+        command: { type: 'DeleteFile', accountId: principal.accountId, now: deps.now() },
+      });
+      if (!('events' in outcome)) return isRefusal(outcome) ? notFound(fileId) : outcome;
+      // The deletion is durable: the bytes may go (a crash before this leaves them to the sweep), unless a batch not
+      // ended yet reads them (a batch that read its file is not affected by its deletion; the sweep takes them later).
+      for (const { batchId } of await store.reads.openBatches(1_000_000))
+        if ((await store.reads.batch(batchId))?.state.context.inputFileId === fileId) return file;
+      await store.files.remove(fileId).catch(() => {});
+      return file;
+    },
+  };
+};
+
+export const FilesLayer = Layer.effect(
+  Files,
+  Effect.gen(function* () {
+    const config = yield* AppConfig;
+    const store = yield* Store;
+    const committer = yield* Committer;
+    const clock = yield* AppClock;
+    const ids = yield* Ids;
+    return Files.of(
+      createFiles({
+        store,
+        send: (command) => committer.send(command),
+        now: () => clock.now(),
+        newId: () => `file-${ids.requestId().slice('req_'.length)}`,
+        maxFileBytes: config.batches.maxFileBytes,
+        maxStoredBytes: (principal) => config.plans[principal.plan].maxFileStorageBytes,
+      }),
+    );
+  }),
+);

@@ -1,0 +1,84 @@
+import { InvalidRequest } from '../../domain/errors.js';
+import { controlCharacters } from '../../domain/identifiers.js';
+import type { SubmitInput } from '../Requests.js';
+import type { JsonLine } from './jsonLines.js';
+
+/** One entry of a failed batch's `errors.data` (contract 16). */
+export type LineError = {
+  readonly code:
+    | 'invalid_json'
+    | 'invalid_custom_id'
+    | 'duplicate_custom_id'
+    | 'invalid_method'
+    | 'invalid_url'
+    | 'invalid_request'
+    | 'too_many_lines'
+    | 'empty_file';
+  readonly line: number | null;
+  readonly message: string;
+  readonly param: string | null;
+};
+
+/** A line understood: its `custom_id` and the request its body makes. */
+export type BatchLine = { readonly line: number; readonly customId: string; readonly input: SubmitInput };
+
+/** A `custom_id` is the caller's name for a line, shown back in the output: short text, no control characters. */
+export const maxCustomIdChars = 512;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const error = (code: LineError['code'], line: number, message: string, param: string | null = null): LineError => ({
+  code,
+  line,
+  message,
+  param,
+});
+
+/**
+ * Checks one line of a batch's input file as contract 16 says: `{custom_id, method: "POST", url: <the batch's
+ * endpoint>, body}`, the body checked by `checkBody` (the same code its route runs, with the route's message).
+ * `seen` holds the custom ids of the lines before it (uniqueness within the file).
+ */
+export const checkLine = (
+  source: JsonLine,
+  endpoint: string,
+  seen: Set<string>,
+  checkBody: (body: unknown) => SubmitInput | InvalidRequest,
+): BatchLine | LineError => {
+  const { line } = source;
+  if ('tooLong' in source) return error('invalid_json', line, `line ${line} is longer than a request body may be`);
+  if ('notUtf8' in source) return error('invalid_json', line, `line ${line} is not valid UTF-8`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(source.text);
+  } catch (cause) {
+    return error('invalid_json', line, `line ${line} is not valid JSON: ${(cause as Error).message}`);
+  }
+  if (!isObject(parsed)) return error('invalid_json', line, `line ${line} is not a JSON object`);
+  const customId = parsed.custom_id;
+  if (typeof customId !== 'string' || customId.length === 0)
+    return error('invalid_custom_id', line, 'custom_id must be a non-empty string', 'custom_id');
+  if (customId.length > maxCustomIdChars || controlCharacters.test(customId))
+    return error(
+      'invalid_custom_id',
+      line,
+      `custom_id must be at most ${maxCustomIdChars} characters without control characters`,
+      'custom_id',
+    );
+  if (seen.has(customId))
+    return error('duplicate_custom_id', line, `custom_id ${JSON.stringify(customId)} is used by an earlier line`, 'custom_id');
+  seen.add(customId);
+  if (parsed.method !== 'POST') return error('invalid_method', line, 'method must be "POST"', 'method');
+  if (parsed.url !== endpoint)
+    return error('invalid_url', line, `url must be the batch's endpoint, ${endpoint}`, 'url');
+  if (!isObject(parsed.body)) return error('invalid_request', line, 'body must be a JSON object', 'body');
+  if (parsed.body.stream === true)
+    return error('invalid_request', line, 'stream is not supported in a batch', 'body.stream');
+  const input = checkBody(parsed.body);
+  if (input instanceof InvalidRequest) {
+    const param = input.details?.param;
+    return error('invalid_request', line, input.message, typeof param === 'string' ? `body.${param}` : 'body');
+  }
+  return { line, customId, input };
+};
