@@ -17,6 +17,8 @@ export type ServedAirs = {
   /** The server's root URL, without a trailing slash (clients take `${url}/v1`). */
   readonly url: string;
   readonly key: string;
+  /** The server's sandbox (its config, data directory and CLI). */
+  readonly box: ReturnType<ReturnType<typeof fileSandboxes>>;
   readonly upstream: Awaited<ReturnType<typeof startFakeOpenAi>>;
   /** The bodies the upstream received whose last message was `prompt`, in order. */
   sentFor(prompt: string): Record<string, unknown>[];
@@ -58,6 +60,7 @@ export const servedAirs = () => {
       server,
       url: server.url,
       key,
+      box,
       upstream,
       sentFor: (prompt) =>
         upstream.received.filter((call) => call.body.messages.at(-1)?.content === prompt).map((call) => call.body),

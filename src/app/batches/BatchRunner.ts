@@ -132,7 +132,8 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
       } else models.add(line.input.model);
       if (total % chunkLines === 0) await keep();
     }
-    if (total === 0) errors.push({ code: 'empty_file', line: null, message: 'the input file has no lines', param: null });
+    if (total === 0)
+      errors.push({ code: 'empty_file', line: null, message: 'the input file has no lines', param: null });
     const now = deps.now();
     if (errors.length > 0) {
       await sendBatch(batchId, { type: 'FailValidation', owner, errors: JSON.stringify(errors), now });
@@ -153,8 +154,7 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     const flush = async () => {
       const outcomes = await Promise.all(pending);
       pending = [];
-      for (const outcome of outcomes)
-        if (outcome instanceof Refused) closed = true;
+      for (const outcome of outcomes) if (outcome instanceof Refused) closed = true;
       await keep();
     };
     for await (const line of linesOf(view)) {
@@ -229,7 +229,9 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     let lines = 0;
     const code = ending === 'expired' ? 'batch_expired' : 'batch_cancelled';
     const notRun =
-      ending === 'expired' ? 'the batch expired before this line was run' : 'the batch was cancelled before this line was run';
+      ending === 'expired'
+        ? 'the batch expired before this line was run'
+        : 'the batch was cancelled before this line was run';
     async function* text(): AsyncGenerator<Uint8Array> {
       let count = 0;
       for await (const line of linesOf(view)) {
@@ -382,7 +384,11 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     for await (const { blobId, startedAt } of store.files.list()) {
       const file = await store.reads.file(blobId);
       if (file !== undefined && file.expiresAt !== undefined && file.expiresAt <= now) {
-        const outcome = await deps.send({ type: 'File', fileId: blobId, command: { type: 'DeleteFile', now, expired: true } });
+        const outcome = await deps.send({
+          type: 'File',
+          fileId: blobId,
+          command: { type: 'DeleteFile', now, expired: true },
+        });
         if (!('events' in outcome) || isRefusal(outcome)) continue;
       } else if (file !== undefined || startedAt > now - orphanAgeMs) continue;
       // An open batch still reads its input file, even once the file was deleted.

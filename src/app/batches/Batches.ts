@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
-import { isRefusal } from '../../domain/commands.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import { isFinalBatch } from '../../domain/batch/state.js';
+import { isRefusal } from '../../domain/commands.js';
 import { InvalidRequest, NotFound, RateLimited, type Unavailable } from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
@@ -24,10 +24,16 @@ export type BatchCreate = {
 
 export interface BatchesShape {
   /** Makes the batch (validated and run in the background); resolved once its creation is durable. */
-  create(principal: Principal, create: BatchCreate): Promise<BatchView | InvalidRequest | NotFound | RateLimited | Unavailable>;
+  create(
+    principal: Principal,
+    create: BatchCreate,
+  ): Promise<BatchView | InvalidRequest | NotFound | RateLimited | Unavailable>;
   find(principal: Principal, batchId: string): Promise<BatchView | NotFound>;
   /** The account's batches, newest first, after `after` (an id). */
-  list(principal: Principal, page: { readonly after?: string | undefined; readonly limit: number }): Promise<{
+  list(
+    principal: Principal,
+    page: { readonly after?: string | undefined; readonly limit: number },
+  ): Promise<{
     readonly batches: BatchView[];
     readonly hasMore: boolean;
   }>;

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from 'effect';
 import { isRefusal } from '../../domain/commands.js';
-import type { FileState } from '../../domain/file/state.js';
 import { InvalidRequest, NotFound, PayloadTooLarge, RateLimited, type Unavailable } from '../../domain/errors.js';
+import type { FileState } from '../../domain/file/state.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
 import { BlobTooLarge } from '../../ports/FileBytes.js';
@@ -38,7 +38,10 @@ export interface FilesShape {
   find(principal: Principal, fileId: string): Promise<FileState | NotFound>;
   list(principal: Principal, page: FilePage): Promise<{ readonly files: FileState[]; readonly hasMore: boolean }>;
   /** The file's bytes, streamed. */
-  content(principal: Principal, fileId: string): Promise<{ file: FileState; bytes: AsyncIterable<Uint8Array> } | NotFound>;
+  content(
+    principal: Principal,
+    fileId: string,
+  ): Promise<{ file: FileState; bytes: AsyncIterable<Uint8Array> } | NotFound>;
   /** Deletes the file; its bytes go once the deletion is durable. A batch that already read it is not affected. */
   remove(principal: Principal, fileId: string): Promise<FileState | NotFound | Unavailable>;
   /** Bytes of files the account keeps now. */
@@ -133,8 +136,7 @@ export const createFiles = (deps: {
           bytes: stored.bytes,
           sha256: stored.sha256,
           now,
-          expiresAt:
-            upload.expiresAfterSeconds === undefined ? undefined : now + upload.expiresAfterSeconds * 1000,
+          expiresAt: upload.expiresAfterSeconds === undefined ? undefined : now + upload.expiresAfterSeconds * 1000,
         },
       });
       if (!('events' in outcome)) {

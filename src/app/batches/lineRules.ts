@@ -67,7 +67,12 @@ export const checkLine = (
       'custom_id',
     );
   if (seen.has(customId))
-    return error('duplicate_custom_id', line, `custom_id ${JSON.stringify(customId)} is used by an earlier line`, 'custom_id');
+    return error(
+      'duplicate_custom_id',
+      line,
+      `custom_id ${JSON.stringify(customId)} is used by an earlier line`,
+      'custom_id',
+    );
   seen.add(customId);
   if (parsed.method !== 'POST') return error('invalid_method', line, 'method must be "POST"', 'method');
   if (parsed.url !== endpoint)

@@ -21,8 +21,7 @@ export const batchEndpoints: BatchEndpointsShape = {
     const parsed = parseResponsesCreate(body);
     return parsed instanceof InvalidRequest ? parsed : parsed.input;
   },
-  answer: (endpoint, view) =>
-    endpoint === '/v1/chat/completions' ? chatCompletionOf(view) : responseObjectOf(view),
+  answer: (endpoint, view) => (endpoint === '/v1/chat/completions' ? chatCompletionOf(view) : responseObjectOf(view)),
   failure: (endpoint, view) => {
     const reqId = view.state.context.reqId;
     if (endpoint === '/v1/responses') return { error: failureOf(reqId) };

@@ -1,5 +1,7 @@
 import { getQuery, getRouterParam, type H3, type H3Event } from 'h3';
 import type { Principal } from '../../../app/Auth.js';
+import type { BatchesShape } from '../../../app/batches/Batches.js';
+import type { FilesShape } from '../../../app/batches/Files.js';
 import { type Follower, followRequest } from '../../../app/followRequest.js';
 import { createLiveOutput, type LiveOutputShape } from '../../../app/LiveOutput.js';
 import { HttpRoute } from '../../../app/Metrics.js';
@@ -8,8 +10,6 @@ import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
-import type { BatchesShape } from '../../../app/batches/Batches.js';
-import type { FilesShape } from '../../../app/batches/Files.js';
 import { batchRoutes } from './batches/routes.js';
 import { chatCompletionsRoute } from './chat/routes.js';
 import { invalid, type ResponseSettings } from './generationSettings.js';
