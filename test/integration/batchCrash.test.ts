@@ -69,7 +69,7 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
   });
 
   it('validates a batch again after a kill mid-validation and runs each of its lines once', async () => {
-    const lines = 10_000;
+    const lines = 5_000;
     const served = await startBatchServer(newBox, 'batch-kill-validating', {
       models: [{ id: 'echo', provider: 'echo' }],
       processing: { concurrency: 64, leaseSeconds: 2 },
@@ -170,13 +170,13 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
   });
 
   it('ends a batch killed while finalizing with complete files and exactly one output file', async () => {
-    const lines = 4_000;
+    const lines = 1_000;
     const served = await startBatchServer(newBox, 'batch-kill-finalizing', {
       models: [{ id: 'echo', provider: 'echo' }],
       processing: { concurrency: 64, leaseSeconds: 2 },
     });
-    // Answers of some 2 KB (echo answers the prompt), so that writing the output file takes a moment.
-    const file = await uploadLines(served, 'finalizing', chatLines(lines, 'echo', 'f', ` ${'z'.repeat(2_000)}`));
+    // Answers of some 8 KB (echo answers the prompt): writing the 8 MB output file takes a moment.
+    const file = await uploadLines(served, 'finalizing', chatLines(lines, 'echo', 'f', ` ${'z'.repeat(8_000)}`));
     const batchId = (await createBatch(served.client, file.id)).id;
     const atKill = await pollBatch(served.client, batchId, (batch) => batch.status === 'finalizing', {
       everyMs: 10,

@@ -134,11 +134,15 @@ export const withStore = async <T>(dataDir: string, use: (store: StoreShape) => 
   }
 };
 
-/** The process's resident set (VmRSS of /proc/<pid>/status), in bytes. */
-export const residentBytes = (pid: number): number => {
-  const kb = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  if (kb === undefined) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kb) * 1024;
+/** The process's resident set (VmRSS of /proc/<pid>/status), and its anonymous and file-backed parts, in bytes. */
+export const residentBytes = (pid: number): { total: number; anon: number; file: number } => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => {
+    const kb = new RegExp(`${name}:\\s+(\\d+)\\s+kB`).exec(status)?.[1];
+    if (kb === undefined) throw new Error(`no ${name} for process ${pid}`);
+    return Number(kb) * 1024;
+  };
+  return { total: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
 };
 
 /**
