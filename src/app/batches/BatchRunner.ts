@@ -159,7 +159,10 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     };
     for await (const line of linesOf(view)) {
       ordinal++;
-      if (ordinal <= skip) continue;
+      if (ordinal <= skip) {
+        if (ordinal % chunkLines === 0) await keep();
+        continue;
+      }
       if ('code' in line) throw new Error(`line ${line.line} of batch ${batchId} no longer validates: ${line.message}`);
       const now = deps.now();
       const stored = storedInputOf(line.input);
@@ -194,7 +197,10 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     const { batchId } = view.state.context;
     const running = view.state.status === 'cancelling';
     let pending: Promise<unknown>[] = [];
+    let read = 0;
     for await (const line of namesOf(view)) {
+      // Lines that need nothing are read too: the lease must outlast the pass, however few it cancels.
+      if (++read % chunkLines === 0) await keep();
       const reqId = lineRequestId(batchId, line.line);
       const state = await store.reads.request(reqId);
       if (state === undefined) continue;
@@ -243,6 +249,9 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     async function* text(): AsyncGenerator<Uint8Array> {
       let count = 0;
       for await (const line of namesOf(view)) {
+        // Counted in lines read, not lines written: a pass that writes few of them (the error file of a batch that
+        // completed) reads them all, and its lease must outlast it.
+        if (++count % chunkLines === 0) await keep();
         const reqId = lineRequestId(batchId, line.line);
         const stored = await store.reads.requestWithText(reqId);
         const status = stored?.state.status;
@@ -280,7 +289,6 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
         if (entry === undefined) continue;
         lines++;
         yield Buffer.from(`${JSON.stringify(entry)}\n`);
-        if (++count % chunkLines === 0) await keep();
       }
     }
     const stored = await store.files.write(fileId, text(), Number.MAX_SAFE_INTEGER, deps.now());
