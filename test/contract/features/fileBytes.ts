@@ -59,7 +59,7 @@ async function* failingAfter(before: number, failure: Error): AsyncGenerator<Uin
  */
 export const fileBytesFeatures = ({ open, itWith, factory }: Contract) =>
   describe('file bytes', () => {
-    // First: its teardown forces a PostgreSQL checkpoint, which flushes whatever the tests before it wrote.
+    // First: its teardown forces a PostgreSQL checkpoint, which flushes what the tests before it wrote.
     itWith(
       factory.failingDisk,
       'rejects a blob that does not fit on the disk with a StorageFault, and the store writes again once the disk recovers',
@@ -129,6 +129,22 @@ export const fileBytesFeatures = ({ open, itWith, factory }: Contract) =>
       // The id may be written again once the failed write is gone.
       const bytes = randomBytes(1_000);
       expect(await store.files.write('file-cut', inOddChunks(bytes), 200 * mib, 2_000)).toEqual(storedBytesOf(bytes));
+    });
+
+    it('stops writing a blob that is removed while it is written (a sweep), rejecting with BlobNotFound and keeping nothing', async () => {
+      const store = await open();
+      const bytes = randomBytes(3 * partBytes);
+      async function* removedAfterFirstPart() {
+        yield bytes.subarray(0, partBytes);
+        // The first part is being stored now; the sweep removes the blob before the next is stored.
+        await store.files.remove('file-swept');
+        yield bytes.subarray(partBytes);
+      }
+      await expect(store.files.write('file-swept', removedAfterFirstPart(), 200 * mib, 1)).rejects.toBeInstanceOf(
+        BlobNotFound,
+      );
+      expect(await listed(store)).toEqual([]);
+      expect(await readOrError(store, 'file-swept')).toBeInstanceOf(BlobNotFound);
     });
 
     it('rejects the read of a blob never written with BlobNotFound, and has no digest for it', async () => {
