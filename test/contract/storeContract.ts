@@ -2,6 +2,7 @@ import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { attemptFeatures } from './features/attempts.js';
+import { batchFeatures } from './features/batches.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
@@ -37,4 +38,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     reopenFeatures(contract);
     visibilityFeatures(contract);
     onChangeFeatures(contract);
+    batchFeatures(contract);
   });
