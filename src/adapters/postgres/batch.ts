@@ -130,7 +130,7 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
     work.push(
       query<LineRow[]>(sql`
         SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
-        FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->>'batchId') COLLATE "C"
+        FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
         WHERE r.req_id = ANY(${requestIds}::text[])`).then((rows) => {
         for (const id of requestIds) fetched.requests.set(id, null);
         for (const row of rows) fetched.requests.set(row.id, row.state);
@@ -249,7 +249,7 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
         SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
         FROM (SELECT req_id, lease_until, state FROM requests WHERE lease_until <= ${now}
           ORDER BY lease_until, req_id LIMIT ${Math.max(0, limit)}) r
-        LEFT JOIN batches b ON b.batch_id = (r.state->>'batchId') COLLATE "C"
+        LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
         ORDER BY r.lease_until, r.req_id`).then((rows) => {
         fetched.lapsed.set(
           key,

@@ -226,7 +226,7 @@ const writePage = async (
       (ids) =>
         query<(StateRow & { batch_id: string | null; batch: BatchView | null })[]>(sql`
           SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
-          FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->>'batchId') COLLATE "C"
+          FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
           WHERE r.req_id = ANY(${ids}::text[])`).then((rows) => {
           for (const { batch_id, batch } of rows) if (batch_id !== null) fetched.batches.set(batch_id, batch);
           return rows;
@@ -264,6 +264,9 @@ const writePage = async (
   const batchEntryOf = (batchId: string) => {
     let entry = batches.get(batchId);
     if (entry === undefined) {
+      // Read above: with its events, with its line's RequestQueued, or with its line's row.
+      if (!fetched.batches.has(batchId))
+        throw new SourceDamaged(`batch ${batchId}: a line names it, the log never made it`);
       const before = fetched.batches.get(batchId) ?? undefined;
       entry = { before, after: before ?? { state: initialBatchState, counts: noCounts } };
       batches.set(batchId, entry);

@@ -1,68 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import type { BatchCommand } from '../../../src/domain/batch/decider.js';
 import { lineRequestId } from '../../../src/domain/batch/lines.js';
 import { type Command, isRefusal } from '../../../src/domain/commands.js';
 import { Refused } from '../../../src/domain/errors.js';
-import type { FileCommand } from '../../../src/domain/file/decider.js';
 import type { StoreShape } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
 import {
   accountId,
   answer,
   ask,
+  batchCommand,
+  batchIdOf,
   claimOne,
   commitOne,
   createAccount,
+  createBatch,
+  createFile,
   eventsOf,
+  fileCommand,
+  fileIdOf,
+  lineSubmit,
   oneToN,
   policy,
   queueOf,
+  batchRunner as runner,
+  startBatch as start,
   statusOf,
   submit,
+  takeBatch as take,
 } from '../fixtures.js';
-
-/** A batch id of the form the API makes (`batch_` and 28 characters or more): its lines' ids are made from it. */
-const batchIdOf = (n: number) => `batch_${String(n).padStart(28, 'b')}`;
-const fileIdOf = (n: number) => `file-${String(n).padStart(24, '0')}`;
-
-const fileCommand = (fileId: string, command: FileCommand): Command => ({ type: 'File', fileId, command });
-const batchCommand = (batchId: string, command: BatchCommand): Command => ({ type: 'Batch', batchId, command });
-
-const createFile = (fileId: string, { account = 1, now = 100, purpose = 'batch' } = {}): Command =>
-  fileCommand(fileId, {
-    type: 'CreateFile',
-    accountId: accountId(account),
-    purpose,
-    filename: `${fileId}.jsonl`,
-    bytes: 1_234,
-    sha256: `sha256-of-${fileId}`,
-    now,
-  });
-
-const createBatch = (batchId: string, inputFileId: string, { account = 1, now = 200 } = {}): Command =>
-  batchCommand(batchId, {
-    type: 'CreateBatch',
-    accountId: accountId(account),
-    keyId: 'key_1',
-    endpoint: '/v1/chat/completions',
-    inputFileId,
-    completionWindow: '24h',
-    windowMs: 86_400_000,
-    now,
-  });
-
-const runner = 'runner_a';
-const take = (batchId: string, now = 300) =>
-  batchCommand(batchId, { type: 'TakeBatch', owner: runner, leaseMs: 3_600_000, now });
-const start = (batchId: string, total: number, now = 400) =>
-  batchCommand(batchId, { type: 'StartBatch', owner: runner, total, model: 'echo', now });
-
-/** Line `line` of a batch: a submit of its account with the batch's id and the line's `custom_id`. */
-const lineSubmit = (batchId: string, line: number, { now = 1_000 + line, ttlMs = 60_000 } = {}): Command => ({
-  ...(submit(lineRequestId(batchId, line), { now, ttlMs }) as Extract<Command, { type: 'Submit' }>),
-  batchId,
-  customId: `line-${line}`,
-});
 
 /** A file and a batch over it, validated and in progress with `lines` lines queued. */
 const batchInProgress = async (store: StoreShape, n: number, lines: number) => {
