@@ -2,6 +2,7 @@ import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { attemptFeatures } from './features/attempts.js';
+import { batchFeatures } from './features/batches.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
 import { idempotencyFeatures } from './features/idempotency.js';
@@ -42,4 +43,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     visibilityFeatures(contract);
     onChangeFeatures(contract);
     fileBytesFeatures(contract);
+    batchFeatures(contract);
   });
