@@ -36,6 +36,8 @@ export const createBatchFileFold = () => {
   const files = new Map<string, FileState>();
   /** Files the log made and then deleted: a view stored for one is named as such. */
   const deletedFiles = new Set<string>();
+  /** The line's state before the event, as much as the rule reads: one object, reused. */
+  const previous: { status: RequestStatus } = { status: 'none' };
   // A batch's lines mostly come in a row: the last batch is kept at hand rather than looked up per event.
   let lastId: string | undefined;
   let last: RebuiltBatch | undefined;
@@ -60,7 +62,8 @@ export const createBatchFileFold = () => {
     /** A line of `batchId` moved from `before` to `after` (one event): what that adds to the batch's counts. */
     line(batchId: string, before: RequestStatus, after: LineState): void {
       if (before === after.status) return;
-      const delta = countsDeltaOf({ status: before }, after);
+      previous.status = before;
+      const delta = countsDeltaOf(previous, after);
       if (delta === undefined) return;
       const { counts } = batchOf(batchId);
       counts.queued += delta.queued;
