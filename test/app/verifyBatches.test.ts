@@ -12,7 +12,7 @@ import { isRefusal } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { FileState } from '../../src/domain/file/state.js';
 import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatches.js';
-import { batchLogWrites, done, line, open, owner, sha } from '../support/batchLog.js';
+import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../support/batchLog.js';
 import { tempDataDir } from '../support/testApp.js';
 
 describe('replay --verify of batches and files (rebuilt from the log and compared)', () => {
@@ -95,8 +95,7 @@ describe('replay --verify of batches and files (rebuilt from the log and compare
       accountId: 'acct_1',
       purpose: 'batch',
       filename: 'file_gone.jsonl',
-      bytes: 120,
-      sha256: sha('e'),
+      ...digestOf('file_gone'),
       createdAt: 1_000,
     };
     dbs.files.putSync('file_gone', encodeMap(gone));
@@ -150,12 +149,13 @@ describe('replay --verify of batches and files (rebuilt from the log and compare
     });
     expect([...files.keys()].sort()).toEqual(['file_in1', 'file_in2', 'file_out']);
     const kept: Record<string, FileDigest> = {
-      file_in1: { bytes: 120, sha256: sha('1') },
+      file_in1: digestOf('file_in1'),
       file_out: { bytes: 120, sha256: sha('0') },
     };
+    const logged = digestOf('file_out');
     expect(await verifyFileDigests(files.values(), async (fileId) => kept[fileId])).toEqual([
       'file file_in2: the log made it but its bytes are missing',
-      `file file_out: its bytes differ from the log's (stored 120 bytes, sha256 ${sha('0')}; the log gives 120 bytes, sha256 ${sha('t')})`,
+      `file file_out: its bytes differ from the log's (stored 120 bytes, sha256 ${sha('0')}; the log gives ${logged.bytes} bytes, sha256 ${logged.sha256})`,
     ]);
   });
 });

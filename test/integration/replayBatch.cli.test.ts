@@ -4,7 +4,7 @@ import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { BatchView } from '../../src/domain/batch/state.js';
 import { isRefusal } from '../../src/domain/commands.js';
-import { batchLogWrites, done, line, open } from '../support/batchLog.js';
+import { batchLogWrites, contentOf, done, line, open } from '../support/batchLog.js';
 import { cliJson, runCli, type Sandbox, sandbox } from '../support/processes.js';
 
 type ReplayJson = {
@@ -22,6 +22,16 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
       for (const commands of batchLogWrites)
         for (const outcome of await store.commit({ commands }))
           if (isRefusal(outcome) || outcome instanceof Error) throw outcome;
+      // The bytes of the files that exist, as an upload and a finalizer store them: --verify checks them too.
+      for (const fileId of ['file_in1', 'file_in2', 'file_out'])
+        await store.files.write(
+          fileId,
+          (async function* () {
+            yield contentOf(fileId);
+          })(),
+          1_000_000,
+          1_000,
+        );
     } finally {
       await store.close();
     }
@@ -105,5 +115,32 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
     expect((JSON.parse(tampered.stdout) as { differences: string[] }).differences).toEqual([
       `batch ${done}: the stored counts differ from the log's (stored queued 4, completed 1, failed 2, tokens 10/4; the log gives queued 3, completed 1, failed 2, tokens 10/4)`,
     ]);
+  });
+
+  it("--verify names a file whose bytes are gone or are not the log's", async () => {
+    const store = openLmdbStore(box.dataDir);
+    try {
+      await store.files.remove('file_in2');
+      await store.files.remove('file_out');
+      await store.files.write(
+        'file_out',
+        (async function* () {
+          yield Buffer.from('not what the finalizer wrote\n');
+        })(),
+        1_000_000,
+        1_000,
+      );
+    } finally {
+      await store.close();
+    }
+    const damaged = await runCli(box, ['replay', '--verify', '--json']);
+    expect(damaged.code).toBe(3);
+    const { differences } = JSON.parse(damaged.stdout) as { differences: string[] };
+    expect(differences).toEqual(
+      expect.arrayContaining([
+        'file file_in2: the log made it but its bytes are missing',
+        expect.stringMatching(/^file file_out: its bytes differ from the log's \(stored 29 bytes/),
+      ]),
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { BatchCommand } from '../../src/domain/batch/decider.js';
 import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -12,8 +13,15 @@ export const owner = 'proc_test';
 export const done = 'batch_0123456789abcdefghijklmnopqrstuv';
 export const open = 'batch_zyxwvutsrqponmlkjihgfedcba987654';
 export const line = (batchId: string, n: number) => lineRequestId(batchId, n);
-/** A file's SHA-256 in the log: the last character of its id, 64 times. */
+/** A SHA-256 that no content has: the last character of a file's id, 64 times (for files whose bytes differ). */
 export const sha = (c: string) => c.repeat(64);
+
+/** The bytes of each file of this log, and what the log says of them (size and SHA-256, as an upload records). */
+export const contentOf = (fileId: string): Buffer => Buffer.from(`{"file":"${fileId}"}\n`.repeat(5));
+export const digestOf = (fileId: string) => ({
+  bytes: contentOf(fileId).length,
+  sha256: createHash('sha256').update(contentOf(fileId)).digest('hex'),
+});
 
 const file = (fileId: string, command: FileCommand): Command => ({ type: 'File', fileId, command });
 const upload = (fileId: string, purpose: string, now: number): Command =>
@@ -22,8 +30,7 @@ const upload = (fileId: string, purpose: string, now: number): Command =>
     accountId: 'acct_1',
     purpose,
     filename: `${fileId}.jsonl`,
-    bytes: 120,
-    sha256: sha(fileId.at(-1) as string),
+    ...digestOf(fileId),
     now,
   });
 const batch = (batchId: string, command: BatchCommand): Command => ({ type: 'Batch', batchId, command });
@@ -91,9 +98,16 @@ export const batchLogWrites: readonly (readonly Command[])[] = [
     { type: 'Cancel', reqId: line(done, 3), now: 1_500 },
     file('file_gone', { type: 'DeleteFile', accountId: 'acct_1', now: 1_500 }),
   ],
-  [batch(done, { type: 'FinalizeBatch', owner, now: 1_600 }), upload('file_out', 'batch_output', 1_600)],
+  [batch(done, { type: 'FinalizeBatch', owner, now: 1_600 })],
   [
-    batch(done, { type: 'EndBatch', owner, outputFileId: 'file_out', completed: 1, failed: 2, now: 1_700 }),
+    batch(done, {
+      type: 'EndBatch',
+      owner,
+      outputFile: { fileId: 'file_out', filename: 'out.jsonl', ...digestOf('file_out') },
+      completed: 1,
+      failed: 2,
+      now: 1_700,
+    }),
     // A completed line that expires later does not count again.
     { type: 'Expire', reqId: line(done, 1), now: 70_000 },
   ],

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import type { VerifyReport } from '../../storage/verifyReport.js';
 import { configOrFail, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
@@ -27,24 +28,43 @@ const detailsOf = (event: StoredEvent): string =>
 /** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
 const verifyStore = async (config: Config): Promise<VerifyReport> => {
   if (config.store.url !== undefined) {
-    const [{ openDb }, { verifyPostgres }] = await Promise.all([
+    const [{ openDb, sql }, { verifyPostgres }] = await Promise.all([
       import('../postgres/db.js'),
       import('../postgres/verify.js'),
     ]);
     const db = openDb(config.store.url, 1);
     try {
-      return await verifyPostgres(db);
+      const report = await verifyPostgres(db);
+      // The files' bytes against the log's size and digest: the files the store holds (compared with the log above).
+      const [{ postgresFileBytes }, { verifyFileDigests }] = await Promise.all([
+        import('../postgres/fileBytes.js'),
+        import('../../storage/verifyBatches.js'),
+      ]);
+      const bytes = postgresFileBytes(db.query);
+      const files = await db.query<{ state: FileState }[]>(sql`SELECT state FROM files ORDER BY file_id`);
+      const differences = await verifyFileDigests(
+        files.map((row) => row.state),
+        (fileId) => bytes.digest(fileId),
+      );
+      return { ...report, differences: [...report.differences, ...differences] };
     } finally {
       await db.end();
     }
   }
-  const [{ openDatabases }, { verifyViews }] = await Promise.all([
+  const [{ openDatabases }, { verifyViews }, { lmdbFileBytes }, { verifyFileDigests }] = await Promise.all([
     import('../lmdb/databases.js'),
     import('../lmdb/verify.js'),
+    import('../lmdb/fileBytes.js'),
+    import('../../storage/verifyBatches.js'),
   ]);
   const dbs = openDatabases(config.dataDir);
   try {
-    return verifyViews(dbs);
+    let rebuilt: ReadonlyMap<string, FileState> = new Map();
+    const report = verifyViews(dbs, { files: (files) => (rebuilt = files) });
+    // Each file's bytes against the log's size and SHA-256 (FileCreated): the files the log leaves.
+    const bytes = lmdbFileBytes(dbs);
+    const differences = await verifyFileDigests(rebuilt.values(), (fileId) => bytes.digest(fileId));
+    return { ...report, differences: [...report.differences, ...differences] };
   } finally {
     void dbs.root.close();
   }

@@ -149,7 +149,8 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
 
   /** Queues the lines not queued yet: those a crash left out are queued again; those queued are refused as such. */
   const queueLines = async (view: BatchView, keep: () => Promise<void>) => {
-    const { batchId, accountId, keyId, expiresAt } = view.state.context;
+    const { batchId, accountId, keyId, expiresAt, createdAt } = view.state.context;
+    const windowMs = expiresAt - createdAt;
     // Lines are queued in order, a write at a time: all before the last write in flight are queued already.
     const skip = Math.max(0, view.counts.queued - chunkLines);
     let ordinal = 0;
@@ -176,8 +177,11 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
           model: line.input.model,
           promptChars: stored.text.length,
           prompt: stored.text,
-          // Kept until the batch's output is written: its window, then a request's lifetime.
-          ttlMs: expiresAt - now + deps.requestTtlMs,
+          // Kept until the batch's output is written: a whole window from now (at least what is left of the batch's),
+          // then a request's lifetime. Counted from now, not from the batch's end: the lines of one write share an
+          // expiry group (projection.ts), where one expiry for all 100,000 lines made every write rewrite one group
+          // of them all.
+          ttlMs: windowMs + deps.requestTtlMs,
           now,
           input: stored.kind,
           maxAttempts: deps.maxAttempts,
