@@ -183,8 +183,11 @@ const rssPeak = (pid: number, withChildren: boolean) => {
       peak = { rssMiB: round(sum.rssMiB, 1), anonMiB: round(sum.anonMiB, 1), fileMiB: round(sum.fileMiB, 1) };
   };
   read();
+  const first = peak;
   const timer = setInterval(read, 50);
   return {
+    /** What the first read found (before the work began). */
+    first,
     stop: (): Memory => {
       clearInterval(timer);
       read();
@@ -274,8 +277,8 @@ const runBatch = async (context: Context, server: Server, input: InputFile, with
   const { batch } = context.options.sizes;
   const { url, key } = server;
   const timeoutMs = batch.timeoutSec * 1000;
-  const idleBefore = memoryOf(server.pid) ?? { rssMiB: Number.NaN, anonMiB: Number.NaN, fileMiB: Number.NaN };
   const memory = rssPeak(server.pid, withChildren);
+  const idleBefore = memory.first;
   try {
     const origin = performance.now();
     const deadline = origin + timeoutMs;
@@ -330,7 +333,13 @@ const runBatch = async (context: Context, server: Server, input: InputFile, with
 
     const downloadStarted = since();
     const outputPath = `${input.path}.${batchId}.output.jsonl`;
-    const outputBytes = await download(url, key, final.output_file_id, outputPath, Math.max(1, deadline - since()));
+    const outputBytes = await download(
+      url,
+      key,
+      final.output_file_id,
+      outputPath,
+      Math.max(1, Math.round(deadline - performance.now())),
+    );
     const downloadedAt = since();
     const peak = memory.stop();
     await checkOutput(outputPath, input);
@@ -400,7 +409,7 @@ const withServer = async <T>(
     const output = `${airs.child.stdout()}\n${airs.child.stderr()}`;
     const message = error instanceof Error ? error.message : String(error);
     const notYet = /batches and files are not stored on PostgreSQL yet/.exec(output);
-    throw new Error(notYet === null ? message : `${message} (the server says: ${notYet[0]})`);
+    throw new Error(notYet === null ? message : `the server says "${notYet[0]}" (${message.slice(0, 200)})`);
   } finally {
     await airs.child.stop('SIGTERM', 20_000);
   }
@@ -458,9 +467,9 @@ const oneByOne = async (context: Context, server: Server, label: string): Promis
   clean(await runLoad(spec(batch.warmup, 'warm-up {{i}}'), context.cpus.load, batch.timeoutSec * 1000), batch.warmup);
   const idle = await waitForIdle(server.pid, { timeoutMs: 30_000 });
   if (!idle.idle) context.log(`  ${label}: server still busy after ${idle.waitedMs} ms; measuring anyway`);
-  const idleBefore = memoryOf(server.pid) ?? { rssMiB: Number.NaN, anonMiB: Number.NaN, fileMiB: Number.NaN };
   context.log(`  ${label}: ${batch.lines} requests from ${batch.clients} clients`);
   const memory = rssPeak(server.pid, context.options.processes > 1);
+  const idleBefore = memory.first;
   let load: LoadResult;
   let peak: Memory;
   try {
