@@ -409,7 +409,10 @@ const withServer = async <T>(
     const output = `${airs.child.stdout()}\n${airs.child.stderr()}`;
     const message = error instanceof Error ? error.message : String(error);
     const notYet = /batches and files are not stored on PostgreSQL yet/.exec(output);
-    throw new Error(notYet === null ? message : `the server says "${notYet[0]}" (${message.slice(0, 200)})`);
+    if (notYet !== null) throw new Error(`the server says "${notYet[0]}" (${message.slice(0, 200)})`);
+    // What the server said last (its errors are JSON lines on stderr), and whether it is still there.
+    const exit = airs.child.running() ? 'still running' : `exited (${JSON.stringify(await airs.child.exited)})`;
+    throw new Error(`${message}; the server ${exit}, its output ends: ${output.trim().slice(-1500)}`);
   } finally {
     await airs.child.stop('SIGTERM', 20_000);
   }
