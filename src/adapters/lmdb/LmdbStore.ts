@@ -195,7 +195,8 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   listOf: (list, accountId, page) => listOf(dbs, list, accountId, page),
   openBatches: (limit) =>
     Array.from(dbs.indexes.openBatches.getRange({ limit }), ({ key, value }) => ({
-      batchId: (key as [string])[0],
+      // A key of one element reads back as that element (lmdb-js's ordered keys).
+      batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
       accountId: value,
     })),
   usageByDay: (accountId, fromDay, days) =>

@@ -215,7 +215,11 @@ export const fileBytesFeatures = ({ open, itWith, factory }: Contract) =>
       factory.failingDisk,
       'rejects a blob that does not fit on the disk with a StorageFault, and the store writes again once the disk recovers',
       async (failingDisk) => {
-        let t = Date.now(); const lap = (what: string) => { console.log('LAP', what, Date.now() - t); t = Date.now(); };
+        let t = Date.now();
+        const lap = (what: string) => {
+          console.log('LAP', what, Date.now() - t);
+          t = Date.now();
+        };
         const { store, fail, recover } = await failingDisk();
         lap('open');
         await fail();
