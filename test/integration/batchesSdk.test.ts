@@ -159,10 +159,11 @@ describe('batches through the official openai SDK', { timeout: 120_000 }, () => 
     const ended = await untilEnded(client, created.id);
     expect(ended.status).toBe('cancelled');
     expect(ended.cancelled_at).not.toBeNull();
-    expect(ended.request_counts.total).toBe(30);
-    expect(ended.request_counts.completed + ended.request_counts.failed).toBe(30);
+    const counts = ended.request_counts ?? { total: 0, completed: 0, failed: 0 };
+    expect(counts.total).toBe(30);
+    expect(counts.completed + counts.failed).toBe(30);
     const errors = await linesOf(client, ended.error_file_id as string);
-    expect(errors.length).toBe(ended.request_counts.failed);
+    expect(errors.length).toBe(counts.failed);
     expect(errors.every((line) => line.response === null && line.error.code === 'batch_cancelled')).toBe(true);
   });
 

@@ -96,5 +96,20 @@ describe('The README', () => {
       'Hello, stream',
       'Hello, events',
     ]);
-  }, 90_000);
+
+    // The batch example: it writes prompts.jsonl where it runs, so it runs in the sandbox.
+    const batchScript = join(root, 'dist', 'readme-batch-example.mjs');
+    writeFileSync(batchScript, blockAfter('## Batches', 'js').replaceAll('http://127.0.0.1:8080', server.url));
+    const batch = await run(process.execPath, [batchScript], {
+      cwd: sdkBox.dir,
+      env: { ...process.env, AIRS_API_KEY: key.key },
+      timeout: 60_000,
+    });
+    expect(batch.stdout.trim().split('\n')).toEqual([
+      'completed { total: 3, completed: 3, failed: 0 }',
+      'blue Name a blue fruit',
+      'green Name a green fruit',
+      'red Name a red fruit',
+    ]);
+  }, 120_000);
 });

@@ -94,7 +94,7 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     };
   };
 
-  /** The batch's input lines, each checked (the same checks whether validating, queueing or writing outputs). */
+  /** The batch's input lines, each checked as validation checked it (to queue them, the same input). */
   async function* linesOf(view: BatchView): AsyncGenerator<BatchLine | LineError> {
     const { endpoint, inputFileId } = view.state.context;
     const seen = new Set<string>();
@@ -194,8 +194,7 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     const { batchId } = view.state.context;
     const running = view.state.status === 'cancelling';
     let pending: Promise<unknown>[] = [];
-    for await (const line of linesOf(view)) {
-      if ('code' in line) continue;
+    for await (const line of namesOf(view)) {
       const reqId = lineRequestId(batchId, line.line);
       const state = await store.reads.request(reqId);
       if (state === undefined) continue;
@@ -216,6 +215,15 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     await Promise.all(pending);
   };
 
+  /** The lines of a batch that passed validation, with only what names them: their line and custom_id. */
+  async function* namesOf(view: BatchView): AsyncGenerator<{ readonly line: number; readonly customId: string }> {
+    for await (const source of jsonLines(store.files.read(view.state.context.inputFileId), deps.maxLineBytes)) {
+      if (!('text' in source)) continue;
+      const { custom_id: customId } = JSON.parse(source.text) as { custom_id: string };
+      yield { line: source.line, customId };
+    }
+  }
+
   const outputLineId = (reqId: string) => `batch_req_${reqId.slice('req_'.length)}`;
 
   /** Writes one of the batch's two files: every line that belongs in it, as it is read. */
@@ -234,8 +242,7 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
         : 'the batch was cancelled before this line was run';
     async function* text(): AsyncGenerator<Uint8Array> {
       let count = 0;
-      for await (const line of linesOf(view)) {
-        if ('code' in line) continue;
+      for await (const line of namesOf(view)) {
         const reqId = lineRequestId(batchId, line.line);
         const stored = await store.reads.requestWithText(reqId);
         const status = stored?.state.status;
