@@ -13,7 +13,9 @@ type ListOptions = BatchOptions & { account?: string };
 /** The batch object of the API (wire.ts), loaded on use. */
 type BatchObject = ReturnType<typeof import('../http/openai/batches/wire.js').batchObjectOf>;
 
-const iso = (seconds: number | null) => (seconds === null ? undefined : new Date(seconds * 1000).toISOString());
+/** A time of the batch object (Unix seconds) in ISO 8601, to the second as the API keeps it. */
+const iso = (seconds: number | null) =>
+  seconds === null ? undefined : `${new Date(seconds * 1000).toISOString().slice(0, 19)}Z`;
 
 /** Lines of a batch read from an account's list per read. */
 const listChunk = 500;
