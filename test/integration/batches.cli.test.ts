@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { Command } from '../../src/domain/commands.js';
+import { batchWhen, chatLines, createBatch, fileContent, isEnded, uploadLines } from '../support/batches.js';
 import {
   type CliResult,
   cliJson,
@@ -10,6 +11,7 @@ import {
   runCli,
   type Sandbox,
 } from '../support/processes.js';
+import { type ServedAirs, servedAirs } from '../support/servedAirs.js';
 
 /**
  * `airs batches list | show | cancel` as an operator runs them: the built CLI against a data directory whose batches
@@ -294,5 +296,70 @@ describe('airs batches on a data directory', { timeout: 60_000 }, () => {
 
     const missing = newBox('airs-batches-missing');
     expectOneLineFailure(await runCli(missing, ['batches', 'list']), 2, /^airs: no airs database in /);
+  });
+});
+
+describe('airs batches while the server runs them', { timeout: 120_000 }, () => {
+  const serve = servedAirs();
+  let served: ServedAirs;
+  beforeAll(async () => {
+    served = await serve('airs-batches-cli-serve');
+  }, 60_000);
+
+  it('shows a batch the server ran as the API shows it: its files, counts of completed and failed lines, and usage', async () => {
+    const { url, key, box } = served;
+    // Three lines an echo answers, and one whose attempts all time out: it fails, into the error file.
+    const fileId = await uploadLines(url, key, [
+      ...chatLines('echo', ['one', 'two', 'three']),
+      { ...chatLines('doomed', ['never'])[0], custom_id: 'doomed' },
+    ]);
+    const { id } = await createBatch(url, key, fileId);
+    const ended = await batchWhen(url, key, id, isEnded);
+    expect(ended.status).toBe('completed');
+
+    const shown = await cliJson<ShownJson & { output_file_id: string; error_file_id: string }>(box, [
+      'batches',
+      'show',
+      id,
+    ]);
+    const listed = await runCli(box, ['batches', 'list']);
+    const refused = await runCli(box, ['batches', 'cancel', id]);
+
+    expect(shown).toMatchObject({
+      id,
+      status: 'completed',
+      output_file_id: ended.output_file_id,
+      error_file_id: ended.error_file_id,
+      request_counts: { total: 4, completed: 3, failed: 1 },
+      lines: { total: 4, queued: 4, pending: 0, completed: 3, failed: 1 },
+    });
+    expect(shown.lines.input_tokens).toBeGreaterThan(0);
+    expect((await fileContent(url, key, shown.error_file_id)).toString()).toContain('"custom_id":"doomed"');
+    expect(listed.stdout).toContain(
+      `${id}  completed    /v1/chat/completions  -  4/4 done (100%: 3 completed, 1 failed)`,
+    );
+    expectOneLineFailure(
+      refused,
+      1,
+      new RegExp(`^airs: batch ${id} cannot be cancelled: it completed at .+; only a validating or in-progress batch`),
+    );
+  });
+
+  it('cancels a running batch from the CLI; the server then ends it cancelled, its lines not run in the error file', async () => {
+    const { url, key, box } = served;
+    const prompts = Array.from({ length: 12 }, (_, i) => `slow ${i}`);
+    const { id } = await createBatch(url, key, await uploadLines(url, key, chatLines('slow', prompts)));
+    await batchWhen(url, key, id, (batch) => batch.status === 'in_progress');
+
+    const cancelled = await cliJson<CancelJson>(box, ['batches', 'cancel', id]);
+
+    expect(cancelled).toMatchObject({ id, previous_status: 'in_progress', already_cancelled: false });
+    expect(['cancelling', 'cancelled']).toContain(cancelled.status);
+    const ended = await batchWhen(url, key, id, isEnded, 60_000);
+    expect(ended.status).toBe('cancelled');
+    expect(ended.request_counts.completed + ended.request_counts.failed).toBe(12);
+    const errors = (await fileContent(url, key, ended.error_file_id as string)).toString().trimEnd().split('\n');
+    expect(errors).toHaveLength(ended.request_counts.failed);
+    expect(errors.some((line) => line.includes('"batch_cancelled"'))).toBe(true);
   });
 });

@@ -14,6 +14,7 @@ import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
+import { BlobNotFound } from '../../../ports/FileBytes.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { plural } from '../../dashboard/format.js';
@@ -593,9 +594,19 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const file = couldBeId('file', fileId) ? await deps.store.reads.file(fileId) : undefined;
     if (file === undefined || file.accountId !== who.account.accountId) return notFound(event, who);
     const iterator = deps.store.files.read(fileId)[Symbol.asyncIterator]();
+    // The first part is read before answering: bytes gone meanwhile (the file deleted a moment ago) are a 404 page,
+    // not a 200 whose body breaks off.
+    let pending: IteratorResult<Uint8Array> | undefined;
+    try {
+      pending = await iterator.next();
+    } catch (error) {
+      if (error instanceof BlobNotFound) return notFound(event, who);
+      throw error;
+    }
     const body = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
-        const next = await iterator.next();
+        const next = pending ?? (await iterator.next());
+        pending = undefined;
         if (next.done) controller.close();
         else controller.enqueue(next.value);
       },
