@@ -7,6 +7,7 @@ import type { FileState } from '../domain/file/state.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { FileBytesShape } from './FileBytes.js';
 
 export type { QueuedEntry };
 
@@ -205,6 +206,8 @@ export interface StoreShape {
   spend(spends: readonly Spend[]): Promise<readonly LimitDecision[]>;
   /** The login and signup throttles' counts (decided inside a write of the store, like `spend`). */
   readonly attempts: AttemptCounter;
+  /** Uploaded files' bytes (ports/FileBytes.ts), kept beside the log that names them. */
+  readonly files: FileBytesShape;
   /**
    * One round trip to a store on another machine (a database server), for the readiness probe: rejects with a
    * `StoreUnreachable` while it cannot be reached. A store on this machine's disk has none.

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
+import type { StoredBytes } from '../../src/ports/FileBytes.js';
 import type { AttemptRefused, Batch } from '../../src/ports/Store.js';
 import { fromWire, type WireOutcome } from './processWire.js';
 import type { OtherProcess } from './storeFactory.js';
@@ -33,6 +34,7 @@ type Reply = {
   outcomes?: WireOutcome[];
   decisions?: Decision[];
   refused?: AttemptRefused | null;
+  stored?: StoredBytes | null;
   failure?: string;
 };
 
@@ -89,6 +91,12 @@ export const startOtherProcess = async (
     commit: async (batch) => ((await ask({ op: 'commit', batch })).outcomes ?? []).map(fromWire),
     spend: async (spends) => (await ask({ op: 'spend', spends })).decisions ?? [],
     reserveAttempt: async (attempt) => (await ask({ op: 'reserve', ask: attempt })).refused ?? undefined,
+    writeBlob: async (blobId, seed, bytes) => {
+      const { stored } = await ask({ op: 'writeBlob', blobId, seed, bytes });
+      if (stored == null) throw new Error('the other process answered a blob write with nothing stored');
+      return stored;
+    },
+    digestBlob: async (blobId) => (await ask({ op: 'digestBlob', blobId })).stored ?? undefined,
     commitBlocking: (batch: Batch) => {
       const run = spawnSync(process.execPath, [program, ...args, '--commit-once'], {
         input: JSON.stringify(batch),

@@ -3,6 +3,7 @@ import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { attemptFeatures } from './features/attempts.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
+import { fileBytesFeatures } from './features/fileBytes.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
 import { leaseFeatures } from './features/leases.js';
@@ -37,4 +38,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     reopenFeatures(contract);
     visibilityFeatures(contract);
     onChangeFeatures(contract);
+    fileBytesFeatures(contract);
   });

@@ -1,4 +1,5 @@
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
+import type { StoredBytes } from '../../src/ports/FileBytes.js';
 import type { AttemptAsk, AttemptRefused, Batch, CommandOutcome, Spend, StoreShape } from '../../src/ports/Store.js';
 
 /**
@@ -35,6 +36,10 @@ export type OtherProcess = {
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   spend(spends: readonly Spend[]): Promise<readonly Decision[]>;
   reserveAttempt(ask: AttemptAsk): Promise<AttemptRefused | undefined>;
+  /** Writes `bytes` bytes made from `seed` (blobBytes.ts) as blob `blobId` through that process's store. */
+  writeBlob(blobId: string, seed: string, bytes: number): Promise<StoredBytes>;
+  /** A blob's size and digest as that process's store reads it. */
+  digestBlob(blobId: string): Promise<StoredBytes | undefined>;
   /**
    * Commits `batch` in a process that this one waits for, blocked, until it has exited: when this returns, the commit
    * is durable and this process has run nothing meanwhile (no callback, no timer), as when news of a commit and a

@@ -38,6 +38,7 @@ import {
   openDatabases,
   requestKey,
 } from './databases.js';
+import { lmdbFileBytes } from './fileBytes.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import { waitingCountKey } from './migrations.js';
@@ -471,6 +472,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     commit,
     spend: async (spends) => limits.spend(spends),
     attempts: limits.attempts,
+    files: lmdbFileBytes(dbs),
     close: async () => {
       changes.close();
       await limits.close();

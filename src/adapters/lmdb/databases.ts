@@ -52,6 +52,11 @@ export type LmdbDatabases = {
   readonly indexes: Readonly<Record<IndexName, Database<string, Key>>>;
   /** Grouped indexes (projection.ts): milliseconds to the sorted ids in that group (codec.ts). */
   readonly groups: Readonly<Record<GroupName, Database<Buffer, number>>>;
+  /** Uploaded files' bytes (fileBytes.ts): [blobId, part index] → the part's bytes. Not a view: the log names a blob,
+   * it does not make it. */
+  readonly fileParts: Database<Buffer, [string, number]>;
+  /** Every blob stored or being stored: blobId → when its writing began (ms), written before its first part. */
+  readonly fileBlobs: Database<number, string>;
 };
 
 export const accountsVersionKey = 'accountsVersion';
@@ -134,6 +139,9 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       openBatches: db('idx.openBatches', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
+    // Made empty in a data directory written before them: the layout is unchanged (nothing else moved).
+    fileParts: db('file.parts', 'binary'),
+    fileBlobs: db('file.blobs'),
   };
   indexAccountRequests(dbs);
   countQueuedRequests(dbs);

@@ -19,6 +19,7 @@ import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
 import type { SyncReads } from '../../storage/syncReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
+import { memoryFileBytes } from './fileBytes.js';
 import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
 
 /**
@@ -379,6 +380,7 @@ export const openMemoryStore = (): MemoryStore => {
         get: limiterState,
         put: (accountId, budget, tat) => void limiter.set(`${accountId}\u0000${budget}`, tat),
       }),
+    files: memoryFileBytes(),
     close: async () => {},
     commits: () => commits,
   };

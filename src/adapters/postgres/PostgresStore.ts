@@ -23,7 +23,8 @@ import {
 import { spendAll } from '../../storage/spend.js';
 import { changesChannel, commitInTransaction } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
-import { withConnectionFaults } from './faults.js';
+import { isDiskFault, withConnectionFaults } from './faults.js';
+import { postgresFileBytes } from './fileBytes.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
@@ -55,13 +56,6 @@ export type PostgresStoreOptions = {
   readonly onBatch?: (rounds: number) => void;
   /** The most throttle keys kept (about; see `withAttempts`), and how many reservations apart this node counts them. */
   readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
-};
-
-/** SQLSTATE classes and codes that say the database's storage, not the batch, failed. */
-const isDiskFault = (error: unknown): boolean => {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string') return false;
-  return code.startsWith('53') || code === '58030' || code === '25006';
 };
 
 const classify = (error: unknown): unknown =>
@@ -241,6 +235,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     batchesInFlight: 1,
     spend,
     attempts,
+    files: postgresFileBytes(db.query),
     close: async () => {
       if (closed) return;
       closed = true;

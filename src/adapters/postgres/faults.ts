@@ -71,6 +71,13 @@ export const connectionFault = (error: unknown): unknown =>
     ? error
     : new StoreUnreachable(`the PostgreSQL database cannot be reached: ${(error as Error).message}`, { cause: error });
 
+/** SQLSTATE classes and codes that say the database's storage, not the statement, failed. */
+export const isDiskFault = (error: unknown): boolean => {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return code.startsWith('53') || code === '58030' || code === '25006';
+};
+
 const guarded =
   <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
   async (...args: A): Promise<R> => {

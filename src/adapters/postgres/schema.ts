@@ -137,6 +137,21 @@ export const migrations: readonly string[] = [
     SELECT chr(31) || account_id || chr(31) || model, count(*) FROM requests WHERE status = 'processing'
     GROUP BY account_id, model;
   `,
+  // 3: uploaded files' bytes (fileBytes.ts): an entry per blob, written before its parts, and its parts, stored out of
+  // line uncompressed as request texts are (files are mostly compressed already, or JSONL read once).
+  `
+  CREATE TABLE file_blobs (
+    blob_id text COLLATE "C" PRIMARY KEY,
+    started_at bigint NOT NULL
+  );
+  CREATE TABLE file_parts (
+    blob_id text COLLATE "C" NOT NULL REFERENCES file_blobs ON DELETE CASCADE,
+    part integer NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (blob_id, part)
+  );
+  ALTER TABLE file_parts ALTER COLUMN data SET STORAGE EXTERNAL;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

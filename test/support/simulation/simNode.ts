@@ -70,6 +70,7 @@ export const startSimNode = (deps: {
     reads: deps.store.reads,
     spend: (spends) => deps.store.spend(spends),
     attempts: deps.store.attempts,
+    files: deps.store.files,
     commit: (batch) => {
       const sent: Sent = { batch };
       unapplied.push(sent);

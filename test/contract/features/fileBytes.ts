@@ -1,0 +1,243 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { BlobExists, BlobNotFound, BlobTooLarge, partBytes } from '../../../src/ports/FileBytes.js';
+import { StorageFault, type StoreShape } from '../../../src/ports/Store.js';
+import { inOddChunks, readAll, seededBytes, storedBytesOf } from '../blobBytes.js';
+import type { Contract } from '../contract.js';
+import { createAccount, eventsOf, oneToN, replay, submit } from '../fixtures.js';
+
+/** 3.5 MiB: three whole parts and a half one. */
+const blobSize = 3.5 * 1024 * 1024;
+
+const mib = 1024 * 1024;
+
+/** Every blob the store lists, as [id, startedAt]. */
+const listed = async (store: StoreShape) => {
+  const entries: [string, number][] = [];
+  for await (const { blobId, startedAt } of store.files.list()) entries.push([blobId, startedAt]);
+  return entries;
+};
+
+/** What reading the blob comes to: its bytes, or the error its first read rejected with. */
+const readOrError = async (store: StoreShape, blobId: string) => {
+  try {
+    return (await readAll(store.files.read(blobId))).bytes;
+  } catch (error) {
+    return error;
+  }
+};
+
+/** A source of `total` bytes in chunks of `chunk`, counting how many chunks were taken from it. */
+const countedSource = (total: number, chunk: number) => {
+  const source = { taken: 0, finished: false };
+  const chunks = (async function* () {
+    try {
+      for (let offset = 0; offset < total; offset += chunk) {
+        source.taken++;
+        yield randomBytes(Math.min(chunk, total - offset));
+      }
+    } finally {
+      source.finished = true;
+    }
+  })();
+  return { source, chunks };
+};
+
+/** A source that gives `before` bytes and then fails, as a request body whose client went away. */
+async function* failingAfter(before: number, failure: Error): AsyncGenerator<Uint8Array> {
+  yield* inOddChunks(randomBytes(before));
+  throw failure;
+}
+
+/**
+ * Uploaded files' bytes (ports/FileBytes.ts): written as they stream in, durable before `write` resolves, read back a
+ * part at a time, and never left half-written by a failed write.
+ */
+export const fileBytesFeatures = ({ open, itWith, factory }: Contract) =>
+  describe('file bytes', () => {
+    it('stores a blob of several parts written in odd-sized chunks and reads back exactly its bytes, a part at a time, with their size and SHA-256', async () => {
+      const store = await open();
+      const bytes = randomBytes(blobSize);
+      const stored = await store.files.write('file-a', inOddChunks(bytes), 200 * mib, 5_000);
+      expect(stored).toEqual(storedBytesOf(bytes));
+      const read = await readAll(store.files.read('file-a'));
+      expect(read.bytes.equals(bytes)).toBe(true);
+      // Never the whole blob at once: no piece is larger than a part.
+      expect(read.largest).toBeLessThanOrEqual(partBytes);
+      expect(await store.files.digest('file-a')).toEqual(stored);
+      expect(await listed(store)).toEqual([['file-a', 5_000]]);
+    });
+
+    it('stores an empty blob and a blob of exactly its bound, reading back nothing and every byte', async () => {
+      const store = await open();
+      const empty = await store.files.write('file-empty', inOddChunks(new Uint8Array(0)), 10, 1);
+      expect(empty).toEqual({ bytes: 0, sha256: createHash('sha256').digest('hex') });
+      expect((await readAll(store.files.read('file-empty'))).bytes).toHaveLength(0);
+      const bound = randomBytes(2 * partBytes);
+      expect(await store.files.write('file-bound', inOddChunks(bound), bound.length, 2)).toEqual(storedBytesOf(bound));
+      expect((await readAll(store.files.read('file-bound'))).bytes.equals(bound)).toBe(true);
+    });
+
+    it('refuses a blob larger than its bound with BlobTooLarge, stops reading its source there, and keeps nothing of it', async () => {
+      const store = await open();
+      const { source, chunks } = countedSource(10 * mib, 256 * 1024);
+      const maxBytes = 2.5 * mib;
+      const refused = await store.files.write('file-big', chunks, maxBytes, 1_000).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(BlobTooLarge);
+      expect((refused as BlobTooLarge).maxBytes).toBe(maxBytes);
+      // The chunk that passed the bound was the last one taken, and the source was ended (not left open).
+      expect(source.taken).toBe(maxBytes / (256 * 1024) + 1);
+      expect(source.finished).toBe(true);
+      expect(await listed(store)).toEqual([]);
+      expect(await readOrError(store, 'file-big')).toBeInstanceOf(BlobNotFound);
+      expect(await store.files.digest('file-big')).toBeUndefined();
+    });
+
+    it('keeps nothing of a blob whose source fails part-way (a client that went away), and rethrows that failure', async () => {
+      const store = await open();
+      const gone = new Error('the client went away');
+      await expect(store.files.write('file-cut', failingAfter(2.5 * mib, gone), 200 * mib, 1_000)).rejects.toBe(gone);
+      expect(await listed(store)).toEqual([]);
+      expect(await readOrError(store, 'file-cut')).toBeInstanceOf(BlobNotFound);
+      // The id may be written again once the failed write is gone.
+      const bytes = randomBytes(1_000);
+      expect(await store.files.write('file-cut', inOddChunks(bytes), 200 * mib, 2_000)).toEqual(storedBytesOf(bytes));
+    });
+
+    it('rejects the read of a blob never written with BlobNotFound, and has no digest for it', async () => {
+      const store = await open();
+      await expect(store.files.read('file-none')[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(BlobNotFound);
+      expect(await store.files.digest('file-none')).toBeUndefined();
+    });
+
+    it('removes a blob whole: it is no longer read, digested or listed, removing it again does nothing, and the others stay', async () => {
+      const store = await open();
+      const kept = randomBytes(mib + 5);
+      await store.files.write('file-gone', inOddChunks(randomBytes(2 * mib + 3)), 200 * mib, 1);
+      await store.files.write('file-kept', inOddChunks(kept), 200 * mib, 2);
+      await store.files.remove('file-gone');
+      expect(await readOrError(store, 'file-gone')).toBeInstanceOf(BlobNotFound);
+      expect(await store.files.digest('file-gone')).toBeUndefined();
+      await store.files.remove('file-gone');
+      expect(await listed(store)).toEqual([['file-kept', 2]]);
+      expect((await readAll(store.files.read('file-kept'))).bytes.equals(kept)).toBe(true);
+    });
+
+    it('fails a read that is under way when its blob is removed, rather than end it early as if the blob were shorter', async () => {
+      const store = await open();
+      await store.files.write('file-read', inOddChunks(randomBytes(3 * partBytes)), 200 * mib, 1);
+      const reading = store.files.read('file-read')[Symbol.asyncIterator]();
+      expect((await reading.next()).value).toHaveLength(partBytes);
+      await store.files.remove('file-read');
+      await expect(reading.next()).rejects.toBeInstanceOf(BlobNotFound);
+    });
+
+    it('lists every blob in id order with the time its writing began, also past a page of them', async () => {
+      const store = await open();
+      const ids = oneToN(300).map((i) => `file-${String(i).padStart(4, '0')}`);
+      // Written out of order, a few at a time.
+      const shuffled = [...ids].reverse();
+      for (let i = 0; i < shuffled.length; i += 20)
+        await Promise.all(
+          shuffled
+            .slice(i, i + 20)
+            .map((blobId) => store.files.write(blobId, inOddChunks(Buffer.from(blobId)), 100, Number(blobId.slice(5)))),
+        );
+      expect(await listed(store)).toEqual(ids.map((blobId) => [blobId, Number(blobId.slice(5))]));
+    });
+
+    it('refuses to write a blob id that exists with BlobExists, leaving the stored blob as it was', async () => {
+      const store = await open();
+      const first = randomBytes(mib + 1);
+      await store.files.write('file-once', inOddChunks(first), 200 * mib, 1);
+      await expect(store.files.write('file-once', inOddChunks(randomBytes(10)), 200 * mib, 2)).rejects.toBeInstanceOf(
+        BlobExists,
+      );
+      expect((await readAll(store.files.read('file-once'))).bytes.equals(first)).toBe(true);
+      expect(await listed(store)).toEqual([['file-once', 1]]);
+    });
+
+    it('commits batches as usual, gap-free and whole, while a blob is being written beside them', async () => {
+      const store = await open();
+      const bytes = randomBytes(blobSize);
+      const writing = store.files.write('file-beside', inOddChunks(bytes), 200 * mib, 1);
+      const outcomes = await Promise.all(
+        oneToN(30).map((b) => store.commit({ commands: [createAccount(b), submit(`req_${b}`, { account: b })] })),
+      );
+      expect(await writing).toEqual(storedBytesOf(bytes));
+      const seqs = outcomes.flatMap((batch) => batch.flatMap((outcome) => eventsOf(outcome).map((event) => event.seq)));
+      expect(seqs.sort((a, b) => a - b)).toEqual(oneToN(60));
+      expect((await replay(store)).map((event) => event.seq)).toEqual(oneToN(60));
+      expect(await store.reads.request('req_30')).toMatchObject({ status: 'waiting' });
+      expect((await readAll(store.files.read('file-beside'))).bytes.equals(bytes)).toBe(true);
+    });
+
+    itWith(
+      factory.reopen,
+      'reads a blob back whole after the store is closed and opened again, with its entry',
+      async (reopen) => {
+        const store = await open();
+        const bytes = randomBytes(blobSize);
+        const stored = await store.files.write('file-kept', inOddChunks(bytes), 200 * mib, 7_000);
+        const reopened = await reopen(store);
+        expect((await readAll(reopened.files.read('file-kept'))).bytes.equals(bytes)).toBe(true);
+        expect(await reopened.files.digest('file-kept')).toEqual(stored);
+        expect(await listed(reopened)).toEqual([['file-kept', 7_000]]);
+      },
+    );
+
+    itWith(factory.another, 'serves a blob written through one handle through another', async (another) => {
+      const writer = await open();
+      const reader = await another(writer);
+      const bytes = randomBytes(blobSize);
+      await writer.files.write('file-shared', inOddChunks(bytes), 200 * mib, 1);
+      expect((await readAll(reader.files.read('file-shared'))).bytes.equals(bytes)).toBe(true);
+      await reader.files.remove('file-shared');
+      expect(await writer.files.digest('file-shared')).toBeUndefined();
+    });
+
+    itWith(
+      factory.anotherProcess,
+      'serves a blob written by another process, and that process reads one written here',
+      async (anotherProcess) => {
+        const store = await open();
+        const other = await anotherProcess(store);
+        const theirs = seededBytes('theirs', blobSize);
+        expect(await other.writeBlob('file-theirs', 'theirs', blobSize)).toEqual(storedBytesOf(theirs));
+        expect((await readAll(store.files.read('file-theirs'))).bytes.equals(theirs)).toBe(true);
+        const ours = randomBytes(blobSize);
+        await store.files.write('file-ours', inOddChunks(ours), 200 * mib, 1);
+        expect(await other.digestBlob('file-ours')).toEqual(storedBytesOf(ours));
+      },
+    );
+
+    itWith(
+      factory.failingDisk,
+      'rejects a blob that does not fit on the disk with a StorageFault, and the store writes again once the disk recovers',
+      async (failingDisk) => {
+        let t = Date.now(); const lap = (what: string) => { console.log('LAP', what, Date.now() - t); t = Date.now(); };
+        const { store, fail, recover } = await failingDisk();
+        lap('open');
+        await fail();
+        lap('fail');
+        try {
+          await expect(
+            store.files.write('file-full', inOddChunks(randomBytes(4 * mib)), 200 * mib, 1),
+          ).rejects.toBeInstanceOf(StorageFault);
+          lap('write');
+        } finally {
+          await recover();
+        }
+        lap('recover');
+        // What the failed write could not remove on a full disk, the sweep removes.
+        await store.files.remove('file-full');
+        lap('remove');
+        expect(await listed(store)).toEqual([]);
+        const bytes = randomBytes(mib + 1);
+        expect(await store.files.write('file-full', inOddChunks(bytes), 200 * mib, 2)).toEqual(storedBytesOf(bytes));
+        lap('write2');
+        expect((await store.commit({ commands: [createAccount(1)] })).map(eventsOf)).toHaveLength(1);
+        lap('commit');
+      },
+    );
+  });
