@@ -195,7 +195,8 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   listOf: (list, accountId, page) => listOf(dbs, list, accountId, page),
   openBatches: (limit) =>
     Array.from(dbs.indexes.openBatches.getRange({ limit }), ({ key, value }) => ({
-      batchId: (key as [string])[0],
+      // A key of one element is stored as that element (ordered-binary): it reads back as the id itself.
+      batchId: Array.isArray(key) ? String(key[0]) : String(key),
       accountId: value,
     })),
   usageByDay: (accountId, fromDay, days) =>
