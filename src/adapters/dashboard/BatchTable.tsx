@@ -5,14 +5,23 @@ import type { BatchRow } from './viewModels.js';
 /** Where the dashboard serves a file's bytes to its own account (a download, by the session cookie). */
 export const fileDownloadPath = (fileId: string) => `/dashboard/files/${encodeURIComponent(fileId)}`;
 
-const FileLink = ({ fileId, label }: { fileId: string | undefined; label: string }) =>
-  fileId === undefined ? (
-    <span class="muted">—</span>
-  ) : (
-    <a href={fileDownloadPath(fileId)} download>
-      {label}
-    </a>
+/** The batch's output and error files, each a download once written; a dash while it has none. */
+const Files = ({ batch }: { batch: BatchRow }) => {
+  const links = [
+    { fileId: batch.outputFileId, label: 'Output' },
+    { fileId: batch.errorFileId, label: 'Errors' },
+  ].filter((link) => link.fileId !== undefined);
+  if (links.length === 0) return <span class="muted">—</span>;
+  return (
+    <>
+      {links.map(({ fileId, label }) => (
+        <a href={fileDownloadPath(fileId as string)} download>
+          {label}
+        </a>
+      ))}
+    </>
   );
+};
 
 /** Lines ended of its lines, as a bar and in words; a batch still validating has no lines counted yet. */
 const Progress = ({ batch }: { batch: BatchRow }) => {
@@ -79,10 +88,8 @@ export const BatchTable = ({ batches }: { batches: readonly BatchRow[] }) => {
               </td>
               <td class="num">{grouped(b.completed)}</td>
               <td class="num">{grouped(b.failed)}</td>
-              <td>
-                <FileLink fileId={b.outputFileId} label="Output" />
-                {' · '}
-                <FileLink fileId={b.errorFileId} label="Errors" />
+              <td class="files">
+                <Files batch={b} />
               </td>
             </tr>
           ))}

@@ -108,6 +108,7 @@ tr.current td, tr.current th { background: var(--accent-soft); font-weight: 600;
 .status-validating, .status-in_progress, .status-finalizing, .status-cancelling { color: var(--accent); border-color: var(--accent); }
 .progress progress { width: 100%; min-width: 6rem; height: 0.8rem; display: block; }
 .progress span { font-size: 0.85rem; white-space: nowrap; }
+td.files a { display: block; white-space: nowrap; }
 .status-expired, .status-cancelled { color: var(--muted); }
 
 details.confirm summary { cursor: pointer; color: var(--danger); font-weight: 600; }
