@@ -121,7 +121,8 @@ const refused = (batchId: string, at: number, errors: readonly object[]): Comman
   { type: 'Batch', batchId, command: { type: 'FailValidation', owner, errors: JSON.stringify(errors), now: at } },
 ];
 
-describe('airs batches on a data directory', { timeout: 60_000 }, () => {
+// Each test runs the built CLI several times: a second or more each on a busy machine.
+describe('airs batches on a data directory', { timeout: 120_000 }, () => {
   let box: Sandbox;
   let ada: Owner;
   let bob: Owner;
@@ -227,8 +228,6 @@ describe('airs batches on a data directory', { timeout: 60_000 }, () => {
     );
     expect(result.stderr).toBe(`airs: data directory ${box.dataDir} (from AIRS_DATA_DIR)\n`);
     expect((await cliJson<ShownJson>(box, ['batches', 'show', toCancel])).status).toBe('cancelling');
-    const replay = await cliJson<ReplayJson>(box, ['replay']);
-    expect(replay.events.filter((e) => e.type === 'BatchCancelRequested').map((e) => e.batchId)).toEqual([toCancel]);
 
     // Again: said so, nothing changed, exit 0.
     const again = await runCli(box, ['batches', 'cancel', toCancel]);
@@ -243,8 +242,9 @@ describe('airs batches on a data directory', { timeout: 60_000 }, () => {
       previous_status: 'cancelling',
       already_cancelled: true,
     });
-    const after = await cliJson<ReplayJson>(box, ['replay']);
-    expect(after.events.filter((e) => e.type === 'BatchCancelRequested')).toHaveLength(1);
+    // One cancel in the log, for all three.
+    const replay = await cliJson<ReplayJson>(box, ['replay']);
+    expect(replay.events.filter((e) => e.type === 'BatchCancelRequested').map((e) => e.batchId)).toEqual([toCancel]);
   });
 
   it('cancels a validating batch, with --json as one document', async () => {
