@@ -8,6 +8,7 @@ import { CliError, emit, type Output } from './output.js';
 type ReplayOptions = StoreOptions & {
   request?: string;
   account?: string;
+  batch?: string;
   since?: string;
   json?: boolean;
   verify?: boolean;
@@ -54,27 +55,33 @@ const runVerify = async (config: Config, output: Output, json: boolean | undefin
   emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
     report.differences.length === 0
       ? [
-          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys)`,
+          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys${report.batches === undefined ? '' : `, ${report.batches} batches, ${report.files} files`})`,
         ]
       : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
   );
   if (report.differences.length > 0) throw new CliError('views differ from the log', 3);
 };
 
-/** `airs replay`: the log as a timeline with the state each request reaches; `--verify` rebuilds every view. */
+/** `airs replay`: the log as a timeline with the state each request and batch reaches; `--verify` rebuilds every view. */
 export const registerReplayCommand = (program: Command, output: Output) => {
   withStoreOptions(program.command('replay'))
-    .description('print the event log as a timeline and the state each request reaches (works while the server runs)')
+    .description(
+      'print the event log as a timeline and the state each request and batch reaches (works while the server runs)',
+    )
     .option('--request <reqId>', 'only this request')
-    .option('--account <id>', 'only this account and its requests')
+    .option('--account <id>', 'only this account and its requests, batches and files')
+    .option('--batch <batchId>', "only this batch: its own events and all its lines' events")
     .option('--since <time>', 'only events at or after this time (ISO 8601 or epoch ms)')
     .option('--verify', 'rebuild every view from the log and report any difference')
     .option('--json', 'print JSON')
     .action(async (options: ReplayOptions) => {
       // Usage errors (exit 2) before anything is opened.
-      if (options.verify && [options.request, options.account, options.since].some((given) => given !== undefined))
+      if (
+        options.verify &&
+        [options.request, options.account, options.batch, options.since].some((given) => given !== undefined)
+      )
         throw new CliError(
-          '--verify checks the whole log; it cannot be combined with --request, --account or --since',
+          '--verify checks the whole log; it cannot be combined with --request, --account, --batch or --since',
           2,
         );
       const { parseSince, replay } = await import('../../app/replay.js');
@@ -89,7 +96,12 @@ export const registerReplayCommand = (program: Command, output: Output) => {
       const { openConfiguredStore } = await import('../../storeLocation.js');
       const store = await openConfiguredStore(config);
       try {
-        const result = await replay(store.reads, { request: options.request, account: options.account, since });
+        const result = await replay(store.reads, {
+          request: options.request,
+          account: options.account,
+          batch: options.batch,
+          since,
+        });
         emit(
           output,
           options.json,

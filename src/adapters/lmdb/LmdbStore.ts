@@ -195,8 +195,8 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   listOf: (list, accountId, page) => listOf(dbs, list, accountId, page),
   openBatches: (limit) =>
     Array.from(dbs.indexes.openBatches.getRange({ limit }), ({ key, value }) => ({
-      // A key of one element is stored as that element (ordered-binary): it reads back as the id itself.
-      batchId: Array.isArray(key) ? String(key[0]) : String(key),
+      // A key of one element reads back as that element (lmdb-js's ordered keys).
+      batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
       accountId: value,
     })),
   usageByDay: (accountId, fromDay, days) =>

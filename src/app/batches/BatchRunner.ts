@@ -5,7 +5,7 @@ import { lineRequestId } from '../../domain/batch/lines.js';
 import { type BatchView, linesDone } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import { isRefusal } from '../../domain/commands.js';
-import { Refused } from '../../domain/errors.js';
+import { InvalidRequest, Refused } from '../../domain/errors.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Log } from '../../ports/Logger.js';
@@ -98,14 +98,18 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   async function* linesOf(view: BatchView): AsyncGenerator<BatchLine | LineError> {
     const { endpoint, inputFileId } = view.state.context;
     const seen = new Set<string>();
+    // The size of a conversation is named as each route names it.
+    const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
     const checkBody = (body: unknown) => {
       const input = deps.endpoints.check(endpoint, body);
       if (!('model' in input)) return input;
-      return (
-        checkModelAndSize(input, storedInputOf(input).text, deps.rules) ??
-        beyondModel(input, deps.providerOf(input.model)) ??
-        input
-      );
+      const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
+      if (refused !== undefined) {
+        // The submit's checks name no field (`/v1/ai` has two): the line's error does.
+        const param = refused.details?.known_models !== undefined ? 'model' : textParam;
+        return new InvalidRequest({ message: refused.message, details: { ...refused.details, param } });
+      }
+      return beyondModel(input, deps.providerOf(input.model)) ?? input;
     };
     for await (const source of jsonLines(store.files.read(inputFileId), deps.maxLineBytes))
       yield checkLine(source, endpoint, seen, checkBody);

@@ -11,14 +11,31 @@ import { AppConfig } from '../AppConfig.js';
 import type { Principal } from '../Auth.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 
-/** An upload as the route understood it: its name and purpose, its expiry asked for, and its bytes as they come. */
-export type Upload = {
-  readonly filename: string;
+/** What an upload's form says of the file besides its bytes: its purpose and the expiry asked for. */
+export type UploadDetails = {
   readonly purpose: string;
   /** `expires_after[seconds]` (anchored at creation), if asked. */
   readonly expiresAfterSeconds?: number | undefined;
-  readonly chunks: AsyncIterable<Uint8Array>;
 };
+
+/**
+ * An upload as the route understood it: its name, its bytes as they come, and its details, which a form may send
+ * after the file (the official SDKs do): known once the bytes have been read.
+ */
+export type Upload = {
+  readonly filename: string;
+  readonly chunks: AsyncIterable<Uint8Array>;
+  details(): Promise<UploadDetails | InvalidRequest>;
+};
+
+/** Whether a purpose is one an upload may have; the refusal names `purpose`. */
+export const purposeProblem = (purpose: string): InvalidRequest | undefined =>
+  (uploadPurposes as readonly string[]).includes(purpose)
+    ? undefined
+    : new InvalidRequest({
+        message: `purpose must be one of ${uploadPurposes.join(', ')} (airs runs batches); got ${JSON.stringify(purpose.slice(0, 50))}`,
+        details: { param: 'purpose' },
+      });
 
 /** A page of an account's files (OpenAI's list: newest first by default, after an id). */
 export type FilePage = {
@@ -95,11 +112,6 @@ export const createFiles = (deps: {
   return {
     storedBytes,
     upload: async (principal, upload) => {
-      if (!(uploadPurposes as readonly string[]).includes(upload.purpose))
-        return new InvalidRequest({
-          message: `purpose must be one of ${uploadPurposes.join(', ')} (airs runs batches); got ${JSON.stringify(upload.purpose.slice(0, 50))}`,
-          details: { param: 'purpose' },
-        });
       const limit = deps.maxStoredBytes(principal);
       const already = await storedBytes(principal.accountId);
       if (already >= limit)
@@ -125,18 +137,24 @@ export const createFiles = (deps: {
           message: `file: a file may have at most ${deps.maxFileBytes} bytes (batches.maxFileBytes)`,
         });
       }
+      const details = await upload.details();
+      const refused = details instanceof InvalidRequest ? details : purposeProblem(details.purpose);
+      if (refused !== undefined || details instanceof InvalidRequest) {
+        await store.files.remove(fileId).catch(() => {});
+        return refused ?? (details as InvalidRequest);
+      }
       const outcome = await deps.send({
         type: 'File',
         fileId,
         command: {
           type: 'CreateFile',
           accountId: principal.accountId,
-          purpose: upload.purpose,
+          purpose: details.purpose,
           filename: upload.filename,
           bytes: stored.bytes,
           sha256: stored.sha256,
           now,
-          expiresAt: upload.expiresAfterSeconds === undefined ? undefined : now + upload.expiresAfterSeconds * 1000,
+          expiresAt: details.expiresAfterSeconds === undefined ? undefined : now + details.expiresAfterSeconds * 1000,
         },
       });
       if (!('events' in outcome)) {

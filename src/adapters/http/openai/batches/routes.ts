@@ -1,7 +1,7 @@
 import type { H3Event } from 'h3';
 import type { Principal } from '../../../../app/Auth.js';
 import type { BatchesShape } from '../../../../app/batches/Batches.js';
-import type { FilesShape } from '../../../../app/batches/Files.js';
+import { type FilesShape, purposeProblem, type UploadDetails } from '../../../../app/batches/Files.js';
 import type { BudgetName } from '../../../../app/RateLimiter.js';
 import { type ApiError, InvalidRequest } from '../../../../domain/errors.js';
 import { readMultipartUpload } from '../../multipartUpload.js';
@@ -62,21 +62,27 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
     if (isApiError(principal)) return principal;
     const form = await readMultipartUpload(event.req);
     if (form._tag === 'UploadRefused') return invalid(form.param, form.message);
-    const purpose = form.fields.get('purpose');
-    if (purpose === undefined) {
+    // A purpose sent before the file is checked before its bytes are read; one sent after (as the official SDKs
+    // send it) once they are stored, which are then removed if it is refused.
+    const early = form.fields.get('purpose');
+    const refusedEarly = early === undefined ? undefined : purposeProblem(early);
+    if (refusedEarly !== undefined) {
       form.discard();
-      return invalid('purpose', 'purpose is required (a form field before the file): batch');
+      return refusedEarly;
     }
-    const expiresAfterSeconds = uploadExpiry(form.fields);
-    if (expiresAfterSeconds instanceof InvalidRequest) {
-      form.discard();
-      return expiresAfterSeconds;
-    }
+    const details = async (): Promise<UploadDetails | InvalidRequest> => {
+      const fields = early === undefined ? await form.rest : form.fields;
+      if ('_tag' in fields) return invalid(fields.param, fields.message);
+      const purpose = fields.get('purpose');
+      if (purpose === undefined) return invalid('purpose', 'purpose is required: batch');
+      const expiresAfterSeconds = uploadExpiry(fields);
+      if (expiresAfterSeconds instanceof InvalidRequest) return expiresAfterSeconds;
+      return { purpose, expiresAfterSeconds };
+    };
     const uploaded = await files.upload(principal, {
       filename: form.file.filename,
-      purpose,
-      expiresAfterSeconds,
       chunks: form.file.chunks,
+      details,
     });
     if (isApiError(uploaded)) {
       form.discard();
