@@ -312,7 +312,10 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   const finalize = async (view: BatchView, keep: () => Promise<void>) => {
     const { batchId } = view.state.context;
     const output = await writeFile(view, 'output', keep);
-    const errors = await writeFile(view, 'error', keep);
+    // Every line completed (all queued, none failed): the error file would be empty, and is not read for.
+    const total = view.state.context.total ?? 0;
+    const clean = output.lines === total && view.counts.queued === total;
+    const errors = clean ? { file: undefined, lines: 0 } : await writeFile(view, 'error', keep);
     const ended = await sendBatch(batchId, {
       type: 'EndBatch',
       owner,
