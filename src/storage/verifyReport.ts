@@ -11,6 +11,9 @@ export type VerifyReport = {
   readonly requests: number;
   readonly accounts: number;
   readonly keys: number;
+  /** Batches and files the log leaves (where the store's verification checks them). */
+  readonly batches?: number;
+  readonly files?: number;
   /** Each difference between stored and rebuilt, in words. Empty when the views match the log. */
   readonly differences: string[];
 };

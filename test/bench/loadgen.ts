@@ -21,6 +21,11 @@ export type LoadSpec = {
   readonly amount?: number;
   /** A JSON file holding an array of paths: each request takes the next one (cycling) instead of `path`. */
   readonly pathsFile?: string;
+  /**
+   * A body in which `{{i}}` stands for the request's number in the run (0, 1, 2...): each request sends its own,
+   * instead of `body`.
+   */
+  readonly numberedBody?: string;
 };
 
 export type LoadResult = {
@@ -47,16 +52,20 @@ const run = async (spec: LoadSpec): Promise<LoadResult> => {
   const paths =
     spec.pathsFile === undefined ? undefined : (JSON.parse(readFileSync(spec.pathsFile, 'utf8')) as string[]);
   let next = 0;
+  let numbered = 0;
+  const cyclePaths = paths !== undefined && paths.length > 0;
+  const { numberedBody } = spec;
   const request = {
     method: spec.method,
     path: spec.path,
     headers: spec.headers ?? {},
     ...(spec.body === undefined ? {} : { body: spec.body }),
-    ...(paths === undefined || paths.length === 0
+    ...(!cyclePaths && numberedBody === undefined
       ? {}
       : {
-          setupRequest: (raw: { path?: string }) => {
-            raw.path = paths[next++ % paths.length] as string;
+          setupRequest: (raw: { path?: string; body?: string }) => {
+            if (cyclePaths) raw.path = paths[next++ % paths.length] as string;
+            if (numberedBody !== undefined) raw.body = numberedBody.replaceAll('{{i}}', String(numbered++));
             return raw;
           },
         }),

@@ -1,6 +1,6 @@
 /** Command-line options of `npm run bench` and the sizes each mode runs with. */
 
-export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg'] as const;
+export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg', 'batch'] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
 export type Sizes = {
@@ -29,6 +29,18 @@ export type Sizes = {
     /** Distinct stored requests the memory workload polls. */
     readonly pollSample: number;
   };
+  readonly batch: {
+    /** Lines of the timed batch, and requests of its one-by-one baseline. */
+    readonly lines: number;
+    /** Lines of the untimed warm-up batch, and requests of the baseline's untimed warm-up. */
+    readonly warmup: number;
+    /** Concurrent clients of the one-by-one baseline. */
+    readonly clients: number;
+    /** Pause between two reads of the batch (`GET /v1/batches/{id}`). */
+    readonly pollMs: number;
+    /** Bound on one timed run (upload to download, or the baseline's requests). */
+    readonly timeoutSec: number;
+  };
 };
 
 export type Options = {
@@ -38,7 +50,7 @@ export type Options = {
   readonly cpuProf: boolean;
   /** Keep the temporary data directories. */
   readonly keep: boolean;
-  /** Server processes of the airs servers of the HTTP and end-to-end scenarios (`airs serve --processes`). */
+  /** Server processes of the airs servers of the HTTP, end-to-end and batch scenarios (`airs serve --processes`). */
   readonly processes: number;
   readonly sizes: Sizes;
 };
@@ -55,6 +67,7 @@ const fullSizes: Sizes = {
     memoryWorkloadSec: 10,
     pollSample: 1_000,
   },
+  batch: { lines: 100_000, warmup: 5_000, clients: 64, pollMs: 100, timeoutSec: 600 },
 };
 
 const smokeSizes: Sizes = {
@@ -69,6 +82,7 @@ const smokeSizes: Sizes = {
     memoryWorkloadSec: 0.5,
     pollSample: 50,
   },
+  batch: { lines: 2_000, warmup: 200, clients: 16, pollMs: 100, timeoutSec: 120 },
 };
 
 export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]
@@ -76,9 +90,10 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --only=LIST  run only these scenarios (comma-separated)
   --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
   --keep       keep the temporary data directories (printed at the end)
-  --processes=N  run the HTTP and end-to-end airs servers as airs serve --processes N (default 1)
+  --processes=N  run the HTTP, end-to-end and batch airs servers as airs serve --processes N (default 1)
 environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)
-  the pg scenario needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
+  the pg scenario (and the batch scenario's PostgreSQL row) needs PostgreSQL's server binaries
+  (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
 
 export const parseOptions = (argv: readonly string[]): Options | string => {
   let smoke = false;

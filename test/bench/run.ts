@@ -3,7 +3,7 @@
  *
  *   npm run bench                         the full run (about 20 minutes on 2 CPUs, the pg scenario about 11)
  *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
- *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg); --cpu-prof profiles
+ *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch); --cpu-prof profiles
  *                                         the airs servers
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
@@ -20,6 +20,7 @@ import { airsBin, root } from './paths.js';
 import { installExitHooks, stopAll } from './processes.js';
 import { type ProfileSummary, summarizeProfile } from './profile.js';
 import { printReport, type RunReport, writeReport } from './report.js';
+import { batchScenario } from './scenarios/batch.js';
 import { endToEndScenario } from './scenarios/endToEnd.js';
 import { httpScenario } from './scenarios/http.js';
 import { pgScenario } from './scenarios/pg.js';
@@ -31,6 +32,10 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
   e2e: { title: 'end to end vs BullMQ + Redis', run: endToEndScenario },
   storage: { title: 'replay --verify, start-up and memory with stored requests', run: storageScenario },
   pg: { title: 'airs on PostgreSQL: end to end vs graphile-worker, POST/GET vs LMDB, 2 nodes vs 1', run: pgScenario },
+  batch: {
+    title: 'a batch of echo chat completions vs the same requests one by one; on PostgreSQL',
+    run: batchScenario,
+  },
 };
 
 const log = (message: string) => process.stderr.write(`${message}\n`);

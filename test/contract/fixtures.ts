@@ -1,6 +1,9 @@
 import { expect } from 'vitest';
+import type { BatchCommand } from '../../src/domain/batch/decider.js';
+import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
+import type { FileCommand } from '../../src/domain/file/decider.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { RetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import type { CommandOutcome, StoreShape } from '../../src/ports/Store.js';
@@ -63,6 +66,59 @@ export const submit = (reqId: string, options: SubmitOptions = {}): Command => {
     ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
   };
 };
+
+/** A batch id of the form the API makes (`batch_` and 28 characters or more): its lines' ids are made from it. */
+export const batchIdOf = (n: number) => `batch_${String(n).padStart(28, 'b')}`;
+export const fileIdOf = (n: number) => `file-${String(n).padStart(24, '0')}`;
+
+export const fileCommand = (fileId: string, command: FileCommand): Command => ({ type: 'File', fileId, command });
+export const batchCommand = (batchId: string, command: BatchCommand): Command => ({
+  type: 'Batch',
+  batchId,
+  command,
+});
+
+/** A file of acct_<account> (default 1), of purpose `batch` (a batch's input) unless told. */
+export const createFile = (fileId: string, { account = 1, now = 100, purpose = 'batch' } = {}): Command =>
+  fileCommand(fileId, {
+    type: 'CreateFile',
+    accountId: accountId(account),
+    purpose,
+    filename: `${fileId}.jsonl`,
+    bytes: 1_234,
+    sha256: `sha256-of-${fileId}`,
+    now,
+  });
+
+export const createBatch = (batchId: string, inputFileId: string, { account = 1, now = 200 } = {}): Command =>
+  batchCommand(batchId, {
+    type: 'CreateBatch',
+    accountId: accountId(account),
+    keyId: 'key_1',
+    endpoint: '/v1/chat/completions',
+    inputFileId,
+    completionWindow: '24h',
+    windowMs: 86_400_000,
+    now,
+  });
+
+/** The process doing batches' housekeeping in these tests (it takes their lease for an hour). */
+export const batchRunner = 'runner_a';
+export const takeBatch = (batchId: string, now = 300) =>
+  batchCommand(batchId, { type: 'TakeBatch', owner: batchRunner, leaseMs: 3_600_000, now });
+export const startBatch = (batchId: string, total: number, now = 400) =>
+  batchCommand(batchId, { type: 'StartBatch', owner: batchRunner, total, model: 'echo', now });
+
+/** Line `line` of a batch of acct_<account> (default 1): a submit with the batch's id and the line's `custom_id`. */
+export const lineSubmit = (
+  batchId: string,
+  line: number,
+  { now = 1_000 + line, ttlMs = 60_000, account = 1 } = {},
+): Command => ({
+  ...(submit(lineRequestId(batchId, line), { now, ttlMs, account }) as Extract<Command, { type: 'Submit' }>),
+  batchId,
+  customId: `line-${line}`,
+});
 
 /** A command no decider knows: deciding it throws. */
 export const unknownCommand = (reqId: string): Command =>

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { batchWhen, chatLines, createBatch, fileContent, isEnded, uploadLines } from '../support/batches.js';
 import { browserWaitMs, cookieHeader, type HeadlessBrowser, launchBrowser, screenshot } from '../support/browser.js';
 import {
   cliJson,
@@ -338,6 +340,52 @@ describe('The dashboard in a real browser (airs serve + headless chromium)', () 
       await sleep(200); // a dialog would have fired by now
       expect(dialogs).toEqual([]);
       expect(problems).toEqual([]);
+      await context.close();
+    },
+    testTimeoutMs,
+  );
+  it(
+    'shows a batch made with a key from the Keys page on the Batches page, and downloads its output file',
+    async () => {
+      const { url } = await serve();
+      const context = await chromium.context();
+      const page = await context.newPage();
+      const { problems, dialogs } = watch(page);
+      await signUp(page, url, 'batches@example.com');
+      expect(await visit(page, url, '/dashboard/keys')).toBe(200);
+      expect(await createKey(page, 'batch jobs')).toBe(201);
+      const key = await page.inputValue('#new-key');
+      const fileId = await uploadLines(url, key, chatLines('echo', ['one', 'two']));
+      const { id } = await createBatch(url, key, fileId);
+      const ended = await batchWhen(url, key, id, isEnded);
+      expect(ended.status).toBe('completed');
+
+      // From the nav to the Batches page: the batch, done, with its output file to download and no error file.
+      await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Batches' }).click();
+      await page.waitForURL(`${url}/dashboard/batches`);
+      expect(await page.textContent('h1')).toBe('Batches');
+      const row = page.locator('tbody tr', { hasText: id });
+      expect(await row.count()).toBe(1);
+      expect(await row.locator('.badge').textContent()).toBe('completed');
+      expect(await row.locator('.progress span').textContent()).toBe('2 of 2 (100%)');
+      expect(await row.getByRole('link', { name: 'Errors' }).count()).toBe(0);
+      await screenshot(page, 'batches');
+
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        row.getByRole('link', { name: 'Output' }).click(),
+      ]);
+      const saved = readFileSync(await download.path());
+      expect(saved.equals(await fileContent(url, key, ended.output_file_id as string))).toBe(true);
+      expect(saved.toString()).toContain('"custom_id":"c1"');
+
+      // On a phone: nothing wider than the screen (the table scrolls inside its own box).
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await screenshot(page, 'batches-phone');
+
+      expect(problems).toEqual([]);
+      expect(dialogs).toEqual([]);
       await context.close();
     },
     testTimeoutMs,

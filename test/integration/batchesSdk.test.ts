@@ -47,11 +47,13 @@ const untilEnded = async (client: OpenAI, batchId: string, timeoutMs = 60_000) =
 
 const linesOf = async (client: OpenAI, fileId: string) => {
   const text = await (await client.files.content(fileId)).text();
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    // biome-ignore lint/suspicious/noExplicitAny: the lines are OpenAI's objects, checked field by field below
-    .map((line) => JSON.parse(line) as Record<string, any>);
+  return (
+    text
+      .split('\n')
+      .filter((line) => line !== '')
+      // biome-ignore lint/suspicious/noExplicitAny: the lines are OpenAI's objects, checked field by field below
+      .map((line) => JSON.parse(line) as Record<string, any>)
+  );
 };
 
 describe('batches through the official openai SDK', { timeout: 120_000 }, () => {

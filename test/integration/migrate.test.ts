@@ -234,7 +234,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     const migrated = await runCli(box, ['migrate', '--from', box.dataDir, '--to', url]);
     expect(migrated.code, migrated.stderr).toBe(0);
     expect(migrated.stdout.trim()).toMatch(
-      /^migrated \d+ events \(8 requests, 3 accounts, 4 keys\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
+      /^migrated \d+ events \(8 requests, 3 accounts, 4 keys, 0 files\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
     );
     expect(migrated.stdout + migrated.stderr).not.toContain('hidden');
     const lmdbLog = await cliJson<Replay>(box, ['replay']);

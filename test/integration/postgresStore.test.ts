@@ -2,13 +2,32 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { lockSpace, schemaVersion } from '../../src/adapters/postgres/schema.js';
+import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { Command } from '../../src/domain/commands.js';
 import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
 import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
 import { foldRequest, isQueued } from '../../src/domain/request/state.js';
-import { ask, commitOne, createAccount, eventually, oneToN, queueOf, replay, submit } from '../contract/fixtures.js';
+import {
+  ask,
+  batchCommand,
+  batchIdOf,
+  batchRunner,
+  commitOne,
+  createAccount,
+  createBatch,
+  createFile,
+  eventsOf,
+  eventually,
+  fileIdOf,
+  lineSubmit,
+  oneToN,
+  queueOf,
+  replay,
+  startBatch,
+  submit,
+  takeBatch,
+} from '../contract/fixtures.js';
 import { binDir, stopTestCluster, testCluster } from '../support/postgres.js';
 
 /**
@@ -34,6 +53,20 @@ const listeningPair = async (url: string) => {
   await eventually(() => told > 0, 10_000, 'the first commit was heard');
   return { listening, writing, heard: () => told, stop };
 };
+
+/** The migration that brought dispatch lanes, batches and files (the schema before it is the one upgraded from). */
+const lanesVersion = migrations.findIndex((text) => text.includes('ADD COLUMN lane')) + 1;
+/** Takes a database back to the schema before lanes, as that schema left it: no lane, the dispatch index over the
+ * account, no batches or files. */
+const undoLanes = (store: PostgresStore) =>
+  store.db.query({
+    text: `DROP INDEX requests_dispatch;
+      ALTER TABLE requests DROP COLUMN lane;
+      CREATE INDEX requests_dispatch ON requests (account_id, available_at, req_id) WHERE status = 'waiting';
+      DROP TABLE batches;
+      DROP TABLE files;`,
+    values: [],
+  });
 
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -106,9 +139,12 @@ describe('The PostgreSQL store', () => {
       ],
     });
     expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 3 }))).started).toHaveLength(3);
-    // As version 1 left it: counts per model only, under their old column.
+    // As version 1 left it: counts per model only, under their old column (and what later versions made undone).
+    await undoLanes(store);
     await store.db.query(sql`DELETE FROM processing_counts WHERE counter LIKE chr(31) || '%'`);
     await store.db.query({ text: 'ALTER TABLE processing_counts RENAME COLUMN counter TO model', values: [] });
+    // Nor the tables of the versions after 2 (3: uploaded files' bytes).
+    await store.db.query({ text: 'DROP TABLE file_parts, file_blobs', values: [] });
     await store.db.query(sql`UPDATE airs_schema_version SET version = 1`);
     await store.close();
     opened.splice(opened.indexOf(store), 1);
@@ -127,6 +163,118 @@ describe('The PostgreSQL store', () => {
       ]),
     );
     expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+  });
+
+  it("gives the requests waiting in a database of the schema before dispatch lanes their account's lane when it upgrades it, and claims them in turn", async () => {
+    expect(lanesVersion).toBeGreaterThan(2);
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createAccount(1),
+        createAccount(2),
+        submit('req_1', { now: 1_001 }),
+        submit('req_2', { account: 2, now: 1_002 }),
+        submit('req_3', { now: 1_003 }),
+        submit('req_4', { now: 1_004 }),
+      ],
+    });
+    expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 1 }))).started).toHaveLength(1);
+    await undoLanes(store);
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${lanesVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    const rows = await upgraded.db.query<{ req_id: string; lane: string | null }[]>(
+      sql`SELECT req_id, lane FROM requests ORDER BY req_id`,
+    );
+    expect(rows).toEqual([
+      { req_id: 'req_1', lane: null },
+      { req_id: 'req_2', lane: 'acct_2' },
+      { req_id: 'req_3', lane: 'acct_1' },
+      { req_id: 'req_4', lane: 'acct_1' },
+    ]);
+    const [index] = await upgraded.db.query<{ definition: string }[]>(
+      sql`SELECT pg_get_indexdef('requests_dispatch'::regclass) AS definition`,
+    );
+    expect(index?.definition).toMatch(/\(lane, available_at, req_id\) WHERE \(status = 'waiting'::text\)$/);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+    // Claimed as before: accounts in turn, each its earliest first.
+    const claimed = await queueOf(upgraded).moveToProcessing(ask('B', 3_000, { max: 10 }));
+    expect(claimed.started.map((held) => held.reqId)).toEqual(['req_3', 'req_2', 'req_4']);
+    // And the upgraded database keeps batches.
+    await upgraded.commit({ commands: [createFile(fileIdOf(1)), createBatch(batchIdOf(1), fileIdOf(1))] });
+    expect((await upgraded.reads.batch(batchIdOf(1)))?.state.status).toBe('validating');
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+  });
+
+  it("decides a batch's lines in one round each time: their submits, a claim of them, their successes (a line's batch comes with its request)", async () => {
+    const rounds: number[] = [];
+    const store = await openPostgresStore(await (await testCluster()).createDatabase(), {
+      maxConnections: 3,
+      onBatch: (n) => void rounds.push(n),
+    });
+    opened.push(store);
+    const batchId = batchIdOf(1);
+    await store.commit({ commands: [createAccount(1), createFile(fileIdOf(1)), createBatch(batchId, fileIdOf(1))] });
+    await commitOne(store, takeBatch(batchId));
+    await commitOne(store, startBatch(batchId, 40));
+    await store.commit({ commands: oneToN(40).map((line) => lineSubmit(batchId, line)) });
+    await commitOne(store, submit('req_interactive', { now: 1_500 }));
+    // Claims of a few, as workers make them: each reads the lanes' first waiting requests with the lock.
+    const held: { reqId: string; attempt: number }[] = [];
+    for (const now of [2_000, 2_001, 2_002, 2_003, 2_004]) {
+      const claim = await commitOne(store, {
+        type: 'Claim',
+        ...ask('A', now, { max: 3, modelLimits: { echo: 40 } }),
+        batchShare: 0.5,
+      } as Command);
+      for (const event of eventsOf(claim))
+        if (event.type === 'RequestProcessingStarted') held.push({ reqId: event.reqId, attempt: event.attempt });
+    }
+    expect(held).toHaveLength(15);
+    expect(held.map(({ reqId }) => reqId)).toContain('req_interactive');
+    const lines = held.filter(({ reqId }) => reqId !== 'req_interactive');
+    await store.commit({
+      commands: lines.map(
+        (line): Command => ({
+          type: 'RecordSuccess',
+          reqId: line.reqId,
+          responseChars: 2,
+          response: 'ok',
+          inputTokens: 1,
+          outputTokens: 2,
+          owner: 'A',
+          attempt: line.attempt,
+          now: 2_100,
+        }),
+      ),
+    });
+    // One at a time too, as a worker records them.
+    const [next] = (await queueOf(store).moveToProcessing(ask('B', 2_200, { max: 1 }))).started;
+    if (next === undefined) throw new Error('no line was left to claim');
+    expect(await queueOf(store).recordSuccess({ ...next, owner: 'B' }, { text: 'ok', inputTokens: 1 }, 2_300)).toBe(
+      'recorded',
+    );
+    expect(await store.reads.batch(batchId)).toMatchObject({
+      counts: { queued: 40, completed: 15, failed: 0, inputTokens: 15, outputTokens: 28 },
+    });
+    expect(rounds).toEqual(oneToN(13).map(() => 1));
+    // The runner's steps too: cancelling, finalizing once every queued line ended.
+    await commitOne(store, batchCommand(batchId, { type: 'CancelBatch', accountId: 'acct_1', now: 2_400 }));
+    await store.commit({
+      commands: oneToN(40)
+        .map((line) => lineSubmit(batchId, line))
+        .map((line) => ({ type: 'Cancel', reqId: (line as { reqId: string }).reqId, now: 2_500 }) as Command),
+    });
+    const finalizing = await commitOne(
+      store,
+      batchCommand(batchId, { type: 'FinalizeBatch', owner: batchRunner, now: 2_600 }),
+    );
+    expect(eventsOf(finalizing).map((event) => event.type)).toEqual(['BatchFinalizing']);
+    expect(rounds.every((n) => n === 1)).toBe(true);
+    expect((await verifyPostgres(store.db)).differences).toEqual([]);
   });
 
   it('keeps any text a request or an event holds, NUL and astral characters included', async () => {

@@ -3,9 +3,29 @@ import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { AccountCommand } from '../../src/domain/account/decider.js';
+import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
 import { accountCounter } from '../../src/domain/processingCounters.js';
-import { createAccount, createKey, policy, submit } from '../contract/fixtures.js';
+import {
+  answer,
+  ask,
+  batchCommand,
+  batchIdOf,
+  batchRunner,
+  createAccount,
+  createBatch,
+  createFile,
+  createKey,
+  fileCommand,
+  fileIdOf,
+  lineSubmit,
+  oneToN,
+  policy,
+  queueOf,
+  startBatch,
+  submit,
+  takeBatch,
+} from '../contract/fixtures.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 
 /**
@@ -301,5 +321,121 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     );
     await store.db.query(sql`UPDATE log_head SET last_seq = ${seq}`);
     expect(await differences()).toEqual([`event ${seq}: RequestQueued is not accepted by the machine`]);
+  });
+});
+
+describe('replay --verify on a PostgreSQL store with batches and files', () => {
+  let store: PostgresStore;
+  let url: string;
+  const batchId = batchIdOf(1);
+  const line = (n: number) => lineRequestId(batchId, n);
+
+  /**
+   * A batch in progress with four lines (one completed with usage, one failed, one cancelled, one waiting in its
+   * batch lane), a batch whose validation failed (ended), a file kept, a file deleted, and an output file of another
+   * account.
+   */
+  beforeEach(async () => {
+    url = await (await testCluster()).createDatabase();
+    store = await openPostgresStore(url, { maxConnections: 4 });
+    const commit = async (...commands: Command[]) => {
+      const outcomes = await store.commit({ commands });
+      for (const outcome of outcomes) if (outcome instanceof Error) throw outcome;
+    };
+    await commit(
+      createAccount(1),
+      createFile(fileIdOf(1)),
+      createFile(fileIdOf(2)),
+      createFile(fileIdOf(3), { account: 2, purpose: 'batch_output' }),
+      fileCommand(fileIdOf(2), { type: 'DeleteFile', accountId: 'acct_1', now: 150 }),
+      createBatch(batchId, fileIdOf(1)),
+      createBatch(batchIdOf(2), fileIdOf(1)),
+      takeBatch(batchId),
+      takeBatch(batchIdOf(2)),
+    );
+    await commit(
+      startBatch(batchId, 4),
+      batchCommand(batchIdOf(2), { type: 'FailValidation', owner: batchRunner, errors: '[]', now: 500 }),
+    );
+    await commit(...oneToN(4).map((n) => lineSubmit(batchId, n)));
+    const queue = queueOf(store);
+    const [first, second] = (await queue.moveToProcessing(ask('A', 2_000, { max: 2 }))).started;
+    if (first === undefined || second === undefined) throw new Error('two lines should have started');
+    expect(await queue.recordSuccess({ ...first, owner: 'A' }, answer('done'), 2_100)).toBe('recorded');
+    const once = { ...policy, maxAttempts: 1 };
+    expect(await queue.recordFailure({ ...second, owner: 'A' }, 'upstream 400', once, 2_100)).toBe('recorded');
+    await commit({ type: 'Cancel', reqId: line(3), now: 2_200 });
+    expect(await store.reads.batch(batchId)).toMatchObject({
+      state: { status: 'in_progress' },
+      counts: { queued: 4, completed: 1, failed: 2, inputTokens: 3, outputTokens: 5 },
+    });
+    expect(await store.reads.request(line(4))).toMatchObject({ status: 'waiting' });
+  }, 60_000);
+
+  afterEach(async () => {
+    await store.close();
+    await (await testCluster()).dropDatabase(url);
+  });
+
+  const afterBreaking = async (statement: string) => {
+    await store.db.query({ text: statement, values: [] });
+    return (await verifyPostgres(store.db)).differences;
+  };
+
+  it('finds nothing to report in what the store wrote, in pages of two too', async () => {
+    expect((await verifyPostgres(store.db)).differences).toEqual([]);
+    expect((await verifyPostgres(store.db, { pageSize: 2 })).differences).toEqual([]);
+    const [rows] = await store.db.query<{ batches: number; files: number }[]>(sql`
+      SELECT (SELECT count(*)::int FROM batches) AS batches, (SELECT count(*)::int FROM files) AS files`);
+    expect(rows).toEqual({ batches: 2, files: 2 });
+  });
+
+  it("names a batch whose lines' counts are off by one", async () => {
+    expect(
+      await afterBreaking(
+        `UPDATE batches SET state = jsonb_set(state::jsonb, '{counts,completed}', '2')::json WHERE batch_id = '${batchId}'`,
+      ),
+    ).toEqual([`batch ${batchId}: the stored view differs from the log's`]);
+  });
+
+  it('names a batch missing from the open batches, and an ended one listed among them', async () => {
+    expect(
+      await afterBreaking(`UPDATE batches SET open = NOT open;
+        UPDATE batches SET created_at = 7 WHERE batch_id = '${batchIdOf(2)}'`),
+    ).toEqual(
+      expect.arrayContaining([
+        `batch ${batchId}: column open stored false, the log gives true`,
+        `batch ${batchIdOf(2)}: column open stored true, the log gives false`,
+        `batch ${batchIdOf(2)}: column created_at stored 7, the log gives 200`,
+      ]),
+    );
+  });
+
+  it('names a file row missing, and a deleted file still stored', async () => {
+    expect(
+      await afterBreaking(`DELETE FROM files WHERE file_id = '${fileIdOf(1)}';
+        INSERT INTO files (file_id, account_id, created_at, purpose, state)
+          SELECT '${fileIdOf(2)}', account_id, created_at, purpose, state FROM files WHERE file_id = '${fileIdOf(3)}'`),
+    ).toEqual([
+      `file ${fileIdOf(2)}: stored but not produced by the log`,
+      `file ${fileIdOf(1)}: produced by the log but not stored`,
+    ]);
+  });
+
+  it("names a waiting line out of its account's batch lane (in its account's own)", async () => {
+    expect(await afterBreaking(`UPDATE requests SET lane = account_id WHERE req_id = '${line(4)}'`)).toEqual([
+      `request ${line(4)}: column lane stored "acct_1", the log gives "acct_1\\u001fbatch"`,
+    ]);
+  });
+
+  it('names a batch event the batch machine refuses, appended by hand', async () => {
+    const [head] = await store.db.query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head`);
+    const seq = (head?.last_seq ?? 0) + 1;
+    const event = { type: 'BatchStarted', batchId: batchIdOf(2), owner: batchRunner, total: 1, at: 600, seq };
+    await store.db.query(sql`INSERT INTO events (seq, payload) VALUES (${seq}, ${JSON.stringify(event)}::text::json)`);
+    await store.db.query(sql`UPDATE log_head SET last_seq = ${seq}`);
+    expect((await verifyPostgres(store.db)).differences).toEqual([
+      `event ${seq}: BatchStarted is not accepted by the batch machine`,
+    ]);
   });
 });

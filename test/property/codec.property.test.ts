@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeRecord, encodeRecord, viewMatches } from '../../src/adapters/lmdb/codec.js';
+import { decodeMap, decodeRecord, encodeRecord, encodeView, viewMatches } from '../../src/adapters/lmdb/codec.js';
 import type { RequestContext } from '../../src/domain/request/machine.js';
 import type { RequestState, RequestStatus } from '../../src/domain/request/state.js';
 
@@ -41,7 +41,13 @@ const state: fc.Arbitrary<RequestState> = fc
       outputTokens: number,
       finishReason: text,
       output: fc.constant('message' as const),
+      owner: text,
+      leaseUntil: number,
+      maxAttempts: number,
       metadata: text,
+      // A batch's line: its batch and custom_id (each may come without the other).
+      batchId: fc.string({ minLength: 1, maxLength: 40 }),
+      customId: text,
     },
     {
       requiredKeys: [
@@ -83,5 +89,26 @@ describe('A request record', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('holds a batch’s fields only in a line’s view: any other view has the fields it had before batches', () => {
+    const context = {
+      reqId: 'req_a',
+      accountId: 'acc_1',
+      keyId: 'key_1',
+      model: 'echo',
+      promptChars: 5,
+      createdAt: 1,
+      expiresAt: 2,
+      attempts: 0,
+      availableAt: 1,
+      metadata: '{"k":"v"}',
+    };
+    const fieldsOf = (state: RequestState) => decodeMap<unknown[]>(encodeView(state)).length;
+    // The 18 fields every view has, then the 12 newer ones up to metadata, the last before batches.
+    expect(fieldsOf({ status: 'waiting', context })).toBe(18 + 12);
+    const line: RequestState = { status: 'waiting', context: { ...context, batchId: 'batch_1', customId: 'c-1' } };
+    expect(fieldsOf(line)).toBe(18 + 14);
+    expect(decodeRecord(encodeRecord(line, 'hello')).state).toEqual(line);
   });
 });

@@ -6,6 +6,7 @@ import { type Command, isRefusal } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { RetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import type { CommandOutcome, StoreShape } from '../../src/ports/Store.js';
+import { batchCommand, fileCommand } from '../contract/fixtures.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 
 /**
@@ -13,10 +14,16 @@ import { stopTestCluster, testCluster } from '../support/postgres.js';
  * that hold everything). PostgreSQL's deciding reads only what it fetched for the batch, fetching more whenever a read
  * needs it; here the fetches are tiny (two accounts, two waiting requests at a time), so that claims over several
  * accounts, long queues, wrap-rounds and batches that read what earlier commands of theirs changed take every way of
- * fetching more. Outcomes batch by batch, then everything the read model answers, must be equal.
+ * fetching more. Batches' lines wait in their accounts' batch lanes beside the accounts' own, and claims may hold them
+ * back (`batchShare`). Outcomes batch by batch, then everything the read model answers, must be equal.
  */
 
 const accounts = ['acct_1', 'acct_2', 'acct_3', 'acct_4', 'acct_5', 'acct_6'];
+/** Batches of acct_1 and acct_2 (in progress from the first batch of commands on), and one any command may make. */
+const batchIds = ['1', '2', '3'].map((n) => `batch_${n.padStart(28, 'x')}`);
+const batchAccounts = ['acct_1', 'acct_2', 'acct_1'];
+const fileIds = ['file_1', 'file_2', 'file_3'];
+const batchOwner = 'R';
 const reqIds = Array.from({ length: 24 }, (_, i) => `req_${String(i).padStart(2, '0')}`);
 const owners = ['A', 'B', 'C'];
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000 };
@@ -25,7 +32,8 @@ const at = fc.integer({ min: 0, max: 4_000 });
 const submit: fc.Arbitrary<Command> = fc
   .record({
     reqId: fc.constantFrom(...reqIds),
-    accountId: fc.constantFrom(...accounts),
+    // acct_1 and acct_2 more often: they have batches, so lines and their own requests wait side by side.
+    accountId: fc.constantFrom(...accounts, 'acct_1', 'acct_2', 'acct_1', 'acct_2'),
     model: fc.constantFrom('echo', 'slow'),
     now: fc.integer({ min: 0, max: 2_000 }),
     ttlMs: fc.integer({ min: 500, max: 3_000 }),
@@ -36,12 +44,18 @@ const submit: fc.Arbitrary<Command> = fc
     startNow: fc.option(fc.constantFrom(...owners), { nil: undefined }),
     modelLimit: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
     maxAttempts: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+    // A batch's line (of the batch's account): it waits in the account's batch lane.
+    line: fc.oneof(
+      { arbitrary: fc.constant(undefined), weight: 3 },
+      { arbitrary: fc.integer({ min: 0, max: 2 }), weight: 2 },
+    ),
   })
   .map(
     (s): Command => ({
       type: 'Submit',
       reqId: s.reqId,
-      accountId: s.accountId,
+      accountId: s.line === undefined ? s.accountId : (batchAccounts[s.line] as string),
+      ...(s.line === undefined ? {} : { batchId: batchIds[s.line], customId: `line-${s.reqId}` }),
       keyId: 'key_1',
       model: s.model,
       promptChars: s.prompt.length,
@@ -61,7 +75,8 @@ const claim: fc.Arbitrary<Command> = fc
     now: at,
     max: fc.integer({ min: 1, max: 8 }),
     slow: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
-    after: fc.option(fc.constantFrom('acct_0', ...accounts, 'acct_9'), { nil: undefined }),
+    after: fc.option(fc.constantFrom('acct_0', ...accounts, 'acct_1\u001fbatch', 'acct_9'), { nil: undefined }),
+    batchShare: fc.option(fc.constantFrom(0, 0.25, 0.5, 1), { nil: undefined }),
   })
   .map(
     (c): Command => ({
@@ -73,6 +88,7 @@ const claim: fc.Arbitrary<Command> = fc
       modelLimits: c.slow === undefined ? {} : { slow: c.slow },
       after: c.after,
       policy,
+      ...(c.batchShare === undefined ? {} : { batchShare: c.batchShare, workers: 4 }),
     }),
   );
 
@@ -158,12 +174,86 @@ const onAccount: fc.Arbitrary<Command> = fc
     return { type: 'Account', accountId, command: commands[which] as never };
   });
 
+const onBatch: fc.Arbitrary<Command> = fc
+  .record({
+    batch: fc.integer({ min: 0, max: 2 }),
+    file: fc.integer({ min: 0, max: 2 }),
+    now: at,
+    which: fc.integer({ min: 0, max: 8 }),
+    owner: fc.constantFrom(batchOwner, 'S'),
+    done: fc.integer({ min: 0, max: 3 }),
+  })
+  .map(({ batch, file, now, which, owner, done }): Command => {
+    const batchId = batchIds[batch] as string;
+    const accountId = batchAccounts[batch] as string;
+    const fileId = fileIds[file] as string;
+    const commands: Command[] = [
+      batchCommand(batchId, {
+        type: 'CreateBatch',
+        accountId,
+        keyId: 'key_1',
+        endpoint: '/v1/responses',
+        inputFileId: fileId,
+        completionWindow: '24h',
+        windowMs: 2_000,
+        now,
+      }),
+      batchCommand(batchId, { type: 'TakeBatch', owner, leaseMs: 1_000, now }),
+      batchCommand(batchId, { type: 'StartBatch', owner, total: done, now }),
+      batchCommand(batchId, { type: 'CancelBatch', accountId, now }),
+      batchCommand(batchId, { type: 'CloseWindow', now }),
+      batchCommand(batchId, { type: 'FinalizeBatch', owner, now }),
+      batchCommand(batchId, { type: 'EndBatch', owner, completed: done, failed: 0, now }),
+      fileCommand(fileId, {
+        type: 'CreateFile',
+        accountId,
+        purpose: file === 2 ? 'batch_output' : 'batch',
+        filename: 'in.jsonl',
+        bytes: 10,
+        sha256: 'sha',
+        now,
+      }),
+      fileCommand(fileId, { type: 'DeleteFile', accountId, now }),
+    ];
+    return commands[which] as Command;
+  });
+
 const command = fc.oneof(
   { arbitrary: submit, weight: 4 },
   { arbitrary: claim, weight: 2 },
   { arbitrary: onRequest, weight: 3 },
   { arbitrary: onAccount, weight: 2 },
+  { arbitrary: onBatch, weight: 1 },
 );
+
+/** The first batch of commands of every run: files, and the batches of acct_1 and acct_2 in progress. */
+const prelude: Command[] = [
+  ...fileIds.map((fileId, i) =>
+    fileCommand(fileId, {
+      type: 'CreateFile',
+      accountId: batchAccounts[i] as string,
+      purpose: 'batch',
+      filename: 'in.jsonl',
+      bytes: 10,
+      sha256: 'sha',
+      now: 0,
+    }),
+  ),
+  ...batchIds.slice(0, 2).flatMap((batchId, i): Command[] => [
+    batchCommand(batchId, {
+      type: 'CreateBatch',
+      accountId: batchAccounts[i] as string,
+      keyId: 'key_1',
+      endpoint: '/v1/chat/completions',
+      inputFileId: fileIds[i] as string,
+      completionWindow: '24h',
+      windowMs: 86_400_000,
+      now: 0,
+    }),
+    batchCommand(batchId, { type: 'TakeBatch', owner: batchOwner, leaseMs: 1_000_000, now: 0 }),
+    batchCommand(batchId, { type: 'StartBatch', owner: batchOwner, total: 8, now: 0 }),
+  ]),
+];
 const batches = fc.array(fc.array(command, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 14 });
 
 /** An outcome as plain data: events and replays as they are, a refusal by its class and message, an error by its
@@ -217,6 +307,17 @@ const everything = async (store: StoreShape) => {
       dueWork: await Promise.all([0, 1_000, 2_000, 4_000].map((now) => store.reads.dueWork(now))),
       queueDepths: await store.reads.queueDepths(2_000, 100),
       queueDepthsShallow: await store.reads.queueDepths(2_000, 3),
+      batches: await Promise.all(batchIds.map((batchId) => store.reads.batch(batchId))),
+      files: await Promise.all(fileIds.map((fileId) => store.reads.file(fileId))),
+      lists: await Promise.all(
+        ['acct_1', 'acct_2'].flatMap((accountId) =>
+          (['accountBatches', 'accountFiles'] as const).flatMap((list) => [
+            store.reads.listOf(list, accountId, { order: 'asc', limit: 10 }),
+            store.reads.listOf(list, accountId, { order: 'desc', limit: 1, from: { createdAt: 1_000, id: '' } }),
+          ]),
+        ),
+      ),
+      openBatches: await store.reads.openBatches(10),
     }),
   ) as unknown;
 };
@@ -241,7 +342,7 @@ describe('The PostgreSQL store decides as the in-memory store', () => {
           },
         });
         try {
-          for (const batch of commands) {
+          for (const batch of [prelude, ...commands]) {
             const expected = (await reference.commit({ commands: batch })).map(plain);
             const actual = (await store.commit({ commands: batch })).map(plain);
             expect(actual).toEqual(expected);

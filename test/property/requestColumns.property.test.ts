@@ -17,9 +17,10 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
       ttl: fc.integer({ min: 1, max: 300 }),
       account: fc.constantFrom('a', 'b'),
       extras: fc.boolean(),
+      line: fc.constantFrom(undefined, 'batch_a', 'batch_b'),
     })
     .map(
-      ({ reqId, at, ttl, account, extras }): RequestEvent => ({
+      ({ reqId, at, ttl, account, extras, line }): RequestEvent => ({
         type: 'RequestQueued',
         reqId,
         accountId: account,
@@ -36,6 +37,7 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
               metadata: `{"r":"${reqId}"}`,
             }
           : {}),
+        ...(line === undefined ? {} : { batchId: line, ...(extras ? { customId: `line ${reqId}` } : {}) }),
       }),
     ),
   fc

@@ -32,6 +32,8 @@ describe('Configuration', () => {
       maxQueued: 100,
       maxOpenCalls: 10,
       maxProcessing: 4,
+      maxBatchesInProgress: 2,
+      maxFileStorageBytes: 1024 ** 3,
     });
     expect(config.plans.enterprise.maxKeys).toBeNull();
     expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
@@ -84,6 +86,8 @@ describe('Configuration', () => {
       maxQueued: 100,
       maxOpenCalls: 10,
       maxProcessing: 4,
+      maxBatchesInProgress: 2,
+      maxFileStorageBytes: 1024 ** 3,
     });
   });
   it.each([

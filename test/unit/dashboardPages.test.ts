@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  type BatchesView,
+  batchesPage,
   dashboardAssetPaths,
   dashboardAssetUrls,
   dashboardCss,
@@ -74,6 +76,35 @@ const requests = (over: Partial<RequestsView> = {}): RequestsView => ({
   ...over,
 });
 
+const batches = (over: Partial<BatchesView> = {}): BatchesView => ({
+  csrf,
+  email: 'ada@example.org',
+  batches: [
+    {
+      id: 'batch_done',
+      status: 'completed',
+      endpoint: '/v1/chat/completions',
+      model: 'echo',
+      createdAt: now - 2 * hour,
+      total: 10,
+      completed: 9,
+      failed: 1,
+      outputFileId: 'file-out',
+      errorFileId: 'file-err',
+    },
+    {
+      id: 'batch_running',
+      status: 'in_progress',
+      endpoint: '/v1/responses',
+      createdAt: now - 60_000,
+      total: 1_200,
+      completed: 300,
+      failed: 0,
+    },
+  ],
+  ...over,
+});
+
 /** Every page the module can render, logged in or not, with the data each needs. */
 const allPages: Record<string, string> = {
   home: homePage(),
@@ -87,6 +118,8 @@ const allPages: Record<string, string> = {
   keysNew: keysPage(keys({ newKey: { key: 'sk_fullsecretvalue', name: 'ci' } })),
   requests: requestsPage(requests()),
   requestsEmpty: requestsPage(requests({ requests: [], hourly: new Array(24).fill(0) })),
+  batches: batchesPage(batches()),
+  batchesEmpty: batchesPage(batches({ batches: [] })),
   error403: errorPage({ status: 403, title: 'Form expired', message: 'Reload and try again.', loggedIn: true, csrf }),
   error404: errorPage({ status: 404, title: 'Not found', message: 'No such page.', loggedIn: false }),
   error429: errorPage({ status: 429, title: 'Too many logins', message: 'Wait 15 minutes.', loggedIn: false }),
@@ -143,6 +176,23 @@ describe('dashboard pages', () => {
       loginPage({ csrf, email: evil, error: evil }),
       signupPage({ csrf, email: evil, error: evil }),
       errorPage({ status: 404, title: evil, message: evil, loggedIn: true, csrf, email: evil }),
+      batchesPage(
+        batches({
+          email: evil,
+          batches: [
+            {
+              id: 'batch_x',
+              status: 'completed',
+              endpoint: evil,
+              model: evil,
+              createdAt: now,
+              total: 1,
+              completed: 1,
+              failed: 0,
+            },
+          ],
+        }),
+      ),
     ];
     for (const html of pages) {
       expect(html).not.toContain('<script>alert');
@@ -195,6 +245,7 @@ describe('dashboard pages', () => {
     ]);
     expect(actions(allPages.overview!)).toEqual(['/dashboard/logout']);
     expect(actions(allPages.requests!)).toEqual(['/dashboard/logout']);
+    expect(actions(allPages.batches!)).toEqual(['/dashboard/logout']);
   });
 
   it('signup and login ask for email and password, say the rules, and link to each other', () => {
@@ -220,11 +271,13 @@ describe('dashboard pages', () => {
       expect(allPages[name], name).not.toContain('/dashboard/logout');
       expect(allPages[name], name).not.toContain('<nav');
     }
-    for (const name of ['overview', 'keys', 'requests', 'error403']) {
+    for (const name of ['overview', 'keys', 'requests', 'batches', 'error403']) {
       expect(allPages[name], name).toContain('<form method="post" action="/dashboard/logout">');
       expect(allPages[name], name).toContain('<a href="/dashboard/keys"');
     }
     expect(allPages.keys).toContain('<a href="/dashboard/keys" aria-current="page">Keys</a>');
+    expect(allPages.overview).toContain('<a href="/dashboard/batches">Batches</a>');
+    expect(allPages.batches).toContain('<a href="/dashboard/batches" aria-current="page">Batches</a>');
     // Logged in without a token: the nav, but no logout form it could not fill.
     expect(allPages.error500).toContain('<nav');
     expect(allPages.error500).not.toContain('/dashboard/logout');
@@ -298,6 +351,39 @@ describe('dashboard pages', () => {
     expect(first).not.toContain('Newer');
     expect(first).not.toContain('(older ones)');
     expect(first).toContain('<a href="/dashboard/requests?before=1000.req_a">Older →</a>');
+  });
+
+  it('the batches page lists newest first with status, endpoint, model, progress, counts and download links', () => {
+    const html = allPages.batches!;
+    const ids = [...html.matchAll(/<code>(batch_[a-z]+)<\/code>/g)].map((m) => m[1]);
+    expect(ids).toEqual(['batch_running', 'batch_done']);
+    expect(html).toContain('<span class="badge status-in_progress">in progress</span>');
+    expect(html).toContain('<span class="badge status-completed">completed</span>');
+    expect(html).toContain('<code>/v1/responses</code>');
+    expect(html).toContain('<td>echo</td>');
+    expect(html).toContain('<time datetime="2026-11-23T17:30:05Z">2026-11-23 17:30 UTC</time>');
+    // Progress is the lines ended (completed and failed) of all its lines, as a bar and in words.
+    expect(html).toMatch(/<progress max="10" value="10"[^>]*>100%<\/progress><span>10 of 10 \(100%\)<\/span>/);
+    expect(html).toMatch(/<progress max="1200" value="300"[^>]*>25%<\/progress><span>300 of 1,200 \(25%\)<\/span>/);
+    expect(html).toContain('<td class="num">9</td><td class="num">1</td>');
+    expect(html).toContain('<a href="/dashboard/files/file-out" download>Output</a>');
+    expect(html).toContain('<a href="/dashboard/files/file-err" download>Errors</a>');
+    // A batch not ended has no files to download yet.
+    const running = /<tr id="batch_running">[\s\S]*?<\/tr>/.exec(html)?.[0] ?? '';
+    expect(running).not.toContain('/dashboard/files/');
+    expect(html).not.toContain('class="pager"');
+  });
+
+  it('the batches page links to newer and older pages by their cursors, and says so when it has none', () => {
+    const middle = batchesPage(batches({ newerCursor: '3000.batch_c', olderCursor: '1000.batch_a' }));
+    expect(middle).toContain('<a href="/dashboard/batches?after=3000.batch_c">← Newer</a>');
+    expect(middle).toContain('<a href="/dashboard/batches?before=1000.batch_a">Older →</a>');
+    const none = allPages.batchesEmpty!;
+    expect(none).toContain('No batches yet.');
+    expect(none).not.toContain('<table');
+    const past = batchesPage(batches({ batches: [], newerCursor: '5000.batch_e' }));
+    expect(past).toContain('No batches on this page.');
+    expect(past).toContain('<a href="/dashboard/batches">Back to the newest</a>');
   });
 
   it('the chart has 24 bars whose heights follow the counts, with the numbers as text', () => {

@@ -80,4 +80,124 @@ describe('Log records across layout versions', () => {
     expect(read).toEqual(kept);
     expect(Object.keys(read[0] as object)).not.toContain('metadata');
   });
+
+  const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+
+  it('writes requests and accounts without batch fields in layout 3 or 4, the same bytes as before batches (it can be rolled back to)', () => {
+    const account = { type: 'AccountCreated', accountId: 'acc_1', email: 'a@example.com', plan: 'free', at: 1, seq: 1 };
+    const plain = [account, { ...queued, seq: 2 }] as unknown as StoredEvent[];
+    expect(unpacked(encodeLogRecord(plain))[0]).toBe(3);
+    const kept = [{ ...queued, metadata: '{"team":"a"}', seq: 1 }] as unknown as StoredEvent[];
+    // As layout 4 wrote it before batches: RequestQueued (type code 0) with twelve fields, none for a batch's line.
+    const strings = ['req_a', 'acc_1', 'key_1', 'echo', '{"team":"a"}'];
+    const values = [0, 1, 2, 3, 5, 1_000, 2_000, -1, -1, -1, null, 4];
+    expect(encodeLogRecord(kept)).toEqual(new Packr({ useRecords: false }).pack([4, 1, strings, [0], values]));
+    expect(decodeLogRecord(encodeLogRecord(kept))).toEqual(kept);
+  });
+
+  it('writes a record holding a batch’s lines in layout 5, and reads back their batch and custom_id only where a line has them', () => {
+    const batchId = 'batch_0123456789abcdefghijkl';
+    const events = [
+      { ...queued, batchId, customId: 'line-1 ✓', seq: 1 },
+      { ...queued, reqId: 'req_b', batchId, seq: 2 },
+      { ...queued, reqId: 'req_c', metadata: '{"k":"v"}', seq: 3 },
+      { ...queued, reqId: 'req_d', seq: 4 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(events);
+    expect(unpacked(bytes)[0]).toBe(5);
+    const read = decodeLogRecord(bytes);
+    expect(read).toEqual(events);
+    expect(Object.keys(read[1] as object)).not.toContain('customId');
+    for (const event of read.slice(2)) expect(Object.keys(event)).not.toContain('batchId');
+  });
+
+  it('writes batch and file events in layout 5 and reads back every one as written, optional fields only where present', () => {
+    const batchId = 'batch_0123456789abcdefghijkl';
+    const events = [
+      {
+        type: 'FileCreated',
+        fileId: 'file-in',
+        accountId: 'acc_1',
+        purpose: 'batch',
+        filename: 'in é.jsonl',
+        bytes: 2_048,
+        sha256: 'ab'.repeat(32),
+        at: 10,
+      },
+      {
+        type: 'FileCreated',
+        fileId: 'file-tmp',
+        accountId: 'acc_1',
+        purpose: 'batch',
+        filename: 'tmp.jsonl',
+        bytes: 0,
+        sha256: 'cd'.repeat(32),
+        at: 11,
+        expiresAt: 99,
+      },
+      {
+        type: 'BatchCreated',
+        batchId,
+        accountId: 'acc_1',
+        keyId: 'key_1',
+        endpoint: '/v1/chat/completions',
+        inputFileId: 'file-in',
+        completionWindow: '24h',
+        at: 12,
+        expiresAt: 86_400_012,
+        metadata: '{"job":"nightly"}',
+        outputExpiresAfterSeconds: 3_600,
+      },
+      {
+        type: 'BatchCreated',
+        batchId: 'batch_other',
+        accountId: 'acc_1',
+        keyId: 'key_1',
+        endpoint: '/v1/responses',
+        inputFileId: 'file-in',
+        completionWindow: '24h',
+        at: 13,
+        expiresAt: 86_400_013,
+      },
+      { type: 'BatchTaken', batchId, owner: 'proc_1', leaseUntil: 60_014, at: 14 },
+      {
+        type: 'BatchValidationFailed',
+        batchId: 'batch_other',
+        owner: 'proc_1',
+        errors: '[{"code":"invalid_json","line":2}]',
+        at: 15,
+      },
+      { type: 'BatchStarted', batchId, owner: 'proc_1', total: 3, model: 'echo', at: 16 },
+      { type: 'BatchStarted', batchId: 'batch_third', owner: 'proc_1', total: 1, at: 16 },
+      { type: 'BatchCancelRequested', batchId, at: 17 },
+      { type: 'BatchWindowClosed', batchId: 'batch_third', at: 18 },
+      { type: 'BatchFinalizing', batchId, owner: 'proc_1', queued: 2, done: 2, at: 19 },
+      {
+        type: 'BatchEnded',
+        batchId,
+        owner: 'proc_1',
+        outputFileId: 'file-out',
+        errorFileId: 'file-err',
+        completed: 1,
+        failed: 1,
+        at: 20,
+      },
+      { type: 'BatchEnded', batchId: 'batch_third', owner: 'proc_1', completed: 0, failed: 0, at: 21 },
+      { type: 'FileDeleted', fileId: 'file-tmp', at: 22, reason: 'expired' },
+      { type: 'FileDeleted', fileId: 'file-in', at: 23 },
+    ].map((event, i) => ({ ...event, seq: 100 + i })) as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(events);
+    expect(unpacked(bytes)[0]).toBe(5);
+    const read = decodeLogRecord(bytes);
+    expect(read).toEqual(events);
+    // Absent optional fields stay absent, also when the event before of the same type had them.
+    const keysOf = (i: number) => Object.keys(read[i] as object);
+    expect(keysOf(0)).not.toContain('expiresAt');
+    expect(keysOf(3)).not.toContain('metadata');
+    expect(keysOf(3)).not.toContain('outputExpiresAfterSeconds');
+    expect(keysOf(7)).not.toContain('model');
+    expect(keysOf(12)).not.toContain('outputFileId');
+    expect(keysOf(12)).not.toContain('errorFileId');
+    expect(keysOf(14)).not.toContain('reason');
+  });
 });

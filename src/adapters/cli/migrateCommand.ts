@@ -68,6 +68,7 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         : undefined;
       const dbs = openDatabases(source);
       let summary: Awaited<ReturnType<typeof importing.importLmdb>>;
+      let files = 0;
       try {
         summary = await importing.importLmdb(db, dbs, {
           where: database,
@@ -81,7 +82,26 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
                   : 'verifying the copy as replay --verify does';
           },
         });
+        // The files' bytes, once the log that names them is in (a part at a time, as uploads store them).
+        const [{ lmdbFileBytes }, { postgresFileBytes }] = await Promise.all([
+          import('../lmdb/fileBytes.js'),
+          import('../postgres/fileBytes.js'),
+        ]);
+        const from = lmdbFileBytes(dbs);
+        const to = postgresFileBytes(db.query);
+        for (const { key } of dbs.files.getRange({})) {
+          const fileId = String(key);
+          try {
+            await to.write(fileId, from.read(fileId), Number.MAX_SAFE_INTEGER, Date.now());
+          } catch (error) {
+            throw new CliError(
+              `the log was copied, but the bytes of file ${fileId} could not be (${withoutSecrets((error as Error).message, options.to)}); ${files} files' bytes were copied before it`,
+            );
+          }
+          files++;
+        }
       } catch (error) {
+        if (error instanceof CliError) throw error;
         if (error instanceof importing.TargetNotEmpty || error instanceof importing.SourceDamaged)
           throw new CliError(`${error.message}; nothing was written`, 2);
         if (error instanceof importing.CopyDiffers) throw new CliError(error.message, 1);
@@ -103,12 +123,13 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
           accounts: summary.accounts,
           keys: summary.keys,
           credentials: summary.credentials,
+          files,
           source,
           database,
           seconds,
         },
         () => [
-          `migrated ${summary.events} events (${summary.requests} requests, ${summary.accounts} accounts, ${summary.keys} keys) from ${source} to ${database}`,
+          `migrated ${summary.events} events (${summary.requests} requests, ${summary.accounts} accounts, ${summary.keys} keys, ${files} files) from ${source} to ${database}`,
         ],
       );
     });

@@ -6,6 +6,7 @@ import { redactUrlsIn } from '../postgres/redactedUrl.js';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
 import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
+import { registerBatchCommands } from './batchCommands.js';
 import { exitStatusHelp } from './exitStatuses.js';
 import { registerMigrateCommand } from './migrateCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
@@ -39,6 +40,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerKeyCommands(program, output);
   registerReplayCommand(program, output);
   registerRequestCommands(program, output);
+  registerBatchCommands(program, output);
   registerBackupCommand(program, output);
   registerMigrateCommand(program, output);
   registerAskCommand(program, output);

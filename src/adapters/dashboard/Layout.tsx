@@ -2,12 +2,13 @@ import type { ComponentChildren } from 'preact';
 import { dashboardAssetUrls } from './assets.js';
 import { CsrfField } from './CsrfField.js';
 
-export type Section = 'overview' | 'keys' | 'requests';
+export type Section = 'overview' | 'keys' | 'requests' | 'batches';
 
 const sections: readonly { id: Section; href: string; label: string }[] = [
   { id: 'overview', href: '/dashboard', label: 'Overview' },
   { id: 'keys', href: '/dashboard/keys', label: 'Keys' },
   { id: 'requests', href: '/dashboard/requests', label: 'Requests' },
+  { id: 'batches', href: '/dashboard/batches', label: 'Batches' },
 ];
 
 type LayoutProps = {

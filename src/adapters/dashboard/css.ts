@@ -105,6 +105,10 @@ tr.current td, tr.current th { background: var(--accent-soft); font-weight: 600;
 .status-completed { color: var(--ok); border-color: var(--ok); }
 .status-failed { color: var(--danger); border-color: var(--danger); }
 .status-queued, .status-processing { color: var(--accent); border-color: var(--accent); }
+.status-validating, .status-in_progress, .status-finalizing, .status-cancelling { color: var(--accent); border-color: var(--accent); }
+.progress progress { width: 100%; min-width: 6rem; height: 0.8rem; display: block; }
+.progress span { font-size: 0.85rem; white-space: nowrap; }
+td.files a { display: block; white-space: nowrap; }
 .status-expired, .status-cancelled { color: var(--muted); }
 
 details.confirm summary { cursor: pointer; color: var(--danger); font-weight: 600; }

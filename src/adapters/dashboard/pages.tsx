@@ -5,6 +5,7 @@
  * img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`.
  */
 export { dashboardAssetPaths, dashboardAssetUrls, dashboardCss, dashboardScript } from './assets.js';
+export { batchesPage } from './batchesPage.js';
 export { errorPage } from './errorPage.js';
 export { homePage } from './homePage.js';
 export { keysPage } from './keysPage.js';

@@ -93,6 +93,32 @@ export type RequestsView = SessionView & {
   readonly now: number;
 };
 
+/** One batch as the Batches page shows it (contract 16): its API status and counts, and its files, when written. */
+export type BatchRow = {
+  readonly id: string;
+  /** The status OpenAI's clients see (`validating`, `in_progress`, `finalizing`, `completed`, ...). */
+  readonly status: string;
+  readonly endpoint: string;
+  /** The one model its lines name, once validated (absent when they name several). */
+  readonly model?: string;
+  readonly createdAt: number;
+  /** Lines in its input file (0 until validated), and those completed and failed so far. */
+  readonly total: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly outputFileId?: string;
+  readonly errorFileId?: string;
+};
+
+export type BatchesView = SessionView & {
+  /** One page of batches; shown newest first whatever order they come in. */
+  readonly batches: readonly BatchRow[];
+  /** Where the next older page starts (`?before=…`), when there is one. */
+  readonly olderCursor?: string;
+  /** Where the next newer page starts (`?after=…`), when this is not the newest page. */
+  readonly newerCursor?: string;
+};
+
 export type ErrorView = {
   readonly status: 400 | 403 | 404 | 413 | 429 | 500 | 503;
   readonly title: string;

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import busboy from 'busboy';
+import { controlCharacters } from '../../domain/identifiers.js';
 import { ClientGone } from './requestBody.js';
 
 /**
@@ -76,14 +77,12 @@ export type MultipartUpload = {
 
 const refused = (param: string | null, message: string): UploadRefused => ({ _tag: 'UploadRefused', param, message });
 
-/** C0 controls, DEL and C1 controls: never part of a name shown back or written in a header. */
-const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/;
-
 const filenameProblem = (filename: string | undefined, limits: UploadLimits): string | undefined => {
   if (filename === undefined || filename === '') return 'the file part has no filename';
   if ([...filename].length > limits.maxFilenameChars)
     return `the filename is longer than ${limits.maxFilenameChars} characters`;
-  if (controlCharacter.test(filename)) return 'the filename holds control characters';
+  // Never part of a name shown back or written in a header.
+  if (controlCharacters.test(filename)) return 'the filename holds control characters';
   return undefined;
 };
 

@@ -1,10 +1,20 @@
 import { isAccountEvent } from '../../domain/account/events.js';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import { isBatchEvent } from '../../domain/batch/events.js';
+import type { BatchView } from '../../domain/batch/state.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { isFileEvent } from '../../domain/file/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import { isRequestEvent } from '../../domain/request/events.js';
-import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
+import {
+  evolveInPlace,
+  initialRequestState,
+  isQueued,
+  type MutableRequestState,
+  type RequestStatus,
+} from '../../domain/request/state.js';
 import {
   accountRequestKeyOf,
   dispatchKeyOf,
@@ -15,8 +25,9 @@ import {
   projectAccountEvent,
   usageOf,
 } from '../../storage/projection.js';
+import { compareBatchFileViews, createBatchFileFold } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
-import { countIds, decodeIds, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
+import { countIds, decodeIds, decodeMap, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
 import { waitingCountKey } from './migrations.js';
@@ -27,14 +38,23 @@ export type { VerifyReport } from '../../storage/verifyReport.js';
 const sameKey = (a: IndexKey, b: IndexKey | undefined): boolean =>
   Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
 
+export type VerifyOptions = {
+  /**
+   * Given the files the log leaves (rebuilt, compared with the stored views by then): where a caller checks their
+   * bytes against the log, with `verifyFileDigests` (storage/verifyBatches.ts) and the store's FileBytes.
+   */
+  readonly files?: (files: ReadonlyMap<string, FileState>) => void;
+};
+
 /**
  * Rebuilds every view and index from the log and reports where the stored ones differ. Requests are folded with
  * the server's own step (`evolve`, the compiled machine); their index entries are functions of the folded state
  * (`dispatchKeyOf`, `groupOf`), as in the projection, so they are checked against the final states. Views are
- * compared as encoded values. It runs synchronously from start to end, so it reads one snapshot of the environment
+ * compared as encoded values. Batches are folded by their machine, their lines' counts by the write path's rule
+ * (storage/verifyBatches.ts); files and the indexes of both the same way. It runs synchronously from start to end, so it reads one snapshot of the environment
  * even while a server keeps writing.
  */
-export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
+export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): VerifyReport => {
   const differences: string[] = [];
   const differ = (message: string) => {
     if (differences.length < maxDifferences) differences.push(message);
@@ -56,6 +76,13 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     else if (event.type === 'RequestExpired' && idempotency.get(keyText(key)) === reqId)
       idempotency.delete(keyText(key));
   };
+  // Batches (their state, and their lines' counts) and files, rebuilt beside the requests: a line's event passes on
+  // only its status before the event (read here, before the step changes it) and the working state after it.
+  const batchesAndFiles = createBatchFileFold();
+  const countLine = (before: RequestStatus) => {
+    const { batchId } = columns.working.context;
+    if (batchId !== undefined) batchesAndFiles.line(batchId, before, columns.working);
+  };
   let workingReqId: string | undefined;
   let workingSlot = -1;
   const putBack = () => {
@@ -66,12 +93,20 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     expected++;
     if (!isRequestEvent(event)) {
       if (isAccountEvent(event)) projectAccountEvent(account.views, event);
+      else if (isBatchEvent(event)) {
+        if (!batchesAndFiles.batchEvent(event))
+          differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+      } else if (isFileEvent(event)) batchesAndFiles.fileEvent(event);
       return;
     }
     if (event.reqId === workingReqId) {
+      const before = columns.working.status;
       if (!evolveInPlace(columns.working, event))
         differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
-      else trackIdempotency(event, columns.working);
+      else {
+        trackIdempotency(event, columns.working);
+        countLine(before);
+      }
       return;
     }
     putBack();
@@ -82,14 +117,17 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
       // queued twice gets two slots, and both are compared with its one record below, so it is reported there.
       evolveInPlace(columns.loadState(initialRequestState), event);
       trackIdempotency(event, columns.working);
+      countLine('none');
       workingSlot = columns.append(event.reqId);
     } else {
       const slot = columns.slotOf(event.reqId);
-      if (slot === undefined || !evolveInPlace(columns.load(slot), event)) {
+      const before = slot === undefined ? 'none' : columns.load(slot).status;
+      if (slot === undefined || !evolveInPlace(columns.working, event)) {
         differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
         return;
       }
       trackIdempotency(event, columns.working);
+      countLine(before);
       workingSlot = slot;
     }
     workingReqId = event.reqId;
@@ -297,6 +335,21 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
   for (const keyId of dbs.keyLastUsed.getKeys({}))
     if (!account.rebuilt.keys.has(String(keyId)))
       differ(`key use ${String(keyId)}: stored for a key the log never made`);
+  // Batches, files and their indexes (few beside requests): compared view by view and entry by entry, both ways.
+  const made = compareBatchFileViews(
+    batchesAndFiles,
+    {
+      batches: dbs.batches
+        .getRange({})
+        .map(({ key, value }) => ({ id: String(key), view: decodeMap<BatchView>(value) })),
+      files: dbs.files.getRange({}).map(({ key, value }) => ({ id: String(key), view: decodeMap<FileState>(value) })),
+      accountBatches: dbs.indexes.accountBatches.getRange({}),
+      accountFiles: dbs.indexes.accountFiles.getRange({}),
+      openBatches: dbs.indexes.openBatches.getRange({}),
+    },
+    differ,
+  );
+  options.files?.(batchesAndFiles.files);
   const storedLastSeq = dbs.meta.get(lastSeqKey) ?? 0;
   if (storedLastSeq !== expected - 1)
     differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);
@@ -309,6 +362,8 @@ export const verifyViews = (dbs: LmdbDatabases): VerifyReport => {
     requests: columns.size(),
     accounts: account.rebuilt.accounts.size,
     keys: account.rebuilt.keys.size,
+    batches: made.batches,
+    files: made.files,
     differences,
   };
 };

@@ -1,5 +1,8 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import { dispatchLaneOf } from '../../domain/batch/lines.js';
+import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
+import type { FileState } from '../../domain/file/state.js';
 import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
@@ -46,10 +49,9 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     if (command.type === 'Claim') {
       needs.push({ kind: 'lapsed', now: command.now, limit: 256 });
       needs.push({ kind: 'processingCounts' });
-      // The accounts in turn from the one served last, and (to wrap round) from the first, each with its first few
+      // The lanes in turn from the one served last, and (to wrap round) from the first, each with its first few
       // waiting requests: what most claims read, fetched right behind the writer's lock.
-      // A claim of a few takes from a few accounts (its later rounds, or accounts with nothing it may take, fetch
-      // more).
+      // A claim of a few takes from a few lanes (its later rounds, or lanes with nothing it may take, fetch more).
       const page = {
         limit: Math.max(2, Math.min(sizes.accounts, command.max + 1)),
         entries: Math.max(1, Math.min(sizes.firstEntries, command.max + 1)),
@@ -58,10 +60,20 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       if (command.after !== undefined) needs.push({ kind: 'accountsAfter', after: '', ...page });
       continue;
     }
-    // TODO(batches on PostgreSQL): prefetch a batch's and a file's views.
-    if (command.type === 'Batch' || command.type === 'File') continue;
+    if (command.type === 'Batch') {
+      needs.push({ kind: 'batch', id: command.batchId });
+      if (command.command.type === 'CreateBatch') needs.push({ kind: 'file', id: command.command.inputFileId });
+      continue;
+    }
+    if (command.type === 'File') {
+      needs.push({ kind: 'file', id: command.fileId });
+      continue;
+    }
+    // A request's row comes with its batch's view when it is a batch's line (fetchInto): a line's change of status
+    // changes its batch's counts.
     needs.push({ kind: 'request', id: command.reqId });
     if (command.type !== 'Submit') continue;
+    if (command.batchId !== undefined) needs.push({ kind: 'batch', id: command.batchId });
     if (command.idempotency !== undefined)
       needs.push({ kind: 'idempotency', accountId: command.accountId, key: command.idempotency.key });
     if (command.maxQueued !== undefined) needs.push({ kind: 'queuedCount', id: command.accountId });
@@ -82,7 +94,14 @@ const ofKind = <K extends Need['kind']>(needs: readonly Need[], kind: K) =>
 
 const unique = (values: readonly string[]) => [...new Set(values)];
 
-type StateRow = { id: string; state: unknown };
+/** A request's row with its batch's view, if it is a batch's line (null: not a line, or no such batch). */
+type LineRow = { id: string; state: RequestState; batch_id: string | null; batch: BatchView | null };
+
+/** Keeps the batch views that came with requests' rows (a batch fetched already is the same: one transaction). */
+const addBatchesOf = (fetched: Fetched, rows: readonly LineRow[]) => {
+  for (const { batch_id, batch } of rows)
+    if (batch_id !== null && !fetched.batches.has(batch_id)) fetched.batches.set(batch_id, batch);
+};
 
 /**
  * Fetches what `needs` names into `fetched`, one statement per kind of thing, all handed to the transaction's
@@ -91,7 +110,7 @@ type StateRow = { id: string; state: unknown };
 const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[]): Promise<void> => {
   const work: Promise<void>[] = [];
   const byIds = <V>(
-    kind: 'request' | 'account' | 'key' | 'session' | 'email' | 'credential',
+    kind: 'account' | 'key' | 'session' | 'email' | 'credential' | 'batch' | 'file',
     map: Map<string, V | null>,
     query: (ids: string[]) => Promise<readonly { id: string; value: V }[]>,
   ) => {
@@ -104,8 +123,26 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
       }),
     );
   };
-  byIds<RequestState>('request', fetched.requests, (ids) =>
-    query(sql`SELECT req_id AS id, state AS value FROM requests WHERE req_id = ANY(${ids}::text[])`),
+  // Requests, each with its batch's view when it is a line (the join costs nothing for a request that is not): a
+  // line's success or failure changes its batch's counts, and the hot path of a big batch takes one round trip.
+  const requestIds = unique(ofKind(needs, 'request').map((need) => need.id)).filter((id) => !fetched.requests.has(id));
+  if (requestIds.length > 0) {
+    work.push(
+      query<LineRow[]>(sql`
+        SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
+        FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
+        WHERE r.req_id = ANY(${requestIds}::text[])`).then((rows) => {
+        for (const id of requestIds) fetched.requests.set(id, null);
+        for (const row of rows) fetched.requests.set(row.id, row.state);
+        addBatchesOf(fetched, rows);
+      }),
+    );
+  }
+  byIds<BatchView>('batch', fetched.batches, (ids) =>
+    query(sql`SELECT batch_id AS id, state AS value FROM batches WHERE batch_id = ANY(${ids}::text[])`),
+  );
+  byIds<FileState>('file', fetched.files, (ids) =>
+    query(sql`SELECT file_id AS id, state AS value FROM files WHERE file_id = ANY(${ids}::text[])`),
   );
   byIds<AccountState>('account', fetched.accounts, (ids) =>
     query(sql`SELECT account_id AS id, state AS value FROM accounts WHERE account_id = ANY(${ids}::text[])`),
@@ -205,47 +242,54 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
     const key = `${now}:${limit}`;
     if (fetched.lapsed.has(key)) continue;
     fetched.lapsed.set(key, []);
+    // With the batch views of lines among them: a line whose lease lapsed with no attempt left fails (its batch counts
+    // it).
     work.push(
-      query<StateRow[]>(sql`
-        SELECT req_id AS id, state FROM requests WHERE lease_until <= ${now}
-        ORDER BY lease_until, req_id LIMIT ${Math.max(0, limit)}`).then((rows) => {
+      query<LineRow[]>(sql`
+        SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
+        FROM (SELECT req_id, lease_until, state FROM requests WHERE lease_until <= ${now}
+          ORDER BY lease_until, req_id LIMIT ${Math.max(0, limit)}) r
+        LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
+        ORDER BY r.lease_until, r.req_id`).then((rows) => {
         fetched.lapsed.set(
           key,
           rows.map((row) => row.id),
         );
-        for (const row of rows) if (!fetched.requests.has(row.id)) fetched.requests.set(row.id, row.state as never);
+        for (const row of rows) if (!fetched.requests.has(row.id)) fetched.requests.set(row.id, row.state);
+        addBatchesOf(fetched, rows);
       }),
     );
   }
 
   for (const { after, limit, entries } of ofKind(needs, 'accountsAfter')) {
-    // A loose index scan (one hop of the dispatch index per account, whatever each account has waiting), and each
-    // account's first waiting requests (an account without any: a row of nulls).
+    // A loose index scan (one hop of the dispatch index per lane, whatever each lane has waiting), and each lane's
+    // first waiting requests, with their account's view (a claim reads its plan: the bound of its requests being
+    // processed). A lane has a waiting request (this statement's snapshot found it), so its first row names its
+    // account.
     work.push(
-      query<(QueueRow & { account_state: AccountState | null })[]>(sql`
-        WITH RECURSIVE waiting(account_id) AS (
-          (SELECT account_id FROM requests WHERE status = 'waiting' AND account_id > ${after}
-            ORDER BY account_id LIMIT 1)
+      query<(QueueRow & { account_id: string | null; account_state: AccountState | null })[]>(sql`
+        WITH RECURSIVE waiting(lane) AS (
+          (SELECT lane FROM requests WHERE status = 'waiting' AND lane > ${after} ORDER BY lane LIMIT 1)
           UNION ALL
-          SELECT (SELECT r.account_id FROM requests r WHERE r.status = 'waiting' AND r.account_id > w.account_id
-            ORDER BY r.account_id LIMIT 1)
-          FROM waiting w WHERE w.account_id IS NOT NULL
-        ), waiting_accounts AS (
-          SELECT account_id FROM waiting WHERE account_id IS NOT NULL LIMIT ${limit}
+          SELECT (SELECT r.lane FROM requests r WHERE r.status = 'waiting' AND r.lane > w.lane
+            ORDER BY r.lane LIMIT 1)
+          FROM waiting w WHERE w.lane IS NOT NULL
+        ), waiting_lanes AS (
+          SELECT lane FROM waiting WHERE lane IS NOT NULL LIMIT ${limit}
         )
-        SELECT a.account_id, ac.state AS account_state, q.req_id, q.available_at, q.model, q.state
-        FROM waiting_accounts a LEFT JOIN accounts ac ON ac.account_id = a.account_id LEFT JOIN LATERAL (
-          SELECT req_id, available_at, model, state FROM requests
-          WHERE status = 'waiting' AND account_id = a.account_id
+        SELECT l.lane, q.account_id, ac.state AS account_state, q.req_id, q.available_at, q.model, q.state
+        FROM waiting_lanes l LEFT JOIN LATERAL (
+          SELECT account_id, req_id, available_at, model, state FROM requests
+          WHERE status = 'waiting' AND lane = l.lane
           ORDER BY available_at, req_id LIMIT ${entries}
-        ) q ON true
-        ORDER BY a.account_id, q.available_at, q.req_id`).then((rows) => {
-        const accounts = [...new Set(rows.map((row) => row.account_id))];
-        fetched.addAccounts(after, accounts, accounts.length < limit);
-        // With each account's view: a claim reads its plan (the bound of its requests being processed).
+        ) q ON true LEFT JOIN accounts ac ON ac.account_id = q.account_id
+        ORDER BY l.lane, q.available_at, q.req_id`).then((rows) => {
+        const lanes = [...new Set(rows.map((row) => row.lane))];
+        fetched.addAccounts(after, lanes, lanes.length < limit);
         for (const row of rows)
-          if (!fetched.accounts.has(row.account_id)) fetched.accounts.set(row.account_id, row.account_state);
-        addQueues(fetched, rows, new Map(accounts.filter((id) => !fetched.queues.has(id)).map((id) => [id, entries])));
+          if (row.account_id !== null && !fetched.accounts.has(row.account_id))
+            fetched.accounts.set(row.account_id, row.account_state);
+        addQueues(fetched, rows, new Map(lanes.filter((id) => !fetched.queues.has(id)).map((id) => [id, entries])));
       }),
     );
   }
@@ -256,35 +300,35 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
     const ids = [...queues.keys()];
     work.push(
       query<QueueRow[]>(sql`
-        SELECT u.account_id, q.req_id, q.available_at, q.model, q.state
-        FROM unnest(${ids}::text[], ${ids.map((id) => queues.get(id) ?? 0)}::int[]) AS u(account_id, n)
+        SELECT u.lane, q.req_id, q.available_at, q.model, q.state
+        FROM unnest(${ids}::text[], ${ids.map((id) => queues.get(id) ?? 0)}::int[]) AS u(lane, n)
         CROSS JOIN LATERAL (
           SELECT req_id, available_at, model, state FROM requests
-          WHERE status = 'waiting' AND account_id = u.account_id
+          WHERE status = 'waiting' AND lane = u.lane COLLATE "C"
           ORDER BY available_at, req_id LIMIT u.n
         ) q
-        ORDER BY u.account_id, q.available_at, q.req_id`).then((rows) => addQueues(fetched, rows, queues)),
+        ORDER BY u.lane COLLATE "C", q.available_at, q.req_id`).then((rows) => addQueues(fetched, rows, queues)),
     );
   }
   await Promise.all(work);
 };
 
 type QueueRow = {
-  account_id: string;
+  lane: string;
   req_id: string | null;
   available_at: number | null;
   model: string | null;
   state: RequestState | null;
 };
 
-/** Sets the queues of the accounts in `limits` (each read `limit` deep) from rows in dispatch order. */
+/** Sets the queues of the lanes in `limits` (each read `limit` deep) from rows in dispatch order. */
 const addQueues = (fetched: Fetched, rows: readonly QueueRow[], limits: ReadonlyMap<string, number>) => {
   const entries = new Map<string, { reqId: string; availableAt: number; model: string }[]>(
     [...limits.keys()].map((id) => [id, []]),
   );
-  for (const { account_id, req_id, available_at, model, state } of rows) {
+  for (const { lane, req_id, available_at, model, state } of rows) {
     if (req_id === null || available_at === null || model === null) continue;
-    entries.get(account_id)?.push({ reqId: req_id, availableAt: available_at, model });
+    entries.get(lane)?.push({ reqId: req_id, availableAt: available_at, model });
     if (!fetched.requests.has(req_id)) fetched.requests.set(req_id, state);
   }
   for (const [id, found] of entries)
@@ -297,6 +341,8 @@ export const requestColumns = (state: RequestState) => {
   return {
     account_id: context.accountId,
     status,
+    // The dispatch index's lane (projection.ts, dispatchKeyOf), while the request waits.
+    lane: status === 'waiting' ? dispatchLaneOf(context) : null,
     model: context.model,
     created_at: context.createdAt,
     available_at: context.availableAt,
@@ -304,6 +350,21 @@ export const requestColumns = (state: RequestState) => {
     lease_until: groupOf.processing(state) ?? null,
   };
 };
+
+/** The columns of a batch's row its indexes are over: an account's batches (projection.ts, accountBatchKeyOf) and
+ * the open ones (projectBatchChange). */
+export const batchColumns = (view: BatchView) => ({
+  account_id: view.state.context.accountId,
+  created_at: view.state.context.createdAt,
+  open: !isFinalBatch(view.state.status),
+});
+
+/** The columns of a file's row its index is over: an account's files, with their purpose (accountFileKeyOf). */
+export const fileColumns = (file: FileState) => ({
+  account_id: file.accountId,
+  created_at: file.createdAt,
+  purpose: file.purpose,
+});
 
 const textBytes = (write: RequestWrite): Buffer | null =>
   write.text === undefined || !holdsText(write.state.status) ? null : Buffer.from(write.text, 'utf8');
@@ -329,6 +390,7 @@ export const writeAll = async (
       ids: rows.map(([id]) => id),
       accounts: columns.map((c) => c.account_id),
       statuses: columns.map((c) => c.status),
+      lanes: columns.map((c) => c.lane),
       models: columns.map((c) => c.model),
       created: columns.map((c) => c.created_at),
       available: columns.map((c) => c.available_at),
@@ -345,26 +407,29 @@ export const writeAll = async (
     const r = requestRows(created);
     work.push(
       query(sql`
-      INSERT INTO requests (req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text)
-      SELECT u.req_id, u.account_id, u.status, u.model, u.created_at, u.available_at, u.expires_at, u.lease_until,
-        u.state::json, u.text
-      FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.models}::text[],
-        ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[], ${r.leases}::bigint[],
-        ${r.states}::text[], ${r.texts}::bytea[])
-        AS u(req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text)`),
+      INSERT INTO requests (req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until,
+        state, text)
+      SELECT u.req_id, u.account_id, u.status, u.lane, u.model, u.created_at, u.available_at, u.expires_at,
+        u.lease_until, u.state::json, u.text
+      FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.lanes}::text[],
+        ${r.models}::text[], ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[],
+        ${r.leases}::bigint[], ${r.states}::text[], ${r.texts}::bytea[])
+        AS u(req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, state, text)`),
     );
   }
   if (changed.length > 0) {
     const r = requestRows(changed);
     work.push(
       query(sql`
-      UPDATE requests SET account_id = u.account_id, status = u.status, model = u.model, created_at = u.created_at,
-        available_at = u.available_at, expires_at = u.expires_at, lease_until = u.lease_until, state = u.state::json,
+      UPDATE requests SET account_id = u.account_id, status = u.status, lane = u.lane, model = u.model,
+        created_at = u.created_at, available_at = u.available_at, expires_at = u.expires_at,
+        lease_until = u.lease_until, state = u.state::json,
         text = CASE WHEN u.holds = 1 THEN COALESCE(u.text, requests.text) END
-      FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.models}::text[],
-        ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[], ${r.leases}::bigint[],
-        ${r.states}::text[], ${r.texts}::bytea[], ${r.holds}::int[])
-        AS u(req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state, text, holds)
+      FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.lanes}::text[],
+        ${r.models}::text[], ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[],
+        ${r.leases}::bigint[], ${r.states}::text[], ${r.texts}::bytea[], ${r.holds}::int[])
+        AS u(req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, state, text,
+          holds)
       WHERE requests.req_id = u.req_id`),
     );
   }
@@ -376,6 +441,40 @@ export const writeAll = async (
       SELECT id, state::json FROM unnest(${rows.map(([id]) => id)}::text[], ${rows.map(([, s]) => JSON.stringify(s))}::text[]) AS u(id, state)
       ON CONFLICT (account_id) DO UPDATE SET state = EXCLUDED.state`),
     );
+  }
+  if (writes.batches.size > 0) {
+    const rows = [...writes.batches];
+    const columns = rows.map(([, view]) => batchColumns(view));
+    work.push(
+      query(sql`
+      INSERT INTO batches (batch_id, account_id, created_at, open, state)
+      SELECT id, account_id, created_at, open, state::json
+      FROM unnest(${rows.map(([id]) => id)}::text[], ${columns.map((c) => c.account_id)}::text[],
+        ${columns.map((c) => c.created_at)}::bigint[], ${columns.map((c) => c.open)}::boolean[],
+        ${rows.map(([, view]) => JSON.stringify(view))}::text[])
+        AS u(id, account_id, created_at, open, state)
+      ON CONFLICT (batch_id) DO UPDATE SET account_id = EXCLUDED.account_id, created_at = EXCLUDED.created_at,
+        open = EXCLUDED.open, state = EXCLUDED.state`),
+    );
+  }
+  if (writes.files.size > 0) {
+    const kept = [...writes.files].filter((entry): entry is [string, FileState] => entry[1] !== undefined);
+    const gone = [...writes.files].filter(([, state]) => state === undefined).map(([id]) => id);
+    if (kept.length > 0) {
+      const columns = kept.map(([, file]) => fileColumns(file));
+      work.push(
+        query(sql`
+        INSERT INTO files (file_id, account_id, created_at, purpose, state)
+        SELECT id, account_id, created_at, purpose, state::json
+        FROM unnest(${kept.map(([id]) => id)}::text[], ${columns.map((c) => c.account_id)}::text[],
+          ${columns.map((c) => c.created_at)}::bigint[], ${columns.map((c) => c.purpose)}::text[],
+          ${kept.map(([, file]) => JSON.stringify(file))}::text[])
+          AS u(id, account_id, created_at, purpose, state)
+        ON CONFLICT (file_id) DO UPDATE SET account_id = EXCLUDED.account_id, created_at = EXCLUDED.created_at,
+          purpose = EXCLUDED.purpose, state = EXCLUDED.state`),
+      );
+    }
+    if (gone.length > 0) work.push(query(sql`DELETE FROM files WHERE file_id = ANY(${gone}::text[])`));
   }
   if (writes.keys.size > 0) {
     const rows = [...writes.keys];

@@ -1,19 +1,31 @@
+import { isAccountEvent } from '../../domain/account/events.js';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import { type BatchEvent, isBatchEvent } from '../../domain/batch/events.js';
+import { addCounts, countsDeltaOf } from '../../domain/batch/lines.js';
+import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { type FileEvent, isFileEvent } from '../../domain/file/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { initialRequestState, type RequestState, tryEvolve } from '../../domain/request/state.js';
 import type { Batch } from '../../ports/Store.js';
-import { idempotencyKeyOf, projectAccountEvent, projectRequestChange } from '../../storage/projection.js';
+import {
+  idempotencyKeyOf,
+  projectAccountEvent,
+  projectBatchChange,
+  projectFileEvent,
+  projectRequestChange,
+} from '../../storage/projection.js';
 import type { VerifyReport } from '../../storage/verifyReport.js';
-import { textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
+import { decodeMap, textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
 import { type LmdbDatabases, lastSeqKey, requestKey } from '../lmdb/databases.js';
 import { visitLogRecord } from '../lmdb/logRecord.js';
 import { writeAll } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
 import { Fetched, overlayTarget, pairKey, Writes } from './overlay.js';
 import { lockSpace, migrateIn, migrations } from './schema.js';
-import { verifyInSnapshot } from './verify.js';
+import { sameAsJson, verifyInSnapshot } from './verify.js';
 
 /**
  * `airs migrate`: an LMDB data directory copied into an empty PostgreSQL database, in ONE transaction.
@@ -23,14 +35,17 @@ import { verifyInSnapshot } from './verify.js';
  *   payloads as the store writes them).
  * - Every view is rebuilt from those events, page by page, by the code the PostgreSQL store writes its batches with:
  *   each request's state before the page is read back from the requests table (written by the pages before, in this
- *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account events and the
- *   request changes are projected (`projectAccountEvent`, `projectRequestChange`) through the store's overlay into a
- *   `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day, idempotency index, log head.
+ *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account and file events
+ *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`) through
+ *   the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
+ *   idempotency index, log head. A batch's view is its own events folded by its machine (`evolveBatch`) and its lines'
+ *   counts, summed from each of its lines' changes of status as the writer sums them (`countsDeltaOf`), then
+ *   projected (`projectBatchChange`).
  * - What is kept beside the log and not in it is copied from the source: the texts (a request's prompt or response, as
  *   its record holds it now), the credentials (password and session hashes) and the keys' last uses.
  * - Then the copy is checked in the same transaction before it commits: every request row against the source's record
- *   (view compared as encoded bytes, the same text), and the whole database by `airs replay --verify`'s own check
- *   (`verifyInSnapshot`). Any difference rolls everything back.
+ *   (view compared as encoded bytes, the same text), every batch and file against the source's (as JSON), and the
+ *   whole database by `airs replay --verify`'s own check (`verifyInSnapshot`). Any difference rolls everything back.
  *
  * Atomic: the schema (made here by the store's own migrations) and every row commit together or not at all; a copy
  * that fails, is interrupted or whose process dies leaves the database as it was (PostgreSQL rolls back a transaction
@@ -171,11 +186,18 @@ const writePage = async (
   const fetched = new Fetched();
   const writes = new Writes();
   const requestEvents = events.filter((event): event is StoredEvent & RequestEvent => isRequestEvent(event));
-  const accountEvents = events.filter((event) => !isRequestEvent(event)) as (StoredEvent & {
+  const accountEvents = events.filter(isAccountEvent) as (StoredEvent & {
     accountId: string;
     keyId?: string;
     sessionId?: string;
   })[];
+  const batchEvents = events.filter((event): event is StoredEvent & BatchEvent => isBatchEvent(event));
+  const fileEvents = events.filter((event): event is StoredEvent & FileEvent => isFileEvent(event));
+  if (requestEvents.length + accountEvents.length + batchEvents.length + fileEvents.length !== events.length) {
+    const known = new Set<StoredEvent>([...requestEvents, ...accountEvents, ...batchEvents, ...fileEvents]);
+    const odd = events.find((event) => !known.has(event));
+    throw new SourceDamaged(`event ${odd?.seq}: ${odd?.type} is of no type the log holds`);
+  }
 
   // What the page reads: the states its requests, accounts, keys and sessions were left in by the pages before.
   const byIds = async <V>(
@@ -189,11 +211,34 @@ const writePage = async (
     for (const id of wanted) map.set(id, null);
     for (const row of rows) map.set(row.id, row.state as V);
   };
+  // Batches: those whose events the page holds, and those of lines the page changes (a line names its batch in its
+  // RequestQueued, or in its state: read with it).
+  const batchIds = [
+    ...batchEvents.map((event) => event.batchId),
+    ...requestEvents.flatMap((event) =>
+      event.type === 'RequestQueued' && event.batchId !== undefined ? [event.batchId] : [],
+    ),
+  ];
   await Promise.all([
     byIds<RequestState>(
       requestEvents.map((event) => event.reqId),
       fetched.requests,
-      (ids) => query<StateRow[]>(sql`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids}::text[])`),
+      (ids) =>
+        query<(StateRow & { batch_id: string | null; batch: BatchView | null })[]>(sql`
+          SELECT r.req_id AS id, r.state, b.batch_id, b.state AS batch
+          FROM requests r LEFT JOIN batches b ON b.batch_id = (r.state->'context'->>'batchId') COLLATE "C"
+          WHERE r.req_id = ANY(${ids}::text[])`).then((rows) => {
+          for (const { batch_id, batch } of rows) if (batch_id !== null) fetched.batches.set(batch_id, batch);
+          return rows;
+        }),
+    ),
+    byIds<BatchView>(batchIds, fetched.batches, (ids) =>
+      query<StateRow[]>(sql`SELECT batch_id AS id, state FROM batches WHERE batch_id = ANY(${ids}::text[])`),
+    ),
+    byIds<FileState>(
+      fileEvents.map((event) => event.fileId),
+      fetched.files,
+      (ids) => query<StateRow[]>(sql`SELECT file_id AS id, state FROM files WHERE file_id = ANY(${ids}::text[])`),
     ),
     byIds<AccountState>(
       accountEvents.map((event) => event.accountId),
@@ -214,7 +259,32 @@ const writePage = async (
     ),
   ]);
 
-  // Each request's events of the page folded by the machine's own step, from the state the pages before left.
+  // Batches the page changes: their views as the pages before left them, and as this one leaves them.
+  const batches = new Map<string, { before: BatchView | undefined; after: BatchView }>();
+  const batchEntryOf = (batchId: string) => {
+    let entry = batches.get(batchId);
+    if (entry === undefined) {
+      // Read above: with its events, with its line's RequestQueued, or with its line's row.
+      if (!fetched.batches.has(batchId))
+        throw new SourceDamaged(`batch ${batchId}: a line names it, the log never made it`);
+      const before = fetched.batches.get(batchId) ?? undefined;
+      entry = { before, after: before ?? { state: initialBatchState, counts: noCounts } };
+      batches.set(batchId, entry);
+    }
+    return entry;
+  };
+  for (const event of batchEvents) {
+    const entry = batchEntryOf(event.batchId);
+    const state = evolveBatch(entry.after.state, event);
+    if (state === entry.after.state)
+      throw new SourceDamaged(
+        `event ${event.seq} (${event.type} of ${event.batchId}) is not accepted by the batch machine`,
+      );
+    entry.after = { state, counts: entry.after.counts };
+  }
+
+  // Each request's events of the page folded by the machine's own step, from the state the pages before left; a
+  // line's change of status counts in its batch.
   const touched = new Map<string, { before: RequestState; after: RequestState }>();
   for (const event of requestEvents) {
     let entry = touched.get(event.reqId);
@@ -228,6 +298,12 @@ const writePage = async (
       throw new SourceDamaged(
         `event ${event.seq} (${event.type} of ${event.reqId}) is not accepted by the request machine`,
       );
+    const { batchId } = next.context;
+    const delta = batchId === undefined ? undefined : countsDeltaOf(entry.after, next);
+    if (batchId !== undefined && delta !== undefined) {
+      const batch = batchEntryOf(batchId);
+      batch.after = { state: batch.after.state, counts: addCounts(batch.after.counts, delta) };
+    }
     entry.after = next;
   }
 
@@ -244,10 +320,16 @@ const writePage = async (
     for (const row of rows) fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
   }
 
-  // Projected as the store projects a batch: account events in order, then one change per request.
+  // Projected as the store projects a batch: account and file events in order, then one change per request and per
+  // batch.
   const { views } = overlayTarget(fetched, writes);
-  for (const event of accountEvents) projectAccountEvent(views, event as never);
+  for (const event of events) {
+    if (isAccountEvent(event)) projectAccountEvent(views, event);
+    else if (isFileEvent(event)) projectFileEvent(views, event);
+  }
   for (const { before, after } of touched.values()) projectRequestChange(views, before, after);
+  for (const { before, after } of batches.values())
+    if (after !== before && after.state.status !== 'none') projectBatchChange(views, before, after);
   writes.events = [...events];
   writes.lastSeq = events.at(-1)?.seq ?? lastSeq;
 
@@ -339,6 +421,42 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
 };
 
 /**
+ * Every batch's or file's row of the copy against the source's (a page of the source's at a time): the same view, and
+ * as many rows as the source holds. A source view the log does not make, or one that differs, is damage of the source.
+ */
+const compareKeptWithSource = async (
+  query: Query,
+  source: Source,
+  kind: 'batch' | 'file',
+  pageSize: number,
+): Promise<void> => {
+  const [database, table, id] =
+    kind === 'batch'
+      ? ([source.dbs.batches, 'batches', 'batch_id'] as const)
+      : ([source.dbs.files, 'files', 'file_id'] as const);
+  let held = 0;
+  for await (const rows of chunksOf(database.getRange({ transaction: source.transaction }), pageSize)) {
+    const ids = rows.map(({ key }) => String(key));
+    const stored = await query<{ id: string; state: unknown }[]>({
+      text: `SELECT ${id} AS id, state FROM ${table} WHERE ${id} = ANY($1::text[])`,
+      values: [ids],
+    });
+    const copies = new Map(stored.map((row) => [row.id, row.state]));
+    for (const { key, value } of rows) {
+      const copy = copies.get(String(key));
+      if (copy === undefined)
+        throw new SourceDamaged(`${kind} ${String(key)}: its record is stored but the log never made it`);
+      if (!sameAsJson(copy, decodeMap(value)))
+        throw new SourceDamaged(`${kind} ${String(key)}: its record differs from the view its events give`);
+    }
+    held += rows.length;
+  }
+  const [copied] = await query<{ n: number }[]>({ text: `SELECT count(*)::float8 AS n FROM ${table}`, values: [] });
+  if ((copied?.n ?? 0) !== held)
+    throw new SourceDamaged(`${table}: the log makes ${copied?.n ?? 0}, the data directory holds ${held}`);
+};
+
+/**
  * Copies the LMDB store `dbs` into the database of `db` (a pool of one connection is enough), in one transaction;
  * throws `TargetNotEmpty`, `SourceDamaged` or `CopyDiffers` (nothing committed) or the database's own error.
  */
@@ -405,6 +523,8 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
       await compareWithSource(query, source, 1_000, () => {
         if (++compared % 10_000 === 0) progress('checking', compared);
       });
+      await compareKeptWithSource(query, source, 'batch', 1_000);
+      await compareKeptWithSource(query, source, 'file', 1_000);
       progress('verifying', 0);
       const report = await verifyInSnapshot(query, 1_000);
       if (report.differences.length > 0)

@@ -1,5 +1,7 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import type { QueuedEntry } from '../../domain/pickFairly.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { DailyUsage, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
@@ -16,8 +18,9 @@ import type { BatchTarget } from '../../storage/writeBatch.js';
  * (memory does not grow with the stored data).
  *
  * Like the LMDB and memory stores, reads for deciding see the committed state for requests and their indexes (the
- * batch's own request changes are projected after its last command: writeBatch keeps them meanwhile), and the batch's
- * own writes for accounts, keys, sessions, credentials and account indexes (projected command by command).
+ * batch's own request changes are projected after its last command: writeBatch keeps them meanwhile), and so for
+ * batches' views (writeBatch keeps working copies, written after the last command), and the batch's own writes for
+ * accounts, keys, sessions, credentials, files and account indexes (projected command by command).
  */
 
 /** Something a read needed that was not fetched yet. */
@@ -28,6 +31,8 @@ export type Need =
   | { readonly kind: 'session'; readonly id: string }
   | { readonly kind: 'email'; readonly id: string }
   | { readonly kind: 'credential'; readonly id: string }
+  | { readonly kind: 'batch'; readonly id: string }
+  | { readonly kind: 'file'; readonly id: string }
   | { readonly kind: 'idempotency'; readonly accountId: string; readonly key: string }
   | { readonly kind: 'sessionsOf'; readonly id: string }
   | { readonly kind: 'queuedCount'; readonly id: string }
@@ -36,24 +41,26 @@ export type Need =
   | { readonly kind: 'processingCounts' }
   | { readonly kind: 'anyWaiting' }
   | { readonly kind: 'lapsed'; readonly now: number; readonly limit: number }
-  /** Accounts with waiting requests after `after` ('' : from the first), up to `limit` of them, and the first
-   * `entries` waiting requests of each (with their states). */
+  /** Dispatch lanes (an account's own, or its batch lane: domain/batch/lines.ts) with waiting requests after `after`
+   * ('' : from the first), up to `limit` of them, and the first `entries` waiting requests of each (with their states
+   * and their accounts' views). */
   | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number; readonly entries: number }
-  /** An account's first `limit` waiting requests (with their states). */
+  /** A lane's first `limit` waiting requests (with their states). */
   | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number };
 
 export const pairKey = (a: string, b: string) => `${a}\u0000${b}`;
 
-/** An interval of account ids (`lo` exclusive, `hi` inclusive; `hi` null: no end) whose waiting accounts are known. */
+/** An interval of lanes (`lo` exclusive, `hi` inclusive; `hi` null: no end) whose lanes with waiting requests are
+ * known. */
 type Covered = { lo: string; hi: string | null };
 
 /** How much one fetch of the queue reads (tests make them tiny, so that every way of fetching more is taken). */
 export type FetchSizes = {
-  /** Accounts with waiting requests read at once. */
+  /** Lanes with waiting requests read at once. */
   readonly accounts: number;
-  /** Waiting requests of one account read at once when a pick needs more of them. */
+  /** Waiting requests of one lane read at once when a pick needs more of them. */
   readonly queue: number;
-  /** Waiting requests read with each account at first (most picks take one or two per account). */
+  /** Waiting requests read with each lane at first (most picks take one or two per lane). */
   readonly firstEntries: number;
 };
 
@@ -74,6 +81,8 @@ export class Fetched {
   readonly sessions = new Map<string, SessionState | null>();
   readonly emails = new Map<string, string | null>();
   readonly credentials = new Map<string, string | null>();
+  readonly batches = new Map<string, BatchView | null>();
+  readonly files = new Map<string, FileState | null>();
   readonly idempotency = new Map<string, string | null>();
   readonly sessionsOf = new Map<string, readonly string[]>();
   readonly queuedCounts = new Map<string, number>();
@@ -82,7 +91,7 @@ export class Fetched {
   allProcessingCounts = false;
   anyWaiting: boolean | undefined;
   readonly lapsed = new Map<string, readonly string[]>();
-  /** Accounts with waiting requests, sorted, known within `covered`. */
+  /** Lanes with waiting requests, sorted, known within `covered`. */
   waitingAccounts: string[] = [];
   covered: Covered[] = [];
   readonly queues = new Map<string, { entries: QueuedEntry[]; complete: boolean }>();
@@ -104,7 +113,7 @@ export class Fetched {
     return value ?? undefined;
   }
 
-  /** Adds accounts with waiting requests found after `after` (a full page: `complete` false). */
+  /** Adds lanes with waiting requests found after `after` (a full page: `complete` false). */
   addAccounts(after: string, found: readonly string[], complete: boolean) {
     const merged = new Set([...this.waitingAccounts, ...found]);
     this.waitingAccounts = [...merged].sort(compareIds);
@@ -120,7 +129,7 @@ export class Fetched {
     this.covered = joined;
   }
 
-  /** The first account with waiting requests after `current`, `null` when there is none, or a miss. */
+  /** The first lane with waiting requests after `current`, `null` when there is none, or a miss. */
   nextAccount(current: string): string | null {
     const interval = this.covered.find(
       ({ lo, hi }) => compareIds(lo, current) <= 0 && (hi === null || compareIds(current, hi) < 0),
@@ -156,6 +165,10 @@ export class Writes {
   readonly credentials = new Map<string, string | undefined>();
   readonly emails = new Map<string, string>();
   readonly keyHashes = new Map<string, string>();
+  /** Batches' views as the batch leaves them (their rows' index columns follow from them: batchColumns). */
+  readonly batches = new Map<string, BatchView>();
+  /** `undefined`: the file was deleted (its row goes). */
+  readonly files = new Map<string, FileState | undefined>();
   /** `undefined`: the entry goes. */
   readonly idempotency = new Map<string, { accountId: string; key: string; reqId: string | undefined }>();
   /** Sessions started (true) or ended (false) by this batch, by [accountId, sessionId]. */
@@ -186,14 +199,15 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
   };
   const committedRequest = (reqId: string) => fetched.known(fetched.requests, reqId, { kind: 'request', id: reqId });
 
-  const notYet = (): never => {
-    throw new Error('batches and files are not stored on PostgreSQL yet');
-  };
   const views: ViewAccess = {
-    getBatch: notYet,
-    putBatch: notYet,
-    getFile: notYet,
-    putFile: notYet,
+    getBatch: (batchId) =>
+      writes.batches.get(batchId) ?? fetched.known(fetched.batches, batchId, { kind: 'batch', id: batchId }),
+    putBatch: (batchId, view) => void writes.batches.set(batchId, view),
+    getFile: (fileId) =>
+      writes.files.has(fileId)
+        ? writes.files.get(fileId)
+        : fetched.known(fetched.files, fileId, { kind: 'file', id: fileId }),
+    putFile: (fileId, state) => void writes.files.set(fileId, state),
     getRequest: (reqId) => writes.requests.get(reqId)?.state ?? committedRequest(reqId),
     putRequest: (reqId, state, text) => {
       const isNew = committedRequest(reqId) === undefined && !writes.requests.has(reqId);
@@ -221,7 +235,8 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
         const [accountId, idempotencyKey] = key as [string, string];
         writes.idempotency.set(pairKey(accountId, idempotencyKey), { accountId, key: idempotencyKey, reqId: value });
       }
-      // dispatch, accountRequests, accountKeys: columns of the request and key rows (schema.ts), written with them.
+      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, openBatches: columns of the request, key,
+      // batch and file rows (schema.ts), written with them.
     },
     removeIndex: (index, key) => {
       if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), false);
@@ -259,6 +274,7 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
     return writes.emails.get(email) ?? fetched.known(fetched.emails, email, { kind: 'email', id: email });
   }
 
+  /** The lanes with waiting requests (pickFairly's accounts in turn). */
   function* queuedAccounts(after: string | undefined): Iterable<string> {
     let current = after ?? '';
     for (let next = fetched.nextAccount(current); next !== null; ) {
@@ -267,7 +283,7 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
       next = fetched.nextAccount(current);
     }
     if (after === undefined) return;
-    // Wrap round: the accounts up to and including `after`.
+    // Wrap round: the lanes up to and including `after`.
     current = '';
     for (let next = fetched.nextAccount(current); next !== null && compareIds(next, after) <= 0; ) {
       yield next;
@@ -276,13 +292,12 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
     }
   }
 
-  function* queuedOf(accountId: string): Iterable<QueuedEntry> {
-    const queue = fetched.queues.get(accountId);
+  function* queuedOf(lane: string): Iterable<QueuedEntry> {
+    const queue = fetched.queues.get(lane);
     const page = fetched.sizes.queue;
-    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: accountId, limit: page }, undefined);
+    if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: lane, limit: page }, undefined);
     yield* queue.entries;
-    if (!queue.complete)
-      fetched.miss({ kind: 'queuedOf', id: accountId, limit: queue.entries.length + page }, undefined);
+    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: lane, limit: queue.entries.length + page }, undefined);
   }
 
   return {

@@ -1,7 +1,9 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
+import type { FileState } from '../../domain/file/state.js';
 import type { RequestState } from '../../domain/request/state.js';
-import type { DailyTokens, ModelQueue, ReadModel } from '../../ports/Store.js';
+import type { DailyTokens, ListName, ListPage, ModelQueue, OpenBatch, ReadModel } from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
 import { type Query, sql } from './db.js';
 
@@ -10,18 +12,42 @@ const dayMs = 86_400_000;
 /** Events read per statement while the log is replayed. */
 const eventPage = 1_000;
 
+/** The table and id column of each list (an account's batches or files, by the index over (account_id, created_at,
+ * id)). */
+const lists = {
+  accountBatches: { table: 'batches', id: 'batch_id' },
+  accountFiles: { table: 'files', id: 'file_id' },
+} as const satisfies Record<ListName, { table: string; id: string }>;
+
+/** A page of an account's batches or files (ListPage): in the index's order or its reverse, strictly beyond `from`. */
+const listOf = async (query: Query, list: ListName, accountId: string, { from, order, limit }: ListPage) => {
+  if (!(limit > 0)) return [];
+  const { table, id } = lists[list];
+  const [beyond, direction] = order === 'desc' ? ['<', 'DESC'] : ['>', 'ASC'];
+  const after = from === undefined ? '' : `AND (created_at, ${id}) ${beyond} ($3::bigint, $4::text COLLATE "C")`;
+  const rows = await query<{ id: string }[]>({
+    text: `SELECT ${id} AS id FROM ${table} WHERE account_id = $1 ${after}
+      ORDER BY created_at ${direction}, ${id} ${direction} LIMIT $2`,
+    values: from === undefined ? [accountId, limit] : [accountId, limit, from.createdAt, from.id],
+  });
+  return rows.map((row) => row.id);
+};
+
 /**
  * The read model over PostgreSQL: each read one statement on the store's pool, so it sees everything committed before
  * it began, by any node (READ COMMITTED takes a snapshot per statement). Nothing is cached.
  */
 export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadModel => {
   const one = async <T>(rows: Promise<readonly { value: T }[]>): Promise<T | undefined> => (await rows)[0]?.value;
-  const notYet = () => Promise.reject(new Error('batches and files are not stored on PostgreSQL yet'));
   return {
-    batch: notYet,
-    file: notYet,
-    listOf: notYet,
-    openBatches: notYet,
+    batch: (batchId) => one<BatchView>(query(sql`SELECT state AS value FROM batches WHERE batch_id = ${batchId}`)),
+    file: (fileId) => one<FileState>(query(sql`SELECT state AS value FROM files WHERE file_id = ${fileId}`)),
+    listOf: (list, accountId, page) => listOf(query, list, accountId, page),
+    openBatches: async (limit) =>
+      (
+        await query<{ batch_id: string; account_id: string }[]>(sql`
+          SELECT batch_id, account_id FROM batches WHERE open ORDER BY batch_id LIMIT ${Math.max(0, limit)}`)
+      ).map((row): OpenBatch => ({ batchId: row.batch_id, accountId: row.account_id })),
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {
       const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`
@@ -122,10 +148,10 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       return { now: row?.due === true, next: row?.next ?? undefined };
     },
     queueDepths: async (now, limit) => {
-      // As storage/queueDepths.ts: the dispatch index in its order, `limit` entries deep.
+      // As storage/queueDepths.ts: the dispatch index in its order (by lane), `limit` entries deep.
       const rows = await query<{ model: string; available_at: number }[]>(sql`
         SELECT model, available_at FROM requests WHERE status = 'waiting'
-        ORDER BY account_id, available_at, req_id LIMIT ${Math.max(0, limit) + 1}`);
+        ORDER BY lane, available_at, req_id LIMIT ${Math.max(0, limit) + 1}`);
       const found = new Map<string, { depth: number; oldestAvailableAt: number }>();
       for (const [i, row] of rows.entries()) {
         if (i >= limit) break;

@@ -13,7 +13,9 @@ import { type Db, type Query, sql } from './db.js';
  * texts cost no compression on the hot path).
  *
  * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are partial indexes over columns of
- * the request row, each a function of the request's state that the projection sets on every write (`requestColumns`).
+ * the request row, each a function of the request's state that the projection sets on every write (`requestColumns`);
+ * so are the batch and file indexes (an account's batches, its files, the open batches) over the batch and file rows
+ * (`batchColumns`, `fileColumns`).
  */
 
 /** Namespaces of this store's advisory locks (the first argument of the two-key form). */
@@ -151,6 +153,37 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (blob_id, part)
   );
   ALTER TABLE file_parts ALTER COLUMN data SET STORAGE EXTERNAL;
+  `,
+  // 4: batches and files (contract 16), and the dispatch lanes. A batch's view is its state and its lines' counts
+  // (domain/batch/state.ts); `open` (not ended) is what each server's batch runner looks after. A file's row is the
+  // file as long as it exists (a deleted one has none). A waiting request's `lane` is its dispatch lane
+  // (domain/batch/lines.ts: its account's own, or its account's batch lane for a batch's line), null once it waits no
+  // more: the dispatch index is by lane, so a batch's thousands of lines never stand before its account's own
+  // requests. Requests waiting before lanes existed are in their account's lane.
+  `
+  ALTER TABLE requests ADD COLUMN lane text COLLATE "C";
+  UPDATE requests SET lane = account_id WHERE status = 'waiting';
+  DROP INDEX requests_dispatch;
+  CREATE INDEX requests_dispatch ON requests (lane, available_at, req_id) WHERE status = 'waiting';
+
+  CREATE TABLE batches (
+    batch_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    open boolean NOT NULL,
+    state json NOT NULL
+  );
+  CREATE INDEX batches_by_account ON batches (account_id, created_at, batch_id);
+  CREATE INDEX batches_open ON batches (batch_id) WHERE open;
+
+  CREATE TABLE files (
+    file_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    purpose text COLLATE "C" NOT NULL,
+    state json NOT NULL
+  );
+  CREATE INDEX files_by_account ON files (account_id, created_at, file_id);
   `,
 ];
 

@@ -1,13 +1,25 @@
-import type { AccountEvent } from '../../domain/account/events.js';
+import { type AccountEvent, isAccountEvent } from '../../domain/account/events.js';
+import { type BatchEvent, isBatchEvent } from '../../domain/batch/events.js';
+import { addCounts, countsDeltaOf } from '../../domain/batch/lines.js';
+import {
+  type BatchCounts,
+  type BatchState,
+  type BatchView,
+  evolveBatch,
+  initialBatchState,
+  noCounts,
+} from '../../domain/batch/state.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { type FileEvent, isFileEvent } from '../../domain/file/events.js';
+import { evolveFile, type FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
-import { requestColumns } from './batch.js';
+import { batchColumns, fileColumns, requestColumns } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
 
 /**
@@ -21,14 +33,18 @@ import { type Db, type Query, sql } from './db.js';
  *   `payload`), so PostgreSQL sorts the request events once for the cursor (on disk beyond `work_mem`); no index is
  *   needed for one pass, and none is kept on the hot path of every append for it.
  * - Account, key and session events are few: folded in seq order into maps (`accountViews`, as the LMDB verify does).
- *   So are the counters: queued requests per account, processing per model, usage per account and day.
+ *   So are the counters: queued requests per account, processing per model, usage per account and day; and batches
+ *   and files (a few events each), folded by their own steps (`evolveBatch`, `evolveFile`). A batch's lines' counts
+ *   are summed, as the writer sums them (storage/writeBatch.ts), from each of its lines' changes of status while the
+ *   lines' events are folded (`countsDeltaOf`).
  * - The idempotency index is the one view whose entries depend on the order of several requests' events (the key's
  *   entry names the request queued last with it, until that one expires): it is rebuilt by one query over the events
  *   that returns only the entries that differ.
  *
  * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are PostgreSQL indexes over
  * columns of the request row here; each column is checked against the function of the state the writer sets it from
- * (`requestColumns`), and PostgreSQL keeps its indexes in step with the columns.
+ * (`requestColumns`), and PostgreSQL keeps its indexes in step with the columns. So are the batch and file indexes (an
+ * account's batches, the open ones, an account's files: `batchColumns`, `fileColumns`).
  */
 export const verifyPostgres = (db: Db, options: { readonly pageSize?: number } = {}): Promise<VerifyReport> =>
   db.begin(async (query) => {
@@ -40,6 +56,7 @@ type RequestRow = {
   req_id: string;
   account_id: string;
   status: string;
+  lane: string | null;
   model: string;
   created_at: number | string;
   available_at: number | string;
@@ -107,8 +124,22 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     return row.payload;
   };
 
-  // Accounts, keys and sessions: the few account events, in the order of the log.
+  // Accounts, keys, sessions, batches and files: their few events, in the order of the log.
   const account = accountViews();
+  const batchStates = new Map<string, BatchState>();
+  const files = new Map<string, FileState>();
+  const foldBatch = (seq: number | string, event: BatchEvent) => {
+    const before = batchStates.get(event.batchId) ?? initialBatchState;
+    const after = evolveBatch(before, event);
+    // The machine's step makes a new state for every event it accepts; the writer appends no other.
+    if (after === before) differ(`event ${seq}: ${event.type} is not accepted by the batch machine`);
+    else batchStates.set(event.batchId, after);
+  };
+  const foldFile = (event: FileEvent) => {
+    const after = evolveFile(files.get(event.fileId), event);
+    if (after === undefined) files.delete(event.fileId);
+    else files.set(event.fileId, after);
+  };
   for await (const rows of pagesOf<{ seq: number | string; payload: StoredEvent }>(
     'airs_verify_accounts',
     `SELECT seq, payload FROM events WHERE coalesce(payload->>'type', '') NOT LIKE 'Request%' ORDER BY seq`,
@@ -116,7 +147,10 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     for (const row of rows) {
       const event = payloadOf(row);
       try {
-        projectAccountEvent(account.views, event as AccountEvent);
+        if (isBatchEvent(event)) foldBatch(row.seq, event);
+        else if (isFileEvent(event)) foldFile(event);
+        else if (isAccountEvent(event)) projectAccountEvent(account.views, event as AccountEvent);
+        else differ(`event ${row.seq}: ${show(event?.type)} is of no type the log holds`);
       } catch (error) {
         differ(`event ${row.seq}: ${show(event?.type)} cannot be folded (${(error as Error).message})`);
       }
@@ -130,6 +164,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   const queuedPerAccount = new Map<string, number>();
   const processingPerCounter = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
+  const lineCounts = new Map<string, BatchCounts>();
   const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   let pending: MutableRequestState[] = [];
 
@@ -146,6 +181,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     const stored = {
       account_id: row.account_id,
       status: row.status,
+      lane: row.lane,
       model: row.model,
       created_at: numberOrNull(row.created_at),
       available_at: numberOrNull(row.available_at),
@@ -166,7 +202,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     if (pending.length === 0) return;
     const ids = pending.map((state) => state.context.reqId);
     const rows = await query<RequestRow[]>(sql`
-      SELECT req_id, account_id, status, model, created_at, available_at, expires_at, lease_until, state,
+      SELECT req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, state,
         octet_length(text) AS text_length
       FROM requests WHERE req_id = ANY(${ids}::text[])`);
     const byId = new Map(rows.map((row) => [row.req_id, row]));
@@ -212,12 +248,19 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
         };
       }
       let accepted = false;
+      const before = { status: working.state.status };
       try {
         accepted = evolveInPlace(working.state, event);
       } catch {
         accepted = false;
       }
       if (!accepted) differ(`event ${row.seq}: ${event.type} is not accepted by the machine`);
+      // A line's change of status counts in its batch, event by event as the writer counts it command by command
+      // (a command's events in a row add up to the same).
+      const { batchId } = working.state.context;
+      const delta = accepted && batchId !== undefined ? countsDeltaOf(before, working.state) : undefined;
+      if (batchId !== undefined && delta !== undefined)
+        lineCounts.set(batchId, addCounts(lineCounts.get(batchId) ?? noCounts, delta));
     }
   }
   if (working !== undefined) await finish(working.state);
@@ -262,6 +305,54 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     else if (expected === null) differ(`${name}: stored but not produced by the log`);
     else differ(`${name}: the stored value differs from the log's`);
   }
+
+  // Batches (their views, lines' counts included, and the columns their indexes are over) and files: compared row by
+  // row, both ways. A batch the machine never made (`none`) has no view, whatever lines name it.
+  const rebuiltBatches = new Map<string, BatchView>();
+  for (const [batchId, state] of batchStates)
+    if (state.status !== 'none') rebuiltBatches.set(batchId, { state, counts: lineCounts.get(batchId) ?? noCounts });
+  const compareRows = <V, R extends { id: string; state: unknown }>(
+    name: string,
+    rows: readonly R[],
+    rebuilt: ReadonlyMap<string, V>,
+    columnsOf: (view: V) => Record<string, unknown>,
+    storedColumns: (row: R) => Record<string, unknown>,
+  ) => {
+    const seen = new Set<string>();
+    for (const row of rows) {
+      seen.add(row.id);
+      const expected = rebuilt.get(row.id);
+      if (expected === undefined) {
+        differ(`${name} ${row.id}: stored but not produced by the log`);
+        continue;
+      }
+      if (!sameAsJson(row.state, expected)) differ(`${name} ${row.id}: the stored view differs from the log's`);
+      const wanted = columnsOf(expected);
+      const stored = storedColumns(row);
+      for (const column of Object.keys(wanted))
+        if (stored[column] !== wanted[column])
+          differ(
+            `${name} ${row.id}: column ${column} stored ${show(stored[column])}, the log gives ${show(wanted[column])}`,
+          );
+    }
+    for (const id of rebuilt.keys()) if (!seen.has(id)) differ(`${name} ${id}: produced by the log but not stored`);
+  };
+  compareRows(
+    'batch',
+    await query<{ id: string; state: unknown; account_id: string; created_at: number | string; open: boolean }[]>(sql`
+      SELECT batch_id AS id, state, account_id, created_at, open FROM batches`),
+    rebuiltBatches,
+    batchColumns,
+    (row) => ({ account_id: row.account_id, created_at: numberOrNull(row.created_at), open: row.open }),
+  );
+  compareRows(
+    'file',
+    await query<{ id: string; state: unknown; account_id: string; created_at: number | string; purpose: string }[]>(sql`
+      SELECT file_id AS id, state, account_id, created_at, purpose FROM files`),
+    files,
+    fileColumns,
+    (row) => ({ account_id: row.account_id, created_at: numberOrNull(row.created_at), purpose: row.purpose }),
+  );
 
   // Accounts, keys, sessions, their indexes and the counters (few): compared entry by entry, both ways.
   const compareMap = <V>(

@@ -5,7 +5,7 @@ import { lineRequestId } from '../../domain/batch/lines.js';
 import { type BatchView, linesDone } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import { isRefusal } from '../../domain/commands.js';
-import { Refused } from '../../domain/errors.js';
+import { InvalidRequest, Refused } from '../../domain/errors.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Log } from '../../ports/Logger.js';
@@ -98,14 +98,18 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   async function* linesOf(view: BatchView): AsyncGenerator<BatchLine | LineError> {
     const { endpoint, inputFileId } = view.state.context;
     const seen = new Set<string>();
+    // The size of a conversation is named as each route names it.
+    const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
     const checkBody = (body: unknown) => {
       const input = deps.endpoints.check(endpoint, body);
       if (!('model' in input)) return input;
-      return (
-        checkModelAndSize(input, storedInputOf(input).text, deps.rules) ??
-        beyondModel(input, deps.providerOf(input.model)) ??
-        input
-      );
+      const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
+      if (refused !== undefined) {
+        // The submit's checks name no field (`/v1/ai` has two): the line's error does.
+        const param = refused.details?.known_models !== undefined ? 'model' : textParam;
+        return new InvalidRequest({ message: refused.message, details: { ...refused.details, param } });
+      }
+      return beyondModel(input, deps.providerOf(input.model)) ?? input;
     };
     for await (const source of jsonLines(store.files.read(inputFileId), deps.maxLineBytes))
       yield checkLine(source, endpoint, seen, checkBody);
@@ -145,7 +149,8 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
 
   /** Queues the lines not queued yet: those a crash left out are queued again; those queued are refused as such. */
   const queueLines = async (view: BatchView, keep: () => Promise<void>) => {
-    const { batchId, accountId, keyId, expiresAt } = view.state.context;
+    const { batchId, accountId, keyId, expiresAt, createdAt } = view.state.context;
+    const windowMs = expiresAt - createdAt;
     // Lines are queued in order, a write at a time: all before the last write in flight are queued already.
     const skip = Math.max(0, view.counts.queued - chunkLines);
     let ordinal = 0;
@@ -175,8 +180,11 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
           model: line.input.model,
           promptChars: stored.text.length,
           prompt: stored.text,
-          // Kept until the batch's output is written: its window, then a request's lifetime.
-          ttlMs: expiresAt - now + deps.requestTtlMs,
+          // Kept until the batch's output is written: a whole window from now (at least what is left of the batch's),
+          // then a request's lifetime. Counted from now, not from the batch's end: the lines of one write share an
+          // expiry group (projection.ts), where one expiry for all 100,000 lines made every write rewrite one group
+          // of them all.
+          ttlMs: windowMs + deps.requestTtlMs,
           now,
           input: stored.kind,
           maxAttempts: deps.maxAttempts,
@@ -312,7 +320,10 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   const finalize = async (view: BatchView, keep: () => Promise<void>) => {
     const { batchId } = view.state.context;
     const output = await writeFile(view, 'output', keep);
-    const errors = await writeFile(view, 'error', keep);
+    // Every line completed (all queued, none failed): the error file would be empty, and is not read for.
+    const total = view.state.context.total ?? 0;
+    const clean = output.lines === total && view.counts.queued === total;
+    const errors = clean ? { file: undefined, lines: 0 } : await writeFile(view, 'error', keep);
     const ended = await sendBatch(batchId, {
       type: 'EndBatch',
       owner,

@@ -56,7 +56,8 @@ const free = (context: BatchContext, event: BatchEvent) =>
 const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContext> => {
   switch (event.type) {
     case 'BatchCreated': {
-      const { type: _type, at, ...rest } = event;
+      // A stored event also carries its `seq` (the log's, not the batch's): left out, as every other field but these.
+      const { type: _type, at, seq: _seq, ...rest } = event as typeof event & { readonly seq?: number };
       const created: { -readonly [K in keyof BatchContext]?: BatchContext[K] } = { ...rest, createdAt: at };
       if (created.metadata === undefined) delete created.metadata;
       if (created.outputExpiresAfterSeconds === undefined) delete created.outputExpiresAfterSeconds;

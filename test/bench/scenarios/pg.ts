@@ -34,7 +34,10 @@ const minRatio = 2;
 const goalRatio = 5;
 
 /** A sandbox whose store is the database `url` (AIRS_DATABASE_URL; the data directory is not used). */
-const onDatabase = (box: Sandbox, url: string): Sandbox => ({ ...box, env: { ...box.env, AIRS_DATABASE_URL: url } });
+export const onDatabase = (box: Sandbox, url: string): Sandbox => ({
+  ...box,
+  env: { ...box.env, AIRS_DATABASE_URL: url },
+});
 
 /**
  * Follows an airs log in PostgreSQL: the new rows of `events`, a page per look, over one connection of its own

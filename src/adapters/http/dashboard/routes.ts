@@ -9,14 +9,18 @@ import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import { unavailableFor } from '../../../app/StorageHealth.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
+import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
+import { BlobNotFound } from '../../../ports/FileBytes.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { plural } from '../../dashboard/format.js';
 import {
+  type BatchRow,
+  batchesPage,
   dashboardAssetPaths,
   dashboardCss,
   dashboardScript,
@@ -29,6 +33,7 @@ import {
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
+import { batchObjectOf } from '../openai/batches/wire.js';
 import { FormTooLarge, readForm } from './formBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
@@ -92,6 +97,35 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
     }
   }
 };
+
+/** Text as an RFC 5987 value: percent-encoded UTF-8 (encodeURIComponent leaves a few characters it may not hold). */
+const utf8HeaderValue = (text: string) =>
+  encodeURIComponent(text).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/** A batch as the Batches page shows it: what the API shows of it (status, counts, files). */
+const batchRowOf = (view: BatchView): BatchRow => {
+  const shown = batchObjectOf(view);
+  return {
+    id: shown.id,
+    status: shown.status,
+    endpoint: shown.endpoint,
+    model: shown.model ?? undefined,
+    createdAt: view.state.context.createdAt,
+    total: shown.request_counts.total,
+    completed: shown.request_counts.completed,
+    failed: shown.request_counts.failed,
+    outputFileId: shown.output_file_id ?? undefined,
+    errorFileId: shown.error_file_id ?? undefined,
+  };
+};
+
+/** Where a page of batches starts: a batch's creation time and id (as requestCursor.ts names a request's). */
+const batchCursorOf = (view: BatchView) => ({
+  createdAt: view.state.context.createdAt,
+  id: view.state.context.batchId,
+});
+const batchCursorText = (view: BatchView) =>
+  cursorText({ createdAt: view.state.context.createdAt, reqId: view.state.context.batchId });
 
 /** The store's fault under `error` (itself, or what it wraps: an effect that died of it), if any. */
 const storageFaultIn = (error: unknown): StorageFault | undefined => {
@@ -474,6 +508,122 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         now,
       }),
     );
+  });
+
+  /** One page of the account's batches, paged as its requests are: the newest, or before or after a cursor. */
+  const batchRows = async (accountId: string, query: URLSearchParams) => {
+    const before = query.get('before');
+    const after = query.get('after');
+    if (before !== null && after !== null) return undefined;
+    const parsed = parseCursor(before ?? after ?? '');
+    if ((before !== null || after !== null) && parsed === undefined) return undefined;
+    const cursor = parsed === undefined ? undefined : { createdAt: parsed.createdAt, id: parsed.reqId };
+    const reads = deps.store.reads;
+    const ids = (order: 'asc' | 'desc', from: typeof cursor, limit: number) =>
+      reads.listOf('accountBatches', accountId, { from, order, limit });
+    const viewsOf = async (list: readonly string[]) =>
+      (await Promise.all(list.map((id) => reads.batch(id)))).filter((view) => view !== undefined);
+    if (after !== null && cursor !== undefined) {
+      // The page just newer than the cursor, oldest first from the store; one more id says whether a newer page is left.
+      const newer = await ids('asc', cursor, pageSize + 1);
+      const shown = await viewsOf(newer.slice(0, pageSize).reverse());
+      const last = shown.at(-1);
+      return {
+        shown,
+        newerCursor: newer.length > pageSize && shown[0] !== undefined ? batchCursorText(shown[0]) : undefined,
+        olderCursor:
+          last !== undefined && (await ids('desc', batchCursorOf(last), 1)).length > 0
+            ? batchCursorText(last)
+            : undefined,
+      };
+    }
+    const older = await ids('desc', cursor, pageSize + 1);
+    const shown = await viewsOf(older.slice(0, pageSize));
+    const first = shown[0];
+    // Past the last row, "Newer" still leads back from the cursor.
+    const newerFrom = first === undefined ? cursor : batchCursorOf(first);
+    return {
+      shown,
+      olderCursor: older.length > pageSize && shown.length > 0 ? batchCursorText(shown.at(-1) as BatchView) : undefined,
+      newerCursor:
+        cursor !== undefined &&
+        newerFrom !== undefined &&
+        (first === undefined || (await ids('asc', newerFrom, 1)).length > 0)
+          ? cursorText({ createdAt: newerFrom.createdAt, reqId: newerFrom.id })
+          : undefined,
+    };
+  };
+  routes.get('/dashboard/batches', async (event) => {
+    const who = await visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    const { account, csrf } = who;
+    const page = await batchRows(account.accountId, event.url.searchParams);
+    if (page === undefined)
+      return send(
+        event,
+        400,
+        errorPage({
+          status: 400,
+          title: 'Not a page of batches',
+          message:
+            'This link does not name a page of your batches (it may have been cut short). Start again from the newest: Batches, in the menu above.',
+          loggedIn: true,
+          csrf,
+          email: account.email,
+        }),
+      );
+    return send(
+      event,
+      200,
+      batchesPage({
+        csrf,
+        email: account.email,
+        batches: page.shown.map(batchRowOf),
+        olderCursor: page.olderCursor,
+        newerCursor: page.newerCursor,
+      }),
+    );
+  });
+
+  // A file's bytes for its own account's session (the API's /v1/files/{id}/content takes a key, which a browser
+  // holding only the session cookie has not): streamed, never whole in memory. Another account's file is unknown.
+  routes.get('/dashboard/files/:id', async (event) => {
+    const who = await visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    const fileId = event.context.params?.id ?? '';
+    const file = couldBeId('file', fileId) ? await deps.store.reads.file(fileId) : undefined;
+    if (file === undefined || file.accountId !== who.account.accountId) return notFound(event, who);
+    const iterator = deps.store.files.read(fileId)[Symbol.asyncIterator]();
+    // The first part is read before answering: bytes gone meanwhile (the file deleted a moment ago) are a 404 page,
+    // not a 200 whose body breaks off.
+    let pending: IteratorResult<Uint8Array> | undefined;
+    try {
+      pending = await iterator.next();
+    } catch (error) {
+      if (error instanceof BlobNotFound) return notFound(event, who);
+      throw error;
+    }
+    const body = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const next = pending ?? (await iterator.next());
+        pending = undefined;
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: async () => {
+        await iterator.return?.();
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        ...pageHeaders,
+        'Content-Type': 'application/octet-stream',
+        'Content-Length': String(file.bytes),
+        // A header holds Latin-1 only: the name in plain ASCII, and exactly in UTF-8 for the browsers that read that.
+        'Content-Disposition': `attachment; filename="${file.filename.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${utf8HeaderValue(file.filename)}`,
+      },
+    });
   });
 
   const notFound = (event: H3Event, who: Visitor | undefined) =>

@@ -1,0 +1,43 @@
+import { BatchTable } from './BatchTable.js';
+import { Layout } from './Layout.js';
+import { renderDocument } from './render.js';
+import type { BatchesView } from './viewModels.js';
+
+const newest = '/dashboard/batches';
+
+/** `GET /dashboard/batches[?before=…|?after=…]`: one page of the account's batches, newest first. */
+export const batchesPage = ({ csrf, email, batches, olderCursor, newerCursor }: BatchesView): string =>
+  renderDocument(
+    <Layout title="Batches" session={{ csrf, email }} current="batches">
+      <h1>Batches</h1>
+      <section class="card" aria-labelledby="list-h">
+        <h2 id="list-h">Your batches {newerCursor !== undefined && <span class="muted">(older ones)</span>}</h2>
+        {batches.length === 0 ? (
+          <div class="empty">
+            {newerCursor !== undefined ? (
+              <p>
+                No batches on this page. <a href={newest}>Back to the newest</a>
+              </p>
+            ) : (
+              <p>
+                No batches yet. Upload a JSONL file with <code>POST /v1/files</code>, then create a batch with{' '}
+                <code>POST /v1/batches</code> and a key from the <a href="/dashboard/keys">Keys</a> page.
+              </p>
+            )}
+          </div>
+        ) : (
+          <BatchTable batches={batches} />
+        )}
+        {(newerCursor !== undefined || olderCursor !== undefined) && (
+          <nav class="pager" aria-label="Pages">
+            {newerCursor !== undefined ? <a href={`${newest}?after=${newerCursor}`}>← Newer</a> : <span />}
+            {olderCursor !== undefined ? <a href={`${newest}?before=${olderCursor}`}>Older →</a> : <span />}
+          </nav>
+        )}
+        <p class="hint">
+          Once a batch has ended, its output file holds the answers of its completed lines and its error file the lines
+          that failed or were not run; either is absent when it would hold no line.
+        </p>
+      </section>
+    </Layout>,
+  );

@@ -1,0 +1,210 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { BatchEvent } from '../domain/batch/events.js';
+import { countsDeltaOf } from '../domain/batch/lines.js';
+import {
+  type BatchCounts,
+  type BatchState,
+  type BatchView,
+  canApplyToBatch,
+  evolveBatch,
+  initialBatchState,
+  isFinalBatch,
+} from '../domain/batch/state.js';
+import type { FileEvent } from '../domain/file/events.js';
+import { evolveFile, type FileState } from '../domain/file/state.js';
+import type { RequestStatus } from '../domain/request/state.js';
+import { accountBatchKeyOf, accountFileKeyOf, type IndexKey } from './projection.js';
+import { keyText } from './verifyReport.js';
+
+type MutableCounts = { -readonly [K in keyof BatchCounts]: BatchCounts[K] };
+/** A batch as rebuilt: its state, and its lines' counts added to in place (a batch has thousands of lines). */
+type RebuiltBatch = { state: BatchState; readonly counts: MutableCounts };
+
+/** A line's state after an event, as much of it as its batch's counts read. */
+type LineState = {
+  readonly status: RequestStatus;
+  readonly context: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined };
+};
+
+/**
+ * Batches and files rebuilt from the log, for `replay --verify` on either store. Batches are folded by the machine's
+ * own step (`evolveBatch`); their counts by the rule the write path applies (`countsDeltaOf`, writeBatch.ts), fed each
+ * line's status before and after each of its events. Batches and files are few beside requests: kept in maps.
+ */
+export const createBatchFileFold = () => {
+  const batches = new Map<string, RebuiltBatch>();
+  const files = new Map<string, FileState>();
+  /** Files the log made and then deleted: a view stored for one is named as such. */
+  const deletedFiles = new Set<string>();
+  /** The line's state before the event, as much as the rule reads: one object, reused. */
+  const previous: { status: RequestStatus } = { status: 'none' };
+  // A batch's lines mostly come in a row: the last batch is kept at hand rather than looked up per event.
+  let lastId: string | undefined;
+  let last: RebuiltBatch | undefined;
+  const batchOf = (batchId: string): RebuiltBatch => {
+    if (batchId === lastId && last !== undefined) return last;
+    let batch = batches.get(batchId);
+    if (batch === undefined) {
+      batch = {
+        state: initialBatchState,
+        counts: { queued: 0, completed: 0, failed: 0, inputTokens: 0, outputTokens: 0 },
+      };
+      batches.set(batchId, batch);
+    }
+    lastId = batchId;
+    last = batch;
+    return batch;
+  };
+  return {
+    batches: batches as ReadonlyMap<string, { readonly state: BatchState; readonly counts: BatchCounts }>,
+    files: files as ReadonlyMap<string, FileState>,
+    deletedFiles: deletedFiles as ReadonlySet<string>,
+    /** A line of `batchId` moved from `before` to `after` (one event): what that adds to the batch's counts. */
+    line(batchId: string, before: RequestStatus, after: LineState): void {
+      if (before === after.status) return;
+      previous.status = before;
+      const delta = countsDeltaOf(previous, after);
+      if (delta === undefined) return;
+      const { counts } = batchOf(batchId);
+      counts.queued += delta.queued;
+      counts.completed += delta.completed;
+      counts.failed += delta.failed;
+      counts.inputTokens += delta.inputTokens;
+      counts.outputTokens += delta.outputTokens;
+    },
+    /** Folds a batch's event; false when the machine does not accept it (the decider emits none such). */
+    batchEvent(event: BatchEvent): boolean {
+      const batch = batchOf(event.batchId);
+      if (!canApplyToBatch(batch.state, event)) return false;
+      batch.state = evolveBatch(batch.state, event);
+      return true;
+    },
+    fileEvent(event: FileEvent): void {
+      const after = evolveFile(files.get(event.fileId), event);
+      if (after === undefined) {
+        if (files.delete(event.fileId)) deletedFiles.add(event.fileId);
+      } else files.set(event.fileId, after);
+    },
+  };
+};
+
+export type BatchFileFold = ReturnType<typeof createBatchFileFold>;
+
+/** What a store holds of batches and files, as it stores them (views decoded; index keys as arrays). */
+export type StoredBatchFileViews = {
+  readonly batches: Iterable<{ readonly id: string; readonly view: BatchView }>;
+  readonly files: Iterable<{ readonly id: string; readonly view: FileState }>;
+  readonly accountBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly accountFiles: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly openBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+};
+
+const countsText = (c: BatchCounts) =>
+  `queued ${c.queued}, completed ${c.completed}, failed ${c.failed}, tokens ${c.inputTokens}/${c.outputTokens}`;
+const sameCounts = (a: BatchCounts, b: BatchCounts) =>
+  a.queued === b.queued &&
+  a.completed === b.completed &&
+  a.failed === b.failed &&
+  a.inputTokens === b.inputTokens &&
+  a.outputTokens === b.outputTokens;
+
+/**
+ * Compares the rebuilt batches, files and their three indexes with the stored ones, both ways. The indexes' entries
+ * are functions of the final states, as in the projection (projectBatchChange, projectFileEvent): a batch is among
+ * its account's batches once made ([accountId, createdAt, batchId] → ''), among the open ones ([batchId] →
+ * accountId) until it ends; a file that exists is among its account's files (→ its purpose).
+ */
+export const compareBatchFileViews = (
+  fold: BatchFileFold,
+  stored: StoredBatchFileViews,
+  differ: (message: string) => void,
+): { readonly batches: number; readonly files: number } => {
+  const made = new Map<string, { readonly state: BatchState; readonly counts: BatchCounts }>();
+  for (const [batchId, batch] of fold.batches) {
+    // Lines of a batch the log never made: the write path keeps no view for it (and the decider queues no such line).
+    if (batch.state.status === 'none') differ(`batch ${batchId}: ${batch.counts.queued} lines queued but never made`);
+    else made.set(batchId, batch);
+  }
+  const seenBatches = new Set<string>();
+  for (const { id, view } of stored.batches) {
+    seenBatches.add(id);
+    const rebuilt = made.get(id);
+    if (rebuilt === undefined) differ(`batch ${id}: stored but not produced by the log`);
+    else {
+      if (!isDeepStrictEqual(view.state, rebuilt.state)) differ(`batch ${id}: the stored state differs from the log's`);
+      if (!sameCounts(view.counts, rebuilt.counts))
+        differ(
+          `batch ${id}: the stored counts differ from the log's (stored ${countsText(view.counts)}; the log gives ${countsText(rebuilt.counts)})`,
+        );
+    }
+  }
+  for (const id of made.keys()) if (!seenBatches.has(id)) differ(`batch ${id}: produced by the log but not stored`);
+
+  const seenFiles = new Set<string>();
+  for (const { id, view } of stored.files) {
+    seenFiles.add(id);
+    const rebuilt = fold.files.get(id);
+    if (rebuilt === undefined)
+      differ(
+        `file ${id}: ${fold.deletedFiles.has(id) ? 'stored but the log deleted it' : 'stored but not produced by the log'}`,
+      );
+    else if (!isDeepStrictEqual(view, rebuilt)) differ(`file ${id}: the stored value differs from the log's`);
+  }
+  for (const id of fold.files.keys()) if (!seenFiles.has(id)) differ(`file ${id}: produced by the log but not stored`);
+
+  const accountBatches = new Map<string, string>();
+  const openBatches = new Map<string, string>();
+  for (const batch of made.values()) {
+    accountBatches.set(keyText(accountBatchKeyOf(batch)), '');
+    if (!isFinalBatch(batch.state.status))
+      openBatches.set(keyText([batch.state.context.batchId]), batch.state.context.accountId);
+  }
+  const accountFiles = new Map<string, string>();
+  for (const file of fold.files.values()) accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
+  compareIndex('accountBatches', stored.accountBatches, accountBatches, differ);
+  compareIndex('openBatches', stored.openBatches, openBatches, differ);
+  compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
+  return { batches: made.size, files: fold.files.size };
+};
+
+const compareIndex = (
+  name: string,
+  entries: Iterable<{ readonly key: IndexKey; readonly value: string }>,
+  rebuilt: ReadonlyMap<string, string>,
+  differ: (message: string) => void,
+) => {
+  const seen = new Set<string>();
+  for (const { key, value } of entries) {
+    const id = keyText(key);
+    seen.add(id);
+    const wanted = rebuilt.get(id);
+    if (wanted === undefined) differ(`index ${name} ${id}: stored but not produced by the log`);
+    else if (wanted !== value) differ(`index ${name} ${id}: the stored value differs from the log's`);
+  }
+  for (const id of rebuilt.keys()) if (!seen.has(id)) differ(`index ${name} ${id}: produced by the log but not stored`);
+};
+
+/** A file's bytes as kept beside the log: their size and SHA-256 (hex). */
+export type FileDigest = { readonly bytes: number; readonly sha256: string };
+
+/**
+ * The files' bytes against what the log says of them (FileCreated's size and SHA-256): each file that exists must
+ * have its bytes kept, exactly those. `digestOf` reads the store's FileBytes (undefined: no bytes kept under that
+ * id); it may answer at once or later. To be wired into `replay --verify` once the store keeps files' bytes, with the
+ * file views the verification rebuilt (or read: they have been compared with the log by then).
+ */
+export const verifyFileDigests = async (
+  files: Iterable<FileState>,
+  digestOf: (fileId: string) => FileDigest | undefined | Promise<FileDigest | undefined>,
+): Promise<string[]> => {
+  const differences: string[] = [];
+  for (const file of files) {
+    const digest = await digestOf(file.fileId);
+    if (digest === undefined) differences.push(`file ${file.fileId}: the log made it but its bytes are missing`);
+    else if (digest.bytes !== file.bytes || digest.sha256 !== file.sha256)
+      differences.push(
+        `file ${file.fileId}: its bytes differ from the log's (stored ${digest.bytes} bytes, sha256 ${digest.sha256}; the log gives ${file.bytes} bytes, sha256 ${file.sha256})`,
+      );
+  }
+  return differences;
+};

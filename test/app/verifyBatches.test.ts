@@ -1,0 +1,161 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
+import { lastSeqKey } from '../../src/adapters/lmdb/databases.js';
+import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { dispatchLaneOf } from '../../src/domain/batch/lines.js';
+import type { BatchView } from '../../src/domain/batch/state.js';
+import type { Command } from '../../src/domain/commands.js';
+import { isRefusal } from '../../src/domain/commands.js';
+import type { StoredEvent } from '../../src/domain/events.js';
+import type { FileState } from '../../src/domain/file/state.js';
+import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatches.js';
+import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../support/batchLog.js';
+import { tempDataDir } from '../support/testApp.js';
+
+describe('replay --verify of batches and files (rebuilt from the log and compared)', () => {
+  let store: LmdbStore;
+  let dir: string;
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const commit = async (...commands: Command[]) => {
+    const outcomes = await store.commit({ commands });
+    for (const outcome of outcomes) expect(isRefusal(outcome) || outcome instanceof Error ? outcome : 'ok').toBe('ok');
+  };
+
+  /** The log of test/support/batchLog.ts, written as the server writes it. */
+  const written = async () => {
+    dir = tempDataDir('airs-verify-batches');
+    store = openLmdbStore(dir);
+    for (const commands of batchLogWrites) await commit(...commands);
+    store.syncReads.refresh();
+    return store.databases;
+  };
+  const differences = () => verifyViews(store.databases).differences;
+  const storedBatch = (batchId: string) => decodeMap<BatchView>(store.databases.batches.get(batchId) as Buffer);
+
+  it('finds nothing to report in a batch whose lines completed, failed and were cancelled, nor in its files', async () => {
+    await written();
+    expect(storedBatch(done).state.status).toBe('completed');
+    expect(storedBatch(done).counts).toEqual({ queued: 3, completed: 1, failed: 2, inputTokens: 10, outputTokens: 4 });
+    expect(verifyViews(store.databases)).toMatchObject({ batches: 2, files: 3, differences: [] });
+  });
+
+  it('names a batch whose stored counts differ from its lines’ events, with both counts', async () => {
+    const dbs = await written();
+    const view = storedBatch(done);
+    dbs.batches.putSync(done, encodeMap({ ...view, counts: { ...view.counts, completed: 2, failed: 1 } }));
+    expect(differences()).toEqual([
+      `batch ${done}: the stored counts differ from the log's (stored queued 3, completed 2, failed 1, tokens 10/4; the log gives queued 3, completed 1, failed 2, tokens 10/4)`,
+    ]);
+  });
+
+  it('names a batch whose stored state differs from the fold of its events', async () => {
+    const dbs = await written();
+    const view = storedBatch(open);
+    dbs.batches.putSync(open, encodeMap({ ...view, state: { ...view.state, status: 'cancelling' } }));
+    expect(differences()).toEqual([`batch ${open}: the stored state differs from the log's`]);
+  });
+
+  it('names an open batch missing from the index of open batches, and an ended one left in it', async () => {
+    const dbs = await written();
+    dbs.indexes.openBatches.removeSync([open]);
+    dbs.indexes.openBatches.putSync([done], 'acct_1');
+    expect(differences()).toEqual(
+      expect.arrayContaining([
+        `index openBatches ${done}: stored but not produced by the log`,
+        `index openBatches ${open}: produced by the log but not stored`,
+      ]),
+    );
+    expect(differences()).toHaveLength(2);
+  });
+
+  it('names a batch missing from its account’s batches, and a view stored for a batch the log never made', async () => {
+    const dbs = await written();
+    const view = storedBatch(done);
+    dbs.indexes.accountBatches.removeSync(['acct_1', 1_100, done]);
+    dbs.batches.putSync('batch_made_up', encodeMap(view));
+    expect(differences()).toEqual(
+      expect.arrayContaining([
+        `index accountBatches acct_1\u00011100\u0001${done}: produced by the log but not stored`,
+        'batch batch_made_up: stored but not produced by the log',
+      ]),
+    );
+  });
+
+  it('names the view and the list entry of a file the log deleted, left behind', async () => {
+    const dbs = await written();
+    const gone: FileState = {
+      fileId: 'file_gone',
+      accountId: 'acct_1',
+      purpose: 'batch',
+      filename: 'file_gone.jsonl',
+      ...digestOf('file_gone'),
+      createdAt: 1_000,
+    };
+    dbs.files.putSync('file_gone', encodeMap(gone));
+    dbs.indexes.accountFiles.putSync(['acct_1', 1_000, 'file_gone'], 'batch');
+    expect(differences()).toEqual([
+      'file file_gone: stored but the log deleted it',
+      'index accountFiles acct_1\u00011000\u0001file_gone: stored but not produced by the log',
+    ]);
+  });
+
+  it('names a file whose stored view differs, and one missing', async () => {
+    const dbs = await written();
+    const view = decodeMap<FileState>(dbs.files.get('file_out') as Buffer);
+    dbs.files.putSync('file_out', encodeMap({ ...view, bytes: 121 }));
+    dbs.files.removeSync('file_in1');
+    expect(differences()).toEqual([
+      "file file_out: the stored value differs from the log's",
+      'file file_in1: produced by the log but not stored',
+    ]);
+  });
+
+  it('checks a waiting line in its account’s batch lane of the dispatch index, not in the account’s own', async () => {
+    const dbs = await written();
+    const [entry] = Array.from(dbs.indexes.dispatch.getRange({}));
+    const key = entry?.key as [string, number, string];
+    expect(key).toEqual([dispatchLaneOf({ accountId: 'acct_1', batchId: open }), 1_300, line(open, 1)]);
+    dbs.indexes.dispatch.removeSync(key);
+    dbs.indexes.dispatch.putSync(['acct_1', key[1], key[2]], 'echo');
+    expect(differences()).toEqual([
+      `index dispatch acct_1\u00011300\u0001${line(open, 1)}: stored but not produced by the log`,
+    ]);
+  });
+
+  it('names a batch event its machine does not accept', async () => {
+    const dbs = await written();
+    // One more log record, appended by hand: the running batch ended without finalizing.
+    const ended: StoredEvent = { type: 'BatchEnded', batchId: open, owner, completed: 0, failed: 0, at: 2_000, seq: 0 };
+    const seq = (dbs.meta.get(lastSeqKey) as number) + 1;
+    dbs.log.putSync(seq, encodeLogRecord([{ ...ended, seq }]));
+    dbs.meta.putSync(lastSeqKey, seq);
+    expect(differences()).toEqual([`event ${seq}: BatchEnded is not accepted by the machine`]);
+  });
+
+  it('hands the rebuilt files to a check of their bytes, which names bytes missing or not as the log says', async () => {
+    await written();
+    let files: ReadonlyMap<string, FileState> = new Map();
+    verifyViews(store.databases, {
+      files: (rebuilt) => {
+        files = rebuilt;
+      },
+    });
+    expect([...files.keys()].sort()).toEqual(['file_in1', 'file_in2', 'file_out']);
+    const kept: Record<string, FileDigest> = {
+      file_in1: digestOf('file_in1'),
+      file_out: { bytes: 120, sha256: sha('0') },
+    };
+    const logged = digestOf('file_out');
+    expect(await verifyFileDigests(files.values(), async (fileId) => kept[fileId])).toEqual([
+      'file file_in2: the log made it but its bytes are missing',
+      `file file_out: its bytes differ from the log's (stored 120 bytes, sha256 ${sha('0')}; the log gives ${logged.bytes} bytes, sha256 ${logged.sha256})`,
+    ]);
+  });
+});
