@@ -257,8 +257,9 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     async function* text(): AsyncGenerator<Uint8Array> {
       let count = 0;
       for await (const line of namesOf(view)) {
-        // Counted in lines read, not lines written: a pass that writes few of them (the error file of a batch that
-        // completed) reads them all, and its lease must outlast it.
+        // Counted in lines read, not lines written: a pass that writes few of them (the output file of a batch that
+        // expired or was cancelled early, the error file of one where a few lines failed) reads them all, and its
+        // lease must outlast it.
         if (++count % chunkLines === 0) await keep();
         const reqId = lineRequestId(batchId, line.line);
         const stored = await store.reads.requestWithText(reqId);
