@@ -23,11 +23,12 @@ import { fileSandboxes, sleep } from '../support/processes.js';
  * cache, which the kernel takes back when it needs to), and those grow with the data read however it is read:
  * reading the 200 MB blob back adds some 190 MB of them.
  *
- * Measured on the 2-core machine (under load), from a base of 68–77 MB anonymous (114–124 MB VmRSS) once started and
- * warmed up: the upload's and download's phase peaked at base + 32–40 MB anonymous (VmRSS 155–157 MB, then 322–325
- * MB with the blob's pages); the batch's at base + 175–180 MB anonymous, the same with 20,000 and with 50,000 lines
- * (VmRSS 504 MB, 533 MB): a JavaScript heap collected lazily (a heap snapshot taken mid-batch held 58 MB in all), not
- * memory per line. 50,000 lines took some 150 s there, so the test runs 20,000.
+ * Measured on the 2-core machine (shared, under load), from a base of 68–80 MB anonymous (114–127 MB VmRSS) once
+ * started and warmed up: the upload's and the download's phases peaked at base + 32–42 MB anonymous (VmRSS 155–162
+ * MB, then 322–351 MB with the blob's mapped pages); the batch's at base + 172–180 MB anonymous, the same with 20,000
+ * and with 50,000 lines (VmRSS 502–504 MB and 533 MB): a JavaScript heap collected lazily (a heap snapshot taken
+ * mid-batch held 58 MB in all), not memory per line. The whole test took 47 s with 20,000 lines and 74 s with 50,000
+ * there, so it runs 20,000.
  */
 
 const newBox = fileSandboxes();
@@ -35,7 +36,7 @@ const megabyte = 1024 * 1024;
 
 /** Growth of the anonymous resident set allowed while a file streams in or out: a 200 MB file held whole breaks it. */
 const streamingBound = 96 * megabyte;
-/** Growth allowed while the batch runs (measured 175–180 MB, whatever the number of lines). */
+/** Growth allowed while the batch runs (measured 172–180 MB, whatever the number of lines). */
 const batchBound = 256 * megabyte;
 const lines = 20_000;
 
