@@ -16,7 +16,7 @@ import {
   withStore,
 } from '../support/batchServer.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { fileSandboxes, sleep } from '../support/processes.js';
+import { fileSandboxes, runCli, sleep } from '../support/processes.js';
 
 /**
  * Batches through a real `airs serve` on LMDB killed with SIGKILL at each stage of a batch's life (contract 16,
@@ -27,6 +27,19 @@ import { fileSandboxes, sleep } from '../support/processes.js';
  */
 
 const newBox = fileSandboxes();
+
+/** The batch as the log left it at the kill (the server is dead): its status and lines ended. */
+const batchAtKill = (dataDir: string, batchId: string) =>
+  withStore(dataDir, async (store) => {
+    const view = await store.reads.batch(batchId);
+    return { status: view?.state.status, ended: (view?.counts.completed ?? 0) + (view?.counts.failed ?? 0) };
+  });
+
+/** `airs replay --verify`: every view rebuilt from the log is the one stored, and each file's bytes are its log's. */
+const verified = async (box: Parameters<typeof runCli>[0]) => {
+  const result = await runCli(box, ['replay', '--verify'], { timeoutMs: 60_000 });
+  return { code: result.code, said: `${result.stdout}${result.stderr}`.slice(-2_000) };
+};
 
 describe('a batch server killed with SIGKILL and restarted on the same data directory', { timeout: 120_000 }, () => {
   it('keeps no file of an upload cut by the kill, leaves its bytes named by no file, and takes a new upload', async () => {
@@ -56,6 +69,7 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
     expect(left).toHaveLength(1);
     expect(left[0]?.named).toBe(false);
     expect(left[0]?.bytes).toBeLessThan(30_000_000);
+    expect(await verified(served.box)).toMatchObject({ code: 0 });
 
     await served.restart();
     expect(await allFiles(served.client)).toEqual([]);
@@ -133,9 +147,12 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
         everyMs: 20,
       });
       await served.stop('SIGKILL');
-      const completedAtKill = atKill.request_counts?.completed ?? 0;
       expect(atKill.status).toBe('in_progress');
-      expect(completedAtKill).toBeLessThan(total);
+      // The kill came while lines ran: some had ended, not all.
+      const killed = await batchAtKill(served.box.dataDir, batchId);
+      expect(killed.status).toBe('in_progress');
+      expect(killed.ended).toBeGreaterThanOrEqual(4);
+      expect(killed.ended).toBeLessThan(total);
       const calledAtKill = lines.filter((line) => upstream.calls(promptOf(line)) > 0).length;
 
       await served.restart();
@@ -185,6 +202,8 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
     });
     await served.stop('SIGKILL');
     expect(atKill.status).toBe('finalizing');
+    // The kill came before the batch ended: it is still finalizing in the log.
+    expect((await batchAtKill(served.box.dataDir, batchId)).status).toBe('finalizing');
 
     await served.restart();
     const ended = await untilEnded(served.client, batchId);
@@ -199,6 +218,8 @@ describe('a batch server killed with SIGKILL and restarted on the same data dire
     const outputs = (await allFiles(served.client)).filter((each) => each.purpose === 'batch_output');
     expect(outputs.map((each) => each.id)).toEqual([ended.output_file_id]);
     await served.stop();
+    // What the killed finalizer wrote named no file; the file made names bytes of its size and SHA-256.
+    expect(await verified(served.box)).toMatchObject({ code: 0 });
   });
 
   it('ends a batch past its shortened window as expired: lines run are in the output, the rest were never started', async () => {
