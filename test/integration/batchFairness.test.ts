@@ -60,8 +60,10 @@ describe('a batch and interactive traffic on one model', { timeout: 120_000 }, (
     for (let i = 0; i < 200 && (await completed()) < 2 * workers; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await completed()).toBeGreaterThanOrEqual(2 * workers);
 
-    // One interactive request (another account's, then the batch owner's own): only the lines running when it came
-    // finish before it starts.
+    // One interactive request (another account's, then the batch owner's own) takes the first worker that comes
+    // free: before it starts, only the lines running when it came finish (at most one per worker); while it runs,
+    // the other workers go on with lines (no interactive request waits then). So at most two rounds of lines end
+    // between its submit and its answer, where a queue that served lines first would end thousands.
     for (const client of [live, bulk]) {
       const before = await completed();
       const answer = await client.chat.completions.create({
@@ -70,7 +72,7 @@ describe('a batch and interactive traffic on one model', { timeout: 120_000 }, (
       });
       expect(answer.choices[0]?.message.content).toBe('me first');
       const after = await completed();
-      expect(after - before).toBeLessThanOrEqual(workers + 1);
+      expect(after - before).toBeLessThanOrEqual(2 * workers + 1);
     }
 
     // Interactive traffic that keeps every worker busy: eight callers, one request after another, for about four
