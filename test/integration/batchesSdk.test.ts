@@ -202,6 +202,18 @@ describe('batches through the official openai SDK', { timeout: 120_000 }, () => 
     const listed: string[] = [];
     for await (const each of other.files.list()) listed.push(each.id);
     expect(listed).toEqual([]);
+
+    // A name beyond Latin-1 travels in the download's header too (plain ASCII, and exactly as UTF-8).
+    const named = await owner.files.create({
+      file: await OpenAI.toFile(Buffer.from('{"a":1}\n'), 'données ✓.jsonl'),
+      purpose: 'batch',
+    });
+    expect(named.filename).toBe('données ✓.jsonl');
+    const download = await owner.files.content(named.id);
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="donn_es _.jsonl"; filename*=UTF-8''${encodeURIComponent('données ✓.jsonl')}`,
+    );
+    expect(await download.text()).toBe('{"a":1}\n');
   });
 
   it('fails a batch whose file has bad lines, listing each with its line, code and param, and runs none of it', async () => {

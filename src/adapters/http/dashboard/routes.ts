@@ -14,7 +14,6 @@ import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { ClockShape } from '../../../ports/Clock.js';
-import { BlobNotFound } from '../../../ports/FileBytes.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { plural } from '../../dashboard/format.js';
@@ -33,6 +32,7 @@ import {
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
+import { fileDownload } from '../fileDownload.js';
 import { batchObjectOf } from '../openai/batches/wire.js';
 import { FormTooLarge, readForm } from './formBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
@@ -97,10 +97,6 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
     }
   }
 };
-
-/** Text as an RFC 5987 value: percent-encoded UTF-8 (encodeURIComponent leaves a few characters it may not hold). */
-const utf8HeaderValue = (text: string) =>
-  encodeURIComponent(text).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** A batch as the Batches page shows it: what the API shows of it (status, counts, files). */
 const batchRowOf = (view: BatchView): BatchRow => {
@@ -593,37 +589,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const fileId = event.context.params?.id ?? '';
     const file = couldBeId('file', fileId) ? await deps.store.reads.file(fileId) : undefined;
     if (file === undefined || file.accountId !== who.account.accountId) return notFound(event, who);
-    const iterator = deps.store.files.read(fileId)[Symbol.asyncIterator]();
-    // The first part is read before answering: bytes gone meanwhile (the file deleted a moment ago) are a 404 page,
-    // not a 200 whose body breaks off.
-    let pending: IteratorResult<Uint8Array> | undefined;
-    try {
-      pending = await iterator.next();
-    } catch (error) {
-      if (error instanceof BlobNotFound) return notFound(event, who);
-      throw error;
-    }
-    const body = new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        const next = pending ?? (await iterator.next());
-        pending = undefined;
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
-      },
-      cancel: async () => {
-        await iterator.return?.();
-      },
-    });
-    return new Response(body, {
-      status: 200,
-      headers: {
-        ...pageHeaders,
-        'Content-Type': 'application/octet-stream',
-        'Content-Length': String(file.bytes),
-        // A header holds Latin-1 only: the name in plain ASCII, and exactly in UTF-8 for the browsers that read that.
-        'Content-Disposition': `attachment; filename="${file.filename.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${utf8HeaderValue(file.filename)}`,
-      },
-    });
+    const download = await fileDownload(file, deps.store.files.read(fileId), pageHeaders);
+    return download ?? notFound(event, who);
   });
 
   const notFound = (event: H3Event, who: Visitor | undefined) =>

@@ -3,7 +3,8 @@ import type { Principal } from '../../../../app/Auth.js';
 import type { BatchesShape } from '../../../../app/batches/Batches.js';
 import { type FilesShape, purposeProblem, type UploadDetails } from '../../../../app/batches/Files.js';
 import type { BudgetName } from '../../../../app/RateLimiter.js';
-import { type ApiError, InvalidRequest } from '../../../../domain/errors.js';
+import { type ApiError, InvalidRequest, NotFound } from '../../../../domain/errors.js';
+import { fileDownload } from '../../fileDownload.js';
 import { readMultipartUpload } from '../../multipartUpload.js';
 import { metadataOf } from '../metadata.js';
 import { batchCreateBodySchema, paramOf } from './bodies.js';
@@ -126,27 +127,11 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
     if (isApiError(principal)) return principal;
     const found = await files.content(principal, deps.pathId(event));
     if (isApiError(found)) return found;
-    const iterator = found.bytes[Symbol.asyncIterator]();
-    // Streamed a part at a time: a 200 MB file never sits whole in memory.
-    const body = new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        const next = await iterator.next();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
-      },
-      cancel: async () => {
-        await iterator.return?.();
-      },
-    });
-    return new Response(body, {
-      status: 200,
-      headers: {
-        ...headers,
-        'content-type': 'application/octet-stream',
-        'content-length': String(found.file.bytes),
-        'content-disposition': `attachment; filename="${found.file.filename.replace(/["\\]/g, '_')}"`,
-      },
-    });
+    // Bytes gone a moment ago (the file just deleted): unknown, as the file now is.
+    return (
+      (await fileDownload(found.file, found.bytes, headers)) ??
+      new NotFound({ message: `no file ${found.file.fileId}` })
+    );
   };
 
   const createBatch: Route = async (event, headers) => {
