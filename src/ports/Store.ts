@@ -72,6 +72,9 @@ export type QueueDepths = { readonly models: readonly ModelQueue[]; readonly tru
 export interface ReadModel {
   request(reqId: string): Promise<RequestState | undefined>;
   requestWithText(reqId: string): Promise<StoredRequest | undefined>;
+  /** Many requests with their text at once, in the order asked (undefined where there is none): one statement on
+   * PostgreSQL, where a batch's output would otherwise take a round trip per line. */
+  requestsWithText(reqIds: readonly string[]): Promise<(StoredRequest | undefined)[]>;
   account(accountId: string): Promise<AccountState | undefined>;
   accountIdByEmail(email: string): Promise<string | undefined>;
   accounts(): Promise<AccountState[]>;

@@ -31,6 +31,7 @@ export const readModelOf = (
   return {
     request: read(reads.request),
     requestWithText: read(reads.requestWithText),
+    requestsWithText: read((reqIds: readonly string[]) => reqIds.map((reqId) => reads.requestWithText(reqId))),
     account: read(reads.account),
     accountIdByEmail: read(reads.accountIdByEmail),
     accounts: read(() => [...reads.accounts()]),

@@ -91,6 +91,7 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
   --keep       keep the temporary data directories (printed at the end)
   --processes=N  run the HTTP, end-to-end and batch airs servers as airs serve --processes N (default 1)
+  --batch-lines=N  lines of the batch scenario's timed batch (default 100,000; to profile a shorter run)
 environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)
   the pg scenario (and the batch scenario's PostgreSQL row) needs PostgreSQL's server binaries
   (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
@@ -100,6 +101,7 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
   let cpuProf = false;
   let keep = false;
   let processes = 1;
+  let batchLines: number | undefined;
   let only: ScenarioName[] = [...scenarioNames];
   for (const arg of argv) {
     if (arg === '--smoke') smoke = true;
@@ -109,6 +111,9 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
       processes = Number(arg.slice('--processes='.length));
       if (!Number.isInteger(processes) || processes < 1 || processes > 64)
         return `--processes: expected an integer from 1 to 64\n${usage}`;
+    } else if (arg.startsWith('--batch-lines=')) {
+      batchLines = Number(arg.slice('--batch-lines='.length));
+      if (!Number.isInteger(batchLines) || batchLines < 1) return `--batch-lines: expected a positive integer\n${usage}`;
     } else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
@@ -117,5 +122,13 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
     } else if (arg === '--help' || arg === '-h') return usage;
     else return `unknown option ${arg}\n${usage}`;
   }
-  return { smoke, only, cpuProf, keep, processes, sizes: smoke ? smokeSizes : fullSizes };
+  const sizes = smoke ? smokeSizes : fullSizes;
+  return {
+    smoke,
+    only,
+    cpuProf,
+    keep,
+    processes,
+    sizes: batchLines === undefined ? sizes : { ...sizes, batch: { ...sizes.batch, lines: batchLines } },
+  };
 };

@@ -55,6 +55,18 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       if (row === undefined) return undefined;
       return { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') };
     },
+    requestsWithText: async (reqIds) => {
+      if (reqIds.length === 0) return [];
+      const rows = await query<{ req_id: string; state: RequestState; text: Buffer | null }[]>(sql`
+        SELECT req_id, state, text FROM requests WHERE req_id = ANY(${[...reqIds]}::text[])`);
+      const found = new Map(
+        rows.map((row) => [
+          row.req_id,
+          { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') },
+        ]),
+      );
+      return reqIds.map((reqId) => found.get(reqId));
+    },
     account: (accountId) =>
       one<AccountState>(query(sql`SELECT state AS value FROM accounts WHERE account_id = ${accountId}`)),
     accountIdByEmail: (email) => one<string>(query(sql`SELECT account_id AS value FROM emails WHERE email = ${email}`)),

@@ -9,7 +9,7 @@ import { InvalidRequest, Refused } from '../../domain/errors.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Log } from '../../ports/Logger.js';
-import { StorageFault, Store, type StoreShape } from '../../ports/Store.js';
+import { StorageFault, Store, type StoredRequest, type StoreShape } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 import { Models } from '../Models.js';
@@ -65,6 +65,23 @@ export type BatchRunnerDeps = {
 
 /** Lines queued or cancelled per write. */
 const chunkLines = 1_000;
+/** Lines whose requests are read at once while the output and error files are written. */
+const readChunkLines = 500;
+
+type LineName = { readonly line: number; readonly customId: string };
+
+/** An iterable's items in arrays of `size` (the last may be shorter). */
+async function* inChunks<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let chunk: T[] = [];
+  for await (const item of items) {
+    chunk.push(item);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
 /** The most validation errors a failed batch lists (contract 16). */
 const maxListedErrors = 1_000;
 /** Bytes no file names are removed once this old (an upload still being written is younger). */
@@ -204,33 +221,27 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   const cancelLines = async (view: BatchView, keep: () => Promise<void>) => {
     const { batchId } = view.state.context;
     const running = view.state.status === 'cancelling';
-    let pending: Promise<unknown>[] = [];
-    let read = 0;
-    for await (const line of namesOf(view)) {
+    for await (const names of inChunks(namesOf(view), readChunkLines)) {
       // Lines that need nothing are read too: the lease must outlast the pass, however few it cancels.
-      if (++read % chunkLines === 0) await keep();
-      const reqId = lineRequestId(batchId, line.line);
-      const state = await store.reads.request(reqId);
-      if (state === undefined) continue;
-      if (state.status !== 'waiting' && !(running && state.status === 'processing')) continue;
-      const wasRunning = state.status === 'processing';
-      pending.push(
-        deps.send({ type: 'Cancel', reqId, now: deps.now() }).then((outcome) => {
-          // Durably cancelled: a model call for it in this process is aborted (another process's ends by itself).
-          if (wasRunning && 'events' in outcome) deps.cancelRunning?.(reqId);
-        }),
-      );
-      if (pending.length >= chunkLines) {
-        await Promise.all(pending);
-        pending = [];
-        await keep();
-      }
+      await keep();
+      const reqIds = names.map((line) => lineRequestId(batchId, line.line));
+      const stored = await store.reads.requestsWithText(reqIds);
+      const cancels = reqIds.flatMap((reqId, i) => {
+        const status = stored[i]?.state.status;
+        if (status !== 'waiting' && !(running && status === 'processing')) return [];
+        return [
+          deps.send({ type: 'Cancel', reqId, now: deps.now() }).then((outcome) => {
+            // Durably cancelled: a model call for it in this process is aborted (another process's ends by itself).
+            if (status === 'processing' && 'events' in outcome) deps.cancelRunning?.(reqId);
+          }),
+        ];
+      });
+      await Promise.all(cancels);
     }
-    await Promise.all(pending);
   };
 
   /** The lines of a batch that passed validation, with only what names them: their line and custom_id. */
-  async function* namesOf(view: BatchView): AsyncGenerator<{ readonly line: number; readonly customId: string }> {
+  async function* namesOf(view: BatchView): AsyncGenerator<LineName> {
     for await (const source of jsonLines(store.files.read(view.state.context.inputFileId), deps.maxLineBytes)) {
       if (!('text' in source)) continue;
       const { custom_id: customId } = JSON.parse(source.text) as { custom_id: string };
@@ -254,50 +265,54 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
       ending === 'expired'
         ? 'the batch expired before this line was run'
         : 'the batch was cancelled before this line was run';
+    const entryOf = (line: LineName, stored: StoredRequest | undefined): object | undefined => {
+      const reqId = lineRequestId(batchId, line.line);
+      const status = stored?.state.status;
+      const base = { id: outputLineId(reqId), custom_id: line.customId };
+      if (stored !== undefined && status === 'completed') {
+        if (kind === 'error') return undefined;
+        const answer = answerOf(stored.text ?? '', stored.state.context.output);
+        const requestView: RequestView = {
+          state: stored.state,
+          status: 'completed',
+          response: answer.text,
+          toolCalls: answer.toolCalls.length === 0 ? undefined : answer.toolCalls,
+        };
+        return {
+          ...base,
+          response: { status_code: 200, request_id: reqId, body: deps.endpoints.answer(endpoint, requestView) },
+          error: null,
+        };
+      }
+      if (kind === 'output') return undefined;
+      return stored !== undefined && status === 'failed'
+        ? {
+            ...base,
+            response: {
+              status_code: 500,
+              request_id: reqId,
+              body: deps.endpoints.failure(endpoint, { state: stored.state, status: 'failed' }),
+            },
+            error: null,
+          }
+        : { ...base, response: null, error: { code, message: notRun } };
+    };
     async function* text(): AsyncGenerator<Uint8Array> {
-      let count = 0;
-      for await (const line of namesOf(view)) {
+      // Read a chunk of lines' requests at a time (one statement on PostgreSQL), each chunk written as one piece.
+      for await (const names of inChunks(namesOf(view), readChunkLines)) {
         // Counted in lines read, not lines written: a pass that writes few of them (the output file of a batch that
         // expired or was cancelled early, the error file of one where a few lines failed) reads them all, and its
         // lease must outlast it.
-        if (++count % chunkLines === 0) await keep();
-        const reqId = lineRequestId(batchId, line.line);
-        const stored = await store.reads.requestWithText(reqId);
-        const status = stored?.state.status;
-        const base = { id: outputLineId(reqId), custom_id: line.customId };
-        let entry: object | undefined;
-        if (stored !== undefined && status === 'completed') {
-          if (kind === 'output') {
-            const answer = answerOf(stored.text ?? '', stored.state.context.output);
-            const requestView: RequestView = {
-              state: stored.state,
-              status: 'completed',
-              response: answer.text,
-              toolCalls: answer.toolCalls.length === 0 ? undefined : answer.toolCalls,
-            };
-            entry = {
-              ...base,
-              response: { status_code: 200, request_id: reqId, body: deps.endpoints.answer(endpoint, requestView) },
-              error: null,
-            };
-          }
-        } else if (kind === 'error') {
-          entry =
-            stored !== undefined && status === 'failed'
-              ? {
-                  ...base,
-                  response: {
-                    status_code: 500,
-                    request_id: reqId,
-                    body: deps.endpoints.failure(endpoint, { state: stored.state, status: 'failed' }),
-                  },
-                  error: null,
-                }
-              : { ...base, response: null, error: { code, message: notRun } };
-        }
-        if (entry === undefined) continue;
-        lines++;
-        yield Buffer.from(`${JSON.stringify(entry)}\n`);
+        await keep();
+        const stored = await store.reads.requestsWithText(names.map((line) => lineRequestId(batchId, line.line)));
+        let piece = '';
+        names.forEach((line, i) => {
+          const entry = entryOf(line, stored[i]);
+          if (entry === undefined) return;
+          lines++;
+          piece += `${JSON.stringify(entry)}\n`;
+        });
+        if (piece.length > 0) yield Buffer.from(piece);
       }
     }
     const stored = await store.files.write(fileId, text(), Number.MAX_SAFE_INTEGER, deps.now());

@@ -50,6 +50,17 @@ export const indexFeatures = ({ open }: Contract) =>
       });
     });
 
+    it('reads many requests with their text at once, in the order asked, with nothing for an id it does not hold', async () => {
+      const store = await open();
+      await store.commit({
+        commands: [submit('req_1', { now: 1_000, prompt: 'first' }), submit('req_2', { now: 2_000, prompt: 'second' })],
+      });
+      const read = await store.reads.requestsWithText(['req_2', 'req_missing', 'req_1']);
+      expect(read.map((stored) => stored?.text)).toEqual(['second', undefined, 'first']);
+      expect(read.map((stored) => stored?.state.context.reqId)).toEqual(['req_2', undefined, 'req_1']);
+      expect(await store.reads.requestsWithText([])).toEqual([]);
+    });
+
     it('tells whether work is due and when it next becomes due, and counts the waiting requests per model, through queueing, starting, retrying and settling', async () => {
       const store = await open();
       const queue = queueOf(store);
