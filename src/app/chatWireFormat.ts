@@ -12,9 +12,10 @@ import { metadataField } from './openAiWireFormat.js';
 // ---- The body ----
 //
 // The one description of the body: the route parses it with this schema (adapters/http/openai/chat/request.ts),
-// and the OpenAPI document shows it. Each rule carries the words of its refusal. A body that breaks several rules is
-// refused for the first in the order of the fields below, unknown fields just before `stream` (the order airs has
-// always checked them in).
+// so does the Batch API for each line of an input file (adapters/http/openai/batchEndpoints.ts), and the OpenAPI
+// document shows it. Each rule carries the words of its refusal. A body that breaks several rules is refused for the
+// first in the order of the fields below, unknown fields just before `stream` (the order airs has always checked
+// them in).
 
 /** Bounds of what airs keeps with a request (the text of messages and schemas is bounded as stored text). */
 export const chatBounds = {
