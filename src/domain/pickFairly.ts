@@ -153,11 +153,30 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
     return undefined;
   };
 
+  /**
+   * The lanes with work, in turn after `after`: read from the store by the first round, which goes once round them all
+   * unless it fills the pick; later rounds go round the same list (the pick writes nothing, so it is still the same).
+   */
+  let lanes: string[] | undefined;
+  function* lanesAfter(after: string | undefined): Generator<string> {
+    if (lanes === undefined) {
+      const seen: string[] = [];
+      for (const lane of reads.queuedAccounts(after)) {
+        seen.push(lane);
+        yield lane;
+      }
+      lanes = seen;
+      return;
+    }
+    const from = after === undefined ? -1 : lanes.indexOf(after);
+    for (let i = 1; i <= lanes.length; i++) yield lanes[(from + i) % lanes.length] as string;
+  }
+
   let full = false;
   const rounds = (sharing: boolean) => {
     while (picked.length < limits.free) {
       const before = picked.length;
-      for (const lane of reads.queuedAccounts(lastAccount)) {
+      for (const lane of lanesAfter(lastAccount)) {
         const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);

@@ -72,6 +72,16 @@ export const writeBatch = (
     }
     return count;
   };
+  /** Committed processing counts, read once per counter (a claim asks for the same few counters per entry). */
+  const committedProcessingOf = new Map<string, number>();
+  const committedProcessing = (counter: string) => {
+    let count = committedProcessingOf.get(counter);
+    if (count === undefined) {
+      count = target.reads.processingCount(counter);
+      committedProcessingOf.set(counter, count);
+    }
+    return count;
+  };
   let madeWaiting = false;
   let committedWaiting: boolean | undefined;
   /** Whether an earlier command of the batch moved the request elsewhere than `status` (the indexes lag behind). */
@@ -105,7 +115,7 @@ export const writeBatch = (
       for (const entry of target.reads.queuedOf(accountId)) if (!movedFrom(entry.reqId, 'waiting')) yield entry;
     },
     lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
-    processingCount: (counter) => target.reads.processingCount(counter) + (processingDeltas.get(counter) ?? 0),
+    processingCount: (counter) => committedProcessing(counter) + (processingDeltas.get(counter) ?? 0),
     // The committed answer does not change during the batch (its indexes are written at the end): read once.
     anyWaiting: () => {
       if (madeWaiting) return true;

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { type DispatchReads, type DispatchState, pickFairly, type QueuedEntry } from '../../src/domain/pickFairly.js';
+
+/** Lanes in id order, each with `depth` requests of `echo` available at 0; `queuedAccounts` wraps round as the stores do. */
+const queueOf = (lanes: readonly string[], depth: number) => {
+  const entries = new Map<string, QueuedEntry[]>(
+    lanes.map((lane) => [
+      lane,
+      Array.from({ length: depth }, (_, i) => ({ reqId: `${lane}-${i}`, availableAt: 0, model: 'echo' })),
+    ]),
+  );
+  let lanesRead = 0;
+  const reads: DispatchReads = {
+    *queuedAccounts(after) {
+      const sorted = [...lanes].sort();
+      const from = after === undefined ? 0 : sorted.filter((lane) => lane <= after).length;
+      for (let i = 0; i < sorted.length; i++) {
+        lanesRead++;
+        yield sorted[(from + i) % sorted.length] as string;
+      }
+    },
+    queuedOf: (lane) => entries.get(lane) ?? [],
+  };
+  return { reads, lanesRead: () => lanesRead };
+};
+
+const idle = (lastAccount: string | undefined): DispatchState => ({
+  lastAccount,
+  running: new Set(),
+  runningOf: () => 0,
+});
+
+describe('picking work fairly', () => {
+  it('takes one request of each account in turn, starting after the account served last, round after round', () => {
+    const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 5);
+    const pick = pickFairly(reads, idle('acct_a'), { free: 7, modelLimit: () => 100 }, 0);
+    expect(pick.picked.map((picked) => picked.reqId)).toEqual([
+      'acct_b-0',
+      'acct_c-0',
+      'acct_a-0',
+      'acct_b-1',
+      'acct_c-1',
+      'acct_a-1',
+      'acct_b-2',
+    ]);
+    expect(pick.lastAccount).toBe('acct_b');
+    expect(pick.exhausted).toBe(false);
+  });
+
+  it('reads the lanes with work from the store once per pick, however many rounds it takes', () => {
+    const { reads, lanesRead } = queueOf(['acct_a', 'acct_b'], 40);
+    const pick = pickFairly(reads, idle(undefined), { free: 64, modelLimit: () => 100 }, 0);
+    expect(pick.picked).toHaveLength(64);
+    expect(pick.picked.slice(0, 4).map((picked) => picked.reqId)).toEqual([
+      'acct_a-0',
+      'acct_b-0',
+      'acct_a-1',
+      'acct_b-1',
+    ]);
+    expect(lanesRead()).toBe(2);
+  });
+
+  it('gives what the share held back in turn too, starting after the account served last', () => {
+    // acct_b and acct_c each hold one echo worker already (their share): the first pass passes them over.
+    const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 3);
+    const state: DispatchState = {
+      ...idle(undefined),
+      runningOfAccount: (accountId) => (accountId === 'acct_a' ? 0 : 1),
+    };
+    const limits = { free: 3, modelLimit: () => 100, accountShare: () => 1 };
+    const pick = pickFairly(reads, state, limits, 0);
+    expect(pick.picked.map((picked) => picked.reqId)).toEqual(['acct_a-0', 'acct_b-0', 'acct_c-0']);
+  });
+
+  it('takes an account that has no more work out of the turns without losing the order of the others', () => {
+    const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 1);
+    const pick = pickFairly(reads, idle('acct_b'), { free: 5, modelLimit: () => 100 }, 0);
+    expect(pick.picked.map((picked) => picked.reqId)).toEqual(['acct_c-0', 'acct_a-0', 'acct_b-0']);
+    expect(pick.exhausted).toBe(true);
+  });
+});
