@@ -113,7 +113,8 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
         return `--processes: expected an integer from 1 to 64\n${usage}`;
     } else if (arg.startsWith('--batch-lines=')) {
       batchLines = Number(arg.slice('--batch-lines='.length));
-      if (!Number.isInteger(batchLines) || batchLines < 1) return `--batch-lines: expected a positive integer\n${usage}`;
+      if (!Number.isInteger(batchLines) || batchLines < 1)
+        return `--batch-lines: expected a positive integer\n${usage}`;
     } else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));

@@ -1,6 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { batchEndpoints } from '../../src/adapters/http/openai/batchEndpoints.js';
+import { batchCreateBodySchema, batchEndpointPaths } from '../../src/adapters/http/openai/batches/bodies.js';
 import { parseResponsesCreate } from '../../src/adapters/http/openai/input.js';
 import { openApiDocument, openApiText } from '../../src/adapters/http/openapi.js';
 import { submissionBodySchema } from '../../src/app/submission.js';
@@ -11,6 +13,36 @@ import { contractConfig, transports } from './support/contract.js';
 import { openApiChecker } from './support/openapi.js';
 
 const committedPath = new URL('../../docs/openapi.json', import.meta.url);
+
+/** `POST /v1/batches` bodies the route takes and ones it refuses, naming the input file `fileId`. */
+const batchCreateBodies = (fileId: string): unknown[] => {
+  const body = { input_file_id: fileId, endpoint: '/v1/chat/completions', completion_window: '24h' };
+  return [
+    body,
+    { ...body, endpoint: '/v1/responses', metadata: { job: 'nightly' }, unknown_field: 1 },
+    { ...body, metadata: null, output_expires_after: null },
+    { ...body, output_expires_after: { anchor: 'created_at', seconds: 3_600 } },
+    { endpoint: body.endpoint, completion_window: '24h' },
+    { input_file_id: fileId, completion_window: '24h' },
+    { input_file_id: fileId, endpoint: body.endpoint },
+    { ...body, input_file_id: 42 },
+    { ...body, endpoint: '/v1/embeddings' },
+    { ...body, endpoint: '/v1/completions' },
+    { ...body, completion_window: '48h' },
+    { ...body, completion_window: 24 },
+    { ...body, metadata: { job: 5 } },
+    { ...body, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+    { ...body, metadata: { ['k'.repeat(65)]: 'v' } },
+    { ...body, metadata: 'nightly' },
+    { ...body, output_expires_after: { anchor: 'completed_at', seconds: 3_600 } },
+    { ...body, output_expires_after: { anchor: 'created_at', seconds: 60 } },
+    { ...body, output_expires_after: { anchor: 'created_at', seconds: 3_600.5 } },
+    { ...body, output_expires_after: { anchor: 'created_at' } },
+    [],
+    'hello',
+    null,
+  ];
+};
 
 /**
  * The OpenAPI document (product contract section 10): generated from the zod schemas, served at
@@ -42,6 +74,12 @@ describe('the OpenAPI document', () => {
       '/v1/responses',
       '/v1/responses/{id}',
       '/v1/responses/{id}/cancel',
+      '/v1/files',
+      '/v1/files/{id}',
+      '/v1/files/{id}/content',
+      '/v1/batches',
+      '/v1/batches/{id}',
+      '/v1/batches/{id}/cancel',
       '/v1/openapi.json',
     ]);
     expect(Object.keys(document.paths['/v1/ai'] ?? {}).sort()).toEqual(['get', 'post']);
@@ -92,6 +130,21 @@ describe('the OpenAPI document', () => {
     expect(methodsAndStatuses('/v1/responses/{id}/cancel')).toEqual({
       post: ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'],
     });
+    // OpenAI's Files and Batches (contract 16): every route the face serves, with its methods.
+    const idRoute = ['200', '400', '401', '403', '404', '408', '429', '431', '500', '503'];
+    const listRoute = ['200', '400', '401', '403', '408', '429', '431', '500', '503'];
+    expect(methodsAndStatuses('/v1/files')).toEqual({
+      post: ['200', '400', '401', '403', '408', '413', '429', '431', '500', '503'],
+      get: listRoute,
+    });
+    expect(methodsAndStatuses('/v1/files/{id}')).toEqual({ get: idRoute, delete: idRoute });
+    expect(methodsAndStatuses('/v1/files/{id}/content')).toEqual({ get: idRoute });
+    expect(methodsAndStatuses('/v1/batches')).toEqual({
+      post: ['200', '400', '401', '403', '404', '408', '413', '429', '431', '500', '503'],
+      get: listRoute,
+    });
+    expect(methodsAndStatuses('/v1/batches/{id}')).toEqual({ get: idRoute });
+    expect(methodsAndStatuses('/v1/batches/{id}/cancel')).toEqual({ post: idRoute });
     // Strict mode: an unknown keyword in a generated schema is an error, not ignored.
     const ajv = new Ajv2020({ strict: true });
     for (const [name, schema] of Object.entries(document.components.schemas)) {
@@ -222,6 +275,48 @@ describe('the OpenAPI document', () => {
     expect(validate(orphan)).toBe(true);
     expect(parseResponsesCreate(orphan)).toBeInstanceOf(InvalidRequest);
     expect(validate({ model: 'gpt', input: [{ type: 'item_reference', id: 'msg_1' }] })).toBe(true);
+  });
+
+  it('describes the POST /v1/batches body as the zod schema the route parses it with', () => {
+    const document = openApiDocument() as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>;
+      components: { schemas: Record<string, { required?: string[]; properties: Record<string, { enum?: unknown }> }> };
+    };
+    expect(document.paths['/v1/batches']?.post?.requestBody?.content['application/json']?.schema).toEqual({
+      $ref: '#/components/schemas/BatchCreate',
+    });
+    const schema = document.components.schemas.BatchCreate;
+    expect(schema?.required?.sort()).toEqual(['completion_window', 'endpoint', 'input_file_id']);
+    expect(schema?.properties.endpoint?.enum).toEqual([...batchEndpointPaths]);
+    expect(schema?.properties.endpoint?.enum).toEqual(batchEndpoints.endpoints);
+    expect(schema?.properties.completion_window?.enum).toEqual(['24h']);
+    const validate = new Ajv2020().compile(schema as object);
+    for (const body of batchCreateBodies('file-abc'))
+      expect(validate(body), JSON.stringify(body)).toBe(batchCreateBodySchema.safeParse(body).success);
+  });
+
+  it('describes the upload form of POST /v1/files, which the route reads by hand', () => {
+    const document = openApiDocument() as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>;
+      components: { schemas: Record<string, object> };
+    };
+    expect(Object.keys(document.paths['/v1/files']?.post?.requestBody?.content ?? {})).toEqual(['multipart/form-data']);
+    const validate = new Ajv2020().compile(document.components.schemas.FileUpload as object);
+    const file = 'bytes';
+    expect(validate({ file, purpose: 'batch' })).toBe(true);
+    expect(
+      validate({ file, purpose: 'batch', 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': 3600 }),
+    ).toBe(true);
+    expect(validate({ purpose: 'batch' })).toBe(false);
+    expect(validate({ file })).toBe(false);
+    expect(validate({ file, purpose: 'fine-tune' })).toBe(false);
+    expect(validate({ file, purpose: 'batch', 'expires_after[anchor]': 'created_at' })).toBe(false);
+    expect(validate({ file, purpose: 'batch', 'expires_after[anchor]': 'now', 'expires_after[seconds]': 3600 })).toBe(
+      false,
+    );
+    expect(
+      validate({ file, purpose: 'batch', 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': 60 }),
+    ).toBe(false);
   });
 
   it('documents the Idempotency-Key header on both submit routes', () => {
@@ -452,6 +547,116 @@ describe('the OpenAPI document', () => {
           error: { param: 'tools' },
         });
         expect((await call('POST', '/v1/responses', { key, body: 'x'.repeat(2000) })).status).toBe(413);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  describe.each(transports)('OpenAI’s Files and Batches, $name', (transport) => {
+    let app: TestApp;
+    afterEach(() => app.stop());
+
+    it('answers what the document says: upload, list, retrieve, download, delete, create, cancel and their errors; and refuses the create bodies the document refuses', async () => {
+      app = await startTestApp({ config: contractConfig, clock: systemClock });
+      const { key } = await app.account('enterprise');
+      let close = async () => {};
+      let fetcher = async (path: string, init: RequestInit) => app.http.request(`http://airs.test${path}`, init);
+      if (transport.name !== 'in-process') {
+        const server = await listen(app);
+        close = server.close;
+        fetcher = (path, init) => fetch(server.url + path, init);
+      }
+      const document = openApiDocument() as { paths: Record<string, unknown> };
+      // The checker looks paths up as they are: a called path with an id is given its template's operations.
+      const templated = (pathname: string) =>
+        pathname
+          .replace(/^\/v1\/files\/[^/]+/, '/v1/files/{id}')
+          .replace(/^\/v1\/batches\/(?!\{id\})[^/]+/, '/v1/batches/{id}');
+      const call = async (method: string, path: string, init: RequestInit = {}) => {
+        const answer = await fetcher(path, { ...init, method });
+        const text = await answer.text();
+        const json = answer.headers.get('content-type')?.startsWith('application/json') === true;
+        const body = (json ? JSON.parse(text) : undefined) as Record<string, unknown>;
+        const pathname = new URL(path, 'http://airs.test').pathname;
+        const template = templated(pathname);
+        const checked = { ...document, paths: { ...document.paths, [pathname]: document.paths[template] } };
+        const observed = { method, path: pathname, status: answer.status, headers: answer.headers, body, text };
+        expect(document.paths[template], `${method} ${template} is documented`).toBeDefined();
+        expect(openApiChecker(checked).problems(observed), `${method} ${path}: ${text}`).toEqual([]);
+        return observed;
+      };
+      const authorized = { authorization: `Bearer ${key}` };
+      const upload = (fields: Record<string, string>, content: string) => {
+        const form = new FormData();
+        for (const [name, value] of Object.entries(fields)) form.append(name, value);
+        form.append('file', new Blob([content]), 'lines.jsonl');
+        return call('POST', '/v1/files', { headers: authorized, body: form });
+      };
+      const json = (body: unknown): RequestInit => ({
+        headers: { ...authorized, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      try {
+        const line = {
+          custom_id: 'c0',
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { model: 'echo', messages: [{ role: 'user', content: 'hi' }] },
+        };
+        const jsonl = `${JSON.stringify(line)}\n`;
+        const uploaded = await upload(
+          { purpose: 'batch', 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3600' },
+          jsonl,
+        );
+        expect(uploaded.status).toBe(200);
+        const fileId = String(uploaded.body.id);
+        expect((await upload({ purpose: 'fine-tune' }, jsonl)).body).toMatchObject({ error: { param: 'purpose' } });
+        expect((await call('POST', '/v1/files', { body: new FormData() })).status).toBe(401);
+
+        expect((await call('GET', '/v1/files?order=asc&limit=5', { headers: authorized })).body).toMatchObject({
+          object: 'list',
+          data: [{ id: fileId }],
+        });
+        expect((await call('GET', '/v1/files?limit=0', { headers: authorized })).status).toBe(400);
+        expect((await call('GET', `/v1/files/${fileId}`, { headers: authorized })).body).toMatchObject({ id: fileId });
+        const content = await call('GET', `/v1/files/${fileId}/content`, { headers: authorized });
+        expect(content.text).toBe(jsonl);
+        expect((await call('GET', '/v1/files/file-unknown', { headers: authorized })).status).toBe(404);
+        expect((await call('GET', '/v1/files/file-unknown/content', { headers: authorized })).status).toBe(404);
+
+        // Each body: the route takes exactly those the document's schema takes.
+        const validate = new Ajv2020().compile(
+          (openApiDocument() as { components: { schemas: { BatchCreate: object } } }).components.schemas.BatchCreate,
+        );
+        const batchIds: string[] = [];
+        for (const body of batchCreateBodies(fileId)) {
+          const created = await call('POST', '/v1/batches', json(body));
+          expect(created.status, `${JSON.stringify(body)}: ${created.text}`).toBe(validate(body) ? 200 : 400);
+          if (created.status === 200) batchIds.push(String(created.body.id));
+        }
+        expect(batchIds.length).toBeGreaterThan(0);
+        const unknownFile = { input_file_id: 'file-unknown', endpoint: '/v1/responses', completion_window: '24h' };
+        expect((await call('POST', '/v1/batches', json(unknownFile))).status).toBe(404);
+
+        const listed = await call('GET', '/v1/batches?limit=2', { headers: authorized });
+        expect(listed.body).toMatchObject({ object: 'list', has_more: batchIds.length > 2 });
+        expect((await call('GET', '/v1/batches?limit=101', { headers: authorized })).status).toBe(400);
+        const batchId = batchIds[0] as string;
+        expect((await call('GET', `/v1/batches/${batchId}`, { headers: authorized })).body).toMatchObject({
+          id: batchId,
+          object: 'batch',
+        });
+        expect((await call('POST', `/v1/batches/${batchId}/cancel`, { headers: authorized })).status).toBe(200);
+        expect((await call('GET', '/v1/batches/batch_unknown', { headers: authorized })).status).toBe(404);
+        expect((await call('POST', '/v1/batches/batch_unknown/cancel', { headers: authorized })).status).toBe(404);
+
+        expect((await call('DELETE', `/v1/files/${fileId}`, { headers: authorized })).body).toEqual({
+          id: fileId,
+          object: 'file',
+          deleted: true,
+        });
+        expect((await call('DELETE', `/v1/files/${fileId}`, { headers: authorized })).status).toBe(404);
       } finally {
         await close();
       }

@@ -16,7 +16,8 @@ import {
 
 /**
  * Every example of docs/api.md, run as written against a real `airs serve`: each ```sh block whose first command is
- * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI), `$REQ_ID` and `$RESP_ID` set,
+ * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI), `$REQ_ID`, `$RESP_ID`,
+ * `$FILE_ID` and `$BATCH_ID` set,
  * and the fenced block after it as the answer it must get. The answer is either what `curl -i` prints (status line,
  * headers, blank line, body) or a body whose last line is the status (`curl -w '\n%{http_code}'`). Checked: the
  * status; each header shown (its value, where `…` stands for anything); the body: a JSON body shown must be contained
@@ -220,8 +221,8 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
   let server: ServerProcess;
   let key: string;
   /**
-   * Set from the answers: a `request_id` answered by an example is `$REQ_ID` for the examples after it, and a
-   * Response's `resp_…` id is `$RESP_ID`.
+   * Set from the answers: a `request_id` answered by an example is `$REQ_ID` for the examples after it, a
+   * Response's `resp_…` id is `$RESP_ID`, a file's `file-…` id `$FILE_ID` and a batch's `batch_…` id `$BATCH_ID`.
    */
   const variables: Record<string, string> = {};
 
@@ -265,6 +266,23 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
         for (let tries = 0; status === 'queued' && tries < 100; tries++) {
           await sleep(50);
           const retrieved = await fetch(`${server.url}/v1/responses/${response.id}`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          status = ((await retrieved.json()) as { status?: unknown }).status;
+        }
+      }
+      if (typeof response.id === 'string' && response.id.startsWith('file-')) variables.FILE_ID = response.id;
+      if (typeof response.id === 'string' && response.id.startsWith('batch_')) {
+        variables.BATCH_ID = response.id;
+        // As a reader would, let the batch run to its end before the examples that retrieve it.
+        let status = response.status;
+        for (
+          let tries = 0;
+          ['validating', 'in_progress', 'finalizing'].includes(String(status)) && tries < 400;
+          tries++
+        ) {
+          await sleep(50);
+          const retrieved = await fetch(`${server.url}/v1/batches/${response.id}`, {
             headers: { authorization: `Bearer ${key}` },
           });
           status = ((await retrieved.json()) as { status?: unknown }).status;

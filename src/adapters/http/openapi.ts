@@ -1,4 +1,12 @@
 import { z } from 'zod';
+import { uploadPurposes } from '../../app/batches/Files.js';
+import {
+  batchListSchema,
+  batchObjectSchema,
+  fileDeletedSchema,
+  fileListSchema,
+  fileObjectSchema,
+} from '../../app/batchWireFormat.js';
 import {
   chatCompletionChunkSchema,
   chatCompletionCreateBodySchema,
@@ -22,6 +30,9 @@ import {
   probeSchema,
 } from '../../app/wireFormat.js';
 import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
+import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
+import { listLimits } from './openai/batches/routes.js';
+import type { batchObjectOf, fileObjectOf, listOf } from './openai/batches/wire.js';
 import type { modelListOf, modelObjectOf } from './openai/models.js';
 import type { responseObjectOf } from './openai/responseObject.js';
 
@@ -468,6 +479,310 @@ const openAiPaths = {
   },
 } as const;
 
+// ---- OpenAI's Files and Batches APIs (contract 16) ----
+
+/**
+ * The upload form of `POST /v1/files`. Written here by hand: the route reads the form with busboy as it streams
+ * (adapters/http/multipartUpload.ts) and checks its fields by hand (openai/batches/routes.ts, uploadExpiry), so there is
+ * no zod schema to generate it from.
+ */
+const fileUploadForm = {
+  type: 'object',
+  description:
+    'A `multipart/form-data` form: `purpose` and the `file` part (one), and optionally `expires_after[anchor]` ' +
+    'with `expires_after[seconds]`. A field sent before `file` (as the official SDKs send `purpose`) is checked ' +
+    'before the bytes are read; one sent after it, once they are stored (they are then removed if it is refused).',
+  required: ['file', 'purpose'],
+  properties: {
+    file: {
+      type: 'string',
+      contentMediaType: 'application/octet-stream',
+      description:
+        'The file’s bytes: for a batch, JSONL, one request a line. At most `batches.maxFileBytes` (413 beyond); ' +
+        'its name (the part’s `filename`) at most 255 characters, without control characters.',
+    },
+    purpose: { type: 'string', enum: [...uploadPurposes], description: 'Only `batch`: airs runs batches.' },
+    'expires_after[anchor]': {
+      type: 'string',
+      enum: ['created_at'],
+      description: 'With `expires_after[seconds]`: the file expires that long after its upload (else never).',
+    },
+    'expires_after[seconds]': {
+      type: 'integer',
+      minimum: expiresAfterBounds.minSeconds,
+      maximum: expiresAfterBounds.maxSeconds,
+      description: 'Whole seconds, from an hour to 30 days; with `expires_after[anchor]`.',
+    },
+  },
+  dependentRequired: {
+    'expires_after[anchor]': ['expires_after[seconds]'],
+    'expires_after[seconds]': ['expires_after[anchor]'],
+  },
+};
+
+/**
+ * The lists' query parameters. Written here by hand: the routes read them from the URL by hand
+ * (openai/batches/routes.ts, limitOf), with the bounds shown (listLimits).
+ */
+const afterParameter = (what: string) => ({
+  name: 'after',
+  in: 'query',
+  required: false,
+  description: `The ${what} id after which the page begins (a page’s \`last_id\`); an unknown one gives an empty page.`,
+  schema: { type: 'string' },
+});
+
+const limitParameter = (bounds: { readonly max: number; readonly fallback: number }) => ({
+  name: 'limit',
+  in: 'query',
+  required: false,
+  description: `How many items a page holds at most (400 outside 1 to ${bounds.max}).`,
+  schema: { type: 'integer', minimum: 1, maximum: bounds.max, default: bounds.fallback },
+});
+
+const fileIdParameter = idParameter('The file’s `id` (`file-…`).');
+const batchIdParameter = idParameter('The batch’s `id` (`batch_…`).');
+
+const jsonAnswer = (description: string, schemaName: string) => ({
+  description,
+  headers: responseHeaders(rateLimited),
+  content: jsonContent(schemaName),
+});
+
+/** What every Files and Batches route may answer besides its own statuses. */
+const batchRouteErrors = (budget: 'submits' | 'polls') => ({
+  '401': openAi.unauthorized(),
+  '403': openAi.forbidden(),
+  '429': openAi.rateLimited(budget),
+  '408': requestTimedOut(),
+  '431': headersTooLarge(),
+  '500': openAi.fault(),
+  '503': openAi.stopping(),
+});
+
+const unknownFile = () =>
+  openAiErrorAnswer('Unknown id, one of another account, or a file deleted or expired (`not_found`).', rateLimited);
+const unknownBatch = () => openAiErrorAnswer('Unknown id, or one of another account (`not_found`).', rateLimited);
+
+const batchPaths = {
+  '/v1/files': {
+    description: otherMethods('POST, GET'),
+    post: {
+      operationId: 'uploadFile',
+      summary: 'Upload a file: a batch’s input (OpenAI-compatible)',
+      description:
+        'The bytes stream to the store as they arrive (never whole in memory); the `200` comes once they are ' +
+        'durably stored. Spends a submit.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: ref('schemas', 'FileUpload'),
+            encoding: { file: { contentType: 'application/octet-stream' } },
+          },
+        },
+      },
+      responses: {
+        '200': jsonAnswer('The File, stored.', 'File'),
+        '400': openAiErrorAnswer(
+          'Not a `multipart/form-data` form, or a malformed one; no `file` part, or two; `purpose` missing or not ' +
+            '`batch`; `expires_after[anchor]` not `created_at`, or `expires_after[seconds]` not a whole number from ' +
+            '3600 to 2592000 (named in `param`). Or a client that closed its connection before its form arrived.',
+          rateLimitedIfAdmitted,
+        ),
+        '413': openAiErrorAnswer('The file is larger than `batches.maxFileBytes` (nothing is kept).', rateLimited),
+        ...batchRouteErrors('submits'),
+        '429': openAiErrorAnswer(
+          'The account’s submits budget is spent, or its files would hold more than its plan’s ' +
+            '`maxFileStorageBytes` (`rate_limit_error`, code `rate_limited`).',
+          { 'Retry-After': 'required', ...rateLimited },
+        ),
+      },
+    },
+    get: {
+      operationId: 'listFiles',
+      summary: 'List the account’s files (OpenAI-compatible)',
+      description: 'Uploads and batches’ output files, newest first unless `order=asc`. Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [
+        {
+          name: 'purpose',
+          in: 'query',
+          required: false,
+          description: 'Only the files of this purpose (`batch`, `batch_output`).',
+          schema: { type: 'string' },
+        },
+        afterParameter('file'),
+        limitParameter(listLimits.files),
+        {
+          name: 'order',
+          in: 'query',
+          required: false,
+          description: 'By creation time.',
+          schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+        },
+      ],
+      responses: {
+        '200': jsonAnswer('A page of the files.', 'FileList'),
+        '400': openAiErrorAnswer('`limit` or `order` out of its bounds (named in `param`).', rateLimited),
+        ...batchRouteErrors('polls'),
+      },
+    },
+  },
+  '/v1/files/{id}': {
+    description: otherMethods('GET, DELETE'),
+    get: {
+      operationId: 'retrieveFile',
+      summary: 'A file (OpenAI-compatible)',
+      description: 'Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [fileIdParameter],
+      responses: {
+        '200': jsonAnswer('The File.', 'File'),
+        '400': openAi.unparsablePath(),
+        '404': unknownFile(),
+        ...batchRouteErrors('polls'),
+      },
+    },
+    delete: {
+      operationId: 'deleteFile',
+      summary: 'Delete a file (OpenAI-compatible)',
+      description: 'A batch that already read its input file goes on. Spends a submit.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [fileIdParameter],
+      responses: {
+        '200': jsonAnswer('The file is deleted.', 'FileDeleted'),
+        '400': openAi.unparsablePath(),
+        '404': unknownFile(),
+        ...batchRouteErrors('submits'),
+      },
+    },
+  },
+  '/v1/files/{id}/content': {
+    description: otherMethods('GET'),
+    get: {
+      operationId: 'downloadFile',
+      summary: 'A file’s bytes (OpenAI-compatible)',
+      description: 'Streamed, as stored (JSONL for a batch’s files). Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [fileIdParameter],
+      responses: {
+        '200': {
+          description: 'The bytes.',
+          headers: {
+            ...responseHeaders(rateLimited),
+            'Content-Disposition': {
+              description: '`attachment`, with the file’s name (`filename`, in ASCII, and `filename*`, in UTF-8).',
+              required: true,
+              schema: { type: 'string', pattern: '^attachment; ' },
+            },
+          },
+          content: {
+            'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+          },
+        },
+        '400': openAi.unparsablePath(),
+        '404': unknownFile(),
+        ...batchRouteErrors('polls'),
+      },
+    },
+  },
+  '/v1/batches': {
+    description: otherMethods('POST, GET'),
+    post: {
+      operationId: 'createBatch',
+      summary: 'Create a batch of an uploaded file (OpenAI-compatible)',
+      description:
+        'Answers once the batch is committed, `validating`: each line becomes a request in the same queue. Spends ' +
+        'a submit; its lines spend neither the per-minute submits nor `maxQueued`.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      requestBody: { required: true, content: jsonContent('BatchCreate') },
+      responses: {
+        '200': jsonAnswer('The Batch, `validating`.', 'Batch'),
+        '400': openAiErrorAnswer(
+          'Malformed JSON or a body over the JSON bounds; a body `BatchCreate` refuses (the field named in ' +
+            '`param`); an input file that is not a `batch` upload (`param: "input_file_id"`); a `Content-Type` ' +
+            'that is not JSON. Or a client that closed its connection before its body arrived.',
+          rateLimitedIfAdmitted,
+        ),
+        '404': openAiErrorAnswer(
+          'The input file is unknown, another account’s, deleted or expired (`not_found`).',
+          rateLimited,
+        ),
+        '413': openAiErrorAnswer(
+          'The body is larger than `maxBodyBytes`; refused without reading it all.',
+          rateLimited,
+        ),
+        ...batchRouteErrors('submits'),
+        '429': openAiErrorAnswer(
+          'The account’s submits budget is spent, or it has its plan’s `maxBatchesInProgress` batches not ended ' +
+            '(`rate_limit_error`, code `rate_limited`).',
+          { 'Retry-After': 'required', ...rateLimited },
+        ),
+      },
+    },
+    get: {
+      operationId: 'listBatches',
+      summary: 'List the account’s batches, newest first (OpenAI-compatible)',
+      description: 'Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [afterParameter('batch'), limitParameter(listLimits.batches)],
+      responses: {
+        '200': jsonAnswer('A page of the batches.', 'BatchList'),
+        '400': openAiErrorAnswer('`limit` out of its bounds (`param: "limit"`).', rateLimited),
+        ...batchRouteErrors('polls'),
+      },
+    },
+  },
+  '/v1/batches/{id}': {
+    description: otherMethods('GET'),
+    get: {
+      operationId: 'retrieveBatch',
+      summary: 'A batch, with its counts exact at every read (OpenAI-compatible)',
+      description: 'Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [batchIdParameter],
+      responses: {
+        '200': jsonAnswer('The Batch.', 'Batch'),
+        '400': openAi.unparsablePath(),
+        '404': unknownBatch(),
+        ...batchRouteErrors('polls'),
+      },
+    },
+  },
+  '/v1/batches/{id}/cancel': {
+    description: otherMethods('POST'),
+    post: {
+      operationId: 'cancelBatch',
+      summary: 'Cancel a batch (OpenAI-compatible)',
+      description:
+        'Queued lines are cancelled at once; running ones finish (or are aborted) within the model’s timeout; ' +
+        'then `cancelled`. No body is read. Spends a poll.',
+      tags: ['OpenAI-compatible'],
+      security: bearer,
+      parameters: [batchIdParameter],
+      responses: {
+        '200': jsonAnswer(
+          'The Batch, `cancelling`; or as it is, once it ended or while it finalizes or expires.',
+          'Batch',
+        ),
+        '400': openAi.unparsablePath(),
+        '404': unknownBatch(),
+        ...batchRouteErrors('polls'),
+      },
+    },
+  },
+} as const;
+
 const build = (): Json => ({
   openapi: '3.1.0',
   info: {
@@ -478,7 +793,8 @@ const build = (): Json => ({
       'authenticated answer carries the IETF draft `RateLimit-Policy` and `RateLimit` headers. Every error has ' +
       'one shape (`Error`). Any other method on `/v1/ai` answers `405 method_not_allowed` with ' +
       '`Allow: GET, POST`; any unknown path answers `404 not_found`. The OpenAI-compatible face ' +
-      '(`/v1/models`, `/v1/chat/completions`, `/v1/responses`) serves the same requests, accounts and limits in ' +
+      '(`/v1/models`, `/v1/chat/completions`, `/v1/responses`, `/v1/files`, `/v1/batches`) serves the same ' +
+      'requests, accounts and limits in ' +
       'OpenAI’s wire format, for the official OpenAI SDKs and the libraries built on them; its errors, and the ' +
       '`404` of an unknown path under its prefixes, are in OpenAI’s shape (`OpenAIError`). See docs/api.md.',
     license: { name: 'MIT', identifier: 'MIT' },
@@ -488,8 +804,8 @@ const build = (): Json => ({
     {
       name: 'OpenAI-compatible',
       description:
-        'OpenAI’s Models, Chat Completions and Responses (waiting, background and streaming) over the same requests ' +
-        'as `/v1/ai`: `baseURL = <airs>/v1`.',
+        'OpenAI’s Models, Chat Completions, Responses (waiting, background and streaming), Files and Batches over ' +
+        'the same requests as `/v1/ai`: `baseURL = <airs>/v1`.',
     },
   ],
   paths: {
@@ -581,6 +897,7 @@ const build = (): Json => ({
     },
     ...chatPaths,
     ...openAiPaths,
+    ...batchPaths,
     '/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -632,6 +949,13 @@ const build = (): Json => ({
       ChatCompletionChunk: jsonSchema(chatCompletionChunkSchema),
       ModelList: jsonSchema(modelListSchema),
       Model: jsonSchema(modelObjectSchema),
+      FileUpload: fileUploadForm,
+      File: jsonSchema(fileObjectSchema),
+      FileDeleted: jsonSchema(fileDeletedSchema),
+      FileList: jsonSchema(fileListSchema),
+      BatchCreate: jsonSchema(batchCreateBodySchema, 'input'),
+      Batch: jsonSchema(batchObjectSchema),
+      BatchList: jsonSchema(batchListSchema),
       OpenAIError: jsonSchema(openAiErrorSchema),
       Probe: jsonSchema(probeSchema),
       OpenApiDocument: jsonSchema(
@@ -689,4 +1013,8 @@ export type OpenAiWireChecks = [
   Is<Fits<Without<ReturnType<typeof responseObjectOf>, 'created_at'>, Without<ResponseObject, 'created_at'>>>,
   Is<Fits<ReturnType<typeof modelObjectOf>, z.infer<typeof modelObjectSchema>>>,
   Is<Fits<ReturnType<typeof modelListOf>, z.infer<typeof modelListSchema>>>,
+  Is<Fits<ReturnType<typeof fileObjectOf>, z.infer<typeof fileObjectSchema>>>,
+  Is<Fits<ReturnType<typeof batchObjectOf>, z.infer<typeof batchObjectSchema>>>,
+  Is<Fits<ReturnType<typeof listOf<ReturnType<typeof fileObjectOf>>>, z.infer<typeof fileListSchema>>>,
+  Is<Fits<ReturnType<typeof listOf<ReturnType<typeof batchObjectOf>>>, z.infer<typeof batchListSchema>>>,
 ];

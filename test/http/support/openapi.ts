@@ -113,7 +113,9 @@ export const openApiChecker = (document: Json = committedDocument()) => {
           found.push(...schemaProblems(`${mediaPointer}/x-event-data`, frame.data, `event ${i}`));
       return found;
     }
-    found.push(...schemaProblems(`${mediaPointer}/schema`, answer.body, 'the body'));
+    // A body of another media type than JSON (a file's bytes) is checked as the text it is.
+    const body = contentType === 'application/json' ? answer.body : (answer.text ?? answer.body);
+    found.push(...schemaProblems(`${mediaPointer}/schema`, body, 'the body'));
     return found;
   };
   return { problems, document };

@@ -1,5 +1,6 @@
 import type { BatchEndpointsShape } from '../../../app/batches/BatchEndpoints.js';
 import { InvalidRequest } from '../../../domain/errors.js';
+import { batchEndpointPaths } from './batches/bodies.js';
 import { chatCompletionOf } from './chat/completion.js';
 import { parseChatCreate } from './chat/request.js';
 import { parseResponsesCreate } from './input.js';
@@ -11,7 +12,7 @@ import { failureOf, responseObjectOf } from './responseObject.js';
  * route's object.
  */
 export const batchEndpoints: BatchEndpointsShape = {
-  endpoints: ['/v1/chat/completions', '/v1/responses'],
+  endpoints: batchEndpointPaths,
   check: (endpoint, body) => {
     if (endpoint === '/v1/chat/completions') {
       const parsed = parseChatCreate(body);

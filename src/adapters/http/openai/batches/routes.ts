@@ -7,7 +7,7 @@ import { type ApiError, InvalidRequest, NotFound } from '../../../../domain/erro
 import { fileDownload } from '../../fileDownload.js';
 import { readMultipartUpload } from '../../multipartUpload.js';
 import { metadataOf } from '../metadata.js';
-import { batchCreateBodySchema, paramOf } from './bodies.js';
+import { batchCreateBodySchema, expiresAfterBounds, paramOf } from './bodies.js';
 import { batchObjectOf, fileObjectOf, listOf } from './wire.js';
 
 type HeaderBag = Record<string, string>;
@@ -28,6 +28,12 @@ const isApiError = (value: unknown): value is ApiError =>
 const invalid = (param: string | null, message: string) =>
   new InvalidRequest({ message, details: param === null ? undefined : { param } });
 
+/** The bounds and defaults of the lists' `limit` (OpenAI's); the OpenAPI document shows them. */
+export const listLimits = {
+  files: { max: 10_000, fallback: 10_000 },
+  batches: { max: 100, fallback: 20 },
+} as const;
+
 /** A list's `limit`: a whole number within OpenAI's bounds, or its default. */
 const limitOf = (event: H3Event, max: number, fallback: number): number | InvalidRequest => {
   const raw = event.url.searchParams.get('limit');
@@ -45,7 +51,12 @@ const uploadExpiry = (fields: ReadonlyMap<string, string>): number | undefined |
   if (anchor === undefined && seconds === undefined) return undefined;
   if (anchor !== 'created_at') return invalid('expires_after.anchor', 'expires_after[anchor] must be "created_at"');
   const value = Number(seconds);
-  if (seconds === undefined || !/^\d+$/.test(seconds) || value < 3_600 || value > 2_592_000)
+  if (
+    seconds === undefined ||
+    !/^\d+$/.test(seconds) ||
+    value < expiresAfterBounds.minSeconds ||
+    value > expiresAfterBounds.maxSeconds
+  )
     return invalid('expires_after.seconds', 'expires_after[seconds] must be a whole number from 3600 to 2592000');
   return value;
 };
@@ -95,7 +106,7 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
   const listFiles: Route = async (event, headers) => {
     const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const limit = limitOf(event, 10_000, 10_000);
+    const limit = limitOf(event, listLimits.files.max, listLimits.files.fallback);
     if (isApiError(limit)) return limit;
     const order = event.url.searchParams.get('order') ?? 'desc';
     if (order !== 'asc' && order !== 'desc') return invalid('order', 'order must be asc or desc');
@@ -144,7 +155,8 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
       const issue = parsed.error.issues[0];
       return invalid(paramOf(issue?.path ?? []) ?? null, issue?.message ?? 'invalid body');
     }
-    const metadata = metadataOf(parsed.data.metadata);
+    // The schema checked its bounds; kept as given (the schema's copy leaves out a `__proto__` key).
+    const metadata = metadataOf((body as { metadata?: unknown }).metadata);
     if (isApiError(metadata)) return metadata;
     const made = await batches.create(principal, {
       inputFileId: parsed.data.input_file_id,
@@ -159,7 +171,7 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
   const listBatches: Route = async (event, headers) => {
     const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const limit = limitOf(event, 100, 20);
+    const limit = limitOf(event, listLimits.batches.max, listLimits.batches.fallback);
     if (isApiError(limit)) return limit;
     const page = await batches.list(principal, { after: event.url.searchParams.get('after') ?? undefined, limit });
     return deps.json(200, listOf(page.batches.map(batchObjectOf), page.hasMore), headers);
