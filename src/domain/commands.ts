@@ -1,9 +1,10 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
+import { openBatchesCounter, storedBytesCounter } from './accountCounters.js';
 import { type BatchCommand, decideBatch } from './batch/decider.js';
 import { acceptsLines, type BatchView, initialBatchState, noCounts } from './batch/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
-import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
+import { AccountLimitReached, IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
@@ -35,7 +36,7 @@ export type Command =
   | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand };
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
-export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | QueueFull;
+export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | QueueFull | AccountLimitReached;
 
 /**
  * What a command means: the events to append; for a request, also the state they leave it in and the text it
@@ -74,6 +75,8 @@ export interface DecisionReads extends ClaimReads {
   idempotentRequest(accountId: string, key: string): string | undefined;
   /** How many of the account's requests are waiting or being processed. */
   queuedCount(accountId: string): number;
+  /** An account's counter (domain/accountCounters.ts: open batches, bytes of files kept). */
+  accountCount(counter: string): number;
   /** A batch and its lines' counts, as committed plus what earlier commands of the batch of commands did. */
   batch(batchId: string): BatchView | undefined;
   file(fileId: string): FileState | undefined;
@@ -83,7 +86,8 @@ export const isRefusal = (value: unknown): value is Refusal =>
   value instanceof LifecycleViolation ||
   value instanceof Refused ||
   value instanceof IdempotencyKeyReused ||
-  value instanceof QueueFull;
+  value instanceof QueueFull ||
+  value instanceof AccountLimitReached;
 
 /** How long an idempotency key answers with the request it made (contract 12), unless that request expires sooner. */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -222,6 +226,18 @@ const decideBatchCommand = (reads: DecisionReads, { batchId, command }: Extract<
       return new Refused({
         message: `file ${command.inputFileId} has purpose ${file.purpose}; a batch's input file has purpose batch`,
       });
+    // The account's bound of open batches, decided here: two creates at once (two processes, two nodes) cannot both
+    // take the last place.
+    if (command.maxInProgress !== undefined && view === undefined) {
+      const open = reads.accountCount(openBatchesCounter(command.accountId));
+      if (open >= command.maxInProgress)
+        return new AccountLimitReached({
+          message: `this account has ${open} batches not ended; its plan allows ${command.maxInProgress} at once (maxBatchesInProgress): wait for one to end`,
+          budget: 'batches',
+          limit: command.maxInProgress,
+          count: open,
+        });
+    }
   }
   const events = decideBatch(batchId, view?.state ?? initialBatchState, view?.counts ?? noCounts, command);
   if (events instanceof Refused || command.type !== 'EndBatch') return events instanceof Refused ? events : { events };
@@ -248,7 +264,20 @@ const decideBatchCommand = (reads: DecisionReads, { batchId, command }: Extract<
 };
 
 const decideFileCommand = (reads: DecisionReads, { fileId, command }: Extract<Command, { type: 'File' }>) => {
-  const events = decideFile(fileId, reads.file(fileId), command);
+  const file = reads.file(fileId);
+  // An upload whose bytes would take the account's files beyond its plan's bound is refused here (its bytes, stored
+  // already, are then removed by the caller): two uploads at once cannot both take the last room.
+  if (command.type === 'CreateFile' && command.maxStoredBytes !== undefined && file === undefined) {
+    const kept = reads.accountCount(storedBytesCounter(command.accountId));
+    if (kept + command.bytes > command.maxStoredBytes)
+      return new AccountLimitReached({
+        message: `this upload would take the account's files beyond its plan's ${command.maxStoredBytes} bytes (maxFileStorageBytes): delete files to upload more`,
+        budget: 'file_storage',
+        limit: command.maxStoredBytes,
+        count: kept,
+      });
+  }
+  const events = decideFile(fileId, file, command);
   return events instanceof Refused ? events : { events };
 };
 

@@ -57,6 +57,17 @@ export class QueueFull extends Data.TaggedError('QueueFull')<{
   readonly maxQueued: number;
 }> {}
 
+/**
+ * A batch or an upload refused inside the store's write because its account is at a bound of its plan: `count` of
+ * `limit` taken already (open batches, or bytes of files kept; `budget` says which: `batches`, `file_storage`).
+ */
+export class AccountLimitReached extends Data.TaggedError('AccountLimitReached')<{
+  readonly message: string;
+  readonly budget: 'batches' | 'file_storage';
+  readonly limit: number;
+  readonly count: number;
+}> {}
+
 /** A lifecycle move the request machine does not allow in the request's current state. */
 export class LifecycleViolation extends Data.TaggedError('LifecycleViolation')<{
   readonly reqId: string;

@@ -112,6 +112,8 @@ export interface ReadModel {
   listOf(list: ListName, accountId: string, page: ListPage): Promise<string[]>;
   /** Up to `limit` batches that have not ended: what each server's batch runner looks after. */
   openBatches(limit: number): Promise<OpenBatch[]>;
+  /** An account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept), as committed. */
+  accountCount(counter: string): Promise<number>;
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): AsyncIterable<StoredEvent>;
   lastSeq(): Promise<number>;

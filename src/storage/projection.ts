@@ -7,6 +7,7 @@ import {
   type KeyState,
   type SessionState,
 } from '../domain/account/state.js';
+import { accountCountsOfBatch, accountCountsOfFile, addCountChange } from '../domain/accountCounters.js';
 import { dispatchLaneOf } from '../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../domain/batch/state.js';
 import type { FileEvent } from '../domain/file/events.js';
@@ -72,6 +73,11 @@ export interface ViewAccess {
   /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
    * account, per account and model), in all processes (what their bounds limit). */
   addProcessing(counter: string, delta: number): void;
+  /** Changes an account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept): what a
+   * plan's `maxBatchesInProgress` and `maxFileStorageBytes` bound. Like the other counts, a change is read back by
+   * the deciding of the same batch of commands only through writeBatch (the store's committed count is unchanged
+   * until the batch is written). */
+  addAccountCount(counter: string, delta: number): void;
   /** A batch's view (its state and its lines' counts). */
   getBatch(batchId: string): BatchView | undefined;
   putBatch(batchId: string, view: BatchView): void;
@@ -115,8 +121,8 @@ export const accountFileKeyOf = (file: FileState): IndexKey => [file.accountId, 
 
 /**
  * What a batch's change does to the views: its view, its entry among its account's batches (from its creation), and
- * its entry among the open batches ([batchId] → accountId: what each server's batch runner looks after) until it
- * ends.
+ * its entry among the open batches ([batchId] → accountId: what each server's batch runner looks after) and in its
+ * account's count of open batches until it ends.
  */
 export const projectBatchChange = (views: ViewAccess, before: BatchView | undefined, after: BatchView): void => {
   const { batchId, accountId } = after.state.context;
@@ -126,9 +132,15 @@ export const projectBatchChange = (views: ViewAccess, before: BatchView | undefi
   const isOpen = !isFinalBatch(after.state.status);
   if (!wasOpen && isOpen) views.putIndex('openBatches', [batchId], accountId);
   if (wasOpen && !isOpen) views.removeIndex('openBatches', [batchId]);
+  addCountChange(
+    (counter, delta) => views.addAccountCount(counter, delta),
+    accountCountsOfBatch(before?.state),
+    accountCountsOfBatch(after.state),
+  );
 };
 
-/** Applies a file event: its view and its entry among its account's files (removed with it). */
+/** Applies a file event: its view, its entry among its account's files (removed with it) and its bytes in its
+ * account's bytes kept. */
 export const projectFileEvent = (views: ViewAccess, event: FileEvent): void => {
   const before = views.getFile(event.fileId);
   const after = evolveFile(before, event);
@@ -136,6 +148,11 @@ export const projectFileEvent = (views: ViewAccess, event: FileEvent): void => {
   views.putFile(event.fileId, after);
   if (before !== undefined) views.removeIndex('accountFiles', accountFileKeyOf(before));
   if (after !== undefined) views.putIndex('accountFiles', accountFileKeyOf(after), after.purpose);
+  addCountChange(
+    (counter, delta) => views.addAccountCount(counter, delta),
+    accountCountsOfFile(before),
+    accountCountsOfFile(after),
+  );
 };
 
 /**

@@ -50,6 +50,7 @@ export const readModelOf = (
     file: read(reads.file),
     listOf: read(reads.listOf),
     openBatches: read(reads.openBatches),
+    accountCount: read(reads.accountCount),
     dueForExpiry: read(reads.dueForExpiry),
     dueWork: read((now: number) => dueWorkOf(reads, now)),
     queueDepths: read((now: number, limit: number) => queueDepthsOf(reads, now, limit)),

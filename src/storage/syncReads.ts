@@ -47,4 +47,5 @@ export interface SyncReads {
   file(fileId: string): FileState | undefined;
   listOf(list: ListName, accountId: string, page: ListPage): string[];
   openBatches(limit: number): OpenBatch[];
+  accountCount(counter: string): number;
 }

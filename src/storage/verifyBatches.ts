@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { accountCountsOfBatch, accountCountsOfFile } from '../domain/accountCounters.js';
 import type { BatchEvent } from '../domain/batch/events.js';
 import { countsDeltaOf } from '../domain/batch/lines.js';
 import {
@@ -97,6 +98,43 @@ export type StoredBatchFileViews = {
   readonly accountBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly accountFiles: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly openBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  /** The accounts' counters (domain/accountCounters.ts), counter → count. */
+  readonly accountCounts: Iterable<{ readonly key: IndexKey; readonly value: number }>;
+};
+
+/** The accounts' counters the batches and files call for (domain/accountCounters.ts), none at zero. */
+export const accountCountsOf = (
+  batches: Iterable<BatchState>,
+  files: Iterable<FileState>,
+): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>();
+  const add = ({ counter, count }: { counter: string; count: number }) =>
+    counts.set(counter, (counts.get(counter) ?? 0) + count);
+  for (const state of batches) for (const count of accountCountsOfBatch(state)) add(count);
+  for (const file of files) for (const count of accountCountsOfFile(file)) add(count);
+  for (const [counter, count] of counts) if (count === 0) counts.delete(counter);
+  return counts;
+};
+
+/** A counter's name as a difference names it: `batches of acct_1`, `fileBytes of acct_1`. */
+const counterText = (counter: string) => counter.replace('\u001f', ' of ');
+
+/** The stored accounts' counters against those the log calls for, both ways (a count of zero is no entry). */
+export const compareAccountCounts = (
+  stored: Iterable<{ readonly key: IndexKey; readonly value: number }>,
+  rebuilt: ReadonlyMap<string, number>,
+  differ: (message: string) => void,
+): void => {
+  const seen = new Set<string>();
+  for (const { key, value } of stored) {
+    const counter = String(key);
+    if (value === 0) continue;
+    seen.add(counter);
+    const wanted = rebuilt.get(counter) ?? 0;
+    if (wanted !== value) differ(`account count ${counterText(counter)}: stored ${value} but the log gives ${wanted}`);
+  }
+  for (const [counter, count] of rebuilt)
+    if (!seen.has(counter)) differ(`account count ${counterText(counter)}: stored 0 but the log gives ${count}`);
 };
 
 const countsText = (c: BatchCounts) =>
@@ -164,6 +202,14 @@ export const compareBatchFileViews = (
   compareIndex('accountBatches', stored.accountBatches, accountBatches, differ);
   compareIndex('openBatches', stored.openBatches, openBatches, differ);
   compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
+  compareAccountCounts(
+    stored.accountCounts,
+    accountCountsOf(
+      [...made.values()].map((batch) => batch.state),
+      fold.files.values(),
+    ),
+    differ,
+  );
   return { batches: made.size, files: fold.files.size };
 };
 

@@ -51,6 +51,7 @@ export const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => 
     moveInGroup: unexpected,
     addQueued: unexpected,
     addProcessing: unexpected,
+    addAccountCount: unexpected,
     addUsage: unexpected,
     getBatch: unexpected,
     putBatch: unexpected,

@@ -1,4 +1,5 @@
 import { isAccountEvent } from '../domain/account/events.js';
+import { accountCountsOfBatch, accountCountsOfFile, addCountChange } from '../domain/accountCounters.js';
 import { isBatchEvent } from '../domain/batch/events.js';
 import { addCounts, countsDeltaOf } from '../domain/batch/lines.js';
 import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../domain/batch/state.js';
@@ -62,6 +63,8 @@ export const writeBatch = (
   const queuedDeltas = new Map<string, number>();
   /** How many requests earlier commands of this batch started (or ended, negative) per processing counter. */
   const processingDeltas = new Map<string, number>();
+  /** What earlier commands of this batch did to accounts' counters (open batches, bytes of files kept). */
+  const accountDeltas = new Map<string, number>();
   /** Committed counts do not change during the batch (its counts are written at the end): read once per account. */
   const committedQueuedOf = new Map<string, number>();
   const committedQueued = (accountId: string) => {
@@ -116,6 +119,7 @@ export const writeBatch = (
     },
     lapsedLeases: (now, limit) => target.reads.lapsedLeases(now, limit).filter((id) => !movedFrom(id, 'processing')),
     processingCount: (counter) => committedProcessing(counter) + (processingDeltas.get(counter) ?? 0),
+    accountCount: (counter) => target.reads.accountCount(counter) + (accountDeltas.get(counter) ?? 0),
     // The committed answer does not change during the batch (its indexes are written at the end): read once.
     anyWaiting: () => {
       if (madeWaiting) return true;
@@ -126,6 +130,7 @@ export const writeBatch = (
   const count = (deltas: Map<string, number>, key: string, delta: number) => {
     if (delta !== 0) deltas.set(key, (deltas.get(key) ?? 0) + delta);
   };
+  const addAccountDelta = (counter: string, delta: number) => count(accountDeltas, counter, delta);
   const logged: StoredEvent[] = [];
   let seq = lastSeq;
 
@@ -176,10 +181,21 @@ export const writeBatch = (
     }
     for (const event of events) {
       if (isAccountEvent(event)) projectAccountEvent(target.views, event);
-      else if (isFileEvent(event)) projectFileEvent(target.views, event);
-      else if (isBatchEvent(event)) {
+      else if (isFileEvent(event)) {
+        // Projected now (its count too, which the store keeps apart from its committed count until the batch is
+        // written); what it adds to its account's bytes is kept here for the commands after it.
+        const before = target.views.getFile(event.fileId);
+        projectFileEvent(target.views, event);
+        addCountChange(
+          addAccountDelta,
+          accountCountsOfFile(before),
+          accountCountsOfFile(target.views.getFile(event.fileId)),
+        );
+      } else if (isBatchEvent(event)) {
         const batch = batchEntryOf(event.batchId);
-        batch.after = { state: evolveBatch(batch.after.state, event), counts: batch.after.counts };
+        const state = evolveBatch(batch.after.state, event);
+        addCountChange(addAccountDelta, accountCountsOfBatch(batch.after.state), accountCountsOfBatch(state));
+        batch.after = { state, counts: batch.after.counts };
       }
     }
     for (const { key, value } of decision.credentials ?? []) target.views.putCredential(key, value);

@@ -4,7 +4,9 @@ import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { lastSeqKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
+import { accountsCountedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
 import { dispatchLaneOf } from '../../src/domain/batch/lines.js';
 import type { BatchView } from '../../src/domain/batch/state.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -104,6 +106,38 @@ describe('replay --verify of batches and files (rebuilt from the log and compare
       'file file_gone: stored but the log deleted it',
       'index accountFiles acct_1\u00011000\u0001file_gone: stored but not produced by the log',
     ]);
+  });
+
+  it("names an account's count of open batches, and of bytes of files kept, that differ from the log's", async () => {
+    const dbs = await written();
+    const open = dbs.accountCounts.get(openBatchesCounter('acct_1')) as number;
+    const bytes = dbs.accountCounts.get(storedBytesCounter('acct_1')) as number;
+    expect(open).toBe(1);
+    expect(bytes).toBeGreaterThan(0);
+    dbs.accountCounts.putSync(openBatchesCounter('acct_1'), open + 1);
+    dbs.accountCounts.removeSync(storedBytesCounter('acct_1'));
+    dbs.accountCounts.putSync(openBatchesCounter('acct_9'), 3);
+    expect(differences()).toEqual([
+      `account count batches of acct_1: stored ${open + 1} but the log gives ${open}`,
+      'account count batches of acct_9: stored 3 but the log gives 0',
+      `account count fileBytes of acct_1: stored 0 but the log gives ${bytes}`,
+    ]);
+  });
+
+  it('counts the batches and files of a data directory written before the counts existed, once, at its first open', async () => {
+    const dbs = await written();
+    const counted = Array.from(dbs.accountCounts.getRange({}), ({ key, value }) => [key, value]);
+    expect(counted).toHaveLength(2);
+    // As an older airs left it: no counts, no marker.
+    dbs.root.transactionSync(() => {
+      for (const key of dbs.accountCounts.getKeys({})) dbs.accountCounts.remove(key);
+      dbs.meta.remove(accountsCountedKey);
+    });
+    expect(differences()).toHaveLength(2);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect(Array.from(store.databases.accountCounts.getRange({}), ({ key, value }) => [key, value])).toEqual(counted);
+    expect(differences()).toEqual([]);
   });
 
   it('names a file whose stored view differs, and one missing', async () => {

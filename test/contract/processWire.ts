@@ -1,5 +1,11 @@
 import { isRefusal } from '../../src/domain/commands.js';
-import { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from '../../src/domain/errors.js';
+import {
+  AccountLimitReached,
+  IdempotencyKeyReused,
+  LifecycleViolation,
+  QueueFull,
+  Refused,
+} from '../../src/domain/errors.js';
 import type { CommandOutcome } from '../../src/ports/Store.js';
 
 /**
@@ -12,7 +18,7 @@ export type WireOutcome =
   | { readonly refusal: { readonly _tag: string } & Record<string, unknown> }
   | { readonly error: string };
 
-const refusals = { IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } as const;
+const refusals = { AccountLimitReached, IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } as const;
 
 export const toWire = (outcome: CommandOutcome | Error): WireOutcome => {
   if (isRefusal(outcome)) return { refusal: { ...outcome, message: outcome.message, _tag: outcome._tag } };

@@ -1,6 +1,7 @@
 import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
+import { accountLimitFeatures } from './features/accountLimits.js';
 import { attemptFeatures } from './features/attempts.js';
 import { batchFeatures } from './features/batches.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
@@ -44,4 +45,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     onChangeFeatures(contract);
     fileBytesFeatures(contract);
     batchFeatures(contract);
+    accountLimitFeatures(contract);
   });

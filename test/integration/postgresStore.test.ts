@@ -4,7 +4,9 @@ import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
+import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
 import type { Command } from '../../src/domain/commands.js';
+import { AccountLimitReached } from '../../src/domain/errors.js';
 import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
 import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
 import { foldRequest, isQueued } from '../../src/domain/request/state.js';
@@ -19,6 +21,7 @@ import {
   createFile,
   eventsOf,
   eventually,
+  fileCommand,
   fileIdOf,
   lineSubmit,
   oneToN,
@@ -57,14 +60,15 @@ const listeningPair = async (url: string) => {
 /** The migration that brought dispatch lanes, batches and files (the schema before it is the one upgraded from). */
 const lanesVersion = migrations.findIndex((text) => text.includes('ADD COLUMN lane')) + 1;
 /** Takes a database back to the schema before lanes, as that schema left it: no lane, the dispatch index over the
- * account, no batches or files. */
+ * account, no batches or files (nor the accounts' counts of them, of the version after). */
 const undoLanes = (store: PostgresStore) =>
   store.db.query({
     text: `DROP INDEX requests_dispatch;
       ALTER TABLE requests DROP COLUMN lane;
       CREATE INDEX requests_dispatch ON requests (account_id, available_at, req_id) WHERE status = 'waiting';
       DROP TABLE batches;
-      DROP TABLE files;`,
+      DROP TABLE files;
+      DROP TABLE account_counts;`,
     values: [],
   });
 
@@ -207,6 +211,58 @@ describe('The PostgreSQL store', () => {
     await upgraded.commit({ commands: [createFile(fileIdOf(1)), createBatch(batchIdOf(1), fileIdOf(1))] });
     expect((await upgraded.reads.batch(batchIdOf(1)))?.state.status).toBe('validating');
     expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+  });
+
+  it("counts each account's open batches and bytes of files kept when it upgrades a database of the schema before those counts", async () => {
+    const countsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE account_counts')) + 1;
+    expect(countsVersion).toBe(schemaVersion);
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createFile(fileIdOf(1)),
+        createFile(fileIdOf(2)),
+        createFile(fileIdOf(3), { account: 2 }),
+        fileCommand(fileIdOf(2), { type: 'DeleteFile', accountId: 'acct_1', now: 150 }),
+        createBatch(batchIdOf(1), fileIdOf(1)),
+        createBatch(batchIdOf(2), fileIdOf(1)),
+        createBatch(batchIdOf(3), fileIdOf(1)),
+        takeBatch(batchIdOf(3)),
+      ],
+    });
+    await commitOne(
+      store,
+      batchCommand(batchIdOf(3), { type: 'FailValidation', owner: batchRunner, errors: '[]', now: 500 }),
+    );
+    const countsOf = async (of: PostgresStore) =>
+      new Map(
+        (
+          await of.db.query<{ counter: string; count: number }[]>(
+            sql`SELECT counter, count FROM account_counts ORDER BY counter`,
+          )
+        ).map((row) => [row.counter, Number(row.count)]),
+      );
+    const wanted = new Map([
+      [openBatchesCounter('acct_1'), 2],
+      [storedBytesCounter('acct_1'), 1_234],
+      [storedBytesCounter('acct_2'), 1_234],
+    ]);
+    expect(await countsOf(store)).toEqual(wanted);
+    // As the version before left it: no counts.
+    await store.db.query({ text: 'DROP TABLE account_counts', values: [] });
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${countsVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    expect(await countsOf(upgraded)).toEqual(wanted);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+    // And the bound holds from them.
+    const bounded = createBatch(batchIdOf(4), fileIdOf(1)) as Extract<Command, { type: 'Batch' }>;
+    const [outcome] = await upgraded.commit({
+      commands: [{ ...bounded, command: { ...bounded.command, maxInProgress: 2 } as typeof bounded.command }],
+    });
+    expect(outcome).toBeInstanceOf(AccountLimitReached);
   });
 
   it("decides a batch's lines in one round each time: their submits, a claim of them, their successes (a line's batch comes with its request)", async () => {

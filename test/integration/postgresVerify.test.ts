@@ -422,6 +422,16 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
     ]);
   });
 
+  it("names an account's count of open batches, and of bytes of files kept, that differ from the log's", async () => {
+    expect(
+      await afterBreaking(`UPDATE account_counts SET count = count + 1 WHERE counter = 'batches' || chr(31) || 'acct_1';
+        DELETE FROM account_counts WHERE counter = 'fileBytes' || chr(31) || 'acct_2'`),
+    ).toEqual([
+      'account count batches of acct_1: stored 2 but the log gives 1',
+      'account count fileBytes of acct_2: stored 0 but the log gives 1234',
+    ]);
+  });
+
   it("names a waiting line out of its account's batch lane (in its account's own)", async () => {
     expect(await afterBreaking(`UPDATE requests SET lane = account_id WHERE req_id = '${line(4)}'`)).toEqual([
       `request ${line(4)}: column lane stored "acct_1", the log gives "acct_1\\u001fbatch"`,

@@ -199,6 +199,7 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
       batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
       accountId: value,
     })),
+  accountCount: (counter) => dbs.accountCounts.get(counter) ?? 0,
   usageByDay: (accountId, fromDay, days) =>
     Array.from({ length: Math.max(0, days) }, (_, i) => {
       const day = fromDay + i * 86_400_000;
@@ -315,7 +316,7 @@ const viewsOf = (
   dbs: LmdbDatabases,
   written: WrittenStates,
   groups: ReturnType<typeof createGroupChanges>,
-  counts: { readonly queued: CountChanges; readonly processing: CountChanges },
+  counts: { readonly queued: CountChanges; readonly processing: CountChanges; readonly account: CountChanges },
   usage: ReturnType<typeof createUsageChanges>,
   waiting: ReturnType<typeof createWaitingChanges>,
 ): ViewAccess => ({
@@ -350,6 +351,7 @@ const viewsOf = (
   bumpAccountsVersion: () => void dbs.meta.put(accountsVersionKey, (dbs.meta.get(accountsVersionKey) ?? 0) + 1),
   addQueued: counts.queued.add,
   addProcessing: counts.processing.add,
+  addAccountCount: counts.account.add,
   addUsage: usage.add,
   getBatch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
   putBatch: (batchId, view) => void dbs.batches.put(batchId, encodeMap(view)),
@@ -383,7 +385,11 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
   const reads = readModelOf(syncReads, { limiterState: limits.state, onChange: changes.onChange });
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
-  const counts = { queued: createCountChanges(dbs.queuedCounts), processing: createCountChanges(dbs.processingCounts) };
+  const counts = {
+    queued: createCountChanges(dbs.queuedCounts),
+    processing: createCountChanges(dbs.processingCounts),
+    account: createCountChanges(dbs.accountCounts),
+  };
   const usage = createUsageChanges(dbs);
   const waiting = createWaitingChanges(dbs);
   const views = viewsOf(dbs, written, groups, counts, usage, waiting);
@@ -409,6 +415,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       queuedOf: (accountId) => queuedOf(dbs, accountId),
       lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
       processingCount: counts.processing.committed,
+      accountCount: counts.account.committed,
       anyWaiting: waiting.committed,
       batch: views.getBatch,
       file: views.getFile,
@@ -421,6 +428,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
       groups.flush();
       counts.queued.flush();
       counts.processing.flush();
+      counts.account.flush();
       usage.flush();
       waiting.flush();
     },
@@ -451,6 +459,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           groups.clear();
           counts.queued.clear();
           counts.processing.clear();
+          counts.account.clear();
           usage.clear();
           waiting.clear();
           throw error;

@@ -5,6 +5,7 @@ import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
 import {
+  countAccounts,
   countProcessingRequests,
   countQueuedRequests,
   countWaitingRequests,
@@ -44,6 +45,9 @@ export type LmdbDatabases = {
   readonly queuedCounts: Database<number, string>;
   /** How many requests of each model are being processed, by model id (a view: verify rebuilds it). */
   readonly processingCounts: Database<number, string>;
+  /** Each account's counters (domain/accountCounters.ts: open batches, bytes of files kept), by counter (a view:
+   * verify rebuilds it). */
+  readonly accountCounts: Database<number, string>;
   /** Tokens of each account's completed requests per UTC day: [accountId, day start ms] → [input, output] (a view). */
   readonly dailyUsage: Database<[number, number], Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
@@ -124,6 +128,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     keyLastUsed: db('keyLastUsed'),
     queuedCounts: db('cnt.queued'),
     processingCounts: db('cnt.processing'),
+    // Made empty in a data directory written before it, then counted once (countAccounts).
+    accountCounts: db('cnt.account'),
     dailyUsage: db('usage.daily'),
     meta,
     indexes: {
@@ -147,6 +153,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   countQueuedRequests(dbs);
   countProcessingRequests(dbs);
   countWaitingRequests(dbs);
+  countAccounts(dbs);
   indexAccountSessions(dbs);
   return dbs;
 };

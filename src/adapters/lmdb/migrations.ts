@@ -1,4 +1,7 @@
 import type { SessionState } from '../../domain/account/state.js';
+import { accountCountsOfBatch, accountCountsOfFile } from '../../domain/accountCounters.js';
+import type { BatchView } from '../../domain/batch/state.js';
+import type { FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import { isQueued } from '../../domain/request/state.js';
 import { accountRequestKeyOf } from '../../storage/projection.js';
@@ -106,5 +109,30 @@ export const countWaitingRequests = (dbs: LmdbDatabases): void => {
   dbs.root.transactionSync(() => {
     if (dbs.meta.get(waitingCountKey) !== undefined) return;
     dbs.meta.put(waitingCountKey, dbs.indexes.dispatch.getCount({}));
+  });
+};
+
+/** Set once `cnt.account` counts the batches and files written before it existed. */
+export const accountsCountedKey = 'accountsCounted';
+
+/**
+ * Data directories written before `cnt.account` existed have batches and files and no counts of them: the first open
+ * counts each account's open batches and bytes of files kept from the batch and file views (by the same functions the
+ * projection counts with), once, in the same way as `countQueuedRequests` (a marker in the same transaction).
+ */
+export const countAccounts = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(accountsCountedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(accountsCountedKey) !== undefined) return;
+    const counts = new Map<string, number>();
+    const add = ({ counter, count }: { counter: string; count: number }) =>
+      counts.set(counter, (counts.get(counter) ?? 0) + count);
+    for (const { value } of dbs.batches.getRange({}))
+      for (const count of accountCountsOfBatch(decodeMap<BatchView>(value).state)) add(count);
+    for (const { value } of dbs.files.getRange({}))
+      for (const count of accountCountsOfFile(decodeMap<FileState>(value))) add(count);
+    for (const { key } of dbs.accountCounts.getRange({})) dbs.accountCounts.remove(key);
+    for (const [counter, count] of counts) if (count !== 0) dbs.accountCounts.put(counter, count);
+    dbs.meta.put(accountsCountedKey, 1);
   });
 };

@@ -346,6 +346,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
       accountBatches: dbs.indexes.accountBatches.getRange({}),
       accountFiles: dbs.indexes.accountFiles.getRange({}),
       openBatches: dbs.indexes.openBatches.getRange({}),
+      accountCounts: dbs.accountCounts.getRange({}),
     },
     differ,
   );

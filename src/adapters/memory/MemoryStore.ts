@@ -51,6 +51,10 @@ export const openMemoryStore = (): MemoryStore => {
   const keyLastUsed = new Map<string, number>();
   const queuedCounts = new Map<string, number>();
   const processingCounts = new Map<string, number>();
+  const accountCounts = new Map<string, number>();
+  /** Changes of accounts' counters in the batch being written: applied at its end, as the other stores write them
+   * (writeBatch reads the committed count and adds what the batch did so far). */
+  const accountCountChanges = new Map<string, number>();
   const dailyUsage = new Map<string, readonly [number, number]>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
@@ -90,6 +94,7 @@ export const openMemoryStore = (): MemoryStore => {
   const putCredential = setIn<string, string>(credentials);
   const putQueuedCount = setIn<string, number>(queuedCounts);
   const putProcessingCount = setIn<string, number>(processingCounts);
+  const putAccountCount = setIn<string, number>(accountCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
@@ -134,6 +139,8 @@ export const openMemoryStore = (): MemoryStore => {
       const count = (processingCounts.get(model) ?? 0) + delta;
       putProcessingCount(model, count === 0 ? undefined : count);
     },
+    addAccountCount: (counter, delta) =>
+      void accountCountChanges.set(counter, (accountCountChanges.get(counter) ?? 0) + delta),
     getBatch: (batchId) => batches.get(batchId),
     putBatch: (batchId, view) => putBatch(batchId, view),
     getFile: (fileId) => files.get(fileId),
@@ -169,6 +176,7 @@ export const openMemoryStore = (): MemoryStore => {
       queuedOf: (accountId) => queuedOf(accountId),
       lapsedLeases: (now, limit) => idsInGroups(groups.processing, now, limit),
       processingCount: (model) => processingCounts.get(model) ?? 0,
+      accountCount: (counter) => accountCounts.get(counter) ?? 0,
       anyWaiting: () => indexes.dispatch.size > 0,
     },
     appendLog: (_lastSeq, events) => {
@@ -178,7 +186,13 @@ export const openMemoryStore = (): MemoryStore => {
       });
       log.push(...events);
     },
-    flush: () => {},
+    flush: () => {
+      for (const [counter, delta] of accountCountChanges) {
+        const count = (accountCounts.get(counter) ?? 0) + delta;
+        if (delta !== 0) putAccountCount(counter, count === 0 ? undefined : count);
+      }
+      accountCountChanges.clear();
+    },
   };
 
   /** Everyone who shares this store hears of every commit that appended (it cannot tell writers apart). */
@@ -188,6 +202,7 @@ export const openMemoryStore = (): MemoryStore => {
   };
   const commit = async (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     undo = [];
+    accountCountChanges.clear();
     try {
       const before = log.length;
       const { outcomes } = writeBatch(target, batch.commands, log.length);
@@ -295,6 +310,7 @@ export const openMemoryStore = (): MemoryStore => {
         batchId: (key as [string])[0],
         accountId,
       })).slice(0, limit),
+    accountCount: (counter) => accountCounts.get(counter) ?? 0,
     request: (reqId) => requests.get(reqId)?.state,
     requestWithText: (reqId) => requests.get(reqId),
     account: (accountId) => accounts.get(accountId),

@@ -1,4 +1,5 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
+import { openBatchesCounter, storedBytesCounter } from '../../domain/accountCounters.js';
 import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
@@ -62,11 +63,17 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     }
     if (command.type === 'Batch') {
       needs.push({ kind: 'batch', id: command.batchId });
-      if (command.command.type === 'CreateBatch') needs.push({ kind: 'file', id: command.command.inputFileId });
+      if (command.command.type === 'CreateBatch') {
+        needs.push({ kind: 'file', id: command.command.inputFileId });
+        if (command.command.maxInProgress !== undefined)
+          needs.push({ kind: 'accountCount', id: openBatchesCounter(command.command.accountId) });
+      }
       continue;
     }
     if (command.type === 'File') {
       needs.push({ kind: 'file', id: command.fileId });
+      if (command.command.type === 'CreateFile' && command.command.maxStoredBytes !== undefined)
+        needs.push({ kind: 'accountCount', id: storedBytesCounter(command.command.accountId) });
       continue;
     }
     // A request's row comes with its batch's view when it is a batch's line (fetchInto): a line's change of status
@@ -199,7 +206,7 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
   }
 
   const counts = (
-    kind: 'queuedCount' | 'processingCount',
+    kind: 'queuedCount' | 'processingCount' | 'accountCount',
     map: Map<string, number>,
     query: (ids: string[]) => Promise<readonly { id: string; count: number }[]>,
   ) => {
@@ -217,6 +224,9 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
   );
   counts('processingCount', fetched.processingCounts, (ids) =>
     query(sql`SELECT counter AS id, count FROM processing_counts WHERE counter = ANY(${ids}::text[])`),
+  );
+  counts('accountCount', fetched.accountCounts, (ids) =>
+    query(sql`SELECT counter AS id, count FROM account_counts WHERE counter = ANY(${ids}::text[])`),
   );
 
   if (!fetched.allProcessingCounts && ofKind(needs, 'processingCounts').length > 0) {
@@ -550,7 +560,7 @@ export const writeAll = async (
       );
   }
   const countWrites = (
-    table: 'queued_counts' | 'processing_counts',
+    table: 'queued_counts' | 'processing_counts' | 'account_counts',
     column: 'account_id' | 'counter',
     deltas: Map<string, number>,
   ) => {
@@ -572,6 +582,7 @@ export const writeAll = async (
   };
   countWrites('queued_counts', 'account_id', writes.queuedDeltas);
   countWrites('processing_counts', 'counter', writes.processingDeltas);
+  countWrites('account_counts', 'counter', writes.accountDeltas);
   if (writes.usage.size > 0) {
     const rows = [...writes.usage.values()];
     work.push(

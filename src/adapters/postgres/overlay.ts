@@ -37,6 +37,8 @@ export type Need =
   | { readonly kind: 'sessionsOf'; readonly id: string }
   | { readonly kind: 'queuedCount'; readonly id: string }
   | { readonly kind: 'processingCount'; readonly id: string }
+  /** An account's counter (domain/accountCounters.ts). */
+  | { readonly kind: 'accountCount'; readonly id: string }
   /** Every model's count of requests being processed (a row per model: what a claim reads). */
   | { readonly kind: 'processingCounts' }
   | { readonly kind: 'anyWaiting' }
@@ -87,6 +89,7 @@ export class Fetched {
   readonly sessionsOf = new Map<string, readonly string[]>();
   readonly queuedCounts = new Map<string, number>();
   readonly processingCounts = new Map<string, number>();
+  readonly accountCounts = new Map<string, number>();
   /** Every model's count was read (a model without a row has none being processed). */
   allProcessingCounts = false;
   anyWaiting: boolean | undefined;
@@ -175,6 +178,7 @@ export class Writes {
   readonly accountSessions = new Map<string, boolean>();
   readonly queuedDeltas = new Map<string, number>();
   readonly processingDeltas = new Map<string, number>();
+  readonly accountDeltas = new Map<string, number>();
   readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
   accountsVersionBumps = 0;
   events: StoredEvent[] = [];
@@ -261,6 +265,7 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
     bumpAccountsVersion: () => void writes.accountsVersionBumps++,
     addQueued: (accountId, delta) => void add(writes.queuedDeltas, accountId, delta),
     addProcessing: (model, delta) => void add(writes.processingDeltas, model, delta),
+    addAccountCount: (counter, delta) => void add(writes.accountDeltas, counter, delta),
     addUsage: (accountId, day, usage: DailyUsage) => {
       const key = pairKey(accountId, String(day));
       const entry = writes.usage.get(key) ?? { accountId, day, input: 0, output: 0 };
@@ -333,6 +338,8 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
       processingCount: (model) =>
         fetched.processingCounts.get(model) ??
         (fetched.allProcessingCounts ? 0 : fetched.miss({ kind: 'processingCount', id: model }, 0)),
+      accountCount: (counter) =>
+        fetched.accountCounts.get(counter) ?? fetched.miss({ kind: 'accountCount', id: counter }, 0),
       anyWaiting: () => fetched.anyWaiting ?? fetched.miss({ kind: 'anyWaiting' }, false),
       queuedAccounts,
       queuedOf,

@@ -48,6 +48,8 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
         await query<{ batch_id: string; account_id: string }[]>(sql`
           SELECT batch_id, account_id FROM batches WHERE open ORDER BY batch_id LIMIT ${Math.max(0, limit)}`)
       ).map((row): OpenBatch => ({ batchId: row.batch_id, accountId: row.account_id })),
+    accountCount: async (counter) =>
+      (await one<number>(query(sql`SELECT count AS value FROM account_counts WHERE counter = ${counter}`))) ?? 0,
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {
       const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`

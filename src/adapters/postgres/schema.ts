@@ -185,6 +185,21 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX files_by_account ON files (account_id, created_at, file_id);
   `,
+  // 5: each account's counters (domain/accountCounters.ts names them: the names below must stay the same as its),
+  // changed in the same transaction as the events that change them: its batches not ended (what a plan's
+  // maxBatchesInProgress bounds) and the bytes of its files that exist (maxFileStorageBytes). Counted here once for
+  // what was stored before.
+  `
+  CREATE TABLE account_counts (
+    counter text COLLATE "C" PRIMARY KEY,
+    count bigint NOT NULL
+  );
+  INSERT INTO account_counts (counter, count)
+    SELECT 'batches' || chr(31) || account_id, count(*) FROM batches WHERE open GROUP BY account_id
+    UNION ALL
+    SELECT 'fileBytes' || chr(31) || account_id, sum((state->>'bytes')::bigint) FROM files GROUP BY account_id
+    HAVING sum((state->>'bytes')::bigint) <> 0;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

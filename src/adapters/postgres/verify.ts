@@ -18,6 +18,7 @@ import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
+import { accountCountsOf, compareAccountCounts } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { batchColumns, fileColumns, requestColumns } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
@@ -437,6 +438,16 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     processing.map((row) => ({ key: row.counter, value: Number(row.count) })),
     processingPerCounter,
     (a, b) => a === b,
+  );
+  const accountCounts = await query<{ counter: string; count: number | string }[]>(sql`
+    SELECT counter, count FROM account_counts`);
+  compareAccountCounts(
+    accountCounts.map((row) => ({ key: row.counter, value: Number(row.count) })),
+    accountCountsOf(
+      [...rebuiltBatches.values()].map((view) => view.state),
+      files.values(),
+    ),
+    differ,
   );
   const usage = await query<
     { account_id: string; day: number | string; input_tokens: number | string; output_tokens: number | string }[]

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from 'effect';
 import type { BatchView } from '../../domain/batch/state.js';
 import { isFinalBatch } from '../../domain/batch/state.js';
 import { isRefusal } from '../../domain/commands.js';
-import { InvalidRequest, NotFound, RateLimited, type Unavailable } from '../../domain/errors.js';
+import { AccountLimitReached, InvalidRequest, NotFound, RateLimited, type Unavailable } from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
@@ -63,12 +63,6 @@ export const createBatches = (deps: {
     const view = await store.reads.batch(batchId);
     return view === undefined || view.state.context.accountId !== principal.accountId ? undefined : view;
   };
-  const openBatchesOf = async (accountId: string) => {
-    let count = 0;
-    // Open batches are few (each account holds a handful): all of them are read.
-    for (const open of await store.reads.openBatches(1_000_000)) if (open.accountId === accountId) count++;
-    return count;
-  };
 
   return {
     create: async (principal, create) => {
@@ -84,14 +78,6 @@ export const createBatches = (deps: {
         });
       if (!couldBeId('file', create.inputFileId))
         return new NotFound({ message: `no file ${idForMessage(create.inputFileId)}` });
-      const limit = deps.maxInProgress(principal);
-      const open = await openBatchesOf(principal.accountId);
-      if (open >= limit)
-        return new RateLimited({
-          message: `this account has ${open} batches not ended; its plan allows ${limit} at once (maxBatchesInProgress): wait for one to end`,
-          retryAfterSeconds: 60,
-          budget: 'batches',
-        });
       const batchId = deps.newId();
       const outcome = await deps.send({
         type: 'Batch',
@@ -106,11 +92,16 @@ export const createBatches = (deps: {
           windowMs: deps.windowMs,
           metadata: create.metadata,
           outputExpiresAfterSeconds: create.outputExpiresAfterSeconds,
+          // The plan's bound of batches not ended: decided inside the store's write, against the account's count
+          // there (exact across processes and nodes).
+          maxInProgress: deps.maxInProgress(principal),
           now: deps.now(),
         },
       });
       if (!('events' in outcome)) {
         if (!isRefusal(outcome)) return outcome;
+        if (outcome instanceof AccountLimitReached)
+          return new RateLimited({ message: outcome.message, retryAfterSeconds: 60, budget: outcome.budget });
         // The input file is gone, another account's, or not a batch's input: named in the message.
         const wrongPurpose = outcome.message.includes('purpose');
         return wrongPurpose

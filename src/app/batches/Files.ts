@@ -1,6 +1,14 @@
 import { Context, Effect, Layer } from 'effect';
+import { storedBytesCounter } from '../../domain/accountCounters.js';
 import { isRefusal } from '../../domain/commands.js';
-import { InvalidRequest, NotFound, PayloadTooLarge, RateLimited, type Unavailable } from '../../domain/errors.js';
+import {
+  AccountLimitReached,
+  InvalidRequest,
+  NotFound,
+  PayloadTooLarge,
+  RateLimited,
+  type Unavailable,
+} from '../../domain/errors.js';
 import type { FileState } from '../../domain/file/state.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
@@ -61,8 +69,6 @@ export interface FilesShape {
   ): Promise<{ file: FileState; bytes: AsyncIterable<Uint8Array> } | NotFound>;
   /** Deletes the file; its bytes go once the deletion is durable. A batch that already read it is not affected. */
   remove(principal: Principal, fileId: string): Promise<FileState | NotFound | Unavailable>;
-  /** Bytes of files the account keeps now. */
-  storedBytes(accountId: string): Promise<number>;
 }
 
 export class Files extends Context.Service<Files, FilesShape>()('airs/Files') {}
@@ -71,22 +77,6 @@ export class Files extends Context.Service<Files, FilesShape>()('airs/Files') {}
 export const uploadPurposes = ['batch'] as const;
 /** The longest file name kept (as OpenAI's clients send a path's last part). */
 export const maxFilenameChars = 255;
-
-/** Every file of an account, in pages (for the stored-bytes bound). */
-const everyFileOf = async function* (store: StoreShape, accountId: string) {
-  let from: { createdAt: number; id: string } | undefined;
-  for (;;) {
-    const ids = await store.reads.listOf('accountFiles', accountId, { from, order: 'asc', limit: 500 });
-    for (const id of ids) {
-      const file = await store.reads.file(id);
-      if (file !== undefined) {
-        yield file;
-        from = { createdAt: file.createdAt, id };
-      }
-    }
-    if (ids.length < 500) return;
-  }
-};
 
 export const createFiles = (deps: {
   readonly store: StoreShape;
@@ -103,23 +93,19 @@ export const createFiles = (deps: {
     const file = await store.reads.file(fileId);
     return file === undefined || file.accountId !== principal.accountId ? undefined : file;
   };
-  const storedBytes = async (accountId: string) => {
-    let total = 0;
-    for await (const file of everyFileOf(store, accountId)) total += file.bytes;
-    return total;
-  };
+  const storageFull = (message: string) => new RateLimited({ message, retryAfterSeconds: 60, budget: 'file_storage' });
 
   return {
-    storedBytes,
     upload: async (principal, upload) => {
       const limit = deps.maxStoredBytes(principal);
-      const already = await storedBytes(principal.accountId);
+      // The account's bytes kept, as the store counts them (one read): the bytes are streamed up to what is left
+      // under the plan's bound; the store decides again, inside the write that makes the file, against its count
+      // then (another upload may have taken the room meanwhile, in this process or another).
+      const already = await store.reads.accountCount(storedBytesCounter(principal.accountId));
       if (already >= limit)
-        return new RateLimited({
-          message: `this account keeps ${already} bytes of files; its plan allows ${limit} (maxFileStorageBytes): delete files to upload more`,
-          retryAfterSeconds: 60,
-          budget: 'file_storage',
-        });
+        return storageFull(
+          `this account keeps ${already} bytes of files; its plan allows ${limit} (maxFileStorageBytes): delete files to upload more`,
+        );
       const fileId = deps.newId();
       const now = deps.now();
       let stored: { bytes: number; sha256: string };
@@ -128,11 +114,9 @@ export const createFiles = (deps: {
       } catch (error: unknown) {
         if (!(error instanceof BlobTooLarge)) throw error;
         if (error.maxBytes < deps.maxFileBytes)
-          return new RateLimited({
-            message: `this upload would take the account's files beyond its plan's ${limit} bytes (maxFileStorageBytes): delete files to upload more`,
-            retryAfterSeconds: 60,
-            budget: 'file_storage',
-          });
+          return storageFull(
+            `this upload would take the account's files beyond its plan's ${limit} bytes (maxFileStorageBytes): delete files to upload more`,
+          );
         return new PayloadTooLarge({
           message: `file: a file may have at most ${deps.maxFileBytes} bytes (batches.maxFileBytes)`,
         });
@@ -155,11 +139,14 @@ export const createFiles = (deps: {
           sha256: stored.sha256,
           now,
           expiresAt: details.expiresAfterSeconds === undefined ? undefined : now + details.expiresAfterSeconds * 1000,
+          maxStoredBytes: limit,
         },
       });
       if (!('events' in outcome)) {
         // Not made (the store could not be written): its bytes name no file; gone now, or swept later.
         await store.files.remove(fileId).catch(() => {});
+        // Other uploads took the room while these bytes came: refused inside the write, as the bound says.
+        if (outcome instanceof AccountLimitReached) return storageFull(outcome.message);
         if (isRefusal(outcome)) throw outcome;
         return outcome;
       }

@@ -14,6 +14,8 @@ export type BatchCommand =
       readonly windowMs: number;
       readonly metadata?: string | undefined;
       readonly outputExpiresAfterSeconds?: number | undefined;
+      /** The account's bound of batches not ended (its plan's `maxBatchesInProgress`), decided inside the write. */
+      readonly maxInProgress?: number | undefined;
       readonly now: number;
     }
   | { readonly type: 'TakeBatch'; readonly owner: string; readonly leaseMs: number; readonly now: number }
@@ -52,7 +54,7 @@ const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): 
   const at = command.now;
   switch (command.type) {
     case 'CreateBatch': {
-      const { type: _type, now: _now, windowMs, ...rest } = command;
+      const { type: _type, now: _now, windowMs, maxInProgress: _bound, ...rest } = command;
       const created = { type: 'BatchCreated' as const, batchId, ...rest, at, expiresAt: at + windowMs };
       if (created.metadata === undefined) delete created.metadata;
       if (created.outputExpiresAfterSeconds === undefined) delete created.outputExpiresAfterSeconds;

@@ -12,6 +12,9 @@ export type FileCommand =
       readonly sha256: string;
       readonly now: number;
       readonly expiresAt?: number | undefined;
+      /** The account's bound of bytes of files kept (its plan's `maxFileStorageBytes`), decided inside the write;
+       * absent: none (a batch's output files). */
+      readonly maxStoredBytes?: number | undefined;
     }
   /** By its account (`accountId`), or by the sweeper once it has expired (`expired`). */
   | {
@@ -29,7 +32,7 @@ export const decideFile = (
 ): FileEvent[] | Refused => {
   if (command.type === 'CreateFile') {
     if (state !== undefined) return new Refused({ message: `a file with id ${fileId} already exists` });
-    const { type: _type, now, ...rest } = command;
+    const { type: _type, now, maxStoredBytes: _bound, ...rest } = command;
     const created = { type: 'FileCreated' as const, fileId, ...rest, at: now };
     if (created.expiresAt === undefined) delete created.expiresAt;
     return [created];
