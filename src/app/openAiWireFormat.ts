@@ -1,4 +1,15 @@
 import { z } from 'zod';
+import type { ChatMessage, ToolCall } from '../ports/ModelProvider.js';
+import {
+  absent,
+  brokenUnicode,
+  isObject,
+  type RawIssue,
+  reportedInside,
+  restated,
+  restatingFaults,
+  shown,
+} from './wireFaults.js';
 import { errorCodes } from './wireFormat.js';
 
 /**
@@ -7,96 +18,6 @@ import { errorCodes } from './wireFormat.js';
  * (adapters/http/openapi.ts) is generated from them; the type checks there keep them in step with what the face
  * (adapters/http/openai/) really sends.
  */
-
-// ---- The create body (`POST /v1/responses`) ----
-
-const inputTextPart = z
-  .looseObject({
-    type: z.enum(['input_text', 'output_text']),
-    text: z.string(),
-  })
-  .meta({ description: 'A text part. Images, files and audio parts are refused (airs takes text only).' });
-
-const inputMessage = z
-  .looseObject({
-    type: z.literal('message').optional(),
-    role: z.enum(['user', 'assistant', 'system', 'developer']),
-    content: z.union([z.string(), z.array(inputTextPart)]).meta({
-      description: 'A string, or a list of text parts (joined with newlines).',
-    }),
-  })
-  .meta({
-    description: 'A message of the conversation (`id`, `status` and the like, as in an output item, are ignored).',
-  });
-
-const callId = z.string().min(1).max(256);
-
-const inputFunctionCall = z
-  .looseObject({
-    type: z.literal('function_call'),
-    call_id: callId.meta({ description: 'The id of the call, which its `function_call_output` names.' }),
-    name: z.string().min(1),
-    arguments: z.string().meta({ description: 'The arguments as JSON text, as the model wrote them.' }),
-  })
-  .meta({
-    description:
-      'A function call the model made (as in a Response’s `output`): sent as the assistant message’s `tool_calls` ' +
-      '(calls in a row, and the assistant message just before them, are one message).',
-  });
-
-const inputFunctionCallOutput = z
-  .looseObject({
-    type: z.literal('function_call_output'),
-    call_id: callId.meta({ description: 'A `call_id` of a `function_call` earlier in `input`.' }),
-    output: z.union([z.string(), z.array(inputTextPart)]).meta({ description: 'What the function returned.' }),
-  })
-  .meta({ description: 'The result of a function call: sent as a `tool` message.' });
-
-const inputItemReference = z
-  .looseObject({
-    type: z.literal('item_reference'),
-    id: z.string().min(1).meta({ description: 'The id of an output item (`msg_…`, `fc_…`).' }),
-  })
-  .meta({
-    description:
-      'An output item of one of the account’s completed Responses (they live 24 hours), read as that item: the ' +
-      'Vercel AI SDK sends these for earlier answers by default. Any other reference is refused (400).',
-  });
-
-const functionName = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(/^[^\s\p{Cc}]+$/u);
-
-const functionTool = z
-  .looseObject({
-    type: z.literal('function'),
-    name: functionName.meta({ description: 'Unique among `tools`; at most 64 characters, no spaces.' }),
-    description: z.string().nullable().optional(),
-    parameters: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'A JSON Schema.' }),
-    strict: z.boolean().nullable().optional().meta({
-      description: 'Forwarded as given; left out, the upstream’s default applies (chat completions: not strict).',
-    }),
-  })
-  .meta({ description: 'A function the model may call. Other tool types (hosted tools) are refused (400).' });
-
-const toolChoice = z.union([
-  z.enum(['none', 'auto', 'required']),
-  z.looseObject({ type: z.literal('function'), name: z.string() }),
-]);
-
-const textFormat = z.union([
-  z.looseObject({ type: z.literal('text') }),
-  z.looseObject({ type: z.literal('json_object') }),
-  z.looseObject({
-    type: z.literal('json_schema'),
-    name: functionName,
-    schema: z.record(z.string(), z.unknown()).meta({ description: 'The JSON Schema the answer follows.' }),
-    description: z.string().nullable().optional(),
-    strict: z.boolean().nullable().optional(),
-  }),
-]);
 
 /**
  * A create's `metadata` (`POST /v1/responses`, `POST /v1/chat/completions`), bounded as OpenAI bounds it: an object of
@@ -117,7 +38,6 @@ const charsOf = (text: string) => {
 
 const controlInKey = /\p{Cc}/u;
 const controlInValue = /(?![\t\n\r])\p{Cc}/u;
-const brokenUnicode = /\p{Cs}/u;
 
 const shownKey = (key: string) => JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key);
 
@@ -166,90 +86,487 @@ export const metadataField = z.preprocess((value, payload) => {
   return value;
 }, metadataSchema.nullish());
 
-/** The body of `POST /v1/responses`, as the parser in adapters/http/openai/input.ts reads it. */
-export const responsesCreateBodySchema = z
-  .looseObject({
-    model: z.string().meta({ description: 'One of the configured model ids (`GET /v1/models` lists them).' }),
-    input: z
-      .union([
-        z.string(),
-        z.array(z.union([inputMessage, inputFunctionCall, inputFunctionCallOutput, inputItemReference])).min(1),
-      ])
-      .meta({
-        description:
-          'A string (one user message), or a list of messages and function call items. Not only white space; valid ' +
-          'Unicode; the text airs stores for it is at most `maxPromptChars` UTF-16 units and at most ' +
-          '`maxPromptBytes` (1 MiB) of UTF-8 (a list: the conversation and the generation settings as JSON). ' +
-          '`echo` answers the last user message’s text. Reasoning items, and other items airs cannot send a model, ' +
-          'are refused (400).',
+/**
+ * The body of `POST /v1/responses`: the one description of it. The route parses with it (parseResponsesCreate,
+ * adapters/http/openai/input.ts), so does the Batch API for each line of an input file (batchEndpoints.ts), and the
+ * OpenAPI document shows it. Each rule carries the words of its refusal; a body that breaks several is refused for the
+ * first in the order of the fields below (the order airs has always checked them in). Fields it does not name are
+ * accepted and ignored (`store`, `truncation`, `reasoning`, `stream_options`, ...): none of them changes the answer.
+ */
+
+const functionNameRule = 'must be at most 64 characters, without spaces or control characters';
+
+/** A function's name, as OpenAI limits it (upstreams refuse longer ones, after the request was queued). */
+const functionName = z
+  .string('must be a non-empty string')
+  .min(1, 'must be a non-empty string')
+  .refine((name) => name.length <= 64, functionNameRule)
+  .regex(/^[^\s\p{Cc}]*$/u, functionNameRule)
+  .meta({ maxLength: 64, description: 'At most 64 UTF-16 units, without spaces or control characters.' });
+
+const optionalString = z.string('must be a string').nullish();
+const optionalBoolean = z.boolean('must be true or false').nullish();
+
+/** A JSON Schema: any object, forwarded as given (the very object: read as a record, it would be copied). */
+const jsonSchemaObject = z
+  .unknown()
+  .refine(isObject, 'must be a JSON Schema object')
+  .meta({ type: 'object', description: 'A JSON Schema.' });
+
+const numberIn = (min: number, max: number) => {
+  const rule = `must be a number from ${min} to ${max}`;
+  return z.number(rule).min(min, rule).max(max, rule).nullish();
+};
+
+/** A field refused whenever it is given (not null). */
+const refused = (message: string, description: string) =>
+  z
+    .null(message)
+    .optional()
+    .meta({ description: `Not supported (400): ${description}` });
+
+const inputTextPart = z
+  .looseObject(
+    {
+      type: z.enum(['input_text', 'output_text'], {
+        error: (issue) => `part type ${shown(issue.input)} is not supported; airs takes text (input_text) only`,
       }),
-    instructions: z
-      .string()
-      .nullable()
-      .optional()
-      .meta({ description: 'Sent to the model as a leading system message.' }),
-    background: z
-      .boolean()
-      .nullable()
-      .optional()
-      .meta({
+      text: z.string('must be a string'),
+    },
+    'must be an object {"type": "input_text", "text": ...}',
+  )
+  .meta({ description: 'A text part. Images, files and audio parts are refused (airs takes text only).' });
+
+/** A message's content, or a call's output: a string, or text parts (joined with newlines: textOfContent). */
+const textContent = reportedInside(
+  z.union([z.string(), z.array(inputTextPart)], 'must be a string or a list of input_text parts'),
+  1,
+  (issue) => issue.path.length > 0, // a fault of a part
+);
+
+const textOfContent = (given: z.output<typeof textContent>) =>
+  typeof given === 'string' ? given : given.map((part) => part.text).join('\n');
+
+const inputMessage = z
+  .looseObject({
+    type: z.literal('message').optional(),
+    role: z.enum(['user', 'assistant', 'system', 'developer'], 'must be one of user, assistant, system, developer'),
+    content: textContent.meta({ description: 'A string, or a list of text parts (joined with newlines).' }),
+  })
+  .meta({
+    description: 'A message of the conversation (`id`, `status` and the like, as in an output item, are ignored).',
+  });
+
+const callIdRule = 'must be a non-empty string of at most 256 characters';
+const callId = z
+  .string(callIdRule)
+  .min(1, callIdRule)
+  .refine((id) => id.length <= 256, callIdRule)
+  .meta({ maxLength: 256 });
+
+/** The items of the list being read and the call ids it holds so far: zod reads a list in order and at once. */
+const inputCalls = new Set<string>();
+
+const inputFunctionCall = z
+  .looseObject({
+    type: z.literal('function_call'),
+    call_id: callId
+      .check((payload) => {
+        if (payload.issues.length === 0) inputCalls.add(payload.value);
+      })
+      .meta({ description: 'The id of the call, which its `function_call_output` names.' }),
+    name: z.string('must be a non-empty string').min(1, 'must be a non-empty string'),
+    arguments: z
+      .string('must be a string (JSON text)')
+      .meta({ description: 'The arguments as JSON text, as the model wrote them.' }),
+  })
+  .meta({
+    description:
+      'A function call the model made (as in a Response’s `output`): sent as the assistant message’s `tool_calls` ' +
+      '(calls in a row, and the assistant message just before them, are one message).',
+  });
+
+const inputFunctionCallOutput = z
+  .looseObject({
+    type: z.literal('function_call_output'),
+    call_id: callId
+      .check((payload) => {
+        const id = payload.value;
+        if (payload.issues.length === 0 && !inputCalls.has(id))
+          payload.issues.push({
+            code: 'custom',
+            message: `no function_call with call_id "${id}" comes before this output`,
+            input: id,
+          });
+      })
+      .meta({ description: 'A `call_id` of a `function_call` earlier in `input`.' }),
+    output: textContent.meta({ description: 'What the function returned.' }),
+  })
+  .meta({ description: 'The result of a function call: sent as a `tool` message.' });
+
+/** The longest id a reference may name (longer ones name nothing). */
+export const itemReferenceIdChars = 300;
+
+/**
+ * An `item_reference` as the schema reads it: one the parser did not replace by the item it names (it does so before
+ * the schema reads the body, see input.ts) names nothing the caller may see.
+ */
+const inputItemReference = z
+  .looseObject({
+    type: z.literal('item_reference'),
+    id: z
+      .string('must be the id of an output item')
+      .min(1, 'must be the id of an output item')
+      .check((payload) => {
+        const id = payload.value;
+        if (payload.issues.length === 0)
+          payload.issues.push({
+            code: 'custom',
+            message:
+              `no output item ${JSON.stringify(id.slice(0, 100))} among this account's completed responses (they ` +
+              'live 24 hours); send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false)',
+            input: id,
+          });
+      })
+      .meta({ description: 'The id of an output item (`msg_…`, `fc_…`).' }),
+  })
+  .meta({
+    description:
+      'An output item of one of the account’s completed Responses (they live 24 hours), read as that item: the ' +
+      'Vercel AI SDK sends these for earlier answers by default. Any other reference is refused (400).',
+  });
+
+const inputItem = z.discriminatedUnion(
+  'type',
+  [inputMessage, inputFunctionCall, inputFunctionCallOutput, inputItemReference],
+  {
+    error: (issue) =>
+      !isObject(issue.input)
+        ? 'must be a message {"role": ..., "content": ...} or an item'
+        : issue.input.type === 'reasoning'
+          ? 'reasoning items are not supported; leave them out'
+          : `item type ${shown(issue.input.type)} is not supported; airs takes messages, function_call and ` +
+            'function_call_output',
+  },
+);
+
+// Restated within the list: a union (`input`'s) keeps its options' faults as they were said.
+const inputItems = restatingFaults(
+  z.preprocess(
+    (value) => {
+      inputCalls.clear();
+      return value;
+    },
+    z.array(inputItem).min(1, 'must not be an empty list'),
+  ),
+);
+
+/** The items of an `input` list, read by the schema. */
+export type ResponsesInputItems = z.output<typeof inputItems>;
+
+/**
+ * A Responses `input` list read into a chat conversation (the port's messages). A run of `function_call` items
+ * becomes one assistant message with `tool_calls` (joined to the assistant message just before it, if any), and
+ * each `function_call_output` a `tool` message, as chat completions write a turn that calls tools.
+ */
+export const conversationOf = (items: ResponsesInputItems): ChatMessage[] => {
+  const messages: ChatMessage[] = [];
+  for (const item of items) {
+    if (item.type === 'function_call') {
+      const call: ToolCall = {
+        id: item.call_id,
+        type: 'function',
+        function: { name: item.name, arguments: item.arguments },
+      };
+      const last = messages.at(-1);
+      // A turn's calls (and the text before them) are one assistant message in chat completions.
+      if (last?.role === 'assistant') {
+        const turn = last as { tool_calls?: ToolCall[] };
+        turn.tool_calls = [...(turn.tool_calls ?? []), call];
+      } else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+    } else if (item.type === 'function_call_output')
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content: textOfContent(item.output) });
+    else if (item.type !== 'item_reference') messages.push({ role: item.role, content: textOfContent(item.content) });
+  }
+  return messages;
+};
+
+/** The text of a message, `''` for an assistant message that only calls tools. */
+const textOfMessage = (message: ChatMessage): string => message.content ?? '';
+
+/**
+ * The conversation a body's `input` and `instructions` make: undefined for a string input without instructions
+ * (a plain prompt). `instructions` is a leading system message; an empty one is none.
+ */
+export const responsesConversationOf = (body: {
+  readonly input: string | ResponsesInputItems;
+  readonly instructions?: string | null | undefined;
+}): ChatMessage[] | undefined => {
+  const instructions = absent(body.instructions) || body.instructions === '' ? undefined : body.instructions;
+  const given =
+    typeof body.input === 'string'
+      ? instructions === undefined
+        ? undefined
+        : [{ role: 'user' as const, content: body.input }]
+      : conversationOf(body.input);
+  return instructions === undefined ? given : [{ role: 'system', content: instructions }, ...(given ?? [])];
+};
+
+const inputFault = (body: {
+  readonly input: string | ResponsesInputItems;
+  readonly instructions?: string | null | undefined;
+}): string | undefined => {
+  const messages = responsesConversationOf(body);
+  const texts = messages?.map(textOfMessage) ?? [body.input as string];
+  const callsTools = messages?.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.tool_calls)) === true;
+  if (!callsTools && texts.every((text) => text.trim() === '')) return 'must not be empty';
+  if (texts.some((text) => brokenUnicode.test(text)))
+    return 'must be valid Unicode text; it contains an unpaired surrogate';
+  return undefined;
+};
+
+/** The names of the tools read so far in the list being read (zod reads a list in order and at once). */
+const toolNames = new Set<string>();
+
+const functionTool = z
+  .looseObject(
+    {
+      type: z.literal('function', {
+        error: (issue) =>
+          `tool type ${shown(issue.input)} is not supported; airs runs function tools only ("type": "function")`,
+      }),
+      name: functionName
+        .check((payload) => {
+          const name = payload.value;
+          if (payload.issues.length > 0) return; // not a name
+          if (toolNames.has(name))
+            payload.issues.push({ code: 'custom', message: `the function name "${name}" is given twice`, input: name });
+          toolNames.add(name);
+        })
+        .meta({ description: 'Unique among `tools`; at most 64 characters, no spaces.' }),
+      description: optionalString,
+      parameters: jsonSchemaObject.nullish(),
+      strict: optionalBoolean.meta({
+        description: 'Forwarded as given; left out, the upstream’s default applies (chat completions: not strict).',
+      }),
+    },
+    'must be an object {"type": "function", "name": ..., "parameters": ...}',
+  )
+  .meta({ description: 'A function the model may call. Other tool types (hosted tools) are refused (400).' });
+
+const functionTools = z.preprocess(
+  (value) => {
+    toolNames.clear();
+    return value;
+  },
+  z.array(functionTool, 'must be a list of function tools'),
+);
+
+// The restatement is registered on the union as it runs: after its check (a check makes a new definition).
+const toolChoice = reportedInside(
+  restatingFaults(
+    z.union(
+      [
+        z.enum(['none', 'auto', 'required']),
+        z.looseObject({ type: z.literal('function'), name: z.string('must name one of the functions in tools') }),
+      ],
+      'must be "none", "auto", "required" or {"type": "function", "name": ...}; other choices are not supported',
+    ),
+  ),
+  1,
+  (issue) => issue.path[0] === 'name', // a fault of the function's name
+);
+
+/**
+ * The rule across fields of a body whose fields were read: a function `tool_choice` names one of `tools`, and
+ * `required` needs tools. The fault, or undefined.
+ */
+const toolChoiceFault = (body: {
+  readonly tools?: readonly { readonly name: string }[] | null | undefined;
+  readonly tool_choice?: z.output<typeof toolChoice> | null | undefined;
+}): { readonly path: PropertyKey[]; readonly message: string } | undefined => {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice;
+  if (typeof choice === 'object' && choice !== null)
+    return tools.some((tool) => tool.name === choice.name)
+      ? undefined
+      : { path: ['tool_choice', 'name'], message: 'must name one of the functions in tools' };
+  return choice === 'required' && tools.length === 0
+    ? { path: ['tool_choice'], message: '"required" needs tools' }
+    : undefined;
+};
+
+/**
+ * The rules across fields of a body whose fields were read (those in `faulty` were not: their rules wait): `input`
+ * and `instructions` hold text, and `tool_choice` names one of `tools`. Their faults, in the order of the fields.
+ */
+export const responsesCrossFieldFaults = (
+  body: Parameters<typeof inputFault>[0] & Parameters<typeof toolChoiceFault>[0],
+  faulty: ReadonlySet<PropertyKey | undefined> = new Set(),
+): { readonly path: PropertyKey[]; readonly message: string }[] => {
+  const faults: { readonly path: PropertyKey[]; readonly message: string }[] = [];
+  if (!faulty.has('input') && !faulty.has('instructions')) {
+    const fault = inputFault(body);
+    if (fault !== undefined) faults.push({ path: ['input'], message: fault });
+  }
+  if (!faulty.has('tools') && !faulty.has('tool_choice')) {
+    const fault = toolChoiceFault(body);
+    if (fault !== undefined) faults.push(fault);
+  }
+  return faults;
+};
+
+const textFormat = z.discriminatedUnion(
+  'type',
+  [
+    z.looseObject({ type: z.literal('text') }),
+    z.looseObject({ type: z.literal('json_object') }),
+    z.looseObject({
+      type: z.literal('json_schema'),
+      name: functionName,
+      schema: jsonSchemaObject.meta({ description: 'The JSON Schema the answer follows.' }),
+      description: optionalString,
+      strict: optionalBoolean,
+    }),
+  ],
+  {
+    error: (issue) =>
+      !isObject(issue.input) ? 'must be an object {"type": ...}' : 'must be "text", "json_object" or "json_schema"',
+  },
+);
+
+const maxOutputTokensRule = 'must be a whole number of at least 1';
+
+const logprobsInclude = 'message.output_text.logprobs';
+
+/** The body of `POST /v1/responses`, in the order its fields are checked. */
+export const responsesCreateBodySchema = z
+  .looseObject(
+    {
+      model: z
+        .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+        .meta({ description: 'One of the configured model ids (`GET /v1/models` lists them).' }),
+      previous_response_id: refused(
+        'previous_response_id is not supported; send the whole conversation as input',
+        'send the whole conversation as `input`.',
+      ),
+      conversation: refused(
+        'conversation is not supported; send the whole conversation as input',
+        'send the whole conversation as `input`.',
+      ),
+      prompt: refused('prompt templates are not supported; send the text as input', 'prompt templates.'),
+      background: optionalBoolean.meta({
         description:
           '`true`: answer at once with the queued Response, and poll `GET /v1/responses/{id}`. Otherwise the call ' +
           'waits until the request is final (`completed`, `failed` or `cancelled`), and cancels it if the caller ' +
           'goes away first.',
       }),
-    stream: z
-      .boolean()
-      .nullable()
-      .optional()
-      .meta({
+      stream: optionalBoolean.meta({
         description:
           '`true`: answer with the Response’s events (`text/event-stream`). A stream that is not `background` ' +
           'cancels its request when the caller goes away.',
       }),
-    tools: z.array(functionTool).nullable().optional(),
-    tool_choice: toolChoice.nullable().optional().meta({
-      description: '`required` needs `tools`; a function named must be one of `tools`.',
-    }),
-    parallel_tool_calls: z.boolean().nullable().optional(),
-    text: z
-      .looseObject({
-        format: textFormat.nullable().optional(),
-        verbosity: z.null().optional().meta({ description: 'Not supported (400).' }),
-      })
-      .nullable()
-      .optional()
-      .meta({ description: 'The answer’s format, sent upstream as `response_format`.' }),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().min(0).max(1).nullable().optional(),
-    max_output_tokens: z.int().min(1).nullable().optional().meta({
-      description: 'Sent upstream as `max_completion_tokens` (the tokens the model writes, reasoning included).',
-    }),
-    user: z.string().nullable().optional(),
-    top_logprobs: z.literal(0).nullable().optional().meta({ description: 'Log probabilities are not supported.' }),
-    include: z
-      .array(z.string().regex(/^(?!message\.output_text\.logprobs$)/))
-      .nullable()
-      .optional()
-      .meta({ description: 'Accepted and ignored, except `message.output_text.logprobs` (400).' }),
-    max_tool_calls: z.null().optional().meta({ description: 'Not supported (400).' }),
-    previous_response_id: z
-      .null()
-      .optional()
-      .meta({ description: 'Not supported (400): send the whole conversation as `input`.' }),
-    conversation: z
-      .null()
-      .optional()
-      .meta({ description: 'Not supported (400): send the whole conversation as `input`.' }),
-    prompt: z.null().optional().meta({ description: 'Prompt templates are not supported (400).' }),
-    metadata: metadataSchema.nullable().optional(),
-  })
+      instructions: optionalString.meta({ description: 'Sent to the model as a leading system message.' }),
+      // The restatement is registered on the union as it runs: after its check (a check makes a new definition).
+      input: restated(
+        restatingFaults(
+          z.union([z.string(), inputItems], {
+            error: (issue) => (absent(issue.input) ? 'is required' : 'must be a string or a list of messages'),
+          }),
+        ),
+        // A list is refused for what is wrong inside it.
+        (issue) =>
+          issue.code === 'invalid_union' && Array.isArray(issue.input)
+            ? ((issue.errors[1] ?? []) as RawIssue[])
+            : undefined,
+      )
+        // Required (the list's reading takes anything first, so zod would take the union as optional).
+        .nonoptional('is required')
+        .meta({
+          description:
+            'A string (one user message), or a list of messages and function call items. Not only white space; valid ' +
+            'Unicode (`instructions` included); the text airs stores for it is at most `maxPromptChars` UTF-16 units ' +
+            'and at most `maxPromptBytes` (1 MiB) of UTF-8 (a list: the conversation and the generation settings as ' +
+            'JSON). `echo` answers the last user message’s text. Reasoning items, and other items airs cannot send a ' +
+            'model, are refused (400).',
+        }),
+      // Fields that would change the answer and that airs cannot honour: refused, never ignored.
+      top_logprobs: z
+        .literal(0, 'log probabilities are not supported')
+        .nullish()
+        .meta({ description: 'Log probabilities are not supported (400 unless 0).' }),
+      include: z
+        .unknown()
+        .check((payload) => {
+          const value = payload.value;
+          if (Array.isArray(value) && value.includes(logprobsInclude))
+            payload.issues.push({
+              code: 'custom',
+              message: `log probabilities (${logprobsInclude}) are not supported`,
+              input: value,
+            });
+        })
+        .optional()
+        .meta({
+          not: { type: 'array', contains: { const: logprobsInclude } },
+          description: `Accepted and ignored, except a list holding \`${logprobsInclude}\` (400).`,
+        }),
+      max_tool_calls: refused(
+        'is not supported; the model answers with one round of tool calls at most',
+        'the model answers with one round of tool calls at most.',
+      ),
+      temperature: numberIn(0, 2),
+      top_p: numberIn(0, 1),
+      max_output_tokens: z
+        .number(maxOutputTokensRule)
+        .refine(Number.isSafeInteger, maxOutputTokensRule)
+        .min(1, maxOutputTokensRule)
+        .meta({
+          type: 'integer',
+          maximum: Number.MAX_SAFE_INTEGER,
+          description: 'Sent upstream as `max_completion_tokens` (the tokens the model writes, reasoning included).',
+        })
+        .nullish(),
+      user: optionalString,
+      parallel_tool_calls: optionalBoolean,
+      tools: functionTools.nullish().meta({ description: 'Names are unique.' }),
+      tool_choice: toolChoice.nullish().meta({
+        description: '`required` needs `tools`; a function named must be one of `tools`.',
+      }),
+      text: z
+        .looseObject(
+          {
+            verbosity: z
+              .null('is not supported; leave it out (the model answers at its own length)')
+              .optional()
+              .meta({ description: 'Not supported (400).' }),
+            format: textFormat.nullish(),
+          },
+          'must be an object {"format": ...}',
+        )
+        .nullish()
+        .meta({ description: 'The answer’s format, sent upstream as `response_format`.' }),
+      metadata: metadataField,
+    },
+    'the body must be a JSON object with "model" and "input"',
+  )
+  .superRefine(
+    (body, payload) => {
+      // Rules across fields, once the fields they read were read without a fault.
+      const faulty = new Set(payload.issues.map((issue) => issue.path?.[0]));
+      for (const fault of responsesCrossFieldFaults(body, faulty)) payload.addIssue({ code: 'custom', ...fault });
+    },
+    { when: (payload) => isObject(payload.value) },
+  )
   .meta({
     description:
       'An OpenAI Responses create body. Fields that do not change the answer (`store`, `truncation`, ' +
       '`service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted ' +
       'and ignored.',
   });
+
+/** A Responses body read by the schema. */
+export type ResponsesCreateBody = z.output<typeof responsesCreateBodySchema>;
 
 // ---- The Response object ----
 

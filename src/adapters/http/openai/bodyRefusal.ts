@@ -10,9 +10,10 @@ import { InvalidRequest } from '../../../domain/errors.js';
 /** Where each top-level field's faults come, and where those of unknown fields come (before the field named). */
 export type CheckOrder = { readonly places: ReadonlyMap<string, number>; readonly unknown: number };
 
-export const checkOrderOf = (shape: Readonly<Record<string, unknown>>, unknownBefore: string): CheckOrder => {
+/** `unknownBefore` left out: the body's unknown fields are accepted (never a fault). */
+export const checkOrderOf = (shape: Readonly<Record<string, unknown>>, unknownBefore?: string): CheckOrder => {
   const fields = Object.keys(shape);
-  const before = fields.indexOf(unknownBefore);
+  const before = unknownBefore === undefined ? fields.length : fields.indexOf(unknownBefore);
   if (before < 0) throw new Error(`checkOrderOf: no field ${unknownBefore}`);
   return { places: new Map(fields.map((field, place) => [field, place])), unknown: before - 0.5 };
 };

@@ -1,10 +1,17 @@
+import { z } from 'zod';
+import {
+  type ResponsesCreateBody,
+  responsesConversationOf,
+  responsesCreateBodySchema,
+  responsesCrossFieldFaults,
+} from '../../../app/openAiWireFormat.js';
 import type { SubmitInput } from '../../../app/Requests.js';
-import { lastUserText, textOfMessage } from '../../../app/storedInput.js';
-import { InvalidRequest } from '../../../domain/errors.js';
-import type { ChatMessage } from '../../../ports/ModelProvider.js';
-import { generationSettingsOf, invalid, isObject, type ResponseSettings } from './generationSettings.js';
-import { type ItemResolver, messagesOf } from './inputItems.js';
-import { metadataOf } from './metadata.js';
+import { lastUserText } from '../../../app/storedInput.js';
+import type { InvalidRequest } from '../../../domain/errors.js';
+import { checkOrderOf, refusalOf } from './bodyRefusal.js';
+import { generationSettingsOf, type ResponseSettings } from './generationSettings.js';
+import { type ItemResolver, resolvedInputOf } from './inputItems.js';
+import { keptMetadataOf } from './metadata.js';
 
 /**
  * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the
@@ -17,81 +24,91 @@ export type ResponsesCreate = {
   readonly settings: ResponseSettings;
 };
 
-/** OpenAI fields airs cannot honour: refused rather than ignored, since ignoring them would change the answer. */
-const unsupported: Readonly<Record<string, string>> = {
-  previous_response_id: 'previous_response_id is not supported; send the whole conversation as input',
-  conversation: 'conversation is not supported; send the whole conversation as input',
-  prompt: 'prompt templates are not supported; send the text as input',
+const { shape } = responsesCreateBodySchema;
+const order = checkOrderOf(shape);
+
+/**
+ * A field as readGiven reads it: `null` taken as the field's `.nullable()` takes it, and the rest read by the schema
+ * inside (each wrapper a body's field crosses costs a call in zod).
+ */
+type Field = { readonly takesNull: boolean; readonly schema: z.ZodType };
+
+const fieldOf = (schema: z.ZodType): Field => {
+  let inner = schema;
+  if (inner instanceof z.ZodOptional) inner = inner.unwrap() as z.ZodType;
+  if (inner instanceof z.ZodNullable) return { takesNull: true, schema: inner.unwrap() as z.ZodType };
+  return { takesNull: false, schema };
 };
 
-/** A surrogate half alone is not text: storage would turn it into U+FFFD and the echo would differ. */
-const brokenUnicode = /\p{Cs}/u;
+const fields: ReadonlyMap<string, Field> = new Map(
+  Object.entries(shape).map(([key, schema]) => [key, fieldOf(schema as z.ZodType)]),
+);
+/** The fields a body must give: those whose schema refuses absence. */
+const requiredFields = Object.entries(shape)
+  .filter(([, schema]) => !(schema as z.ZodType).safeParse(undefined).success)
+  .map(([key]) => key);
 
-const flag = (body: Record<string, unknown>, field: string): boolean | InvalidRequest => {
-  const value = body[field];
-  if (value === undefined || value === null) return false;
-  return typeof value === 'boolean' ? value : invalid(field, 'must be true or false');
+/**
+ * The body read with the schema's own fields, over the fields given only: zod's object reads all twenty of the
+ * schema's, and copies every other field given. It accepts what the whole schema accepts and reads it alike (the
+ * same fields, the required ones given, the rules across fields); undefined at any fault, which the whole schema
+ * then reports as it orders faults. Fields the schema does not name are left out (accepted and ignored).
+ */
+const readGiven = (body: unknown): ResponsesCreateBody | undefined => {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const given = body as Record<string, unknown>;
+  const read: Record<string, unknown> = {};
+  for (const key of Object.keys(given)) {
+    const field = fields.get(key);
+    if (field === undefined) continue;
+    const value = given[key];
+    if (value === null && field.takesNull) read[key] = null;
+    else {
+      const result = field.schema.safeParse(value);
+      if (!result.success) return undefined;
+      read[key] = result.data;
+    }
+  }
+  for (const key of requiredFields) if (!(key in read)) return undefined;
+  const data = read as ResponsesCreateBody;
+  return responsesCrossFieldFaults(data).length === 0 ? data : undefined;
+};
+
+const createOf = (body: Record<string, unknown>, data: ResponsesCreateBody): ResponsesCreate => {
+  const background = data.background === true;
+  const messages = responsesConversationOf(data);
+  const { params, settings } = generationSettingsOf(data, background);
+  return {
+    input: {
+      model: data.model,
+      // A list's is its last user message's text (instructions come first: never the last message).
+      prompt: typeof data.input === 'string' ? data.input : lastUserText(messages ?? []),
+      messages,
+      params: Object.keys(params).length === 0 ? undefined : params,
+      // As given: the schema's copy leaves out a `__proto__` key.
+      metadata: keptMetadataOf(body.metadata),
+    },
+    background,
+    stream: data.stream === true,
+    settings,
+  };
 };
 
 /**
- * Reads a `POST /v1/responses` body as OpenAI's SDKs send it: `model`, `input` (a string, or a list of messages and
- * tool-call items, see inputItems.ts; `resolve` finds the items an `item_reference` names), optional `instructions` (a leading system message), `background`, `stream`,
- * the generation settings (generationSettings.ts), and `metadata` (kept with the request and shown with it, bounded as
- * OpenAI bounds it: metadata.ts). Fields that do not change the answer (`store`, `include`, `truncation`,
- * `service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted and
- * ignored; fields that would change it unseen are refused with the field named in `param`.
+ * Reads a `POST /v1/responses` body as OpenAI's SDKs send it, with the body's schema (app/openAiWireFormat.ts,
+ * `responsesCreateBodySchema`): `model`, `input` (a string, or a list of messages and tool-call items), optional
+ * `instructions` (a leading system message), `background`, `stream`, the generation settings (generationSettings.ts),
+ * and `metadata` (kept with the request and shown with it). Each `item_reference` that `resolve` finds (an output item
+ * of one of the caller's Responses) is read as that item (inputItems.ts); the schema refuses any other. Fields that do
+ * not change the answer are accepted and ignored; fields that would change it unseen are refused with the field named
+ * in `param`.
  */
 export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): ResponsesCreate | InvalidRequest => {
-  if (!isObject(body))
-    return new InvalidRequest({ message: 'the body must be a JSON object with "model" and "input"' });
-  if (body.model === undefined) return invalid('model', 'is required');
-  if (typeof body.model !== 'string') return invalid('model', 'must be a string');
-  for (const [field, message] of Object.entries(unsupported))
-    if (body[field] !== undefined && body[field] !== null) return invalid(field, message);
-  const background = flag(body, 'background');
-  if (background instanceof InvalidRequest) return background;
-  const stream = flag(body, 'stream');
-  if (stream instanceof InvalidRequest) return stream;
-  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
-    return invalid('instructions', 'must be a string');
-  const instructions =
-    typeof body.instructions === 'string' && body.instructions !== '' ? body.instructions : undefined;
-
-  if (body.input === undefined || body.input === null) return invalid('input', 'is required');
-  let messages: ChatMessage[] | undefined;
-  let prompt: string;
-  if (typeof body.input === 'string') {
-    prompt = body.input;
-    if (instructions !== undefined) messages = [{ role: 'user', content: prompt }];
-  } else if (Array.isArray(body.input)) {
-    const read = messagesOf(body.input, resolve);
-    if (read instanceof InvalidRequest) return read;
-    messages = read;
-    prompt = lastUserText(read);
-  } else return invalid('input', 'must be a string or a list of messages');
-  if (instructions !== undefined) messages = [{ role: 'system', content: instructions }, ...(messages ?? [])];
-
-  const texts = messages?.map(textOfMessage) ?? [prompt];
-  const callsTools = messages?.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.tool_calls)) === true;
-  if (!callsTools && texts.every((text) => text.trim() === '')) return invalid('input', 'must not be empty');
-  if (texts.some((text) => brokenUnicode.test(text)))
-    return invalid('input', 'must be valid Unicode text; it contains an unpaired surrogate');
-
-  const generation = generationSettingsOf(body, background);
-  if (generation instanceof InvalidRequest) return generation;
-  const metadata = metadataOf(body.metadata);
-  if (metadata instanceof InvalidRequest) return metadata;
-  const { params, settings } = generation;
-  return {
-    input: {
-      model: body.model,
-      prompt,
-      messages,
-      params: Object.keys(params).length === 0 ? undefined : params,
-      metadata,
-    },
-    background,
-    stream,
-    settings,
-  };
+  const given = resolvedInputOf(body, resolve);
+  const read = readGiven(given);
+  if (read !== undefined) return createOf(given as Record<string, unknown>, read);
+  const parsed = responsesCreateBodySchema.safeParse(given);
+  return parsed.success
+    ? createOf(given as Record<string, unknown>, parsed.data)
+    : refusalOf(parsed.error.issues, order);
 };
