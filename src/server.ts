@@ -15,6 +15,7 @@ import { Committer, type CommitterShape } from './app/Committer.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
+import { GoneOwners, GoneOwnersLayer, type GoneOwnersShape } from './app/processing/goneOwners.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/processing/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';
 import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
@@ -40,6 +41,7 @@ export const appLayer = (options: AppOptions) => {
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),
         LiveOutputLayer,
+        GoneOwnersLayer,
         Layer.succeed(BatchEndpoints, batchEndpoints),
       ),
     ),
@@ -55,6 +57,8 @@ export type App = {
   readonly requests: RequestsShape;
   readonly accounts: AccountsShape;
   readonly processor: ProcessorShape;
+  /** Takes up the leases of this data directory's processes that no longer exist (at start, and when told one died). */
+  readonly goneOwners: GoneOwnersShape;
   readonly sweeper: SweeperShape;
   readonly store: StoreShape;
   readonly committer: CommitterShape;
@@ -96,6 +100,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         requests: yield* Requests,
         accounts: yield* Accounts,
         processor: yield* Processor,
+        goneOwners: yield* GoneOwners,
         sweeper: yield* Sweeper,
         store: yield* Store,
         committer: yield* Committer,

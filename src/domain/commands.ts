@@ -27,7 +27,7 @@ export type Command =
     })
   | Extract<
       RequestCommand,
-      { type: 'StartAttempt' | 'RecordFailure' | 'ExtendLease' | 'Release' | 'Expire' | 'Cancel' }
+      { type: 'StartAttempt' | 'RecordFailure' | 'ExtendLease' | 'Release' | 'OwnerGone' | 'Expire' | 'Cancel' }
     >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim

@@ -100,6 +100,9 @@ export interface ReadModel {
   keyLastUsed(keyId: string): Promise<number | undefined>;
   /** Ids of up to `limit` requests whose expiry time is at or before `now` and that have not been expired yet. */
   dueForExpiry(now: number, limit: number): Promise<string[]>;
+  /** Ids of up to `limit` requests being processed, whether their lease runs or lapsed: where a server looks for the
+   * leases of processes that no longer exist (`StoreShape.owners`). */
+  processing(limit: number): Promise<string[]>;
   /** Whether a claim could take work at `now`, and the next time after `now` that work becomes due. */
   dueWork(now: number): Promise<DueWork>;
   /** The waiting requests by model, for the metrics (read at most `limit` entries deep). */
@@ -218,7 +221,25 @@ export interface StoreShape {
    * `StoreUnreachable` while it cannot be reached. A store on this machine's disk has none.
    */
   readonly ping?: () => Promise<void>;
+  /**
+   * Lease owners' names, and which of them are known to be of processes that no longer exist: a store on this
+   * machine's disk (LMDB: one machine, one data directory) can tell; a store that servers on other machines share
+   * (PostgreSQL) has none, and its leases only lapse.
+   */
+  readonly owners?: LeaseOwners;
   close(): Promise<void>;
+}
+
+/**
+ * Names for the leases of this process (its workers', its batch runner's) that tell which process took them, and
+ * whether the process behind a name is gone. `gone` answers true only when that is known: a process that still
+ * exists, a name it cannot read, a process it cannot see (another machine, another PID namespace) are not gone.
+ */
+export interface LeaseOwners {
+  /** A new owner name for a part of this process (`proc`, `batches`), unique to it. */
+  name(part: string): string;
+  /** Whether the process that took leases under `owner` is known to no longer exist. */
+  gone(owner: string): boolean;
 }
 
 /** A write failed because of the disk under the store (full, read-only, I/O errors), not because of the batch. */

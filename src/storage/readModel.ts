@@ -52,6 +52,7 @@ export const readModelOf = (
     openBatches: read(reads.openBatches),
     accountCount: read(reads.accountCount),
     dueForExpiry: read(reads.dueForExpiry),
+    processing: read((limit: number) => reads.processing().slice(0, Math.max(0, limit))),
     dueWork: read((now: number) => dueWorkOf(reads, now)),
     queueDepths: read((now: number, limit: number) => queueDepthsOf(reads, now, limit)),
     lastSeq: read(reads.lastSeq),

@@ -137,6 +137,14 @@ const onRequest: fc.Arbitrary<Command> = fc.oneof(
       attempt: fc.integer({ min: 1, max: 3 }),
     })
     .map((c): Command => ({ type: 'Release', ...c })),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      now: at,
+      owner: fc.constantFrom(...owners),
+      attempt: fc.integer({ min: 1, max: 3 }),
+    })
+    .map((c): Command => ({ type: 'OwnerGone', ...c })),
   fc.record({ reqId: fc.constantFrom(...reqIds), now: at }).map((c): Command => ({ type: 'Expire', ...c })),
   fc.record({ reqId: fc.constantFrom(...reqIds), now: at }).map((c): Command => ({ type: 'Cancel', ...c })),
 );
@@ -179,7 +187,7 @@ const onBatch: fc.Arbitrary<Command> = fc
     batch: fc.integer({ min: 0, max: 2 }),
     file: fc.integer({ min: 0, max: 2 }),
     now: at,
-    which: fc.integer({ min: 0, max: 8 }),
+    which: fc.integer({ min: 0, max: 9 }),
     owner: fc.constantFrom(batchOwner, 'S'),
     done: fc.integer({ min: 0, max: 3 }),
   })
@@ -204,6 +212,7 @@ const onBatch: fc.Arbitrary<Command> = fc
       batchCommand(batchId, { type: 'CloseWindow', now }),
       batchCommand(batchId, { type: 'FinalizeBatch', owner, now }),
       batchCommand(batchId, { type: 'EndBatch', owner, completed: done, failed: 0, now }),
+      batchCommand(batchId, { type: 'OwnerGone', owner, now }),
       fileCommand(fileId, {
         type: 'CreateFile',
         accountId,

@@ -76,6 +76,18 @@ describe('the batch machine', () => {
     ).toBeDefined();
   });
 
+  it('its holder gone, the lease ends at once and another process takes the housekeeping up', () => {
+    const state = started('p1');
+    const gone = step(state, { type: 'OwnerGone', owner: 'p1', now: at + 5 });
+    expect(gone.refused).toBeUndefined();
+    expect(gone.state.context.leaseUntil).toBe(at + 5);
+    expect(step(gone.state, { type: 'TakeBatch', owner: 'p2', leaseMs: lease, now: at + 6 }).refused).toBeUndefined();
+    // The old holder steps no more; a second notice, or one naming another process, changes nothing.
+    expect(step(gone.state, { type: 'FinalizeBatch', owner: 'p1', now: at + 6 }).refused).toBeDefined();
+    expect(step(gone.state, { type: 'OwnerGone', owner: 'p1', now: at + 6 }).refused).toBeDefined();
+    expect(step(state, { type: 'OwnerGone', owner: 'p2', now: at + 5 }).refused).toBeDefined();
+  });
+
   it('fails at validation with its errors, and nothing more happens to it', () => {
     let state = step(created(), { type: 'TakeBatch', owner: 'p1', leaseMs: lease, now: at + 1 }).state;
     state = step(state, { type: 'FailValidation', owner: 'p1', errors: '[]', now: at + 2 }).state;

@@ -295,6 +295,66 @@ describe('When a worker holds the request under a lease', () => {
       .when({ type: 'Release', reqId, owner: 'proc_a', attempt: 1, now: t0 + 20 })
       .thenEvents([{ type: 'RequestReleased', reqId, owner: 'proc_a', attempt: 1, at: t0 + 20 }]);
   });
+  it('its owner gone, its lease ends at once: another worker takes it over as a new attempt, without waiting', () => {
+    const gone = { type: 'OwnerGone', reqId, owner: 'proc_a', attempt: 1, now: t0 + 20 } as const;
+    given(history)
+      .when(gone)
+      .thenEvents([{ type: 'RequestOwnerGone', reqId, owner: 'proc_a', attempt: 1, at: t0 + 20 }]);
+    const ended: RequestEvent[] = [
+      ...history,
+      { type: 'RequestOwnerGone', reqId, owner: 'proc_a', attempt: 1, at: t0 + 20 },
+    ];
+    given(ended)
+      .when({ type: 'StartAttempt', reqId, now: t0 + 21, owner: 'proc_b', leaseMs: 30_000 })
+      .thenEvents([
+        { type: 'RequestProcessingStarted', reqId, attempt: 2, at: t0 + 21, owner: 'proc_b', leaseUntil: t0 + 30_021 },
+      ]);
+    // Told twice (two processes saw it die): the second notice changes nothing.
+    given(ended)
+      .when({ ...gone, now: t0 + 30 })
+      .thenRefused('RequestOwnerGone');
+    // Only for the current attempt of the owner named, while its lease runs.
+    given(history)
+      .when({ ...gone, owner: 'proc_b' })
+      .thenRefused('RequestOwnerGone');
+    given(history)
+      .when({ ...gone, attempt: 2 })
+      .thenRefused('RequestOwnerGone');
+    given(history)
+      .when({ ...gone, now: t0 + 10 + 30_000 })
+      .thenRefused('RequestOwnerGone');
+  });
+  it('its owner gone after its last attempt, it fails for good as with a lapsed lease', () => {
+    const policy = { maxAttempts: 2, baseDelayMs: 1_000, maxDelayMs: 30_000 };
+    const second: RequestEvent = {
+      ...startedLeased,
+      attempt: 2,
+      at: t0 + 40_010,
+      leaseUntil: t0 + 70_010,
+    } as RequestEvent;
+    const ended: RequestEvent[] = [
+      ...history,
+      second,
+      { type: 'RequestOwnerGone', reqId, owner: 'proc_a', attempt: 2, at: t0 + 40_020 },
+    ];
+    given(ended)
+      .when({ type: 'StartAttempt', reqId, now: t0 + 40_021, owner: 'proc_b', leaseMs: 30_000 })
+      .thenEvents([
+        {
+          type: 'RequestProcessingStarted',
+          reqId,
+          attempt: 3,
+          at: t0 + 40_021,
+          owner: 'proc_b',
+          leaseUntil: t0 + 70_021,
+        },
+      ]);
+    given(ended)
+      .when({ type: 'RecordFailure', reqId, reason: 'gone', policy, now: t0 + 40_021, owner: 'proc_b' })
+      .thenEvents([
+        { type: 'RequestFailed', reqId, reason: 'gave up after 2 attempts: gone', at: t0 + 40_021, owner: 'proc_b' },
+      ]);
+  });
   it('a failure is retried while attempts remain, and fails it for good after its last one', () => {
     const policy = { maxAttempts: 99, baseDelayMs: 1_000, maxDelayMs: 30_000 };
     given(history)

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../../config.js';
 import { CliError, type Output } from './output.js';
-import { isServerMessage } from './serveOne.js';
+import { isServerMessage, type SiblingGoneMessage } from './serveOne.js';
 
 /** A server process that dies is replaced after this long, doubling while they keep dying, up to `maxRespawnMs`. */
 const firstRespawnMs = 1_000;
@@ -55,6 +55,11 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
         if (stopping) return;
         // Died while serving: the others go on serving; a replacement takes its place.
         logger.warn({ pid: worker.process.pid, code, signal }, 'a server process died; starting another');
+        // The others take up its leases at once (it is gone: each of them can tell), before its replacement starts.
+        const gone: SiblingGoneMessage = { airs: 'sibling-gone', pid: worker.process.pid ?? 0 };
+        for (const other of listening) {
+          if (other.isConnected()) other.send(gone, undefined, () => {});
+        }
         const now = Date.now();
         respawnMs = now - lastRespawn > stableMs ? firstRespawnMs : Math.min(maxRespawnMs, respawnMs * 2);
         lastRespawn = now;

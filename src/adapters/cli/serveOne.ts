@@ -11,6 +11,12 @@ export type ServerMessage = { readonly airs: 'listening'; readonly url: string }
 export const isServerMessage = (message: unknown): message is ServerMessage =>
   typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'listening';
 
+/** What the primary tells its server processes when one of them died: its leases can be taken up now. */
+export type SiblingGoneMessage = { readonly airs: 'sibling-gone'; readonly pid: number };
+
+export const isSiblingGone = (message: unknown): message is SiblingGoneMessage =>
+  typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'sibling-gone';
+
 /**
  * One server process: the HTTP server, the worker pool and the sweeper on the store, until SIGINT or SIGTERM. Alone
  * (`processes` 1) it checks the port, warns of an open data directory and prints the URL; forked by a primary
@@ -87,6 +93,10 @@ export const serveOne = async (config: Config, output: Output) => {
   if (forked) {
     // A primary that is gone (killed) leaves nobody to stop this process: it stops by itself.
     process.on('disconnect', () => void stop('primary gone'));
+    // A sibling died: what it held is taken up now, not once its leases lapse (contract 17).
+    process.on('message', (message: unknown) => {
+      if (isSiblingGone(message) && !stopping) void app.goneOwners.takeUp();
+    });
     process.send?.({ airs: 'listening', url } satisfies ServerMessage);
   } else output.out(`airs listening on ${url}/`);
   const { storeLogFields } = await import('../../storeLocation.js');

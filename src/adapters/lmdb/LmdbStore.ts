@@ -42,6 +42,7 @@ import { lmdbFileBytes } from './fileBytes.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import { waitingCountKey } from './migrations.js';
+import { processOwners } from './processOwners.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
 
@@ -483,6 +484,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     spend: async (spends) => limits.spend(spends),
     attempts: limits.attempts,
     files: lmdbFileBytes(dbs),
+    // Every process of a data directory is on this machine: it can tell which lease owners' processes are gone.
+    owners: processOwners,
     close: async () => {
       changes.close();
       await limits.close();

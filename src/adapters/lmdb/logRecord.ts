@@ -83,6 +83,8 @@ const layouts = {
   BatchEnded: ['batchId', 'owner', 'outputFileId', 'errorFileId', 'completed', 'failed', 'at'],
   FileCreated: ['fileId', 'accountId', 'purpose', 'filename', 'bytes', 'sha256', 'at', 'expiresAt'],
   FileDeleted: ['fileId', 'at', 'reason'],
+  RequestOwnerGone: ['reqId', 'owner', 'attempt', 'at'],
+  BatchOwnerGone: ['batchId', 'owner', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };

@@ -149,6 +149,11 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
           SELECT req_id FROM requests WHERE expires_at <= ${now}
           ORDER BY expires_at, req_id LIMIT ${Math.max(0, limit)}`)
       ).map((row) => row.req_id),
+    processing: async (limit) =>
+      (
+        await query<{ req_id: string }[]>(sql`
+          SELECT req_id FROM requests WHERE status = 'processing' ORDER BY req_id LIMIT ${Math.max(0, limit)}`)
+      ).map((row) => row.req_id),
     dueWork: async (now) => {
       // As storage/dueWork.ts: a waiting request available now or a lapsed lease; next, the earliest availability or
       // lease end after now.

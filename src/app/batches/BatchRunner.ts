@@ -474,7 +474,7 @@ export const BatchRunnerLayer = Layer.effect(
       send: (command) => committer.send(command),
       now: () => clock.now(),
       log,
-      owner: `batches-${process.pid}-${ids.requestId().slice(-8)}`,
+      owner: store.owners?.name('batches') ?? `batches-${process.pid}-${ids.requestId().slice(-8)}`,
       endpoints,
       rules: {
         modelIds: models.ids(),

@@ -84,7 +84,13 @@ export type ProcessorDeps = {
 };
 
 /** Events after which work may be due that was not: a request waits (queued, to be retried, given back). */
-const queues: ReadonlySet<string> = new Set(['RequestQueued', 'RequestAttemptFailed', 'RequestReleased']);
+const queues: ReadonlySet<string> = new Set([
+  'RequestQueued',
+  'RequestAttemptFailed',
+  'RequestReleased',
+  // Its lease ended (its process is gone): due now, for whichever process claims first.
+  'RequestOwnerGone',
+]);
 
 /** Events after which a model may have room it did not have. */
 const frees: ReadonlySet<string> = new Set(['RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestExpired']);
@@ -357,6 +363,8 @@ export const ProcessorLayer = Layer.effect(
           models: yield* Models,
           clock: yield* AppClock,
           log: yield* Log,
+          // A name that tells this process, where the store can tell whether a process is gone (LMDB).
+          owner: (yield* Store).owners?.name('proc'),
           concurrency: config.processing.concurrency,
           policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
           leaseMs: config.processing.leaseSeconds * 1000,

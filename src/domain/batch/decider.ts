@@ -19,6 +19,8 @@ export type BatchCommand =
       readonly now: number;
     }
   | { readonly type: 'TakeBatch'; readonly owner: string; readonly leaseMs: number; readonly now: number }
+  /** The process named `owner` no longer exists (known on one machine): the batch's lease it held ends now. */
+  | { readonly type: 'OwnerGone'; readonly owner: string; readonly now: number }
   | { readonly type: 'FailValidation'; readonly owner: string; readonly errors: string; readonly now: number }
   | {
       readonly type: 'StartBatch';
@@ -62,6 +64,8 @@ const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): 
     }
     case 'TakeBatch':
       return { type: 'BatchTaken', batchId, owner: command.owner, leaseUntil: at + command.leaseMs, at };
+    case 'OwnerGone':
+      return { type: 'BatchOwnerGone', batchId, owner: command.owner, at };
     case 'FailValidation':
       return { type: 'BatchValidationFailed', batchId, owner: command.owner, errors: command.errors, at };
     case 'StartBatch':

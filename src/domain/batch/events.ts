@@ -32,6 +32,17 @@ export type BatchTaken = {
   readonly at: number;
 };
 
+/**
+ * The process holding the batch's lease no longer exists (one machine can tell): the lease ends now, as though it had
+ * lapsed, and another process takes the housekeeping up at once.
+ */
+export type BatchOwnerGone = {
+  readonly type: 'BatchOwnerGone';
+  readonly batchId: string;
+  readonly owner: string;
+  readonly at: number;
+};
+
 /** The input file was refused whole: nothing runs. `errors` is the JSON text of `[{code, line, message, param}]`. */
 export type BatchValidationFailed = {
   readonly type: 'BatchValidationFailed';
@@ -90,6 +101,7 @@ export type BatchEnded = {
 export type BatchEvent =
   | BatchCreated
   | BatchTaken
+  | BatchOwnerGone
   | BatchValidationFailed
   | BatchStarted
   | BatchCancelRequested

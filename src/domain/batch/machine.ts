@@ -65,6 +65,8 @@ const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContex
     }
     case 'BatchTaken':
       return { owner: event.owner, leaseUntil: event.leaseUntil };
+    case 'BatchOwnerGone':
+      return { leaseUntil: event.at };
     case 'BatchValidationFailed':
       return { errors: event.errors, failedAt: event.at };
     case 'BatchStarted':
@@ -101,13 +103,16 @@ const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContex
  *
  * Finalizing needs every line that was queued to have ended: all `total` of them from in_progress; from cancelling
  * or expiring, those queued (no more are). Each step of the housekeeping is accepted only from the process that holds
- * the batch's lease; another takes the lease over once it has lapsed (its holder died).
+ * the batch's lease; another takes the lease over once it has lapsed (its holder died), or at once when its holder's
+ * process is known to be gone (`BatchOwnerGone` ends the lease).
  */
 export const batchMachine = setup({
   types: { context: {} as BatchContext, events: {} as BatchEvent },
   guards: {
     free: ({ context, event }) => free(context, event),
     owns: ({ context, event }) => owns(context, event),
+    // The lease's holder named by the event, while its lease runs: once ended, another notice changes nothing.
+    ownerGone: ({ context, event }) => owns(context, event),
     allLinesDone: ({ context, event }) =>
       owns(context, event) && event.type === 'BatchFinalizing' && event.done === (context.total ?? 0),
     queuedLinesDone: ({ context, event }) =>
@@ -129,6 +134,7 @@ export const batchMachine = setup({
     validating: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchValidationFailed: { guard: 'owns', target: 'failed', actions: 'update' },
         BatchStarted: { guard: 'owns', target: 'in_progress', actions: 'update' },
         BatchCancelRequested: { target: 'cancelling', actions: 'update' },
@@ -137,6 +143,7 @@ export const batchMachine = setup({
     in_progress: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchCancelRequested: { target: 'cancelling', actions: 'update' },
         BatchWindowClosed: { guard: 'windowPassed', target: 'expiring', actions: 'update' },
         BatchFinalizing: { guard: 'allLinesDone', target: 'finalizing', actions: ['update', 'endCompleted'] },
@@ -145,18 +152,21 @@ export const batchMachine = setup({
     expiring: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchFinalizing: { guard: 'queuedLinesDone', target: 'finalizing', actions: ['update', 'endExpired'] },
       },
     },
     cancelling: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchFinalizing: { guard: 'queuedLinesDone', target: 'finalizing', actions: ['update', 'endCancelled'] },
       },
     },
     finalizing: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchEnded: [
           {
             guard: ({ context, event }) => owns(context, event) && context.ending === 'completed',

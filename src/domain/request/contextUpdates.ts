@@ -47,6 +47,8 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
   RequestLeaseExtended: (_context, event) => ({ leaseUntil: event.leaseUntil }),
   // Back in the queue at once: its worker stopped, nothing failed.
   RequestReleased: (_context, event) => ({ availableAt: event.at }),
+  // Its owner is gone: the lease ends now (lapsed), and the request is taken over as any lapsed lease is.
+  RequestOwnerGone: (_context, event) => ({ leaseUntil: event.at }),
   RequestAttemptFailed: (_context, event) => ({ availableAt: event.retryAt, lastError: event.reason }),
   RequestCompleted: (_context, event) => {
     const change: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {

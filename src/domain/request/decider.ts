@@ -78,6 +78,14 @@ export type RequestCommand =
       readonly attempt: number;
       readonly now: number;
     }
+  | {
+      /** The process named `owner` no longer exists (known on one machine): the lease of its attempt ends now. */
+      readonly type: 'OwnerGone';
+      readonly reqId: string;
+      readonly owner: string;
+      readonly attempt: number;
+      readonly now: number;
+    }
   | { readonly type: 'Expire'; readonly reqId: string; readonly now: number }
   | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number };
 
@@ -169,6 +177,8 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       };
     case 'Release':
       return { type: 'RequestReleased', reqId, owner: command.owner, attempt: command.attempt, at };
+    case 'OwnerGone':
+      return { type: 'RequestOwnerGone', reqId, owner: command.owner, attempt: command.attempt, at };
     case 'Expire':
       return { type: 'RequestExpired', reqId, at };
     case 'Cancel':

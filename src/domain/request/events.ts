@@ -67,6 +67,19 @@ export type RequestReleased = {
   readonly at: number;
 };
 
+/**
+ * The process that holds the current attempt no longer exists (one machine can tell: see docs/decisions.md, "Dead
+ * owners"): its lease ends now, as though it had lapsed. The attempt counts; the request is taken over, or given up
+ * when no attempt is left, as any lapsed lease is.
+ */
+export type RequestOwnerGone = {
+  readonly type: 'RequestOwnerGone';
+  readonly reqId: string;
+  readonly owner: string;
+  readonly attempt: number;
+  readonly at: number;
+};
+
 export type RequestAttemptFailed = {
   readonly type: 'RequestAttemptFailed';
   readonly reqId: string;
@@ -124,6 +137,7 @@ export type RequestEvent =
   | RequestProcessingStarted
   | RequestLeaseExtended
   | RequestReleased
+  | RequestOwnerGone
   | RequestAttemptFailed
   | RequestCompleted
   | RequestFailed

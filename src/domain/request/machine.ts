@@ -71,7 +71,8 @@ const emptyContext: RequestContext = {
  *
  * Work is leased: a start names its owner and the lease's end. Only the owner of the current attempt may extend it,
  * give it back, or record its outcome (a worker whose lease was taken over records nothing); another worker may take
- * the request over only once the lease has lapsed. A failed attempt is retried only while attempts remain; past them
+ * the request over only once the lease has lapsed, or once its owner's process is known to be gone (its lease then
+ * ends at once). A failed attempt is retried only while attempts remain; past them
  * the request fails for good. (rules.ts holds these facts; events of older versions carry no lease and no bound.)
  */
 export const requestMachine = setup({
@@ -86,6 +87,7 @@ export const requestMachine = setup({
     lapsedBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && leaseLapsedAt(context, event.at),
     heldBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && holdsLease(context, event),
     held: ({ context, event }) => holdsLease(context, event),
+    heldUnlapsed: ({ context, event }) => holdsLease(context, event) && !leaseLapsedAt(context, event.at),
     heldWithAttemptsLeft: ({ context, event }) => holdsLease(context, event) && attemptsRemain(context),
     heldOrLapsedWithoutAttemptsLeft: ({ context, event }) =>
       (holdsLease(context, event) || leaseLapsedAt(context, event.at)) &&
@@ -126,6 +128,10 @@ export const requestMachine = setup({
             },
             RequestLeaseExtended: { guard: 'heldBeforeExpiry', actions: 'update' },
             RequestReleased: { guard: 'held', target: 'waiting', actions: 'update' },
+            // The attempt's process is known to be gone (same machine): its lease ends now, so that the request is
+            // taken over (or given up, with no attempt left) at once, as a lapsed lease would be later. Only for the
+            // current attempt and while its lease runs: once ended, another notice changes nothing.
+            RequestOwnerGone: { guard: 'heldUnlapsed', actions: 'update' },
             RequestAttemptFailed: { guard: 'heldWithAttemptsLeft', target: 'waiting', actions: 'update' },
             RequestCompleted: { guard: 'heldBeforeExpiry', target: '#request.completed', actions: 'update' },
             // Given up: by the worker whose last attempt failed, or by the one that finds a lapsed lease and no
