@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import {
   type ResponsesCreateBody,
   responsesConversationOf,
@@ -10,6 +9,7 @@ import { lastUserText } from '../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../domain/errors.js';
 import { checkOrderOf, refusalOf } from './bodyRefusal.js';
 import { generationSettingsOf, type ResponseSettings } from './generationSettings.js';
+import { givenFieldsReader } from './givenFields.js';
 import { type ItemResolver, resolvedInputOf } from './inputItems.js';
 import { keptMetadataOf } from './metadata.js';
 
@@ -27,51 +27,16 @@ export type ResponsesCreate = {
 const { shape } = responsesCreateBodySchema;
 const order = checkOrderOf(shape);
 
-/**
- * A field as readGiven reads it: `null` taken as the field's `.nullable()` takes it, and the rest read by the schema
- * inside (each wrapper a body's field crosses costs a call in zod).
- */
-type Field = { readonly takesNull: boolean; readonly schema: z.ZodType };
-
-const fieldOf = (schema: z.ZodType): Field => {
-  let inner = schema;
-  if (inner instanceof z.ZodOptional) inner = inner.unwrap() as z.ZodType;
-  if (inner instanceof z.ZodNullable) return { takesNull: true, schema: inner.unwrap() as z.ZodType };
-  return { takesNull: false, schema };
-};
-
-const fields: ReadonlyMap<string, Field> = new Map(
-  Object.entries(shape).map(([key, schema]) => [key, fieldOf(schema as z.ZodType)]),
-);
-/** The fields a body must give: those whose schema refuses absence. */
-const requiredFields = Object.entries(shape)
-  .filter(([, schema]) => !(schema as z.ZodType).safeParse(undefined).success)
-  .map(([key]) => key);
+const readFields = givenFieldsReader(shape, 'ignore');
 
 /**
- * The body read with the schema's own fields, over the fields given only: zod's object reads all twenty of the
- * schema's, and copies every other field given. It accepts what the whole schema accepts and reads it alike (the
- * same fields, the required ones given, the rules across fields); undefined at any fault, which the whole schema
- * then reports as it orders faults. Fields the schema does not name are left out (accepted and ignored).
+ * The body read with the schema's own fields, over the fields given only (givenFields.ts: fields the schema does not
+ * name are left out, accepted and ignored), and the rules across fields; undefined at any fault, which the whole
+ * schema then reports as it orders faults.
  */
 const readGiven = (body: unknown): ResponsesCreateBody | undefined => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const given = body as Record<string, unknown>;
-  const read: Record<string, unknown> = {};
-  for (const key of Object.keys(given)) {
-    const field = fields.get(key);
-    if (field === undefined) continue;
-    const value = given[key];
-    if (value === null && field.takesNull) read[key] = null;
-    else {
-      const result = field.schema.safeParse(value);
-      if (!result.success) return undefined;
-      read[key] = result.data;
-    }
-  }
-  for (const key of requiredFields) if (!(key in read)) return undefined;
-  const data = read as ResponsesCreateBody;
-  return responsesCrossFieldFaults(data).length === 0 ? data : undefined;
+  const read = readFields(body) as ResponsesCreateBody | undefined;
+  return read !== undefined && responsesCrossFieldFaults(read).length === 0 ? read : undefined;
 };
 
 const createOf = (body: Record<string, unknown>, data: ResponsesCreateBody): ResponsesCreate => {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   chatCompletionCreateBodySchema,
   chatMessageOf,
@@ -11,6 +11,7 @@ import { lastUserText } from '../../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../../domain/errors.js';
 import type { GenerationParams } from '../../../../ports/ModelProvider.js';
 import { checkOrderOf, refusalOf } from '../bodyRefusal.js';
+import { givenFieldsReader } from '../givenFields.js';
 import { keptMetadataOf } from '../metadata.js';
 
 /** A `POST /v1/chat/completions` body understood: what to queue, and how the caller wants the answer. */
@@ -28,50 +29,15 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 const { shape } = chatCompletionCreateBodySchema;
 const order = checkOrderOf(shape, chatUnknownFieldsBefore);
 
-/**
- * A field as readGiven reads it: `null` taken as the field's `.nullable()` takes it, and the rest read by the schema
- * inside (each wrapper a body's field crosses costs a call in zod).
- */
-type Field = { readonly takesNull: boolean; readonly schema: z.ZodType };
-
-const fieldOf = (schema: z.ZodType): Field => {
-  let inner = schema;
-  if (inner instanceof z.ZodOptional) inner = inner.unwrap() as z.ZodType;
-  if (inner instanceof z.ZodNullable) return { takesNull: true, schema: inner.unwrap() as z.ZodType };
-  return { takesNull: false, schema };
-};
-
-const fields: ReadonlyMap<string, Field> = new Map(
-  Object.entries(shape).map(([key, schema]) => [key, fieldOf(schema as z.ZodType)]),
-);
-/** The fields a body must give: those whose schema refuses absence. */
-const requiredFields = Object.entries(shape)
-  .filter(([, schema]) => !(schema as z.ZodType).safeParse(undefined).success)
-  .map(([key]) => key);
+const readFields = givenFieldsReader(shape, 'refuse');
 
 /**
- * The body read with the schema's own fields, over the fields given only: a body gives a few of the schema's forty,
- * and zod's object reads every one. It accepts what the whole schema accepts and reads it alike (the same fields,
- * none unknown, the required ones given, the rule across fields); undefined at any fault, which the whole schema
- * then reports as it orders faults.
+ * The body read with the schema's own fields, over the fields given only (givenFields.ts), and the rule across
+ * fields; undefined at any fault, which the whole schema then reports as it orders faults.
  */
 const readGiven = (body: unknown): ChatBody | undefined => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const given = body as Record<string, unknown>;
-  const read: Record<string, unknown> = {};
-  for (const key of Object.keys(given)) {
-    const field = fields.get(key);
-    if (field === undefined) return undefined;
-    const value = given[key];
-    if (value === null && field.takesNull) read[key] = null;
-    else {
-      const result = field.schema.safeParse(value);
-      if (!result.success) return undefined;
-      read[key] = result.data;
-    }
-  }
-  for (const key of requiredFields) if (!(key in given)) return undefined;
-  return toolChoiceFault(read as ChatBody) === undefined ? (read as ChatBody) : undefined;
+  const read = readFields(body) as ChatBody | undefined;
+  return read !== undefined && toolChoiceFault(read) === undefined ? read : undefined;
 };
 
 const set = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
