@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { responsesUsageSchema } from './openAiWireFormat.js';
 
 /**
  * OpenAI's Files and Batches objects as airs answers them (product contract section 16), as zod schemas: the File,
@@ -124,15 +125,9 @@ export const batchObjectSchema = z
     request_counts: z
       .object({ total: z.int().min(0), completed: z.int().min(0), failed: z.int().min(0) })
       .meta({ description: 'Exact at every read; `completed + failed = total` once ended.' }),
-    usage: z
-      .object({
-        input_tokens: z.int().min(0),
-        input_tokens_details: z.object({ cached_tokens: z.literal(0) }),
-        output_tokens: z.int().min(0),
-        output_tokens_details: z.object({ reasoning_tokens: z.literal(0) }),
-        total_tokens: z.int().min(0),
-      })
-      .meta({ description: 'The lines’ tokens summed; airs knows no cached or reasoning tokens.' }),
+    usage: responsesUsageSchema.meta({
+      description: 'The lines’ tokens summed; airs knows no cached or reasoning tokens.',
+    }),
     metadata: z.record(z.string(), z.string()).nullable().meta({ description: 'As the create gave it.' }),
   })
   .meta({ description: 'A batch (OpenAI’s Batch object).' });

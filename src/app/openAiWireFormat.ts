@@ -613,19 +613,20 @@ const outputFunctionCall = z
 
 const outputItem = z.union([outputMessage, outputFunctionCall]);
 
-const usage = z
-  .object({
-    input_tokens: z.int().min(0),
-    input_tokens_details: z.object({ cached_tokens: z.literal(0) }),
-    output_tokens: z.int().min(0),
-    output_tokens_details: z.object({ reasoning_tokens: z.literal(0) }),
-    total_tokens: z.int().min(0),
-  })
-  .meta({
-    description:
-      'Tokens read and written: the upstream’s figures for `openai` models; for `echo`, whitespace-separated words ' +
-      'of the input and of the answer. airs knows no cached or reasoning tokens.',
-  });
+/** A Response's `usage` (also a batch's, summed over its lines: batchWireFormat.ts). */
+export const responsesUsageSchema = z.object({
+  input_tokens: z.int().min(0),
+  input_tokens_details: z.object({ cached_tokens: z.literal(0) }),
+  output_tokens: z.int().min(0),
+  output_tokens_details: z.object({ reasoning_tokens: z.literal(0) }),
+  total_tokens: z.int().min(0),
+});
+
+const usage = responsesUsageSchema.meta({
+  description:
+    'Tokens read and written: the upstream’s figures for `openai` models; for `echo`, whitespace-separated words ' +
+    'of the input and of the answer. airs knows no cached or reasoning tokens.',
+});
 
 /** The settings a Response echoes (adapters/http/openai/generationSettings.ts). */
 const echoedFormat = z.union([
