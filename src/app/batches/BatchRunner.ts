@@ -65,8 +65,19 @@ export type BatchRunnerDeps = {
 
 /** Lines queued or cancelled per write. */
 const chunkLines = 1_000;
-/** Lines whose requests are read at once while the output and error files are written. */
-const readChunkLines = 500;
+/**
+ * Lines whose requests (with their answers) are read at once while the output and error files are written: few
+ * enough that their answers, which no bound keeps small, do not pile up in memory (one at a time before), many enough
+ * that PostgreSQL answers a batch in a few thousand statements rather than one per line.
+ */
+const readChunkLines = 64;
+
+/** The most validation errors a failed batch lists (contract 16). */
+const maxListedErrors = 1_000;
+/** Bytes no file names are removed once this old (an upload still being written is younger). */
+const orphanAgeMs = 60 * 60 * 1000;
+
+class LostLease extends Error {}
 
 type LineName = { readonly line: number; readonly customId: string };
 
@@ -82,12 +93,6 @@ async function* inChunks<T>(items: AsyncIterable<T>, size: number): AsyncGenerat
   }
   if (chunk.length > 0) yield chunk;
 }
-/** The most validation errors a failed batch lists (contract 16). */
-const maxListedErrors = 1_000;
-/** Bytes no file names are removed once this old (an upload still being written is younger). */
-const orphanAgeMs = 60 * 60 * 1000;
-
-class LostLease extends Error {}
 
 export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
   const { store, owner, log } = deps;
