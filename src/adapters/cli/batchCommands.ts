@@ -2,7 +2,14 @@ import type { Command } from 'commander';
 import type { Config } from '../../config.js';
 import type { BatchStatus, BatchView } from '../../domain/batch/state.js';
 import type { ReadModel, StoreShape } from '../../ports/Store.js';
-import { configOrFail, dataDirNote, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
+import {
+  configOrFail,
+  dataDirNote,
+  requireDatabase,
+  type StoreOptions,
+  withCommitter,
+  withStoreOptions,
+} from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 // Every module here that is not a type is loaded on use (see context.ts): `airs --help` starts without effect or lmdb.
@@ -190,34 +197,12 @@ const cancelBatch = async (
 ): Promise<Cancelled & { config: Config }> => {
   const config = await configOrFail(options);
   await requireDatabase(config, output);
-  const [
-    { Effect, ManagedRuntime },
-    { managementLayer },
-    { silentLogger },
-    { Committer },
-    { Store },
-    { AppClock },
-    { isRefusal },
-    { Unavailable },
-    { batchObjectOf },
-  ] = await Promise.all([
-    import('effect'),
-    import('../../baseLayer.js'),
-    import('../../ports/Logger.js'),
-    import('../../app/Committer.js'),
-    import('../../ports/Store.js'),
-    import('../../ports/Clock.js'),
+  const [{ isRefusal }, { Unavailable }, { batchObjectOf }] = await Promise.all([
     import('../../domain/commands.js'),
     import('../../domain/errors.js'),
     import('../http/openai/batches/wire.js'),
   ]);
-  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
-  try {
-    const { store, committer, clock } = await runtime.runPromise(
-      Effect.gen(function* () {
-        return { store: yield* Store, committer: yield* Committer, clock: yield* AppClock };
-      }),
-    );
+  return withCommitter(config, async ({ store, committer, clock }) => {
     const before = await batchOrFail(store.reads, batchId);
     const shownBefore = batchObjectOf(before);
     const refused = notCancellable(before, shownBefore);
@@ -238,9 +223,7 @@ const cancelBatch = async (
     if (after.state.status === 'cancelled' || after.state.status === 'cancelling')
       return { view: after, batch: shownAfter, previous: after.state.status, config };
     throw notCancellable(after, shownAfter) ?? new CliError(`batch ${batchId} was not cancelled: ${outcome.message}`);
-  } finally {
-    await runtime.dispose();
-  }
+  });
 };
 
 /** `airs batches ...`: list, show, cancel (the CLI's side of contract section 16, for the operator). */

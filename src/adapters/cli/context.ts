@@ -2,8 +2,11 @@ import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Effect } from 'effect';
 import type { AccountsShape } from '../../app/Accounts.js';
+import type { CommitterShape } from '../../app/Committer.js';
 import type { Config, ConfigOverrides } from '../../config.js';
 import type { Refused } from '../../domain/errors.js';
+import type { ClockShape } from '../../ports/Clock.js';
+import type { StoreShape } from '../../ports/Store.js';
 import { CliError, type Output } from './output.js';
 
 // Every module here that is not a type is loaded on use, not at start: `--help`, `--version` and `ask` start without
@@ -176,6 +179,40 @@ export const runAccounts = async <A>(
     if (Result.isFailure(result)) throw new CliError(result.failure.message);
     if (command.options.json !== true) command.output.err(await dataDirNote(config));
     return { result: result.success, config };
+  } finally {
+    await runtime.dispose();
+  }
+};
+
+/**
+ * Runs `use` with the store, its committer and the clock of the management layer (no workers), disposed after it:
+ * for a command that changes something through the machines, as the API does (a cancel).
+ */
+export const withCommitter = async <A>(
+  config: Config,
+  use: (services: {
+    readonly store: StoreShape;
+    readonly committer: CommitterShape;
+    readonly clock: ClockShape;
+  }) => Promise<A>,
+): Promise<A> => {
+  const [{ Effect, ManagedRuntime }, { managementLayer }, { silentLogger }, { Committer }, { Store }, { AppClock }] =
+    await Promise.all([
+      import('effect'),
+      import('../../baseLayer.js'),
+      import('../../ports/Logger.js'),
+      import('../../app/Committer.js'),
+      import('../../ports/Store.js'),
+      import('../../ports/Clock.js'),
+    ]);
+  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
+  try {
+    const services = await runtime.runPromise(
+      Effect.gen(function* () {
+        return { store: yield* Store, committer: yield* Committer, clock: yield* AppClock };
+      }),
+    );
+    return await use(services);
   } finally {
     await runtime.dispose();
   }

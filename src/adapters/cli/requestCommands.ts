@@ -1,7 +1,14 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config.js';
 import type { RequestState } from '../../domain/request/state.js';
-import { configOrFail, dataDirNote, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
+import {
+  configOrFail,
+  dataDirNote,
+  requireDatabase,
+  type StoreOptions,
+  withCommitter,
+  withStoreOptions,
+} from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 // Every module here that is not a type is loaded on use (see context.ts): `airs --help` starts without effect or lmdb.
@@ -50,36 +57,13 @@ const cancelRequest = async (
 ): Promise<Cancelled & { config: Config }> => {
   const config = await configOrFail(options);
   await requireDatabase(config, output);
-  const [
-    { Effect, ManagedRuntime },
-    { managementLayer },
-    { silentLogger },
-    { Committer },
-    { Store },
-    { AppClock },
-    { isRefusal },
-    { Unavailable },
-    { couldBeId, idForMessage },
-    { publicStatus },
-  ] = await Promise.all([
-    import('effect'),
-    import('../../baseLayer.js'),
-    import('../../ports/Logger.js'),
-    import('../../app/Committer.js'),
-    import('../../ports/Store.js'),
-    import('../../ports/Clock.js'),
+  const [{ isRefusal }, { Unavailable }, { couldBeId, idForMessage }, { publicStatus }] = await Promise.all([
     import('../../domain/commands.js'),
     import('../../domain/errors.js'),
     import('../../domain/identifiers.js'),
     import('../../domain/request/publicStatus.js'),
   ]);
-  const runtime = ManagedRuntime.make(managementLayer({ config, logger: silentLogger() }));
-  try {
-    const { store, committer, clock } = await runtime.runPromise(
-      Effect.gen(function* () {
-        return { store: yield* Store, committer: yield* Committer, clock: yield* AppClock };
-      }),
-    );
+  return withCommitter(config, async ({ store, committer, clock }) => {
     const shown = idForMessage(reqId);
     /** The request as it is now (also as another process, a running server, left it a moment ago). */
     const current = async (): Promise<RequestState | undefined> => {
@@ -123,9 +107,7 @@ const cancelRequest = async (
         `request ${shown} was not cancelled: ${isRefusal(outcome) ? outcome.message : 'it cannot be read back'}`,
       )
     );
-  } finally {
-    await runtime.dispose();
-  }
+  });
 };
 
 /** `airs requests ...`: cancel (an operator's cancellation, the CLI's side of contract section 11). */
