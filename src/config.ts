@@ -111,6 +111,8 @@ export const fileSchema = z.strictObject({
       leaseSeconds: positiveInt.max(3_600).optional(),
       /** The most of a model's workers one account holds while another account has work of that model due. */
       maxAccountShare: z.number().gt(0).max(1).optional(),
+      /** Submits a process queues beyond what its workers have taken, at most, before it answers `503` (admission.ts). */
+      maxBacklog: positiveInt.max(100_000_000).optional(),
     })
     .optional(),
   /** OpenAI's Batch API (contract 16). */
@@ -203,6 +205,7 @@ export type Config = {
     readonly maxAttempts: number;
     readonly leaseSeconds: number;
     readonly maxAccountShare: number;
+    readonly maxBacklog: number;
   };
   readonly storage: { readonly minFreeBytes: number };
   readonly batches: {
@@ -362,6 +365,7 @@ export const loadConfig = (
       maxAttempts: file.processing?.maxAttempts ?? 3,
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
+      maxBacklog: file.processing?.maxBacklog ?? 2_000,
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     batches: {

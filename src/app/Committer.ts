@@ -80,7 +80,10 @@ export const createCommitter = (
   metrics?: Pick<MetricsShape, 'committed'>,
 ) => {
   const maxInFlight = Math.min(limits.maxInFlight, store.batchesInFlight ?? limits.maxInFlight);
-  let queue: Waiting[] = [];
+  /** Two lanes (see `takeBatch`): the workers' and every other internal caller's commands, and the API's. */
+  let work: Waiting[] = [];
+  let api: Waiting[] = [];
+  const queued = () => work.length + api.length;
   let queuedBytes = 0;
   /** Batches handed to the store and not durable yet, and the commands in them. While one is being committed, the
    * next is written behind it (its transaction follows at once), so the disk's flush is rarely waited for idle. */
@@ -109,25 +112,37 @@ export const createCommitter = (
     setImmediate(turn);
   };
 
-  /** Takes the head of the queue, up to the batch's count and byte bounds. */
+  /**
+   * Takes a batch: the internal lane first (claims, outcomes, releases, renewals, expiries: commands whose number the
+   * workers and the sweeper bound), then the API's submits and cancels, up to the batch's count and byte bounds. So a
+   * worker's outcome or claim waits for at most the batch being committed, never behind the submits queued before it
+   * (the rule: docs/decisions.md, "Completions keep up with submits").
+   */
   const takeBatch = (): { batch: Waiting[]; bytes: number } => {
-    let count = 0;
+    const batch: Waiting[] = [];
     let bytes = 0;
-    while (count < queue.length && count < limits.maxBatch) {
-      const next = queue[count] as Waiting;
-      if (count > 0 && bytes + next.bytes > limits.maxBatchBytes) break;
-      bytes += next.bytes;
-      count++;
-    }
-    const batch = queue.slice(0, count);
-    queue = count === queue.length ? [] : queue.slice(count);
+    const takeFrom = (lane: Waiting[]): number => {
+      let count = 0;
+      while (count < lane.length && batch.length < limits.maxBatch) {
+        const next = lane[count] as Waiting;
+        if (batch.length > 0 && bytes + next.bytes > limits.maxBatchBytes) break;
+        bytes += next.bytes;
+        batch.push(next);
+        count++;
+      }
+      return count;
+    };
+    const fromWork = takeFrom(work);
+    if (fromWork > 0) work = fromWork === work.length ? [] : work.slice(fromWork);
+    const fromApi = takeFrom(api);
+    if (fromApi > 0) api = fromApi === api.length ? [] : api.slice(fromApi);
     queuedBytes -= bytes;
     return { batch, bytes };
   };
 
   const turn = () => {
     scheduled = false;
-    if (inFlight >= maxInFlight || (queue.length === 0 && keyUsesDue.size === 0)) return settleIfDrained();
+    if (inFlight >= maxInFlight || (queued() === 0 && keyUsesDue.size === 0)) return settleIfDrained();
     const { batch, bytes: batchBytes } = takeBatch();
     const keyUses: KeyUseEntry[] = [];
     for (const [keyId, at] of keyUsesDue) keyUses.push({ keyId, at });
@@ -170,13 +185,13 @@ export const createCommitter = (
       .finally(() => {
         inFlight--;
         committing -= batch.length;
-        if (queue.length > 0) schedule();
+        if (queued() > 0) schedule();
         else settleIfDrained();
       });
   };
 
   const settleIfDrained = () => {
-    if (queue.length === 0 && inFlight === 0 && !scheduled) for (const done of drainWaiters.splice(0)) done();
+    if (queued() === 0 && inFlight === 0 && !scheduled) for (const done of drainWaiters.splice(0)) done();
   };
 
   const send: CommitterShape['send'] = (command, options = {}) => {
@@ -184,7 +199,7 @@ export const createCommitter = (
     const fromApi = options.fromApi === true;
     const refusal = fromApi ? health?.refusal() : undefined;
     if (refusal !== undefined) return Promise.resolve(refusal);
-    if (fromApi && (queue.length >= limits.maxQueued || queuedBytes + bytes > limits.maxQueuedBytes)) {
+    if (fromApi && (queued() >= limits.maxQueued || queuedBytes + bytes > limits.maxQueuedBytes)) {
       return Promise.resolve(
         new Unavailable({
           message: 'the service is writing as fast as it can and its queue is full; retry shortly',
@@ -193,7 +208,7 @@ export const createCommitter = (
       );
     }
     return new Promise<CommandOutcome | Unavailable>((resolve, reject) => {
-      queue.push({ command, bytes, fromApi, resolve, reject });
+      (fromApi ? api : work).push({ command, bytes, fromApi, resolve, reject });
       queuedBytes += bytes;
       schedule();
     });
@@ -219,7 +234,7 @@ export const createCommitter = (
     return () => committedListeners.delete(listener);
   };
 
-  return { send, keysUsed, pending: () => queue.length + committing, drain, stop, onCommitted };
+  return { send, keysUsed, pending: () => queued() + committing, drain, stop, onCommitted };
 };
 
 /** The committer as a layer: built on the store, drained (everything queued committed) when its scope ends. */

@@ -182,6 +182,12 @@ export const RequestsLayer = Layer.effect(
       // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
       // store decides), and worked on at once.
       const startNow = processor.reserve(model);
+      // No worker free for it: it would wait in the queue, which takes it only while the workers keep up (admission.ts).
+      if (startNow === undefined) {
+        const refused = processor.admission();
+        if (refused !== undefined) return refused;
+      }
+      let queued = false;
       let started: { attempt: number; leaseUntil: number | undefined; input: SubmitInput } | undefined;
       try {
         const outcome = await committer.send(
@@ -226,8 +232,9 @@ export const RequestsLayer = Layer.effect(
             leaseUntil: start.leaseUntil,
             input: { model, prompt, messages, params },
           };
+        else queued = true;
       } finally {
-        processor.submitted(reqId, model, startNow !== undefined, started);
+        processor.submitted(reqId, model, startNow !== undefined, started, queued);
       }
       return { request_id: reqId, model, replayed: false };
     };

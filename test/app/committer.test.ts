@@ -136,6 +136,23 @@ describe('The committer (one durable write per batch of commands)', () => {
     expect(lmdb.syncReads.lastSeq()).toBe(7);
   });
 
+  it("puts the workers' commands ahead of the API's in each batch: an outcome waits for at most the batch in flight", async () => {
+    const { committer, batches, hold, open } = setUp({ maxBatch: 10 });
+    hold();
+    const first = committer.send(submit(0), { fromApi: true });
+    await new Promise((resolve) => setImmediate(resolve));
+    // While the first batch is committed: 30 API submits, then 3 internal commands (a worker's claim or outcome).
+    const api = Array.from({ length: 30 }, (_, n) => committer.send(submit(n + 1), { fromApi: true }));
+    const internal = Array.from({ length: 3 }, (_, n) => committer.send(submit(100 + n)));
+    open();
+    await Promise.all([first, ...api, ...internal]);
+    const ids = batches.map((batch) => batch.commands.map((command) => ('reqId' in command ? command.reqId : '')));
+    expect(ids.map((batch) => batch.length)).toEqual([1, 10, 10, 10, 3]);
+    // The batch after the one in flight starts with the three internal commands, then takes API submits in order.
+    expect(ids[1]?.slice(0, 4)).toEqual(['req_000100', 'req_000101', 'req_000102', 'req_000001']);
+    expect(ids.slice(2).flat()).not.toContain('req_000100');
+  });
+
   it('fails every caller of a batch whose write fails, acknowledges none of them, and goes on with the next batch', async () => {
     const { committer, failNextCommit } = setUp();
     failNextCommit();

@@ -172,7 +172,7 @@ describe('The worker pool, simulated', () => {
           models,
           requestTtlSeconds: ttlSeconds,
           plans,
-          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare },
+          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare, maxBacklog: 1_000_000 },
         });
         const ids = simIds();
         const clock = { now: () => Date.now() };
@@ -264,7 +264,7 @@ describe('The worker pool, simulated', () => {
           };
           const config = defaultConfig({
             models,
-            processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75 },
+            processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75, maxBacklog: 1_000_000 },
           });
           const node = startSimNode({
             store: { ...store, reads: unheard },

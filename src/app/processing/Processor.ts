@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
+import type { Unavailable } from '../../domain/errors.js';
 import type { DomainEvent } from '../../domain/events.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
 import { isRequestEvent } from '../../domain/request/events.js';
@@ -15,6 +16,7 @@ import { LiveOutput, type LiveOutputShape } from '../LiveOutput.js';
 import { Metrics, type MetricsShape } from '../Metrics.js';
 import { Models, type ModelsShape } from '../Models.js';
 import type { ModelInput } from '../storedInput.js';
+import { createAdmission } from './admission.js';
 import { type Attempt, createAttemptRunner, logAttemptFault } from './attempts.js';
 import { createDispatcher } from './dispatcher.js';
 import { createLeaseKeeper } from './leaseKeeper.js';
@@ -33,10 +35,14 @@ export interface ProcessorShape {
    * under; undefined when none is free (then the request only queues). Say how it went with `submitted`.
    */
   reserve(model: string): StartNow | undefined;
+  /** When `reserve` found no worker: undefined when a submit that must wait in the queue is taken now (say how its
+   * write went with `submitted`), else the `503` to answer (admission.ts). */
+  admission(): Unavailable | undefined;
   /**
    * The submit was written (or failed: `started` undefined). Started: its first attempt is durable, the worker held
    * for it calls the model now with the input in hand. Otherwise the held worker (if `reserved`) is let go, and the
-   * queue is looked at, as the request now waits in it.
+   * queue is looked at, as the request now waits in it. `queued`: the submit was written and its request waits in
+   * the queue (for admission's count).
    */
   submitted(
     reqId: string,
@@ -45,6 +51,7 @@ export interface ProcessorShape {
     started:
       | { readonly attempt: number; readonly leaseUntil?: number | undefined; readonly input: ModelInput }
       | undefined,
+    queued?: boolean,
   ): void;
   /** The request was cancelled (durably): a model call in flight for it is aborted; its waiters are told. */
   cancelled(reqId: string): void;
@@ -79,6 +86,9 @@ export type ProcessorDeps = {
   readonly accountShare?: number | undefined;
   /** The share of a model's workers batches' lines always get (`batches.minShare`). */
   readonly batchShare?: number | undefined;
+  /** Submits queued and not yet taken by this process's workers beyond which a submit that must queue answers `503`
+   * (`processing.maxBacklog`; admission.ts). None: no bound. */
+  readonly maxBacklog?: number | undefined;
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   readonly live?: LiveOutputShape | undefined;
 };
@@ -128,6 +138,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const queue = workQueueOver((command) => committer.send(command));
   const owner = deps.owner ?? newOwner();
   const slots = createSlots(deps.concurrency);
+  const admission = createAdmission(deps.maxBacklog ?? Number.POSITIVE_INFINITY);
   const waiters = createWaiters();
   const caller = createModelCaller(deps.live);
   const modelLimits: Record<string, number> = {};
@@ -241,6 +252,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
     run: (claimed) => run(claimed),
+    started: admission.started,
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
       // Not written (the store is unreachable): the lease lapses, and another process takes the request up then.
@@ -252,7 +264,10 @@ export const createProcessor = (deps: ProcessorDeps) => {
     },
     // A pick found nothing due: whoever waits for the pool to be idle may be done waiting. (An attempt's end alone
     // does not tell: a request it gave back is due until a later pick takes it, or expires it.)
-    nothingDue: () => void settleIdle(),
+    nothingDue: () => {
+      admission.nothingDue();
+      void settleIdle();
+    },
   });
 
   /**
@@ -290,7 +305,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
     return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model] };
   };
 
-  const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started) => {
+  const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started, queued = false) => {
+    admission.written(!reserved, queued);
     if (started !== undefined && reserved)
       return run({ reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model }, started.input);
     if (reserved) slots.letGo();
@@ -337,6 +353,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
     owner,
     wake: dispatcher.schedule,
     reserve,
+    admission: admission.take,
+    backlog: admission.backlog,
     submitted,
     cancelled,
     outcome: waiters.wait,
@@ -371,6 +389,7 @@ export const ProcessorLayer = Layer.effect(
           maxProcessing: maxProcessingByPlan(config.plans),
           accountShare: config.processing.maxAccountShare,
           batchShare: config.batches.minShare,
+          maxBacklog: config.processing.maxBacklog,
           metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
           live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
         });
@@ -378,7 +397,7 @@ export const ProcessorLayer = Layer.effect(
       (p) => Effect.promise(() => p.stop()),
     );
     processor.wake();
-    const { wake, reserve, submitted, cancelled, outcome, inFlight, idle, stopTakingWork } = processor;
-    return Processor.of({ wake, reserve, submitted, cancelled, outcome, inFlight, idle, stopTakingWork });
+    const { wake, reserve, admission, submitted, cancelled, outcome, inFlight, idle, stopTakingWork } = processor;
+    return Processor.of({ wake, reserve, admission, submitted, cancelled, outcome, inFlight, idle, stopTakingWork });
   }),
 );

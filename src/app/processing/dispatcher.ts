@@ -28,6 +28,8 @@ export const createDispatcher = (deps: {
   readonly takesNoWork: () => boolean;
   /** Runs a claimed request (its worker is held for it). */
   readonly run: (claimed: Claimed) => void;
+  /** A claim took `count` requests from the queue (admission's count). */
+  readonly started?: (count: number) => void;
   /** Gives a claimed request back at once (its worker is held for it): the pool stopped taking work meanwhile. */
   readonly giveBack: (claimed: Claimed) => Promise<void>;
   /** Requests the claim gave up (no attempt left for a lapsed lease): their outcome is durable. */
@@ -133,6 +135,7 @@ export const createDispatcher = (deps: {
     }
     const { started } = claimed;
     slots.letGo(holding - started.length);
+    if (started.length > 0) deps.started?.(started.length);
     for (const attempt of started) {
       if (deps.takesNoWork()) {
         const given = deps.giveBack(attempt).finally(() => givingBack.delete(given));
