@@ -365,7 +365,7 @@ export const loadConfig = (
       maxAttempts: file.processing?.maxAttempts ?? 3,
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
-      maxBacklog: file.processing?.maxBacklog ?? 2_000,
+      maxBacklog: file.processing?.maxBacklog ?? 10_000,
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     batches: {

@@ -94,6 +94,12 @@ export interface RequestsShape {
     body: unknown,
     options?: SubmitOptions,
   ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
+  /**
+   * The `503` a submit would get now whatever its body (no worker of this process free, its backlog full:
+   * processing/admission.ts), or undefined. Lets a face refuse before it spends the caller's rate limit and reads the
+   * body; the submit itself decides again.
+   */
+  refusesQueuing(): Unavailable | undefined;
   /** Queues an input already understood (model and size are checked here); durable when it resolves. */
   submitInput(
     principal: Principal,
@@ -383,6 +389,6 @@ export const RequestsLayer = Layer.effect(
       }
     };
 
-    return Requests.of({ submit, submitInput, poll, find, cancel, settled });
+    return Requests.of({ submit, refusesQueuing: processor.refusesNow, submitInput, poll, find, cancel, settled });
   }),
 );

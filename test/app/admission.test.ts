@@ -34,6 +34,11 @@ describe('Admission: submits that must queue are refused once the backlog passes
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(refused.body).toMatchObject({ error: { code: 'server_error' } });
+    // Refused before the body is read and the rate limit spent: a body that would be a 400 gets the 503 too, and no
+    // RateLimit header (nothing was spent).
+    const early = await running.call('POST', '/v1/ai', { key, body: { model: 'held' } });
+    expect(early.status).toBe(503);
+    expect(early.headers.get('ratelimit-policy')).toBeNull();
     // The first call ends; the worker takes the next request from the queue: one place more, and only one.
     let i = 5;
     await eventually(async () => ((await post(i++)).status === 202 ? true : undefined), 10_000);

@@ -152,9 +152,18 @@ const isApiError = (value: unknown): value is ApiError =>
  */
 export const createHttpApp = (deps: HttpDeps): H3 => {
   /** Auth and rate limit, the shared front of both endpoints. Headers gathered here go on every answer. */
-  const admit = async (event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError> => {
+  const admit = async (
+    event: H3Event,
+    budget: BudgetName,
+    headers: HeaderBag,
+    refusesNow?: () => ApiError | undefined,
+  ): Promise<Principal | ApiError> => {
     const principal = await deps.auth.authenticate(event.req.headers.get('authorization'));
     if (isApiError(principal)) return principal;
+    // A submit the server would refuse whatever its body (processing/admission.ts) is refused before it spends the
+    // caller's budget and before its body is read: under a flood, a refusal must cost the workers little.
+    const refused = refusesNow?.();
+    if (refused !== undefined) return refused;
     const spent = await deps.rateLimiter.take(principal, budget);
     rateLimitHeaders(spent.status, headers);
     return spent.refusal ?? principal;
@@ -178,7 +187,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
-    const principal = await admit(event, 'submits', headers);
+    const principal = await admit(event, 'submits', headers, deps.requests.refusesQueuing);
     if (isApiError(principal)) return principal;
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     if (isApiError(key)) return key;

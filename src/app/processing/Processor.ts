@@ -38,6 +38,9 @@ export interface ProcessorShape {
   /** When `reserve` found no worker: undefined when a submit that must wait in the queue is taken now (say how its
    * write went with `submitted`), else the `503` to answer (admission.ts). */
   admission(): Unavailable | undefined;
+  /** The refusal a submit would get now whatever its model (no worker free, the backlog full), taking nothing: lets
+   * the HTTP face answer `503` before it spends the caller's rate limit and reads the body. */
+  refusesNow(): Unavailable | undefined;
   /**
    * The submit was written (or failed: `started` undefined). Started: its first attempt is durable, the worker held
    * for it calls the model now with the input in hand. Otherwise the held worker (if `reserved`) is let go, and the
@@ -354,6 +357,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     wake: dispatcher.schedule,
     reserve,
     admission: admission.take,
+    refusesNow: () => (slots.free() > 0 ? undefined : admission.full()),
     backlog: admission.backlog,
     submitted,
     cancelled,
@@ -397,7 +401,19 @@ export const ProcessorLayer = Layer.effect(
       (p) => Effect.promise(() => p.stop()),
     );
     processor.wake();
-    const { wake, reserve, admission, submitted, cancelled, outcome, inFlight, idle, stopTakingWork } = processor;
-    return Processor.of({ wake, reserve, admission, submitted, cancelled, outcome, inFlight, idle, stopTakingWork });
+    const { wake, reserve, admission, refusesNow, submitted, cancelled, outcome, inFlight, idle, stopTakingWork } =
+      processor;
+    return Processor.of({
+      wake,
+      reserve,
+      admission,
+      refusesNow,
+      submitted,
+      cancelled,
+      outcome,
+      inFlight,
+      idle,
+      stopTakingWork,
+    });
   }),
 );

@@ -22,6 +22,8 @@ import { Unavailable } from '../../domain/errors.js';
  * of a claim (theirs too) is counted out.
  */
 export type Admission = {
+  /** The refusal `take` would answer now, taking nothing (a check before the call's body is read). */
+  full(): Unavailable | undefined;
   /** For a submit no worker of this process is free to start: undefined when it is taken (it holds a place in the
    * backlog until `written`), else the refusal to answer with. */
   take(): Unavailable | undefined;
@@ -43,15 +45,19 @@ export const createAdmission = (maxBacklog: number): Admission => {
   let writing = 0;
   /** Submits written that wait in the queue, less the requests this process's workers took since. */
   let waiting = 0;
-  return {
-    take: () => {
-      if (writing + waiting >= maxBacklog)
-        return new Unavailable({
+  const full = () =>
+    writing + waiting < maxBacklog
+      ? undefined
+      : new Unavailable({
           message: `the queue is growing faster than this server's workers take it (${writing + waiting} requests waiting); retry shortly`,
           retryAfterSeconds: admissionRetryAfterSeconds,
         });
-      writing++;
-      return undefined;
+  return {
+    full,
+    take: () => {
+      const refusal = full();
+      if (refusal === undefined) writing++;
+      return refusal;
     },
     written: (took, queued) => {
       if (took) writing--;
