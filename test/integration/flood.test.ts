@@ -4,22 +4,25 @@ import { createAccountWithKey, fileSandboxes, sleep, startServer } from '../supp
 
 /**
  * Issue 28's flood, scaled to a few seconds on a real `airs serve` (127.0.0.1, `echo`): 64 connections submit as fast
- * as the server answers for 3 s. Counted from the server's own metrics: requests completed while the flood lasted
- * against submits accepted (`202`). The rule (docs/decisions.md, "Completions keep up with submits"): the workers'
- * commands go into each write ahead of the API's, and a process whose backlog of queued submits passes
- * `processing.maxBacklog` (here 20) answers `503` with `Retry-After` until its workers take some.
+ * as the server answers for 4 s, ignoring `Retry-After` (autocannon). Counted from the server's own metrics, in one
+ * scrape when the flood ends: requests completed while it lasted against submits accepted (`202`). The rule
+ * (docs/decisions.md, "Completions keep up with submits"): the workers' commands go into each write ahead of the
+ * API's, and a process whose backlog of queued submits reaches `processing.maxBacklog` (here 20) answers `503` with
+ * `Retry-After` until its workers take some.
  *
- * The factor asserted: completed ≥ 0.5 × accepted during the flood. Measured on the 2-core dev machine, loaded by
- * other jobs: 0.75–0.9 with the rule; without admission (FIFO or not) 0.1–0.2, and the queue then takes several
- * seconds to drain after the flood. Counts, not times: a slow machine accepts less and completes less, in proportion.
+ * The factor asserted: completed ≥ 0.7 × accepted during the flood. What is accepted and not completed when it ends
+ * is at most the backlog (20) and the requests in flight (16 workers). Measured on the 2-core dev machine, loaded by
+ * other jobs: 0.75–0.85 with the rule; 0.46 with admission turned off (and 0.1–0.2 for `main` under the 256-connection
+ * flood of the issue), the queue then taking seconds to drain. Counts, not times: a slower machine accepts less and
+ * completes less, in proportion.
  */
 
 const newBox = fileSandboxes();
 
-const floodSeconds = 3;
+const floodSeconds = 4;
 const connections = 64;
 const maxBacklog = 20;
-const factor = 0.5;
+const factor = 0.7;
 
 /** Submits accepted (`202` to `POST /v1/ai`) and requests completed so far, both from one scrape of `/metrics`. */
 const countsOf = async (url: string) => {
