@@ -126,8 +126,9 @@ const openAiErrorAnswer = (description: string, names: Parameters<typeof respons
 
 const stopping = () =>
   errorAnswer(
-    'The server is stopping (`Retry-After: 5`, `Connection: close`), or its write queue is full (`Retry-After: 1`): ' +
-      'nothing was created; try again.',
+    'The server is stopping (`Retry-After: 5`, `Connection: close`), its write queue is full, or its queue of work ' +
+      'grows faster than its workers take it (`processing.maxBacklog`) (`Retry-After: 1` for both): nothing was ' +
+      'created; try again.',
     { 'Retry-After': 'required' },
   );
 
@@ -176,8 +177,8 @@ const openAi = {
     }),
   stopping: (longCall = false) =>
     openAiErrorAnswer(
-      'The server is stopping (`Retry-After: 5`, `Connection: close`), or its write queue is full ' +
-        '(`Retry-After: 1`)' +
+      'The server is stopping (`Retry-After: 5`, `Connection: close`), its write queue is full, or its queue of ' +
+        'work grows faster than its workers take it (`processing.maxBacklog`) (`Retry-After: 1` for both)' +
         (longCall
           ? ', or, for a stream or a create that waits, the server process holds its share of long-lived calls ' +
             '(`http.maxLongCallsShare` of `http.maxConnections`)'
