@@ -48,9 +48,10 @@ export type Sizes = {
     /** POST and GET: `rounds` x (airs, bare), each `roundSec` long. */
     readonly roundSec: number;
     readonly rounds: number;
-    /** End to end: an untimed flood of this long first, then the timed flood. */
+    /** End to end: an untimed flood of this long first, then `floods` timed ones (the median is reported). */
     readonly floodWarmupSec: number;
     readonly floodSec: number;
+    readonly floods: number;
     /** Bound on the drain after a flood. */
     readonly drainTimeoutSec: number;
   };
@@ -83,7 +84,7 @@ const fullSizes: Sizes = {
     pollSample: 1_000,
   },
   batch: { lines: 100_000, warmup: 5_000, clients: 64, pollMs: 100, timeoutSec: 600 },
-  cores: { warmupSec: 2, roundSec: 4, rounds: 3, floodWarmupSec: 2, floodSec: 8, drainTimeoutSec: 180 },
+  cores: { warmupSec: 2, roundSec: 3, rounds: 5, floodWarmupSec: 2, floodSec: 8, floods: 3, drainTimeoutSec: 180 },
   deepQueue: { shallow: 10_000, deep: 100_000, timeoutSec: 300 },
 };
 
@@ -100,7 +101,7 @@ const smokeSizes: Sizes = {
     pollSample: 50,
   },
   batch: { lines: 2_000, warmup: 200, clients: 16, pollMs: 100, timeoutSec: 120 },
-  cores: { warmupSec: 0, roundSec: 0.5, rounds: 1, floodWarmupSec: 0.3, floodSec: 0.5, drainTimeoutSec: 60 },
+  cores: { warmupSec: 0, roundSec: 0.5, rounds: 1, floodWarmupSec: 0.3, floodSec: 0.5, floods: 1, drainTimeoutSec: 60 },
   deepQueue: { shallow: 200, deep: 1_000, timeoutSec: 60 },
 };
 

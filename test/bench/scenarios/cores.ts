@@ -194,65 +194,69 @@ type PerN = {
   readonly serverCpus: string | undefined;
   readonly loadCpus: string | undefined;
   readonly port: number;
+  readonly pids: number[];
   readonly post: { readonly airs: Figures; readonly bare: Figures; readonly bareShares: number[] };
   readonly get: { readonly airs: Figures; readonly bare: Figures; readonly bareShares: number[] };
   readonly served: { readonly post: ServedBy[]; readonly get: ServedBy[] };
+  /** The median flood (by end to end/s) of the timed ones, and all of them. */
   readonly flood: Flood;
-  readonly warmupFlood: Omit<Flood, 'served'>;
+  readonly floods: Flood[];
   readonly rounds: Record<string, LoadResult[]>;
 };
 
-/** The N to run and the CPUs of each side for each. */
+/** The N to run, the CPUs of the servers for each, and the CPUs of the load (the same for every N). */
 export const planCores = (context: Context) => {
   const allowed = context.cpus.allowed;
   if (allowed === undefined || allowed.length < 2)
-    return { ns: [1, 2], split: (_n: number) => ({ server: undefined, load: undefined }) };
+    return { ns: [1, 2], serverCpus: (_n: number): string | undefined => undefined, loadCpus: undefined };
   const cpus = allowed.length;
-  // The servers may take at most half the CPUs (the load gets the rest), but N = 2 runs on 2 CPUs too (one each).
-  const most = Math.max(2, Math.floor(cpus / 2));
-  const ns = [1, 2, 4, 8].filter((n) => n <= most);
-  const split = (n: number) => {
-    const servers = Math.min(n, cpus - 1, Math.floor(cpus / 2) || 1);
-    return { server: allowed.slice(0, servers).join(','), load: allowed.slice(servers).join(',') };
-  };
-  return { ns, split };
+  // The servers take at most half the CPUs, the load the rest; N = 2 runs on 2 CPUs too (both on the first).
+  const most = Math.max(1, Math.floor(cpus / 2));
+  const ns = [1, 2, 4, 8].filter((n) => n <= Math.max(2, most));
+  const serversOf = (n: number) => Math.min(n, most);
+  const serverCpus = (n: number): string | undefined => allowed.slice(0, serversOf(n)).join(',');
+  // The load on the CPUs left by the largest N, whatever N is measured: one load, the same for all.
+  const loadCpus = allowed.slice(serversOf(Math.max(...ns))).join(',');
+  return { ns, serverCpus, loadCpus };
 };
 
-const runN = async (context: Context, n: number, cpus: { server?: string; load?: string }): Promise<PerN> => {
+/** One N: `airs serve --processes N` on a fixed port and N bare servers, started; its loads; its figures. */
+const setUp = async (context: Context, n: number, serverCpus: string | undefined, loadCpus: string | undefined) => {
   const { cores, connections } = context.options.sizes;
-  const children: Child[] = [];
   const box = sandbox(context.workDir, `cores-${n}`);
   const credentials = await createAccountWithKey(box, `cores${n}@example.com`);
   const port = await freePort();
+  const airs = await startAirs(box, {
+    cpus: serverCpus,
+    processes: n,
+    port,
+    nodeArgs: profileFlags(context, `cores-${n}`),
+    timeoutMs: 60_000,
+  });
+  const children: Child[] = [airs.child];
   const store = openLmdbStore(box.dataDir);
   const refresh = () => (store.reads as { refresh?: () => void }).refresh?.();
+  const stop = async () => {
+    await store.close();
+    await Promise.all(children.map((child) => child.stop('SIGTERM', 20_000)));
+  };
   try {
-    const airs = await startAirs(box, {
-      cpus: cpus.server,
-      processes: n,
-      port,
-      nodeArgs: profileFlags(context, `cores-${n}`),
-      timeoutMs: 60_000,
-    });
-    children.push(airs.child);
     if (airs.url !== `http://127.0.0.1:${port}`) throw new Error(`airs listens on ${airs.url}, not on port ${port}`);
     const pids = serverPids(airs.child.pid);
     if (pids.length !== n) throw new Error(`airs serve --processes ${n} runs ${pids.length} server processes`);
-    const bares = await Promise.all(Array.from({ length: n }, () => startBare(cpus.server)));
+    const bares = await Promise.all(Array.from({ length: n }, () => startBare(serverCpus)));
     children.push(...bares.map((b) => b.child));
     context.log(
-      `  N = ${n}: airs on ${airs.url} (pids ${pids.join(', ')}), ${n} bare server(s); CPUs ${cpus.server ?? 'any'} / load ${cpus.load ?? 'any'}`,
+      `  N = ${n}: airs on ${airs.url} (server pids ${pids.join(', ')}), ${n} bare server(s) on ${bares.map((b) => b.url.replace('http://127.0.0.1:', ':')).join(' ')}; CPUs ${serverCpus ?? 'any'}`,
     );
-
     const reqId = await completedRequest(airs.url, credentials.key);
-    const postBody = JSON.stringify({ model: 'echo', prompt });
     const specs = {
       post: (url: string, conns: number): LoadSpec => ({
         url,
         method: 'POST',
         path: '/v1/ai',
         headers: authHeaders(credentials.key, true),
-        body: postBody,
+        body: JSON.stringify({ model: 'echo', prompt }),
         connections: conns,
       }),
       get: (url: string, conns: number): LoadSpec => ({
@@ -263,61 +267,51 @@ const runN = async (context: Context, n: number, cpus: { server?: string; load?:
         connections: conns,
       }),
     };
-    const everyPid = () => [airs.child.pid, ...serverPids(airs.child.pid), ...bares.map((b) => b.child.pid)];
-    const settle = async () => {
-      const waited = await waitForIdleAll(everyPid, { timeoutMs: cores.drainTimeoutSec * 1000 });
-      if (!waited.idle) context.log(`  servers still busy after ${waited.waitedMs} ms; measuring anyway`);
-    };
-    const share = (i: number) => Math.floor(connections / n) + (i < connections % n ? 1 : 0);
-    const airsRound = async (kind: 'post' | 'get', durationSec: number) => {
-      await settle();
-      return watched(airs.child.pid, port, () =>
-        runLoad({ ...specs[kind](airs.url, connections), durationSec }, cpus.load),
-      );
-    };
-    const bareRound = async (kind: 'post' | 'get', durationSec: number) => {
-      await settle();
-      return Promise.all(
-        bares.map((bare, i) => runLoad({ ...specs[kind](bare.url, Math.max(1, share(i))), durationSec }, cpus.load)),
-      );
-    };
-    const rounds: Record<string, LoadResult[]> = {};
+    const share = (i: number) => Math.max(1, Math.floor(connections / n) + (i < connections % n ? 1 : 0));
+    const rounds: Record<string, LoadResult[]> = { 'post-airs': [], 'post-bare': [], 'get-airs': [], 'get-bare': [] };
     const served: { post: ServedBy[]; get: ServedBy[] } = { post: [], get: [] };
     const bareShares: { post: number[][]; get: number[][] } = { post: [], get: [] };
-    for (const kind of ['post', 'get'] as const) {
-      if (cores.warmupSec > 0) {
-        await airsRound(kind, cores.warmupSec);
-        await bareRound(kind, cores.warmupSec);
-      }
-      rounds[`${kind}-airs`] = [];
-      rounds[`${kind}-bare`] = [];
-      for (let r = 1; r <= cores.rounds; r++) {
-        const a = await airsRound(kind, cores.roundSec);
+    const floods: Flood[] = [];
+
+    const airsRound = async (kind: 'post' | 'get', durationSec: number, timed: boolean) => {
+      const a = await watched(airs.child.pid, port, () =>
+        runLoad({ ...specs[kind](airs.url, connections), durationSec }, loadCpus),
+      );
+      if (timed) {
         rounds[`${kind}-airs`]?.push(a.result);
         served[kind].push(a.served);
-        const b = await bareRound(kind, cores.roundSec);
-        const total = b.reduce((sum, x) => sum + x.rps, 0);
+      }
+      return a;
+    };
+    const bareRound = async (kind: 'post' | 'get', durationSec: number, timed: boolean) => {
+      const b = await Promise.all(
+        bares.map((bare, i) => runLoad({ ...specs[kind](bare.url, share(i)), durationSec }, loadCpus)),
+      );
+      const total = round(
+        b.reduce((sum, x) => sum + x.rps, 0),
+        1,
+      );
+      if (timed) {
         rounds[`${kind}-bare`]?.push({
           ...(b[0] as LoadResult),
-          rps: round(total, 1),
-          non2xx: b.reduce((s, x) => s + x.non2xx, 0),
-          errors: b.reduce((s, x) => s + x.errors + x.timeouts, 0),
+          rps: total,
+          requests: b.reduce((sum, x) => sum + x.requests, 0),
+          non2xx: b.reduce((sum, x) => sum + x.non2xx, 0),
+          errors: b.reduce((sum, x) => sum + x.errors, 0),
+          timeouts: b.reduce((sum, x) => sum + x.timeouts, 0),
           latencyMs: { ...(b[0] as LoadResult).latencyMs, p99: Math.max(...b.map((x) => x.latencyMs.p99)) },
         });
         bareShares[kind].push(b.map((x) => x.requests));
-        context.log(
-          `  N=${n} ${kind} round ${r}: airs ${Math.round(a.result.rps)}/s (served by ${servedCount(a.served)}/${n}: conns ${a.served.connections.join('/')}, cpu ${a.served.cpuSeconds.join('/')} s)  bare ${Math.round(total)}/s (${b.map((x) => x.requests).join('/')} answers)`,
-        );
       }
-    }
+      return { total, answers: b.map((x) => x.requests) };
+    };
 
     /** A flood of submits for `seconds`, then the drain, counted in the log. */
-    const flood = async (seconds: number) => {
-      await settle();
+    const flood = async (seconds: number): Promise<Flood> => {
       refresh();
       const fromSeq = store.syncReads.lastSeq() + 1;
       const { result: load, served: floodServed } = await watched(airs.child.pid, port, () =>
-        runLoad({ ...specs.post(airs.url, connections), durationSec: seconds }, cpus.load),
+        runLoad({ ...specs.post(airs.url, connections), durationSec: seconds }, loadCpus),
       );
       if (load.non2xx > 0 || load.errors > 0)
         throw new Error(`flood: ${load.non2xx} non-2xx, ${load.errors} errors: ${JSON.stringify(load.statusCodes)}`);
@@ -348,6 +342,10 @@ const runN = async (context: Context, n: number, cpus: { server?: string; load?:
         await sleep(100);
       }
       if (tally.failed > 0) throw new Error(`flood: ${tally.failed} requests failed`);
+      const answered202 = load.statusCodes['202'] ?? 0;
+      // The log holds every answered submit, and at most one more per connection (answers cut off by the end).
+      if (tally.queued < answered202 || tally.queued > answered202 + connections)
+        throw new Error(`flood: the log holds ${tally.queued} new requests, the load counted ${answered202} 202s`);
       for (const id of sample) {
         const polled = await call(airs.url, 'GET', `/v1/ai?req_id=${encodeURIComponent(id)}`, credentials.key);
         if (polled.body.status !== 'completed' || polled.body.response !== prompt)
@@ -356,7 +354,7 @@ const runN = async (context: Context, n: number, cpus: { server?: string; load?:
       const floodSeconds = (load.finishedAt - load.startedAt) / 1000;
       return {
         floodSeconds: round(floodSeconds, 3),
-        answered202: load.statusCodes['202'] ?? 0,
+        answered202,
         queuedDuringFlood: tally.queuedDuring,
         queued: tally.queued,
         completedDuringFlood: tally.completedDuring,
@@ -369,43 +367,120 @@ const runN = async (context: Context, n: number, cpus: { server?: string; load?:
         endToEndPerSec: round(tally.queued / ((tally.lastCompletedAt - load.startedAt) / 1000)),
         served: floodServed,
         polledSample: sample.length,
-      } satisfies Flood;
+      };
     };
-    const { served: _unused, ...warmupFlood } = await flood(cores.floodWarmupSec);
-    const timed = await flood(cores.floodSec);
-    context.log(
-      `  N=${n} e2e: accepted ${timed.acceptedPerSec}/s, completed during the flood ${timed.completedDuringFloodPerSec}/s (${timed.keepUp} x), drained ${timed.drainSeconds} s after; ${timed.endToEndPerSec}/s end to end; served by ${servedCount(timed.served)}/${n}`,
-    );
-    await settle();
-    await airs.child.stop('SIGTERM', 20_000);
+
     const shares = (rows: number[][]) =>
       rows.reduce(
         (acc, row) => acc.map((x, i) => x + (row[i] ?? 0)),
         Array.from({ length: n }, () => 0),
       );
+    const figures = (): PerN => {
+      const byRate = [...floods].sort((x, y) => x.endToEndPerSec - y.endToEndPerSec);
+      return {
+        n,
+        serverCpus,
+        loadCpus,
+        port,
+        pids,
+        post: {
+          airs: summarize(rounds['post-airs'] ?? []),
+          bare: summarize(rounds['post-bare'] ?? []),
+          bareShares: shares(bareShares.post),
+        },
+        get: {
+          airs: summarize(rounds['get-airs'] ?? []),
+          bare: summarize(rounds['get-bare'] ?? []),
+          bareShares: shares(bareShares.get),
+        },
+        served,
+        flood: byRate[Math.floor((byRate.length - 1) / 2)] as Flood,
+        floods,
+        rounds,
+      };
+    };
     return {
       n,
-      serverCpus: cpus.server,
-      loadCpus: cpus.load,
-      port,
-      post: {
-        airs: summarize(rounds['post-airs'] ?? []),
-        bare: summarize(rounds['post-bare'] ?? []),
-        bareShares: shares(bareShares.post),
+      pids: () => [airs.child.pid, ...serverPids(airs.child.pid), ...bares.map((b) => b.child.pid)],
+      airsRound,
+      bareRound,
+      flood: async (seconds: number, timed: boolean) => {
+        const result = await flood(seconds);
+        if (timed) floods.push(result);
+        return result;
       },
-      get: {
-        airs: summarize(rounds['get-airs'] ?? []),
-        bare: summarize(rounds['get-bare'] ?? []),
-        bareShares: shares(bareShares.get),
-      },
-      served,
-      flood: timed,
-      warmupFlood,
-      rounds,
+      figures,
+      stop,
     };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+};
+
+type Setup = Awaited<ReturnType<typeof setUp>>;
+
+/**
+ * Every N set up at once (the servers of the N not measured stay idle), then the loads interleaved: each round loads
+ * airs and bare of every N in turn, so that the machine's noise falls on every N alike. Every server is idle before
+ * each load.
+ */
+const runAll = async (context: Context): Promise<PerN[]> => {
+  const { cores } = context.options.sizes;
+  const { ns, serverCpus, loadCpus } = planCores(context);
+  const setups: Setup[] = [];
+  try {
+    for (const n of ns) setups.push(await setUp(context, n, serverCpus(n), loadCpus));
+    context.log(`  load (one autocannon process) on CPU ${loadCpus ?? 'any'}`);
+    const settle = async () => {
+      const waited = await waitForIdleAll(() => setups.flatMap((s) => s.pids()), {
+        timeoutMs: cores.drainTimeoutSec * 1000,
+      });
+      if (!waited.idle) context.log(`  servers still busy after ${waited.waitedMs} ms; measuring anyway`);
+    };
+    for (const kind of ['post', 'get'] as const) {
+      if (cores.warmupSec > 0) {
+        context.log(`  ${kind}: warm-up, ${cores.warmupSec} s per server`);
+        for (const setup of setups) {
+          await settle();
+          await setup.airsRound(kind, cores.warmupSec, false);
+          await settle();
+          await setup.bareRound(kind, cores.warmupSec, false);
+        }
+      }
+      for (let r = 1; r <= cores.rounds; r++) {
+        for (const setup of setups) {
+          await settle();
+          const a = await setup.airsRound(kind, cores.roundSec, true);
+          await settle();
+          const b = await setup.bareRound(kind, cores.roundSec, true);
+          context.log(
+            `  ${kind} round ${r} N=${setup.n}: airs ${Math.round(a.result.rps)}/s (served by ${servedCount(a.served)}/${setup.n}: conns ${a.served.connections.join('/')}, cpu ${a.served.cpuSeconds.join('/')} s)  bare ${Math.round(b.total)}/s (${b.answers.join('/')} answers)`,
+          );
+        }
+      }
+    }
+    if (cores.floodWarmupSec > 0) {
+      context.log(`  e2e: warm-up flood, ${cores.floodWarmupSec} s per N`);
+      for (const setup of setups) {
+        await settle();
+        await setup.flood(cores.floodWarmupSec, false);
+      }
+    }
+    for (let r = 1; r <= cores.floods; r++) {
+      for (const setup of setups) {
+        await settle();
+        const f = await setup.flood(cores.floodSec, true);
+        context.log(
+          `  e2e flood ${r} N=${setup.n}: accepted ${f.acceptedPerSec}/s, completed during the flood ${f.completedDuringFloodPerSec}/s (${f.keepUp} x), last completion ${f.drainSeconds} s after its end; ${f.endToEndPerSec}/s end to end; served by ${servedCount(f.served)}/${setup.n}`,
+        );
+      }
+    }
+    await settle();
+    return setups.map((s) => s.figures());
   } finally {
-    await store.close();
-    await Promise.all(children.map((child) => child.stop('SIGTERM', 20_000)));
+    // SIGTERM: each airs drains and exits (which also writes its --cpu-prof profile).
+    await Promise.all(setups.map((s) => s.stop()));
   }
 };
 
@@ -417,6 +492,14 @@ const figuresOf = (r: PerN) => ({
   'end to end/s': r.flood.endToEndPerSec,
 });
 
+/** The same figures round by round (flood by flood), to compare two N loaded one after the other. */
+const perRound = (r: PerN): Record<keyof ReturnType<typeof figuresOf>, number[]> => ({
+  'POST/s': (r.rounds['post-airs'] ?? []).map((x) => x.rps),
+  'GET/s': (r.rounds['get-airs'] ?? []).map((x) => x.rps),
+  'flood accepted/s': r.floods.map((f) => f.acceptedPerSec),
+  'end to end/s': r.floods.map((f) => f.endToEndPerSec),
+});
+
 const readLoad = () => {
   try {
     return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -426,10 +509,8 @@ const readLoad = () => {
 };
 
 export const coresScenario = async (context: Context): Promise<ScenarioResult> => {
-  const { ns, split } = planCores(context);
   const loadBefore = readLoad();
-  const results: PerN[] = [];
-  for (const n of ns) results.push(await runN(context, n, split(n)));
+  const results = await runAll(context);
   const loadAfter = readLoad();
 
   const servedLabel = (list: readonly ServedBy[], n: number) => `${Math.min(...list.map(servedCount))}/${n}`;
@@ -458,9 +539,12 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
       String(r.flood.acceptedPerSec),
       String(r.flood.completedDuringFloodPerSec),
       `${r.flood.keepUp.toFixed(2)} x`,
-      String(r.flood.drainSeconds),
+      Math.max(0, r.flood.drainSeconds).toFixed(2),
       String(r.flood.endToEndPerSec),
-      `${servedLabel(r.served.post, r.n)} / ${servedLabel(r.served.get, r.n)} / ${servedCount(r.flood.served)}/${r.n}`,
+      `${servedLabel(r.served.post, r.n)} / ${servedLabel(r.served.get, r.n)} / ${servedLabel(
+        r.floods.map((f) => f.served),
+        r.n,
+      )}`,
     ]),
   );
 
@@ -478,7 +562,9 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
         scenario: `cores: ${name}, N = ${higher.n} against N = ${lower.n}`,
         target: `>= 1.00 x`,
         measured: `${ratio(b[name], a[name]).toFixed(2)} x`,
-        detail: `N=${higher.n} ${b[name]}, N=${lower.n} ${a[name]}`,
+        detail: `N=${higher.n} ${b[name]}, N=${lower.n} ${a[name]}; round by round ${perRound(higher)
+          [name].map((x, j) => ratio(x, perRound(lower)[name][j] ?? Number.NaN).toFixed(2))
+          .join(', ')}`,
         met: measured ? b[name] >= a[name] : null,
       });
     }
@@ -510,7 +596,7 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
   }
   // Every process served every load, and every bare server got its share.
   for (const r of results) {
-    const all = [...r.served.post, ...r.served.get, r.flood.served];
+    const all = [...r.served.post, ...r.served.get, ...r.floods.map((f) => f.served)];
     const least = Math.min(...all.map(servedCount));
     const bareLeast = Math.min(...r.post.bareShares, ...r.get.bareShares);
     rows.push({
@@ -525,8 +611,8 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
   const { cores, connections } = context.options.sizes;
   const notes = [
     `cores: airs serve --processes N through the CLI on a fixed port of 127.0.0.1 (one URL), echo model, processing.concurrency ${benchConfig.processing.concurrency} per process; ${connections} connections from one autocannon process; N bare node:http servers on ports of their own, the connections split between them.`,
-    `cores: POST and GET: ${cores.rounds} round(s) of ${cores.roundSec} s per side after a ${cores.warmupSec} s warm-up, airs and bare interleaved, every server idle before each round; medians. End to end: a ${cores.floodSec} s flood of submits after an untimed ${cores.floodWarmupSec} s one, counted in the log (queued and completed by event time, the last completion), ${results.map((r) => r.flood.polledSample).join('/')} requests polled as completed.`,
-    `cores: keep-up = requests completed during the flood / requests queued during it; drain = from the end of the flood to the last completion; end to end/s = requests / (first submit to last completion).`,
+    `cores: every N's servers started at once (idle while another N is loaded); each round loads airs then bare of N = ${results.map((r) => r.n).join(', then ')}, every server idle before each load, so the machine's noise falls on each N alike. POST and GET: ${cores.rounds} round(s) of ${cores.roundSec} s per server after a ${cores.warmupSec} s warm-up each; medians. End to end: ${cores.floods} flood(s) of submits of ${cores.floodSec} s per N after an untimed ${cores.floodWarmupSec} s one, counted in the log (queued and completed by event time, the last completion; the log's count checked against the load's 202s), 20 requests of each flood polled as completed; the median flood (by end to end/s) is shown.`,
+    `cores: keep-up = requests completed during the flood / requests queued during it; drain = from the end of the flood to the last completion (0 when the last completion came before the load generator saw its last answer); end to end/s = requests / (first submit to last completion).`,
     `cores: "served by" = server processes that held connections of the load (the bench's own calls left out) and used at least 2 % of a CPU during it (/proc), the fewest over the rounds.`,
     `cores: load average ${loadBefore} before, ${loadAfter} after (1, 5, 15 min).`,
   ];
