@@ -155,7 +155,11 @@ const watched = async <T>(rootPid: number, port: number, load: () => Promise<T>)
   const result = await running;
   await watching;
   const seconds = round((performance.now() - started) / 1000, 2);
-  const cpuSeconds = pids.map((pid, i) => round(((cpuTicksOf(pid) ?? 0) - (before[i] as number)) / 100, 2));
+  // A process gone by the end (it died) counts as not having served: no CPU time of its own can be read.
+  const cpuSeconds = pids.map((pid, i) => {
+    const after = cpuTicksOf(pid);
+    return after === undefined ? 0 : round((after - (before[i] as number)) / 100, 2);
+  });
   return { result, served: { pids, connections, cpuSeconds, seconds } satisfies ServedBy };
 };
 
@@ -202,6 +206,8 @@ type PerN = {
   readonly flood: Flood;
   readonly floods: Flood[];
   readonly rounds: Record<string, LoadResult[]>;
+  /** Server processes that died during the run (the primary's log): none expected. */
+  readonly deaths: unknown[];
 };
 
 /** The N to run, the CPUs of the servers for each, and the CPUs of the load (the same for every N). */
@@ -397,10 +403,35 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
         flood: byRate[Math.floor((byRate.length - 1) / 2)] as Flood,
         floods,
         rounds,
+        deaths: deaths(),
       };
     };
+    /** The primary's lines about server processes that died (and were replaced) while the bench ran. */
+    const deaths = () =>
+      airs.child
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes('a server process died'))
+        .map((line) => {
+          try {
+            const { pid, code, signal } = JSON.parse(line) as { pid?: number; code?: number; signal?: string };
+            return { pid, code, signal };
+          } catch {
+            return { line };
+          }
+        });
+    /** The server's stderr, less its info lines (what a process that died said). */
+    const problems = () =>
+      airs.child
+        .stderr()
+        .split('\n')
+        .filter((line) => line.trim() !== '' && !line.includes('"level":30'))
+        .slice(-40)
+        .join('\n');
     return {
       n,
+      deaths,
+      problems,
       pids: () => [airs.child.pid, ...serverPids(airs.child.pid), ...bares.map((b) => b.child.pid)],
       airsRound,
       bareRound,
@@ -477,6 +508,11 @@ const runAll = async (context: Context): Promise<PerN[]> => {
       }
     }
     await settle();
+    for (const setup of setups) {
+      const deaths = setup.deaths();
+      if (deaths.length > 0)
+        context.log(`  N=${setup.n}: server processes died during the run: ${JSON.stringify(deaths)}`);
+    }
     return setups.map((s) => s.figures());
   } finally {
     // SIGTERM: each airs drains and exits (which also writes its --cpu-prof profile).
@@ -603,8 +639,8 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
       scenario: `cores: N = ${r.n}, processes that served each load`,
       target: `${r.n} of ${r.n}, bare too`,
       measured: `${least} of ${r.n}`,
-      detail: `airs connections per process (first POST round) ${r.served.post[0]?.connections.join('/')}; bare answers per server (POST) ${r.post.bareShares.join('/')}`,
-      met: least === r.n && bareLeast > 0,
+      detail: `airs connections per process (first POST round) ${r.served.post[0]?.connections.join('/')}; bare answers per server (POST) ${r.post.bareShares.join('/')}${r.deaths.length > 0 ? `; server processes died: ${JSON.stringify(r.deaths)}` : ''}`,
+      met: least === r.n && bareLeast > 0 && r.deaths.length === 0,
     });
   }
 
