@@ -133,9 +133,30 @@ const servedCount = (served: ServedBy) =>
     (_, i) => (served.connections[i] as number) > 0 && (served.cpuSeconds[i] as number) >= 0.02 * served.seconds,
   ).length;
 
+/** CPU seconds the processes used from now until `read()` is called (a process gone by then counts 0). */
+const cpuMeter = (pids: readonly number[]) => {
+  const before = pids.map((pid) => cpuTicksOf(pid) ?? 0);
+  return {
+    perPid: () =>
+      pids.map((pid, i) => {
+        const after = cpuTicksOf(pid);
+        return after === undefined ? 0 : round((after - (before[i] as number)) / 100, 2);
+      }),
+    total: () =>
+      round(
+        pids.reduce((sum, pid, i) => {
+          const after = cpuTicksOf(pid);
+          return after === undefined ? sum : sum + (after - (before[i] as number)) / 100;
+        }, 0),
+        2,
+      ),
+  };
+};
+
 /** Runs `load` while watching the server processes of `rootPid` on `port`. */
 const watched = async <T>(rootPid: number, port: number, load: () => Promise<T>) => {
   const pids = serverPids(rootPid);
+  const meter = cpuMeter([rootPid, ...pids.filter((pid) => pid !== rootPid)]);
   const before = pids.map((pid) => cpuTicksOf(pid) ?? 0);
   const connections: number[] = pids.map(() => 0);
   const started = performance.now();
@@ -160,7 +181,7 @@ const watched = async <T>(rootPid: number, port: number, load: () => Promise<T>)
     const after = cpuTicksOf(pid);
     return after === undefined ? 0 : round((after - (before[i] as number)) / 100, 2);
   });
-  return { result, served: { pids, connections, cpuSeconds, seconds } satisfies ServedBy };
+  return { result, served: { pids, connections, cpuSeconds, seconds } satisfies ServedBy, cpuSince: meter.total };
 };
 
 type Figures = { readonly rps: number; readonly p99Ms: number; readonly non2xx: number; readonly errors: number };
@@ -191,6 +212,9 @@ type Flood = {
   readonly endToEndPerSec: number;
   readonly served: ServedBy;
   readonly polledSample: number;
+  /** CPU seconds of every airs process from the flood's start to its last completion, and requests per CPU second. */
+  readonly cpuSeconds: number;
+  readonly perCpuSecond: number;
 };
 
 type PerN = {
@@ -208,6 +232,9 @@ type PerN = {
   readonly rounds: Record<string, LoadResult[]>;
   /** Server processes that died during the run (the primary's log): none expected. */
   readonly deaths: unknown[];
+  /** Answers per CPU second of the servers (medians by `post-airs`, `get-bare`...), and round by round. */
+  readonly perCpu: Record<string, number>;
+  readonly perCpuRounds: Record<string, number[]>;
 };
 
 /** The N to run, the CPUs of the servers for each, and the CPUs of the load (the same for every N). */
@@ -278,18 +305,26 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
     const served: { post: ServedBy[]; get: ServedBy[] } = { post: [], get: [] };
     const bareShares: { post: number[][]; get: number[][] } = { post: [], get: [] };
     const floods: Flood[] = [];
+    /** Answers per CPU second of the servers (all processes of a side), round by round. */
+    const perCpu: Record<string, number[]> = { 'post-airs': [], 'post-bare': [], 'get-airs': [], 'get-bare': [] };
+    const airsPids = () => [airs.child.pid, ...serverPids(airs.child.pid)];
 
     const airsRound = async (kind: 'post' | 'get', durationSec: number, timed: boolean) => {
       const a = await watched(airs.child.pid, port, () =>
         runLoad({ ...specs[kind](airs.url, connections), durationSec }, loadCpus),
       );
+      // A POST's cost includes processing the request it queued: its CPU is counted until airs is idle again.
+      if (kind === 'post') await waitForIdleAll(airsPids, { timeoutMs: cores.drainTimeoutSec * 1000 });
+      const cpu = a.cpuSince();
       if (timed) {
         rounds[`${kind}-airs`]?.push(a.result);
         served[kind].push(a.served);
+        perCpu[`${kind}-airs`]?.push(round(a.result.requests / cpu));
       }
-      return a;
+      return { ...a, cpu };
     };
     const bareRound = async (kind: 'post' | 'get', durationSec: number, timed: boolean) => {
+      const meter = cpuMeter(bares.map((bare) => bare.child.pid));
       const b = await Promise.all(
         bares.map((bare, i) => runLoad({ ...specs[kind](bare.url, share(i)), durationSec }, loadCpus)),
       );
@@ -308,6 +343,7 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
           latencyMs: { ...(b[0] as LoadResult).latencyMs, p99: Math.max(...b.map((x) => x.latencyMs.p99)) },
         });
         bareShares[kind].push(b.map((x) => x.requests));
+        perCpu[`${kind}-bare`]?.push(round(b.reduce((sum, x) => sum + x.requests, 0) / meter.total()));
       }
       return { total, answers: b.map((x) => x.requests) };
     };
@@ -316,7 +352,11 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
     const flood = async (seconds: number): Promise<Flood> => {
       refresh();
       const fromSeq = store.syncReads.lastSeq() + 1;
-      const { result: load, served: floodServed } = await watched(airs.child.pid, port, () =>
+      const {
+        result: load,
+        served: floodServed,
+        cpuSince,
+      } = await watched(airs.child.pid, port, () =>
         runLoad({ ...specs.post(airs.url, connections), durationSec: seconds }, loadCpus),
       );
       if (load.non2xx > 0 || load.errors > 0)
@@ -348,6 +388,8 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
         await sleep(100);
       }
       if (tally.failed > 0) throw new Error(`flood: ${tally.failed} requests failed`);
+      // Every request of the flood is completed: its whole cost is in.
+      const cpu = cpuSince();
       const answered202 = load.statusCodes['202'] ?? 0;
       // The log holds every answered submit, and at most one more per connection (answers cut off by the end).
       if (tally.queued < answered202 || tally.queued > answered202 + connections)
@@ -373,6 +415,8 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
         endToEndPerSec: round(tally.queued / ((tally.lastCompletedAt - load.startedAt) / 1000)),
         served: floodServed,
         polledSample: sample.length,
+        cpuSeconds: cpu,
+        perCpuSecond: round(tally.queued / cpu),
       };
     };
 
@@ -404,6 +448,8 @@ const setUp = async (context: Context, n: number, serverCpus: string | undefined
         floods,
         rounds,
         deaths: deaths(),
+        perCpu: Object.fromEntries(Object.entries(perCpu).map(([k, v]) => [k, round(median(v))])),
+        perCpuRounds: perCpu,
       };
     };
     /** The primary's lines about server processes that died (and were replaced) while the bench ran. */
@@ -486,7 +532,7 @@ const runAll = async (context: Context): Promise<PerN[]> => {
           await settle();
           const b = await setup.bareRound(kind, cores.roundSec, true);
           context.log(
-            `  ${kind} round ${r} N=${setup.n}: airs ${Math.round(a.result.rps)}/s (served by ${servedCount(a.served)}/${setup.n}: conns ${a.served.connections.join('/')}, cpu ${a.served.cpuSeconds.join('/')} s)  bare ${Math.round(b.total)}/s (${b.answers.join('/')} answers)`,
+            `  ${kind} round ${r} N=${setup.n}: airs ${Math.round(a.result.rps)}/s, ${Math.round(a.result.requests / a.cpu)} per CPU-s (served by ${servedCount(a.served)}/${setup.n}: conns ${a.served.connections.join('/')}, cpu ${a.served.cpuSeconds.join('/')} s)  bare ${Math.round(b.total)}/s (${b.answers.join('/')} answers)`,
           );
         }
       }
@@ -503,7 +549,7 @@ const runAll = async (context: Context): Promise<PerN[]> => {
         await settle();
         const f = await setup.flood(cores.floodSec, true);
         context.log(
-          `  e2e flood ${r} N=${setup.n}: accepted ${f.acceptedPerSec}/s, completed during the flood ${f.completedDuringFloodPerSec}/s (${f.keepUp} x), last completion ${f.drainSeconds} s after its end; ${f.endToEndPerSec}/s end to end; served by ${servedCount(f.served)}/${setup.n}`,
+          `  e2e flood ${r} N=${setup.n}: accepted ${f.acceptedPerSec}/s, completed during the flood ${f.completedDuringFloodPerSec}/s (${f.keepUp} x), last completion ${f.drainSeconds} s after its end; ${f.endToEndPerSec}/s end to end, ${f.perCpuSecond} per CPU-s; served by ${servedCount(f.served)}/${setup.n}`,
         );
       }
     }
@@ -584,6 +630,27 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
     ]),
   );
 
+  const cpuTable = markdownTable(
+    [
+      'N',
+      'POST per CPU-s',
+      'bare POST per CPU-s',
+      'GET per CPU-s',
+      'bare GET per CPU-s',
+      'end to end per CPU-s',
+      'airs CPU-s of the median flood',
+    ],
+    results.map((r) => [
+      String(r.n),
+      String(r.perCpu['post-airs']),
+      String(r.perCpu['post-bare']),
+      String(r.perCpu['get-airs']),
+      String(r.perCpu['get-bare']),
+      String(r.flood.perCpuSecond),
+      String(r.flood.cpuSeconds),
+    ]),
+  );
+
   const rows: Row[] = [];
   const measured = !context.options.smoke;
   const byN = new Map(results.map((r) => [r.n, r]));
@@ -602,6 +669,24 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
           [name].map((x, j) => ratio(x, perRound(lower)[name][j] ?? Number.NaN).toFixed(2))
           .join(', ')}`,
         met: measured ? b[name] >= a[name] : null,
+      });
+    }
+  }
+  // What each request costs the servers' CPUs: the figure the machine's noise moves least (no target).
+  for (let i = 1; i < results.length; i++) {
+    const lower = results[i - 1] as PerN;
+    const higher = results[i] as PerN;
+    for (const [name, a, b] of [
+      ['POST', lower.perCpu['post-airs'], higher.perCpu['post-airs']],
+      ['GET', lower.perCpu['get-airs'], higher.perCpu['get-airs']],
+      ['end to end', lower.flood.perCpuSecond, higher.flood.perCpuSecond],
+    ] as const) {
+      rows.push({
+        scenario: `cores: ${name} per server CPU second, N = ${higher.n} against N = ${lower.n}`,
+        target: 'none (cost)',
+        measured: `${ratio(b ?? Number.NaN, a ?? Number.NaN).toFixed(2)} x`,
+        detail: `N=${higher.n} ${b}, N=${lower.n} ${a} answers per CPU second of all airs processes`,
+        met: null,
       });
     }
   }
@@ -650,7 +735,8 @@ export const coresScenario = async (context: Context): Promise<ScenarioResult> =
     `cores: every N's servers started at once (idle while another N is loaded); each round loads airs then bare of N = ${results.map((r) => r.n).join(', then ')}, every server idle before each load, so the machine's noise falls on each N alike. POST and GET: ${cores.rounds} round(s) of ${cores.roundSec} s per server after a ${cores.warmupSec} s warm-up each; medians. End to end: ${cores.floods} flood(s) of submits of ${cores.floodSec} s per N after an untimed ${cores.floodWarmupSec} s one, counted in the log (queued and completed by event time, the last completion; the log's count checked against the load's 202s), 20 requests of each flood polled as completed; the median flood (by end to end/s) is shown.`,
     `cores: keep-up = requests completed during the flood / requests queued during it; drain = from the end of the flood to the last completion (0 when the last completion came before the load generator saw its last answer); end to end/s = requests / (first submit to last completion).`,
     `cores: "served by" = server processes that held connections of the load (the bench's own calls left out) and used at least 2 % of a CPU during it (/proc), the fewest over the rounds.`,
+    `cores: "per CPU-s" = answers (POST, GET) or requests (end to end) per CPU second used by every process of the side (airs: the primary too); a POST's and a flood's CPU is counted until every request it queued is completed (airs idle again). On a shared machine the throughput follows the CPU share the servers get; the cost per request moves far less.`,
     `cores: load average ${loadBefore} before, ${loadAfter} after (1, 5, 15 min).`,
   ];
-  return { name: 'cores', rows, notes, tables: [table], details: { loadBefore, loadAfter, results } };
+  return { name: 'cores', rows, notes, tables: [table, cpuTable], details: { loadBefore, loadAfter, results } };
 };
