@@ -4,17 +4,21 @@
  *
  * - airs is started as an operator starts it: the CLI, `airs serve --processes N`, on a fixed port of 127.0.0.1,
  *   one URL for every process. The bench never talks to a process by a port of its own.
- * - Pinning: the servers on the first N CPUs this process may use, the load (one autocannon process) and the bench on
- *   the rest; with 2 CPUs, the servers on the first and the load on the second whatever N.
- * - POST /v1/ai (durable 202) and GET /v1/ai?req_id= (a completed request): interleaved rounds, airs then bare,
- *   every server idle before each round (airs processes what a POST round queued before anything else is measured).
- * - End to end: a flood of submits for a fixed time, then the drain. Counted in airs's own log, read through the
+ * - Pinning: the servers of N on the first N CPUs this process may use (at most half of them), the load (one
+ *   autocannon process) and the bench on the CPUs the largest N leaves, the same for every N; with 2 CPUs, the
+ *   servers on the first and the load on the second whatever N.
+ * - Every N's servers are up for the whole scenario (idle while another is loaded); each round loads airs then bare
+ *   of every N in turn, every server idle before each load, so that the machine's noise falls on every N alike.
+ * - POST /v1/ai (durable 202) and GET /v1/ai?req_id= (a completed request): rounds of a fixed time, medians.
+ * - End to end: floods of submits for a fixed time, then the drain. Counted in airs's own log, read through the
  *   store API beside the server (the bench only reads): requests queued and completed during the flood (by the time
- *   each event carries), and the time of the last completion. A sample of the requests is polled over HTTP.
+ *   each event carries), and the time of the last completion; checked against the load's 202s, and a sample of the
+ *   requests polled over HTTP.
  * - Which processes served: no log line per call (it would cost the hot path), but what Linux says of each server
  *   process: the TCP connections of the load (not the bench's own calls) it held during each load, looked at every
- *   250 ms, and the CPU time it used. A process served when it held connections of the load and used CPU time. The bare servers: each has a load of its
- *   own, whose answers are counted.
+ *   250 ms, and the CPU time it used. A process served when it held connections of the load and used CPU time. The
+ *   bare servers: each has a load of its own, whose answers are counted.
+ * - Cost: answers per CPU second of all the processes of a side (a figure the machine's noise moves less).
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';

@@ -15,6 +15,7 @@ import { call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
 import type { Context, Row, ScenarioResult } from '../context.js';
 import { script } from '../paths.js';
 import { runChild } from '../processes.js';
+import { cpuTicksOf } from '../procfs.js';
 import { ratio, round } from '../stats.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -26,6 +27,9 @@ type Drain = {
   readonly seedSeconds: number;
   readonly drainSeconds: number;
   readonly perSec: number;
+  /** CPU seconds of the server from listening to the last completion, and requests per CPU second. */
+  readonly cpuSeconds: number;
+  readonly perCpuSecond: number;
 };
 
 const drainOne = async (context: Context, label: string, count: number): Promise<Drain> => {
@@ -55,6 +59,7 @@ const drainOne = async (context: Context, label: string, count: number): Promise
   const store = openLmdbStore(box.dataDir);
   const refresh = () => (store.reads as { refresh?: () => void }).refresh?.();
   const airs = await startAirs(box, { cpus: context.cpus.server, timeoutMs: 60_000 });
+  const ticksBefore = cpuTicksOf(airs.child.pid) ?? 0;
   try {
     let next = lastSeq + 1;
     let firstAt = 0;
@@ -78,6 +83,7 @@ const drainOne = async (context: Context, label: string, count: number): Promise
       }
     }
     if (failed > 0) throw new Error(`${label}: ${failed} requests failed`);
+    const cpuSeconds = round(((cpuTicksOf(airs.child.pid) ?? 0) - ticksBefore) / 100, 2);
     const { ids } = JSON.parse(readFileSync(sampleFile, 'utf8')) as { ids: string[] };
     for (const id of ids) {
       const polled = await call(airs.url, 'GET', `/v1/ai?req_id=${encodeURIComponent(id)}`, credentials.key);
@@ -91,9 +97,11 @@ const drainOne = async (context: Context, label: string, count: number): Promise
       seedSeconds,
       drainSeconds: round(drainSeconds, 2),
       perSec: round(completed / drainSeconds),
+      cpuSeconds,
+      perCpuSecond: round(completed / cpuSeconds),
     };
     context.log(
-      `  ${label}: ${count} queued, seeded in ${seedSeconds} s, drained in ${drain.drainSeconds} s (${drain.perSec}/s)`,
+      `  ${label}: ${count} queued, seeded in ${seedSeconds} s, drained in ${drain.drainSeconds} s (${drain.perSec}/s, ${drain.perCpuSecond} per server CPU second)`,
     );
     return drain;
   } finally {
@@ -117,9 +125,16 @@ export const deepQueueScenario = async (context: Context): Promise<ScenarioResul
       detail: `deep ${deep.perSec}/s (${deep.drainSeconds} s); shallow ${shallowFirst.perSec}/s before, ${shallowAfter.perSec}/s after`,
       met: context.options.smoke ? null : x >= minRatio,
     },
+    {
+      scenario: `deep queue (LMDB): requests per server CPU second`,
+      target: 'none (cost)',
+      measured: `${ratio(deep.perCpuSecond, round((shallowFirst.perCpuSecond + shallowAfter.perCpuSecond) / 2)).toFixed(2)} x`,
+      detail: `deep ${deep.perCpuSecond} (${deep.cpuSeconds} CPU s); shallow ${shallowFirst.perCpuSecond} before, ${shallowAfter.perCpuSecond} after`,
+      met: null,
+    },
   ];
   const notes = [
-    `deep queue: requests submitted through the store API while no server ran (seed.ts, Submit only), then one airs serve (processing.concurrency 64) drains them; rate = requests / (server's first event to last completion). Shallow runs before and after the deep one; their mean is the reference.`,
+    `deep queue: requests submitted through the store API while no server ran (seed.ts, Submit only), then one airs serve (processing.concurrency 64) drains them; rate = requests / (server's first event to last completion). Shallow runs before and after the deep one; their mean is the reference. Cost: requests per CPU second of the server from listening to its last completion (a figure the machine's noise moves less).`,
   ];
   return { name: 'deepqueue', rows, notes, details: { shallowFirst, deep, shallowAfter, shallowRate, ratio: x } };
 };
