@@ -34,8 +34,8 @@ export type EncodedError =
 
 export const encodeError = (error: unknown): EncodedError => {
   if (error instanceof Error && '_tag' in error && typeof error._tag === 'string' && error._tag in taggedClasses) {
-    // A tagged error's fields are its own enumerable properties (message included).
-    return { tag: error._tag, fields: { ...error } };
+    // A tagged error's fields are its own enumerable properties, but for `message`, which Error keeps apart.
+    return { tag: error._tag, fields: { ...error, message: error.message } };
   }
   if (error instanceof StoreUnreachable) return { fault: 'StoreUnreachable', message: error.message };
   if (error instanceof StorageFault) return { fault: 'StorageFault', message: error.message };
