@@ -188,8 +188,33 @@ export interface AttemptCounter {
   forget(scope: string, key: string): Promise<void>;
 }
 
+/**
+ * What one commit means to a worker pool, read once from its events where it was committed (app/processing/wakeups.ts):
+ * work may have become due (a request queued, retried, given back), a model's place may have freed (a request ended),
+ * these requests were cancelled (a model call running for one of them stops).
+ */
+export type CommitSummary = {
+  readonly workDue: boolean;
+  readonly freed: boolean;
+  readonly cancelled: readonly string[];
+};
+
+/**
+ * Where one process commits for several (`serve --processes N` on LMDB: the primary), each of them hears every commit
+ * as a summary, computed once by the writer, instead of re-reading the store to learn what changed.
+ */
+export interface SharedWriterChanges {
+  /** Hears each commit of the shared writer, any process's commands, once it is durable. */
+  onCommit(listener: (summary: CommitSummary) => void): () => void;
+  /** Hears writes from outside the processes that share the writer (an `airs` command): those need a full look. */
+  onForeignChange(listener: () => void): () => void;
+}
+
 export interface StoreShape {
   readonly reads: ReadModel;
+  /** Set where commits go through a writer shared with other processes (see SharedWriterChanges). `reads.onChange`
+   * still hears every change, commits by the writer included, gathered. */
+  readonly sharedWriter?: SharedWriterChanges;
   /**
    * Decides and appends a batch of commands in **one** write transaction (views and indexes in the same
    * transaction), each decided against the state the store holds when it is written and the commands before it in

@@ -65,7 +65,7 @@ export type RunningAirs = {
   readonly listeningMs: number;
 };
 
-/** Starts `airs serve` on a free port of 127.0.0.1, optionally pinned and with extra node flags (--cpu-prof). */
+/** Starts `airs serve` on 127.0.0.1 (a free port, or `port`), optionally pinned and with extra node flags (--cpu-prof). */
 export const startAirs = async (
   box: Sandbox,
   options: {
@@ -73,6 +73,10 @@ export const startAirs = async (
     readonly nodeArgs?: readonly string[];
     readonly timeoutMs?: number;
     readonly processes?: number;
+    /** A fixed port, as an operator gives it (default 0: any free port). */
+    readonly port?: number;
+    /** More environment for the server (LOG_LEVEL...). */
+    readonly env?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<RunningAirs> => {
   const started = performance.now();
@@ -81,7 +85,7 @@ export const startAirs = async (
     process.execPath,
     [...(options.nodeArgs ?? []), airsBin, 'serve', '--processes', String(options.processes ?? 1)],
     {
-      env: { ...box.env, PORT: '0', HOST: '127.0.0.1' },
+      env: { ...box.env, ...options.env, PORT: String(options.port ?? 0), HOST: '127.0.0.1' },
       cwd: box.dir,
       cpus: options.cpus,
     },

@@ -31,6 +31,8 @@ export type ScenarioResult = {
   readonly details: Record<string, unknown>;
   /** How the figures were made and anything unusual, for the report. */
   readonly notes: string[];
+  /** Tables of their own (already laid out), printed after the targets. */
+  readonly tables?: string[];
 };
 
 /** The node flags that profile an airs process (the server, or a CLI command) when `--cpu-prof` is given. */

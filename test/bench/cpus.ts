@@ -13,6 +13,8 @@ export type CpuPlan = {
   readonly load?: string;
   /** How the plan came about, for the report. */
   readonly note: string;
+  /** Every CPU this process could use at the start, when pinning is on (the cores scenario plans its own split). */
+  readonly allowed?: readonly number[];
 };
 
 /** An executable on PATH, or undefined. */
@@ -69,6 +71,7 @@ export const planCpus = (): CpuPlan => {
     server,
     load,
     note: `taskset: servers on CPU ${server}; load generators and the bench itself on CPU ${load}`,
+    allowed,
   };
 };
 

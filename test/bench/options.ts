@@ -1,6 +1,6 @@
 /** Command-line options of `npm run bench` and the sizes each mode runs with. */
 
-export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg', 'batch'] as const;
+export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg', 'batch', 'cores', 'deepqueue'] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
 export type Sizes = {
@@ -41,6 +41,22 @@ export type Sizes = {
     /** Bound on one timed run (upload to download, or the baseline's requests). */
     readonly timeoutSec: number;
   };
+  /** `--only=cores`: `airs serve --processes N` for N = 1, 2, 4, 8 (as far as the CPUs go) against N bare servers. */
+  readonly cores: {
+    /** Untimed load on each side before its rounds (JIT). */
+    readonly warmupSec: number;
+    /** POST and GET: `rounds` x (airs, bare), each `roundSec` long. */
+    readonly roundSec: number;
+    readonly rounds: number;
+    /** End to end: an untimed flood of this long first, then `floods` timed ones (the median is reported). */
+    readonly floodWarmupSec: number;
+    readonly floodSec: number;
+    readonly floods: number;
+    /** Bound on the drain after a flood. */
+    readonly drainTimeoutSec: number;
+  };
+  /** `--only=deepqueue`: the drain rate of a deep queue against a shallow one (LMDB, one server). */
+  readonly deepQueue: { readonly shallow: number; readonly deep: number; readonly timeoutSec: number };
 };
 
 export type Options = {
@@ -68,6 +84,8 @@ const fullSizes: Sizes = {
     pollSample: 1_000,
   },
   batch: { lines: 100_000, warmup: 5_000, clients: 64, pollMs: 100, timeoutSec: 600 },
+  cores: { warmupSec: 2, roundSec: 3, rounds: 5, floodWarmupSec: 2, floodSec: 8, floods: 3, drainTimeoutSec: 180 },
+  deepQueue: { shallow: 10_000, deep: 100_000, timeoutSec: 300 },
 };
 
 const smokeSizes: Sizes = {
@@ -83,6 +101,8 @@ const smokeSizes: Sizes = {
     pollSample: 50,
   },
   batch: { lines: 2_000, warmup: 200, clients: 16, pollMs: 100, timeoutSec: 120 },
+  cores: { warmupSec: 0, roundSec: 0.5, rounds: 1, floodWarmupSec: 0.3, floodSec: 0.5, floods: 1, drainTimeoutSec: 60 },
+  deepQueue: { shallow: 200, deep: 1_000, timeoutSec: 60 },
 };
 
 export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]

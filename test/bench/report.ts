@@ -16,6 +16,14 @@ export const table = (rows: readonly Row[]): string => {
   return [fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(fmt)].join('\n');
 };
 
+/** A table laid out in columns, as Markdown (readable as text, and pasted as is into docs/performance.md). */
+export const markdownTable = (header: readonly string[], lines: readonly (readonly string[])[]): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
+  const fmt = (cells: readonly string[]) =>
+    `| ${cells.map((cell, i) => cell.padEnd(widths[i] as number)).join(' | ')} |`;
+  return [fmt(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n');
+};
+
 export type RunReport = {
   readonly startedAt: string;
   readonly finishedAt: string;
@@ -37,6 +45,7 @@ export const printReport = (report: RunReport) => {
     '',
     rows.length > 0 ? table(rows) : '(no scenario produced figures)',
     '',
+    ...report.scenarios.flatMap((s) => (s.tables ?? []).flatMap((t) => [t, ''])),
     ...report.scenarios.flatMap((s) => s.notes.map((n) => `- ${n}`)),
     ...report.failures.map((f) => `- FAILED ${f.scenario}: ${f.error}`),
     ...(report.mode === 'smoke' ? ['- smoke mode: tiny counts, the figures say nothing about the targets.'] : []),

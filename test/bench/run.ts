@@ -3,8 +3,9 @@
  *
  *   npm run bench                         the full run (about 20 minutes on 2 CPUs, the pg scenario about 11)
  *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
- *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch); --cpu-prof profiles
- *                                         the airs servers
+ *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch, cores, deepqueue);
+ *                                         --cpu-prof profiles the airs servers
+ *   npm run bench -- --only=cores         issue 28: airs serve --processes N against N bare servers (a few minutes)
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
  * reported, never a failure. The exit status is non-zero only when a scenario could not run.
@@ -21,6 +22,8 @@ import { installExitHooks, stopAll } from './processes.js';
 import { type ProfileSummary, summarizeProfile } from './profile.js';
 import { printReport, type RunReport, writeReport } from './report.js';
 import { batchScenario } from './scenarios/batch.js';
+import { coresScenario } from './scenarios/cores.js';
+import { deepQueueScenario } from './scenarios/deepQueue.js';
 import { endToEndScenario } from './scenarios/endToEnd.js';
 import { httpScenario } from './scenarios/http.js';
 import { pgScenario } from './scenarios/pg.js';
@@ -36,6 +39,11 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
     title: 'a batch of echo chat completions vs the same requests one by one; on PostgreSQL',
     run: batchScenario,
   },
+  cores: {
+    title: 'airs serve --processes N (N = 1, 2, 4, 8 as the CPUs allow) vs N bare node:http',
+    run: coresScenario,
+  },
+  deepqueue: { title: 'a 100,000-deep queue drained against a shallow one (LMDB)', run: deepQueueScenario },
 };
 
 const log = (message: string) => process.stderr.write(`${message}\n`);

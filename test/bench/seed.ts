@@ -28,6 +28,8 @@ type SeedSpec = {
   readonly perTransaction?: number;
   /** Give up after this long (a bound, not a target). */
   readonly timeoutMs?: number;
+  /** Submit only: the requests stay queued (for a server to drain when it starts). */
+  readonly queuedOnly?: boolean;
 };
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as SeedSpec;
@@ -61,8 +63,12 @@ const shuffle = <T>(items: readonly T[]): T[] => {
   return copy;
 };
 
-/** The commands the server sends for one request that is queued, started and completed. */
-const commandsOf = (reqId: string, at: number): Command[] => [
+/** The commands the server sends for one request that is queued, started and completed (or only queued). */
+const commandsOf = (reqId: string, at: number): Command[] => {
+  const all = allCommandsOf(reqId, at);
+  return spec.queuedOnly === true ? all.slice(0, 1) : all;
+};
+const allCommandsOf = (reqId: string, at: number): Command[] => [
   {
     type: 'Submit',
     reqId,

@@ -32,6 +32,13 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   const openWarning = config.store.url === undefined ? openToOthers(config.dataDir) : undefined;
   if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
 
+  // On LMDB, this process is the data directory's one writer: the server processes send it their batches, and it
+  // commits those of a moment together (primaryWriter.ts). Structured clone (advanced) carries them as they are.
+  cluster.setupPrimary({ serialization: 'advanced' });
+  const writer =
+    config.store.url === undefined
+      ? (await import('./primaryWriter.js')).createPrimaryWriter(config.dataDir, logger)
+      : undefined;
   const listening = new Set<Worker>();
   let stopping = false;
   let respawnMs = firstRespawnMs;
@@ -41,6 +48,7 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   const fork = () =>
     new Promise<string>((resolve, reject) => {
       const worker = cluster.fork();
+      writer?.attach(worker);
       worker.on('message', (message: unknown) => {
         if (!isServerMessage(message)) return;
         listening.add(worker);
@@ -82,11 +90,21 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
     ).unref();
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     let failed = false;
+    let closing = false;
     const check = () => {
-      if (Object.keys(cluster.workers ?? {}).length > 0) return;
-      clearTimeout(force);
-      logger.flush();
-      process.exit(failed ? 1 : 0);
+      if (closing || Object.keys(cluster.workers ?? {}).length > 0) return;
+      closing = true;
+      // Every server process is gone: what they sent is committed, then the store closes.
+      void (writer?.close() ?? Promise.resolve())
+        .catch((error: unknown) => {
+          failed = true;
+          logger.error({ err: error }, 'closing the store failed');
+        })
+        .finally(() => {
+          clearTimeout(force);
+          logger.flush();
+          process.exit(failed ? 1 : 0);
+        });
     };
     cluster.on('exit', (_worker, code) => {
       // One that had not started yet ends by the signal itself (code null): not a failure.

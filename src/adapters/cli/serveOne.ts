@@ -47,7 +47,19 @@ export const serveOne = async (config: Config, output: Output) => {
       if (openWarning !== undefined) logger.warn({ dataDir: config.dataDir }, openWarning);
     }
   }
-  const app = await startApp({ config, logger });
+  // Forked on LMDB, this process commits through the primary, the data directory's one writer (primaryWriter.ts):
+  // every process's batches of a moment share one commit.
+  const storeLayer =
+    forked && config.store.url === undefined
+      ? await (async () => {
+          const [{ createRemoteWriter, primaryChannel }, { LmdbStoreLayer }] = await Promise.all([
+            import('../ipc/remoteWriter.js'),
+            import('../lmdb/LmdbStore.js'),
+          ]);
+          return LmdbStoreLayer(config.dataDir, { writer: createRemoteWriter(primaryChannel()) });
+        })()
+      : undefined;
+  const app = await startApp({ config, logger, ...(storeLayer === undefined ? {} : { storeLayer }) });
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     listening = await listen(app.http, {

@@ -18,6 +18,7 @@ import type { DailyUsage, GroupName, IndexKey, ViewAccess } from '../../storage/
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
+import type { RemoteWriter } from '../ipc/remoteWriter.js';
 import { watchChanges } from './changes.js';
 import {
   decodeIds,
@@ -372,8 +373,17 @@ export type LmdbStore = StoreShape & {
   readonly syncReads: SyncReads;
 };
 
+export type LmdbStoreOptions = {
+  /**
+   * Commits go to a writer shared with the other processes of the data directory (`serve --processes N`: the
+   * primary, adapters/ipc/remoteWriter.ts), which also says what changed: this process neither writes the log nor
+   * watches the file. Reads stay here, on this process's snapshots.
+   */
+  readonly writer?: RemoteWriter;
+};
+
 /** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
-export const openLmdbStore = (dataDir: string): LmdbStore => {
+export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): LmdbStore => {
   guardAgainstLmdbCommitRejections();
   const dbs = openDatabases(dataDir);
   const syncReads = readsOf(dbs);
@@ -383,7 +393,12 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     dbs.root.resetReadTxn();
     return lastSeqOf(dbs);
   });
-  const reads = readModelOf(syncReads, { limiterState: limits.state, onChange: changes.onChange });
+  const writer = options.writer;
+  writer?.setRefresh(() => dbs.root.resetReadTxn());
+  const reads = readModelOf(syncReads, {
+    limiterState: limits.state,
+    onChange: writer === undefined ? changes.onChange : writer.onChange,
+  });
   const written = createWrittenStates(writtenStatesLimit);
   const groups = createGroupChanges(dbs);
   const counts = {
@@ -452,6 +467,8 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           for (const { keyId, at } of batch.keyUses ?? []) dbs.keyLastUsed.put(keyId, at);
           written.wrote(result.lastSeq);
           wrote = { from: lastSeq, to: result.lastSeq };
+          // What this commit appends is no change by another process (said before the commit can be seen).
+          changes.wrote(lastSeq, result.lastSeq);
           return result.outcomes;
         } catch (error) {
           // This child transaction is rolled back: what it cached never happened, also for a batch that runs next
@@ -466,11 +483,10 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
           throw error;
         }
       });
-      // What was just committed is no change by another process.
-      if (wrote !== undefined) changes.wrote(wrote.from, wrote.to);
       return outcomes;
     } catch (error) {
       // The commit itself failed (an I/O error, a full disk): every batch in it is rolled back.
+      if (wrote !== undefined) changes.unwrote(wrote.from);
       written.failed();
       throw await classifyWriteError(error);
     }
@@ -480,7 +496,7 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
     databases: dbs,
     syncReads,
     reads,
-    commit,
+    ...(writer === undefined ? { commit } : { commit: writer.commit, sharedWriter: writer.changes }),
     spend: async (spends) => limits.spend(spends),
     attempts: limits.attempts,
     files: lmdbFileBytes(dbs),
@@ -495,11 +511,11 @@ export const openLmdbStore = (dataDir: string): LmdbStore => {
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */
-export const LmdbStoreLayer = (dataDir: string) =>
+export const LmdbStoreLayer = (dataDir: string, options?: LmdbStoreOptions) =>
   Layer.effect(
     Store,
     Effect.acquireRelease(
-      Effect.sync(() => openLmdbStore(dataDir)),
+      Effect.sync(() => openLmdbStore(dataDir, options)),
       (store) => Effect.promise(() => store.close()),
     ),
   );

@@ -16,6 +16,8 @@ const backstopMs = 5_000;
 export const watchChanges = (file: string, lastSeq: () => number) => {
   const listeners = new Set<() => void>();
   let seen = -1;
+  /** This process's commits (first seq before, last seq), by where they start: skipped when the log's end is read. */
+  const own = new Map<number, number>();
   let watcher: FSWatcher | undefined;
   let poller: NodeJS.Timeout | undefined;
   let backstop: NodeJS.Timeout | undefined;
@@ -23,8 +25,13 @@ export const watchChanges = (file: string, lastSeq: () => number) => {
   const look = () => {
     gathering = undefined;
     const end = lastSeq();
+    for (let to = own.get(seen); to !== undefined && to <= end; to = own.get(seen)) {
+      own.delete(seen);
+      seen = to;
+    }
     if (end === seen) return;
     seen = end;
+    for (const from of own.keys()) if (from < end) own.delete(from);
     for (const listener of listeners) listener();
   };
   const changed = () => {
@@ -34,6 +41,7 @@ export const watchChanges = (file: string, lastSeq: () => number) => {
   };
   const start = () => {
     seen = lastSeq();
+    own.clear();
     backstop = setInterval(changed, backstopMs).unref();
     try {
       watcher = watch(file, { persistent: false }, changed);
@@ -57,9 +65,17 @@ export const watchChanges = (file: string, lastSeq: () => number) => {
     gathering = undefined;
   };
   return {
-    /** This process committed the events after `from` up to `to`: no change by another, if nothing came before. */
+    /**
+     * This process commits the events after `from` up to `to`: no change by another, if nothing came before. Said from
+     * inside the write transaction, before the commit can be seen: a look between the commit and its acknowledgement
+     * does not take it for another's (under load, with commits back to back, that would be most looks).
+     */
     wrote(from: number, to: number) {
-      if (from === seen) seen = to;
+      if (listeners.size > 0 && to > from && from >= seen) own.set(from, to);
+    },
+    /** The commit said by `wrote` from `from` was rolled back. */
+    unwrote(from: number) {
+      own.delete(from);
     },
     onChange(listener: () => void): () => void {
       if (listeners.size === 0) start();

@@ -2,9 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
 import type { Unavailable } from '../../domain/errors.js';
-import type { DomainEvent } from '../../domain/events.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
-import { isRequestEvent } from '../../domain/request/events.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
@@ -23,6 +21,7 @@ import { createLeaseKeeper } from './leaseKeeper.js';
 import { createModelCaller } from './modelCall.js';
 import { createSlots } from './slots.js';
 import { createWaiters } from './waiters.js';
+import { freesAPlace, leavesWaiting } from './wakeups.js';
 
 /** What a submit may start under when a worker of this process is free for it (the store decides whether it does). */
 export type StartNow = { readonly owner: string; readonly leaseMs: number; readonly modelLimit?: number | undefined };
@@ -94,34 +93,6 @@ export type ProcessorDeps = {
   readonly maxBacklog?: number | undefined;
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   readonly live?: LiveOutputShape | undefined;
-};
-
-/** Events after which work may be due that was not: a request waits (queued, to be retried, given back). */
-const queues: ReadonlySet<string> = new Set([
-  'RequestQueued',
-  'RequestAttemptFailed',
-  'RequestReleased',
-  // Its lease ended (its process is gone): due now, for whichever process claims first.
-  'RequestOwnerGone',
-]);
-
-/** Events after which a model may have room it did not have. */
-const frees: ReadonlySet<string> = new Set(['RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestExpired']);
-
-/**
- * A command's events leave some request waiting: its last event there queues it. (A submit started at once queues
- * and starts its request in one outcome; a claim may retry one request and start another.)
- */
-const waiting = new Set<string>();
-const leavesWaiting = (events: readonly DomainEvent[]) => {
-  // One set for every call (it runs for each outcome of every batch, and synchronously).
-  waiting.clear();
-  for (const event of events) {
-    if (!isRequestEvent(event)) continue;
-    if (queues.has(event.type)) waiting.add(event.reqId);
-    else waiting.delete(event.reqId);
-  }
-  return waiting.size > 0;
 };
 
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
@@ -283,7 +254,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     for (const outcome of outcomes) {
       if (!('events' in outcome)) continue;
       if (leavesWaiting(outcome.events)) return dispatcher.schedule();
-      freed ||= outcome.events.some((event) => frees.has(event.type));
+      freed ||= freesAPlace(outcome.events);
     }
     // Work left for its model's bound was seen due by the last read, so the pick reads the queue again.
     if (freed) dispatcher.workerFree();
@@ -294,14 +265,34 @@ export const createProcessor = (deps: ProcessorDeps) => {
    * due here, or end a call running here: the dispatcher looks again, and calls in flight whose request was cancelled
    * meanwhile are aborted.
    */
-  const stopHearingOthers = store.reads.onChange(() => {
+  const lookAgain = () => {
     dispatcher.schedule();
     for (const reqId of caller.abortable())
       void store.reads.request(reqId).then(
         (state) => state?.status === 'cancelled' && caller.abort(reqId),
         () => {},
       );
-  });
+  };
+  const shared = store.sharedWriter;
+  // With a writer shared by several processes, each of its commits comes summarised (once, by the writer): the queue
+  // is looked at only when work became due or a place freed, and only the cancelled requests' calls are aborted. A
+  // write from outside those processes (an `airs` command) still has everything looked at again.
+  const stopHearingOthers =
+    shared === undefined
+      ? store.reads.onChange(lookAgain)
+      : (() => {
+          const stopCommits = shared.onCommit(({ workDue, freed, cancelled }) => {
+            if (workDue) dispatcher.schedule();
+            else if (freed) dispatcher.workerFree();
+            // As when this process cancels: its call stops (or never starts), its waiters are told.
+            for (const reqId of cancelled) if (working.has(reqId)) cancelledHere(reqId);
+          });
+          const stopForeign = shared.onForeignChange(lookAgain);
+          return () => {
+            stopCommits();
+            stopForeign();
+          };
+        })();
 
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
@@ -317,7 +308,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     dispatcher.schedule();
   };
 
-  const cancelled: ProcessorShape['cancelled'] = (reqId) => {
+  const cancelledHere: ProcessorShape['cancelled'] = (reqId) => {
     if (!caller.abort(reqId) && working.has(reqId)) cancelledEarly.add(reqId);
     waiters.tell(reqId);
   };
@@ -360,7 +351,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     refusesNow: () => (slots.free() > 0 ? undefined : admission.full()),
     backlog: admission.backlog,
     submitted,
-    cancelled,
+    cancelled: cancelledHere,
     outcome: waiters.wait,
     inFlight: () => working.size,
     idle,

@@ -20,7 +20,8 @@ const targets = {
   get: { minRatio: 0.7, maxP99Ms: 5, label: 'GET /v1/ai (completed request)' },
 } as const;
 
-const startBare = async (cpus: string | undefined) => {
+/** A bare node:http server (bareServer.ts) on a free port of 127.0.0.1, pinned to `cpus`. */
+export const startBare = async (cpus: string | undefined) => {
   const child = startChild('bare node:http', process.execPath, [script('bareServer')], {
     cpus,
     env: { ...process.env, PORT: '0' },
