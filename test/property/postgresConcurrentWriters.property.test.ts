@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -21,7 +22,7 @@ import { stopTestCluster, testCluster } from '../support/postgres.js';
  */
 
 const accounts = ['acct_1', 'acct_2', 'acct_3'];
-const reqIds = Array.from({ length: 20 }, (_, i) => `req_${String(i).padStart(2, '0')}`);
+const reqIds = Array.from({ length: 8 }, (_, i) => `req_${String(i).padStart(2, '0')}`);
 const owners = ['A', 'B', 'C'];
 const policy: RetryPolicy = { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 10 };
 const maxQueued = 4;
@@ -105,7 +106,7 @@ const command = fc.oneof(
 );
 const batch = fc.array(command, { minLength: 1, maxLength: 5 });
 /** Per writer (a store handle), its batches, all committed at once. */
-const writers = fc.array(fc.array(batch, { minLength: 1, maxLength: 4 }), { minLength: 3, maxLength: 3 });
+const writers = fc.array(fc.array(batch, { minLength: 2, maxLength: 6 }), { minLength: 3, maxLength: 3 });
 
 const eventsOf = (outcome: CommandOutcome | Error): readonly StoredEvent[] =>
   outcome instanceof Error || !('events' in outcome) ? [] : outcome.events;
@@ -141,8 +142,13 @@ const boundsBroken = (log: readonly StoredEvent[]): string[] => {
     if (!event.type.startsWith('Request')) continue;
     const { reqId } = event as RequestEvent;
     const before = states.get(reqId) ?? initialRequestState;
-    if (event.type === 'RequestProcessingStarted' && before.status === 'processing')
-      broken.push(`event ${event.seq}: ${reqId} started while being processed`);
+    // Taken over only once its lease lapsed (a claim takes lapsed leases), never while another owner holds it.
+    if (
+      event.type === 'RequestProcessingStarted' &&
+      before.status === 'processing' &&
+      (before.context.leaseUntil === undefined || before.context.leaseUntil > event.at)
+    )
+      broken.push(`event ${event.seq}: ${reqId} started while its lease ran`);
     const after = tryEvolve(before, event as RequestEvent);
     if (after === undefined) {
       broken.push(`event ${event.seq}: ${event.type} of ${reqId} not accepted in status ${before.status}`);
@@ -201,6 +207,12 @@ describe('The PostgreSQL store, with several writers at once and no global lock'
           const bySeq = new Map(seen.map((event) => [event.seq, event]));
           for (const event of committed) expect(bySeq.get(event.seq)).toEqual(event);
           expect(await reader.reads.lastSeq()).toBe(seen.length);
+          // Numbered in the order of the transactions' ids (then places in them): what makes numbering again, after a
+          // crash lost a numbering that was not flushed, give the same numbers (sequence.ts).
+          const order = await reader.db.query<{ seq: number }[]>(
+            sql`SELECT seq::float8 AS seq FROM events ORDER BY tx, ord`,
+          );
+          expect(order.map((row) => row.seq)).toEqual(seen.map((event) => event.seq));
           // Exact decisions: every bound held at every point of the log, and the log verifies.
           expect(boundsBroken(seen)).toEqual([]);
           expect((await verifyPostgres(reader.db)).differences).toEqual([]);

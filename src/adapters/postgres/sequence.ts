@@ -31,30 +31,32 @@ import { lockSpace } from './schema.js';
  * `waiting` that is numbered now (by this numbering or an earlier one, of any node). */
 export const numberLog = async (db: Db, waiting: readonly string[]): Promise<Map<string, number>> =>
   db.begin(async (query: Query) => {
-    await query(sql`SET LOCAL synchronous_commit = off`);
-    await query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`);
-    const [numbered] = await query<{ n: number; last: number }[]>(sql`
-      WITH head AS (SELECT last_seq FROM log_head WHERE id = 1),
-      todo AS (
-        SELECT tx, ord, row_number() OVER (ORDER BY tx, ord) AS n FROM events
-        WHERE seq IS NULL AND tx < pg_snapshot_xmin(pg_current_snapshot())
-      ), done AS (
-        UPDATE events e SET seq = head.last_seq + todo.n FROM todo, head
-        WHERE e.seq IS NULL AND e.tx = todo.tx AND e.ord = todo.ord
-        RETURNING e.seq
-      )
-      SELECT count(*)::float8 AS n, coalesce(max(seq), 0)::float8 AS last FROM done`);
-    if (numbered !== undefined && numbered.n > 0) {
-      await query(sql`UPDATE log_head SET last_seq = ${numbered.last} WHERE id = 1`);
-      await query(sql`SELECT pg_notify(${changesChannel}, ${String(numbered.last)})`);
-    }
+    // One round trip: the statements go out together and run in order on the transaction's connection.
+    const [, , , rows] = await Promise.all([
+      query(sql`SET LOCAL synchronous_commit = off`),
+      query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`),
+      query(sql`
+        WITH head AS (SELECT last_seq FROM log_head WHERE id = 1),
+        todo AS (
+          SELECT tx, ord, row_number() OVER (ORDER BY tx, ord) AS n FROM events
+          WHERE seq IS NULL AND tx < pg_snapshot_xmin(pg_current_snapshot())
+        ), done AS (
+          UPDATE events e SET seq = head.last_seq + todo.n FROM todo, head
+          WHERE e.seq IS NULL AND e.tx = todo.tx AND e.ord = todo.ord
+          RETURNING e.seq
+        ), moved AS (
+          UPDATE log_head SET last_seq = (SELECT max(seq) FROM done) WHERE id = 1 AND EXISTS (SELECT 1 FROM done)
+          RETURNING last_seq
+        )
+        SELECT pg_notify(${changesChannel}, last_seq::text) FROM moved`),
+      waiting.length === 0
+        ? Promise.resolve([])
+        : query<{ tx: string; first: number | null }[]>(sql`
+            SELECT u.tx, (SELECT min(seq) FROM events e WHERE e.tx = u.tx::xid8)::float8 AS first
+            FROM unnest(${[...waiting]}::text[]) AS u(tx)`),
+    ]);
     const firsts = new Map<string, number>();
-    if (waiting.length > 0) {
-      const rows = await query<{ tx: string; first: number | null }[]>(sql`
-        SELECT u.tx, (SELECT min(seq) FROM events e WHERE e.tx = u.tx::xid8)::float8 AS first
-        FROM unnest(${[...waiting]}::text[]) AS u(tx)`);
-      for (const { tx, first } of rows) if (first !== null) firsts.set(tx, first);
-    }
+    for (const { tx, first } of rows) if (first !== null) firsts.set(tx, first);
     return firsts;
   });
 
