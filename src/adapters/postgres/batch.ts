@@ -11,7 +11,16 @@ import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import { type Query, type Statement, sql } from './db.js';
-import { LocksNeeded, lockAll, lockOfNeed, locksOfWrites, tryLockAll } from './locks.js';
+import {
+  claimsKey,
+  LocksNeeded,
+  likelyWrites,
+  lockAll,
+  lockOfNeed,
+  lockSeparator,
+  locksOfWrites,
+  tryLockAll,
+} from './locks.js';
 import {
   compareIds,
   defaultFetchSizes,
@@ -624,6 +633,45 @@ export const writeAll = async (
   await Promise.all(work);
 };
 
+/** Whether what `fetched` holds of the things `keys` lock is still what the database holds (read again now that they
+ * are locked). Requests, batches and accounts can be fetched without their locks (found by a claim's scan, or with a
+ * request); anything else fetched is checked by fetching all again. */
+const unchangedSince = async (query: Query, fetched: Fetched, keys: readonly string[]): Promise<boolean> => {
+  const ids = { r: [] as string[], b: [] as string[], a: [] as string[] };
+  for (const key of keys) {
+    const [kind, ...rest] = key.split(lockSeparator);
+    const id = rest.join(lockSeparator);
+    if (kind === 'r' || kind === 'b' || kind === 'a') {
+      const map = kind === 'r' ? fetched.requests : kind === 'b' ? fetched.batches : fetched.accounts;
+      if (map.has(id)) ids[kind].push(id);
+    } else if (kind !== 'q' && kind !== 'n' && kind !== claimsKey) return false;
+  }
+  const same = (before: unknown, rows: readonly { id: string; state: unknown }[], id: string) =>
+    JSON.stringify(before ?? null) === JSON.stringify(rows.find((row) => row.id === id)?.state ?? null);
+  const [requests, batches, accounts] = await Promise.all([
+    ids.r.length === 0
+      ? []
+      : query<{ id: string; state: unknown }[]>(
+          sql`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids.r}::text[])`,
+        ),
+    ids.b.length === 0
+      ? []
+      : query<{ id: string; state: unknown }[]>(
+          sql`SELECT batch_id AS id, state FROM batches WHERE batch_id = ANY(${ids.b}::text[])`,
+        ),
+    ids.a.length === 0
+      ? []
+      : query<{ id: string; state: unknown }[]>(
+          sql`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids.a}::text[])`,
+        ),
+  ]);
+  return (
+    ids.r.every((id) => same(fetched.requests.get(id), requests, id)) &&
+    ids.b.every((id) => same(fetched.batches.get(id), batches, id)) &&
+    ids.a.every((id) => same(fetched.accounts.get(id), accounts, id))
+  );
+};
+
 /** The channel every node LISTENs on; each numbering of the log that numbered something NOTIFYs it (sequence.ts). */
 export const changesChannel = 'airs_changes';
 
@@ -644,7 +692,7 @@ export const commitInTransaction = async (
   firstLocks: readonly string[] = [],
 ): Promise<Committed> => {
   const prefetch = prefetchOf(batch.commands, sizes);
-  const held = new Set<string>([...firstLocks, ...prefetch.map(lockOfNeed)]);
+  const held = new Set<string>([...firstLocks, ...prefetch.map(lockOfNeed), ...likelyWrites(batch.commands)]);
   // The locks' statement goes first; the fetches are queued behind it on the same connection and run once it holds
   // them. The transaction has no id yet (it wrote nothing).
   let fetched = new Fetched(sizes);
@@ -661,19 +709,23 @@ export const commitInTransaction = async (
     } catch (error) {
       fault = error;
     }
-    if (round >= maxRounds) throw new Error(`a batch still needed more reads after ${maxRounds} rounds`);
     const more = [...fetched.needs.map(lockOfNeed), ...(fetched.needs.length > 0 ? [] : locksOfWrites(writes))].filter(
       (key) => !held.has(key),
     );
+    if (round >= maxRounds && (more.length > 0 || fetched.needs.length > 0))
+      throw new Error(`a batch still needed more reads after ${maxRounds} rounds`);
     if (more.length > 0) {
       const unique = [...new Set(more)].sort();
       if (!(await tryLockAll(query, unique))) throw new LocksNeeded([...held, ...unique]);
       for (const key of unique) held.add(key);
-      // What was read before these locks were held may have changed since: all of it is read again.
-      asked.push(...fetched.needs);
-      fetched = new Fetched(sizes);
-      await fetchInto(query, fetched, asked);
-      continue;
+      // What was read before these locks were held may have changed since (a request a claim found in the queue): read
+      // again, the batch decides as it did if nothing changed, else all of it is read again.
+      if (!(await unchangedSince(query, fetched, unique))) {
+        asked.push(...fetched.needs);
+        fetched = new Fetched(sizes);
+        await fetchInto(query, fetched, asked);
+        continue;
+      }
     }
     if (fetched.needs.length > 0) {
       asked.push(...fetched.needs);

@@ -1,3 +1,4 @@
+import type { Command } from '../../domain/commands.js';
 import type { Query } from './db.js';
 import type { Need, Writes } from './overlay.js';
 import { lockSpace } from './schema.js';
@@ -35,6 +36,8 @@ import { lockSpace } from './schema.js';
 export const claimsKey = 'claims';
 
 const sep = '\u001f';
+/** What separates a key's kind from its id. */
+export const lockSeparator = sep;
 const requestKey = (id: string) => `r${sep}${id}`;
 
 /** The lock a need of deciding is covered by (undefined: none needed, e.g. a request found by a claim's scan). */
@@ -72,6 +75,11 @@ export const lockOfNeed = (need: Need): string => {
       return claimsKey;
   }
 };
+
+/** Locks a batch will most likely need for its writes, taken with its first (a submit raises its account's queued
+ * count): fewer tries later. */
+export const likelyWrites = (commands: readonly Command[]): string[] =>
+  commands.flatMap((command) => (command.type === 'Submit' ? [`q${sep}${command.accountId}`] : []));
 
 /** The locks covering what a batch writes. */
 export const locksOfWrites = (writes: Writes): string[] => {

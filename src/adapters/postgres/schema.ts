@@ -206,16 +206,17 @@ export const migrations: readonly string[] = [
   // (`tx`, assigned once the batch holds its locks) and their place in it (`ord`), without a sequence number; the
   // numbering (sequence.ts) gives `seq` afterwards, gap-free, in (tx, ord) order, to the rows of transactions below
   // the oldest one still running (pg_snapshot_xmin), which can no longer gain a row before them. Rows numbered before
-  // this migration keep their numbers (tx 0, ord = seq). Readers read numbered rows only, by `seq`.
+  // this migration keep their numbers (tx 0, ord = seq). Readers read numbered rows only, by `seq`. (Written to run
+  // again over itself: tests make a database look older by undoing only what the versions they test made.)
   `
-  ALTER TABLE events DROP CONSTRAINT events_pkey;
+  ALTER TABLE events DROP CONSTRAINT IF EXISTS events_pkey;
   ALTER TABLE events ALTER COLUMN seq DROP NOT NULL;
-  ALTER TABLE events ADD COLUMN tx xid8, ADD COLUMN ord bigint;
-  UPDATE events SET tx = '0'::xid8, ord = seq;
+  ALTER TABLE events ADD COLUMN IF NOT EXISTS tx xid8, ADD COLUMN IF NOT EXISTS ord bigint;
+  UPDATE events SET tx = '0'::xid8, ord = seq WHERE tx IS NULL;
   ALTER TABLE events ALTER COLUMN tx SET NOT NULL, ALTER COLUMN ord SET NOT NULL;
-  CREATE UNIQUE INDEX events_seq ON events (seq);
-  CREATE UNIQUE INDEX events_tx ON events (tx, ord);
-  CREATE INDEX events_unnumbered ON events (tx, ord) WHERE seq IS NULL;
+  CREATE UNIQUE INDEX IF NOT EXISTS events_seq ON events (seq);
+  CREATE UNIQUE INDEX IF NOT EXISTS events_tx ON events (tx, ord);
+  CREATE INDEX IF NOT EXISTS events_unnumbered ON events (tx, ord) WHERE seq IS NULL;
   `,
 ];
 
