@@ -98,9 +98,11 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   // Hearing other nodes' commits: LISTEN on a connection of its own, before the store is handed out (a listener added
   // at once hears every commit after it). It listens again after a lost connection; what was committed meanwhile was
   // not heard, so every listener is told then.
+  const numbering = numberer(db);
   const listeners = new Set<() => void>();
   let telling = false;
   const tell = () => {
+    numbering.poke();
     if (telling) return;
     telling = true;
     setImmediate(() => {
@@ -117,7 +119,6 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
 
   // Batches of this handle run side by side (`batchesInFlight` of them, each on a connection of its own): no lock
   // covers the whole log (locks.ts), so they wait only for what they share with each other or with other nodes.
-  const numbering = numberer(db);
   const inFlight = new Set<Promise<unknown>>();
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     const run = (async () => {

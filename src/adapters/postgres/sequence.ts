@@ -68,6 +68,8 @@ export const numberer = (db: Db) => {
   const waiters = new Map<string, ((first: number) => void)[]>();
   let running: Promise<void> | undefined;
   let again = false;
+  /** Ends the pause between two numberings: another node numbered something (its NOTIFY), perhaps what is waited for. */
+  let poked: (() => void) | undefined;
   const run = async () => {
     let pause = 0;
     while (waiters.size > 0 || again) {
@@ -81,7 +83,14 @@ export const numberer = (db: Db) => {
       // A transaction older than those waited for still runs: it ends soon (batches are short), then it is tried again.
       if (firsts.size === 0) {
         pause = Math.min(20, pause + 1);
-        await new Promise((resolve) => setTimeout(resolve, pause));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pause);
+          poked = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        poked = undefined;
       } else pause = 0;
     }
   };
@@ -106,6 +115,8 @@ export const numberer = (db: Db) => {
           reject(error);
         });
       }),
+    /** Another node's numbering was heard: a pause ends now. */
+    poke: () => poked?.(),
     /** Numbers what can be numbered now (a store that opens: what a crash left unnumbered). */
     numberNow: async () => {
       await numberLog(db, []);
