@@ -735,12 +735,13 @@ export const commitInTransaction = async (
     if (result === undefined) throw fault;
     // The transaction id, assigned now that every lock is held (locks.ts): it orders this batch's events after those
     // of every batch whose writes it read.
-    let tx: string | null = null;
-    if (writes.events.length > 0) {
-      const [row] = await query<{ tx: string }[]>(sql`SELECT pg_current_xact_id()::text AS tx`);
-      tx = row?.tx ?? null;
-    }
-    await writeAll(query, writes, batch, { tx: 'current' });
-    return { outcomes: result.outcomes, tx, events: writes.events.length, rounds: round };
+    // Asked first, with the writes queued behind it on the connection (one round trip).
+    const [txRows] = await Promise.all([
+      writes.events.length === 0
+        ? Promise.resolve([])
+        : query<{ tx: string }[]>(sql`SELECT pg_current_xact_id()::text AS tx`),
+      writeAll(query, writes, batch, { tx: 'current' }),
+    ]);
+    return { outcomes: result.outcomes, tx: txRows[0]?.tx ?? null, events: writes.events.length, rounds: round };
   }
 };
