@@ -158,7 +158,13 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     return run;
   };
   // What a crash left committed and unnumbered is numbered before the store is handed out.
-  await numbering.numberNow();
+  try {
+    await numbering.numberNow();
+  } catch (error) {
+    await listen.stop();
+    await db.end();
+    throw error;
+  }
 
   const spend = async (spends: readonly Spend[]): Promise<readonly Decision[]> => {
     if (spends.length === 0) return [];

@@ -70,11 +70,23 @@ export const numberer = (db: Db) => {
   let again = false;
   /** Ends the pause between two numberings: another node numbered something (its NOTIFY), perhaps what is waited for. */
   let poked: (() => void) | undefined;
+  // The batches waiting are committed already: a numbering that fails (a connection cut) is tried again a few times
+  // before they are answered with its error (their events are numbered by the next numbering of any node anyway).
+  const numberWithRetries = async (waiting: readonly string[]) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await numberLog(db, waiting);
+      } catch (error) {
+        if (attempt >= 4) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  };
   const run = async () => {
     let pause = 0;
     while (waiters.size > 0 || again) {
       again = false;
-      const firsts = await numberLog(db, [...waiters.keys()]);
+      const firsts = await numberWithRetries([...waiters.keys()]);
       for (const [tx, first] of firsts) {
         for (const resolve of waiters.get(tx) ?? []) resolve(first);
         waiters.delete(tx);
