@@ -108,6 +108,9 @@ export const createPrimaryWriter = (dataDir: string, log: Logger) => {
   };
 
   return {
+    /** Opens the store now (once the first server process has created or migrated it), so that a write from outside
+     * is heard even before any process sends a batch. */
+    open: async () => void (await open()),
     /** Takes the batches of a server process just forked. */
     attach(worker: Worker) {
       workers.add(worker);

@@ -119,11 +119,14 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   let url: string;
   try {
     url = await fork();
+    await writer?.open();
     await Promise.all(Array.from({ length: config.processes - 1 }, fork));
   } catch (status) {
     // The server process said why on stderr: the others stop, and the start ends with its status, saying no more.
     stopping = true;
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    // The writer could not open the store (a server process had opened it): said here, as no process said it.
+    if (status instanceof Error) throw new CliError(`cannot open the store: ${status.message}`, 1);
     throw new CliError('', typeof status === 'number' && status !== 0 ? status : 1);
   }
   output.out(`airs listening on ${url}/`);

@@ -73,7 +73,7 @@ const postgresFollower = (url: string): LogFollower & { close(): Promise<void> }
 const endToEnd = async (context: Context, cluster: BenchCluster) => {
   const url = await cluster.createDatabase();
   // The default worker count (processing.concurrency unset): issue 28's target is met without raising it.
-  const { processing: _raised, ...defaultWorkers } = benchConfig;
+  const defaultWorkers = { ...benchConfig, processing: { maxBacklog: benchConfig.processing.maxBacklog } };
   const box = onDatabase(sandbox(context.workDir, 'pg-e2e-airs', defaultWorkers), url);
   const credentials = await createAccountWithKey(box);
   const airs = await startAirs(box, {
