@@ -317,7 +317,7 @@ describe('replay --verify on a PostgreSQL store (every view rebuilt from the eve
     const seq = (head?.last_seq ?? 0) + 1;
     const event = { type: 'RequestQueued', reqId: 'req_completed', accountId: 'acct_2', keyId: 'key_3', model: 'echo' };
     await store.db.query(
-      sql`INSERT INTO events (seq, tx, ord, payload) VALUES (${seq}, pg_current_xact_id(), ${seq}, ${JSON.stringify({ ...event, promptChars: 5, at: 5_000, expiresAt: 65_000, seq })}::text::json)`,
+      sql`INSERT INTO events (seq, payload) VALUES (${seq}, ${JSON.stringify({ ...event, promptChars: 5, at: 5_000, expiresAt: 65_000, seq })}::text::json)`,
     );
     await store.db.query(sql`UPDATE log_head SET last_seq = ${seq}`);
     expect(await differences()).toEqual([`event ${seq}: RequestQueued is not accepted by the machine`]);
@@ -442,9 +442,7 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
     const [head] = await store.db.query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head`);
     const seq = (head?.last_seq ?? 0) + 1;
     const event = { type: 'BatchStarted', batchId: batchIdOf(2), owner: batchRunner, total: 1, at: 600, seq };
-    await store.db.query(
-      sql`INSERT INTO events (seq, tx, ord, payload) VALUES (${seq}, pg_current_xact_id(), ${seq}, ${JSON.stringify(event)}::text::json)`,
-    );
+    await store.db.query(sql`INSERT INTO events (seq, payload) VALUES (${seq}, ${JSON.stringify(event)}::text::json)`);
     await store.db.query(sql`UPDATE log_head SET last_seq = ${seq}`);
     expect((await verifyPostgres(store.db)).differences).toEqual([
       `event ${seq}: BatchStarted is not accepted by the batch machine`,

@@ -25,17 +25,10 @@ import { changesChannel, commitInTransaction } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
 import { isDiskFault, withConnectionFaults } from './faults.js';
 import { postgresFileBytes } from './fileBytes.js';
-import { LocksNeeded } from './locks.js';
 import type { FetchSizes } from './overlay.js';
 import { readsOf } from './reads.js';
 import { redactedUrl } from './redactedUrl.js';
 import { lockSpace, migrate } from './schema.js';
-import { numberer } from './sequence.js';
-
-/** How many times a batch starts again when locks it found it needs are held elsewhere (locks.ts). */
-const maxAttempts = 50;
-/** Batches of one handle in flight at once, by default. */
-const defaultBatchesInFlight = 4;
 
 /**
  * The Store on PostgreSQL (13 or newer), shared by any number of nodes: the same deciding and projection as the LMDB
@@ -45,17 +38,13 @@ const defaultBatchesInFlight = 4;
  * - Durable: every connection runs with `synchronous_commit = on`, whatever the server's default, so a commit (and the
  *   answer that waits for it) returns only once PostgreSQL has flushed it (and, with an operator's synchronous
  *   replica, replicated it).
- * - No lock on the whole log (issue 28): a batch locks what it decides on and writes (advisory locks per request,
- *   account, key, idempotency key, batch, file, counter; one for all claims), in one order (locks.ts), so each command
- *   is decided against everything committed before on what it depends on, and batches of this node and of other nodes
- *   that share nothing commit side by side (`batchesInFlight`).
- * - Sequence numbers come after the commit (sequence.ts): gap-free from 1, in the order of the transactions' ids
- *   below the oldest still running; a commit is answered once its events are numbered.
+ * - One writer of the log at a time across all nodes (an advisory lock held for the transaction): each command is
+ *   decided against everything committed before, and sequence numbers are gap-free in commit order.
  * - Rate-limit spending and the throttles' attempts: each in a short transaction of its own that locks the budgets or
  *   keys it touches (advisory locks, in a fixed order), so they are exact across nodes; committed without waiting for
  *   the flush (`synchronous_commit = off` for those only: not durable like the log, as the port allows).
- * - `onChange`: a connection of its own LISTENs; each numbering that numbered something NOTIFYs in its transaction
- *   (delivered on commit, to every node).
+ * - `onChange`: a connection of its own LISTENs; each commit that appends NOTIFYs in its transaction (delivered on
+ *   commit, to every node).
  */
 
 export type PostgresStoreOptions = {
@@ -63,9 +52,7 @@ export type PostgresStoreOptions = {
   readonly maxConnections?: number;
   /** How much a batch fetches of the queue at once (tests: tiny, to take every way of fetching more). */
   readonly fetchSizes?: FetchSizes;
-  /** Batches of this handle committed at once (each on a connection of its own). */
-  readonly batchesInFlight?: number;
-  /** Told how many times each batch was decided (1: everything it read was fetched with its first locks). */
+  /** Told how many times each batch was decided (1: everything it read was fetched with the lock). */
   readonly onBatch?: (rounds: number) => void;
   /** The most throttle keys kept (about; see `withAttempts`), and how many reservations apart this node counts them. */
   readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
@@ -98,11 +85,9 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   // Hearing other nodes' commits: LISTEN on a connection of its own, before the store is handed out (a listener added
   // at once hears every commit after it). It listens again after a lost connection; what was committed meanwhile was
   // not heard, so every listener is told then.
-  const numbering = numberer(db);
   const listeners = new Set<() => void>();
   let telling = false;
   const tell = () => {
-    numbering.poke();
     if (telling) return;
     telling = true;
     setImmediate(() => {
@@ -117,54 +102,22 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     return () => void listeners.delete(listener);
   });
 
-  // Batches of this handle run side by side (`batchesInFlight` of them, each on a connection of its own): no lock
-  // covers the whole log (locks.ts), so they wait only for what they share with each other or with other nodes.
-  const inFlight = new Set<Promise<unknown>>();
+  // This handle's batches go one after another (as LMDB's single writer): the lock would serialise them anyway, and
+  // waiting here holds no connection.
+  let queue: Promise<unknown> = Promise.resolve();
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
-    const run = (async () => {
+    const run = queue.then(async () => {
       try {
-        const { outcomes, tx, rounds } = await db.begin(async (query) => {
-          let locks: readonly string[] = [];
-          for (let attempt = 1; ; attempt++) {
-            try {
-              return await commitInTransaction(query, batch, options.fetchSizes, locks);
-            } catch (error) {
-              if (!(error instanceof LocksNeeded) || attempt >= maxAttempts) throw error;
-              // Started again, taking first (waiting, in order) the locks found held elsewhere.
-              locks = error.keys;
-              await query(sql`ROLLBACK`);
-              await query(sql`BEGIN`);
-            }
-          }
-        });
+        const { outcomes, rounds } = await db.begin((query) => commitInTransaction(query, batch, options.fetchSizes));
         options.onBatch?.(rounds);
-        if (tx === null) return outcomes;
-        // Answered once its events have their numbers (sequence.ts); each event's `seq` was its place in the batch.
-        const base = (await numbering.numbered(tx)) - 1;
-        return outcomes.map((outcome) =>
-          outcome instanceof Error || !('events' in outcome) || outcome.events.length === 0
-            ? outcome
-            : { ...outcome, events: outcome.events.map((event) => ({ ...event, seq: event.seq + base })) },
-        );
+        return outcomes;
       } catch (error) {
         throw classify(error);
       }
-    })();
-    inFlight.add(run);
-    void run.then(
-      () => inFlight.delete(run),
-      () => inFlight.delete(run),
-    );
+    });
+    queue = run.catch(() => {});
     return run;
   };
-  // What a crash left committed and unnumbered is numbered before the store is handed out.
-  try {
-    await numbering.numberNow();
-  } catch (error) {
-    await listen.stop();
-    await db.end();
-    throw error;
-  }
 
   const spend = async (spends: readonly Spend[]): Promise<readonly Decision[]> => {
     if (spends.length === 0) return [];
@@ -278,7 +231,8 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     db,
     reads,
     commit,
-    batchesInFlight: options.batchesInFlight ?? defaultBatchesInFlight,
+    // This handle's batches run one after another (above): the committer keeps the next one until then.
+    batchesInFlight: 1,
     spend,
     attempts,
     files: postgresFileBytes(db.query),
@@ -286,7 +240,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       if (closed) return;
       closed = true;
       listeners.clear();
-      await Promise.allSettled([...inFlight]);
+      await queue;
       await listen.stop();
       await db.end();
     },

@@ -12,17 +12,6 @@ import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import { type Query, type Statement, sql } from './db.js';
 import {
-  claimsKey,
-  LocksNeeded,
-  likelyWrites,
-  lockAll,
-  lockOfNeed,
-  lockSeparator,
-  locksOfWrites,
-  tryLockAll,
-} from './locks.js';
-import {
-  compareIds,
   defaultFetchSizes,
   Fetched,
   type FetchSizes,
@@ -32,6 +21,7 @@ import {
   type RequestWrite,
   Writes,
 } from './overlay.js';
+import { lockSpace } from './schema.js';
 
 /** How many times a batch may find it needs more than was fetched before it gives up (a bug, not a load). */
 const maxRounds = 50;
@@ -394,23 +384,14 @@ export const writeAll = async (
   query: Query,
   writes: Writes,
   batch: Batch,
-  /** `current`: the events are this transaction's, numbered later (sequence.ts), their `seq` their place in it;
-   * `numbered`: they carry their final numbers (airs migrate's copy, which holds the numbering's lock). */
-  log: { readonly tx: 'current' | 'numbered' },
+  head: { lastSeq: number },
 ): Promise<void> => {
   const work: Promise<unknown>[] = [];
   if (writes.events.length > 0) {
-    const seqs = writes.events.map((event) => event.seq);
-    const payloads = writes.events.map((event) => JSON.stringify(event));
     work.push(
-      log.tx === 'current'
-        ? query(sql`
-            INSERT INTO events (tx, ord, payload)
-            SELECT pg_current_xact_id(), * FROM unnest(${seqs}::bigint[], ${payloads}::text[]::json[])`)
-        : query(sql`
-            INSERT INTO events (seq, tx, ord, payload)
-            SELECT u.seq, pg_current_xact_id(), u.seq, u.payload
-            FROM unnest(${seqs}::bigint[], ${payloads}::text[]::json[]) AS u(seq, payload)`),
+      query(sql`
+      INSERT INTO events (seq, payload)
+      SELECT * FROM unnest(${writes.events.map((event) => event.seq)}::bigint[], ${writes.events.map((event) => JSON.stringify(event))}::text[]::json[])`),
     );
   }
   const requestRows = (rows: [string, RequestWrite][]) => {
@@ -583,8 +564,7 @@ export const writeAll = async (
     column: 'account_id' | 'counter',
     deltas: Map<string, number>,
   ) => {
-    // Sorted: every transaction locks a table's rows in one order (locks.ts).
-    const rows = [...deltas].filter(([, delta]) => delta !== 0).sort(([a], [b]) => compareIds(a, b));
+    const rows = [...deltas].filter(([, delta]) => delta !== 0);
     if (rows.length === 0) return;
     const ids = rows.map(([id]) => id);
     // Each delta added, then the counts that came to zero dropped (a statement of its own, sent behind the first: a
@@ -604,7 +584,7 @@ export const writeAll = async (
   countWrites('processing_counts', 'counter', writes.processingDeltas);
   countWrites('account_counts', 'counter', writes.accountDeltas);
   if (writes.usage.size > 0) {
-    const rows = [...writes.usage.values()].sort((a, b) => compareIds(a.accountId, b.accountId) || a.day - b.day);
+    const rows = [...writes.usage.values()];
     work.push(
       query(sql`
       INSERT INTO usage_daily (account_id, day, input_tokens, output_tokens)
@@ -613,9 +593,7 @@ export const writeAll = async (
         output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens`),
     );
   }
-  const keyUses = new Map(
-    [...(batch.keyUses ?? [])].sort((a, b) => compareIds(a.keyId, b.keyId)).map(({ keyId, at }) => [keyId, at]),
-  );
+  const keyUses = new Map((batch.keyUses ?? []).map(({ keyId, at }) => [keyId, at]));
   if (keyUses.size > 0) {
     work.push(
       query(sql`
@@ -623,125 +601,63 @@ export const writeAll = async (
       ON CONFLICT (key_id) DO UPDATE SET at = EXCLUDED.at`),
     );
   }
-  if (log.tx === 'numbered' && writes.lastSeq !== undefined)
-    work.push(query(sql`UPDATE log_head SET last_seq = ${writes.lastSeq} WHERE id = 1`));
-  if (writes.accountsVersionBumps > 0) {
+  const lastSeq = writes.lastSeq ?? head.lastSeq;
+  if (lastSeq !== head.lastSeq || writes.accountsVersionBumps > 0) {
     work.push(
-      query(sql`UPDATE log_head SET accounts_version = accounts_version + ${writes.accountsVersionBumps} WHERE id = 1`),
+      query(sql`
+      UPDATE log_head SET last_seq = ${lastSeq}, accounts_version = accounts_version + ${writes.accountsVersionBumps}
+      WHERE id = 1`),
     );
   }
+  // Delivered to every listening node when (and only if) this transaction commits.
+  if (writes.events.length > 0) work.push(query(sql`SELECT pg_notify(${changesChannel}, ${String(lastSeq)})`));
   await Promise.all(work);
 };
 
-/** Whether what `fetched` holds of the things `keys` lock is still what the database holds (read again now that they
- * are locked). Requests, batches and accounts can be fetched without their locks (found by a claim's scan, or with a
- * request); anything else fetched is checked by fetching all again. */
-const unchangedSince = async (query: Query, fetched: Fetched, keys: readonly string[]): Promise<boolean> => {
-  const ids = { r: [] as string[], b: [] as string[], a: [] as string[] };
-  for (const key of keys) {
-    const [kind, ...rest] = key.split(lockSeparator);
-    const id = rest.join(lockSeparator);
-    if (kind === 'r' || kind === 'b' || kind === 'a') {
-      const map = kind === 'r' ? fetched.requests : kind === 'b' ? fetched.batches : fetched.accounts;
-      if (map.has(id)) ids[kind].push(id);
-    } else if (kind !== 'q' && kind !== 'n' && kind !== claimsKey) return false;
-  }
-  const same = (before: unknown, rows: readonly { id: string; state: unknown }[], id: string) =>
-    JSON.stringify(before ?? null) === JSON.stringify(rows.find((row) => row.id === id)?.state ?? null);
-  const [requests, batches, accounts] = await Promise.all([
-    ids.r.length === 0
-      ? []
-      : query<{ id: string; state: unknown }[]>(
-          sql`SELECT req_id AS id, state FROM requests WHERE req_id = ANY(${ids.r}::text[])`,
-        ),
-    ids.b.length === 0
-      ? []
-      : query<{ id: string; state: unknown }[]>(
-          sql`SELECT batch_id AS id, state FROM batches WHERE batch_id = ANY(${ids.b}::text[])`,
-        ),
-    ids.a.length === 0
-      ? []
-      : query<{ id: string; state: unknown }[]>(
-          sql`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids.a}::text[])`,
-        ),
-  ]);
-  return (
-    ids.r.every((id) => same(fetched.requests.get(id), requests, id)) &&
-    ids.b.every((id) => same(fetched.batches.get(id), batches, id)) &&
-    ids.a.every((id) => same(fetched.accounts.get(id), accounts, id))
-  );
-};
-
-/** The channel every node LISTENs on; each numbering of the log that numbered something NOTIFYs it (sequence.ts). */
+/** The channel every node LISTENs on; each commit that appends events NOTIFYs it. */
 export const changesChannel = 'airs_changes';
 
-/** What a batch's transaction came to: the outcomes (its events numbered 1.. within the batch, in `ord` order), the
- * id of the transaction (null: it appended nothing), and how many times it was decided. */
-export type Committed = { outcomes: (CommandOutcome | Error)[]; tx: string | null; events: number; rounds: number };
-
 /**
- * Decides and writes one batch inside the transaction `query`, with no lock on the whole log (locks.ts): takes the
- * locks of what the batch will likely read, fetches it, decides it (again, with more fetched and locked, as long as it
- * needs more), then takes its transaction id and writes. Throws `LocksNeeded` when a lock it found it needs is held
- * elsewhere (the caller rolls back and starts again with `held` those locks).
+ * Decides and writes one batch inside the transaction `query(sql`: takes the log's writer lock, fetches what the batch reads,
+ * decides it (again, with more fetched, as long as it needs more), and writes it. Returns the outcomes and the last
+ * sequence number the batch took (`from` when it appended nothing).
  */
 export const commitInTransaction = async (
   query: Query,
   batch: Batch,
   sizes: FetchSizes = defaultFetchSizes,
-  firstLocks: readonly string[] = [],
-): Promise<Committed> => {
-  const prefetch = prefetchOf(batch.commands, sizes);
-  const held = new Set<string>([...firstLocks, ...prefetch.map(lockOfNeed), ...likelyWrites(batch.commands)]);
-  // The locks' statement goes first; the fetches are queued behind it on the same connection and run once it holds
-  // them. The transaction has no id yet (it wrote nothing).
-  let fetched = new Fetched(sizes);
-  await Promise.all([lockAll(query, [...held].sort()), fetchInto(query, fetched, prefetch)]);
-  /** Everything asked for so far: fetched again after new locks were taken (what was read before may be stale). */
-  const asked: Need[] = [...prefetch];
+): Promise<{ outcomes: (CommandOutcome | Error)[]; from: number; to: number; rounds: number }> => {
+  // One writer at a time, in every node, until this transaction ends (PostgreSQL releases the lock after the commit
+  // is visible): every batch decides against everything committed before it, and takes the sequence numbers after the
+  // last committed batch's. So numbers are given in commit order, with no gap a reader could pass (unlike a sequence
+  // or bigserial, which hands out numbers before commit, so a later number may be visible before an earlier one).
+  // The lock's statement goes first; what follows is queued behind it on the same connection and runs once it is held.
+  const fetched = new Fetched(sizes);
+  const locked = query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`);
+  const headRead = query<{ last_seq: number }[]>(sql`SELECT last_seq FROM log_head WHERE id = 1`);
+  const [, [head]] = await Promise.all([
+    locked,
+    headRead,
+    fetchInto(query, fetched, prefetchOf(batch.commands, sizes)),
+  ]);
+  if (head === undefined) throw new Error('the log_head row is missing: not an airs database');
   for (let round = 1; ; round++) {
     fetched.needs = [];
     const writes = new Writes();
     let result: ReturnType<typeof writeBatch> | undefined;
     let fault: unknown;
     try {
-      result = writeBatch(overlayTarget(fetched, writes), batch.commands, 0);
+      result = writeBatch(overlayTarget(fetched, writes), batch.commands, head.last_seq);
     } catch (error) {
       fault = error;
     }
-    const more = [...fetched.needs.map(lockOfNeed), ...(fetched.needs.length > 0 ? [] : locksOfWrites(writes))].filter(
-      (key) => !held.has(key),
-    );
-    if (round >= maxRounds && (more.length > 0 || fetched.needs.length > 0))
-      throw new Error(`a batch still needed more reads after ${maxRounds} rounds`);
-    if (more.length > 0) {
-      const unique = [...new Set(more)].sort();
-      if (!(await tryLockAll(query, unique))) throw new LocksNeeded([...held, ...unique]);
-      for (const key of unique) held.add(key);
-      // What was read before these locks were held may have changed since (a request a claim found in the queue): read
-      // again, the batch decides as it did if nothing changed, else all of it is read again.
-      if (!(await unchangedSince(query, fetched, unique))) {
-        asked.push(...fetched.needs);
-        fetched = new Fetched(sizes);
-        await fetchInto(query, fetched, asked);
-        continue;
-      }
-    }
     if (fetched.needs.length > 0) {
-      asked.push(...fetched.needs);
+      if (round >= maxRounds) throw new Error(`a batch still needed more reads after ${maxRounds} rounds`);
       await fetchInto(query, fetched, fetched.needs);
       continue;
     }
     if (result === undefined) throw fault;
-    // The transaction id, assigned now that every lock is held (locks.ts): it orders this batch's events after those
-    // of every batch whose writes it read.
-    // Asked first, with the writes queued behind it on the connection (one round trip).
-    const [txRows] = await Promise.all([
-      writes.events.length === 0
-        ? Promise.resolve([])
-        : query<{ tx: string }[]>(sql`SELECT pg_current_xact_id()::text AS tx`),
-      writeAll(query, writes, batch, { tx: 'current' }),
-    ]);
-    return { outcomes: result.outcomes, tx: txRows[0]?.tx ?? null, events: writes.events.length, rounds: round };
+    await writeAll(query, writes, batch, { lastSeq: head.last_seq });
+    return { outcomes: result.outcomes, from: head.last_seq, to: result.lastSeq, rounds: round };
   }
 };

@@ -338,12 +338,12 @@ const writePage = async (
   const requests = [...writes.requests];
   writes.requests.clear();
   const batch: Batch = { commands: [] };
-  await writeAll(query, writes, batch, { tx: 'numbered' });
+  await writeAll(query, writes, batch, { lastSeq });
   let chunk = new Writes();
   let bytes = 0;
   const flush = async () => {
     if (chunk.requests.size === 0) return;
-    await writeAll(query, chunk, batch, { tx: 'numbered' });
+    await writeAll(query, chunk, batch, { lastSeq: writes.lastSeq as number });
     chunk = new Writes();
     bytes = 0;
   };
@@ -511,11 +511,11 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
         const writes = new Writes();
         for (const { key, value } of rows) writes.credentials.set(String(key), value);
         credentials += rows.length;
-        await writeAll(query, writes, { commands: [] }, { tx: 'numbered' });
+        await writeAll(query, writes, { commands: [] }, { lastSeq });
       }
       for await (const rows of chunksOf(dbs.keyLastUsed.getRange({ transaction: source.transaction }), 1_000)) {
         const keyUses = rows.map(({ key, value }) => ({ keyId: String(key), at: value }));
-        await writeAll(query, new Writes(), { commands: [], keyUses }, { tx: 'numbered' });
+        await writeAll(query, new Writes(), { commands: [], keyUses }, { lastSeq });
       }
 
       // The copy checked before it commits: against the source, then as `airs replay --verify` checks a database.

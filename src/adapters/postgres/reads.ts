@@ -196,12 +196,11 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       (async function* () {
         let next = Math.max(1, fromSeq);
         for (;;) {
-          // Numbered rows only, by number (sequence.ts): a payload holds its place in its batch, the row its number.
-          const rows = await query<{ seq: number; payload: StoredEvent }[]>(sql`
-            SELECT seq::float8 AS seq, payload FROM events WHERE seq >= ${next} ORDER BY seq LIMIT ${eventPage}`);
-          for (const row of rows) yield { ...row.payload, seq: row.seq };
+          const rows = await query<{ payload: StoredEvent }[]>(sql`
+            SELECT payload FROM events WHERE seq >= ${next} ORDER BY seq LIMIT ${eventPage}`);
+          for (const row of rows) yield row.payload;
           if (rows.length < eventPage) return;
-          next = (rows.at(-1)?.seq ?? next) + 1;
+          next = (rows.at(-1)?.payload.seq ?? next) + 1;
         }
       })(),
     lastSeq: async () => (await one<number>(query(sql`SELECT last_seq AS value FROM log_head WHERE id = 1`))) ?? 0,

@@ -22,14 +22,12 @@ import { type Db, type Query, sql } from './db.js';
 export const lockSpace = {
   /** (lockSpace.schema, 0): migrations. */
   schema: 0x41495253,
-  /** (lockSpace.log, 1): the numbering of the log (sequence.ts), and `airs migrate`'s copy. Writers do not take it. */
+  /** (lockSpace.log, 1): the single writer of the log. */
   log: 0x41495254,
   /** (lockSpace.limiter, hashtext(key)): a rate-limit budget. */
   limiter: 0x41495255,
   /** (lockSpace.attempts, hashtext(key)): a throttle key. */
   attempts: 0x41495256,
-  /** (lockSpace.entity, hashtext(key)): what a batch reads to decide and writes (locks.ts). */
-  entity: 0x41495257,
 } as const;
 
 export const migrations: readonly string[] = [
@@ -201,22 +199,6 @@ export const migrations: readonly string[] = [
     UNION ALL
     SELECT 'fileBytes' || chr(31) || account_id, sum((state->>'bytes')::bigint) FROM files GROUP BY account_id
     HAVING sum((state->>'bytes')::bigint) <> 0;
-  `,
-  // 6: no global write lock (issue 28). A batch's events are written with the id of the transaction that writes them
-  // (`tx`, assigned once the batch holds its locks) and their place in it (`ord`), without a sequence number; the
-  // numbering (sequence.ts) gives `seq` afterwards, gap-free, in (tx, ord) order, to the rows of transactions below
-  // the oldest one still running (pg_snapshot_xmin), which can no longer gain a row before them. Rows numbered before
-  // this migration keep their numbers (tx 0, ord = seq). Readers read numbered rows only, by `seq`. (Written to run
-  // again over itself: tests make a database look older by undoing only what the versions they test made.)
-  `
-  ALTER TABLE events DROP CONSTRAINT IF EXISTS events_pkey;
-  ALTER TABLE events ALTER COLUMN seq DROP NOT NULL;
-  ALTER TABLE events ADD COLUMN IF NOT EXISTS tx xid8, ADD COLUMN IF NOT EXISTS ord bigint;
-  UPDATE events SET tx = '0'::xid8, ord = seq WHERE tx IS NULL;
-  ALTER TABLE events ALTER COLUMN tx SET NOT NULL, ALTER COLUMN ord SET NOT NULL;
-  CREATE UNIQUE INDEX IF NOT EXISTS events_seq ON events (seq);
-  CREATE UNIQUE INDEX IF NOT EXISTS events_tx ON events (tx, ord);
-  CREATE INDEX IF NOT EXISTS events_unnumbered ON events (tx, ord) WHERE seq IS NULL;
   `,
 ];
 

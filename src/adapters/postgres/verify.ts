@@ -106,7 +106,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     SELECT last_seq, accounts_version FROM log_head WHERE id = 1`);
   if (head === undefined) differ('log_head: its row is missing');
   const [bounds] = await query<{ n: number; lo: number | null; hi: number | null }[]>(sql`
-    SELECT count(seq)::float8 AS n, min(seq)::float8 AS lo, max(seq)::float8 AS hi FROM events`);
+    SELECT count(*)::float8 AS n, min(seq)::float8 AS lo, max(seq)::float8 AS hi FROM events`);
   const events = bounds?.n ?? 0;
   const lastSeq = bounds?.hi ?? 0;
   if (events > 0 && bounds?.lo !== 1) differ(`log: a gap: expected event 1, found ${bounds?.lo}`);
@@ -119,9 +119,11 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   }
   if (head !== undefined && Number(head.last_seq) !== lastSeq)
     differ(`log_head last_seq: stored ${head.last_seq} but the log ends at ${lastSeq}`);
-  // A payload holds its place in its batch; the row, its number (sequence.ts).
-  const payloadOf = (row: { seq: number | string; payload: StoredEvent }): StoredEvent =>
-    row.payload === null || typeof row.payload !== 'object' ? row.payload : { ...row.payload, seq: Number(row.seq) };
+  const payloadOf = (row: { seq: number | string; payload: StoredEvent }): StoredEvent => {
+    if (row.payload?.seq !== Number(row.seq))
+      differ(`event ${row.seq}: its payload says seq ${show(row.payload?.seq)}`);
+    return row.payload;
+  };
 
   // Accounts, keys, sessions, batches and files: their few events, in the order of the log.
   const account = accountViews();
@@ -141,7 +143,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   };
   for await (const rows of pagesOf<{ seq: number | string; payload: StoredEvent }>(
     'airs_verify_accounts',
-    `SELECT seq, payload FROM events WHERE coalesce(payload->>'type', '') NOT LIKE 'Request%' ORDER BY seq, tx, ord`,
+    `SELECT seq, payload FROM events WHERE coalesce(payload->>'type', '') NOT LIKE 'Request%' ORDER BY seq`,
   )) {
     for (const row of rows) {
       const event = payloadOf(row);
@@ -231,7 +233,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   for await (const rows of pagesOf<{ seq: number | string; payload: StoredEvent }>(
     'airs_verify_requests',
     `SELECT seq, payload FROM events WHERE payload->>'type' LIKE 'Request%'
-     ORDER BY payload->>'reqId' COLLATE "C", seq, tx, ord`,
+     ORDER BY payload->>'reqId' COLLATE "C", seq`,
   )) {
     for (const row of rows) {
       const event = payloadOf(row) as RequestEvent & { seq: number };
@@ -287,7 +289,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
         payload->>'accountId' AS account_id, payload->>'idempotencyKey' AS key, payload->>'reqId' AS req_id
       FROM events
       WHERE payload->>'type' = 'RequestQueued' AND payload->>'idempotencyKey' IS NOT NULL
-      ORDER BY payload->>'accountId', payload->>'idempotencyKey', seq DESC NULLS FIRST, tx DESC, ord DESC
+      ORDER BY payload->>'accountId', payload->>'idempotencyKey', seq DESC
     ), expected AS (
       SELECT l.account_id, l.key, l.req_id FROM latest l WHERE NOT EXISTS (
         SELECT 1 FROM events x WHERE x.payload->>'type' = 'RequestExpired' AND x.payload->>'reqId' = l.req_id)
