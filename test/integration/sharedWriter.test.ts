@@ -68,18 +68,24 @@ const until = async (done: () => boolean | Promise<boolean>, timeoutMs: number, 
 const pidsAnswering = (lines: readonly LogLine[], match: (path: string) => boolean) =>
   new Set(lines.filter((l) => l.msg === 'answered' && match(l.path ?? '')).map((l) => l.pid));
 
+/** `airs serve --processes 2` through the CLI on a fresh data directory with `config`, an enterprise account's key,
+ * and the server's log lines as they come. */
+const startTwo = async (label: string, email: string, config: Record<string, unknown> = {}) => {
+  const box = newBox(label);
+  box.writeConfig(config);
+  const { key } = await createAccountWithKey(box, email, 'enterprise');
+  const server = await startServer(box, {
+    args: ['--processes', '2'],
+    env: { LOG_LEVEL: 'debug' },
+    timeoutMs: 40_000,
+  });
+  started.push(server);
+  return { box, key, server, log: collectLog(server) };
+};
+
 describe('serve --processes 2 on LMDB: one writer, the primary (issue 28)', { timeout: 120_000 }, () => {
   it('commits every process’s submits, some of both in one commit, and completes them all', async () => {
-    const box = newBox('airs-sharedwriter');
-    box.writeConfig({});
-    const { key } = await createAccountWithKey(box, 'group@example.com', 'enterprise');
-    const server = await startServer(box, {
-      args: ['--processes', '2'],
-      env: { LOG_LEVEL: 'debug' },
-      timeoutMs: 40_000,
-    });
-    started.push(server);
-    const log = collectLog(server);
+    const { box, key, server, log } = await startTwo('airs-sharedwriter', 'group@example.com');
     // Bursts of submits until a commit held both processes' (each process's batches of a moment must meet at the
     // primary in one turn: on a busy machine, not in every burst).
     const bothIn = () => log.some((l) => l.msg === 'group commit' && l.processes === 2);
@@ -119,19 +125,10 @@ describe('serve --processes 2 on LMDB: one writer, the primary (issue 28)', { ti
   it('a cancel through one process aborts the model call running in the other', async () => {
     const upstream = await startFakeOpenAi({ delayMs: 60_000 });
     cleanups.push(() => upstream.close());
-    const box = newBox('airs-sharedcancel');
-    box.writeConfig({
+    const { box, key, server, log } = await startTwo('airs-sharedcancel', 'cancel@example.com', {
       models: [{ id: 'llm', provider: 'openai', baseUrl: upstream.baseUrl, upstreamModel: 'tiny', maxRetries: 0 }],
       processing: { concurrency: 8 },
     });
-    const { key } = await createAccountWithKey(box, 'cancel@example.com', 'enterprise');
-    const server = await startServer(box, {
-      args: ['--processes', '2'],
-      env: { LOG_LEVEL: 'debug' },
-      timeoutMs: 40_000,
-    });
-    started.push(server);
-    const log = collectLog(server);
     const prompts = Array.from({ length: 6 }, (_, i) => `slow ${i}`);
     const reqIds: string[] = [];
     for (const prompt of prompts) {
@@ -167,16 +164,7 @@ describe('serve --processes 2 on LMDB: one writer, the primary (issue 28)', { ti
   });
 
   it('a server process killed with SIGKILL loses no acknowledged submit', async () => {
-    const box = newBox('airs-sharedkill');
-    box.writeConfig({});
-    const { key } = await createAccountWithKey(box, 'kill@example.com', 'enterprise');
-    const server = await startServer(box, {
-      args: ['--processes', '2'],
-      env: { LOG_LEVEL: 'debug' },
-      timeoutMs: 40_000,
-    });
-    started.push(server);
-    const log = collectLog(server);
+    const { box, key, server, log } = await startTwo('airs-sharedkill', 'kill@example.com');
     const acknowledged: string[] = [];
     let refused = 0;
     let stop = false;
