@@ -16,9 +16,10 @@ type Received = { readonly worker: Worker; readonly request: CommitRequest };
  * their order. Once durable, every process hears one message for the commit: the answers to its batches in it, and
  * the commit's summary (app/processing/wakeups.ts), computed here once instead of a re-read in every process.
  *
- * The store is opened at the first batch: by then the first server process has created or migrated it. A batch of a
- * process that died meanwhile still commits, whole; its answer goes nowhere. A write from outside the server's
- * processes (an `airs` command) is heard through the file watcher and told to every process.
+ * The store is opened once the first server process has started (serveMany.ts), or at a batch that comes sooner:
+ * by then that process has created or migrated it. A batch of a process that died meanwhile still commits, whole;
+ * its answer goes nowhere. A write from outside the server's processes (an `airs` command) is heard through the file
+ * watcher and told to every process.
  */
 export const createPrimaryWriter = (dataDir: string, log: Logger) => {
   const workers = new Set<Worker>();
