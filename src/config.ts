@@ -155,6 +155,8 @@ export const fileSchema = z.strictObject({
       maxConnections: positiveInt.max(1_000_000).optional(),
       /** The part of `maxConnections` that long-lived calls (streams, long polls) may hold together. */
       maxLongCallsShare: z.number().gt(0).max(1).optional(),
+      /** The longest `Prefer: wait=N` a poll is held for (RFC 7240); 0 answers every poll at once. */
+      maxPollWaitSeconds: z.number().int().min(0).max(60).optional(),
     })
     .optional(),
   dashboard: z
@@ -248,6 +250,8 @@ export type HttpLimits = {
   /** Long-lived calls (streams, waiting creates, long polls) held at once, all accounts together, at most this part of
    * `maxConnections`; beyond, they answer `503`, so that short calls and the probes always find a connection. */
   readonly maxLongCallsShare: number;
+  /** A poll with `Prefer: wait=N` is held until its request is final or `min(N, this)` seconds passed (0: never held). */
+  readonly maxPollWaitSeconds: number;
 };
 
 /** What the command line gives (`--config`, `--data-dir`, `--port`, `--host`): it wins over the environment. */
@@ -340,6 +344,7 @@ export const loadConfig = (
     keepAliveTimeoutSeconds: file.http?.keepAliveTimeoutSeconds ?? 10,
     maxConnections: file.http?.maxConnections ?? 4_096,
     maxLongCallsShare: file.http?.maxLongCallsShare ?? 0.5,
+    maxPollWaitSeconds: file.http?.maxPollWaitSeconds ?? 60,
   };
   // The headers are part of the request: Node refuses a headers timeout longer than the request's.
   if (http.headersTimeoutSeconds > http.requestTimeoutSeconds)

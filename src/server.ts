@@ -115,6 +115,12 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     }),
   );
   let accepting = true;
+  // Aborted once the server starts to stop: the calls it holds for a while (long polls) answer at once.
+  const stopping = new AbortController();
+  const stopAccepting = () => {
+    accepting = false;
+    stopping.abort();
+  };
   const traffic = createTraffic();
   const openCalls = createOpenCalls({
     plans: options.config.plans,
@@ -133,6 +139,8 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     corsOrigins: options.config.cors.allowedOrigins,
     streamKeepAliveMs: options.streamKeepAliveMs,
     accepting: () => accepting,
+    stopping: stopping.signal,
+    maxPollWaitSeconds: options.config.http.maxPollWaitSeconds,
     traffic,
     openCalls,
     readiness: services.storageHealth.problem,
@@ -153,11 +161,9 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     ...services,
     traffic,
     openCalls,
-    stopAccepting: () => {
-      accepting = false;
-    },
+    stopAccepting,
     drain: async (graceMs) => {
-      accepting = false;
+      stopAccepting();
       services.processor.stopTakingWork();
       const quietMs = Math.min(drainQuietMs, graceMs);
       const deadline = Date.now() + graceMs;
@@ -170,7 +176,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
       }
     },
     close: async () => {
-      accepting = false;
+      stopAccepting();
       await runtime.dispose();
     },
   };

@@ -27,6 +27,8 @@ export const HttpRoute = {
   chatCompletions: 7,
   files: 8,
   batches: 9,
+  /** `GET /v1/ai` with `Prefer: wait`: held for seconds by design, so kept out of the polls' latency. */
+  longPoll: 10,
 } as const;
 export type HttpRoute = (typeof HttpRoute)[keyof typeof HttpRoute];
 

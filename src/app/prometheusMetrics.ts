@@ -22,6 +22,7 @@ const httpRouteLabels = [
   { method: 'POST', route: '/v1/chat/completions' },
   { method: 'any', route: '/v1/files' },
   { method: 'any', route: '/v1/batches' },
+  { method: 'GET', route: '/v1/ai (Prefer: wait)' },
 ] as const;
 
 /** Process metrics (CPU, memory, event loop lag, GC, handles) exist once per process: one registry shared by every

@@ -44,6 +44,7 @@ export const createClient = (options: ClientOptions): AirsClient => {
     now: options.now ?? (() => Date.now()),
     pollIntervalMs: nonNegative('pollIntervalMs', options.pollIntervalMs, 5_000),
     firstPollDelayMs: nonNegative('firstPollDelayMs', options.firstPollDelayMs, 200),
+    pollWaitSeconds: Math.floor(nonNegative('pollWaitSeconds', options.pollWaitSeconds, 30)),
     serverErrorDelayMs: nonNegative('serverErrorDelayMs', options.serverErrorDelayMs, 30_000),
     maxRetries: nonNegative('maxRetries', options.maxRetries, 3),
     maxRateLimitRetries: nonNegative('maxRateLimitRetries', options.maxRateLimitRetries, 10),
@@ -77,8 +78,18 @@ export const createClient = (options: ClientOptions): AirsClient => {
       const submitted = await submitIn(model, prompt, within, runOptions.idempotencyKey);
       runOptions.onSubmitted?.(submitted);
       // A fast model is often done a moment after the 202: one short pause spares a 5 s wait on a first `queued`.
-      if (settings.firstPollDelayMs > 0) await within.pause(settings.firstPollDelayMs);
-      return pollUntilCompleted(transport, settings, submitted.request_id, within, runOptions.onPoll);
+      // A long poll needs none (it is held until the answer); a service that does not hold it gets the pause after
+      // its first `queued`.
+      const longPolls = settings.pollWaitSeconds >= 1;
+      if (!longPolls && settings.firstPollDelayMs > 0) await within.pause(settings.firstPollDelayMs);
+      return pollUntilCompleted(
+        transport,
+        settings,
+        submitted.request_id,
+        within,
+        runOptions.onPoll,
+        longPolls && settings.firstPollDelayMs > 0 ? settings.firstPollDelayMs : undefined,
+      );
     },
   };
 };

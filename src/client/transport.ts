@@ -11,14 +11,30 @@ export type Settings = {
   readonly now: () => number;
   readonly pollIntervalMs: number;
   readonly firstPollDelayMs: number;
+  readonly pollWaitSeconds: number;
   readonly serverErrorDelayMs: number;
   readonly maxRetries: number;
   readonly maxRateLimitRetries: number;
   readonly onRetry: ((info: RetryInfo) => void) | undefined;
 };
 
-/** A successful (2xx) answer: its status, its body parsed as JSON (`undefined` if it is not JSON), `Retry-After`. */
-export type Answer = { readonly status: number; readonly body: unknown; readonly retryAfterMs: number | undefined };
+/**
+ * A successful (2xx) answer: its status, its body parsed as JSON (`undefined` if it is not JSON), `Retry-After`, and
+ * whether the service says it held the call as asked (`Preference-Applied: wait=…`).
+ */
+export type Answer = {
+  readonly status: number;
+  readonly body: unknown;
+  readonly retryAfterMs: number | undefined;
+  readonly waitApplied: boolean;
+};
+
+/** `Preference-Applied` names the `wait` preference (RFC 7240: a list of preferences, names without case). */
+const appliesWait = (header: string | null): boolean =>
+  (header ?? '')
+    .slice(0, 1_000)
+    .split(',')
+    .some((preference) => /^wait\s*=/i.test(preference.trim()));
 
 /** Answers that mean "not now": the specification says to retry a 500 after 30 s; proxies send 502 and 504. A
  * 500 whose details say `final: true` is not one of them. */
@@ -81,6 +97,8 @@ type Attempted =
 export type CallExtras = {
   /** Sent as `Idempotency-Key` on every attempt of the call (a submit's one key). */
   readonly idempotencyKey?: string | undefined;
+  /** Sent as `Prefer: wait=N` (a long poll): the service may hold the call up to `N` seconds. */
+  readonly waitSeconds?: number | undefined;
 };
 
 /**
@@ -114,6 +132,7 @@ export const createTransport = (settings: Settings) => {
     const headers: Record<string, string> = { authorization: `Bearer ${settings.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (extras.idempotencyKey !== undefined) headers['idempotency-key'] = extras.idempotencyKey;
+    if (extras.waitSeconds !== undefined) headers.prefer = `wait=${extras.waitSeconds}`;
     try {
       const response = await settings.fetch(`${endpoint}${query}`, {
         method,
@@ -128,6 +147,7 @@ export const createTransport = (settings: Settings) => {
           status: response.status,
           body: parseJson(text),
           retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), settings.now()),
+          waitApplied: appliesWait(response.headers.get('preference-applied')),
         },
       };
     } catch (error) {

@@ -68,8 +68,18 @@ export type ClientOptions = {
   readonly sleep?: SleepFn;
   /** Epoch milliseconds; defaults to `Date.now`. Used for deadlines and elapsed times. */
   readonly now?: () => number;
-  /** In `run`, the pause between the 202 and the first poll. Default 200 ms. */
+  /**
+   * In `run`, the pause between the 202 and the first poll, when polls are not held (`pollWaitSeconds: 0`, or a
+   * server that does not hold them: then after the first `queued`). Default 200 ms.
+   */
   readonly firstPollDelayMs?: number;
+  /**
+   * How long each poll of `wait` and `run` asks the service to hold it until the request is done (`Prefer: wait=N`,
+   * whole seconds, never past `timeoutMs`): the answer comes as soon as the request is completed, and a poll the
+   * service held answered `queued` is followed at once by the next. A service that does not hold polls is polled as
+   * the specification says (`Retry-After`, else `pollIntervalMs`). Default 30; 0 turns long polls off.
+   */
+  readonly pollWaitSeconds?: number;
   /** Wait between polls when a queued answer carries no `Retry-After`. Default 5000 (the specification's 5 s). */
   readonly pollIntervalMs?: number;
   /** Wait after a 500/503 without `Retry-After`, and after a lost answer. Default 30000 (the specification's 30 s). */
@@ -126,7 +136,8 @@ export type AirsClient = {
   submit(model: string, prompt: string, options?: SubmitOptions): Promise<Submitted>;
   /** `GET /v1/ai?req_id=…` once: the request's current state. */
   get(reqId: string, options?: CallOptions): Promise<PollBody>;
-  /** Polls until the request is completed, as the specification says (5 s, or `Retry-After`). */
+  /** Polls until the request is completed: long polls (`pollWaitSeconds`), else as the specification says (5 s, or
+   * `Retry-After`). */
   wait(reqId: string, options?: WaitOptions): Promise<CompletedPoll>;
   /** `submit` then `wait`; `timeoutMs` covers both; `idempotencyKey` is the submit's. */
   run(model: string, prompt: string, options?: RunOptions): Promise<CompletedPoll>;

@@ -30,7 +30,11 @@ export const startClientApp = async (config: TestConfig = {}) => {
 /** A client of `app` whose sleeps are recorded and move the app's manual clock instead of waiting. */
 export const clientOf = async (
   app: TestApp,
-  options: { onSleep?: (ms: number, index: number) => void | Promise<void>; firstPollDelayMs?: number } = {},
+  options: {
+    onSleep?: (ms: number, index: number) => void | Promise<void>;
+    firstPollDelayMs?: number;
+    pollWaitSeconds?: number;
+  } = {},
 ) => {
   const { key } = await app.account();
   const clock = app.clock as ManualClock;
@@ -46,6 +50,9 @@ export const clientOf = async (
     onRetry: (info) => retries.push(info),
     // Most tests are about the polling rules: no first pause unless the test asks for one.
     firstPollDelayMs: options.firstPollDelayMs ?? 0,
+    // The specification's loop (Retry-After, 5 s) unless a test asks for long polls: a held poll waits in real time,
+    // which the manual clock does not move.
+    pollWaitSeconds: options.pollWaitSeconds ?? 0,
   });
   return { client, key, delays: time.delays, calls: http.calls, retries };
 };

@@ -17,6 +17,7 @@ const limits: Config['http'] = {
   keepAliveTimeoutSeconds: 1,
   maxConnections: 40,
   maxLongCallsShare: 0.5,
+  maxPollWaitSeconds: 60,
 };
 /** Generous: Node looks for expired connections once a second, and the machine may be busy. */
 const slackMs = 6_000;

@@ -28,6 +28,7 @@ import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
 import { isOpenAiPath, mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import type { OpenCallsShape } from './openCalls.js';
+import { preferredWaitSeconds } from './preferWait.js';
 import { mountProbes } from './probes.js';
 import { BodyTooLarge, ClientGone, readBodyBytes } from './requestBody.js';
 import { createTraffic, type Traffic } from './traffic.js';
@@ -64,6 +65,10 @@ export type HttpDeps = {
   readonly streamKeepAliveMs?: number;
   /** The places of long-lived calls: streams and waiting creates, per account and for the process (contract 18). */
   readonly openCalls: OpenCallsShape;
+  /** The longest `Prefer: wait` a poll is held for (`http.maxPollWaitSeconds`); 0 or absent: polls answer at once. */
+  readonly maxPollWaitSeconds?: number;
+  /** Aborts when the server starts to stop: held polls then answer at once, so that the drain is not held up. */
+  readonly stopping?: AbortSignal;
 };
 
 /** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
@@ -198,10 +203,55 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     return json(202, { request_id: accepted.request_id, model: accepted.model }, headers);
   };
 
+  const maxPollWaitSeconds = deps.maxPollWaitSeconds ?? 0;
+  /** The seconds a poll asks to be held (`Prefer: wait=N`), capped at the server's bound; 0: answer at once. */
+  const pollWaitOf = (event: H3Event): number =>
+    maxPollWaitSeconds === 0
+      ? 0
+      : Math.min(preferredWaitSeconds(event.req.headers.get('prefer')) ?? 0, maxPollWaitSeconds);
+
+  /**
+   * A long poll: holds the call until the request is no longer queued, `seconds` pass, the caller goes away or the
+   * server starts to stop; woken by what wakes a waiting create (this process's outcomes, other writers' changes),
+   * never by reading the store in a loop. Only the account's own queued request is waited for (another's answers 404
+   * at once, as before), and only while the call holds a place among the open calls (contract 18): where it gets none,
+   * the poll answers at once as a plain poll would. Says whether the wait was held to its end ('held'), cut short by
+   * the server stopping ('stopping'), not held ('not held'), or ended by the caller leaving ('gone').
+   */
+  const holdPoll = async (
+    principal: Principal,
+    reqId: string,
+    seconds: number,
+    connection: AbortSignal,
+  ): Promise<'held' | 'not held' | 'stopping' | 'gone'> => {
+    const view = await deps.requests.find(principal, reqId);
+    if (!('status' in view) || view.status !== 'queued') return 'not held';
+    const place = deps.openCalls.take(principal);
+    if (isApiError(place)) return 'not held';
+    try {
+      const signal = deps.stopping === undefined ? connection : AbortSignal.any([connection, deps.stopping]);
+      await deps.requests.settled(reqId, seconds * 1_000, signal);
+      return connection.aborted ? 'gone' : deps.stopping?.aborted === true ? 'stopping' : 'held';
+    } finally {
+      place.answered();
+    }
+  };
+
   const poll = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {
     const principal = await admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    const answer = await deps.requests.poll(principal, event.url.searchParams.get('req_id') ?? undefined);
+    const reqId = event.url.searchParams.get('req_id') ?? undefined;
+    const waitSeconds = pollWaitOf(event);
+    if (waitSeconds > 0 && reqId !== undefined && reqId !== '') {
+      // One poll of the budget was spent above, however long the call is held.
+      const held = await holdPoll(principal, reqId, waitSeconds, event.req.signal);
+      // Nobody reads this answer: the caller is gone (and the store is not read for it).
+      if (held === 'gone') return new InvalidRequest({ message: 'the caller went away' });
+      if (held === 'held') headers['Preference-Applied'] = `wait=${waitSeconds}`;
+      // A stopping server answers what it has and closes the connection: the next poll goes to a server that runs.
+      if (held === 'stopping') headers.Connection = 'close';
+    }
+    const answer = await deps.requests.poll(principal, reqId);
     if (isApiError(answer)) return answer;
     if (answer.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
     return json(200, answer, headers);
@@ -290,6 +340,10 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     ['GET', guarded(poll, HttpRoute.poll)],
     ['POST', guarded(submit, HttpRoute.submit)],
   ]);
+  // Counted apart from the plain polls, whose latency they would swamp; `Prefer` is read only where a poll has one.
+  const longPoll = guarded(poll, HttpRoute.longPoll);
+  const routeOf = (event: H3Event) =>
+    event.req.method === 'GET' && pollWaitOf(event) > 0 ? longPoll : routes.get(event.req.method);
   const wrongMethod = guarded(
     async (event) =>
       new MethodNotAllowed({
@@ -298,7 +352,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       }),
     HttpRoute.other,
   );
-  app.all(aiPath, (event) => (routes.get(event.req.method) ?? wrongMethod)(event));
+  app.all(aiPath, (event) => (routeOf(event) ?? wrongMethod)(event));
   if (deps.models !== undefined)
     mountOpenAi(app, {
       requests: deps.requests,
