@@ -49,11 +49,16 @@ export type ScriptedAnswer = {
  * answers the real service gives only in rare moments (500, 503, odd bodies).
  */
 export const scriptedServer = async (answers: readonly ScriptedAnswer[]) => {
-  const seen: Array<{ method: string; url: string; authorization: string | undefined }> = [];
+  const seen: Array<{ method: string; url: string; authorization: string | undefined; prefer?: string }> = [];
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     request.resume();
     request.on('end', () => {
-      seen.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization });
+      seen.push({
+        method: request.method ?? '',
+        url: request.url ?? '',
+        authorization: request.headers.authorization,
+        ...(request.headers.prefer === undefined ? {} : { prefer: String(request.headers.prefer) }),
+      });
       const answer = answers[Math.min(seen.length, answers.length) - 1];
       if (answer === undefined) throw new Error('scriptedServer needs at least one answer');
       const body =

@@ -1,6 +1,13 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAccountWithKey, fileSandboxes, type ServerProcess, sleep, startServer } from '../support/processes.js';
+import {
+  createAccountWithKey,
+  fileSandboxes,
+  type ServerProcess,
+  servingPids,
+  sleep,
+  startServer,
+} from '../support/processes.js';
 
 const newBox = fileSandboxes();
 const started: ServerProcess[] = [];
@@ -17,17 +24,6 @@ const freePort = () =>
       server.close(() => resolve(port));
     });
   });
-
-/** The pids of the server processes that wrote access lines (`answered`, at debug) for `path`. */
-const servingPids = (server: ServerProcess, path: string) => {
-  const pids = new Set<number>();
-  for (const line of server.stderr().split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; path?: string; pid?: number };
-    if (entry.msg === 'answered' && entry.path === path && entry.pid !== undefined) pids.add(entry.pid);
-  }
-  return pids;
-};
 
 describe('airs serve --processes N (contract 17)', { timeout: 60_000 }, () => {
   it.each([

@@ -266,3 +266,18 @@ export const fileSandboxes = () => {
     return box;
   };
 };
+
+/**
+ * The pids of the server processes that wrote access lines (`answered`, at debug: start the server with
+ * `LOG_LEVEL=debug`) for `path`, and for `method` when given.
+ */
+export const servingPids = (server: ServerProcess, path: string, method?: string) => {
+  const pids = new Set<number>();
+  for (const line of server.stderr().split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as { msg?: string; path?: string; method?: string; pid?: number };
+    if (entry.msg !== 'answered' || entry.path !== path || entry.pid === undefined) continue;
+    if (method === undefined || entry.method === method) pids.add(entry.pid);
+  }
+  return pids;
+};
