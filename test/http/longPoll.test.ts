@@ -90,6 +90,12 @@ describe('A long poll (Prefer: wait=N)', () => {
     expect(answer.headers.get('retry-after')).toBeNull();
     // The model takes 300 ms; a plain poll loop would have answered queued and advised 5 s.
     expect(ms).toBeLessThan(10_000);
+
+    // Polled again once final, it answers at once, under the same preference.
+    const again = await poll(url, key, reqId, 'wait=20');
+    expect(again.body.status).toBe('completed');
+    expect(again.answer.headers.get('preference-applied')).toBe('wait=20');
+    expect(again.ms).toBeLessThan(5_000);
   });
 
   it('answers the usual queued body with Retry-After once its N seconds pass, and caps N at http.maxPollWaitSeconds', async () => {

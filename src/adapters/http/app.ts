@@ -215,23 +215,25 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
    * server starts to stop; woken by what wakes a waiting create (this process's outcomes, other writers' changes),
    * never by reading the store in a loop. Only the account's own queued request is waited for (another's answers 404
    * at once, as before), and only while the call holds a place among the open calls (contract 18): where it gets none,
-   * the poll answers at once as a plain poll would. Says whether the wait was held to its end ('held'), cut short by
-   * the server stopping ('stopping'), not held ('not held'), or ended by the caller leaving ('gone').
+   * the poll answers at once as a plain poll would. Says whether the answer is the wait's ('applied': the request is
+   * final, at once if it already was, or the N seconds passed), cut short by the server stopping ('stopping'), not
+   * waited for ('not held'), or not to be given, the caller having left ('gone').
    */
   const holdPoll = async (
     principal: Principal,
     reqId: string,
     seconds: number,
     connection: AbortSignal,
-  ): Promise<'held' | 'not held' | 'stopping' | 'gone'> => {
+  ): Promise<'applied' | 'not held' | 'stopping' | 'gone'> => {
     const view = await deps.requests.find(principal, reqId);
-    if (!('status' in view) || view.status !== 'queued') return 'not held';
+    if (!('status' in view)) return 'not held';
+    if (view.status !== 'queued') return 'applied';
     const place = deps.openCalls.take(principal);
     if (isApiError(place)) return 'not held';
     try {
       const signal = deps.stopping === undefined ? connection : AbortSignal.any([connection, deps.stopping]);
       await deps.requests.settled(reqId, seconds * 1_000, signal);
-      return connection.aborted ? 'gone' : deps.stopping?.aborted === true ? 'stopping' : 'held';
+      return connection.aborted ? 'gone' : deps.stopping?.aborted === true ? 'stopping' : 'applied';
     } finally {
       place.answered();
     }
@@ -247,7 +249,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       const held = await holdPoll(principal, reqId, waitSeconds, event.req.signal);
       // Nobody reads this answer: the caller is gone (and the store is not read for it).
       if (held === 'gone') return new InvalidRequest({ message: 'the caller went away' });
-      if (held === 'held') headers['Preference-Applied'] = `wait=${waitSeconds}`;
+      if (held === 'applied') headers['Preference-Applied'] = `wait=${waitSeconds}`;
       // A stopping server answers what it has and closes the connection: the next poll goes to a server that runs.
       if (held === 'stopping') headers.Connection = 'close';
     }

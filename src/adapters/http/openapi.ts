@@ -70,6 +70,12 @@ const headers = {
     description: 'The request’s id (`req_…`), as `/v1/ai`, `airs replay` and the dashboard name it.',
     schema: z.string().regex(/^req_[A-Za-z0-9_-]{22,}$/),
   },
+  'Preference-Applied': {
+    description:
+      '`wait=N` on a poll sent with `Prefer: wait=N`: the answer is the wait’s (the request is final, or `N` seconds ' +
+      'passed; `N` as applied, at most `http.maxPollWaitSeconds`). Absent: the poll was answered at once.',
+    schema: z.string().regex(/^wait=\d+$/),
+  },
   'X-Should-Retry': {
     description:
       '`false` on a request that failed for good: airs retried it already, so a client retry would only make ' +
@@ -865,11 +871,24 @@ const build = (): Json => ({
             description: 'The `request_id` the submit answered.',
             schema: { type: 'string', minLength: 1 },
           },
+          {
+            name: 'Prefer',
+            in: 'header',
+            required: false,
+            description:
+              '`wait=N` (RFC 7240; other preferences are ignored): a long poll, held until the request is final or ' +
+              '`N` seconds pass (capped at `http.maxPollWaitSeconds`, 60 by default). It spends one poll of the ' +
+              'budget and holds a place among the account’s open calls (`maxOpenCalls`) while it waits; without a ' +
+              'place it is answered at once.',
+            schema: { type: 'string', examples: ['wait=30'] },
+          },
         ],
         responses: {
           '200': {
-            description: '`queued` (with `Retry-After`: poll again then) or `completed` (with the response).',
-            headers: responseHeaders({ 'Retry-After': 'optional', ...rateLimited }),
+            description:
+              '`queued` (with `Retry-After`: poll again then; at once if `Preference-Applied` is there) or ' +
+              '`completed` (with the response).',
+            headers: responseHeaders({ 'Retry-After': 'optional', 'Preference-Applied': 'optional', ...rateLimited }),
             content: jsonContent('PollAnswer'),
           },
           '400': errorAnswer(
