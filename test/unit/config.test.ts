@@ -116,7 +116,17 @@ describe('Configuration', () => {
       keepAliveTimeoutSeconds: 10,
       maxConnections: 4_096,
       maxLongCallsShare: 0.5,
+      maxPollWaitSeconds: 60,
     });
+  });
+  it('takes http.maxPollWaitSeconds from 0 (long polls off) to 60, and refuses more or a fraction, naming the key', () => {
+    expect(withFile(JSON.stringify({ http: { maxPollWaitSeconds: 0 } }))().http.maxPollWaitSeconds).toBe(0);
+    expect(withFile(JSON.stringify({ http: { maxPollWaitSeconds: 25 } }))().http.maxPollWaitSeconds).toBe(25);
+    for (const value of [61, 1.5, -1]) {
+      const load = withFile(JSON.stringify({ http: { maxPollWaitSeconds: value } }));
+      expect(load).toThrow(ConfigError);
+      expect(load).toThrow(/maxPollWaitSeconds/);
+    }
   });
   it('refuses a file that is not JSON, naming the file', () => {
     expect(withFile('{ port: 1 ')).toThrow(/not valid JSON/);
