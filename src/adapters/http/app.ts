@@ -204,6 +204,18 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
   };
 
   const maxPollWaitSeconds = deps.maxPollWaitSeconds ?? 0;
+  /**
+   * The ends of the polls held now, called when the server stops: one listener on `stopping` for all of them (a
+   * listener each would pass Node's warning threshold for an event target at the eleventh).
+   */
+  const heldPolls = new Set<() => void>();
+  deps.stopping?.addEventListener(
+    'abort',
+    () => {
+      for (const end of [...heldPolls]) end();
+    },
+    { once: true },
+  );
   /** The seconds a poll asks to be held (`Prefer: wait=N`), capped at the server's bound; 0: answer at once. */
   const pollWaitOf = (event: H3Event): number =>
     maxPollWaitSeconds === 0
@@ -230,11 +242,18 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     if (view.status !== 'queued') return 'applied';
     const place = deps.openCalls.take(principal);
     if (isApiError(place)) return 'not held';
+    // One signal for both ends of the wait: the connection's, and the server's stop (through `heldPolls`).
+    const ended = new AbortController();
+    const end = () => ended.abort();
+    connection.addEventListener('abort', end, { once: true });
+    heldPolls.add(end);
     try {
-      const signal = deps.stopping === undefined ? connection : AbortSignal.any([connection, deps.stopping]);
-      await deps.requests.settled(reqId, seconds * 1_000, signal);
+      if (connection.aborted || deps.stopping?.aborted === true) end();
+      await deps.requests.settled(reqId, seconds * 1_000, ended.signal);
       return connection.aborted ? 'gone' : deps.stopping?.aborted === true ? 'stopping' : 'applied';
     } finally {
+      connection.removeEventListener('abort', end);
+      heldPolls.delete(end);
       place.answered();
     }
   };
