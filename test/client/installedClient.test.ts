@@ -31,10 +31,9 @@ const example = (() => {
   return block[1];
 })();
 
-/** npm and node for the temp project: this test's environment without what `npm test` sets for its own package. */
-const env = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => !name.startsWith('npm_package_') && !name.startsWith('npm_lifecycle')),
-);
+/** npm and node for the temp project: this test's environment without what `npm test` sets for this checkout
+ * (`npm_config_local_prefix`, `npm_package_*`, …), so npm reads its own settings there as a user's shell would. */
+const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
 
 /** A project of its own under the OS's temp directory, far from this checkout and its node_modules. */
 const project = () => {
