@@ -84,6 +84,33 @@ describe('airs/client installed in another project', { timeout: 60_000 }, () => 
     expect(await runExample(dir)).toEqual({ stdout: 'Hello, airs\n', stderr: '' });
   });
 
+  it('type-checks the README example as TypeScript (nodenext) against the installed package’s types', async () => {
+    const dir = project();
+    dirs.push(dir);
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', root], {
+      cwd: dir,
+      env,
+      timeout: 30_000,
+    });
+    writeFileSync(join(dir, 'run.ts'), example);
+    // A TypeScript project of the reader's, with @types/node (taken from this checkout: nothing is downloaded).
+    const compilerOptions = {
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'ES2022',
+      strict: true,
+      noEmit: true,
+      typeRoots: [join(root, 'node_modules', '@types')],
+      types: ['node'],
+    };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['run.ts'] }));
+    const tsc = join(root, 'node_modules', '.bin', 'tsc');
+    const checked = await run(tsc, ['-p', 'tsconfig.json'], { cwd: dir, env, timeout: 30_000 }).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
+    );
+    expect(checked.stdout).toBe('');
+  });
+
   it('runs the README example from the npm pack tarball, which carries the client and its types but no tests', async () => {
     const dir = project();
     dirs.push(dir);
