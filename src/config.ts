@@ -104,6 +104,7 @@ export const fileSchema = z.strictObject({
     .optional(),
   processing: z
     .strictObject({
+      /** Workers of one process; by default what the models can take (`defaultWorkers`). */
       concurrency: positiveInt.max(10_000).optional(),
       maxAttempts: positiveInt.max(100).optional(),
       /** How long a started request stays with its worker's process unless renewed; a dead process's work is taken
@@ -265,6 +266,22 @@ export const defaultModels: readonly ModelConfig[] = [
   { id: 'echo-slow', provider: 'echo', delayMs: 5_000, timeoutMs: 60_000 },
 ];
 
+/** What a model without `maxConcurrency` counts for in the default worker count: the old fixed default. */
+export const workersPerUnboundedModel = 16;
+/** The most workers a process gets by default, however many the models could take. */
+export const maxDefaultWorkers = 1_024;
+
+/**
+ * The default of `processing.concurrency`: what the models can take, so each model's `maxConcurrency` is honoured
+ * (a vLLM server that batches 256 requests gets 256 workers, not 16). The sum of the models' `maxConcurrency`,
+ * `workersPerUnboundedModel` for a model without one, at most `maxDefaultWorkers`.
+ */
+export const defaultWorkers = (models: readonly ModelConfig[]): number =>
+  Math.min(
+    maxDefaultWorkers,
+    models.reduce((sum, model) => sum + (model.maxConcurrency ?? workersPerUnboundedModel), 0),
+  );
+
 /** A config that cannot be used; the message names the file and the field. */
 export class ConfigError extends Error {}
 
@@ -334,6 +351,7 @@ export const loadConfig = (
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
   const file = parsed.data;
+  const models = file.models ?? defaultModels;
   const http = {
     headersTimeoutSeconds: file.http?.headersTimeoutSeconds ?? 20,
     requestTimeoutSeconds: file.http?.requestTimeoutSeconds ?? 60,
@@ -359,9 +377,9 @@ export const loadConfig = (
     maxJsonValues: file.maxJsonValues ?? 100_000,
     pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
     plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
-    models: file.models ?? defaultModels,
+    models,
     processing: {
-      concurrency: file.processing?.concurrency ?? 16,
+      concurrency: file.processing?.concurrency ?? defaultWorkers(models),
       maxAttempts: file.processing?.maxAttempts ?? 3,
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
