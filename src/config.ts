@@ -144,6 +144,9 @@ export const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  /** How long a stopping server keeps its port open answering 503 (readiness included) before it drains and closes,
+   * so that a load balancer sees it not ready and stops sending before connections are refused. */
+  shutdownDelaySeconds: z.number().int().min(0).max(3_600).optional(),
   /** Server processes `airs serve` runs on this machine, sharing the port and the store. */
   processes: positiveInt.max(256).optional(),
   /** How long a connection may take and how many there may be (decisions.md, HTTP serving). */
@@ -216,6 +219,8 @@ export type Config = {
     readonly outputExpiresAfterSeconds: number;
   };
   readonly shutdownGraceSeconds: number;
+  /** How long a stopping server answers 503 on an open port before the drain (0: drains at once). */
+  readonly shutdownDelaySeconds: number;
   /** Server processes `airs serve` runs (one primary that forks them when more than 1). */
   readonly processes: number;
   /** Connection bounds of the HTTP server (listen.ts). */
@@ -376,6 +381,7 @@ export const loadConfig = (
       outputExpiresAfterSeconds: file.batches?.outputExpiresAfterSeconds ?? 30 * 86_400,
     },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    shutdownDelaySeconds: file.shutdownDelaySeconds ?? 2,
     processes: overrides.processes ?? file.processes ?? 1,
     http,
     dashboard: {
