@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.js';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
 
 const positiveInt = z.number().int().positive();
@@ -39,8 +40,11 @@ const openAiModel = z.strictObject({
 });
 
 export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {
-  error: (issue) =>
-    issue.code === 'invalid_union' ? 'unknown provider (this version supports: echo, openai)' : undefined,
+  error: (issue) => {
+    if (issue.code !== 'invalid_union') return undefined;
+    const given = typeof issue.input === 'object' && issue.input !== null && 'provider' in issue.input;
+    return `${given ? 'unknown provider' : 'is required'} (this version supports: echo, openai)`;
+  },
 });
 export type ModelConfig = z.infer<typeof modelSchema>;
 
@@ -273,11 +277,6 @@ export const defaultModels: readonly ModelConfig[] = [
 /** A config that cannot be used; the message names the file and the field. */
 export class ConfigError extends Error {}
 
-const describeIssues = (source: string, error: z.ZodError) =>
-  error.issues
-    .map((issue) => `${source}: ${issue.path.length > 0 ? issue.path.join('.') : '(top level)'}: ${issue.message}`)
-    .join('; ');
-
 const envPort = (value: string | undefined): number | undefined => {
   if (value === undefined || value === '') return undefined;
   const port = Number(value);
@@ -336,8 +335,9 @@ export const loadConfig = (
   const path = explicit ? resolve(cwd, explicit) : existsSync(implicit) ? implicit : undefined;
   const raw = path === undefined ? {} : readFile(path);
   const source = path ?? 'built-in defaults';
-  const parsed = fileSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
+  const parsed = fileSchema.safeParse(raw, { error: configErrorMap });
+  if (!parsed.success)
+    throw new ConfigError(describeConfigIssues(`config file ${source}`, parsed.error.issues, raw, fileSchema));
   const file = parsed.data;
   const http = {
     headersTimeoutSeconds: file.http?.headersTimeoutSeconds ?? 20,
@@ -410,7 +410,7 @@ export const checkModelSecrets = (config: Config, env: NodeJS.ProcessEnv = proce
   config.models.forEach((model, index) => {
     if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
       throw new ConfigError(
-        `config file ${config.source}: models.${index}.apiKeyEnv: environment variable ${model.apiKeyEnv} is not set`,
+        `config file ${config.source}: ${fieldPath(['models', index, 'apiKeyEnv'], config)}: environment variable ${model.apiKeyEnv} is not set`,
       );
     }
   });
