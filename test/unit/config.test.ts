@@ -94,11 +94,11 @@ describe('Configuration', () => {
     ['{"port":"x"}', 'port'],
     ['{"plans":{"free":{"submitsPerMinute":-1}}}', 'plans.free.submitsPerMinute'],
     ['{"prot":8080}', 'prot'],
-    ['{"models":[{"id":"m","provider":"magic"}]}', 'models.0'],
+    ['{"models":[{"id":"m","provider":"magic"}]}', 'models[0].provider (model "m"): unknown provider'],
     ['{"models":[{"id":"a","provider":"echo"},{"id":"a","provider":"echo"}]}', 'models'],
     ['{"processing":{"concurrency":0}}', 'processing.concurrency'],
     ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
-    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models.0.id: must not contain control characters'],
+    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models[0].id: must not contain control characters'],
     ['{"dashboard":{"hashingConcurrency":0}}', 'dashboard.hashingConcurrency'],
   ])('refuses %s with a message naming %s', (content, field) => {
     expect(withFile(content)).toThrow(ConfigError);
@@ -138,12 +138,12 @@ describe('Configuration', () => {
     // Only the server needs the key: management commands load the same file without it.
     const withoutKey = withFile(content)();
     expect(() => checkModelSecrets(withoutKey, {})).toThrow(
-      /models\.0\.apiKeyEnv: environment variable AIRS_TEST_KEY_VAR is not set/,
+      /models\[0\]\.apiKeyEnv \(model "gpt"\): environment variable AIRS_TEST_KEY_VAR is not set/,
     );
     expect(() => checkModelSecrets(withoutKey, { AIRS_TEST_KEY_VAR: 'sk-x' })).not.toThrow();
     expect(
       withFile(JSON.stringify({ models: [{ ...model, baseUrl: 'ftp://x' }] }), { AIRS_TEST_KEY_VAR: 'k' }),
-    ).toThrow(/models\.0\.baseUrl/);
+    ).toThrow(/models\[0\]\.baseUrl \(model "gpt"\): expected an http\(s\) URL/);
   });
   it('refuses a PORT that is not a port number', () => {
     expect(() => loadConfig({ PORT: 'eighty' }, dir)).toThrow(/PORT/);
