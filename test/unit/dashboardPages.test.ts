@@ -319,10 +319,13 @@ describe('dashboard pages', () => {
       /<details class="confirm">(?:(?!<\/details>)[\s\S])*action="\/dashboard\/keys\/key_a1\/delete"/,
     );
     expect(html).toContain('(2 of 3)');
-    expect(html).not.toContain('Delete one to create another');
+    expect(html).not.toContain('delete one to create another');
+    expect(html).not.toMatch(/<button type="submit" disabled/);
     const full = keysPage(keys({ maxKeys: 2, error: 'Your plan allows 2 API keys.' }));
     expect(full).toContain('<div class="notice error" role="alert"><p>Your plan allows 2 API keys.</p></div>');
-    expect(full).toContain('Delete one to create another');
+    // At the limit the form is disabled, its reason beside the button.
+    expect(full).toContain('Your plan allows 2 keys; delete one to create another');
+    expect(full).toContain('<button type="submit" disabled aria-describedby="key-limit">Create key</button>');
     expect(keysPage(keys({ keys: [{ id: 'a/b?c', prefix: 'sk_1', createdAt: now }] }))).toContain(
       'action="/dashboard/keys/a%2Fb%3Fc/delete"',
     );
