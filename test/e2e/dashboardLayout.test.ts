@@ -159,6 +159,11 @@ describe('The dashboard at 390 and 1280 px (airs serve + headless chromium)', ()
       expect(await page.getByRole('button', { name: 'Create key' }).isDisabled()).toBe(true);
       expect((await overflowing(page)).found).toEqual([]);
       await screenshot(page, `layout-keys-${width}`);
+      // Its delete, opened: the confirmation step fits too.
+      await page.getByText('Delete…').click();
+      expect(await page.getByRole('button', { name: 'Delete this key' }).isVisible()).toBe(true);
+      expect((await overflowing(page)).found).toEqual([]);
+      await screenshot(page, `layout-keys-confirm-${width}`);
 
       expect(problems).toEqual([]);
       await context.close();

@@ -201,7 +201,7 @@ describe('dashboard pages', () => {
     }
     // In an attribute the quote is escaped: the value cannot end early.
     expect(pages[3]).toContain('value="&lt;script>alert(1)&lt;/script>&quot;\'&amp;"');
-    expect(pages[1]).toContain("<td>&lt;script>alert(1)&lt;/script>&quot;'&amp;</td>");
+    expect(pages[1]).toContain(`<td data-label="Name"><span>&lt;script>alert(1)&lt;/script>&quot;'&amp;</span></td>`);
     expect(pages[0]).toContain('<span class="who">&lt;script>alert(1)&lt;/script>&quot;\'&amp;</span>');
   });
 
@@ -310,7 +310,9 @@ describe('dashboard pages', () => {
 
   it('the keys page lists name, prefix, created, last used or never, each delete behind a confirmation', () => {
     const html = allPages.keys!;
-    expect(html).toContain('<td>ci runner</td><td><code>sk_AbCd…</code></td>');
+    expect(html).toContain(
+      '<td data-label="Name"><span>ci runner</span></td><td data-label="Key"><code>sk_AbCd…</code></td>',
+    );
     expect(html).toContain('<time datetime="2026-11-21T19:30:05Z">2026-11-21 19:30 UTC</time>');
     expect(html).toContain('<time datetime="2026-11-23T18:30:05Z">2026-11-23 18:30 UTC</time>');
     expect(html).toContain('<span class="muted">never</span>');

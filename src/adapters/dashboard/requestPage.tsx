@@ -48,7 +48,7 @@ const Text = ({ id, shown }: { id: string; shown: ShownText }) => (
 );
 
 const Moment = ({ at }: { at: number | undefined }) =>
-  at === undefined ? <span class="muted">—</span> : <Time at={at} />;
+  at === undefined ? <span class="muted">—</span> : <Time seconds at={at} />;
 
 /**
  * `GET /dashboard/requests/:id`: one of the account's own requests: its input while it is kept, its answer (or how
@@ -128,7 +128,7 @@ export const requestPage = (view: RequestDetailView): string => {
           <dl class="facts" id="times">
             <dt>Created</dt>
             <dd>
-              <Time at={view.createdAt} />
+              <Time seconds at={view.createdAt} />
             </dd>
             <dt>Started</dt>
             <dd>
@@ -138,14 +138,14 @@ export const requestPage = (view: RequestDetailView): string => {
               <>
                 <dt>Failed</dt>
                 <dd>
-                  <Time at={view.failedAt} />
+                  <Time seconds at={view.failedAt} />
                 </dd>
               </>
             ) : view.cancelledAt !== undefined ? (
               <>
                 <dt>Cancelled</dt>
                 <dd>
-                  <Time at={view.cancelledAt} />
+                  <Time seconds at={view.cancelledAt} />
                 </dd>
               </>
             ) : (
@@ -158,7 +158,7 @@ export const requestPage = (view: RequestDetailView): string => {
             )}
             <dt>{view.expiredAt === undefined ? 'Expires' : 'Expired'}</dt>
             <dd>
-              <Time at={view.expiredAt ?? view.expiresAt} />
+              <Time seconds at={view.expiredAt ?? view.expiresAt} />
             </dd>
           </dl>
         </section>
@@ -209,14 +209,14 @@ export const requestPage = (view: RequestDetailView): string => {
               {view.events.map((row) => (
                 <tr>
                   <td>
-                    <Time at={row.at} />
+                    <Time seconds at={row.at} />
                   </td>
                   <td>
                     {eventInWords(row)}
                     {row.retryAt !== undefined && (
                       <>
                         {' '}
-                        at <Time at={row.retryAt} />
+                        at <Time seconds at={row.retryAt} />
                       </>
                     )}
                   </td>
