@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.js';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
 
 const positiveInt = z.number().int().positive();
@@ -39,8 +40,11 @@ const openAiModel = z.strictObject({
 });
 
 export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {
-  error: (issue) =>
-    issue.code === 'invalid_union' ? 'unknown provider (this version supports: echo, openai)' : undefined,
+  error: (issue) => {
+    if (issue.code !== 'invalid_union') return undefined;
+    const given = typeof issue.input === 'object' && issue.input !== null && 'provider' in issue.input;
+    return `${given ? 'unknown provider' : 'is required'} (this version supports: echo, openai)`;
+  },
 });
 export type ModelConfig = z.infer<typeof modelSchema>;
 
@@ -104,6 +108,7 @@ export const fileSchema = z.strictObject({
     .optional(),
   processing: z
     .strictObject({
+      /** Workers of one process; by default what the models can take (`defaultWorkers`). */
       concurrency: positiveInt.max(10_000).optional(),
       maxAttempts: positiveInt.max(100).optional(),
       /** How long a started request stays with its worker's process unless renewed; a dead process's work is taken
@@ -144,6 +149,9 @@ export const fileSchema = z.strictObject({
     .optional(),
   /** How long a stopping server keeps answering (503 to new calls) while calls and model work in flight finish. */
   shutdownGraceSeconds: z.number().int().min(0).max(3_600).optional(),
+  /** How long a stopping server keeps its port open answering 503 (readiness included) before it drains and closes,
+   * so that a load balancer sees it not ready and stops sending before connections are refused. */
+  shutdownDelaySeconds: z.number().int().min(0).max(3_600).optional(),
   /** Server processes `airs serve` runs on this machine, sharing the port and the store. */
   processes: positiveInt.max(256).optional(),
   /** How long a connection may take and how many there may be (decisions.md, HTTP serving). */
@@ -218,6 +226,8 @@ export type Config = {
     readonly outputExpiresAfterSeconds: number;
   };
   readonly shutdownGraceSeconds: number;
+  /** How long a stopping server answers 503 on an open port before the drain (0: drains at once). */
+  readonly shutdownDelaySeconds: number;
   /** Server processes `airs serve` runs (one primary that forks them when more than 1). */
   readonly processes: number;
   /** Connection bounds of the HTTP server (listen.ts). */
@@ -269,13 +279,24 @@ export const defaultModels: readonly ModelConfig[] = [
   { id: 'echo-slow', provider: 'echo', delayMs: 5_000, timeoutMs: 60_000 },
 ];
 
+/** What a model without `maxConcurrency` counts for in the default worker count: the old fixed default. */
+export const workersPerUnboundedModel = 16;
+/** The most workers a process gets by default, however many the models could take. */
+export const maxDefaultWorkers = 1_024;
+
+/**
+ * The default of `processing.concurrency`: what the models can take, so each model's `maxConcurrency` is honoured
+ * (a vLLM server that batches 256 requests gets 256 workers, not 16). The sum of the models' `maxConcurrency`,
+ * `workersPerUnboundedModel` for a model without one, at most `maxDefaultWorkers`.
+ */
+export const defaultWorkers = (models: readonly ModelConfig[]): number =>
+  Math.min(
+    maxDefaultWorkers,
+    models.reduce((sum, model) => sum + (model.maxConcurrency ?? workersPerUnboundedModel), 0),
+  );
+
 /** A config that cannot be used; the message names the file and the field. */
 export class ConfigError extends Error {}
-
-const describeIssues = (source: string, error: z.ZodError) =>
-  error.issues
-    .map((issue) => `${source}: ${issue.path.length > 0 ? issue.path.join('.') : '(top level)'}: ${issue.message}`)
-    .join('; ');
 
 const envPort = (value: string | undefined): number | undefined => {
   if (value === undefined || value === '') return undefined;
@@ -335,9 +356,11 @@ export const loadConfig = (
   const path = explicit ? resolve(cwd, explicit) : existsSync(implicit) ? implicit : undefined;
   const raw = path === undefined ? {} : readFile(path);
   const source = path ?? 'built-in defaults';
-  const parsed = fileSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(describeIssues(`config file ${source}`, parsed.error));
+  const parsed = fileSchema.safeParse(raw, { error: configErrorMap });
+  if (!parsed.success)
+    throw new ConfigError(describeConfigIssues(`config file ${source}`, parsed.error.issues, raw, fileSchema));
   const file = parsed.data;
+  const models = file.models ?? defaultModels;
   const http = {
     headersTimeoutSeconds: file.http?.headersTimeoutSeconds ?? 20,
     requestTimeoutSeconds: file.http?.requestTimeoutSeconds ?? 60,
@@ -364,9 +387,9 @@ export const loadConfig = (
     maxJsonValues: file.maxJsonValues ?? 100_000,
     pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
     plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
-    models: file.models ?? defaultModels,
+    models,
     processing: {
-      concurrency: file.processing?.concurrency ?? 16,
+      concurrency: file.processing?.concurrency ?? defaultWorkers(models),
       maxAttempts: file.processing?.maxAttempts ?? 3,
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
@@ -381,6 +404,7 @@ export const loadConfig = (
       outputExpiresAfterSeconds: file.batches?.outputExpiresAfterSeconds ?? 30 * 86_400,
     },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
+    shutdownDelaySeconds: file.shutdownDelaySeconds ?? 2,
     processes: overrides.processes ?? file.processes ?? 1,
     http,
     dashboard: {
@@ -409,7 +433,7 @@ export const checkModelSecrets = (config: Config, env: NodeJS.ProcessEnv = proce
   config.models.forEach((model, index) => {
     if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
       throw new ConfigError(
-        `config file ${config.source}: models.${index}.apiKeyEnv: environment variable ${model.apiKeyEnv} is not set`,
+        `config file ${config.source}: ${fieldPath(['models', index, 'apiKeyEnv'], config)}: environment variable ${model.apiKeyEnv} is not set`,
       );
     }
   });

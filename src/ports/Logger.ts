@@ -40,3 +40,16 @@ export const createLogger = async (
 export const LogLayer = (logger: Logger) => Layer.succeed(Log, logger);
 
 export const silentLogger = (): Logger => pino({ level: 'silent' });
+
+/**
+ * Resolves once what was logged so far is written (lines are written asynchronously), or after `boundMs`: for the
+ * last line before `process.exit`, which would otherwise be lost.
+ */
+export const flushLogger = (logger: Logger, boundMs = 1_000): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, boundMs);
+    logger.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });

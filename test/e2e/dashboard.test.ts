@@ -189,10 +189,17 @@ describe('The dashboard in a real browser (airs serve + headless chromium)', () 
           { timeout: 5_000, interval: 250 },
         )
         .toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d/);
-      expect(await page.textContent('main')).toContain('Your plan allows 1 key and you have 1.');
+      // The plan is full: Create key is disabled, its reason beside it.
+      const create = page.getByRole('button', { name: 'Create key' });
+      expect(await create.isDisabled()).toBe(true);
+      expect(await page.textContent('#key-limit')).toContain('Your plan allows 1 key; delete one to create another');
       await screenshot(page, 'keys-after-reload');
 
-      // A second key on the free plan is refused with a clear message.
+      // A tab that still shows an enabled button (a stale page) is refused by the server with a clear message.
+      await page.evaluate(() => {
+        for (const field of document.querySelectorAll('form[action="/dashboard/keys"] [disabled]'))
+          field.removeAttribute('disabled');
+      });
       expect(await createKey(page, 'second')).toBe(400);
       expect(await page.locator('#new-key').count()).toBe(0);
       const refusal = (await page.getByRole('alert').textContent()) ?? '';
@@ -205,8 +212,12 @@ describe('The dashboard in a real browser (airs serve + headless chromium)', () 
       expect(await confirm.isVisible()).toBe(true);
       const keyId = (await page.locator('tbody tr').first().getAttribute('id'))?.replace(/^key-/, '') ?? '';
       expect(await submitForm(page, confirm, `/dashboard/keys/${keyId}/delete`)).toBe(303);
-      expect(page.url()).toBe(`${url}/dashboard/keys`);
+      expect(page.url()).toBe(`${url}/dashboard/keys?deleted=${keyId}`);
+      expect(await page.getByRole('status').first().textContent()).toBe(
+        `Key ${key.slice(0, 11)}… (ci runner) was deleted. API calls with it are refused from now on.`,
+      );
       expect(await page.textContent('main')).toContain('You have no API keys yet.');
+      await screenshot(page, 'keys-deleted');
       expect((await submit(url, key, 'echo', 'after delete')).status).toBe(401);
 
       // Log out: every page but signup and login leads to the login page.

@@ -2,47 +2,10 @@ import { Effect } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { sessionBrowser as browser, dashboardPassword } from '../support/dashboardForm.js';
 import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
-const password = 'correct horse battery staple';
-
-/** A browser in miniature: keeps the cookies the app sets and sends them back. */
-const browser = (app: TestApp) => {
-  const jar = new Map<string, string>();
-  const request = async (method: string, path: string, form?: Record<string, string>) => {
-    const headers: Record<string, string> = {};
-    if (jar.size > 0) headers.cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const response = await app.http.request(`http://airs.test${path}`, {
-      method,
-      headers,
-      body: form === undefined ? undefined : new URLSearchParams(form).toString(),
-      redirect: 'manual',
-    });
-    for (const cookie of response.headers.getSetCookie()) {
-      const [pair] = cookie.split(';');
-      const [name, value] = (pair as string).split('=') as [string, string];
-      if (value === '') jar.delete(name);
-      else jar.set(name, value);
-    }
-    return { status: response.status, headers: response.headers, text: await response.text() };
-  };
-  const csrfOf = (text: string) => /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
-  return {
-    jar,
-    get: (path: string) => request('GET', path),
-    post: (path: string, form: Record<string, string>) => request('POST', path, form),
-    csrfOf,
-    signup: async (email: string) => {
-      const form = await request('GET', '/dashboard/signup');
-      return request('POST', '/dashboard/signup', { email, password, csrf: csrfOf(form.text) });
-    },
-    login: async (email: string, pass = password) => {
-      const form = await request('GET', '/dashboard/login');
-      return request('POST', '/dashboard/login', { email, password: pass, csrf: csrfOf(form.text) });
-    },
-  };
-};
+const password = dashboardPassword;
 
 describe('The dashboard over HTTP (in process)', () => {
   let app: TestApp;

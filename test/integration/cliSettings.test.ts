@@ -179,7 +179,7 @@ describe('serve --port, --host, --data-dir, --config', { timeout: 60_000 }, () =
     const port = await freePort();
     const dataDir = join(box.dir, 'served');
     const config = join(box.dir, 'serve.json');
-    writeFileSync(config, JSON.stringify({ port: 1, host: '192.0.2.1' }));
+    writeFileSync(config, JSON.stringify({ port: 1, host: '192.0.2.1', shutdownDelaySeconds: 0 }));
     const child = spawn(
       process.execPath,
       [binPath, 'serve', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--config', config],

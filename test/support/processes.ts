@@ -33,8 +33,14 @@ export type Sandbox = {
   readonly dataDir: string;
   /** The environment a child gets: only what the test chose, plus PATH and the like. */
   env(extra?: Record<string, string>): NodeJS.ProcessEnv;
-  /** Writes `config` (an object, or raw text) as the config file that `env()` points AIRS_CONFIG at. */
+  /**
+   * Writes `config` (an object, or raw text) as the config file that `env()` points AIRS_CONFIG at. An object that
+   * does not name `shutdownDelaySeconds` gets 0: a stopped server would otherwise hold its port for the default 2 s,
+   * which every test that stops one would wait out. Raw text is written as it is (a test of the default uses it).
+   */
   writeConfig(config: unknown): string;
+  /** Whether a config file was written. */
+  hasConfig(): boolean;
   remove(): void;
 };
 
@@ -56,10 +62,16 @@ export const sandbox = (label = 'airs-proc'): Sandbox => {
       ...extra,
     }),
     writeConfig: (config) => {
-      writeFileSync(configPath, typeof config === 'string' ? config : JSON.stringify(config));
+      writeFileSync(
+        configPath,
+        typeof config === 'string'
+          ? config
+          : JSON.stringify({ shutdownDelaySeconds: 0, ...(config as Record<string, unknown>) }),
+      );
       hasConfig = true;
       return configPath;
     },
+    hasConfig: () => hasConfig,
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 };
@@ -144,6 +156,8 @@ export const startServer = (
 ) =>
   new Promise<ServerProcess>((resolvePromise, reject) => {
     assertBuilt();
+    // No hold on the port when stopped (see `writeConfig`); otherwise the built-in defaults, as without a file.
+    if (!box.hasConfig()) box.writeConfig({});
     const [file = process.execPath, ...args] = [
       ...(options.wrapper ?? []),
       process.execPath,

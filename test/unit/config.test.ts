@@ -94,11 +94,11 @@ describe('Configuration', () => {
     ['{"port":"x"}', 'port'],
     ['{"plans":{"free":{"submitsPerMinute":-1}}}', 'plans.free.submitsPerMinute'],
     ['{"prot":8080}', 'prot'],
-    ['{"models":[{"id":"m","provider":"magic"}]}', 'models.0'],
+    ['{"models":[{"id":"m","provider":"magic"}]}', 'models[0].provider (model "m"): unknown provider'],
     ['{"models":[{"id":"a","provider":"echo"},{"id":"a","provider":"echo"}]}', 'models'],
     ['{"processing":{"concurrency":0}}', 'processing.concurrency'],
     ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
-    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models.0.id: must not contain control characters'],
+    ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models[0].id: must not contain control characters'],
     ['{"dashboard":{"hashingConcurrency":0}}', 'dashboard.hashingConcurrency'],
   ])('refuses %s with a message naming %s', (content, field) => {
     expect(withFile(content)).toThrow(ConfigError);
@@ -148,14 +148,47 @@ describe('Configuration', () => {
     // Only the server needs the key: management commands load the same file without it.
     const withoutKey = withFile(content)();
     expect(() => checkModelSecrets(withoutKey, {})).toThrow(
-      /models\.0\.apiKeyEnv: environment variable AIRS_TEST_KEY_VAR is not set/,
+      /models\[0\]\.apiKeyEnv \(model "gpt"\): environment variable AIRS_TEST_KEY_VAR is not set/,
     );
     expect(() => checkModelSecrets(withoutKey, { AIRS_TEST_KEY_VAR: 'sk-x' })).not.toThrow();
     expect(
       withFile(JSON.stringify({ models: [{ ...model, baseUrl: 'ftp://x' }] }), { AIRS_TEST_KEY_VAR: 'k' }),
-    ).toThrow(/models\.0\.baseUrl/);
+    ).toThrow(/models\[0\]\.baseUrl \(model "gpt"\): expected an http\(s\) URL/);
   });
   it('refuses a PORT that is not a port number', () => {
     expect(() => loadConfig({ PORT: 'eighty' }, dir)).toThrow(/PORT/);
+  });
+});
+
+describe('The worker count (processing.concurrency) by default', () => {
+  const vllm = (id: string, maxConcurrency?: number) => ({
+    id,
+    provider: 'openai',
+    baseUrl: 'http://127.0.0.1:8000/v1',
+    upstreamModel: id,
+    ...(maxConcurrency === undefined ? {} : { maxConcurrency }),
+  });
+  const workersFor = (file: object) => withFile(JSON.stringify(file))().processing.concurrency;
+
+  it('is what the models can take: a vLLM model of maxConcurrency 256 gets 256 workers, not 16', () => {
+    expect(workersFor({ models: [vllm('big', 256)] })).toBe(256);
+  });
+  it('adds up the models, counting 16 for a model without maxConcurrency', () => {
+    expect(workersFor({ models: [vllm('big', 256), vllm('small', 8), vllm('open')] })).toBe(256 + 8 + 16);
+    expect(workersFor({ models: [vllm('open')] })).toBe(16);
+    // The built-in echo and echo-slow have no maxConcurrency.
+    expect(loadConfig({}, dir).processing.concurrency).toBe(32);
+  });
+  it('stops at 1,024 however much the models could take', () => {
+    expect(workersFor({ models: [vllm('a', 1_000), vllm('b', 1_000)] })).toBe(1_024);
+    expect(workersFor({ models: [vllm('a', Number.MAX_SAFE_INTEGER), vllm('b', Number.MAX_SAFE_INTEGER)] })).toBe(
+      1_024,
+    );
+  });
+  it('gives way to an explicit processing.concurrency, above or below what the models take', () => {
+    expect(workersFor({ models: [vllm('big', 256)], processing: { concurrency: 16 } })).toBe(16);
+    expect(workersFor({ models: [vllm('a', 1_000), vllm('b', 1_000)], processing: { concurrency: 2_000 } })).toBe(
+      2_000,
+    );
   });
 });

@@ -201,7 +201,7 @@ describe('dashboard pages', () => {
     }
     // In an attribute the quote is escaped: the value cannot end early.
     expect(pages[3]).toContain('value="&lt;script>alert(1)&lt;/script>&quot;\'&amp;"');
-    expect(pages[1]).toContain("<td>&lt;script>alert(1)&lt;/script>&quot;'&amp;</td>");
+    expect(pages[1]).toContain(`<td data-label="Name"><span>&lt;script>alert(1)&lt;/script>&quot;'&amp;</span></td>`);
     expect(pages[0]).toContain('<span class="who">&lt;script>alert(1)&lt;/script>&quot;\'&amp;</span>');
   });
 
@@ -310,7 +310,9 @@ describe('dashboard pages', () => {
 
   it('the keys page lists name, prefix, created, last used or never, each delete behind a confirmation', () => {
     const html = allPages.keys!;
-    expect(html).toContain('<td>ci runner</td><td><code>sk_AbCd…</code></td>');
+    expect(html).toContain(
+      '<td data-label="Name"><span>ci runner</span></td><td data-label="Key"><code>sk_AbCd…</code></td>',
+    );
     expect(html).toContain('<time datetime="2026-11-21T19:30:05Z">2026-11-21 19:30 UTC</time>');
     expect(html).toContain('<time datetime="2026-11-23T18:30:05Z">2026-11-23 18:30 UTC</time>');
     expect(html).toContain('<span class="muted">never</span>');
@@ -319,10 +321,13 @@ describe('dashboard pages', () => {
       /<details class="confirm">(?:(?!<\/details>)[\s\S])*action="\/dashboard\/keys\/key_a1\/delete"/,
     );
     expect(html).toContain('(2 of 3)');
-    expect(html).not.toContain('Delete one to create another');
+    expect(html).not.toContain('delete one to create another');
+    expect(html).not.toMatch(/<button type="submit" disabled/);
     const full = keysPage(keys({ maxKeys: 2, error: 'Your plan allows 2 API keys.' }));
     expect(full).toContain('<div class="notice error" role="alert"><p>Your plan allows 2 API keys.</p></div>');
-    expect(full).toContain('Delete one to create another');
+    // At the limit the form is disabled, its reason beside the button.
+    expect(full).toContain('Your plan allows 2 keys; delete one to create another');
+    expect(full).toContain('<button type="submit" disabled aria-describedby="key-limit">Create key</button>');
     expect(keysPage(keys({ keys: [{ id: 'a/b?c', prefix: 'sk_1', createdAt: now }] }))).toContain(
       'action="/dashboard/keys/a%2Fb%3Fc/delete"',
     );

@@ -52,6 +52,21 @@ const portOf = (value: string | undefined): number | undefined => {
   return Number(value);
 };
 
+/** Where each data directory this command was configured with came from (config.ts `dataDirFrom`), for messages
+ * about it that are made far from the config (the store's). */
+const dataDirSettings = new Map<string, string>();
+
+/**
+ * What the CLI says of a data directory the store cannot use (lmdb/dataDir.ts `DataDirUnusable`): the store's
+ * message, where the setting came from, and for a file, which setting to change (the one that was used).
+ */
+export const dataDirUnusableMessage = (error: Error & { dataDir?: unknown; isFile?: unknown }): string => {
+  const from = typeof error.dataDir === 'string' ? dataDirSettings.get(error.dataDir) : undefined;
+  if (from === undefined) return error.message;
+  const setting = from.startsWith('the default') ? '--data-dir, AIRS_DATA_DIR or dataDir' : from;
+  return `${error.message} (data directory from ${from})${error.isFile === true ? `; set ${setting} to a directory` : ''}`;
+};
+
 /**
  * The configuration in force for this command: its flags, then the environment, then the config file, then the
  * defaults. A bad flag or a bad config is one line and exit 2.
@@ -67,7 +82,9 @@ export const configOrFail = async (options: ServeOptions = {}): Promise<Config> 
   };
   const { ConfigError, loadConfig } = await import('../../config.js');
   try {
-    return loadConfig(process.env, process.cwd(), overrides);
+    const config = loadConfig(process.env, process.cwd(), overrides);
+    dataDirSettings.set(config.dataDir, config.dataDirFrom);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(`bad configuration: ${error.message}`, 2);
     throw error;

@@ -63,7 +63,9 @@ export const runCli = async (argv: readonly string[], output: Output = processOu
     }
     // A data directory this version cannot use or read is the operator's setting to fix, like a bad config file.
     if (error instanceof Error && ['UnknownLayout', 'DataDirUnusable', 'DataFileDamaged'].includes(error.name)) {
-      output.err(`airs: ${error.message}`);
+      const message =
+        error.name === 'DataDirUnusable' ? (await import('./context.js')).dataDirUnusableMessage(error) : error.message;
+      output.err(`airs: ${message}`);
       return 2;
     }
     // A database URL in it (a client's message may quote one) is shown without its secrets (contract 18).

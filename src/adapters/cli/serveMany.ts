@@ -18,7 +18,7 @@ const stableMs = 60_000;
  * whole start with its own exit status.
  */
 export const serveMany = async (config: Config, output: Output): Promise<void> => {
-  const [{ createLogger, logLevelFromEnv }, { listenProblem, listenFailureMessage }, { openToOthers }] =
+  const [{ createLogger, flushLogger, logLevelFromEnv }, { listenProblem, listenFailureMessage }, { openToOthers }] =
     await Promise.all([
       import('../../ports/Logger.js'),
       import('../http/portCheck.js'),
@@ -84,9 +84,10 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
     const force = setTimeout(
       () => {
         for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
-        process.exit(1);
+        logger.error({ reason: signal, forced: true }, 'stopped');
+        void flushLogger(logger).then(() => process.exit(1));
       },
-      (config.shutdownGraceSeconds + 10) * 1_000,
+      (config.shutdownDelaySeconds + config.shutdownGraceSeconds + 10) * 1_000,
     ).unref();
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     let failed = false;
@@ -102,8 +103,8 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
         })
         .finally(() => {
           clearTimeout(force);
-          logger.flush();
-          process.exit(failed ? 1 : 0);
+          logger.info({ reason: signal, ...(failed ? { failed } : {}) }, 'stopped');
+          void flushLogger(logger).then(() => process.exit(failed ? 1 : 0));
         });
     };
     cluster.on('exit', (_worker, code) => {

@@ -26,13 +26,17 @@ export const isSiblingGone = (message: unknown): message is SiblingGoneMessage =
 export const serveOne = async (config: Config, output: Output) => {
   const forked = cluster.isWorker;
   // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
-  const [{ createLogger, logLevelFromEnv }, { startApp }, { listen }, { listenProblem, listenFailureMessage }] =
-    await Promise.all([
-      import('../../ports/Logger.js'),
-      import('../../server.js'),
-      import('../http/listen.js'),
-      import('../http/portCheck.js'),
-    ]);
+  const [
+    { createLogger, flushLogger, logLevelFromEnv },
+    { startApp },
+    { listen },
+    { listenProblem, listenFailureMessage },
+  ] = await Promise.all([
+    import('../../ports/Logger.js'),
+    import('../../server.js'),
+    import('../http/listen.js'),
+    import('../http/portCheck.js'),
+  ]);
   const logLevel = logLevelFromEnv();
   if ('problem' in logLevel) throw new CliError(`bad configuration: ${logLevel.problem}`, 2);
   const logger = await createLogger(logLevel.level, undefined, undefined, forked ? { pid: process.pid } : undefined);
@@ -75,16 +79,30 @@ export const serveOne = async (config: Config, output: Output) => {
   }
   const { server, url } = listening;
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (reason: string) => {
     if (stopping) return;
     stopping = true;
+    // A primary that is gone took the shared port with it: nobody can reach this process, so nothing to hold for.
+    const delayMs = reason === 'primary gone' ? 0 : config.shutdownDelaySeconds * 1_000;
     const graceMs = config.shutdownGraceSeconds * 1_000;
     logger.info(
-      { signal, graceSeconds: config.shutdownGraceSeconds },
+      { signal: reason, delaySeconds: delayMs / 1_000, graceSeconds: config.shutdownGraceSeconds },
       'stopping: new calls answer 503 while the calls and model work in flight finish',
     );
     // Whatever happens below, the process ends: a stop that hangs would keep an orchestrator waiting.
-    const force = setTimeout(() => process.exit(1), graceMs + closeMs + 5_000).unref();
+    const force = setTimeout(
+      () => {
+        logger.error({ reason, forced: true }, 'stopped');
+        void flushLogger(logger).then(() => process.exit(1));
+      },
+      delayMs + graceMs + closeMs + 5_000,
+    ).unref();
+    // From the signal on every call and `/readyz` answer 503 and the pool starts nothing new, but the port stays open
+    // for the delay: a load balancer still sending here (it has not seen the failed probe yet) gets a 503 to retry
+    // elsewhere, never a refused connection. Then the drain as before.
+    app.stopAccepting();
+    app.processor.stopTakingWork();
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (!(await app.drain(graceMs))) {
       logger.warn(
         { calls: app.traffic.inFlight, modelCalls: app.processor.inFlight() },
@@ -95,7 +113,8 @@ export const serveOne = async (config: Config, output: Output) => {
     await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, closeMs))]);
     await app.close();
     clearTimeout(force);
-    logger.flush();
+    logger.info({ reason }, 'stopped');
+    await flushLogger(logger);
     process.exit(0);
   };
   // Before the URL is printed: a stop sent as soon as it is read must find the handlers (not the default action,

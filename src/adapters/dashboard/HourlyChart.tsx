@@ -1,13 +1,15 @@
 import { grouped, hourText, plural } from './format.js';
 
 const hourMs = 3_600_000;
-const slot = 24;
-const barWidth = 16;
-const left = 40;
-const top = 12;
+/** Heights in CSS pixels; widths in percent of the chart's width, so that its text keeps its size at every width. */
+const top = 18;
 const plotHeight = 120;
-const width = left + 24 * slot + 8;
-const height = top + plotHeight + 24;
+const height = top + plotHeight + 22;
+const slotPercent = 100 / 24;
+const barPercent = slotPercent * 0.6;
+/** The bars whose hours are written under them: far enough apart to fit on a phone, and clear of "now". */
+const labelled = new Set([1, 7, 13, 19]);
+const percent = (n: number) => `${Math.round(n * 1000) / 1000}%`;
 
 /** The start of each of the 24 UTC clock hours, oldest first; the last holds `now`. */
 export const hourStarts = (now: number): number[] => {
@@ -37,25 +39,22 @@ export const HourlyChart = ({ hourly, now }: { hourly: readonly number[]; now: n
       : `${plural(total, 'request')} in the last 24 hours; the busiest hour was ${span(starts[busiest]!)} with ${grouped(max)}.`;
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby="chart-title chart-desc">
+      <svg height={height} role="img" aria-labelledby="chart-title chart-desc">
         <title id="chart-title">Requests per hour, last 24 hours (UTC)</title>
         <desc id="chart-desc">{summary}</desc>
-        <line class="axis" x1={left} y1={top + plotHeight} x2={width - 4} y2={top + plotHeight} />
-        <line class="axis" x1={left} y1={top} x2={width - 4} y2={top} />
-        <text x={left - 6} y={top + 4} text-anchor="end">
-          {grouped(max)}
-        </text>
-        <text x={left - 6} y={top + plotHeight + 4} text-anchor="end">
-          0
+        <line class="axis" x1="0" y1={top + plotHeight} x2="100%" y2={top + plotHeight} />
+        <line class="axis" x1="0" y1={top} x2="100%" y2={top} />
+        <text x="0" y={top - 5} text-anchor="start">
+          {plural(max, 'request')}
         </text>
         {counts.map((count, i) => {
           const h = barHeight(count, max);
           return (
             <rect
               class="bar"
-              x={left + i * slot + (slot - barWidth) / 2}
+              x={percent(i * slotPercent + (slotPercent - barPercent) / 2)}
               y={top + plotHeight - h}
-              width={barWidth}
+              width={percent(barPercent)}
               height={h}
               data-count={count}
             >
@@ -64,13 +63,13 @@ export const HourlyChart = ({ hourly, now }: { hourly: readonly number[]; now: n
           );
         })}
         {starts.map((start, i) =>
-          i % 6 === 0 ? (
-            <text x={left + i * slot + slot / 2} y={height - 6} text-anchor="middle">
+          labelled.has(i) ? (
+            <text x={percent((i + 0.5) * slotPercent)} y={height - 6} text-anchor="middle">
               {hourText(start)}
             </text>
           ) : null,
         )}
-        <text x={left + 23 * slot + slot / 2} y={height - 6} text-anchor="middle">
+        <text x="100%" y={height - 6} text-anchor="end">
           now
         </text>
       </svg>

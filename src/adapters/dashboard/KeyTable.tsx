@@ -22,7 +22,7 @@ const DeleteKey = ({ csrf, row }: { csrf: string; row: KeyRow }) => (
 /** The account's active keys: name, prefix, created, last used, and a delete for each. */
 export const KeyTable = ({ csrf, keys }: { csrf: string; keys: readonly KeyRow[] }) => (
   <div class="table-wrap">
-    <table>
+    <table class="stack">
       <caption class="visually-hidden">Your API keys</caption>
       <thead>
         <tr>
@@ -38,14 +38,18 @@ export const KeyTable = ({ csrf, keys }: { csrf: string; keys: readonly KeyRow[]
       <tbody>
         {keys.map((row) => (
           <tr id={`key-${row.id}`}>
-            <td>{row.name ?? <span class="muted">(no name)</span>}</td>
-            <td>
+            <td data-label="Name">
+              <span>{row.name ?? <span class="muted">(no name)</span>}</span>
+            </td>
+            <td data-label="Key">
               <code>{row.prefix}…</code>
             </td>
-            <td>
+            <td data-label="Created">
               <Time at={row.createdAt} />
             </td>
-            <td>{row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />}</td>
+            <td data-label="Last used">
+              {row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />}
+            </td>
             <td>
               <DeleteKey csrf={csrf} row={row} />
             </td>

@@ -6,7 +6,7 @@ export const RequestTable = ({ requests }: { requests: readonly RequestRow[] }) 
   const rows = [...requests].sort((a, b) => b.createdAt - a.createdAt);
   return (
     <div class="table-wrap">
-      <table>
+      <table class="stack">
         <caption class="visually-hidden">Your recent requests, newest first</caption>
         <thead>
           <tr>
@@ -22,17 +22,21 @@ export const RequestTable = ({ requests }: { requests: readonly RequestRow[] }) 
         <tbody>
           {rows.map((r) => (
             <tr>
-              <td>
-                <code>{r.id}</code>
+              <td data-label="Request">
+                <a href={`/dashboard/requests/${encodeURIComponent(r.id)}`}>
+                  <code>{r.id}</code>
+                </a>
               </td>
-              <td>{r.model}</td>
-              <td>
+              <td data-label="Model">
+                <span>{r.model}</span>
+              </td>
+              <td data-label="Status">
                 <span class={`badge status-${r.status}`}>{r.status}</span>
               </td>
-              <td>
+              <td data-label="Created">
                 <Time at={r.createdAt} />
               </td>
-              <td class="hide-narrow">
+              <td class="hide-narrow" data-label="Completed">
                 {r.completedAt === undefined ? <span class="muted">—</span> : <Time at={r.completedAt} />}
               </td>
             </tr>

@@ -85,6 +85,7 @@ button.danger { background: var(--danger); border-color: var(--danger); color: #
 button.link { background: none; border: none; color: var(--muted); padding: 0.25rem 0; font-weight: 500; text-decoration: underline; }
 .inline-form { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
 .inline-form .field { flex: 1 1 14rem; margin: 0; }
+.inline-form .limit-reason { flex: 1 1 12rem; align-self: center; margin: 0; color: var(--warn); font-weight: 600; }
 
 .notice { border-radius: 0.5rem; padding: 0.8rem 1rem; margin-bottom: 1.25rem; border: 1px solid; }
 .notice.error { background: var(--danger-soft); border-color: var(--danger); }
@@ -120,10 +121,21 @@ meter { width: 100%; height: 0.9rem; }
 .budget { margin-bottom: 1rem; }
 .budget .line { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 
-.chart svg { width: 100%; height: auto; display: block; }
+.chart { margin: 0; }
+.chart svg { width: 100%; display: block; }
 .chart .bar { fill: var(--bar); }
 .chart .axis { stroke: var(--line); stroke-width: 1; }
 .chart text { fill: var(--muted); font-size: 11px; font-family: system-ui, sans-serif; }
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.35rem 1rem; margin: 0; }
+.facts dt { color: var(--muted); font-weight: 600; font-size: 0.88rem; }
+.facts dd { margin: 0; overflow-wrap: anywhere; }
+.text-box {
+  font-family: var(--mono); font-size: 0.9rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 0.75rem;
+  background: var(--bg); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.75rem; max-height: 32rem; overflow-y: auto;
+}
+.error-text { color: var(--danger); font-weight: 600; }
+.request-title code { font-size: 0.8em; }
+.actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin: 1rem 0 0.5rem; }
 .pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 1rem; }
 
 @media (max-width: 40rem) {
@@ -132,5 +144,13 @@ meter { width: 100%; height: 0.9rem; }
   .card { padding: 1rem; }
   th, td { padding: 0.45rem 0.4rem; }
   .hide-narrow { display: none; }
+  /* A table of many columns becomes one block per row, each cell labelled, rather than a table to scroll. */
+  table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.stack tr { display: block; padding: 0.5rem 0; border-bottom: 1px solid var(--line); }
+  table.stack td, table.stack td.hide-narrow {
+    display: flex; justify-content: space-between; align-items: baseline; gap: 1rem; border: none; padding: 0.15rem 0;
+  }
+  table.stack td::before { content: attr(data-label); color: var(--muted); font-weight: 600; font-size: 0.82rem; }
+  table.stack td > * { text-align: right; }
 }
 `;

@@ -6,6 +6,12 @@ export const utcText = (ms: number): string => {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 };
 
+/** `2026-11-23 19:30:05 UTC`: where seconds matter (a request's timings). */
+export const utcSecondsText = (ms: number): string => {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+};
+
 /** `2026-11-23T19:30:05Z`, for `<time datetime>`. */
 export const utcMachine = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 

@@ -16,12 +16,15 @@ export const homePage = (): string =>
       <section class="card" aria-labelledby="dashboard-h">
         <h2 id="dashboard-h">Your account</h2>
         <p>Create API keys, see your requests and your plan's limits in the dashboard.</p>
-        <p>
+        <p class="actions">
           <a class="button" href="/dashboard/login">
             Log in
-          </a>{' '}
-          <a href="/dashboard/signup">Create an account</a> (the free plan works at once)
+          </a>
+          <a class="button secondary" href="/dashboard/signup">
+            Create an account
+          </a>
         </p>
+        <p class="hint">The free plan works at once.</p>
       </section>
       <section class="card" aria-labelledby="api-h">
         <h2 id="api-h">The API</h2>

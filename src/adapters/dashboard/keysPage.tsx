@@ -12,7 +12,8 @@ import type { KeysView } from './viewModels.js';
  * `GET /dashboard/keys`, and the answer to a creation (`newKey`, shown in full this once) or to a refused one
  * (`error`).
  */
-export const keysPage = ({ csrf, email, keys, maxKeys, newKey, error }: KeysView): string => {
+export const keysPage = ({ csrf, email, keys, maxKeys, newKey, error, deleted }: KeysView): string => {
+  // At the limit the form is disabled with its reason beside it; the server still refuses a post (a stale tab).
   const atLimit = maxKeys !== null && keys.length >= maxKeys;
   return renderDocument(
     <Layout title="API keys" session={{ csrf, email }} current="keys">
@@ -20,6 +21,14 @@ export const keysPage = ({ csrf, email, keys, maxKeys, newKey, error }: KeysView
       {error !== undefined && (
         <Notice kind="error">
           <p>{error}</p>
+        </Notice>
+      )}
+      {deleted !== undefined && (
+        <Notice kind="info">
+          <p role="status">
+            Key <code>{deleted.prefix}…</code>
+            {deleted.name !== undefined && ` (${deleted.name})`} was deleted. API calls with it are refused from now on.
+          </p>
         </Notice>
       )}
       {newKey !== undefined && <NewKey value={newKey.key} name={newKey.name} />}
@@ -43,12 +52,6 @@ export const keysPage = ({ csrf, email, keys, maxKeys, newKey, error }: KeysView
       </section>
       <section class="card" aria-labelledby="create-h">
         <h2 id="create-h">Create a key</h2>
-        {atLimit && (
-          <p class="muted">
-            Your plan allows {keyLimit(maxKeys)} {maxKeys === 1 ? 'key' : 'keys'} and you have {grouped(keys.length)}.
-            Delete one to create another, or ask your operator for a larger plan.
-          </p>
-        )}
         <form class="inline-form" method="post" action="/dashboard/keys">
           <CsrfField token={csrf} />
           <div class="field">
@@ -62,9 +65,18 @@ export const keysPage = ({ csrf, email, keys, maxKeys, newKey, error }: KeysView
               maxLength={keyNameMaxLength}
               autocomplete="off"
               aria-describedby="key-name-hint"
+              disabled={atLimit}
             />
           </div>
-          <button type="submit">Create key</button>
+          <button type="submit" disabled={atLimit} aria-describedby={atLimit ? 'key-limit' : undefined}>
+            Create key
+          </button>
+          {atLimit && (
+            <p class="limit-reason" id="key-limit">
+              Your plan allows {keyLimit(maxKeys)} {maxKeys === 1 ? 'key' : 'keys'}; delete one to create another, or
+              ask your operator for a larger plan.
+            </p>
+          )}
         </form>
         <p class="hint" id="key-name-hint">
           A name helps you tell keys apart, such as the app or server that uses it. The key is shown once.

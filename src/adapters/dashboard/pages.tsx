@@ -12,6 +12,7 @@ export { keysPage } from './keysPage.js';
 export { emailMaxLength, keyNameMaxLength, passwordMaxLength, passwordMinLength } from './limits.js';
 export { loginPage } from './loginPage.js';
 export { overviewPage } from './overviewPage.js';
+export { requestPage } from './requestPage.js';
 export { requestsPage } from './requestsPage.js';
 export { signupPage } from './signupPage.js';
 export type * from './viewModels.js';

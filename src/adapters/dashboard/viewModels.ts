@@ -65,6 +65,8 @@ export type KeysView = SessionView & {
   readonly newKey?: { readonly key: string; readonly name?: string };
   /** A refusal to show, such as the plan's key limit being reached. */
   readonly error?: string;
+  /** Only on the page after a deletion: the key just deleted (its prefix and name, never the key). */
+  readonly deleted?: { readonly prefix: string; readonly name?: string };
 };
 
 export const requestStatuses = ['queued', 'processing', 'completed', 'failed', 'expired', 'cancelled'] as const;
@@ -91,6 +93,55 @@ export type RequestsView = SessionView & {
    */
   readonly hourly: readonly number[];
   readonly now: number;
+};
+
+/** A text shown on a page, cut to a bound: `text` is its start, `totalChars` its whole length. */
+export type ShownText = { readonly text: string; readonly totalChars: number };
+
+/** One event of a request's history, as its page lists it. */
+export type RequestEventRow = {
+  readonly seq: number;
+  readonly at: number;
+  /** The event's name in the log (`RequestQueued`, ...). */
+  readonly type: string;
+  /** The attempt it belongs to, when it names one. */
+  readonly attempt?: number;
+  /** When a failed attempt is tried again. */
+  readonly retryAt?: number;
+  /** The request's state after it, as `airs replay` names it (`waiting`, `processing`, `completed`, ...). */
+  readonly state: string;
+};
+
+/** `GET /dashboard/requests/:id`: one of the account's own requests. */
+export type RequestDetailView = SessionView & {
+  readonly id: string;
+  readonly model: string;
+  readonly status: RequestStatusView;
+  /** What the request's input is: a prompt, or a conversation (as JSON). */
+  readonly input: 'prompt' | 'messages' | 'chat';
+  readonly promptChars: number;
+  /** The input while the request is queued (the store keeps it only until the request settles). */
+  readonly prompt?: ShownText;
+  /** The answer once completed (until the request expires): its text, or the assistant message as JSON. */
+  readonly answer?: ShownText;
+  readonly responseChars?: number;
+  readonly attempts: number;
+  readonly maxAttempts?: number;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  readonly finishReason?: string;
+  readonly createdAt: number;
+  readonly startedAt?: number;
+  readonly completedAt?: number;
+  readonly failedAt?: number;
+  readonly cancelledAt?: number;
+  readonly expiresAt: number;
+  readonly expiredAt?: number;
+  readonly batchId?: string;
+  readonly customId?: string;
+  /** Its events from the log, oldest first, and whether that list stops short of the whole history. */
+  readonly events: readonly RequestEventRow[];
+  readonly eventsCutShort: boolean;
 };
 
 /** One batch as the Batches page shows it (contract 16): its API status and counts, and its files, when written. */

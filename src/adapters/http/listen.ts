@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type H3, serve } from 'h3';
 import type { Logger } from 'pino';
@@ -30,6 +30,19 @@ const parserErrorResponse = (error: NodeJS.ErrnoException): string => {
 /** Whether an answer to the connection's current request has begun: nothing more may be written then. */
 const answerStarted = (socket: Duplex): boolean =>
   (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+
+/**
+ * Node's answer with the standard reason phrase on its status line (`HTTP/1.1 200 OK`): srvx passes the web
+ * Response's `statusText`, empty unless a route set one, and Node writes an empty phrase as given (`HTTP/1.1 200 `),
+ * which some clients and proxies log or show as it is.
+ */
+class ReasonedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  // biome-ignore lint/suspicious/noExplicitAny: Node's overloads (status, [reason], [headers]) pass through as they are.
+  override writeHead(statusCode: number, ...rest: any[]): this {
+    if (rest[0] === '') rest[0] = STATUS_CODES[statusCode] ?? 'Unknown';
+    return super.writeHead(statusCode, ...(rest as [string]));
+  }
+}
 
 /** How often Node looks for connections past their headers or request timeout (its default, 30 s, would let a
  * connection stay up to 30 s past its timeout). */
@@ -151,6 +164,7 @@ export const listen = async (
       requestTimeout: limits.requestTimeoutSeconds * 1_000,
       keepAliveTimeout: limits.keepAliveTimeoutSeconds * 1_000,
       connectionsCheckingInterval: timeoutCheckMs,
+      ServerResponse: ReasonedResponse,
     },
   });
   // srvx serves plain HTTP/1.1 here: its server is Node's http.Server (with the property its types lack).

@@ -4,8 +4,16 @@ import { privateDirMode } from './fileModes.js';
 
 /** The data directory cannot be used: it is a file, under a file, or cannot be created. */
 export class DataDirUnusable extends Error {
-  // Recognised by name, so that the CLI can tell it apart without loading the store.
+  // Recognised by name, so that the CLI can tell it apart without loading the store (and name the setting).
   override name = 'DataDirUnusable';
+  constructor(
+    message: string,
+    readonly dataDir: string,
+    /** It, or a directory above it, is a file: the setting is most likely wrong. */
+    readonly isFile: boolean,
+  ) {
+    super(message);
+  }
 }
 
 /** A directory that cannot be made: `at` is the path that failed, `reason` an errno name; `creating`: its mkdir
@@ -64,12 +72,10 @@ export const ensureDataDir = (dataDir: string): string[] => {
     return makeDirectories(dataDir);
   } catch (error) {
     if (!(error instanceof CannotMakeDirectory)) throw error;
-    if (error.isFile)
-      throw new DataDirUnusable(
-        `the data directory ${dataDir} cannot be used: ${error.message}; set AIRS_DATA_DIR or dataDir to a directory`,
-      );
     throw new DataDirUnusable(
       `the data directory ${dataDir} cannot be ${error.creating ? 'created' : 'used'}: ${error.message}`,
+      dataDir,
+      error.isFile,
     );
   }
 };

@@ -21,7 +21,7 @@ import { createLeaseKeeper } from './leaseKeeper.js';
 import { createModelCaller } from './modelCall.js';
 import { createSlots } from './slots.js';
 import { createWaiters } from './waiters.js';
-import { freesAPlace, leavesWaiting } from './wakeups.js';
+import { summaryOf } from './wakeups.js';
 
 /** What a submit may start under when a worker of this process is free for it (the store decides whether it does). */
 export type StartNow = { readonly owner: string; readonly leaseMs: number; readonly modelLimit?: number | undefined };
@@ -247,18 +247,16 @@ export const createProcessor = (deps: ProcessorDeps) => {
   /**
    * Whatever this process writes that can make work due, or free a model's place (a request queued, failed an
    * attempt, given back, finished, cancelled, expired), has the queue looked at again once it is durable: work due but
-   * left for its model's bound waits for exactly such a change, and no timer would find it.
+   * left for its model's bound waits for exactly such a change, and no timer would find it. With a shared writer, the
+   * writer's summary of every commit (this process's own included) tells the same, below: hearing both would look twice.
    */
-  const stopHearing = committer.onCommitted((outcomes) => {
-    let freed = false;
-    for (const outcome of outcomes) {
-      if (!('events' in outcome)) continue;
-      if (leavesWaiting(outcome.events)) return dispatcher.schedule();
-      freed ||= freesAPlace(outcome.events);
-    }
+  const hearOwnCommits = (outcomes: Parameters<Parameters<typeof committer.onCommitted>[0]>[0]) => {
+    const { workDue, freed } = summaryOf(outcomes);
+    if (workDue) dispatcher.schedule();
     // Work left for its model's bound was seen due by the last read, so the pick reads the queue again.
-    if (freed) dispatcher.workerFree();
-  });
+    else if (freed) dispatcher.workerFree();
+  };
+  const stopHearing = store.sharedWriter === undefined ? committer.onCommitted(hearOwnCommits) : () => {};
 
   /**
    * What another process commits (a submit it queued, a lease it took, a cancel, a request it finished) can make work

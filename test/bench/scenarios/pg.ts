@@ -206,7 +206,7 @@ export const pgScenario = async (context: Context): Promise<ScenarioResult> => {
       `pg: PostgreSQL ${cluster.version}, a throwaway cluster started by the bench (${Object.entries(benchSettings)
         .map(([name, value]) => `${name}=${value}`)
         .join(', ')}; other settings default), on the server CPUs with the system under test.`,
-      `pg end to end: airs serve with AIRS_DATABASE_URL and the default processing.concurrency (its connections set synchronous_commit=on themselves), completion read from its events table; graphile-worker 0.18 in its own database: ${sizes.e2e.clients} producers awaiting addJob through a pool of ${sizes.e2e.clients} connections, one worker (concurrency ${g.concurrency}, localQueue ${g.localQueue}, pool ${g.maxPoolSize}, quiet logger, echo task), time until the last completion was committed (no job row left); warm-up ${sizes.e2e.warmup} each.`,
+      `pg end to end: airs serve with AIRS_DATABASE_URL and the default processing.concurrency (its connections set synchronous_commit=on themselves), completion read from its events table; graphile-worker 0.17.3 in its own database: ${sizes.e2e.clients} producers awaiting addJob through a pool of ${sizes.e2e.clients} connections, one worker (concurrency ${g.concurrency}, localQueue ${g.localQueue}, pool ${g.maxPoolSize}, quiet logger, echo task), time until the last completion was committed (no job row left); warm-up ${sizes.e2e.warmup} each.`,
     );
 
     // POST and GET: LMDB, one PostgreSQL node, two.

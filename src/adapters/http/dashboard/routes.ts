@@ -5,6 +5,7 @@ import type { AccountsShape } from '../../../app/Accounts.js';
 import { isThrottled } from '../../../app/attemptThrottle.js';
 import { isHashingBusy } from '../../../app/PasswordHashing.js';
 import type { RateLimiterShape } from '../../../app/RateLimiter.js';
+import { requestHistory } from '../../../app/requestHistory.js';
 import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import { unavailableFor } from '../../../app/StorageHealth.js';
 import type { Config } from '../../../config.js';
@@ -29,6 +30,7 @@ import {
   loginPage,
   overviewPage,
   type RequestStatusView,
+  requestPage,
   requestsPage,
   signupPage,
 } from '../../dashboard/pages.js';
@@ -62,6 +64,10 @@ export type DashboardDeps = {
 type Visitor = { readonly token: string; readonly account: AccountState; readonly csrf: string };
 
 const pageSize = 25;
+/** A request's page shows at most this much of its input and of its answer. */
+const shownChars = 10_000;
+/** A request's page reads at most this many events of the log, and lists at most this many of its own. */
+const historyBounds = { maxEventsRead: 20_000, maxEntries: 200 } as const;
 /** Days of token usage the overview shows, today included. */
 const usageDays = 7;
 const dayMs = 86_400_000;
@@ -96,6 +102,13 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
       return unknown;
     }
   }
+};
+
+/** The start of a text, at most `max` UTF-16 units, never cutting a character in two. */
+const shownText = (text: string, max: number) => {
+  let end = Math.min(text.length, max);
+  if (end < text.length && /[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
+  return { text: text.slice(0, end), totalChars: text.length };
 };
 
 /** A batch as the Batches page shows it: what the API shows of it (status, counts, files). */
@@ -372,7 +385,14 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  const renderKeys = async (who: Visitor, extra: { newKey?: { key: string; name?: string }; error?: string } = {}) => {
+  const renderKeys = async (
+    who: Visitor,
+    extra: {
+      newKey?: { key: string; name?: string };
+      error?: string;
+      deleted?: { prefix: string; name?: string };
+    } = {},
+  ) => {
     const active = (await deps.store.reads.keysOf(who.account.accountId)).filter((key) => key.revokedAt === undefined);
     const keys = await Promise.all(
       active.map(async (key) => ({
@@ -394,7 +414,16 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   };
   routes.get(
     '/dashboard/keys',
-    page((_event, who) => renderKeys(who)),
+    page(async (event, who) => {
+      // After a deletion (`?deleted=KEY_ID`): the notice names the key, only if it is this account's and deleted.
+      const deletedId = event.url.searchParams.get('deleted');
+      const key = deletedId !== null && couldBeId('key', deletedId) ? await deps.store.reads.key(deletedId) : undefined;
+      const deleted =
+        key !== undefined && key.accountId === who.account.accountId && key.revokedAt !== undefined
+          ? { prefix: key.prefix, name: key.name }
+          : undefined;
+      return renderKeys(who, { deleted });
+    }),
   );
   routes.post(
     '/dashboard/keys',
@@ -423,7 +452,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       const revoked = await run(deps.accounts.revokeKey(keyId));
       if (Result.isFailure(revoked)) return send(event, 400, await renderKeys(who, { error: revoked.failure.message }));
       deps.log.info({ accountId: who.account.accountId, keyId }, 'dashboard key deleted');
-      return seeOther(event, '/dashboard/keys');
+      // A redirect, so that a reload deletes nothing; the page it leads to says what was deleted.
+      return seeOther(event, `/dashboard/keys?deleted=${encodeURIComponent(keyId)}`);
     }),
   );
 
@@ -502,6 +532,63 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         newerCursor: page.newerCursor,
         hourly: await deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
         now,
+      }),
+    );
+  });
+
+  // One of the account's own requests; another account's is answered as an unknown one (404).
+  routes.get('/dashboard/requests/:id', async (event) => {
+    const who = await visitor(event);
+    if (who === undefined) return seeOther(event, '/dashboard/login');
+    const reqId = event.context.params?.id ?? '';
+    const found = couldBeId('request', reqId) ? await deps.store.reads.requestWithText(reqId) : undefined;
+    if (found === undefined || found.state.status === 'none' || found.state.context.accountId !== who.account.accountId)
+      return notFound(event, who);
+    const { state, text } = found;
+    const c = state.context;
+    const now = deps.clock.now();
+    const status = statusInWords(state, now);
+    const history = await requestHistory(deps.store.reads, state, historyBounds);
+    // The record holds the input while the request is queued, the answer once it is completed (decisions.md).
+    const queued = state.status === 'waiting' || state.status === 'processing';
+    const shown = text === undefined ? undefined : shownText(text, shownChars);
+    return send(
+      event,
+      200,
+      requestPage({
+        csrf: who.csrf,
+        email: who.account.email,
+        id: c.reqId,
+        model: c.model,
+        status,
+        input: c.input ?? 'prompt',
+        promptChars: c.promptChars,
+        prompt: queued ? shown : undefined,
+        answer: state.status === 'completed' ? shown : undefined,
+        responseChars: c.responseChars,
+        attempts: c.attempts,
+        maxAttempts: c.maxAttempts,
+        inputTokens: c.inputTokens,
+        outputTokens: c.outputTokens,
+        finishReason: c.finishReason,
+        createdAt: c.createdAt,
+        startedAt: c.startedAt,
+        completedAt: c.completedAt,
+        failedAt: c.failedAt,
+        cancelledAt: c.cancelledAt,
+        expiresAt: c.expiresAt,
+        expiredAt: c.expiredAt,
+        batchId: c.batchId,
+        customId: c.customId,
+        events: history.entries.map(({ event: e, state: after }) => ({
+          seq: e.seq,
+          at: e.at,
+          type: e.type,
+          attempt: 'attempt' in e ? e.attempt : undefined,
+          retryAt: e.type === 'RequestAttemptFailed' ? e.retryAt : undefined,
+          state: after,
+        })),
+        eventsCutShort: history.cutShort,
       }),
     );
   });

@@ -1,0 +1,154 @@
+import { Effect } from 'effect';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StoredEvent } from '../../src/domain/events.js';
+import { systemClock } from '../../src/ports/Clock.js';
+import { sessionBrowser } from '../support/dashboardForm.js';
+import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+
+/** `GET /dashboard/requests/:id`: one of the account's own requests, its texts bounded, its history from the log. */
+
+let app: TestApp;
+afterEach(() => app.stop());
+
+/** A visitor signed up with one key of its own. */
+const signedUp = async (email: string) => {
+  const visitor = sessionBrowser(app);
+  await visitor.signup(email);
+  const accountId = syncReads(app).accountIdByEmail(email) as string;
+  const key = (await Effect.runPromise(app.accounts.createKey(accountId))).key;
+  return { visitor, key };
+};
+
+const submit = async (key: string, model: string, prompt: string) => {
+  const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt } });
+  expect(answer.status).toBe(202);
+  return ((await answer.json()) as { request_id: string }).request_id;
+};
+
+const completed = (key: string, reqId: string) =>
+  eventually(async () => {
+    const body = (await (await app.call('GET', `/v1/ai?req_id=${reqId}`, { key })).json()) as { status: string };
+    return body.status === 'completed' ? body : undefined;
+  });
+
+/** The text of the rows of the page's events table, tags dropped. */
+const eventRows = (html: string) =>
+  [
+    ...(/<table id="events">[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/.exec(html)?.[1] ?? '').matchAll(
+      /<tr>([\s\S]*?)<\/tr>/g,
+    ),
+  ].map((row) =>
+    (row[1] as string)
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim(),
+  );
+
+describe('The dashboard request page', () => {
+  it('shows an own request’s answer, usage, times and events from the log, opened from the requests table', async () => {
+    app = await startTestApp({ clock: systemClock });
+    const { visitor, key } = await signedUp('detail@example.com');
+    const reqId = await submit(key, 'echo', 'Hello <b>there</b> & you');
+    await completed(key, reqId);
+
+    const list = await visitor.get('/dashboard/requests');
+    expect(list.text).toContain(`<a href="/dashboard/requests/${reqId}"><code>${reqId}</code></a>`);
+    const page = await visitor.get(`/dashboard/requests/${reqId}`);
+    expect(page.status).toBe(200);
+    const html = page.text;
+    expect(html).toContain(`<span class="badge status-completed" id="request-status">completed</span>`);
+    // The answer, as text: the renderer escapes it.
+    expect(html).toContain('<pre class="text-box" id="answer">Hello &lt;b>there&lt;/b> &amp; you</pre>');
+    expect(html).not.toContain('<b>there</b>');
+    // Usage: echo counts words; the prompt is gone once the request settled, its size kept.
+    expect(html).toMatch(/<dt>Input tokens<\/dt><dd>4<\/dd><dt>Output tokens<\/dt><dd>4<\/dd>/);
+    expect(html).toContain('<p class="muted" id="prompt-gone">');
+    expect(html).toContain('24 characters');
+    // Times: created, started, completed and expires, each as a <time>.
+    const state = (await app.store.reads.request(reqId))!;
+    const stamp = (ms: number) => `<time dateTime="${new Date(ms).toISOString().slice(0, 19)}Z">`;
+    for (const [label, at] of [
+      ['Created', state.context.createdAt],
+      ['Started', state.context.startedAt!],
+      ['Completed', state.context.completedAt!],
+      ['Expires', state.context.expiresAt],
+    ] as const)
+      expect(html.toLowerCase(), label).toContain(`<dt>${label.toLowerCase()}</dt><dd>${stamp(at).toLowerCase()}`);
+    // Its events from the log, in order, with the state each reached.
+    const rows = eventRows(html);
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toMatch(/Submitted and queued waiting RequestQueued$/);
+    expect(rows[1]).toMatch(/Attempt 1 started processing RequestProcessingStarted$/);
+    expect(rows[2]).toMatch(/Answered completed RequestCompleted$/);
+  });
+
+  it('shows a queued request’s prompt while it is kept, and says it is not answered yet', async () => {
+    app = await startTestApp({ clock: systemClock });
+    const { visitor, key } = await signedUp('queued@example.com');
+    const reqId = await submit(key, 'echo-slow', 'Still <i>thinking</i>');
+    const page = await visitor.get(`/dashboard/requests/${reqId}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<pre class="text-box" id="prompt">Still &lt;i>thinking&lt;/i></pre>');
+    expect(page.text).toContain('Not answered yet.');
+    expect(page.text).toMatch(/id="request-status">(queued|processing)</);
+  });
+
+  it('cuts a long answer to 10,000 characters, saying how long it is', async () => {
+    app = await startTestApp({ clock: systemClock });
+    const { visitor, key } = await signedUp('long@example.com');
+    const prompt = `${'x'.repeat(12_000)}😀${'y'.repeat(343)}`;
+    const reqId = await submit(key, 'echo', prompt);
+    await completed(key, reqId);
+    const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
+    const shown = /<pre class="text-box" id="answer">([^<]*)<\/pre>/.exec(html)?.[1] as string;
+    expect(shown).toBe('x'.repeat(10_000));
+    expect(html).toContain('Showing the first 10,000 of 12,345 characters.');
+  });
+
+  it('answers another account’s request, an unknown id and a malformed one with the same 404 page', async () => {
+    app = await startTestApp();
+    const other = await app.account();
+    const theirs = await submit(other.key, 'echo', 'not yours');
+    const { visitor, key } = await signedUp('nosy@example.com');
+    const mine = await submit(key, 'echo', 'mine');
+    expect((await visitor.get(`/dashboard/requests/${mine}`)).status).toBe(200);
+    const unknown = `${mine.slice(0, -4)}${mine.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const answers = await Promise.all(
+      [theirs, unknown, 'req_x', '..%2F..%2Fetc'].map((id) => visitor.get(`/dashboard/requests/${id}`)),
+    );
+    for (const answer of answers) {
+      expect(answer.status).toBe(404);
+      expect(answer.text).toContain('There is nothing at this address.');
+      expect(answer.text).not.toContain('not yours');
+    }
+    expect(answers[0]!.text).toBe(answers[1]!.text);
+    // Without a session: to the login page, as every page.
+    const anonymous = await sessionBrowser(app).get(`/dashboard/requests/${mine}`);
+    expect(anonymous.status).toBe(303);
+    expect(anonymous.headers.get('location')).toBe('/dashboard/login');
+  });
+
+  it('reads the log only near the request: an old request’s page stops once its history is whole', async () => {
+    app = await startTestApp({ clock: systemClock });
+    const { visitor, key } = await signedUp('bounded@example.com');
+    const first = await submit(key, 'echo', 'the first');
+    await completed(key, first);
+    for (let i = 0; i < 40; i++) await completed(key, await submit(key, 'echo', `later ${i}`));
+    const lastSeq = await app.store.reads.lastSeq();
+    expect(lastSeq).toBeGreaterThan(120);
+    // Count the events the page's reads take from the log (an observer around the real read).
+    let read = 0;
+    const reads = app.store.reads;
+    const events = reads.events.bind(reads);
+    reads.events = (fromSeq?: number) =>
+      (async function* () {
+        for await (const event of events(fromSeq)) {
+          read++;
+          yield event as StoredEvent;
+        }
+      })();
+    const page = await visitor.get(`/dashboard/requests/${first}`);
+    expect(eventRows(page.text)).toHaveLength(3);
+    expect(read).toBeLessThan(40);
+  });
+});
