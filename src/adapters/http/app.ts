@@ -361,7 +361,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     ['GET', guarded(poll, HttpRoute.poll)],
     ['POST', guarded(submit, HttpRoute.submit)],
   ]);
-  // Counted apart from the plain polls, whose latency they would swamp; `Prefer` is read only where a poll has one.
+  // Counted apart from the plain polls, whose latency they would swamp (a poll without `Prefer` costs one lookup).
   const longPoll = guarded(poll, HttpRoute.longPoll);
   const routeOf = (event: H3Event) =>
     event.req.method === 'GET' && pollWaitOf(event) > 0 ? longPoll : routes.get(event.req.method);
