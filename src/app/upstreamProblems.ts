@@ -24,10 +24,15 @@ export const saidOf = (problem: UpstreamProblem): string | undefined => {
   return undefined;
 };
 
-/** What an operator is told (the log, `airs models check`, `/readyz`): the cause and what to look at; no URL. */
-export const causeOf = (problem: UpstreamProblem): string => {
-  if (problem.kind === 'unreachable')
-    return problem.refused ? `refused the connection (${problem.detail})` : `could not be reached (${problem.detail})`;
+/**
+ * What an operator is told (the log, `airs models check`, `/readyz`): the cause and what to look at; never the URL,
+ * and without the system's words (`withDetail` false), which name the address, where anybody may read it (`/readyz`).
+ */
+export const causeOf = (problem: UpstreamProblem, withDetail = true): string => {
+  if (problem.kind === 'unreachable') {
+    const cause = problem.refused ? 'refused the connection' : 'could not be reached';
+    return withDetail ? `${cause} (${problem.detail})` : cause;
+  }
   if (problem.kind === 'timeout') return `did not answer within ${problem.afterMs / 1000} s`;
   if (problem.status === 404) return 'answered 404: is `/v1` missing from its baseUrl?';
   if (problem.status === 401 || problem.status === 403)
