@@ -85,6 +85,8 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const call = upstream.received.find((r) => r.body.messages[0]?.content === 'hello upstream');
     expect(call?.authorization).toBe(`Bearer ${upstreamKey}`);
     expect(call?.body).toMatchObject({ model: 'llama-3-8b', messages: [{ role: 'user', content: 'hello upstream' }] });
+    const ready = (await (await app.call('GET', '/readyz')).json()) as { upstreams: Record<string, unknown> };
+    expect(ready.upstreams).toEqual({ gpt: { state: 'ok', seen_at: expect.any(String) } });
   });
 
   it('retries an upstream 429 (honouring Retry-After) and completes', async () => {
@@ -164,6 +166,11 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     expect(text).toContain("the model's upstream refused the request (404)");
     expect(text).not.toContain('127.0.0.1');
     expect(text).not.toContain('submit it again');
+    // The call itself is how /readyz last saw the upstream (no check ran in this app).
+    const ready = (await (await app.call('GET', '/readyz')).json()) as { upstreams: Record<string, unknown> };
+    expect(ready.upstreams).toEqual({
+      gpt: { state: 'problem', cause: 'answered 404: is `/v1` missing from its baseUrl?', seen_at: expect.any(String) },
+    });
   });
 
   it('retries a request whose upstream is a closed port, then fails it saying the upstream could not be reached, without the URL', async () => {
