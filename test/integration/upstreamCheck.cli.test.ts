@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import {
@@ -134,6 +135,20 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
     );
     // One call, however many retries the model and the queue allow.
     expect(upstream.hits('POST /chat/completions') - before).toBe(1);
+
+    // The official SDK hears the same words, on both OpenAI faces.
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key, maxRetries: 0 });
+    const refused = await client.chat.completions
+      .create({ model: 'no-v1', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.APIError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(500);
+    expect((refused as Error).message).toMatch(/failed: the model's upstream refused the request \(404\)$/);
+    const response = await client.responses.create({ model: 'no-v1', input: 'hi' });
+    expect(response.status).toBe('failed');
+    expect(response.error?.message).toMatch(
+      /^processing of request resp_\S+ failed: the model's upstream refused the request \(404\)$/,
+    );
     await server.stop();
   });
 
