@@ -157,6 +157,13 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     },
   );
 
+  it('does not retry an upstream 404 even when the upstream asks for a retry (x-should-retry: true)', async () => {
+    const { key } = await start({ maxRetries: 2 }, undefined, 3);
+    const { polled } = await submitAndSettle(key, 'answer 404 retry me');
+    expect(upstream.calls('answer 404 retry me')).toBe(1);
+    expect(polled.status).toBe(500);
+  });
+
   it('fails a request whose base URL lacks /v1 after exactly one upstream call, saying the upstream refused it (404) without naming it', async () => {
     const { key } = await start({ baseUrl: upstream.rootUrl, maxRetries: 2 }, undefined, 3);
     const before = upstream.hits('POST /chat/completions');

@@ -37,7 +37,8 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  * - `gated …` streams its first piece, then waits for `openGate()` before the rest;
  * - `break-stream-once …` streams its first piece and drops the connection the first time;
  * - `verbatim <text>` is answered with `<text>` exactly (a JSON document for structured output, say);
- * - `answer <status>` is answered with that status (`answer 422`);
+ * - `answer <status>` is answered with that status (`answer 422`), and `answer <status> retry me` with the header
+ *   `x-should-retry: true` too (which asks the OpenAI SDK to retry it);
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
@@ -107,8 +108,13 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     if (prompt === 'rate-limit-once' && count === 1)
       return json(429, { error: { message: 'slow down' } }, { 'retry-after': '0' });
     if (prompt === 'always-500') return json(500, { error: { message: 'the model crashed' } });
-    const status = /^answer (\d{3})$/.exec(prompt);
-    if (status !== null) return json(Number(status[1]), { error: { message: `answered ${status[1]}` } });
+    const status = /^answer (\d{3})( retry me)?$/.exec(prompt);
+    if (status !== null)
+      return json(
+        Number(status[1]),
+        { error: { message: `answered ${status[1]}` } },
+        status[2] === undefined ? {} : { 'x-should-retry': 'true' },
+      );
     if (prompt === 'hang') return void hanging.add(res);
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { isPermanent } from '../../app/upstreamProblems.js';
 import type {
   ChatMessage,
   FinishReason,
@@ -60,6 +61,19 @@ const upstreamFailure = (error: unknown, upstream: string, timeoutMs: number): u
     });
   }
   return error;
+};
+
+/**
+ * `fetch`, but an answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an `x-should-retry` header: the
+ * SDK would otherwise retry whatever an upstream marks so, and a wrong base URL or key is refused every time.
+ */
+const fetchNoRetryOfRefusals: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  if (!response.headers.has('x-should-retry') || !isPermanent({ kind: 'status', status: response.status }))
+    return response;
+  const headers = new Headers(response.headers);
+  headers.delete('x-should-retry');
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 };
 
 type Completion = OpenAI.Chat.Completions.ChatCompletion;
@@ -155,6 +169,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     apiKey: options.apiKey ?? 'no-key',
     timeout: options.timeoutMs,
     maxRetries: options.maxRetries,
+    fetch: fetchNoRetryOfRefusals,
   });
   const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
     const stream = await client.chat.completions.create(
