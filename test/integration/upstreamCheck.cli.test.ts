@@ -150,6 +150,11 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
       /^processing of request resp_\S+ failed: the model's upstream refused the request \(404\)$/,
     );
     await server.stop();
+    // The failures as the log holds them fold into the views the store kept (what the caller is told included).
+    const verified = await runCli(box, ['replay', '--verify']);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    const replayed = await runCli(box, ['replay', '--json']);
+    expect(replayed.stdout).toContain("the model's upstream refused the request (404)");
   });
 
   it('airs serve --processes 2 checks each upstream once, not once per process', async () => {
