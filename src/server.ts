@@ -22,6 +22,7 @@ import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
 import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
+import { createUpstreamStates, type UpstreamStates, watchedProvider } from './app/upstreamStates.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
 import { systemClock } from './ports/Clock.js';
 import { Store, type StoreShape } from './ports/Store.js';
@@ -29,7 +30,7 @@ import { Store, type StoreShape } from './ports/Store.js';
 export type { AppOptions } from './baseLayer.js';
 
 /** The whole service: everything the HTTP adapter calls, plus the worker pool and the expiry sweeper. */
-export const appLayer = (options: AppOptions) => {
+export const appLayer = (options: AppOptions, upstreams?: UpstreamStates) => {
   const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer, true);
   return Layer.mergeAll(RequestsLayer, SessionsLayer, FilesLayer, BatchesLayer, BatchRunnerLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
@@ -37,7 +38,11 @@ export const appLayer = (options: AppOptions) => {
       Layer.mergeAll(
         AuthLayer,
         RateLimiterLayer,
-        ModelsLayer(createProvider),
+        ModelsLayer((model) =>
+          upstreams === undefined || model.provider !== 'openai'
+            ? createProvider(model)
+            : watchedProvider(createProvider(model), model.id, upstreams),
+        ),
         AccountsLayer,
         SweeperLayer(options.sweepIntervalMs),
         LiveOutputLayer,
@@ -74,6 +79,8 @@ export type App = {
   readonly batchRunner: BatchRunnerShape;
   /** Calls being answered, and when the last one came while draining. */
   readonly traffic: Traffic;
+  /** Each `openai` model's upstream as last seen (by a check, or by its calls), for `/readyz`. */
+  readonly upstreams: UpstreamStates;
   /** The long-lived calls (streams, waiting creates) held now, per account and in all (contract 18). */
   readonly openCalls: Pick<OpenCallsShape, 'held' | 'heldBy' | 'maxLongCalls'>;
   /** From now on every call answers 503 (the server is draining). */
@@ -91,7 +98,10 @@ export type App = {
 const drainQuietMs = 1_000;
 
 export const startApp = async (options: AppOptions): Promise<App> => {
-  const runtime = ManagedRuntime.make(appLayer(options));
+  const upstreams = createUpstreamStates(
+    options.config.models.filter((model) => model.provider === 'openai').map((model) => model.id),
+  );
+  const runtime = ManagedRuntime.make(appLayer(options, upstreams));
   const services = await runtime.runPromise(
     Effect.gen(function* () {
       return {
@@ -144,6 +154,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     traffic,
     openCalls,
     readiness: services.storageHealth.problem,
+    upstreams: upstreams.all,
     metrics: { metrics: services.metrics, token: options.config.metrics?.token },
     dashboard: {
       sessions: services.sessions,
@@ -161,6 +172,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     ...services,
     traffic,
     openCalls,
+    upstreams,
     stopAccepting,
     drain: async (graceMs) => {
       stopAccepting();

@@ -24,6 +24,7 @@ import { Processor } from './processing/Processor.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
 import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
+import { failedMessage } from './upstreamProblems.js';
 
 /** The POST answer, with the specification's field names. */
 export type Accepted = { readonly request_id: string; readonly model: string };
@@ -288,7 +289,8 @@ export const RequestsLayer = Layer.effect(
       const { status } = visible;
       const { model } = visible.state.context;
       if (status === 'failed') {
-        return new ProcessingFailed({ message: `processing of request ${reqId} failed; submit it again` });
+        const said = visible.state.context.failureSaid;
+        return new ProcessingFailed({ message: failedMessage(reqId, said, '; submit it again') });
       }
       if (status === 'cancelled') {
         return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });

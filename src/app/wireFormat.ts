@@ -98,7 +98,20 @@ export const errorSchema = z
   .meta({ description: 'The one error shape of the API.' });
 
 /** `/healthz` and `/readyz` when all is well. */
-export const probeSchema = z.object({ status: z.enum(['ok', 'ready']) });
+export const probeSchema = z.object({
+  status: z.enum(['ok', 'ready']),
+  /** `/readyz`: each `openai` model's upstream as last seen (at start, or by its calls); never a cause of 503. */
+  upstreams: z
+    .record(
+      z.string(),
+      z.object({
+        state: z.enum(['unchecked', 'ok', 'problem']),
+        cause: z.string().optional(),
+        seen_at: z.string().optional(),
+      }),
+    )
+    .optional(),
+});
 
 /** The header values the API sends, with the forms the contract fixes. */
 export const headerSchemas = {

@@ -21,6 +21,28 @@ export const logLevelFromEnv = (env: NodeJS.ProcessEnv = process.env): { level: 
 };
 
 /**
+ * An error's message with the messages of its causes, each said once: pino's own serializer joins every cause's
+ * message after the error's, and an error that quotes its cause (`the PostgreSQL database cannot be reached: connect
+ * ECONNREFUSED …`, kept with that cause) came out as `…: connect ECONNREFUSED …: connect ECONNREFUSED …`.
+ */
+export const messageOnce = (error: Error): string => {
+  let message = error.message;
+  let cause: unknown = error.cause;
+  for (let depth = 0; cause instanceof Error && depth < 8; depth++, cause = cause.cause) {
+    if (cause.message !== '' && !message.includes(cause.message)) message = `${message}: ${cause.message}`;
+  }
+  return message;
+};
+
+/** pino's error serializer (type, stack, the error's own fields), with the message said once. */
+const errSerializer = (error: unknown) => {
+  const serialized = pino.stdSerializers.err(error as Error);
+  if (error instanceof Error && serialized !== undefined && typeof serialized === 'object')
+    (serialized as { message: string }).message = messageOnce(error);
+  return serialized;
+};
+
+/**
  * The server's logger: JSON lines on stderr, or readable lines (pino-pretty, loaded only then) when stderr is a
  * terminal, where a person reads them rather than a collector. `fields` go on every line (the pid of each server
  * process of `serve --processes`, whose lines share one stderr).
@@ -31,7 +53,7 @@ export const createLogger = async (
   destination: number | string = 2,
   fields?: Readonly<Record<string, unknown>>,
 ): Promise<Logger> => {
-  const options = { level, base: fields };
+  const options = { level, base: fields, serializers: { err: errSerializer } };
   if (!pretty) return pino(options, pino.destination({ dest: destination, sync: false }));
   const { default: prettyStream } = await import('pino-pretty');
   return pino(options, prettyStream({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l' }));

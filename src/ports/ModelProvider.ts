@@ -100,3 +100,23 @@ export interface ModelProvider {
    */
   readonly answersAtOnce?: boolean;
 }
+
+/**
+ * Why an upstream gave no answer, as airs tells the causes apart: no connection (refused, a host name not found),
+ * no answer in time, or an answer with an error status.
+ */
+export type UpstreamProblem =
+  | { readonly kind: 'unreachable'; readonly refused: boolean; readonly detail: string }
+  | { readonly kind: 'timeout'; readonly afterMs: number }
+  | { readonly kind: 'status'; readonly status: number };
+
+/** A model call that failed at its upstream: the message is for the log (it names the upstream), `problem` says why. */
+export class UpstreamFailed extends Error {
+  constructor(
+    message: string,
+    readonly problem: UpstreamProblem,
+  ) {
+    super(message);
+    this.name = 'UpstreamFailed';
+  }
+}

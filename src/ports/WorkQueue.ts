@@ -19,9 +19,24 @@ export interface WorkQueueShape {
   release(held: Held, now: number): Promise<void>;
   /** Records an attempt's answer; `refused` when the worker no longer holds the attempt (nothing was written). */
   recordSuccess(held: Held, answer: StoredAnswer, now: number): Promise<Recorded>;
-  /** Records an attempt's failure: a retry after the policy's backoff, or a failure for good once no attempt is left. */
-  recordFailure(held: Held, reason: string, policy: RetryPolicy, now: number): Promise<Recorded>;
+  /**
+   * Records an attempt's failure: a retry after the policy's backoff, or a failure for good once no attempt is left
+   * or when no retry could mend it (`told.permanent`); `told.said` is what the caller is told if it fails for good.
+   */
+  recordFailure(
+    held: Held,
+    reason: string,
+    policy: RetryPolicy,
+    now: number,
+    told?: FailureTold | undefined,
+  ): Promise<Recorded>;
 }
+
+/** Beside its reason for the log: what a failure tells the caller, and whether a retry could mend it (modelCall.ts). */
+export type FailureTold = {
+  readonly said?: string | undefined;
+  readonly permanent?: boolean | undefined;
+};
 
 /** An attempt a worker holds: which request, which attempt of it, and whose. */
 export type Held = { readonly reqId: string; readonly attempt: number; readonly owner: string };

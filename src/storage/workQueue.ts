@@ -58,7 +58,15 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
       }),
     );
   },
-  async recordFailure({ reqId, attempt, owner }, reason, policy, now) {
-    return recorded(await send({ type: 'RecordFailure', reqId, reason, policy, now, owner, attempt }));
+  async recordFailure({ reqId, attempt, owner }, reason, policy, now, { said, permanent } = {}) {
+    const command = { type: 'RecordFailure' as const, reqId, reason, policy, now, owner, attempt };
+    // Only the fields it has: commands travel to a writer process, and the same command is the same bytes.
+    return recorded(
+      await send({
+        ...command,
+        ...(said === undefined ? {} : { said }),
+        ...(permanent === true ? { permanent } : {}),
+      }),
+    );
   },
 });

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { upstreamName } from '../../src/adapters/models/openai.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
+import type { ManualClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
@@ -33,7 +34,11 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   });
   afterEach(() => app?.stop());
 
-  const start = async (overrides: Partial<Extract<ModelConfig, { provider: 'openai' }>> = {}, logger?: Logger) => {
+  const start = async (
+    overrides: Partial<Extract<ModelConfig, { provider: 'openai' }>> = {},
+    logger?: Logger,
+    maxAttempts = 1,
+  ) => {
     const model: ModelConfig = {
       id: 'gpt',
       provider: 'openai',
@@ -48,7 +53,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
       logger,
       config: {
         models: [model],
-        processing: { concurrency: 4, maxAttempts: 1 },
+        processing: { concurrency: 4, maxAttempts },
         plans: { ...defaultPlans, free: { ...defaultPlans.free, submitsPerMinute: 1_000 } },
       },
     });
@@ -58,6 +63,8 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const response = await app.call('POST', '/v1/ai', { key, body: { model: 'gpt', prompt } });
     const { request_id } = (await response.json()) as { request_id: string };
     const settled = await eventually(async () => {
+      // A retry waits for its backoff on the app's clock: let it pass.
+      (app.clock as ManualClock).advance(2_000);
       const polled = await app.call('GET', `/v1/ai?req_id=${request_id}`, { key });
       return polled.status === 200 && ((await polled.clone().json()) as { status: string }).status === 'queued'
         ? undefined
@@ -78,6 +85,8 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const call = upstream.received.find((r) => r.body.messages[0]?.content === 'hello upstream');
     expect(call?.authorization).toBe(`Bearer ${upstreamKey}`);
     expect(call?.body).toMatchObject({ model: 'llama-3-8b', messages: [{ role: 'user', content: 'hello upstream' }] });
+    const ready = (await (await app.call('GET', '/readyz')).json()) as { upstreams: Record<string, unknown> };
+    expect(ready.upstreams).toEqual({ gpt: { state: 'ok', seen_at: expect.any(String) } });
   });
 
   it('retries an upstream 429 (honouring Retry-After) and completes', async () => {
@@ -120,12 +129,68 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     const { key } = await start({ baseUrl, maxRetries: 0 }, logger);
     const { polled, events } = await submitAndSettle(key, 'anyone there?');
     expect(polled.status).toBe(500);
-    const reason = `upstream ${baseUrl} unreachable: ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:${port})`;
+    // The cause is said once, as the system said it.
+    const reason = `upstream ${baseUrl} unreachable: connect ECONNREFUSED 127.0.0.1:${port}`;
     expect(events.at(-1)).toMatchObject({ type: 'RequestFailed', reason: `gave up after 1 attempts: ${reason}` });
     // The log line follows the durable outcome that the poll already saw: wait for it (bounded).
     const logged = await eventually(() => lines.find((line) => line.msg === 'attempt failed'));
     expect(logged.reason).toBe(reason);
     expect(JSON.stringify(lines)).not.toContain(upstreamKey);
+  });
+
+  it.each([400, 401, 403, 404, 422])(
+    'fails a request for good at once when its upstream answers %i: one upstream call, no retry, and the poll says the upstream refused it',
+    async (status) => {
+      const { key } = await start({ maxRetries: 2 }, undefined, 3);
+      const prompt = `answer ${status}`;
+      const { polled, events, request_id } = await submitAndSettle(key, prompt);
+      expect(upstream.calls(prompt)).toBe(1);
+      expect(polled.status).toBe(500);
+      const body = (await polled.json()) as { error: { code: string; message: string; details?: unknown } };
+      expect(body.error).toEqual({
+        code: 'server_error',
+        message: `processing of request ${request_id} failed: the model's upstream refused the request (${status})`,
+        details: { final: true },
+      });
+      expect(events.map((event) => event.type)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestFailed']);
+      expect(events.at(-1)).toMatchObject({ permanent: true });
+    },
+  );
+
+  it('does not retry an upstream 404 even when the upstream asks for a retry (x-should-retry: true)', async () => {
+    const { key } = await start({ maxRetries: 2 }, undefined, 3);
+    const { polled } = await submitAndSettle(key, 'answer 404 retry me');
+    expect(upstream.calls('answer 404 retry me')).toBe(1);
+    expect(polled.status).toBe(500);
+  });
+
+  it('fails a request whose base URL lacks /v1 after exactly one upstream call, saying the upstream refused it (404) without naming it', async () => {
+    const { key } = await start({ baseUrl: upstream.rootUrl, maxRetries: 2 }, undefined, 3);
+    const before = upstream.hits('POST /chat/completions');
+    const { polled } = await submitAndSettle(key, 'is v1 missing?');
+    expect(upstream.hits('POST /chat/completions') - before).toBe(1);
+    const text = await polled.text();
+    expect(text).toContain("the model's upstream refused the request (404)");
+    expect(text).not.toContain('127.0.0.1');
+    expect(text).not.toContain('submit it again');
+    // The call itself is how /readyz last saw the upstream (no check ran in this app).
+    const ready = (await (await app.call('GET', '/readyz')).json()) as { upstreams: Record<string, unknown> };
+    expect(ready.upstreams).toEqual({
+      gpt: { state: 'problem', cause: 'answered 404: is `/v1` missing from its baseUrl?', seen_at: expect.any(String) },
+    });
+  });
+
+  it('retries a request whose upstream is a closed port, then fails it saying the upstream could not be reached, without the URL', async () => {
+    const port = await closedPort();
+    const { key } = await start({ baseUrl: `http://127.0.0.1:${port}/v1`, maxRetries: 0 }, undefined, 2);
+    const { polled, events, request_id } = await submitAndSettle(key, 'anyone home?');
+    expect(events.filter((event) => event.type === 'RequestProcessingStarted')).toHaveLength(2);
+    expect(events.at(-1)).toMatchObject({ type: 'RequestFailed' });
+    expect(events.at(-1)).not.toHaveProperty('permanent');
+    const body = (await polled.json()) as { error: { message: string } };
+    expect(body.error.message).toBe(
+      `processing of request ${request_id} failed: the model's upstream could not be reached`,
+    );
   });
 
   it('names an upstream by its base URL without user, password, query or fragment', () => {

@@ -20,6 +20,8 @@ export type FakeOpenAiOptions = {
   readonly delayMs?: number | (() => number);
   /** Appends ` #<n>` (the prompt's call count) to each answer, so every call's answer is distinct. */
   readonly numbered?: boolean;
+  /** `GET /v1/models` answers 401 unless called with this key (as `Bearer <key>`). */
+  readonly modelsKey?: string;
 };
 
 /** Words of a text, as the fake counts tokens. */
@@ -35,9 +37,13 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  * - `gated …` streams its first piece, then waits for `openGate()` before the rest;
  * - `break-stream-once …` streams its first piece and drops the connection the first time;
  * - `verbatim <text>` is answered with `<text>` exactly (a JSON document for structured output, say);
+ * - `answer <status>` is answered with that status (`answer 422`), and `answer <status> retry me` with the header
+ *   `x-should-retry: true` too (which asks the OpenAI SDK to retry it);
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
+ * `GET /v1/models` lists one model; any other path answers 404 (a base URL without `/v1`). Every call is counted by
+ * its method and path (`hits`).
  */
 export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const received: Received[] = [];
@@ -46,6 +52,7 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const hanging = new Set<ServerResponse>();
   let abandoned = 0;
   let streamsFinished = 0;
+  const hits = new Map<string, number>();
   let gate: { promise: Promise<void>; open: () => void } | undefined;
   const gateOf = () => {
     if (gate === undefined) {
@@ -59,9 +66,23 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body: Received['body'];
+    const path = `${req.method} ${req.url}`;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
     try {
       let text = '';
       for await (const chunk of req) text += chunk;
+      if (path === 'GET /v1/models') {
+        const allowed = options.modelsKey === undefined || req.headers.authorization === `Bearer ${options.modelsKey}`;
+        res.writeHead(allowed ? 200 : 401, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify(
+            allowed
+              ? { object: 'list', data: [{ id: 'llama-3-8b', object: 'model' }] }
+              : { error: { message: 'bad key' } },
+          ),
+        );
+        return;
+      }
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
@@ -87,6 +108,13 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     if (prompt === 'rate-limit-once' && count === 1)
       return json(429, { error: { message: 'slow down' } }, { 'retry-after': '0' });
     if (prompt === 'always-500') return json(500, { error: { message: 'the model crashed' } });
+    const status = /^answer (\d{3})( retry me)?$/.exec(prompt);
+    if (status !== null)
+      return json(
+        Number(status[1]),
+        { error: { message: `answered ${status[1]}` } },
+        status[2] === undefined ? {} : { 'x-should-retry': 'true' },
+      );
     if (prompt === 'hang') return void hanging.add(res);
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');
@@ -174,7 +202,11 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    /** The server without `/v1`: a base URL that lacks it, as an operator may write it. */
+    rootUrl: `http://127.0.0.1:${port}`,
     received,
+    /** How many calls a method and path got (`POST /chat/completions`, `GET /v1/models`). */
+    hits: (path: string) => hits.get(path) ?? 0,
     /** How many calls a prompt got (retries included). */
     calls: (prompt: string) => seen.get(prompt) ?? 0,
     /** Calls whose caller closed the connection before the answer (aborted calls). */

@@ -200,4 +200,32 @@ describe('Log records across layout versions', () => {
     expect(keysOf(12)).not.toContain('errorFileId');
     expect(keysOf(14)).not.toContain('reason');
   });
+
+  it('writes a failure that says what its caller is told in layout 6, read back as written, and other failures as before', () => {
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    const plain = [
+      { type: 'RequestFailed', reqId: 'req_a', reason: 'gave up after 3 attempts: x', at: 5, seq: 1 },
+    ] as unknown as StoredEvent[];
+    expect(unpacked(encodeLogRecord(plain))[0]).toBe(3);
+    expect(decodeLogRecord(encodeLogRecord(plain))).toEqual(plain);
+    const told = [
+      {
+        type: 'RequestFailed',
+        reqId: 'req_b',
+        reason: 'failed for good at attempt 1: upstream http://u/v1 answered 404: not found',
+        at: 6,
+        owner: 'proc_1',
+        attempt: 1,
+        said: "the model's upstream refused the request (404)",
+        permanent: true,
+        seq: 2,
+      },
+      { type: 'RequestFailed', reqId: 'req_c', reason: 'gave up', at: 7, seq: 3 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(told);
+    expect(unpacked(bytes)[0]).toBe(6);
+    const read = decodeLogRecord(bytes);
+    expect(read).toEqual(told);
+    expect(Object.keys(read[1] as object)).not.toContain('permanent');
+  });
 });

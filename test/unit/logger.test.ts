@@ -41,3 +41,24 @@ describe('The server’s logger', () => {
     expect(() => JSON.parse(text.trim().split('\n')[0] as string)).toThrow();
   });
 });
+
+describe('An error in the log', () => {
+  it('says the message of a cause once, also when the error quotes it, and still says a cause it does not quote', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'airs-log-'));
+    dirs.push(dir);
+    const file = join(dir, 'log');
+    const logger = await createLogger('info', false, file);
+    const refused = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    logger.warn({ err: new Error(`the database cannot be reached: ${refused.message}`, { cause: refused }) }, 'quoted');
+    logger.warn({ err: new Error('a batch failed', { cause: refused }) }, 'not quoted');
+    logger.flush();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [quoted, notQuoted] = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { err: { message: string; type: string } });
+    expect(quoted?.err.message).toBe('the database cannot be reached: connect ECONNREFUSED 127.0.0.1:5432');
+    expect(quoted?.err.type).toBe('Error');
+    expect(notQuoted?.err.message).toBe('a batch failed: connect ECONNREFUSED 127.0.0.1:5432');
+  });
+});

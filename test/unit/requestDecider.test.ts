@@ -397,6 +397,28 @@ describe('When a worker holds the request under a lease', () => {
         },
       ]);
   });
+  it('a failure no retry could mend fails it for good at once, attempts left or not, saying what its caller is told; only from the worker that holds it', () => {
+    const policy = { maxAttempts: 99, baseDelayMs: 1_000, maxDelayMs: 30_000 };
+    const said = "the model's upstream refused the request (404)";
+    const permanent = { type: 'RecordFailure', reqId, reason: 'answered 404', policy, said, permanent: true } as const;
+    given(history)
+      .when({ ...permanent, now: t0 + 20, owner: 'proc_a', attempt: 1 })
+      .thenEvents([
+        {
+          type: 'RequestFailed',
+          reqId,
+          reason: 'failed for good at attempt 1: answered 404',
+          at: t0 + 20,
+          owner: 'proc_a',
+          attempt: 1,
+          said,
+          permanent: true,
+        },
+      ]);
+    given(history)
+      .when({ ...permanent, now: t0 + 20, owner: 'proc_b', attempt: 1 })
+      .thenRefused('RequestFailed');
+  });
   it('a retry does not start before its backoff ends', () => {
     const failed: RequestEvent = {
       type: 'RequestAttemptFailed',

@@ -9,6 +9,7 @@ import { registerBackupCommand } from './backupCommand.js';
 import { registerBatchCommands } from './batchCommands.js';
 import { exitStatusHelp } from './exitStatuses.js';
 import { registerMigrateCommand } from './migrateCommand.js';
+import { registerModelsCommand } from './modelsCommand.js';
 import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerRequestCommands } from './requestCommands.js';
@@ -44,6 +45,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerBackupCommand(program, output);
   registerMigrateCommand(program, output);
   registerAskCommand(program, output);
+  registerModelsCommand(program, output);
   program.addHelpText('after', exitStatusHelp());
   return program;
 };

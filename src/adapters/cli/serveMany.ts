@@ -1,7 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../../config.js';
+import type { UpstreamCheck } from '../models/upstreamCheck.js';
 import { CliError, type Output } from './output.js';
-import { isServerMessage, type SiblingGoneMessage } from './serveOne.js';
+import { isServerMessage, type SiblingGoneMessage, type UpstreamsCheckedMessage } from './serveOne.js';
 
 /** A server process that dies is replaced after this long, doubling while they keep dying, up to `maxRespawnMs`. */
 const firstRespawnMs = 1_000;
@@ -43,6 +44,11 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   let stopping = false;
   let respawnMs = firstRespawnMs;
   let lastRespawn = 0;
+  /** The check of the upstreams made once at start, told to every server process (a replacement too). */
+  let checked: UpstreamsCheckedMessage | undefined;
+  const tellChecked = (worker: Worker) => {
+    if (checked !== undefined && worker.isConnected()) worker.send(checked, undefined, () => {});
+  };
 
   /** Forks one server process; resolves once it listens, rejects with its exit status if it ends before. */
   const fork = () =>
@@ -52,6 +58,7 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
       worker.on('message', (message: unknown) => {
         if (!isServerMessage(message)) return;
         listening.add(worker);
+        tellChecked(worker);
         resolve(message.url);
       });
       worker.on('exit', (code, signal) => {
@@ -133,4 +140,9 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   output.out(`airs listening on ${url}/`);
   const { storeLogFields } = await import('../../storeLocation.js');
   logger.info({ processes: config.processes, config: config.source, ...storeLogFields(config) }, 'started');
+  // Once for all the server processes, not once by each: one line per problem, and one call per upstream.
+  const { checkAtStart } = await import('../models/upstreamCheck.js');
+  const checks: readonly UpstreamCheck[] = await checkAtStart(config.models, logger, () => {});
+  checked = { airs: 'upstreams-checked', checks };
+  for (const worker of listening) tellChecked(worker);
 };

@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import type { Config } from '../../config.js';
+import type { UpstreamCheck } from '../models/upstreamCheck.js';
 import { CliError, type Output } from './output.js';
 
 /** How long a stop waits for connections to close after the drain (answers being written) before it goes on. */
@@ -10,6 +11,12 @@ export type ServerMessage = { readonly airs: 'listening'; readonly url: string }
 
 export const isServerMessage = (message: unknown): message is ServerMessage =>
   typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'listening';
+
+/** What the primary tells its server processes of the check of the models' upstreams it made at start. */
+export type UpstreamsCheckedMessage = { readonly airs: 'upstreams-checked'; readonly checks: readonly UpstreamCheck[] };
+
+const isUpstreamsChecked = (message: unknown): message is UpstreamsCheckedMessage =>
+  typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'upstreams-checked';
 
 /** What the primary tells its server processes when one of them died: its leases can be taken up now. */
 export type SiblingGoneMessage = { readonly airs: 'sibling-gone'; readonly pid: number };
@@ -127,9 +134,17 @@ export const serveOne = async (config: Config, output: Output) => {
     // A sibling died: what it held is taken up now, not once its leases lapse (contract 17).
     process.on('message', (message: unknown) => {
       if (isSiblingGone(message) && !stopping) void app.goneOwners.takeUp();
+      // The primary checked the upstreams once for all its processes: what it found is this one's `/readyz` too.
+      if (isUpstreamsChecked(message))
+        for (const check of message.checks) app.upstreams.see(check.model, check.problem);
     });
     process.send?.({ airs: 'listening', url } satisfies ServerMessage);
   } else output.out(`airs listening on ${url}/`);
   const { storeLogFields } = await import('../../storeLocation.js');
   logger.info({ config: config.source, ...storeLogFields(config), models: config.models.map((m) => m.id) }, 'started');
+  if (!forked) {
+    // After the start, not before it: a slow or absent upstream delays neither the URL nor readiness.
+    const { checkAtStart } = await import('../models/upstreamCheck.js');
+    void checkAtStart(config.models, logger, (check) => app.upstreams.see(check.model, check.problem));
+  }
 };

@@ -9,6 +9,7 @@ import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { RequestsShape } from '../../app/Requests.js';
 import { unavailableFor } from '../../app/StorageHealth.js';
+import type { UpstreamSeen } from '../../app/upstreamStates.js';
 import {
   type ApiError,
   InvalidRequest,
@@ -53,6 +54,8 @@ export type HttpDeps = {
   readonly dashboard?: DashboardDeps;
   /** What `/readyz` reports besides draining (the data directory's health); without it the probes are not served. */
   readonly readiness?: () => string | undefined;
+  /** Each model's upstream as last seen, for `/readyz` (see upstreamStates.ts). */
+  readonly upstreams?: () => Readonly<Record<string, UpstreamSeen>>;
   /** Counts calls by route and status and serves `GET /metrics`; without it nothing is counted or served. */
   readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
   /** The configured models (ids and timeouts): with them the OpenAI-compatible face is served. */
@@ -392,7 +395,8 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', (event) => serveOpenApi(corsHeaders(event)));
-  if (deps.readiness !== undefined) mountProbes(app, { accepting: deps.accepting, problem: deps.readiness });
+  if (deps.readiness !== undefined)
+    mountProbes(app, { accepting: deps.accepting, problem: deps.readiness, upstreams: deps.upstreams });
   if (deps.metrics !== undefined) mountMetrics(app, deps.metrics);
   app.all(
     '/**',

@@ -47,7 +47,7 @@ const layouts = {
     'owner',
     'attempt',
   ],
-  RequestFailed: ['reqId', 'reason', 'at', 'owner', 'attempt'],
+  RequestFailed: ['reqId', 'reason', 'at', 'owner', 'attempt', 'said', 'permanent'],
   RequestExpired: ['reqId', 'at'],
   AccountCreated: ['accountId', 'email', 'plan', 'at'],
   AccountPlanChanged: ['accountId', 'plan', 'at'],
@@ -89,12 +89,18 @@ const layouts = {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
-/** Layout 4 (before batches and files): what differs from the current one. */
+/** Layout 5 (before a failure said what the caller is told, and whether it was for good at once): what differs. */
+const layoutFiveChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestFailed: layouts.RequestFailed.filter((field) => field !== 'said' && field !== 'permanent'),
+};
+/** Layout 4 (before batches and files): what differs from layout 5. */
 const layoutFourChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutFiveChanges,
   RequestQueued: layouts.RequestQueued.filter((field) => field !== 'batchId' && field !== 'customId'),
 };
 /** Layout 3 (before a request's metadata was kept): what differs from the current one. */
 const layoutThreeChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutFiveChanges,
   RequestQueued: (layoutFourChanges.RequestQueued ?? []).filter((field) => field !== 'metadata'),
 };
 /** Layout 2 (before usage and leases were recorded): what differs from layout 3. */
@@ -164,6 +170,7 @@ const textFields: ReadonlySet<string> = new Set([
   'purpose',
   'filename',
   'sha256',
+  'said',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -174,32 +181,36 @@ const compile = (layoutOf: (type: EventType) => readonly string[]) =>
 const compiled = compile((type) => layouts[type]);
 const compiledThree = compile((type) => layoutThreeChanges[type] ?? layouts[type]);
 const compiledFour = compile((type) => layoutFourChanges[type] ?? layouts[type]);
+const compiledFive = compile((type) => layoutFiveChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
   2: compile((type) => layoutTwoChanges[type] ?? layouts[type]),
   3: compiledThree,
   4: compiledFour,
-  5: compiled,
+  5: compiledFive,
+  6: compiled,
 };
 
-const layoutVersion = 5;
+const layoutVersion = 6;
 /**
- * The oldest layout that holds the record: 3 unless a request keeps metadata (4) or the record holds a batch's or a
- * file's event or a batch's line (5). A data directory that never held what a newer layout added stays readable by
- * the airs before it (it can be rolled back to).
+ * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
+ * file's event or a batch's line (5), or a failure that says what its caller is told (6). A data directory that
+ * never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
   for (const event of events) {
-    if (event.type.startsWith('Batch') || event.type.startsWith('File')) return layoutVersion;
-    if (event.type !== 'RequestQueued') continue;
-    if (event.batchId !== undefined || event.customId !== undefined) return layoutVersion;
-    if (event.metadata !== undefined) version = 4;
+    if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
+      return layoutVersion;
+    if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = 5;
+    else if (event.type !== 'RequestQueued') continue;
+    else if (event.batchId !== undefined || event.customId !== undefined) version = 5;
+    else if (event.metadata !== undefined) version = Math.max(version, 4);
   }
   return version;
 };
-const tableOf: Record<number, typeof compiled> = { 3: compiledThree, 4: compiledFour, 5: compiled };
+const tableOf: Record<number, typeof compiled> = { 3: compiledThree, 4: compiledFour, 5: compiledFive, 6: compiled };
 /** A string field the event does not have. */
 const absentText = -1;
 const packr = new Packr({ useRecords: false });

@@ -69,6 +69,7 @@ export const createRequestColumns = () => {
   const metadatas = new Map<number, string>();
   const batchIds = new Map<number, string>();
   const customIds = new Map<number, string>();
+  const failureSaids = new Map<number, string>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -169,6 +170,7 @@ export const createRequestColumns = () => {
     keepRare(metadatas, slot, c.metadata);
     keepRare(batchIds, slot, c.batchId);
     keepRare(customIds, slot, c.customId);
+    keepRare(failureSaids, slot, c.failureSaid);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -219,6 +221,7 @@ export const createRequestColumns = () => {
       c.metadata = from.metadata;
       c.batchId = from.batchId;
       c.customId = from.customId;
+      c.failureSaid = from.failureSaid;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -255,6 +258,7 @@ export const createRequestColumns = () => {
       c.metadata = metadatas.get(slot);
       c.batchId = batchIds.get(slot);
       c.customId = customIds.get(slot);
+      c.failureSaid = failureSaids.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -309,6 +313,7 @@ export const createRequestColumns = () => {
       if (metadatas.has(slot)) context.metadata = metadatas.get(slot);
       if (batchIds.has(slot)) context.batchId = batchIds.get(slot);
       if (customIds.has(slot)) context.customId = customIds.get(slot);
+      if (failureSaids.has(slot)) context.failureSaid = failureSaids.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -350,6 +355,7 @@ type Covered =
   | 'maxAttempts'
   | 'metadata'
   | 'batchId'
-  | 'customId';
+  | 'customId'
+  | 'failureSaid';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { isPermanent } from '../../app/upstreamProblems.js';
 import type {
   ChatMessage,
   FinishReason,
@@ -7,6 +8,8 @@ import type {
   ToolCall,
   Usage,
 } from '../../ports/ModelProvider.js';
+import { UpstreamFailed } from '../../ports/ModelProvider.js';
+import { connectionFailure } from './connectionFailure.js';
 
 export type OpenAiOptions = {
   /** The server's API root, as OpenAI clients take it: `http://localhost:11434/v1`, `https://api.openai.com/v1`. */
@@ -15,7 +18,10 @@ export type OpenAiOptions = {
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;
   readonly timeoutMs: number;
-  /** Retries of upstream 429, 5xx and connection errors inside one attempt, with the SDK's backoff (Retry-After honoured). */
+  /**
+   * Retries of upstream 408, 429, 5xx and connection errors inside one attempt, with the SDK's backoff (Retry-After
+   * honoured). A 400, 401, 403, 404 or 422 is never retried (the SDK's rule): no retry mends it.
+   */
   readonly maxRetries: number;
 };
 
@@ -37,30 +43,37 @@ export const upstreamName = (baseUrl: string): string => {
 };
 
 /**
- * The innermost cause of a failed connection, in words: the system's code and message (`ECONNREFUSED (connect
- * ECONNREFUSED 127.0.0.1:9999)`, `ENOTFOUND (getaddrinfo ENOTFOUND host)`), found under the SDK's `Connection error.`
- * and fetch's `fetch failed`.
+ * Why an upstream call failed, as a failure the processing can tell apart (`problem`), with words safe for the log:
+ * which upstream, status and message or cause, never the key. Other errors (an abort) are passed on as they are.
  */
-const connectionCause = (error: unknown): string => {
-  let deepest: unknown = error;
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 8; depth++) {
-    deepest = cause;
-    cause = cause.cause ?? (cause instanceof AggregateError ? cause.errors[0] : undefined);
+const upstreamFailure = (error: unknown, upstream: string, timeoutMs: number): unknown => {
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    const message = `upstream ${upstream} answered ${error.status}: ${error.message}`.slice(0, 500);
+    return new UpstreamFailed(message, { kind: 'status', status: error.status });
   }
-  const code = (deepest as { code?: unknown }).code;
-  const message = deepest instanceof Error ? deepest.message : String(deepest);
-  if (typeof code !== 'string' || code === '') return message.slice(0, 200);
-  return message === '' || message === code ? code : `${code} (${message.slice(0, 200)})`;
+  if (error instanceof OpenAI.APIConnectionTimeoutError)
+    return new UpstreamFailed(`upstream ${upstream} timed out`, { kind: 'timeout', afterMs: timeoutMs });
+  if (error instanceof OpenAI.APIConnectionError) {
+    const failure = connectionFailure(error);
+    return new UpstreamFailed(`upstream ${upstream} unreachable: ${failure.detail}`, {
+      kind: 'unreachable',
+      ...failure,
+    });
+  }
+  return error;
 };
 
-/** Why an upstream call failed, in words safe for the log: which upstream, status and message or cause, never the key. */
-const describeUpstreamError = (error: unknown, upstream: string): string => {
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    return `upstream ${upstream} answered ${error.status}: ${error.message}`.slice(0, 500);
-  }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return `upstream ${upstream} timed out`;
-  if (error instanceof OpenAI.APIConnectionError) return `upstream ${upstream} unreachable: ${connectionCause(error)}`;
-  return error instanceof Error ? error.message : String(error);
+/**
+ * `fetch`, but an answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an `x-should-retry` header: the
+ * SDK would otherwise retry whatever an upstream marks so, and a wrong base URL or key is refused every time.
+ */
+const fetchNoRetryOfRefusals: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  if (!response.headers.has('x-should-retry') || !isPermanent({ kind: 'status', status: response.status }))
+    return response;
+  const headers = new Headers(response.headers);
+  headers.delete('x-should-retry');
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 };
 
 type Completion = OpenAI.Chat.Completions.ChatCompletion;
@@ -156,6 +169,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     apiKey: options.apiKey ?? 'no-key',
     timeout: options.timeoutMs,
     maxRetries: options.maxRetries,
+    fetch: fetchNoRetryOfRefusals,
   });
   const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
     const stream = await client.chat.completions.create(
@@ -199,7 +213,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;
-        throw new Error(describeUpstreamError(error, upstream));
+        throw upstreamFailure(error, upstream, options.timeoutMs);
       }
     },
   };

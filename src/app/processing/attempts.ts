@@ -147,7 +147,7 @@ export const createAttemptRunner = (deps: {
     const result = await recordUntilWritten(held, (now) =>
       outcome.ok
         ? deps.queue.recordSuccess(held, answerOf(outcome.generation), now)
-        : deps.queue.recordFailure(held, outcome.reason, deps.policy, now),
+        : deps.queue.recordFailure(held, outcome.reason, deps.policy, now, outcome),
     );
     if (result === undefined) return;
     if (result === 'recorded') {

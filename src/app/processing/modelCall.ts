@@ -1,13 +1,24 @@
 import { setMaxListeners } from 'node:events';
-import type { GenerateInput, Generation } from '../../ports/ModelProvider.js';
+import { type GenerateInput, type Generation, UpstreamFailed } from '../../ports/ModelProvider.js';
 import type { LiveOutputShape } from '../LiveOutput.js';
 import type { Model } from '../Models.js';
 import type { ModelInput } from '../storedInput.js';
+import { isPermanent, saidOf } from '../upstreamProblems.js';
 
-/** How one model call ended: the model's answer, or why there is none, in words for the log. */
+/**
+ * Why a model call gave no answer: in words for the log (`reason`), in words for the request's caller should it fail
+ * for good by it (`said`), and whether no retry could mend it (`permanent`: the request fails for good at once).
+ */
+export type CallFailure = {
+  readonly reason: string;
+  readonly said?: string | undefined;
+  readonly permanent?: boolean | undefined;
+};
+
+/** How one model call ended: the model's answer, or why there is none. */
 export type CallOutcome =
   | { readonly ok: true; readonly generation: Generation }
-  | { readonly ok: false; readonly reason: string };
+  | ({ readonly ok: false } & CallFailure);
 
 /** `work`'s answer, or a rejection as soon as `signal` aborts, whichever comes first. */
 export const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> => {
@@ -33,7 +44,11 @@ export const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
   });
 };
 
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error)).slice(0, 500);
+const describe = (error: unknown): CallFailure => {
+  const reason = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+  if (!(error instanceof UpstreamFailed)) return { reason };
+  return { reason, said: saidOf(error.problem), permanent: isPermanent(error.problem) };
+};
 
 /**
  * A provider that answers as soon as it is called (`echo` without a delay): nothing can time out or be cancelled in
@@ -99,7 +114,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
   const outcomeOf = async (
     reqId: string,
     generate: (onDelta: GenerateInput['onDelta']) => Promise<Generation>,
-    failure: (error: unknown) => string,
+    failure: (error: unknown) => CallFailure,
   ): Promise<CallOutcome> => {
     const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
     let answered = false;
@@ -108,7 +123,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
       answered = true;
       return { ok: true, generation };
     } catch (error) {
-      return { ok: false, reason: failure(error) };
+      return { ok: false, ...failure(error) };
     } finally {
       heard?.end(answered);
     }
@@ -133,9 +148,9 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
           reqId,
           (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta }), signal),
           (error) => {
-            if (own.signal.aborted) return 'cancelled';
+            if (own.signal.aborted) return { reason: 'cancelled' };
             const timedOut = signal.aborted && !stopping.signal.aborted;
-            return timedOut ? `timed out after ${model.config.timeoutMs} ms` : describe(error);
+            return timedOut ? { reason: `timed out after ${model.config.timeoutMs} ms` } : describe(error);
           },
         );
       } finally {

@@ -62,7 +62,10 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.output !== undefined) change.output = event.output;
     return change;
   },
-  RequestFailed: (_context, event) => ({ failedAt: event.at, failureReason: event.reason }),
+  RequestFailed: (_context, event) =>
+    event.said === undefined
+      ? { failedAt: event.at, failureReason: event.reason }
+      : { failedAt: event.at, failureReason: event.reason, failureSaid: event.said },
   RequestExpired: (_context, event) => ({ expiredAt: event.at }),
   RequestCancelled: (_context, event) => ({ cancelledAt: event.at }),
 };

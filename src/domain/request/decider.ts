@@ -62,6 +62,10 @@ export type RequestCommand =
       /** The backoff; its `maxAttempts` bounds requests that do not carry their own bound (older versions'). */
       readonly policy: RetryPolicy;
       readonly now: number;
+      /** What the caller is told if the request fails for good by this failure (see RequestFailed.said). */
+      readonly said?: string | undefined;
+      /** No retry could mend it: the request fails for good now, attempts left or not. */
+      readonly permanent?: boolean | undefined;
     } & AttemptRef)
   | {
       readonly type: 'ExtendLease';
@@ -153,14 +157,20 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
     }
     case 'RecordFailure': {
       const attempt = state.context.attempts;
-      if (!attemptsRemain(state.context, command.policy.maxAttempts)) {
-        const failed: RequestFailed = {
+      if (command.permanent === true || !attemptsRemain(state.context, command.policy.maxAttempts)) {
+        const failed: Mutable<RequestFailed> = {
           type: 'RequestFailed',
           reqId,
-          reason: `gave up after ${attempt} attempts: ${command.reason}`,
+          reason:
+            command.permanent === true
+              ? `failed for good at attempt ${attempt}: ${command.reason}`
+              : `gave up after ${attempt} attempts: ${command.reason}`,
           at,
         };
-        return withAttempt(failed, command);
+        withAttempt(failed, command);
+        if (command.said !== undefined) failed.said = command.said;
+        if (command.permanent === true) failed.permanent = true;
+        return failed;
       }
       const retryAt = at + backoffDelayMs(command.policy, attempt);
       const retry = { type: 'RequestAttemptFailed' as const, reqId, attempt, reason: command.reason, retryAt, at };

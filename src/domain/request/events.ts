@@ -117,6 +117,13 @@ export type RequestFailed = {
   /** The worker that gave it up, and the attempt it gave up after (absent in events of older versions). */
   readonly owner?: string | undefined;
   readonly attempt?: number | undefined;
+  /**
+   * What the request's caller is told of the failure, in words an end user may see (no URL, no internals): "the
+   * model's upstream refused the request (404)". Absent: the failure is told in general words.
+   */
+  readonly said?: string | undefined;
+  /** Failed for good at its first failure, attempts left or not: no retry could mend it (an upstream's 404). */
+  readonly permanent?: true | undefined;
 };
 
 export type RequestExpired = {

@@ -25,6 +25,8 @@ export type RequestContext = {
   readonly completedAt?: number;
   readonly failedAt?: number;
   readonly failureReason?: string;
+  /** What the caller is told of the failure (see RequestFailed.said). */
+  readonly failureSaid?: string;
   readonly expiredAt?: number;
   /** What the stored input text is (see events.ts). */
   readonly input?: 'messages' | 'chat';
@@ -72,8 +74,9 @@ const emptyContext: RequestContext = {
  * Work is leased: a start names its owner and the lease's end. Only the owner of the current attempt may extend it,
  * give it back, or record its outcome (a worker whose lease was taken over records nothing); another worker may take
  * the request over only once the lease has lapsed, or once its owner's process is known to be gone (its lease then
- * ends at once). A failed attempt is retried only while attempts remain; past them
- * the request fails for good. (rules.ts holds these facts; events of older versions carry no lease and no bound.)
+ * ends at once). A failed attempt is retried only while attempts remain; past them the request fails for good, and
+ * at once when no retry could mend the failure (an upstream's 404). (rules.ts holds these facts; events of older
+ * versions carry no lease and no bound.)
  */
 export const requestMachine = setup({
   types: {
@@ -92,6 +95,8 @@ export const requestMachine = setup({
     heldOrLapsedWithoutAttemptsLeft: ({ context, event }) =>
       (holdsLease(context, event) || leaseLapsedAt(context, event.at)) &&
       (context.maxAttempts === undefined || !attemptsRemain(context)),
+    heldAndPermanent: ({ context, event }) =>
+      holdsLease(context, event) && (event as { permanent?: true }).permanent === true,
   },
   actions: {
     // Every accepted event changes the data the same way, defined once in contextUpdates.ts; XState merges it.
@@ -135,8 +140,11 @@ export const requestMachine = setup({
             RequestAttemptFailed: { guard: 'heldWithAttemptsLeft', target: 'waiting', actions: 'update' },
             RequestCompleted: { guard: 'heldBeforeExpiry', target: '#request.completed', actions: 'update' },
             // Given up: by the worker whose last attempt failed, or by the one that finds a lapsed lease and no
-            // attempt left to take it over with.
-            RequestFailed: { guard: 'heldOrLapsedWithoutAttemptsLeft', target: '#request.failed', actions: 'update' },
+            // attempt left to take it over with; or failed for good by the worker whose attempt no retry could mend.
+            RequestFailed: [
+              { guard: 'heldOrLapsedWithoutAttemptsLeft', target: '#request.failed', actions: 'update' },
+              { guard: 'heldAndPermanent', target: '#request.failed', actions: 'update' },
+            ],
           },
         },
       },

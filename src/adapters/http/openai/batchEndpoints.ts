@@ -1,4 +1,5 @@
 import type { BatchEndpointsShape } from '../../../app/batches/BatchEndpoints.js';
+import { failedMessage } from '../../../app/upstreamProblems.js';
 import { InvalidRequest } from '../../../domain/errors.js';
 import { batchEndpointPaths } from './batches/bodies.js';
 import { chatCompletionOf } from './chat/completion.js';
@@ -25,10 +26,11 @@ export const batchEndpoints: BatchEndpointsShape = {
   answer: (endpoint, view) => (endpoint === '/v1/chat/completions' ? chatCompletionOf(view) : responseObjectOf(view)),
   failure: (endpoint, view) => {
     const reqId = view.state.context.reqId;
-    if (endpoint === '/v1/responses') return { error: failureOf(reqId) };
+    const said = view.state.context.failureSaid;
+    if (endpoint === '/v1/responses') return { error: failureOf(reqId, said) };
     return {
       error: {
-        message: `processing of request ${reqId} failed after its retries`,
+        message: failedMessage(reqId, said, ' after its retries'),
         type: 'server_error',
         param: null,
         code: 'processing_failed',

@@ -1,4 +1,5 @@
 import type { RequestView } from '../../../app/Requests.js';
+import { failedMessage } from '../../../app/upstreamProblems.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
 import { defaultSettings, type ResponseSettings } from './generationSettings.js';
 import type { ReferencedItem } from './inputItems.js';
@@ -124,9 +125,9 @@ const incompleteDetailsOf = (view: RequestView) => {
  * The error of a failed Response: OpenAI's `{code, message}`, with `type` and `param` as in its error objects (the
  * Vercel AI SDK refuses the whole Response as `Invalid JSON response` without them, instead of raising the failure).
  */
-export const failureOf = (reqId: string) => ({
+export const failureOf = (reqId: string, said: string | undefined) => ({
   code: 'server_error',
-  message: `processing of request ${responseIdOf(reqId)} failed after its retries; submit it again`,
+  message: failedMessage(responseIdOf(reqId), said, ' after its retries; submit it again'),
   type: 'server_error',
   param: null,
 });
@@ -155,7 +156,7 @@ export const responseObjectOf = (
     completed_at: completed ? seconds(context.completedAt) : null,
     model: context.model,
     output: completed ? outputOf(view) : [],
-    error: final && view.status === 'failed' ? failureOf(context.reqId) : null,
+    error: final && view.status === 'failed' ? failureOf(context.reqId, context.failureSaid) : null,
     incomplete_details: final ? incompleteDetailsOf(view) : null,
     instructions: null,
     max_output_tokens: settings.max_output_tokens,

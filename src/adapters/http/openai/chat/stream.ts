@@ -2,6 +2,7 @@ import type { Principal } from '../../../../app/Auth.js';
 import { type Follower, followRequest } from '../../../../app/followRequest.js';
 import type { LiveOutputShape } from '../../../../app/LiveOutput.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
+import { failedMessage } from '../../../../app/upstreamProblems.js';
 import { type ApiError, NotFound, ProcessingFailed } from '../../../../domain/errors.js';
 import type { OpenCall } from '../../openCalls.js';
 import { sseComment, sseDone, sseEvent, sseResponse } from '../../sse.js';
@@ -30,7 +31,7 @@ export const endingErrorOf = (view: RequestView | NotFound): ApiError | undefine
   const reqId = view.state.context.reqId;
   if (view.status === 'failed')
     return new ProcessingFailed({
-      message: `processing of request ${reqId} failed after its retries; submit it again`,
+      message: failedMessage(reqId, view.state.context.failureSaid, ' after its retries; submit it again'),
     });
   if (view.status === 'cancelled')
     return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
