@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../src/domain/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
+import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 /** `GET /dashboard/requests/:id`: one of the account's own requests, its texts bounded, its history from the log. */
@@ -150,5 +151,34 @@ describe('The dashboard request page', () => {
     const page = await visitor.get(`/dashboard/requests/${first}`);
     expect(eventRows(page.text)).toHaveLength(3);
     expect(read).toBeLessThan(40);
+  });
+  it('says why a request failed for good in the words its caller was given, never the upstream’s address', async () => {
+    const upstream = await startFakeOpenAi();
+    try {
+      app = await startTestApp({
+        clock: systemClock,
+        config: {
+          models: [
+            {
+              id: 'gpt',
+              provider: 'openai',
+              baseUrl: upstream.baseUrl,
+              upstreamModel: 'm',
+              timeoutMs: 5_000,
+              maxRetries: 0,
+            },
+          ],
+        },
+      });
+      const { visitor, key } = await signedUp('refused@example.com');
+      const reqId = await submit(key, 'gpt', 'answer 404');
+      await eventually(async () => ((await app.store.reads.request(reqId))?.status === 'failed' ? true : undefined));
+      const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
+      expect(html).toContain("Processing failed after 1 attempt: the model's upstream refused the request (404).");
+      expect(html).not.toContain(upstream.baseUrl);
+      expect(html).not.toContain('127.0.0.1');
+    } finally {
+      await upstream.close();
+    }
   });
 });

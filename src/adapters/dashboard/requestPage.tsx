@@ -180,7 +180,9 @@ export const requestPage = (view: RequestDetailView): string => {
         ) : (
           <p id="no-answer" class={status === 'failed' ? 'error-text' : 'muted'}>
             {status === 'failed'
-              ? `Processing failed after ${plural(view.attempts, 'attempt')}; no answer was recorded. The reason is in the service's log for its operator.`
+              ? view.failureSaid !== undefined
+                ? `Processing failed after ${plural(view.attempts, 'attempt')}: ${view.failureSaid}.`
+                : `Processing failed after ${plural(view.attempts, 'attempt')}; no answer was recorded. The reason is in the service's log for its operator.`
               : status === 'cancelled'
                 ? 'Cancelled before it was answered.'
                 : status === 'expired'

@@ -127,6 +127,8 @@ export type RequestDetailView = SessionView & {
   readonly responseChars?: number;
   readonly attempts: number;
   readonly maxAttempts?: number;
+  /** Why it failed, in the words its caller was given (a failure no retry mends), never the log's cause. */
+  readonly failureSaid?: string;
   readonly inputTokens?: number;
   readonly outputTokens?: number;
   readonly finishReason?: string;

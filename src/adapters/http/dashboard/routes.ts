@@ -568,6 +568,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         responseChars: c.responseChars,
         attempts: c.attempts,
         maxAttempts: c.maxAttempts,
+        failureSaid: c.failureSaid,
         inputTokens: c.inputTokens,
         outputTokens: c.outputTokens,
         finishReason: c.finishReason,
