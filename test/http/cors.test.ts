@@ -195,6 +195,6 @@ describe('cors.allowedOrigins in the config file', () => {
     'https://APP.example.com',
     '',
   ])('refuses %j, naming the key', (origin) => {
-    expect(load([origin])).toThrow(/cors\.allowedOrigins\.0: expected an origin/);
+    expect(load([origin])).toThrow(/cors\.allowedOrigins\[0\]: expected an origin/);
   });
 });
