@@ -71,6 +71,7 @@ const planOverride = z.strictObject({
   maxProcessing: positiveInt.nullable().optional(),
   maxBatchesInProgress: positiveInt.max(1_000_000).optional(),
   maxFileStorageBytes: positiveInt.optional(),
+  maxWebhookEndpoints: positiveInt.max(10_000).optional(),
 });
 
 /** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */

@@ -59,11 +59,12 @@ export class QueueFull extends Data.TaggedError('QueueFull')<{
 
 /**
  * A batch or an upload refused inside the store's write because its account is at a bound of its plan: `count` of
- * `limit` taken already (open batches, or bytes of files kept; `budget` says which: `batches`, `file_storage`).
+ * `limit` taken already (open batches, bytes of files kept, or webhook endpoints; `budget` says which: `batches`,
+ * `file_storage`, `webhook_endpoints`).
  */
 export class AccountLimitReached extends Data.TaggedError('AccountLimitReached')<{
   readonly message: string;
-  readonly budget: 'batches' | 'file_storage';
+  readonly budget: 'batches' | 'file_storage' | 'webhook_endpoints';
   readonly limit: number;
   readonly count: number;
 }> {}
@@ -71,6 +72,14 @@ export class AccountLimitReached extends Data.TaggedError('AccountLimitReached')
 /** A lifecycle move the request machine does not allow in the request's current state. */
 export class LifecycleViolation extends Data.TaggedError('LifecycleViolation')<{
   readonly reqId: string;
+  readonly from: string;
+  readonly event: string;
+  readonly message: string;
+}> {}
+
+/** A move the webhook delivery machine does not allow in the delivery's current state (webhook/deliveryMachine.ts). */
+export class DeliveryLifecycleViolation extends Data.TaggedError('DeliveryLifecycleViolation')<{
+  readonly deliveryId: string;
   readonly from: string;
   readonly event: string;
   readonly message: string;

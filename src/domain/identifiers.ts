@@ -14,7 +14,8 @@
  * 300fa9b they are `req_` + the creation time (12 hex digits) + the same 22 (34 in all). A Response is its request
  * under OpenAI's prefix (`resp_X` is `req_X`), a chat completion too (`chatcmpl-X`), and so are the output items of a
  * Response (`msg_X`, `fc_X_n`, parsed in responseObject.ts). Batches and files (contract 16) will be issued in the
- * request's form. Accounts and keys are 96 random bits (16 characters); sessions 128 (22, see Sessions.ts).
+ * request's form. Accounts, keys and webhook endpoints are 96 random bits (16 characters); sessions 128 (22, see
+ * Sessions.ts). Webhook event and delivery ids are made from the ids they are about (webhook/eventTypes.ts).
  */
 export const idForms = {
   request: { prefix: 'req_', lengths: [22, 34] },
@@ -24,6 +25,13 @@ export const idForms = {
   file: { prefix: 'file-', lengths: [22, 34] },
   account: { prefix: 'acct_', lengths: [16] },
   key: { prefix: 'key_', lengths: [16] },
+  /** A webhook endpoint: 96 random bits, as accounts and keys. */
+  webhookEndpoint: { prefix: 'whep_', lengths: [16] },
+  /** A webhook event: the body of the request or batch id it is about, then two characters naming its type
+   * (webhook/eventTypes.ts), so that the same source event always makes the same id. */
+  webhookEvent: { prefix: 'evt_', lengths: [24, 36] },
+  /** A delivery (the `webhook-id` header): the event's id body, then the endpoint's (see webhook/eventTypes.ts). */
+  webhookDelivery: { prefix: 'wh_', lengths: [40, 52] },
 } as const satisfies Record<string, { readonly prefix: string; readonly lengths: readonly number[] }>;
 
 export type IdKind = keyof typeof idForms;

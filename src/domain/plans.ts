@@ -18,6 +18,8 @@ export type PlanLimits = {
   readonly maxBatchesInProgress: number;
   /** Bytes of files (uploads and batch outputs) the account may keep stored at once (contract 16). */
   readonly maxFileStorageBytes: number;
+  /** Webhook endpoints the account may have (enabled or disabled, not removed) at once (issue 30). */
+  readonly maxWebhookEndpoints: number;
 };
 
 export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
@@ -32,6 +34,7 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 4,
     maxBatchesInProgress: 2,
     maxFileStorageBytes: 1024 ** 3,
+    maxWebhookEndpoints: 1,
   },
   starter: {
     maxKeys: 3,
@@ -42,6 +45,7 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 16,
     maxBatchesInProgress: 10,
     maxFileStorageBytes: 10 * 1024 ** 3,
+    maxWebhookEndpoints: 3,
   },
   scale: {
     maxKeys: 10,
@@ -52,6 +56,7 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 64,
     maxBatchesInProgress: 50,
     maxFileStorageBytes: 100 * 1024 ** 3,
+    maxWebhookEndpoints: 10,
   },
   enterprise: {
     maxKeys: null,
@@ -62,6 +67,7 @@ export const defaultPlans: PlanTable = {
     maxProcessing: null,
     maxBatchesInProgress: 200,
     maxFileStorageBytes: 1024 ** 4,
+    maxWebhookEndpoints: 50,
   },
 };
 

@@ -34,6 +34,7 @@ describe('Configuration', () => {
       maxProcessing: 4,
       maxBatchesInProgress: 2,
       maxFileStorageBytes: 1024 ** 3,
+      maxWebhookEndpoints: 1,
     });
     expect(config.plans.enterprise.maxKeys).toBeNull();
     expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
@@ -77,6 +78,14 @@ describe('Configuration', () => {
       /^AIRS_DATABASE_URL: must be a postgres:\/\//,
     );
   });
+  it('lets the operator raise or lower a plan’s bound of webhook endpoints, and refuses a bound that is not a positive whole number', () => {
+    expect(withFile(JSON.stringify({ plans: { starter: { maxWebhookEndpoints: 7 } } }))().plans.starter).toMatchObject({
+      maxWebhookEndpoints: 7,
+    });
+    expect(withFile(JSON.stringify({ plans: { starter: { maxWebhookEndpoints: 0 } } }))).toThrow(
+      /plans\.starter\.maxWebhookEndpoints/,
+    );
+  });
   it('merges plan overrides over the defaults, field by field', () => {
     const config = withFile(JSON.stringify({ plans: { free: { submitsPerMinute: 5 } } }))();
     expect(config.plans.free).toEqual({
@@ -88,6 +97,7 @@ describe('Configuration', () => {
       maxProcessing: 4,
       maxBatchesInProgress: 2,
       maxFileStorageBytes: 1024 ** 3,
+      maxWebhookEndpoints: 1,
     });
   });
   it.each([
