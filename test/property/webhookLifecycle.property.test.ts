@@ -244,9 +244,9 @@ const simulate = (plan: PlanName, ops: readonly Op[]) => {
   return { log: log.map((entry) => entry.event), counts: log.map((entry) => entry.endpointsAfter), replayMismatches };
 };
 
-const ops = fc.array(op, { minLength: 1, maxLength: 80 });
+const ops = fc.array(op, { minLength: 30, maxLength: 150 });
 const plan = fc.constantFrom(...planNames);
-const runs = { numRuns: 400 };
+const runs = { numRuns: 300 };
 
 describe('The webhook lifecycle rules, over any sequence of commands at any times', () => {
   it('ends each due period of a delivery exactly once: due, one final outcome, and only a redelivery after it', () => {
@@ -264,6 +264,32 @@ describe('The webhook lifecycle rules, over any sequence of commands at any time
             event.deliveryId,
             event.type === 'WebhookDelivered' || event.type === 'WebhookDeliveryGaveUp' ? 'final' : 'pending',
           );
+        }
+      }),
+      runs,
+    );
+  });
+
+  it('makes every attempt within its retention: none begins at or after giveUpAt, and no retry is set for then', () => {
+    fc.assert(
+      fc.property(plan, ops, (p, o) => {
+        const giveUpAt = new Map<string, number>();
+        const started = new Map<string, number>();
+        for (const event of simulate(p, o).log) {
+          if (!('deliveryId' in event)) continue;
+          const id = event.deliveryId;
+          if (event.type === 'WebhookDeliveryDue' || event.type === 'WebhookRedeliveryRequested')
+            giveUpAt.set(id, event.giveUpAt);
+          const limit = giveUpAt.get(id) as number;
+          if (event.type === 'WebhookAttemptStarted') {
+            expect(event.at).toBeLessThan(limit);
+            started.set(id, event.attempt);
+          }
+          if (event.type === 'WebhookAttemptFailed') expect(event.retryAt).toBeLessThan(limit);
+          // An outcome of an attempt made without a recorded start: that attempt began when it was recorded.
+          const attempt = (event as { attempt?: number }).attempt;
+          if (event.type !== 'WebhookAttemptStarted' && attempt !== undefined && started.get(id) !== attempt)
+            expect(event.at).toBeLessThan(limit);
         }
       }),
       runs,
@@ -334,6 +360,15 @@ describe('The webhook lifecycle rules, over any sequence of commands at any time
     );
   });
 
+  it('makes no delivery due at an endpoint removed before the ending (an example of the rule above)', () => {
+    const { log } = simulate('free', [
+      { kind: 'add', slot: 0, filter: [] },
+      { kind: 'remove', slot: 0 },
+      { kind: 'end', source: 0, ending: 0, responses: false },
+    ]);
+    expect(log.map((e) => e.type)).toEqual(['WebhookEndpointAdded', 'WebhookEndpointRemoved']);
+  });
+
   it('does disable an endpoint that keeps failing for 3 days (the rule is reachable, not vacuous)', () => {
     const failing: Op[] = [
       { kind: 'add', slot: 0, filter: [] },
@@ -341,6 +376,7 @@ describe('The webhook lifecycle rules, over any sequence of commands at any time
     ];
     for (let i = 0; i < 80; i++)
       failing.push({ kind: 'fail', pick: 0, owner: 0, honest: true, random: 0.5 }, { kind: 'wait', ms: hour });
+    failing.push({ kind: 'giveUp', pick: 0 });
     const { log } = simulate('free', failing);
     expect(log.filter((e) => e.type === 'WebhookEndpointDisabled')).toHaveLength(1);
   });

@@ -202,31 +202,44 @@ describe('Redelivery', () => {
 });
 
 describe('An endpoint that keeps failing', () => {
-  /** Fails attempt after attempt, one an hour, redelivering whatever gives up, from `t0` until `until`. */
-  const failUntil = (until: number) => {
-    let state = due();
-    let attempt = 0;
-    let disabledBy: WebhookEvent[] = [];
-    for (let now = t0; now <= until && state.endpoint.status === 'enabled'; now += hour) {
-      if (state.delivery.status === 'gave_up')
-        state = run(state, (endpoint) => ({ type: 'Redeliver', accountId, policy, endpoint, now }));
-      attempt += 1;
-      const failed = run(state, fail(attempt, now));
-      state = failed;
-      if (failed.events.some((e) => e.type === 'WebhookEndpointDisabled')) disabledBy = failed.events;
-    }
-    return { ...state, disabledBy };
+  /** Fails the delivery's attempts, one an hour, from `from` until `until`. */
+  const failHourly = (state: ReturnType<typeof due>, from: number, until: number) => {
+    let current = state;
+    for (let now = from; now <= until; now += hour)
+      current = run(current, fail(current.delivery.context.attempts + 1, now));
+    return current;
   };
 
+  it('is disabled once a delivery that failed all along reaches its 72-hour retention, its run being 3 days long', () => {
+    const failing = failHourly(due(), t0, t0 + 71 * hour);
+    expect(failing.endpoint).toMatchObject({ status: 'enabled', failingSince: t0 });
+    expect(failing.delivery.status).toBe('waiting');
+    // Past the retention no attempt is made: the sender gives the delivery up, which disables the endpoint.
+    expect(run(failing, fail(73, t0 + 72 * hour)).refused).toBeInstanceOf(DeliveryLifecycleViolation);
+    const gaveUp = run(failing, (endpoint) => ({ type: 'GiveUp', endpoint, now: t0 + 72 * hour }));
+    expect(gaveUp.events).toEqual([
+      expect.objectContaining({ type: 'WebhookDeliveryGaveUp', reason: 'retention' }),
+      { type: 'WebhookEndpointDisabled', endpointId: gaveUp.endpoint.endpointId, failingSince: t0, at: t0 + 72 * hour },
+    ]);
+    expect(gaveUp.endpoint).toMatchObject({ status: 'disabled', disabledAt: t0 + 72 * hour });
+  });
+
   it('is disabled by the first failure 3 days after its run of failures began, and that delivery gives up', () => {
-    const almost = failUntil(t0 + 3 * day - hour);
+    const first = failHourly(due(), t0, t0);
+    const later = dueDelivery(first.endpoint);
+    const otherId = `${later.deliveryId.slice(0, 10)}ZZZZ${later.deliveryId.slice(14)}`;
+    const other = {
+      endpoint: first.endpoint,
+      delivery: foldDelivery([{ ...later, deliveryId: otherId, at: t0 + 2 * day, giveUpAt: t0 + 5 * day }]),
+    };
+    const almost = run(other, fail(1, t0 + 3 * day - hour));
     expect(almost.endpoint.status).toBe('enabled');
-    const disabled = failUntil(t0 + 3 * day);
-    expect(disabled.endpoint).toMatchObject({ status: 'disabled', disabledAt: t0 + 3 * day });
-    expect(disabled.disabledBy).toEqual([
-      expect.objectContaining({ type: 'WebhookDeliveryGaveUp', reason: 'endpoint_disabled' }),
+    const disabled = run(almost, fail(2, t0 + 3 * day));
+    expect(disabled.events).toEqual([
+      expect.objectContaining({ type: 'WebhookDeliveryGaveUp', reason: 'endpoint_disabled', attempt: 2 }),
       { type: 'WebhookEndpointDisabled', endpointId: disabled.endpoint.endpointId, failingSince: t0, at: t0 + 3 * day },
     ]);
+    expect(disabled.endpoint).toMatchObject({ status: 'disabled', disabledAt: t0 + 3 * day });
   });
 
   it('is not disabled when a delivery got through within the 3 days: its run of failures starts again', () => {

@@ -150,7 +150,21 @@ const eventsFor = (state: DeliveryState, command: DeliveryCommand): DeliveryDeci
         return new Refused({
           message: `delivery ${deliveryId} is still being attempted: it gives up at its retention`,
         });
-      return [{ type: 'WebhookDeliveryGaveUp', deliveryId, endpointId, reason, at: command.now }];
+      const gaveUp = { type: 'WebhookDeliveryGaveUp' as const, deliveryId, endpointId, reason, at: command.now };
+      // A delivery that failed until its retention ran out ends a run of failures as long as the retention: when
+      // that makes the run 3 days long, the endpoint is disabled now, not at its next failure.
+      const { endpoint } = command;
+      if (reason === 'retention' && endpoint !== undefined && failureDisables(endpoint, command.now))
+        return [
+          gaveUp,
+          {
+            type: 'WebhookEndpointDisabled',
+            endpointId,
+            failingSince: endpoint.failingSince as number,
+            at: command.now,
+          },
+        ];
+      return [gaveUp];
     }
     case 'Redeliver': {
       if (state.context.accountId !== command.accountId || state.status === 'none')

@@ -51,13 +51,14 @@ type Outcome = { readonly attempt?: number; readonly owner?: string; readonly at
 
 /**
  * The facts the machine's guards are made of. An outcome names its attempt: from `waiting` it is an attempt made
- * without a recorded start (one process, no lease), so it must be the next one and no owner may be named; from
+ * without a recorded start (one process, no lease), so it must be the next one, made while due (not before its
+ * retry, not once its retention passed), and no owner may be named; from
  * `sending` it must be the started attempt, from its owner (a sender whose lease was taken over records nothing).
  */
 const due = (c: DeliveryContext, at: number) => at >= c.availableAt && at < c.giveUpAt;
 const lapsed = (c: DeliveryContext, at: number) => c.leaseUntil === undefined || at >= c.leaseUntil;
 const unstartedOutcome = (c: DeliveryContext, e: Outcome) =>
-  e.owner === undefined && e.attempt === c.attempts + 1 && e.at >= c.availableAt;
+  e.owner === undefined && e.attempt === c.attempts + 1 && due(c, e.at);
 const heldOutcome = (c: DeliveryContext, e: Outcome) =>
   e.attempt === c.attempts && (c.owner === undefined || e.owner === c.owner);
 /** A failure may wait for a retry only if the retry comes before the delivery gives up. */
