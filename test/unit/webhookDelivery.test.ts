@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeliveryLifecycleViolation, Refused } from '../../src/domain/errors.js';
+import { Refused } from '../../src/domain/errors.js';
 import {
   type DeliveryCommand,
   type DeliveryState,
@@ -7,6 +7,7 @@ import {
   initialDeliveryState,
 } from '../../src/domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../../src/domain/webhook/endpoint.js';
+import { DeliveryLifecycleViolation } from '../../src/domain/webhook/errors.js';
 import type { WebhookEvent } from '../../src/domain/webhook/events.js';
 import { defaultWebhookRetryPolicy, webhookRetryDelayMs } from '../../src/domain/webhook/retryPolicy.js';
 import { accountId, day, dueDelivery, enabledEndpoint, foldDelivery, hour, t0 } from '../support/webhookDomain.js';

@@ -1,7 +1,8 @@
 import { initialTransition, transition } from 'xstate';
-import { DeliveryLifecycleViolation, Refused } from '../errors.js';
+import { Refused } from '../errors.js';
 import { type DeliveryContext, deliveryMachine } from './deliveryMachine.js';
 import { disableAfterFailingMs, type WebhookEndpointState } from './endpoint.js';
+import { DeliveryLifecycleViolation } from './errors.js';
 import type {
   AttemptOutcome,
   GiveUpReason,
