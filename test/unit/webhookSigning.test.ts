@@ -40,6 +40,20 @@ describe('Standard Webhooks signatures', () => {
     expect(id).toMatch(webhookEventIdPattern);
   });
 
+  it('gives the signature of the Standard Webhooks example (a 24-byte secret made elsewhere)', () => {
+    const headers = signWebhook({
+      id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      timestampMs: 1_614_265_330_000,
+      body: '{"test": 2432232314}',
+      secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+    });
+    expect(headers).toEqual({
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': '1614265330',
+      'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    });
+  });
+
   it('a body changed after signing is refused by the SDK', async () => {
     const secret = newWebhookSecret();
     const { body, headers } = delivery([secret]);
