@@ -3,7 +3,12 @@ import type { BatchEvent } from '../../src/domain/batch/events.js';
 import { type BatchState, initialBatchState } from '../../src/domain/batch/state.js';
 import { couldBeId } from '../../src/domain/identifiers.js';
 import type { RequestStatus } from '../../src/domain/request/state.js';
-import { batchWebhookEvents, dueDeliveries, requestWebhookEvents } from '../../src/domain/webhook/dueDeliveries.js';
+import {
+  batchWebhookEvents,
+  dueDeliveries,
+  envelopeEventOf,
+  requestWebhookEvents,
+} from '../../src/domain/webhook/dueDeliveries.js';
 import type { WebhookEndpointState } from '../../src/domain/webhook/endpoint.js';
 import { webhookBody } from '../../src/domain/webhook/envelope.js';
 import { webhookEventId, webhookEventTypes } from '../../src/domain/webhook/eventTypes.js';
@@ -113,7 +118,7 @@ describe('The deliveries an event makes due', () => {
   });
   it("has a body in OpenAI's envelope, the same for every attempt", () => {
     const [due] = dueDeliveries(events, [endpoint(endpointIds[0])], 72 * hour);
-    expect(JSON.parse(webhookBody(due!))).toEqual({
+    expect(JSON.parse(webhookBody(envelopeEventOf(due!)))).toEqual({
       id: due?.eventId,
       object: 'event',
       created_at: Math.floor(t0 / 1000),

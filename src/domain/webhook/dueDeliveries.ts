@@ -3,6 +3,7 @@ import type { BatchState } from '../batch/state.js';
 import type { RequestEvent } from '../request/events.js';
 import type { RequestStatus } from '../request/state.js';
 import { receivesDeliveries, type WebhookEndpointState } from './endpoint.js';
+import type { WebhookEvent as EnvelopeEvent } from './envelope.js';
 import type { WebhookDeliveryDue } from './events.js';
 import { filterMatches, type WebhookEventType, webhookDeliveryId, webhookEventId } from './eventTypes.js';
 
@@ -115,3 +116,17 @@ export const dueDeliveries = (
         at: event.createdAt,
       })),
   );
+
+/** The event a delivery sends, as envelope.ts makes its body from: the same facts, so every attempt sends the same
+ * bytes and no body is stored. */
+export const envelopeEventOf = (delivery: {
+  readonly eventId: string;
+  readonly eventType: WebhookEventType;
+  readonly dataId: string;
+  readonly createdAt: number;
+}): EnvelopeEvent => ({
+  id: delivery.eventId,
+  type: delivery.eventType,
+  createdAtMs: delivery.createdAt,
+  data: { id: delivery.dataId },
+});

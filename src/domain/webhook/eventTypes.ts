@@ -1,28 +1,13 @@
 import { idForms } from '../identifiers.js';
 
+import { isWebhookEventType, type WebhookEventType, webhookEventTypes } from './envelope.js';
+
 /**
- * The events an account's webhook endpoints can receive (issue 30): OpenAI's names for Responses and batches, and
- * airs' own for every request of `/v1/ai` and the faces. The order is part of the ids: an event id ends with two
- * characters naming its type's place in this list, so a type is only ever added at the end.
+ * The events an account's webhook endpoints can receive are envelope.ts's `webhookEventTypes` (OpenAI's names for
+ * Responses and batches, airs' own for every request). Their order is part of the ids made here: an event id ends
+ * with two characters naming its type's place in that list, so a type is only ever added at the end.
  */
-export const webhookEventTypes = [
-  'response.completed',
-  'response.failed',
-  'response.cancelled',
-  'batch.completed',
-  'batch.failed',
-  'batch.expired',
-  'batch.cancelled',
-  'request.completed',
-  'request.failed',
-  'request.cancelled',
-  'request.expired',
-] as const;
-
-export type WebhookEventType = (typeof webhookEventTypes)[number];
-
-export const isWebhookEventType = (text: string): text is WebhookEventType =>
-  (webhookEventTypes as readonly string[]).includes(text);
+export { isWebhookEventType, type WebhookEventType, webhookEventTypes } from './envelope.js';
 
 /**
  * Which events an endpoint receives: the listed types, or every type when the list is empty (an endpoint added

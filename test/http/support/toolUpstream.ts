@@ -34,7 +34,18 @@ export const startToolUpstream = async () => {
   const server = createServer(async (req, res: ServerResponse) => {
     let text = '';
     for await (const chunk of req) text += chunk;
-    const body = JSON.parse(text) as UpstreamBody;
+    // `airs serve` checks each upstream at start (`GET {baseUrl}/models`): a model list answers it.
+    if (req.method === 'GET' && req.url?.endsWith('/models'))
+      return void res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data: [] }));
+    let body: UpstreamBody;
+    try {
+      body = JSON.parse(text) as UpstreamBody;
+    } catch {
+      // A caller stopped mid-request: what arrived is no call.
+      return void res.destroy();
+    }
     received.push(body);
     const last = body.messages.at(-1) ?? {};
     const said = typeof last.content === 'string' ? last.content : '';
