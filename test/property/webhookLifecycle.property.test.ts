@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { defaultPlans, type PlanName, planNames } from '../../src/domain/plans.js';
+import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
 import {
   type DeliveryCommand,
   type DeliveryState,
@@ -19,7 +20,6 @@ import {
 } from '../../src/domain/webhook/endpoint.js';
 import type { WebhookEvent } from '../../src/domain/webhook/events.js';
 import { webhookEventTypes } from '../../src/domain/webhook/eventTypes.js';
-import { defaultWebhookRetryPolicy } from '../../src/domain/webhook/retryPolicy.js';
 import { account, hour, t0 } from '../support/webhookDomain.js';
 
 /**
@@ -27,7 +27,7 @@ import { account, hour, t0 } from '../support/webhookDomain.js';
  * states, in any order and at any time, accepted events appended to one log and folded. The rules are then read off
  * that log alone.
  */
-const policy = defaultWebhookRetryPolicy;
+const policy = defaultWebhookBackoff;
 const endpointSlots = [
   'whep_AAAAAAAAAAAAAAAA',
   'whep_BBBBBBBBBBBBBBBB',
@@ -137,7 +137,7 @@ const simulate = (plan: PlanName, ops: readonly Op[]) => {
     const ids = made.map((e) => e.eventId);
     if (facts.ids.length > 0 && JSON.stringify(ids) !== JSON.stringify(facts.ids)) replayMismatches.push(reqId);
     facts.ids = ids;
-    for (const due of dueDeliveries(made, [...endpoints.values()], policy.retentionMs))
+    for (const due of dueDeliveries(made, [...endpoints.values()], policy.maxTotalMs))
       deliveryCommand(due.deliveryId, () => ({ type: 'MakeDue', due }));
   };
   for (const o of ops) {

@@ -1,6 +1,7 @@
 import type { AccountState } from '../../src/domain/account/state.js';
 import { AccountLimitReached, Refused } from '../../src/domain/errors.js';
 import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
+import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../../src/domain/webhook/delivery.js';
 import { dueDeliveries, requestWebhookEvents } from '../../src/domain/webhook/dueDeliveries.js';
 import {
@@ -10,7 +11,6 @@ import {
   type WebhookEndpointState,
 } from '../../src/domain/webhook/endpoint.js';
 import type { WebhookEvent } from '../../src/domain/webhook/events.js';
-import { defaultWebhookRetryPolicy } from '../../src/domain/webhook/retryPolicy.js';
 
 /** Fixtures of the webhook domain's tests: ids of airs's forms, an account, folds as the store will run them. */
 export const accountId = 'acct_AbCdEfGhIjKlMnOp';
@@ -75,7 +75,7 @@ export const dueDelivery = (endpoint: WebhookEndpointState = enabledEndpoint()) 
       { reqId, accountId },
     ),
     [endpoint],
-    defaultWebhookRetryPolicy.retentionMs,
+    defaultWebhookBackoff.maxTotalMs,
   );
   if (due === undefined) throw new Error('no delivery due');
   return due;

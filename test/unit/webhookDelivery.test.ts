@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Refused } from '../../src/domain/errors.js';
+import { defaultWebhookBackoff, nextRetryDelayMs } from '../../src/domain/webhook/backoff.js';
 import {
   type DeliveryCommand,
   type DeliveryState,
@@ -9,10 +10,9 @@ import {
 import { evolveEndpoint, type WebhookEndpointState } from '../../src/domain/webhook/endpoint.js';
 import { DeliveryLifecycleViolation } from '../../src/domain/webhook/errors.js';
 import type { WebhookEvent } from '../../src/domain/webhook/events.js';
-import { defaultWebhookRetryPolicy, webhookRetryDelayMs } from '../../src/domain/webhook/retryPolicy.js';
 import { accountId, day, dueDelivery, enabledEndpoint, foldDelivery, hour, t0 } from '../support/webhookDomain.js';
 
-const policy = defaultWebhookRetryPolicy;
+const policy = defaultWebhookBackoff;
 
 /** Decides against the delivery and its endpoint, then folds both as the store will. */
 const run = (
@@ -80,7 +80,7 @@ describe('A webhook delivery', () => {
 
   it('retries a failed attempt at the backoff the policy and the drawn jitter give', () => {
     const failed = run(due(), fail(1, t0 + 10, 0.25));
-    const retryAt = t0 + 10 + webhookRetryDelayMs(policy, 1, 0.25);
+    const retryAt = t0 + 10 + (nextRetryDelayMs(policy, 1, 10, () => 0.25) as number);
     expect(failed.events).toEqual([
       expect.objectContaining({
         type: 'WebhookAttemptFailed',
@@ -100,14 +100,6 @@ describe('A webhook delivery', () => {
       now: retryAt - 1,
     }));
     expect(early.refused).toBeInstanceOf(DeliveryLifecycleViolation);
-  });
-
-  it('backs off exponentially with jitter between half and all of the capped delay', () => {
-    expect(webhookRetryDelayMs(policy, 1, 0)).toBe(2_500);
-    expect(webhookRetryDelayMs(policy, 1, 1)).toBe(5_000);
-    expect(webhookRetryDelayMs(policy, 3, 1)).toBe(20_000);
-    expect(webhookRetryDelayMs(policy, 40, 1)).toBe(policy.maxDelayMs);
-    expect(webhookRetryDelayMs(policy, 40, 0)).toBe(policy.maxDelayMs / 2);
   });
 
   it('gives up, recording the last attempt, once the next retry would come after its retention (72 hours)', () => {
@@ -171,7 +163,7 @@ describe('Redelivery', () => {
         type: 'WebhookRedeliveryRequested',
         deliveryId: delivered.delivery.context.deliveryId,
         endpointId: delivered.endpoint.endpointId,
-        giveUpAt: t0 + 5 * day + policy.retentionMs,
+        giveUpAt: t0 + 5 * day + policy.maxTotalMs,
         at: t0 + 5 * day,
       },
     ]);

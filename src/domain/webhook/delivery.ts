@@ -1,5 +1,6 @@
 import { initialTransition, transition } from 'xstate';
 import { Refused } from '../errors.js';
+import { nextRetryDelayMs, type WebhookBackoff } from './backoff.js';
 import { type DeliveryContext, deliveryMachine } from './deliveryMachine.js';
 import { disableAfterFailingMs, type WebhookEndpointState } from './endpoint.js';
 import { DeliveryLifecycleViolation } from './errors.js';
@@ -10,7 +11,6 @@ import type {
   WebhookDeliveryEvent,
   WebhookEndpointDisabled,
 } from './events.js';
-import { type WebhookRetryPolicy, webhookRetryDelayMs } from './retryPolicy.js';
 
 /** Where a delivery stands: the machine's state. */
 export type DeliveryStatus = 'none' | 'waiting' | 'sending' | 'delivered' | 'gave_up';
@@ -58,7 +58,8 @@ export type DeliveryCommand =
   | {
       readonly type: 'RecordFailure';
       readonly outcome: AttemptOutcome;
-      readonly policy: WebhookRetryPolicy;
+      /** The backoff; its `maxTotalMs` is the retention, which the delivery's `giveUpAt` already holds. */
+      readonly policy: WebhookBackoff;
       /** A number in [0, 1) the caller drew for the backoff's jitter. */
       readonly random: number;
       readonly endpoint: WebhookEndpointState | undefined;
@@ -69,7 +70,8 @@ export type DeliveryCommand =
   | {
       readonly type: 'Redeliver';
       readonly accountId: string;
-      readonly policy: WebhookRetryPolicy;
+      /** Its `maxTotalMs` is the redelivery's new retention. */
+      readonly policy: WebhookBackoff;
       readonly endpoint: WebhookEndpointState | undefined;
       readonly now: number;
     };
@@ -139,7 +141,8 @@ const eventsFor = (state: DeliveryState, command: DeliveryCommand): DeliveryDeci
       const reason = giveUpReasonOf(command.endpoint);
       if (reason !== undefined)
         return [{ type: 'WebhookDeliveryGaveUp', deliveryId, endpointId, reason, ...outcome, at }];
-      const retryAt = at + webhookRetryDelayMs(command.policy, outcome.attempt, command.random);
+      const delay = nextRetryDelayMs(command.policy, outcome.attempt, at - state.context.dueAt, () => command.random);
+      const retryAt = at + (delay ?? Number.POSITIVE_INFINITY);
       if (retryAt >= state.context.giveUpAt)
         return [{ type: 'WebhookDeliveryGaveUp', deliveryId, endpointId, reason: 'retention', ...outcome, at }];
       return [{ type: 'WebhookAttemptFailed', deliveryId, endpointId, ...outcome, retryAt, at }];
@@ -185,7 +188,7 @@ const eventsFor = (state: DeliveryState, command: DeliveryCommand): DeliveryDeci
           type: 'WebhookRedeliveryRequested',
           deliveryId,
           endpointId,
-          giveUpAt: command.now + command.policy.retentionMs,
+          giveUpAt: command.now + command.policy.maxTotalMs,
           at: command.now,
         },
       ];
