@@ -1,12 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Resolver } from '../../src/adapters/webhooks/destination.js';
 import { sendWebhook } from '../../src/adapters/webhooks/sender.js';
 import { webhookUrlProblem } from '../../src/adapters/webhooks/urlCheck.js';
-import { newWebhookEventId } from '../../src/app/webhooks/eventId.js';
 import { newWebhookSecret, signWebhook } from '../../src/app/webhooks/signing.js';
 import { webhookBody } from '../../src/domain/webhook/envelope.js';
+import { webhookEventId } from '../../src/domain/webhook/eventTypes.js';
 import { startWebhookReceiver, type WebhookReceiver, webhookTls } from '../support/webhookReceiver.js';
 
 // Issue 30, "Safe by default" and "OpenAI's envelope": one delivery attempt, sent over a real socket to a receiver
@@ -15,7 +16,7 @@ import { startWebhookReceiver, type WebhookReceiver, webhookTls } from '../suppo
 
 const secret = newWebhookSecret();
 const signed = () => {
-  const id = newWebhookEventId();
+  const id = webhookEventId(`req_${randomBytes(26).toString('base64url').slice(0, 34)}`, 'request.completed');
   const body = webhookBody({ id, type: 'request.completed', createdAtMs: Date.now(), data: { id: 'req_abc' } });
   return { id, body, headers: signWebhook({ id, timestampMs: Date.now(), body, secrets: [secret] }) };
 };

@@ -24,14 +24,11 @@ export type WebhookEventType = (typeof webhookEventTypes)[number];
 export const isWebhookEventType = (text: string): text is WebhookEventType =>
   (webhookEventTypes as readonly string[]).includes(text);
 
-/** `evt_` then 128 random bits in base64url (22 characters). */
-export const webhookEventIdPattern = /^evt_[A-Za-z0-9_-]{22}$/;
-
 /** A JSON value, as `data`'s other fields may hold. */
 export type Json = string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
 
 export type WebhookEvent = {
-  /** `evt_…` (`webhookEventIdPattern`). */
+  /** `evt_…`, made from the id of what it is about (`webhookEventId` in eventTypes.ts). */
   readonly id: string;
   readonly type: WebhookEventType;
   /** When the event happened, in milliseconds since the epoch; the envelope says it in whole seconds. */
