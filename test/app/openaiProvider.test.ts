@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { type Logger, pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { upstreamName } from '../../src/adapters/models/openai.js';
@@ -6,20 +5,10 @@ import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { unusedPort } from '../support/ports.js';
 import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const upstreamKey = 'sk-upstream-secret-0123456789';
-
-/** A port on 127.0.0.1 that nothing listens on: taken from the system, then given back. */
-const closedPort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
 
 describe('The openai provider against a local OpenAI-compatible server', () => {
   let upstream: Awaited<ReturnType<typeof startFakeOpenAi>>;
@@ -122,7 +111,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   });
 
   it('fails a request whose upstream is a closed port on 127.0.0.1, with a reason in the event log and the log that names the upstream and ECONNREFUSED, never the key', async () => {
-    const port = await closedPort();
+    const port = await unusedPort();
     const baseUrl = `http://127.0.0.1:${port}/v1`;
     const lines: Array<{ msg: string; reason?: string }> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
@@ -181,7 +170,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   });
 
   it('retries a request whose upstream is a closed port, then fails it saying the upstream could not be reached, without the URL', async () => {
-    const port = await closedPort();
+    const port = await unusedPort();
     const { key } = await start({ baseUrl: `http://127.0.0.1:${port}/v1`, maxRetries: 0 }, undefined, 2);
     const { polled, events, request_id } = await submitAndSettle(key, 'anyone home?');
     expect(events.filter((event) => event.type === 'RequestProcessingStarted')).toHaveLength(2);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { unusedPort } from '../support/ports.js';
 import {
   binPath,
   type CliResult,
@@ -163,20 +163,10 @@ describe('--data-dir and --config', { timeout: 60_000 }, () => {
   });
 });
 
-const freePort = () =>
-  new Promise<number>((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-
 describe('serve --port, --host, --data-dir, --config', { timeout: 60_000 }, () => {
   it('listens where the flags say, over PORT, HOST and the config file', async () => {
     const box = newBox('airs-cli-serve-flags');
-    const port = await freePort();
+    const port = await unusedPort();
     const dataDir = join(box.dir, 'served');
     const config = join(box.dir, 'serve.json');
     writeFileSync(config, JSON.stringify({ port: 1, host: '192.0.2.1', shutdownDelaySeconds: 0 }));

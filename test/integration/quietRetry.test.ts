@@ -1,16 +1,6 @@
-import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { unusedPort } from '../support/ports.js';
 import { createAccountWithKey, killChildren, poll, sandbox, sleep, startServer, submit } from '../support/processes.js';
-
-/** A port on 127.0.0.1 that nothing listens on: taken from the OS, then given back. */
-const closedPort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
 
 describe('A request whose upstream is down, on a server that receives nothing else', () => {
   const boxes: ReturnType<typeof sandbox>[] = [];
@@ -27,7 +17,7 @@ describe('A request whose upstream is down, on a server that receives nothing el
         {
           id: 'down',
           provider: 'openai',
-          baseUrl: `http://127.0.0.1:${await closedPort()}/v1`,
+          baseUrl: `http://127.0.0.1:${await unusedPort()}/v1`,
           upstreamModel: 'nothing',
           timeoutMs: 500,
           maxRetries: 0,

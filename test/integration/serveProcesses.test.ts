@@ -1,5 +1,5 @@
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { unusedPort } from '../support/ports.js';
 import {
   createAccountWithKey,
   fileSandboxes,
@@ -15,16 +15,6 @@ afterEach(async () => {
   for (const server of started.splice(0)) await server.stop('SIGKILL');
 });
 
-/** A port of 127.0.0.1 free a moment ago: the fixed port an operator would give `serve`. */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen({ host: '127.0.0.1', port: 0 }, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
 describe('airs serve --processes N (contract 17)', { timeout: 60_000 }, () => {
   it.each([
     ['a fixed port', true],
@@ -32,7 +22,7 @@ describe('airs serve --processes N (contract 17)', { timeout: 60_000 }, () => {
   ])('serves one URL from every process on %s, started through the CLI', async (_label, fixed) => {
     const box = newBox('airs-processes');
     box.writeConfig({});
-    const port = fixed ? await freePort() : 0;
+    const port = fixed ? await unusedPort() : 0;
     const server = await startServer(box, {
       args: ['--processes', '2'],
       env: { PORT: String(port), LOG_LEVEL: 'debug' },

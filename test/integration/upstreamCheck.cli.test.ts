@@ -1,7 +1,7 @@
-import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { unusedPort } from '../support/ports.js';
 import {
   createAccountWithKey,
   fileSandboxes,
@@ -13,17 +13,6 @@ import {
 
 const newBox = fileSandboxes();
 const upstreamKey = 'sk-upstream-check-0123456789';
-
-/** A port on 127.0.0.1 that nothing listens on: taken from the system, then given back. */
-const closedPort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
 
 /** The server's JSON log lines (stderr is no terminal: one JSON document a line). */
 const logLines = (server: ServerProcess) =>
@@ -51,7 +40,7 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
   ];
   beforeAll(async () => {
     upstream = await startFakeOpenAi({ modelsKey: upstreamKey });
-    downUrl = `http://127.0.0.1:${await closedPort()}/v1`;
+    downUrl = `http://127.0.0.1:${await unusedPort()}/v1`;
   });
   afterAll(() => upstream.close());
 

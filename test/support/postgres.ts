@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { unusedPort } from './ports.js';
 
 /**
  * A throwaway PostgreSQL cluster for the tests, from the system's binaries (Debian's `postgresql` package; the
@@ -56,16 +56,6 @@ export const binDir = (root = '/usr/lib/postgresql'): string => {
   return join(root, version, 'bin');
 };
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject()));
-    });
-  });
-
 const asRoot = process.getuid?.() === 0;
 type Wrap = (command: string, args: readonly string[]) => [string, string[]];
 
@@ -105,7 +95,7 @@ export const startCluster = async (clusterOptions: ClusterOptions): Promise<Clus
   if (asRoot) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
   run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8']);
-  const port = await freePort();
+  const port = await unusedPort();
   const options = [
     `-p ${port}`,
     `-k ${dir}`,
