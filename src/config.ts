@@ -178,6 +178,20 @@ export const fileSchema = z.strictObject({
       hashingQueue: z.number().int().min(0).max(1_000).optional(),
     })
     .optional(),
+  /** Webhooks (issue 30): where they may be sent, how long a delivery is tried, how many are sent at once. */
+  webhooks: z
+    .strictObject({
+      /** Endpoints may be `http://` URLs (default: only `https://`). */
+      allowHttp: z.boolean().optional(),
+      /** Endpoints may be (and resolve to) loopback, private, link-local or metadata addresses (default: refused). */
+      allowPrivateNetworks: z.boolean().optional(),
+      /** How long a delivery is attempted (with backoff) before it gives up. */
+      retentionHours: positiveInt.max(8_760).optional(),
+      /** Deliveries one process sends at once, in all, and to one endpoint. */
+      maxInFlight: positiveInt.max(10_000).optional(),
+      maxInFlightPerEndpoint: positiveInt.max(1_000).optional(),
+    })
+    .optional(),
   cors: z
     .strictObject({
       /** Browser origins allowed to call `/v1/*` (contract 13); `*` allows any. Credentials are never allowed. */
@@ -241,12 +255,22 @@ export type Config = {
   };
   /** `GET /metrics`: without a token it is open (bind to a private interface); with one it asks for it. */
   readonly metrics: { readonly token?: string };
+  readonly webhooks: WebhookSettings;
   /** Browser origins allowed to call `/v1/*`; empty: no CORS header is sent. */
   readonly cors: { readonly allowedOrigins: readonly string[] };
   /** Where the config came from, for the start-up line. */
   readonly source: string;
   /** Where `dataDir` came from (`--data-dir`, `AIRS_DATA_DIR`, the file, the default), for messages naming it. */
   readonly dataDirFrom: string;
+};
+
+export type WebhookSettings = {
+  readonly allowHttp: boolean;
+  readonly allowPrivateNetworks: boolean;
+  /** How long a delivery is attempted before it gives up (ms; 72 hours by default). */
+  readonly retentionMs: number;
+  readonly maxInFlight: number;
+  readonly maxInFlightPerEndpoint: number;
 };
 
 export type HttpLimits = {
@@ -414,6 +438,13 @@ export const loadConfig = (
       hashingQueue: file.dashboard?.hashingQueue ?? 4,
     },
     metrics: file.metrics?.token === undefined ? {} : { token: file.metrics.token },
+    webhooks: {
+      allowHttp: file.webhooks?.allowHttp ?? false,
+      allowPrivateNetworks: file.webhooks?.allowPrivateNetworks ?? false,
+      retentionMs: (file.webhooks?.retentionHours ?? 72) * 3_600_000,
+      maxInFlight: file.webhooks?.maxInFlight ?? 64,
+      maxInFlightPerEndpoint: file.webhooks?.maxInFlightPerEndpoint ?? 4,
+    },
     cors: { allowedOrigins: file.cors?.allowedOrigins ?? [] },
     source,
     dataDirFrom: overrides.dataDir

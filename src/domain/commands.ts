@@ -4,13 +4,26 @@ import { openBatchesCounter, storedBytesCounter } from './accountCounters.js';
 import { type BatchCommand, decideBatch } from './batch/decider.js';
 import { acceptsLines, type BatchView, initialBatchState, noCounts } from './batch/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
-import { AccountLimitReached, IdempotencyKeyReused, LifecycleViolation, QueueFull, Refused } from './errors.js';
+import {
+  AccountLimitReached,
+  DeliveryLifecycleViolation,
+  IdempotencyKeyReused,
+  LifecycleViolation,
+  QueueFull,
+  Refused,
+} from './errors.js';
 import type { DomainEvent } from './events.js';
 import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
 import { accountCounter, modelCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { initialRequestState, type RequestState } from './request/state.js';
+import {
+  decideWebhookCommand,
+  type WebhookCommand,
+  type WebhookReads,
+  webhookDeliveriesFor,
+} from './webhook/commands.js';
 
 /**
  * Every change of state the product makes is one of these commands, sent to the store's single committer, which
@@ -33,10 +46,17 @@ export type Command =
   | Claim
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand }
   | { readonly type: 'Batch'; readonly batchId: string; readonly command: BatchCommand }
-  | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand };
+  | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand }
+  | WebhookCommand;
 
 /** Why a command changed nothing. A value, never a throw: one refusal does not touch the rest of its batch. */
-export type Refusal = LifecycleViolation | Refused | IdempotencyKeyReused | QueueFull | AccountLimitReached;
+export type Refusal =
+  | LifecycleViolation
+  | DeliveryLifecycleViolation
+  | Refused
+  | IdempotencyKeyReused
+  | QueueFull
+  | AccountLimitReached;
 
 /**
  * What a command means: the events to append; for a request, also the state they leave it in and the text it
@@ -59,7 +79,7 @@ export const passwordCredentialKey = (accountId: string) => `password:${accountI
 export const sessionCredentialKey = (sessionId: string) => `session:${sessionId}`;
 
 /** The state a command is decided against: the committed views plus what earlier commands of its batch did. */
-export interface DecisionReads extends ClaimReads {
+export interface DecisionReads extends ClaimReads, WebhookReads {
   /** Whether any request waits for a worker (a submit then queues behind it instead of starting at once). */
   anyWaiting(): boolean;
   request(reqId: string): RequestState | undefined;
@@ -84,6 +104,7 @@ export interface DecisionReads extends ClaimReads {
 
 export const isRefusal = (value: unknown): value is Refusal =>
   value instanceof LifecycleViolation ||
+  value instanceof DeliveryLifecycleViolation ||
   value instanceof Refused ||
   value instanceof IdempotencyKeyReused ||
   value instanceof QueueFull ||
@@ -114,7 +135,10 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
   return { events: [], replayOf: context.reqId };
 };
 
-type RequestCommandOf = Exclude<Command, { type: 'Account' | 'Claim' | 'Batch' | 'File' }>;
+type RequestCommandOf = Exclude<
+  Command,
+  { type: 'Account' | 'Claim' | 'Batch' | 'File' | 'WebhookEndpoint' | 'WebhookDelivery' }
+>;
 
 const textOf = (command: RequestCommandOf): string | undefined => {
   if (command.type === 'Submit') return command.prompt;
@@ -281,13 +305,26 @@ const decideFileCommand = (reads: DecisionReads, { fileId, command }: Extract<Co
   return events instanceof Refused ? events : { events };
 };
 
-/** Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out. */
-export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal => {
+const decideAlone = (reads: DecisionReads, command: Command): Decision | Refusal => {
   if (command.type === 'Account') return decideAccountCommand(reads, command);
   if (command.type === 'Batch') return decideBatchCommand(reads, command);
   if (command.type === 'File') return decideFileCommand(reads, command);
   if (command.type === 'Claim') return decideClaimCommand(reads, command);
+  if (command.type === 'WebhookEndpoint' || command.type === 'WebhookDelivery')
+    return decideWebhookCommand(reads, command) as Decision | Refusal;
   return decideRequest(reads, command);
+};
+
+/**
+ * Decides one command against the current state. Pure: reads come in, events (and a request's new state) go out.
+ * The webhook deliveries its events make due (a request's or a batch's ending, for its account's endpoints) are
+ * part of the same decision, so they are committed with the ending: the outbox.
+ */
+export const decideCommand = (reads: DecisionReads, command: Command): Decision | Refusal => {
+  const decision = decideAlone(reads, command);
+  if (isRefusal(decision) || decision.events.length === 0 || command.type === 'WebhookDelivery') return decision;
+  const due = webhookDeliveriesFor(reads, decision.events);
+  return due.length === 0 ? decision : { ...decision, events: [...decision.events, ...due] };
 };
 
 /** How many bytes of text a command carries (for the committer's bound on a batch). */

@@ -77,6 +77,14 @@ export class LifecycleViolation extends Data.TaggedError('LifecycleViolation')<{
   readonly message: string;
 }> {}
 
+/** A move the webhook delivery machine does not allow in the delivery's current state (webhook/deliveryMachine.ts). */
+export class DeliveryLifecycleViolation extends Data.TaggedError('DeliveryLifecycleViolation')<{
+  readonly deliveryId: string;
+  readonly from: string;
+  readonly event: string;
+  readonly message: string;
+}> {}
+
 /** Errors a public API call can end with. */
 export type ApiError =
   | InvalidRequest

@@ -7,6 +7,8 @@ import type { FileState } from '../domain/file/state.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { DeliveryState } from '../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type { FileBytesShape } from './FileBytes.js';
 
 export type { QueuedEntry };
@@ -68,6 +70,26 @@ export type ModelQueue = { readonly model: string; readonly depth: number; reado
 /** The queue by model, read at most `limit` entries deep (`truncated` then). */
 export type QueueDepths = { readonly models: readonly ModelQueue[]; readonly truncated: boolean };
 
+/** A page of an endpoint's deliveries, newest first: those older than `before` when given, `limit` at most. */
+export type DeliveryPage = {
+  readonly before?: { readonly createdAt: number; readonly deliveryId: string } | undefined;
+  readonly limit: number;
+};
+
+/** What a webhook sender asks of the due deliveries (see `ReadModel.dueWebhookDeliveries`). */
+export type DueDeliveriesAsk = {
+  /** The endpoint the last look ended at: this one starts after it (so every endpoint comes in turn). */
+  readonly after?: string | undefined;
+  readonly perEndpoint: number;
+  readonly limit: number;
+};
+
+/** Deliveries that may be attempted now, and when one next becomes due (if it was seen). */
+export type DueDeliveries = {
+  readonly due: readonly { readonly deliveryId: string; readonly endpointId: string }[];
+  readonly next?: number | undefined;
+};
+
 /** Reads of the views and the log. Each sees everything committed before it began, also by other processes. */
 export interface ReadModel {
   request(reqId: string): Promise<RequestState | undefined>;
@@ -117,6 +139,18 @@ export interface ReadModel {
   openBatches(limit: number): Promise<OpenBatch[]>;
   /** An account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept), as committed. */
   accountCount(counter: string): Promise<number>;
+  /** A webhook endpoint, removed ones too. */
+  webhookEndpoint(endpointId: string): Promise<WebhookEndpointState | undefined>;
+  /** An account's webhook endpoints that are not removed, oldest first. */
+  webhookEndpointsOf(accountId: string): Promise<WebhookEndpointState[]>;
+  webhookDelivery(deliveryId: string): Promise<DeliveryState | undefined>;
+  /** A page of an endpoint's deliveries, newest first (its delivery log). */
+  webhookDeliveriesOf(endpointId: string, page: DeliveryPage): Promise<DeliveryState[]>;
+  /**
+   * Deliveries that may be attempted at `now` (waiting and due, or sent under a lease that lapsed): each endpoint's
+   * earliest in turn, at most `perEndpoint` of each, `limit` in all; and when one next becomes due.
+   */
+  dueWebhookDeliveries(now: number, ask: DueDeliveriesAsk): Promise<DueDeliveries>;
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): AsyncIterable<StoredEvent>;
   lastSeq(): Promise<number>;

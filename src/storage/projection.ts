@@ -14,6 +14,9 @@ import type { FileEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
 import { countersOf } from '../domain/processingCounters.js';
 import { isQueued, type RequestState } from '../domain/request/state.js';
+import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
+import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
+import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName =
@@ -26,7 +29,10 @@ export type IndexName =
   | 'idempotency'
   | 'accountBatches'
   | 'accountFiles'
-  | 'openBatches';
+  | 'openBatches'
+  | 'accountWebhookEndpoints'
+  | 'webhookDue'
+  | 'endpointWebhookDeliveries';
 export type IndexKey = string | number | (string | number)[];
 
 /**
@@ -84,6 +90,12 @@ export interface ViewAccess {
   /** A file's view; `undefined` removes it (deleted). */
   getFile(fileId: string): FileState | undefined;
   putFile(fileId: string, state: FileState | undefined): void;
+  /** A webhook endpoint's view (a removed one is kept: its deliveries must know it is gone). */
+  getWebhookEndpoint(endpointId: string): WebhookEndpointState | undefined;
+  putWebhookEndpoint(endpointId: string, state: WebhookEndpointState): void;
+  /** A webhook delivery's view (the delivery machine's state). */
+  getWebhookDelivery(deliveryId: string): DeliveryState | undefined;
+  putWebhookDelivery(deliveryId: string, state: DeliveryState): void;
 }
 
 /** Tokens an account's completed requests read and wrote in one day. */
@@ -266,4 +278,57 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
     views.putIndex('keyHashes', event.keyHash, event.keyId);
     views.putIndex('accountKeys', [event.accountId, event.keyId], '');
   }
+};
+
+/** An account's webhook endpoints that are not removed, oldest first: [accountId, createdAt, endpointId] → ''. */
+export const accountWebhookEndpointKeyOf = (state: WebhookEndpointState): IndexKey => [
+  state.accountId,
+  state.createdAt,
+  state.endpointId,
+];
+
+/**
+ * A delivery that waits for an attempt, by endpoint then by when it may next be attempted (`availableAt`; while an
+ * attempt is being sent: the end of its lease, when another sender may take it over): [endpointId, at, deliveryId]
+ * → ''. By endpoint first, so that a sender takes each endpoint's earliest in turn and an endpoint with a backlog of
+ * thousands (a dead one) holds back no other (storage/webhookReads.ts).
+ */
+export const webhookDueKeyOf = (state: DeliveryState): IndexKey | undefined => {
+  const { endpointId, availableAt, leaseUntil, deliveryId } = state.context;
+  if (state.status === 'waiting') return [endpointId, availableAt, deliveryId];
+  if (state.status === 'sending') return [endpointId, leaseUntil ?? availableAt, deliveryId];
+  return undefined;
+};
+
+/** An endpoint's deliveries, by the time of the event they are about (its delivery log, newest first):
+ * [endpointId, createdAt, deliveryId] → ''. */
+export const endpointWebhookDeliveryKeyOf = (state: DeliveryState): IndexKey => [
+  state.context.endpointId,
+  state.context.createdAt,
+  state.context.deliveryId,
+];
+
+/**
+ * Applies one webhook event: its endpoint's view (an endpoint's own events, and its deliveries' outcomes, which tell
+ * whether it is failing) and its entry among its account's endpoints; a delivery's view and its entries in the due
+ * index and its endpoint's delivery log.
+ */
+export const projectWebhookEvent = (views: ViewAccess, event: WebhookEvent): void => {
+  const endpointBefore = views.getWebhookEndpoint(event.endpointId);
+  const endpointAfter = evolveEndpoint(endpointBefore, event);
+  if (endpointAfter !== undefined && endpointAfter !== endpointBefore) {
+    views.putWebhookEndpoint(event.endpointId, endpointAfter);
+    const listed = (state: WebhookEndpointState | undefined) => state !== undefined && state.status !== 'removed';
+    if (!listed(endpointBefore) && listed(endpointAfter))
+      views.putIndex('accountWebhookEndpoints', accountWebhookEndpointKeyOf(endpointAfter), '');
+    if (listed(endpointBefore) && !listed(endpointAfter))
+      views.removeIndex('accountWebhookEndpoints', accountWebhookEndpointKeyOf(endpointAfter));
+  }
+  if (!isWebhookDeliveryEvent(event)) return;
+  const before = views.getWebhookDelivery(event.deliveryId) ?? initialDeliveryState;
+  const after = evolveDelivery(before, event);
+  if (after === before) return;
+  views.putWebhookDelivery(event.deliveryId, after);
+  if (before.status === 'none') views.putIndex('endpointWebhookDeliveries', endpointWebhookDeliveryKeyOf(after), '');
+  moveIndex(views, 'webhookDue', webhookDueKeyOf(before), webhookDueKeyOf(after));
 };

@@ -4,7 +4,19 @@ import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
 import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { RequestState } from '../domain/request/state.js';
-import type { DailyTokens, ListName, ListPage, OpenBatch, RequestPage, StoredRequest } from '../ports/Store.js';
+import type { DeliveryState } from '../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
+import type {
+  DailyTokens,
+  DeliveryPage,
+  DueDeliveries,
+  DueDeliveriesAsk,
+  ListName,
+  ListPage,
+  OpenBatch,
+  RequestPage,
+  StoredRequest,
+} from '../ports/Store.js';
 
 /**
  * The reads of a store that can answer at once (LMDB's memory map, the in-memory store), as of its current read
@@ -48,4 +60,9 @@ export interface SyncReads {
   listOf(list: ListName, accountId: string, page: ListPage): string[];
   openBatches(limit: number): OpenBatch[];
   accountCount(counter: string): number;
+  webhookEndpoint(endpointId: string): WebhookEndpointState | undefined;
+  webhookEndpointsOf(accountId: string): WebhookEndpointState[];
+  webhookDelivery(deliveryId: string): DeliveryState | undefined;
+  webhookDeliveriesOf(endpointId: string, page: DeliveryPage): DeliveryState[];
+  dueWebhookDeliveries(now: number, ask: DueDeliveriesAsk): DueDeliveries;
 }

@@ -8,12 +8,14 @@ import type { DomainEvent, StoredEvent } from '../domain/events.js';
 import { isFileEvent } from '../domain/file/events.js';
 import { countersOf } from '../domain/processingCounters.js';
 import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
+import { isWebhookEvent } from '../domain/webhook/events.js';
 import type { CommandOutcome } from '../ports/Store.js';
 import {
   projectAccountEvent,
   projectBatchChange,
   projectFileEvent,
   projectRequestChange,
+  projectWebhookEvent,
   type ViewAccess,
 } from './projection.js';
 
@@ -22,7 +24,8 @@ export type BatchTarget = {
   readonly views: ViewAccess;
   /** The request's committed state (before this batch). */
   readonly committedRequest: (reqId: string) => RequestState | undefined;
-  readonly reads: Omit<DecisionReads, 'request'>;
+  /** The reads deciding needs that the views do not answer (webhook endpoints and deliveries come from the views). */
+  readonly reads: Omit<DecisionReads, 'request' | 'webhookEndpoint' | 'webhookDelivery'>;
   /** One log record for the whole batch, keyed by the sequence number of its last event. */
   readonly appendLog: (lastSeq: number, events: readonly StoredEvent[]) => void;
   /** Writes what the views gathered for the whole batch (the groups of grouped indexes). */
@@ -111,6 +114,8 @@ export const writeBatch = (
       return view.state.status === 'none' ? undefined : view;
     },
     file: (fileId) => target.views.getFile(fileId),
+    webhookEndpoint: (endpointId) => target.views.getWebhookEndpoint(endpointId),
+    webhookDelivery: (deliveryId) => target.views.getWebhookDelivery(deliveryId),
     idempotentRequest: (accountId, key) =>
       keysTaken.get(`${accountId}\u0000${key}`) ?? target.reads.idempotentRequest(accountId, key),
     queuedCount: (accountId) => committedQueued(accountId) + (queuedDeltas.get(accountId) ?? 0),
@@ -181,6 +186,8 @@ export const writeBatch = (
     }
     for (const event of events) {
       if (isAccountEvent(event)) projectAccountEvent(target.views, event);
+      // Projected now, like accounts: the commands after it (and this decision's outbox, already decided) read it.
+      else if (isWebhookEvent(event)) projectWebhookEvent(target.views, event);
       else if (isFileEvent(event)) {
         // Projected now (its count too, which the store keeps apart from its committed count until the batch is
         // written); what it adds to its account's bytes is kept here for the commands after it.

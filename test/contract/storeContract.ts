@@ -15,6 +15,7 @@ import { orderingFeatures } from './features/ordering.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { visibilityFeatures } from './features/visibility.js';
+import { webhookFeatures } from './features/webhooks.js';
 import type { StoreFactory } from './storeFactory.js';
 
 /**
@@ -46,4 +47,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     fileBytesFeatures(contract);
     batchFeatures(contract);
     accountLimitFeatures(contract);
+    webhookFeatures(contract);
   });

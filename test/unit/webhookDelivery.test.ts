@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Refused } from '../../src/domain/errors.js';
+import { DeliveryLifecycleViolation, Refused } from '../../src/domain/errors.js';
 import { defaultWebhookBackoff, nextRetryDelayMs } from '../../src/domain/webhook/backoff.js';
 import {
   type DeliveryCommand,
@@ -8,7 +8,6 @@ import {
   initialDeliveryState,
 } from '../../src/domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../../src/domain/webhook/endpoint.js';
-import { DeliveryLifecycleViolation } from '../../src/domain/webhook/errors.js';
 import type { WebhookEvent } from '../../src/domain/webhook/events.js';
 import { accountId, day, dueDelivery, enabledEndpoint, foldDelivery, hour, t0 } from '../support/webhookDomain.js';
 

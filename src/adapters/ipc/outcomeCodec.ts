@@ -24,6 +24,7 @@ const taggedClasses: Readonly<Record<string, new (fields: never) => Error>> = {
   QueueFull: errors.QueueFull,
   AccountLimitReached: errors.AccountLimitReached,
   LifecycleViolation: errors.LifecycleViolation,
+  DeliveryLifecycleViolation: errors.DeliveryLifecycleViolation,
 };
 
 /** An error as it crosses: a domain error by its tag and fields, a store's fault, or any other error's message. */

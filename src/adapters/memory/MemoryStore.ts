@@ -5,6 +5,9 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import {
   type AttemptEntry,
@@ -18,6 +21,7 @@ import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/p
 import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
 import type { SyncReads } from '../../storage/syncReads.js';
+import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
 import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
@@ -40,7 +44,13 @@ export type MemoryStore = StoreShape & {
   readonly commits: () => number;
 };
 
-export const openMemoryStore = (): MemoryStore => {
+export type MemoryStoreOptions = {
+  /** How long a webhook delivery is attempted before it gives up (default: 72 hours). */
+  readonly webhookRetentionMs?: number | undefined;
+};
+
+export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore => {
+  const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
   const log: StoredEvent[] = [];
   const requests = new Map<string, Stored>();
   const accounts = orderedMap<AccountState>();
@@ -58,6 +68,8 @@ export const openMemoryStore = (): MemoryStore => {
   const dailyUsage = new Map<string, readonly [number, number]>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
+  const webhookEndpoints = new Map<string, WebhookEndpointState>();
+  const webhookDeliveries = new Map<string, DeliveryState>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
     accountRequests: orderedMap(),
@@ -69,6 +81,9 @@ export const openMemoryStore = (): MemoryStore => {
     accountBatches: orderedMap(),
     accountFiles: orderedMap(),
     openBatches: orderedMap(),
+    accountWebhookEndpoints: orderedMap(),
+    webhookDue: orderedMap(),
+    endpointWebhookDeliveries: orderedMap(),
   };
   const groups: Record<GroupName, OrderedMap<ReadonlySet<string>>> = {
     expiry: orderedMap(),
@@ -98,6 +113,8 @@ export const openMemoryStore = (): MemoryStore => {
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
+  const putWebhookEndpoint = setIn<string, WebhookEndpointState>(webhookEndpoints);
+  const putWebhookDelivery = setIn<string, DeliveryState>(webhookDeliveries);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
   const putGroup = (group: GroupName) => setIn<IndexKey, ReadonlySet<string>>(groups[group]);
 
@@ -145,6 +162,10 @@ export const openMemoryStore = (): MemoryStore => {
     putBatch: (batchId, view) => putBatch(batchId, view),
     getFile: (fileId) => files.get(fileId),
     putFile: (fileId, state) => putFile(fileId, state),
+    getWebhookEndpoint: (endpointId) => webhookEndpoints.get(endpointId),
+    putWebhookEndpoint: (endpointId, state) => putWebhookEndpoint(endpointId, state),
+    getWebhookDelivery: (deliveryId) => webhookDeliveries.get(deliveryId),
+    putWebhookDelivery: (deliveryId, state) => putWebhookDelivery(deliveryId, state),
     bumpAccountsVersion: () => {
       const before = accountsVersion;
       undo.push(() => {
@@ -153,6 +174,19 @@ export const openMemoryStore = (): MemoryStore => {
       accountsVersion++;
     },
   };
+
+  const webhookReads = webhookReadsOf(
+    (index, { start, end, reverse }) =>
+      reverse === true
+        ? (function* () {
+            for (const [key] of indexes[index].entriesReversed(start, undefined, false)) {
+              if (compareKeys(key, end) < 0) return;
+              yield key;
+            }
+          })()
+        : Array.from(range(indexes[index], start, end), ([key]) => key),
+    { webhookEndpoint: (id) => webhookEndpoints.get(id), webhookDelivery: (id) => webhookDeliveries.get(id) },
+  );
 
   const target: BatchTarget = {
     views,
@@ -178,6 +212,8 @@ export const openMemoryStore = (): MemoryStore => {
       processingCount: (model) => processingCounts.get(model) ?? 0,
       accountCount: (counter) => accountCounts.get(counter) ?? 0,
       anyWaiting: () => indexes.dispatch.size > 0,
+      webhookEndpointsOf: webhookReads.webhookEndpointsOf,
+      webhookRetentionMs: () => webhookRetentionMs,
     },
     appendLog: (_lastSeq, events) => {
       const length = log.length;
@@ -311,6 +347,9 @@ export const openMemoryStore = (): MemoryStore => {
         accountId,
       })).slice(0, limit),
     accountCount: (counter) => accountCounts.get(counter) ?? 0,
+    webhookEndpoint: (endpointId) => webhookEndpoints.get(endpointId),
+    webhookDelivery: (deliveryId) => webhookDeliveries.get(deliveryId),
+    ...webhookReads,
     request: (reqId) => requests.get(reqId)?.state,
     requestWithText: (reqId) => requests.get(reqId),
     account: (accountId) => accounts.get(accountId),

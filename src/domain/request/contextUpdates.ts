@@ -33,6 +33,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.metadata !== undefined) change.metadata = event.metadata;
     if (event.batchId !== undefined) change.batchId = event.batchId;
     if (event.customId !== undefined) change.customId = event.customId;
+    if (event.face !== undefined) change.face = event.face;
     return change;
   },
   RequestProcessingStarted: (context, event) => {

@@ -42,6 +42,8 @@ export type RequestCommand =
       /** A line of a batch: the batch and the line's `custom_id` (see RequestQueued). */
       readonly batchId?: string | undefined;
       readonly customId?: string | undefined;
+      /** The face it came in by, when it is the Responses face (see RequestQueued.face). */
+      readonly face?: 'responses' | undefined;
     }
   | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease>)
   | ({
@@ -138,6 +140,7 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       if (command.metadata !== undefined) queued.metadata = command.metadata;
       if (command.batchId !== undefined) queued.batchId = command.batchId;
       if (command.customId !== undefined) queued.customId = command.customId;
+      if (command.face !== undefined) queued.face = command.face;
       return queued;
     }
     case 'StartAttempt':

@@ -33,6 +33,9 @@ export type RequestQueued = {
   /** A line of a batch (contract 16): the batch, and the line's `custom_id`. */
   readonly batchId?: string | undefined;
   readonly customId?: string | undefined;
+  /** `responses`: made by `POST /v1/responses` (its webhooks are also `response.*`, about its `resp_…` id). Absent:
+   * any other face. */
+  readonly face?: 'responses' | undefined;
 };
 
 /**

@@ -48,6 +48,8 @@ export type RequestContext = {
   /** A line of a batch: the batch, and its `custom_id` (see RequestQueued). */
   readonly batchId?: string;
   readonly customId?: string;
+  /** Made by the Responses face (see RequestQueued.face). */
+  readonly face?: 'responses';
 };
 
 const emptyContext: RequestContext = {

@@ -1,9 +1,8 @@
 import { initialTransition, transition } from 'xstate';
-import { Refused } from '../errors.js';
+import { DeliveryLifecycleViolation, Refused } from '../errors.js';
 import { nextRetryDelayMs, type WebhookBackoff } from './backoff.js';
 import { type DeliveryContext, deliveryMachine } from './deliveryMachine.js';
 import { disableAfterFailingMs, type WebhookEndpointState } from './endpoint.js';
-import { DeliveryLifecycleViolation } from './errors.js';
 import type {
   AttemptOutcome,
   GiveUpReason,

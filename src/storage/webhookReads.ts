@@ -1,0 +1,98 @@
+import type { DeliveryState } from '../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
+import type { DeliveryPage, DueDeliveries, DueDeliveriesAsk } from '../ports/Store.js';
+import type { IndexKey, IndexName } from './projection.js';
+
+/**
+ * The webhook reads of a store whose indexes are ordered maps read at once (LMDB, memory), written once over the
+ * one thing they need of each: a range of an index's keys.
+ */
+export type KeyRange = (
+  index: IndexName,
+  range: { readonly start: IndexKey; readonly end: IndexKey; readonly reverse?: boolean },
+) => Iterable<IndexKey>;
+
+export type WebhookViews = {
+  readonly webhookEndpoint: (endpointId: string) => WebhookEndpointState | undefined;
+  readonly webhookDelivery: (deliveryId: string) => DeliveryState | undefined;
+};
+
+/** Every key of an array index that starts with `prefix` sorts within [prefix] and [prefix + '\0'). */
+const after = (prefix: string) => `${prefix}\u0000`;
+
+/** How many endpoints with deliveries waiting one look at the due index reads at most (the rest: the next look). */
+export const dueEndpointScan = 256;
+
+export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
+  const webhookEndpointsOf = (accountId: string): WebhookEndpointState[] => {
+    const found: WebhookEndpointState[] = [];
+    for (const key of keys('accountWebhookEndpoints', { start: [accountId], end: [after(accountId)] })) {
+      const endpoint = views.webhookEndpoint((key as [string, number, string])[2]);
+      if (endpoint !== undefined) found.push(endpoint);
+    }
+    return found;
+  };
+
+  const webhookDeliveriesOf = (endpointId: string, { before, limit }: DeliveryPage): DeliveryState[] => {
+    const found: DeliveryState[] = [];
+    if (!(limit > 0)) return found;
+    const start = before === undefined ? [after(endpointId)] : [endpointId, before.createdAt, before.deliveryId];
+    for (const key of keys('endpointWebhookDeliveries', { start, end: [endpointId], reverse: true })) {
+      const [, createdAt, deliveryId] = key as [string, number, string];
+      if (before !== undefined && createdAt === before.createdAt && deliveryId === before.deliveryId) continue;
+      const delivery = views.webhookDelivery(deliveryId);
+      if (delivery !== undefined) found.push(delivery);
+      if (found.length >= limit) break;
+    }
+    return found;
+  };
+
+  /** The first key of the due index at or after `start` (below `end`), if any. */
+  const first = (start: IndexKey, end: IndexKey): [string, number, string] | undefined => {
+    for (const key of keys('webhookDue', { start, end })) return key as [string, number, string];
+    return undefined;
+  };
+
+  /**
+   * Deliveries that may be attempted at `now`: each endpoint's earliest in turn, starting after `ask.after` and
+   * wrapping round to it, at most `perEndpoint` of each and `limit` in all; and the earliest time after `now` at
+   * which one of the endpoints looked at has one due (when to look again, if nothing else happens). One seek per
+   * endpoint with deliveries waiting, `dueEndpointScan` endpoints at most.
+   */
+  const dueWebhookDeliveries = (now: number, ask: DueDeliveriesAsk): DueDeliveries => {
+    const due: { deliveryId: string; endpointId: string }[] = [];
+    let next: number | undefined;
+    let endpoints = 0;
+    const lap = (from: IndexKey, end: IndexKey): boolean => {
+      let start = from;
+      for (;;) {
+        if (due.length >= ask.limit || endpoints >= dueEndpointScan) return true;
+        const key = first(start, end);
+        if (key === undefined) return false;
+        const [endpointId] = key;
+        endpoints++;
+        let taken = 0;
+        for (const [, at, deliveryId] of keys('webhookDue', {
+          start: [endpointId],
+          end: [after(endpointId)],
+        }) as Iterable<[string, number, string]>) {
+          if (at > now) {
+            if (next === undefined || at < next) next = at;
+            break;
+          }
+          if (taken >= ask.perEndpoint || due.length >= ask.limit) break;
+          due.push({ deliveryId, endpointId });
+          taken++;
+        }
+        // Past every key of this endpoint: [endpointId, ...] sorts before [endpointId + '\0'].
+        start = [after(endpointId)];
+      }
+    };
+    const from = ask.after;
+    if (from === undefined) lap([''], [after('\uffff')]);
+    else if (!lap([after(from)], [after('\uffff')])) lap([''], [after(from)]);
+    return next === undefined ? { due } : { due, next };
+  };
+
+  return { webhookEndpointsOf, webhookDeliveriesOf, dueWebhookDeliveries };
+};
