@@ -1,0 +1,275 @@
+import OpenAI from 'openai';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
+import type { Principal } from '../../src/app/Auth.js';
+import type { ModelConfig } from '../../src/config.js';
+import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { unusedPort } from '../support/ports.js';
+import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
+import { eventually, syncReads, type TestApp, type TestConfig, testApps } from '../support/testApp.js';
+import { addWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../support/webhookEndpoints.js';
+
+// Issue 30, the sender: what a request's ending makes due is posted to the account's endpoint, signed, verified by
+// the official `openai` SDK, retried under the same `webhook-id`, bounded per endpoint, and never in anyone's way.
+// Real sockets (a receiver on 127.0.0.1), the whole app in-process.
+
+const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 120_000 });
+
+const receivers: ScriptedReceiver[] = [];
+const receiver = async (answer?: (post: Posted, index: number) => Answer) => {
+  const started = await startScriptedReceiver({ answer });
+  receivers.push(started);
+  return started;
+};
+afterEach(async () => {
+  for (const one of receivers.splice(0)) await one.close();
+});
+
+const start = testApps();
+
+const webhookConfig = (webhooks: Partial<TestConfig['webhooks']> = {}): TestConfig['webhooks'] => ({
+  allowHttp: true,
+  allowPrivateNetworks: true,
+  retentionMs: 72 * 3_600_000,
+  maxInFlight: 16,
+  maxInFlightPerEndpoint: 4,
+  ...webhooks,
+});
+
+const startApp = async (
+  options: {
+    readonly clock?: ClockShape;
+    readonly webhooks?: Partial<TestConfig['webhooks']>;
+    readonly config?: TestConfig;
+    readonly sweepIntervalMs?: number;
+  } = {},
+) =>
+  start({
+    clock: options.clock ?? systemClock,
+    storeLayer: MemoryStoreLayer(openMemoryStore()),
+    sweepIntervalMs: options.sweepIntervalMs,
+    config: {
+      models: [echo('echo', 0), echo('slow', 60_000)],
+      ...options.config,
+      webhooks: webhookConfig(options.webhooks),
+    },
+  });
+
+const send = (app: TestApp) => (command: Parameters<TestApp['committer']['send']>[0]) => app.committer.send(command);
+
+const submit = async (app: TestApp, key: string, model = 'echo', extra: Record<string, unknown> = {}) => {
+  const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'hello hooks', ...extra } });
+  expect(answer.status).toBe(202);
+  return ((await answer.json()) as { request_id: string }).request_id;
+};
+
+const principalOf = (account: { accountId: string; keyId: string }): Principal =>
+  ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
+
+const unwrap = (secret: string, post: Posted) =>
+  new OpenAI({ apiKey: 'x', webhookSecret: secret }).webhooks.unwrap(post.body, post.headers as Record<string, string>);
+
+const headerOf = (post: Posted, name: string) => post.headers[name] as string;
+
+describe('The webhook sender', () => {
+  it('posts every event a request ending makes, each verified by the openai SDK, with the delivery id as webhook-id', async () => {
+    const hooks = await receiver();
+    const closed = await unusedPort();
+    const app = await startApp({
+      sweepIntervalMs: 50,
+      config: {
+        requestTtlSeconds: 2,
+        processing: { maxAttempts: 1 },
+        models: [
+          echo('echo', 0),
+          echo('slow', 60_000),
+          {
+            id: 'down',
+            provider: 'openai',
+            baseUrl: `http://127.0.0.1:${closed}/v1`,
+            upstreamModel: 'm',
+            timeoutMs: 5_000,
+            maxRetries: 0,
+          },
+        ],
+      },
+    });
+    const account = await app.account('scale');
+    const { secret, endpointId } = await addWebhookEndpoint(send(app), {
+      accountId: account.accountId,
+      url: hooks.url('/hooks'),
+    });
+    const completed = await submit(app, account.key, 'echo');
+    const failed = await submit(app, account.key, 'down');
+    const cancelled = await submit(app, account.key, 'slow');
+    await app.requests.cancel(principalOf(account), cancelled);
+    const expired = await submit(app, account.key, 'slow');
+
+    await eventually(() => (hooks.posted.length >= 4 ? true : undefined), 15_000);
+    const events = await Promise.all(hooks.posted.map((post) => unwrap(secret, post)));
+    const byType = Object.fromEntries(events.map((event) => [event.type, (event as { data: { id: string } }).data.id]));
+    expect(byType).toEqual({
+      'request.completed': completed,
+      'request.failed': failed,
+      'request.cancelled': cancelled,
+      'request.expired': expired,
+    });
+    for (const [i, post] of hooks.posted.entries()) {
+      const event = events[i] as { id: string; object: string };
+      expect(event.object).toBe('event');
+      // The webhook-id is the delivery's own id; the body's id is the event's.
+      const delivery = syncReads(app).webhookDelivery(headerOf(post, 'webhook-id'));
+      expect(delivery?.context).toMatchObject({ endpointId, eventId: event.id });
+      expect(headerOf(post, 'webhook-signature')).toMatch(/^v1,[A-Za-z0-9+/=]+$/);
+    }
+    await eventually(() =>
+      hooks.posted.every((post) => syncReads(app).webhookDelivery(headerOf(post, 'webhook-id'))?.status === 'delivered')
+        ? true
+        : undefined,
+    );
+    // Once each: nothing is sent twice when every attempt succeeded.
+    expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(4);
+  });
+
+  it('signs what the SDK refuses once the body is changed, or once the timestamp is old', async () => {
+    const hooks = await receiver();
+    // This app's clock runs ten minutes behind: every signature it makes is ten minutes old when it arrives.
+    const behind = new ManualClock(Date.now() - 10 * 60_000);
+    const late = await startApp({ clock: behind });
+    const app = await startApp();
+    for (const one of [app, late]) {
+      const account = await one.account('scale');
+      const endpoint = await addWebhookEndpoint(send(one), {
+        accountId: account.accountId,
+        url: hooks.url(`/${one === app ? 'now' : 'late'}`),
+        now: one.clock.now(),
+      });
+      await submit(one, account.key);
+      const [post] = await eventually(() =>
+        hooks.to(one === app ? '/now' : '/late').length > 0 ? hooks.to(one === app ? '/now' : '/late') : undefined,
+      );
+      const arrived = post as Posted;
+      if (one === app) {
+        await expect(unwrap(endpoint.secret, arrived)).resolves.toMatchObject({ type: 'request.completed' });
+        const tampered = { ...arrived, body: arrived.body.replace('request.completed', 'request.failed') };
+        await expect(unwrap(endpoint.secret, tampered)).rejects.toThrow(/signature/i);
+      } else {
+        await expect(unwrap(endpoint.secret, arrived)).rejects.toThrow(/too old/i);
+      }
+    }
+  });
+
+  it('retries a delivery the receiver answered 500 and delivers it under the same webhook-id', async () => {
+    const hooks = await receiver((_post, index) => (index === 0 ? 500 : 200));
+    const clock = new ManualClock(Date.now());
+    const app = await startApp({ clock });
+    const account = await app.account('scale');
+    const { secret } = await addWebhookEndpoint(send(app), {
+      accountId: account.accountId,
+      url: hooks.url('/flaky'),
+      now: clock.now(),
+    });
+    await submit(app, account.key);
+    await eventually(() => (hooks.posted.length === 1 ? true : undefined));
+    const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
+    await eventually(() => (syncReads(app).webhookDelivery(id)?.context.lastStatus === 500 ? true : undefined));
+    const failed = syncReads(app).webhookDelivery(id);
+    expect(failed).toMatchObject({ status: 'waiting', context: { attempts: 1, lastError: 'answered 500' } });
+    // Not retried before its time: the backoff's floor is 1 s, its first ceiling 5 s.
+    const retryAt = failed?.context.availableAt as number;
+    expect(retryAt - clock.now()).toBeGreaterThanOrEqual(1_000);
+    expect(retryAt - clock.now()).toBeLessThanOrEqual(5_000);
+    app.webhookSender.wake();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(hooks.posted).toHaveLength(1);
+    clock.set(retryAt);
+    app.webhookSender.wake();
+    await eventually(() => (syncReads(app).webhookDelivery(id)?.status === 'delivered' ? true : undefined));
+    expect(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).toEqual([id, id]);
+    expect(syncReads(app).webhookDelivery(id)?.context).toMatchObject({ attempts: 2, lastStatus: 200 });
+    const [first, second] = hooks.posted as [Posted, Posted];
+    // The same bytes, signed anew at each attempt's time; both verify.
+    expect(second.body).toBe(first.body);
+    await expect(unwrap(secret, second)).resolves.toMatchObject({ type: 'request.completed' });
+  });
+
+  it("a hanging receiver of one account delays neither another account's deliveries nor a submit", async () => {
+    const hooks = await receiver((post) => (post.path === '/hang' ? 'hang' : 200));
+    const app = await startApp({ webhooks: { maxInFlight: 8, maxInFlightPerEndpoint: 2 } });
+    const stuck = await app.account('scale');
+    const other = await app.account('scale');
+    await addWebhookEndpoint(send(app), { accountId: stuck.accountId, url: hooks.url('/hang') });
+    await addWebhookEndpoint(send(app), { accountId: other.accountId, url: hooks.url('/ok') });
+    // More deliveries for the hanging endpoint than the whole sender has places.
+    for (let i = 0; i < 12; i++) await submit(app, stuck.key);
+    await eventually(() => (hooks.open('/hang') === 2 ? true : undefined));
+    const startedAt = Date.now();
+    const reqId = await submit(app, other.key);
+    const submitMs = Date.now() - startedAt;
+    await eventually(() => (hooks.to('/ok').length === 1 ? true : undefined), 3_000);
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    expect(submitMs).toBeLessThan(500);
+    expect(JSON.parse((hooks.to('/ok')[0] as Posted).body)).toMatchObject({ data: { id: reqId } });
+    // The hanging endpoint holds its own two places, no more.
+    expect(hooks.mostOpen('/hang')).toBe(2);
+    expect(app.webhookSender.inFlight()).toBe(2);
+  });
+
+  it('signs with both secrets during a rotation, and each verifies', async () => {
+    const hooks = await receiver();
+    const app = await startApp();
+    const account = await app.account('scale');
+    const old = await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/rotated') });
+    const rotated = await rotateWebhookSecret(send(app), { accountId: account.accountId, endpointId: old.endpointId });
+    await submit(app, account.key);
+    const post = await eventually(() => hooks.posted[0]);
+    const signatures = headerOf(post, 'webhook-signature').split(' ');
+    expect(signatures).toHaveLength(2);
+    await expect(unwrap(old.secret, post)).resolves.toMatchObject({ type: 'request.completed' });
+    await expect(unwrap(rotated.secret, post)).resolves.toMatchObject({ type: 'request.completed' });
+    // Each signature alone is one secret's.
+    for (const [i, secret] of [rotated.secret, old.secret].entries())
+      await expect(
+        unwrap(secret, { ...post, headers: { ...post.headers, 'webhook-signature': signatures[i] } }),
+      ).resolves.toBeDefined();
+  });
+
+  it('never has more than maxInFlightPerEndpoint posts open at one endpoint, and delivers them all', async () => {
+    const hooks = await receiver(() => ({ status: 200, delayMs: 150 }));
+    const app = await startApp({ webhooks: { maxInFlight: 16, maxInFlightPerEndpoint: 3 } });
+    const account = await app.account('scale');
+    await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/slow') });
+    const reqIds = [];
+    for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key));
+    await eventually(() => (hooks.posted.length === 12 ? true : undefined), 10_000);
+    expect(hooks.mostOpen('/slow')).toBe(3);
+    expect(new Set(hooks.posted.map((post) => JSON.parse(post.body).data.id))).toEqual(new Set(reqIds));
+  });
+
+  it('gives up the deliveries of a removed endpoint instead of sending them', async () => {
+    const closed = await unusedPort();
+    const clock = new ManualClock(Date.now());
+    const app = await startApp({ clock });
+    const account = await app.account('scale');
+    const { endpointId } = await addWebhookEndpoint(send(app), {
+      accountId: account.accountId,
+      url: `http://127.0.0.1:${closed}/gone`,
+      now: clock.now(),
+    });
+    await submit(app, account.key);
+    const [delivery] = await eventually(() => {
+      const found = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 10 });
+      return found[0]?.context.attempts === 1 && found[0].status === 'waiting' ? found : undefined;
+    });
+    expect(delivery?.context.lastError).toMatch(/could not deliver|ECONNREFUSED/);
+    await removeWebhookEndpoint(send(app), { accountId: account.accountId, endpointId, now: clock.now() });
+    clock.advance(6_000);
+    app.webhookSender.wake();
+    const deliveryId = delivery?.context.deliveryId as string;
+    const gaveUp = await eventually(() => {
+      const state = syncReads(app).webhookDelivery(deliveryId);
+      return state?.status === 'gave_up' ? state : undefined;
+    });
+    expect(gaveUp.context).toMatchObject({ gaveUpReason: 'endpoint_removed', attempts: 1 });
+  });
+});
