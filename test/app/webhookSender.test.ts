@@ -272,4 +272,29 @@ describe('The webhook sender', () => {
     });
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'endpoint_removed', attempts: 1 });
   });
+
+  it('a draining server finishes the posts in flight and records them; a closing one leaves a hanging post at once', async () => {
+    const hooks = await receiver((post) => (post.path === '/hang' ? 'hang' : { status: 200, delayMs: 400 }));
+    const app = await startApp();
+    const account = await app.account('scale');
+    await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/slow') });
+    await submit(app, account.key);
+    await eventually(() => (hooks.open('/slow') === 1 ? true : undefined));
+    expect(await app.drain(5_000)).toBe(true);
+    const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
+    expect(syncReads(app).webhookDelivery(id)?.status).toBe('delivered');
+
+    const closing = await startApp();
+    const other = await closing.account('scale');
+    await addWebhookEndpoint(send(closing), { accountId: other.accountId, url: hooks.url('/hang') });
+    await submit(closing, other.key);
+    await eventually(() => (hooks.open('/hang') === 1 ? true : undefined));
+    const hanging = headerOf(hooks.to('/hang')[0] as Posted, 'webhook-id');
+    const startedAt = Date.now();
+    const store = syncReads(closing);
+    await closing.close();
+    // Not waited out (the post's bound is 10 s): nothing is recorded, the lease lapses, a restart sends it again.
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+    expect(store.webhookDelivery(hanging)?.status).toBe('sending');
+  });
 });
