@@ -273,6 +273,31 @@ describe('The webhook sender', () => {
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'endpoint_removed', attempts: 1 });
   });
 
+  it('gives a delivery up, sending nothing, once its retention passed while it waited', async () => {
+    const closed = await unusedPort();
+    const clock = new ManualClock(Date.now());
+    const app = await startApp({ clock });
+    const account = await app.account('scale');
+    const { endpointId } = await addWebhookEndpoint(send(app), {
+      accountId: account.accountId,
+      url: `http://127.0.0.1:${closed}/down`,
+      now: clock.now(),
+    });
+    await submit(app, account.key);
+    const waiting = await eventually(() => {
+      const [found] = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 1 });
+      return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
+    });
+    // The server was away for the whole retention (72 hours): no attempt is made past it.
+    clock.set(waiting.context.giveUpAt);
+    app.webhookSender.wake();
+    const gaveUp = await eventually(() => {
+      const state = syncReads(app).webhookDelivery(waiting.context.deliveryId);
+      return state?.status === 'gave_up' ? state : undefined;
+    });
+    expect(gaveUp.context).toMatchObject({ gaveUpReason: 'retention', attempts: 1 });
+  });
+
   it('a draining server finishes the posts in flight and records them; a closing one leaves a hanging post at once', async () => {
     const hooks = await receiver((post) => (post.path === '/hang' ? 'hang' : { status: 200, delayMs: 400 }));
     const app = await startApp();

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { StoreShape } from '../../src/ports/Store.js';
+import { unusedPort } from '../support/ports.js';
 import {
   createAccountWithKey,
   killChildren,
@@ -12,7 +13,6 @@ import {
   startServer,
   submit,
 } from '../support/processes.js';
-import { unusedPort } from '../support/ports.js';
 import { type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
 import { addWebhookEndpoint } from '../support/webhookEndpoints.js';
 

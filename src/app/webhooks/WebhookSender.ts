@@ -159,15 +159,22 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
 
   /** Starts (or gives up) the deliveries a look took: every start of the look in one batch of the committer. */
   const begin = async (taken: readonly Taken[]) => {
-    const views = await Promise.all(
-      taken.map(async ({ deliveryId, endpointId }) => {
-        const [delivery, endpoint] = await Promise.all([
-          store.reads.webhookDelivery(deliveryId),
-          store.reads.webhookEndpoint(endpointId),
-        ]);
-        return { delivery, endpoint };
-      }),
-    );
+    let views: { delivery: DeliveryState | undefined; endpoint: WebhookEndpointState | undefined }[];
+    try {
+      views = await Promise.all(
+        taken.map(async ({ deliveryId, endpointId }) => {
+          const [delivery, endpoint] = await Promise.all([
+            store.reads.webhookDelivery(deliveryId),
+            store.reads.webhookEndpoint(endpointId),
+          ]);
+          return { delivery, endpoint };
+        }),
+      );
+    } catch (error) {
+      // The store cannot be read: the places are given back, and the timer looks again.
+      for (const one of taken) letGo(one);
+      throw error;
+    }
     const now = clock.now();
     // Sent in one turn: one write for the whole look.
     const writes = taken.map((one, i) => {
