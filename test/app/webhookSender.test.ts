@@ -298,6 +298,29 @@ describe('The webhook sender', () => {
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'retention', attempts: 1 });
   });
 
+  it('two servers on one store send each delivery once: the attempt is leased in the write', async () => {
+    const hooks = await receiver(() => ({ status: 200, delayMs: 50 }));
+    const store = openMemoryStore();
+    const both = await Promise.all(
+      [0, 1].map(() =>
+        start({
+          clock: systemClock,
+          storeLayer: MemoryStoreLayer(store),
+          config: { models: [echo('echo', 0)], webhooks: webhookConfig() },
+        }),
+      ),
+    );
+    const [one, two] = both as [TestApp, TestApp];
+    const account = await one.account('scale');
+    await addWebhookEndpoint(send(one), { accountId: account.accountId, url: hooks.url('/shared') });
+    const reqIds = [];
+    for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key));
+    await eventually(() => (hooks.posted.length >= 20 ? true : undefined), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hooks.posted).toHaveLength(20);
+    expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(20);
+  });
+
   it('a draining server finishes the posts in flight and records them; a closing one leaves a hanging post at once', async () => {
     const hooks = await receiver((post) => (post.path === '/hang' ? 'hang' : { status: 200, delayMs: 400 }));
     const app = await startApp();
