@@ -1,12 +1,13 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { unusedPort } from '../support/ports.js';
 import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
-import { eventually, syncReads, type TestApp, type TestConfig, testApps } from '../support/testApp.js';
+import { eventually, syncReads, type TestApp, type TestConfig, tempDataDir, testApps } from '../support/testApp.js';
 import { addWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../support/webhookEndpoints.js';
 
 // Issue 30, the sender: what a request's ending makes due is posted to the account's endpoint, signed, verified by
@@ -30,30 +31,40 @@ const start = testApps();
 const webhookConfig = (webhooks: Partial<TestConfig['webhooks']> = {}): TestConfig['webhooks'] => ({
   allowHttp: true,
   allowPrivateNetworks: true,
+  retentionHours: 72,
   retentionMs: 72 * 3_600_000,
   maxInFlight: 16,
   maxInFlightPerEndpoint: 4,
   ...webhooks,
 });
 
-const startApp = async (
-  options: {
-    readonly clock?: ClockShape;
-    readonly webhooks?: Partial<TestConfig['webhooks']>;
-    readonly config?: TestConfig;
-    readonly sweepIntervalMs?: number;
-  } = {},
-) =>
-  start({
-    clock: options.clock ?? systemClock,
-    storeLayer: MemoryStoreLayer(openMemoryStore()),
-    sweepIntervalMs: options.sweepIntervalMs,
-    config: {
-      models: [echo('echo', 0), echo('slow', 60_000)],
-      ...options.config,
-      webhooks: webhookConfig(options.webhooks),
-    },
-  });
+type StoreKind = 'memory' | 'LMDB';
+
+/** An app on a store of `kind`: the memory store, or LMDB in a temporary directory (`dataDir`: that one). */
+const appsOn =
+  (kind: StoreKind) =>
+  async (
+    options: {
+      readonly clock?: ClockShape;
+      readonly webhooks?: Partial<TestConfig['webhooks']>;
+      readonly config?: TestConfig;
+      readonly sweepIntervalMs?: number;
+      readonly memoryStore?: ReturnType<typeof openMemoryStore>;
+      readonly dataDir?: string;
+    } = {},
+  ) =>
+    start({
+      clock: options.clock ?? systemClock,
+      ...(kind === 'memory'
+        ? { storeLayer: MemoryStoreLayer(options.memoryStore ?? openMemoryStore()) }
+        : { dataDir: options.dataDir }),
+      sweepIntervalMs: options.sweepIntervalMs,
+      config: {
+        models: [echo('echo', 0), echo('slow', 60_000)],
+        ...options.config,
+        webhooks: webhookConfig(options.webhooks),
+      },
+    });
 
 const send = (app: TestApp) => (command: Parameters<TestApp['committer']['send']>[0]) => app.committer.send(command);
 
@@ -71,7 +82,9 @@ const unwrap = (secret: string, post: Posted) =>
 
 const headerOf = (post: Posted, name: string) => post.headers[name] as string;
 
-describe('The webhook sender', () => {
+describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) => {
+  const startApp = appsOn(kind);
+
   it('posts every event a request ending makes, each verified by the openai SDK, with the delivery id as webhook-id', async () => {
     const hooks = await receiver();
     const closed = await unusedPort();
@@ -212,7 +225,7 @@ describe('The webhook sender', () => {
     expect(JSON.parse((hooks.to('/ok')[0] as Posted).body)).toMatchObject({ data: { id: reqId } });
     // The hanging endpoint holds its own two places, no more.
     expect(hooks.mostOpen('/hang')).toBe(2);
-    expect(app.webhookSender.inFlight()).toBe(2);
+    await eventually(() => (app.webhookSender.inFlight() === 2 ? true : undefined));
   });
 
   it('signs with both secrets during a rotation, and each verifies', async () => {
@@ -300,16 +313,8 @@ describe('The webhook sender', () => {
 
   it('two servers on one store send each delivery once: the attempt is leased in the write', async () => {
     const hooks = await receiver(() => ({ status: 200, delayMs: 50 }));
-    const store = openMemoryStore();
-    const both = await Promise.all(
-      [0, 1].map(() =>
-        start({
-          clock: systemClock,
-          storeLayer: MemoryStoreLayer(store),
-          config: { models: [echo('echo', 0)], webhooks: webhookConfig() },
-        }),
-      ),
-    );
+    const shared = kind === 'memory' ? { memoryStore: openMemoryStore() } : { dataDir: tempDataDir() };
+    const both = [await startApp(shared), await startApp(shared)];
     const [one, two] = both as [TestApp, TestApp];
     const account = await one.account('scale');
     await addWebhookEndpoint(send(one), { accountId: account.accountId, url: hooks.url('/shared') });
@@ -339,10 +344,20 @@ describe('The webhook sender', () => {
     await eventually(() => (hooks.open('/hang') === 1 ? true : undefined));
     const hanging = headerOf(hooks.to('/hang')[0] as Posted, 'webhook-id');
     const startedAt = Date.now();
-    const store = syncReads(closing);
+    const memory = kind === 'memory' ? syncReads(closing) : undefined;
     await closing.close();
     // Not waited out (the post's bound is 10 s): nothing is recorded, the lease lapses, a restart sends it again.
     expect(Date.now() - startedAt).toBeLessThan(2_000);
-    expect(store.webhookDelivery(hanging)?.status).toBe('sending');
+    const left =
+      memory?.webhookDelivery(hanging) ??
+      (await (async () => {
+        const reopened = openLmdbStore(closing.dataDir);
+        try {
+          return await reopened.reads.webhookDelivery(hanging);
+        } finally {
+          await reopened.close();
+        }
+      })());
+    expect(left?.status).toBe('sending');
   });
 });
