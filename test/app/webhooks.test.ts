@@ -40,7 +40,11 @@ type Setup = { readonly webhooks?: Partial<Config['webhooks']> };
 const stores: readonly {
   readonly name: string;
   readonly storeLayer: () => ReturnType<typeof MemoryStoreLayer> | undefined;
-}[] = [{ name: 'memory', storeLayer: () => MemoryStoreLayer() }];
+}[] = [
+  { name: 'memory', storeLayer: () => MemoryStoreLayer() },
+  // The config's store: LMDB in the test's data directory.
+  { name: 'LMDB', storeLayer: () => undefined },
+];
 
 describe.each(stores)('The Webhooks service on the $name store', ({ storeLayer }) => {
   const cleanups: (() => Promise<void>)[] = [];
