@@ -1,9 +1,8 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { StoreShape } from '../../src/ports/Store.js';
 import { unusedPort } from '../support/ports.js';
 import {
+  cliJson,
   createAccountWithKey,
   killChildren,
   poll,
@@ -14,20 +13,12 @@ import {
   submit,
 } from '../support/processes.js';
 import { type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
-import { addWebhookEndpoint } from '../support/webhookEndpoints.js';
 
 // Issue 30, "Durable outbox": `airs serve` (the built CLI, on LMDB) with the receiver down while requests end, killed
 // with SIGKILL with every delivery pending, then the receiver up and the server started again: every delivery
 // arrives, each under the id it was made with, and each verifies with the openai SDK.
 
-const withStore = async <T>(dataDir: string, use: (store: StoreShape) => Promise<T>): Promise<T> => {
-  const store = openLmdbStore(dataDir);
-  try {
-    return await use(store);
-  } finally {
-    await store.close();
-  }
-};
+type DeliveryJson = { readonly id: string; readonly status: string };
 
 const requests = 12;
 
@@ -51,13 +42,27 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     const { accountId, key } = await createAccountWithKey(box, 'hooks@example.com', 'scale');
     // The receiver's port, with nothing listening on it yet: the receiver is down.
     const port = await unusedPort();
-    const dataDir = box.dataDir;
-    const { endpointId, secret } = await withStore(dataDir, (store) =>
-      addWebhookEndpoint(async (command) => (await store.commit({ commands: [command] }))[0], {
+    const added = await cliJson<{ id: string; secret: string }>(box, [
+      'webhooks',
+      'add',
+      '--account',
+      accountId,
+      '--url',
+      `http://127.0.0.1:${port}/hooks`,
+      '--json',
+    ]);
+    const { id: endpointId, secret } = added;
+    const deliveries = (where: Sandbox) =>
+      cliJson<DeliveryJson[]>(where, [
+        'webhooks',
+        'deliveries',
+        endpointId,
+        '--account',
         accountId,
-        url: `http://127.0.0.1:${port}/hooks`,
-      }),
-    );
+        '--limit',
+        '100',
+        '--json',
+      ]);
 
     const server = await startServer(box);
     const reqIds: string[] = [];
@@ -76,10 +81,10 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     await sleep(500);
     await server.stop('SIGKILL');
 
-    const made = await withStore(dataDir, (store) => store.reads.webhookDeliveriesOf(endpointId, { limit: 100 }));
+    const made = await deliveries(box);
     expect(made).toHaveLength(requests);
     expect(made.every((delivery) => delivery.status === 'waiting' || delivery.status === 'sending')).toBe(true);
-    const ids = made.map((delivery) => delivery.context.deliveryId).sort();
+    const ids = made.map((delivery) => delivery.id).sort();
 
     receiver = await startScriptedReceiver({ port });
     const restarted = await startServer(box);
@@ -101,7 +106,7 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     // Recorded as delivered once the server stops cleanly.
     await sleep(200);
     await restarted.stop('SIGTERM');
-    const after = await withStore(dataDir, (store) => store.reads.webhookDeliveriesOf(endpointId, { limit: 100 }));
+    const after = await deliveries(box);
     expect(after.map((delivery) => delivery.status)).toEqual(Array(requests).fill('delivered'));
   });
 });
