@@ -66,8 +66,6 @@ const appsOn =
       },
     });
 
-const send = (app: TestApp) => (command: Parameters<TestApp['committer']['send']>[0]) => app.committer.send(command);
-
 const submit = async (app: TestApp, key: string, model = 'echo', extra: Record<string, unknown> = {}) => {
   const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'hello hooks', ...extra } });
   expect(answer.status).toBe(202);
@@ -108,7 +106,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       },
     });
     const account = await app.account('scale');
-    const { secret, endpointId } = await addWebhookEndpoint(send(app), {
+    const { secret, endpointId } = await addWebhookEndpoint(app, {
       accountId: account.accountId,
       url: hooks.url('/hooks'),
     });
@@ -152,10 +150,9 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const app = await startApp();
     for (const one of [app, late]) {
       const account = await one.account('scale');
-      const endpoint = await addWebhookEndpoint(send(one), {
+      const endpoint = await addWebhookEndpoint(one, {
         accountId: account.accountId,
         url: hooks.url(`/${one === app ? 'now' : 'late'}`),
-        now: one.clock.now(),
       });
       await submit(one, account.key);
       const [post] = await eventually(() =>
@@ -177,10 +174,9 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const clock = new ManualClock(Date.now());
     const app = await startApp({ clock });
     const account = await app.account('scale');
-    const { secret } = await addWebhookEndpoint(send(app), {
+    const { secret } = await addWebhookEndpoint(app, {
       accountId: account.accountId,
       url: hooks.url('/flaky'),
-      now: clock.now(),
     });
     await submit(app, account.key);
     await eventually(() => (hooks.posted.length === 1 ? true : undefined));
@@ -211,8 +207,8 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const app = await startApp({ webhooks: { maxInFlight: 8, maxInFlightPerEndpoint: 2 } });
     const stuck = await app.account('scale');
     const other = await app.account('scale');
-    await addWebhookEndpoint(send(app), { accountId: stuck.accountId, url: hooks.url('/hang') });
-    await addWebhookEndpoint(send(app), { accountId: other.accountId, url: hooks.url('/ok') });
+    await addWebhookEndpoint(app, { accountId: stuck.accountId, url: hooks.url('/hang') });
+    await addWebhookEndpoint(app, { accountId: other.accountId, url: hooks.url('/ok') });
     // More deliveries for the hanging endpoint than the whole sender has places.
     for (let i = 0; i < 12; i++) await submit(app, stuck.key);
     await eventually(() => (hooks.open('/hang') === 2 ? true : undefined));
@@ -232,8 +228,8 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const hooks = await receiver();
     const app = await startApp();
     const account = await app.account('scale');
-    const old = await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/rotated') });
-    const rotated = await rotateWebhookSecret(send(app), { accountId: account.accountId, endpointId: old.endpointId });
+    const old = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/rotated') });
+    const rotated = await rotateWebhookSecret(app, { accountId: account.accountId, endpointId: old.endpointId });
     await submit(app, account.key);
     const post = await eventually(() => hooks.posted[0]);
     const signatures = headerOf(post, 'webhook-signature').split(' ');
@@ -251,7 +247,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const hooks = await receiver(() => ({ status: 200, delayMs: 150 }));
     const app = await startApp({ webhooks: { maxInFlight: 16, maxInFlightPerEndpoint: 3 } });
     const account = await app.account('scale');
-    await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/slow') });
+    await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
     const reqIds = [];
     for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key));
     await eventually(() => (hooks.posted.length === 12 ? true : undefined), 10_000);
@@ -264,10 +260,9 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const clock = new ManualClock(Date.now());
     const app = await startApp({ clock });
     const account = await app.account('scale');
-    const { endpointId } = await addWebhookEndpoint(send(app), {
+    const { endpointId } = await addWebhookEndpoint(app, {
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/gone`,
-      now: clock.now(),
     });
     await submit(app, account.key);
     const [delivery] = await eventually(() => {
@@ -275,7 +270,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       return found[0]?.context.attempts === 1 && found[0].status === 'waiting' ? found : undefined;
     });
     expect(delivery?.context.lastError).toMatch(/could not deliver|ECONNREFUSED/);
-    await removeWebhookEndpoint(send(app), { accountId: account.accountId, endpointId, now: clock.now() });
+    await removeWebhookEndpoint(app, { accountId: account.accountId, endpointId });
     clock.advance(6_000);
     app.webhookSender.wake();
     const deliveryId = delivery?.context.deliveryId as string;
@@ -291,10 +286,9 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const clock = new ManualClock(Date.now());
     const app = await startApp({ clock });
     const account = await app.account('scale');
-    const { endpointId } = await addWebhookEndpoint(send(app), {
+    const { endpointId } = await addWebhookEndpoint(app, {
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/down`,
-      now: clock.now(),
     });
     await submit(app, account.key);
     const waiting = await eventually(() => {
@@ -317,7 +311,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const both = [await startApp(shared), await startApp(shared)];
     const [one, two] = both as [TestApp, TestApp];
     const account = await one.account('scale');
-    await addWebhookEndpoint(send(one), { accountId: account.accountId, url: hooks.url('/shared') });
+    await addWebhookEndpoint(one, { accountId: account.accountId, url: hooks.url('/shared') });
     const reqIds = [];
     for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key));
     await eventually(() => (hooks.posted.length >= 20 ? true : undefined), 10_000);
@@ -330,7 +324,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const hooks = await receiver((post) => (post.path === '/hang' ? 'hang' : { status: 200, delayMs: 400 }));
     const app = await startApp();
     const account = await app.account('scale');
-    await addWebhookEndpoint(send(app), { accountId: account.accountId, url: hooks.url('/slow') });
+    await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
     await submit(app, account.key);
     await eventually(() => (hooks.open('/slow') === 1 ? true : undefined));
     expect(await app.drain(5_000)).toBe(true);
@@ -339,7 +333,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
 
     const closing = await startApp();
     const other = await closing.account('scale');
-    await addWebhookEndpoint(send(closing), { accountId: other.accountId, url: hooks.url('/hang') });
+    await addWebhookEndpoint(closing, { accountId: other.accountId, url: hooks.url('/hang') });
     await submit(closing, other.key);
     await eventually(() => (hooks.open('/hang') === 1 ? true : undefined));
     const hanging = headerOf(hooks.to('/hang')[0] as Posted, 'webhook-id');

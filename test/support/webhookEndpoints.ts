@@ -1,79 +1,32 @@
-import { randomBytes } from 'node:crypto';
-import { newWebhookSecret } from '../../src/app/webhooks/signing.js';
-import type { Command } from '../../src/domain/commands.js';
-import { defaultPlans, type PlanTable } from '../../src/domain/plans.js';
-import type { EventFilter } from '../../src/domain/webhook/eventTypes.js';
+import { Effect } from 'effect';
+import type { WebhooksShape } from '../../src/app/webhooks/Webhooks.js';
 
-/** Whatever sends a command and answers its outcome: an app's committer, or a store's `commit` of one command. */
-export type SendCommand = (command: Command) => Promise<unknown>;
+/** Whatever holds the Webhooks service (an app started in-process). */
+type WithWebhooks = { readonly webhooks: WebhooksShape };
 
-export const newEndpointId = () => `whep_${randomBytes(12).toString('base64url')}`;
-export const newSecretId = () => `whsk_${randomBytes(12).toString('base64url')}`;
-
-const refusedOrFailed = (outcome: unknown) =>
-  outcome instanceof Error ? outcome : typeof outcome === 'object' && outcome !== null && !('events' in outcome);
-
-/**
- * Adds a webhook endpoint as `airs webhooks add` will (its command, decided in the store's write), returning its id and
- * signing secret. Until the Webhooks service lands, tests add endpoints with this.
- */
+/** Adds a webhook endpoint as `airs webhooks add` does (the URL checked, the plan's bound counted in the write);
+ * returns its id and its signing secret, shown this once. */
 export const addWebhookEndpoint = async (
-  send: SendCommand,
-  input: {
-    readonly accountId: string;
-    readonly url: string;
-    readonly events?: EventFilter;
-    readonly plans?: PlanTable;
-    readonly now?: number;
-  },
+  app: WithWebhooks,
+  input: { readonly accountId: string; readonly url: string; readonly events?: readonly string[] },
 ) => {
-  const endpointId = newEndpointId();
-  const secretId = newSecretId();
-  const secret = newWebhookSecret();
-  const outcome = await send({
-    type: 'WebhookEndpoint',
-    endpointId,
-    command: {
-      type: 'AddEndpoint',
-      accountId: input.accountId,
-      url: input.url,
-      events: input.events ?? [],
-      secretId,
-      secret,
-      plans: input.plans ?? defaultPlans,
-      allowHttp: true,
-      now: input.now ?? Date.now(),
-    },
-  });
-  if (refusedOrFailed(outcome)) throw new Error(`endpoint not added: ${String((outcome as Error).message)}`);
-  return { endpointId, secretId, secret };
+  const added = await Effect.runPromise(app.webhooks.add(input.accountId, input.url, input.events ?? []));
+  return { endpointId: added.endpoint.endpointId, secret: added.secret };
 };
 
 /** Rotates an endpoint's secret; returns the new one (the old one still signs for 24 hours). */
 export const rotateWebhookSecret = async (
-  send: SendCommand,
-  input: { readonly accountId: string; readonly endpointId: string; readonly now?: number },
+  app: WithWebhooks,
+  input: { readonly accountId: string; readonly endpointId: string },
 ) => {
-  const secretId = newSecretId();
-  const secret = newWebhookSecret();
-  const outcome = await send({
-    type: 'WebhookEndpoint',
-    endpointId: input.endpointId,
-    command: { type: 'RotateSecret', accountId: input.accountId, secretId, secret, now: input.now ?? Date.now() },
-  });
-  if (refusedOrFailed(outcome)) throw new Error(`secret not rotated: ${String((outcome as Error).message)}`);
-  return { secretId, secret };
+  const rotated = await Effect.runPromise(app.webhooks.rotateSecret(input.accountId, input.endpointId));
+  return { secret: rotated.secret };
 };
 
-/** Removes an endpoint. */
+/** Removes an endpoint: it receives nothing more. */
 export const removeWebhookEndpoint = async (
-  send: SendCommand,
-  input: { readonly accountId: string; readonly endpointId: string; readonly now?: number },
+  app: WithWebhooks,
+  input: { readonly accountId: string; readonly endpointId: string },
 ) => {
-  const outcome = await send({
-    type: 'WebhookEndpoint',
-    endpointId: input.endpointId,
-    command: { type: 'RemoveEndpoint', accountId: input.accountId, now: input.now ?? Date.now() },
-  });
-  if (refusedOrFailed(outcome)) throw new Error(`endpoint not removed: ${String((outcome as Error).message)}`);
+  await Effect.runPromise(app.webhooks.remove(input.accountId, input.endpointId));
 };
