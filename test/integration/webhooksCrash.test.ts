@@ -33,7 +33,10 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     box = undefined;
   });
 
-  it('delivers every pending delivery after the restart, with the same webhook-ids', async () => {
+  it.each([
+    { serving: 'one process', args: [] },
+    { serving: 'serve --processes 2 (one writer for both)', args: ['--processes', '2'] },
+  ])('delivers every pending delivery after the restart, with the same webhook-ids ($serving)', async ({ args }) => {
     box = sandbox('airs-webhooks-crash');
     box.writeConfig({
       models: [{ id: 'echo', provider: 'echo' }],
@@ -64,7 +67,7 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
         '--json',
       ]);
 
-    const server = await startServer(box);
+    const server = await startServer(box, { args });
     const reqIds: string[] = [];
     for (let i = 0; i < requests; i++) {
       const answer = await submit(server.url, key, 'echo', `hello ${i}`);
@@ -87,7 +90,7 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     const ids = made.map((delivery) => delivery.id).sort();
 
     receiver = await startScriptedReceiver({ port });
-    const restarted = await startServer(box);
+    const restarted = await startServer(box, { args });
     // A delivery whose attempt the kill cut waits for its lease (30 s) to lapse; the others for their retry's time.
     const deadline = Date.now() + 60_000;
     const arrivedIds = () => new Set(receiver?.posted.map((post) => String(post.headers['webhook-id'])));
