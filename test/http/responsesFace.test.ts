@@ -22,6 +22,7 @@ const config: TestConfig = {
 type StoreCase = { readonly name: string; readonly options: () => TestAppOptions };
 
 const stores: readonly StoreCase[] = [
+  { name: 'LMDB (the default store)', options: () => ({}) },
   { name: 'the memory store', options: () => ({ storeLayer: MemoryStoreLayer() }) },
 ];
 

@@ -139,7 +139,6 @@ const loaded = loadConfig({}, cwd);
 /** Keys whose default `loadConfig` keeps under another name or form than the file's. */
 const loadedUnder: Readonly<Record<string, (config: Config) => unknown>> = {
   'storage.minFreeMegabytes': (config) => config.storage.minFreeBytes / (1024 * 1024),
-  'webhooks.retentionHours': (config) => config.webhooks.retentionMs / 3_600_000,
 };
 
 /** What `loadConfig` gives for a key when the file does not set it, found at the same path of the Config. */
