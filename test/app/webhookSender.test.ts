@@ -83,7 +83,7 @@ const headerOf = (post: Posted, name: string) => post.headers[name] as string;
 describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) => {
   const startApp = appsOn(kind);
 
-  it('posts every event a request ending makes, each verified by the openai SDK, with the delivery id as webhook-id', async () => {
+  it('posts every event a request ending makes (request.* and, through the Responses face, response.*), each verified by the openai SDK, with the delivery id as webhook-id', async () => {
     const hooks = await receiver();
     const closed = await unusedPort();
     const app = await startApp({
@@ -115,16 +115,38 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const cancelled = await submit(app, account.key, 'slow');
     await app.requests.cancel(principalOf(account), cancelled);
     const expired = await submit(app, account.key, 'slow');
+    // Made through the Responses face: `response.*` (data.id `resp_…`) beside `request.*`.
+    const respond = async (model: string) => {
+      const answer = await app.call('POST', '/v1/responses', {
+        key: account.key,
+        body: { model, input: 'hello hooks', background: true },
+      });
+      expect(answer.status).toBe(200);
+      const id = ((await answer.json()) as { id: string }).id;
+      return { id, reqId: `req_${id.slice('resp_'.length)}` };
+    };
+    const responded = await respond('echo');
+    const responseFailed = await respond('down');
+    const responseCancelled = await respond('slow');
+    await app.requests.cancel(principalOf(account), responseCancelled.reqId);
 
-    await eventually(() => (hooks.posted.length >= 4 ? true : undefined), 15_000);
+    await eventually(() => (hooks.posted.length >= 10 ? true : undefined), 15_000);
     const events = await Promise.all(hooks.posted.map((post) => unwrap(secret, post)));
-    const byType = Object.fromEntries(events.map((event) => [event.type, (event as { data: { id: string } }).data.id]));
-    expect(byType).toEqual({
-      'request.completed': completed,
-      'request.failed': failed,
-      'request.cancelled': cancelled,
-      'request.expired': expired,
-    });
+    const made = events.map((event) => `${event.type} ${(event as { data: { id: string } }).data.id}`).sort();
+    expect(made).toEqual(
+      [
+        `request.completed ${completed}`,
+        `request.failed ${failed}`,
+        `request.cancelled ${cancelled}`,
+        `request.expired ${expired}`,
+        `response.completed ${responded.id}`,
+        `request.completed ${responded.reqId}`,
+        `response.failed ${responseFailed.id}`,
+        `request.failed ${responseFailed.reqId}`,
+        `response.cancelled ${responseCancelled.id}`,
+        `request.cancelled ${responseCancelled.reqId}`,
+      ].sort(),
+    );
     for (const [i, post] of hooks.posted.entries()) {
       const event = events[i] as { id: string; object: string };
       expect(event.object).toBe('event');
@@ -139,7 +161,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
         : undefined,
     );
     // Once each: nothing is sent twice when every attempt succeeded.
-    expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(4);
+    expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(10);
   });
 
   it('signs what the SDK refuses once the body is changed, or once the timestamp is old', async () => {
