@@ -5,9 +5,19 @@ import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/Mem
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { batchWhen, chatLines, createBatch, isEnded, uploadLines } from '../support/batches.js';
 import { unusedPort } from '../support/ports.js';
+import { call } from '../support/processes.js';
 import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
-import { eventually, syncReads, type TestApp, type TestConfig, tempDataDir, testApps } from '../support/testApp.js';
+import {
+  eventually,
+  listen,
+  syncReads,
+  type TestApp,
+  type TestConfig,
+  tempDataDir,
+  testApps,
+} from '../support/testApp.js';
 import { addWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../support/webhookEndpoints.js';
 
 // Issue 30, the sender: what a request's ending makes due is posted to the account's endpoint, signed, verified by
@@ -162,6 +172,32 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     );
     // Once each: nothing is sent twice when every attempt succeeded.
     expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(10);
+  });
+
+  it("posts a batch's ending: batch.completed, batch.failed (its file refused) and batch.cancelled, none per line", async () => {
+    const hooks = await receiver();
+    const app = await startApp({ config: { processing: { maxAttempts: 1 } } });
+    const served = await listen(app);
+    try {
+      const account = await app.account('scale');
+      const { secret } = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/batches') });
+      const batchOf = async (lines: readonly unknown[]) =>
+        (await createBatch(served.url, account.key, await uploadLines(served.url, account.key, lines))).id;
+      const completed = await batchOf(chatLines('echo', ['one', 'two']));
+      const failed = await batchOf([{ custom_id: 'bad', method: 'POST', url: '/v1/nowhere', body: {} }]);
+      const cancelled = await batchOf(chatLines('slow', ['waits']));
+      await batchWhen(served.url, account.key, cancelled, (batch) => batch.status === 'in_progress');
+      await call(served.url, 'POST', `/v1/batches/${cancelled}/cancel`, account.key);
+      for (const id of [completed, failed, cancelled]) await batchWhen(served.url, account.key, id, isEnded);
+      await eventually(() => (hooks.posted.length >= 3 ? true : undefined), 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const events = await Promise.all(hooks.posted.map((post) => unwrap(secret, post)));
+      expect(events.map((event) => `${event.type} ${(event as { data: { id: string } }).data.id}`).sort()).toEqual(
+        [`batch.completed ${completed}`, `batch.failed ${failed}`, `batch.cancelled ${cancelled}`].sort(),
+      );
+    } finally {
+      await served.close();
+    }
   });
 
   it('signs what the SDK refuses once the body is changed, or once the timestamp is old', async () => {
