@@ -1,3 +1,4 @@
+import { Effect } from 'effect';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
@@ -361,6 +362,42 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       return state?.status === 'gave_up' ? state : undefined;
     });
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'retention', attempts: 1 });
+  });
+
+  it('disables an endpoint that failed for 3 days, sends it nothing new until it is enabled, then delivers and redelivers', async () => {
+    let healthy = false;
+    const hooks = await receiver(() => (healthy ? 200 : 500));
+    const clock = new ManualClock(Date.now());
+    const app = await startApp({ clock });
+    const account = await app.account('scale');
+    const { endpointId } = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/down') });
+    await submit(app, account.key);
+    const failing = await eventually(() => {
+      const [found] = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 1 });
+      return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
+    });
+    expect(syncReads(app).webhookEndpoint(endpointId)?.failingSince).toBeDefined();
+    // Three days of failures (the retention, 72 hours, runs out with them): the endpoint is disabled.
+    clock.set(failing.context.giveUpAt);
+    app.webhookSender.wake();
+    await eventually(() => (syncReads(app).webhookEndpoint(endpointId)?.status === 'disabled' ? true : undefined));
+    expect(syncReads(app).webhookDelivery(failing.context.deliveryId)).toMatchObject({ status: 'gave_up' });
+    // Disabled: an ending makes no delivery for it, and the receiver (healthy again) hears nothing.
+    healthy = true;
+    const posts = hooks.posted.length;
+    await submit(app, account.key);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(syncReads(app).webhookDeliveriesOf(endpointId, { limit: 10 })).toHaveLength(1);
+    expect(hooks.posted).toHaveLength(posts);
+    // Enabled: the next ending is delivered, and the given-up one comes back by redelivery, same webhook-id.
+    await Effect.runPromise(app.webhooks.enable(account.accountId, endpointId));
+    const later = await submit(app, account.key);
+    await eventually(() => (hooks.posted.some((post) => post.body.includes(later)) ? true : undefined));
+    await Effect.runPromise(app.webhooks.redeliver(account.accountId, failing.context.deliveryId));
+    await eventually(() =>
+      syncReads(app).webhookDelivery(failing.context.deliveryId)?.status === 'delivered' ? true : undefined,
+    );
+    expect(hooks.posted.filter((post) => headerOf(post, 'webhook-id') === failing.context.deliveryId).length).toBe(2);
   });
 
   it('two servers on one store send each delivery once: the attempt is leased in the write', async () => {
