@@ -27,7 +27,11 @@ export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
   const url = config.store.url;
   if (url === undefined) return LmdbStoreLayer(config.dataDir);
   return Layer.unwrap(
-    Effect.promise(async () => (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url)),
+    Effect.promise(async () =>
+      (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url, {
+        webhookRetentionMs: config.webhooks.retentionMs,
+      }),
+    ),
   );
 };
 
@@ -35,5 +39,8 @@ export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
 export const openConfiguredStore = async (config: Config): Promise<StoreShape> => {
   const url = config.store.url;
   if (url === undefined) return (await import('./adapters/lmdb/LmdbStore.js')).openLmdbStore(config.dataDir);
-  return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, { maxConnections: 2 });
+  return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, {
+    maxConnections: 2,
+    webhookRetentionMs: config.webhooks.retentionMs,
+  });
 };
