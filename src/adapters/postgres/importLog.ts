@@ -9,6 +9,9 @@ import type { FileState } from '../../domain/file/state.js';
 import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { initialRequestState, type RequestState, tryEvolve } from '../../domain/request/state.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import { isWebhookDeliveryEvent, isWebhookEvent, type WebhookEvent } from '../../domain/webhook/events.js';
 import type { Batch } from '../../ports/Store.js';
 import {
   idempotencyKeyOf,
@@ -16,6 +19,7 @@ import {
   projectBatchChange,
   projectFileEvent,
   projectRequestChange,
+  projectWebhookEvent,
 } from '../../storage/projection.js';
 import type { VerifyReport } from '../../storage/verifyReport.js';
 import { decodeMap, textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
@@ -36,7 +40,8 @@ import { sameAsJson, verifyInSnapshot } from './verify.js';
  * - Every view is rebuilt from those events, page by page, by the code the PostgreSQL store writes its batches with:
  *   each request's state before the page is read back from the requests table (written by the pages before, in this
  *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account and file events
- *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`) through
+ *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`, and
+ *   `projectWebhookEvent` for webhook endpoints and deliveries) through
  *   the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
  *   idempotency index, log head. A batch's view is its own events folded by its machine (`evolveBatch`) and its lines'
  *   counts, summed from each of its lines' changes of status as the writer sums them (`countsDeltaOf`), then
@@ -193,8 +198,18 @@ const writePage = async (
   })[];
   const batchEvents = events.filter((event): event is StoredEvent & BatchEvent => isBatchEvent(event));
   const fileEvents = events.filter((event): event is StoredEvent & FileEvent => isFileEvent(event));
-  if (requestEvents.length + accountEvents.length + batchEvents.length + fileEvents.length !== events.length) {
-    const known = new Set<StoredEvent>([...requestEvents, ...accountEvents, ...batchEvents, ...fileEvents]);
+  const webhookEvents = events.filter((event): event is StoredEvent & WebhookEvent => isWebhookEvent(event));
+  if (
+    requestEvents.length + accountEvents.length + batchEvents.length + fileEvents.length + webhookEvents.length !==
+    events.length
+  ) {
+    const known = new Set<StoredEvent>([
+      ...requestEvents,
+      ...accountEvents,
+      ...batchEvents,
+      ...fileEvents,
+      ...webhookEvents,
+    ]);
     const odd = events.find((event) => !known.has(event));
     throw new SourceDamaged(`event ${odd?.seq}: ${odd?.type} is of no type the log holds`);
   }
@@ -239,6 +254,22 @@ const writePage = async (
       fileEvents.map((event) => event.fileId),
       fetched.files,
       (ids) => query<StateRow[]>(sql`SELECT file_id AS id, state FROM files WHERE file_id = ANY(${ids}::text[])`),
+    ),
+    byIds<WebhookEndpointState>(
+      webhookEvents.map((event) => event.endpointId),
+      fetched.webhookEndpoints,
+      (ids) =>
+        query<StateRow[]>(
+          sql`SELECT endpoint_id AS id, state FROM webhook_endpoints WHERE endpoint_id = ANY(${ids}::text[])`,
+        ),
+    ),
+    byIds<DeliveryState>(
+      webhookEvents.flatMap((event) => (isWebhookDeliveryEvent(event) ? [event.deliveryId] : [])),
+      fetched.webhookDeliveries,
+      (ids) =>
+        query<StateRow[]>(
+          sql`SELECT delivery_id AS id, state FROM webhook_deliveries WHERE delivery_id = ANY(${ids}::text[])`,
+        ),
     ),
     byIds<AccountState>(
       accountEvents.map((event) => event.accountId),
@@ -320,12 +351,13 @@ const writePage = async (
     for (const row of rows) fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
   }
 
-  // Projected as the store projects a batch: account and file events in order, then one change per request and per
-  // batch.
+  // Projected as the store projects a batch: account, file and webhook events in order, then one change per request
+  // and per batch.
   const { views } = overlayTarget(fetched, writes);
   for (const event of events) {
     if (isAccountEvent(event)) projectAccountEvent(views, event);
     else if (isFileEvent(event)) projectFileEvent(views, event);
+    else if (isWebhookEvent(event)) projectWebhookEvent(views, event);
   }
   for (const { before, after } of touched.values()) projectRequestChange(views, before, after);
   for (const { before, after } of batches.values())
