@@ -1,14 +1,21 @@
+import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
+import { openDatabases } from '../../src/adapters/lmdb/databases.js';
+import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { commitInTransaction } from '../../src/adapters/postgres/batch.js';
-import { type Query, sql } from '../../src/adapters/postgres/db.js';
+import { openDb, type Query, sql } from '../../src/adapters/postgres/db.js';
+import { importLmdb, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
-import type { DeliveryAsk, EndpointAsk } from '../../src/domain/webhook/commands.js';
+import { type DeliveryAsk, type EndpointAsk, webhookSecretCredentialKey } from '../../src/domain/webhook/commands.js';
 import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
+import type { StoreShape } from '../../src/ports/Store.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { tempDataDir } from '../support/testApp.js';
 import { accountId, commitOne, createAccount, eventsOf, eventually, submit } from './fixtures.js';
 
 /**
@@ -53,6 +60,47 @@ const scale = (n: number): Command => ({
   accountId: accountId(n),
   command: { type: 'ChangePlan', plan: 'scale', now: 2 },
 });
+
+/** Endpoints added, rotated and removed; deliveries waiting, being sent, failed and due again, delivered. */
+const fillWebhooks = async (store: StoreShape) => {
+  const commit = async (batch: { commands: Command[] }) => {
+    for (const outcome of await store.commit(batch))
+      if (outcome instanceof Error) throw new Error(`the fixture was refused: ${outcome.message}`);
+  };
+  await commit({
+    commands: [createAccount(1), scale(1), addEndpoint(1), addEndpoint(2, 1, 11), addEndpoint(3, 1, 12)],
+  });
+  await commit({ commands: [1, 2, 3].map((n) => submit(reqIdOf(n), { now: 20 })) });
+  await commit({ commands: [1, 2, 3].map((n) => cancel(reqIdOf(n), 30 + n)) });
+  const sent = cancelledDelivery(reqIdOf(1), endpointIdOf(1));
+  const failed = cancelledDelivery(reqIdOf(1), endpointIdOf(2));
+  const start = (id: string) => delivery(id, { type: 'StartAttempt', owner: 'sender_a', leaseMs: 10_000, now: 40 });
+  await commit({ commands: [start(sent), start(failed)] });
+  await commit({
+    commands: [
+      delivery(sent, {
+        type: 'RecordSuccess',
+        outcome: { attempt: 1, owner: 'sender_a', status: 204, latencyMs: 3 },
+        now: 50,
+      }),
+      delivery(failed, {
+        type: 'RecordFailure',
+        outcome: { attempt: 1, owner: 'sender_a', status: 500, latencyMs: 4, error: 'answered 500' },
+        policy: defaultWebhookBackoff,
+        random: 0.5,
+        now: 50,
+      }),
+      endpoint(endpointIdOf(1), {
+        type: 'RotateSecret',
+        accountId: accountId(1),
+        secretId: 'sec_1b',
+        secret: 'whsec_1b',
+        now: 60,
+      }),
+      endpoint(endpointIdOf(3), { type: 'RemoveEndpoint', accountId: accountId(1), now: 70 }),
+    ],
+  });
+};
 
 describe('webhooks on PostgreSQL', () => {
   let url: string;
@@ -160,42 +208,7 @@ describe('webhooks on PostgreSQL', () => {
     const removed = endpointIdOf(3);
     const waiting = () => cancelledDelivery(reqIdOf(2), endpointIdOf(1));
 
-    /** Endpoints added, rotated and removed; deliveries waiting, being sent, failed and due again, delivered. */
-    beforeEach(async () => {
-      await store.commit({
-        commands: [createAccount(1), scale(1), addEndpoint(1), addEndpoint(2, 1, 11), addEndpoint(3, 1, 12)],
-      });
-      await store.commit({ commands: [1, 2, 3].map((n) => submit(reqIdOf(n), { now: 20 })) });
-      await store.commit({ commands: [1, 2, 3].map((n) => cancel(reqIdOf(n), 30 + n)) });
-      const sent = cancelledDelivery(reqIdOf(1), endpointIdOf(1));
-      const failed = cancelledDelivery(reqIdOf(1), endpointIdOf(2));
-      const start = (id: string) => delivery(id, { type: 'StartAttempt', owner: 'sender_a', leaseMs: 10_000, now: 40 });
-      await store.commit({ commands: [start(sent), start(failed)] });
-      await store.commit({
-        commands: [
-          delivery(sent, {
-            type: 'RecordSuccess',
-            outcome: { attempt: 1, owner: 'sender_a', status: 204, latencyMs: 3 },
-            now: 50,
-          }),
-          delivery(failed, {
-            type: 'RecordFailure',
-            outcome: { attempt: 1, owner: 'sender_a', status: 500, latencyMs: 4, error: 'answered 500' },
-            policy: defaultWebhookBackoff,
-            random: 0.5,
-            now: 50,
-          }),
-          endpoint(endpointIdOf(1), {
-            type: 'RotateSecret',
-            accountId: accountId(1),
-            secretId: 'sec_1b',
-            secret: 'whsec_1b',
-            now: 60,
-          }),
-          endpoint(removed, { type: 'RemoveEndpoint', accountId: accountId(1), now: 70 }),
-        ],
-      });
-    }, 60_000);
+    beforeEach(() => fillWebhooks(store), 60_000);
 
     /** Breaks the store with SQL statements, then verifies it. */
     const afterBreaking = async (...statements: string[]) => {
@@ -250,4 +263,86 @@ describe('webhooks on PostgreSQL', () => {
       ]);
     });
   });
+
+  it('copies webhook endpoints, deliveries and their secrets from an LMDB data directory (airs migrate), in pages of one event or of all', async () => {
+    const dir = tempDataDir('airs-import-webhooks');
+    try {
+      const source = openLmdbStore(dir);
+      await fillWebhooks(source);
+      const expected = await webhookReads(source);
+      expect(expected.deliveries.flat()).toHaveLength(9);
+      await source.close();
+      const dbs = openDatabases(dir);
+      try {
+        for (const pageEvents of [1, 10_000]) {
+          const target = await (await testCluster()).createDatabase();
+          const db = openDb(target, 1);
+          try {
+            expect((await importLmdb(db, dbs, { where: 'the test database', pageEvents })).differences).toEqual([]);
+          } finally {
+            await db.end();
+          }
+          const copy = await openPostgresStore(target, { maxConnections: 2 });
+          try {
+            expect(JSON.parse(JSON.stringify(await webhookReads(copy)))).toEqual(JSON.parse(JSON.stringify(expected)));
+          } finally {
+            await copy.close();
+            await (await testCluster()).dropDatabase(target);
+          }
+        }
+      } finally {
+        await dbs.root.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a data directory whose delivery record differs from its log's, and writes nothing", async () => {
+    const dir = tempDataDir('airs-import-webhooks-damaged');
+    try {
+      const source = openLmdbStore(dir);
+      await fillWebhooks(source);
+      await source.close();
+      const dbs = openDatabases(dir);
+      try {
+        const id = cancelledDelivery(reqIdOf(2), endpointIdOf(2));
+        const view = decodeMap<{ status: string }>(dbs.webhookDeliveries.get(id) as Buffer);
+        await dbs.webhookDeliveries.put(id, encodeMap({ ...view, status: 'delivered' }));
+        const target = await (await testCluster()).createDatabase();
+        const db = openDb(target, 1);
+        try {
+          const refusal = await importLmdb(db, dbs, { where: 'the test database' }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          expect(refusal).toBeInstanceOf(SourceDamaged);
+          expect((refusal as Error).message).toBe(
+            `webhook delivery ${id}: its record differs from the view its events give`,
+          );
+          const [tables] = await db.query<{ none: boolean }[]>(sql`SELECT to_regclass('events') IS NULL AS none`);
+          expect(tables?.none).toBe(true);
+        } finally {
+          await db.end();
+          await (await testCluster()).dropDatabase(target);
+        }
+      } finally {
+        await dbs.root.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** What the read model answers of the webhooks `fillWebhooks` made. */
+const webhookReads = async (store: StoreShape) => ({
+  listed: await store.reads.webhookEndpointsOf(accountId(1)),
+  endpoints: await Promise.all([1, 2, 3].map((n) => store.reads.webhookEndpoint(endpointIdOf(n)))),
+  deliveries: await Promise.all([1, 2, 3].map((n) => store.reads.webhookDeliveriesOf(endpointIdOf(n), { limit: 100 }))),
+  due: await store.reads.dueWebhookDeliveries(45, { perEndpoint: 10, limit: 100 }),
+  later: await store.reads.dueWebhookDeliveries(1e12, { perEndpoint: 10, limit: 100 }),
+  secrets: await Promise.all(
+    ['sec_1', 'sec_1b', 'sec_2', 'sec_3'].map((id) => store.reads.credential(webhookSecretCredentialKey(id))),
+  ),
 });

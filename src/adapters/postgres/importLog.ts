@@ -41,16 +41,15 @@ import { sameAsJson, verifyInSnapshot } from './verify.js';
  *   each request's state before the page is read back from the requests table (written by the pages before, in this
  *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account and file events
  *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`, and
- *   `projectWebhookEvent` for webhook endpoints and deliveries) through
- *   the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
+ *   `projectWebhookEvent` for webhook endpoints and deliveries) through the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
  *   idempotency index, log head. A batch's view is its own events folded by its machine (`evolveBatch`) and its lines'
  *   counts, summed from each of its lines' changes of status as the writer sums them (`countsDeltaOf`), then
  *   projected (`projectBatchChange`).
  * - What is kept beside the log and not in it is copied from the source: the texts (a request's prompt or response, as
  *   its record holds it now), the credentials (password and session hashes) and the keys' last uses.
  * - Then the copy is checked in the same transaction before it commits: every request row against the source's record
- *   (view compared as encoded bytes, the same text), every batch and file against the source's (as JSON), and the
- *   whole database by `airs replay --verify`'s own check (`verifyInSnapshot`). Any difference rolls everything back.
+ *   (view compared as encoded bytes, the same text), every batch, file, webhook endpoint and delivery against the
+ *   source's (as JSON), and the whole database by `airs replay --verify`'s own check (`verifyInSnapshot`). Any difference rolls everything back.
  *
  * Atomic: the schema (made here by the store's own migrations) and every row commit together or not at all; a copy
  * that fails, is interrupted or whose process dies leaves the database as it was (PostgreSQL rolls back a transaction
@@ -453,19 +452,22 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
 };
 
 /**
- * Every batch's or file's row of the copy against the source's (a page of the source's at a time): the same view, and
+ * Every batch's, file's, webhook endpoint's or delivery's row of the copy against the source's (a page of the source's at a time): the same view, and
  * as many rows as the source holds. A source view the log does not make, or one that differs, is damage of the source.
  */
 const compareKeptWithSource = async (
   query: Query,
   source: Source,
-  kind: 'batch' | 'file',
+  kind: 'batch' | 'file' | 'webhook endpoint' | 'webhook delivery',
   pageSize: number,
 ): Promise<void> => {
-  const [database, table, id] =
-    kind === 'batch'
-      ? ([source.dbs.batches, 'batches', 'batch_id'] as const)
-      : ([source.dbs.files, 'files', 'file_id'] as const);
+  const kept = {
+    batch: [source.dbs.batches, 'batches', 'batch_id'],
+    file: [source.dbs.files, 'files', 'file_id'],
+    'webhook endpoint': [source.dbs.webhookEndpoints, 'webhook_endpoints', 'endpoint_id'],
+    'webhook delivery': [source.dbs.webhookDeliveries, 'webhook_deliveries', 'delivery_id'],
+  } as const;
+  const [database, table, id] = kept[kind];
   let held = 0;
   for await (const rows of chunksOf(database.getRange({ transaction: source.transaction }), pageSize)) {
     const ids = rows.map(({ key }) => String(key));
@@ -557,6 +559,8 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
       });
       await compareKeptWithSource(query, source, 'batch', 1_000);
       await compareKeptWithSource(query, source, 'file', 1_000);
+      await compareKeptWithSource(query, source, 'webhook endpoint', 1_000);
+      await compareKeptWithSource(query, source, 'webhook delivery', 1_000);
       progress('verifying', 0);
       const report = await verifyInSnapshot(query, 1_000);
       if (report.differences.length > 0)

@@ -17,13 +17,11 @@ import { countersOf } from '../../domain/processingCounters.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
-import { webhookSecretCredentialKey } from '../../domain/webhook/commands.js';
-import { canApplyToDelivery, type DeliveryState, initialDeliveryState } from '../../domain/webhook/delivery.js';
-import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
-import { isWebhookDeliveryEvent, isWebhookEvent } from '../../domain/webhook/events.js';
-import { projectAccountEvent, projectWebhookEvent, usageOf, type ViewAccess } from '../../storage/projection.js';
+import { isWebhookEvent } from '../../domain/webhook/events.js';
+import { projectAccountEvent, usageOf } from '../../storage/projection.js';
 import { accountCountsOf, compareAccountCounts } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
+import { createWebhookFold, webhookSecretKeysOf } from '../../storage/verifyWebhooks.js';
 import { batchColumns, fileColumns, requestColumns } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
 import { webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
@@ -53,7 +51,7 @@ import { webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js
  * account's batches, the open ones, an account's files: `batchColumns`, `fileColumns`), and the webhook indexes (an
  * account's endpoints, the due deliveries, an endpoint's delivery log: `webhookEndpointColumns`,
  * `webhookDeliveryColumns`). Webhook endpoints and deliveries are folded in seq order by the projection the writer
- * runs (`projectWebhookEvent`), in maps (a delivery's view is small).
+ * runs, in maps (storage/verifyWebhooks.ts, as the LMDB verify folds them).
  */
 export const verifyPostgres = (db: Db, options: { readonly pageSize?: number } = {}): Promise<VerifyReport> =>
   db.begin(async (query) => {
@@ -135,7 +133,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
 
   // Accounts, keys, sessions, batches, files and webhooks: their few events, in the order of the log.
   const account = accountViews();
-  const webhooks = webhookViews();
+  const webhooks = createWebhookFold();
   const batchStates = new Map<string, BatchState>();
   const files = new Map<string, FileState>();
   const foldBatch = (seq: number | string, event: BatchEvent) => {
@@ -161,13 +159,8 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
         else if (isFileEvent(event)) foldFile(event);
         else if (isAccountEvent(event)) projectAccountEvent(account.views, event as AccountEvent);
         else if (isWebhookEvent(event)) {
-          const before = isWebhookDeliveryEvent(event)
-            ? (webhooks.deliveries.get(event.deliveryId) ?? initialDeliveryState)
-            : undefined;
           // The writer appends only what the delivery machine accepts.
-          if (isWebhookDeliveryEvent(event) && before !== undefined && !canApplyToDelivery(before, event))
-            differ(`event ${row.seq}: ${event.type} is not accepted by the delivery machine`);
-          else projectWebhookEvent(webhooks.views, event);
+          if (!webhooks.event(event)) differ(`event ${row.seq}: ${event.type} is not accepted by the delivery machine`);
         } else differ(`event ${row.seq}: ${show(event?.type)} is of no type the log holds`);
       } catch (error) {
         differ(`event ${row.seq}: ${show(event?.type)} cannot be folded (${(error as Error).message})`);
@@ -508,14 +501,8 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
       .filter((a) => a.passwordSetAt !== undefined)
       .map((a) => passwordCredentialKey(a.accountId)),
     ...[...rebuilt.sessions.keys()].map(sessionCredentialKey),
-    // An endpoint's signing secret, and the one its last rotation replaced, until it is removed (webhook/commands.ts).
-    ...[...webhooks.endpoints.values()]
-      .filter((endpoint) => endpoint.status !== 'removed')
-      .flatMap((endpoint) => [
-        endpoint.secretId,
-        ...(endpoint.previousSecret ? [endpoint.previousSecret.secretId] : []),
-      ])
-      .map(webhookSecretCredentialKey),
+    // An endpoint's signing secret, and the one its last rotation replaced, until it is removed.
+    ...webhookSecretKeysOf(webhooks),
   ]);
   for (const { key } of await query<{ key: string }[]>(sql`SELECT key FROM credentials`))
     if (!wantedCredentials.delete(key)) differ(`credential ${key}: stored but the log sets no such credential`);
@@ -527,44 +514,4 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     differ(`log_head accounts_version: stored ${head.accounts_version} but the log gives ${rebuilt.version}`);
 
   return { events, requests, accounts: rebuilt.accounts.size, keys: rebuilt.keys.size, differences };
-};
-
-/** Webhook endpoints and deliveries rebuilt in maps by the writer's projection (their indexes are columns, checked
- * against the views). */
-const webhookViews = () => {
-  const endpoints = new Map<string, WebhookEndpointState>();
-  const deliveries = new Map<string, DeliveryState>();
-  const unexpected = () => {
-    throw new Error('a webhook event touched a view that is not a webhook endpoint or delivery');
-  };
-  const views: ViewAccess = {
-    getRequest: unexpected,
-    putRequest: unexpected,
-    getAccount: unexpected,
-    putAccount: unexpected,
-    getKey: unexpected,
-    putKey: unexpected,
-    getIndex: unexpected,
-    moveInGroup: unexpected,
-    putCredential: unexpected,
-    getSession: unexpected,
-    putSession: unexpected,
-    bumpAccountsVersion: unexpected,
-    addQueued: unexpected,
-    addUsage: unexpected,
-    addProcessing: unexpected,
-    addAccountCount: unexpected,
-    getBatch: unexpected,
-    putBatch: unexpected,
-    getFile: unexpected,
-    putFile: unexpected,
-    // The webhook indexes are columns of the rows: checked against the views (webhookRows.ts).
-    putIndex: () => undefined,
-    removeIndex: () => undefined,
-    getWebhookEndpoint: (endpointId) => endpoints.get(endpointId),
-    putWebhookEndpoint: (endpointId, state) => void endpoints.set(endpointId, state),
-    getWebhookDelivery: (deliveryId) => deliveries.get(deliveryId),
-    putWebhookDelivery: (deliveryId, state) => void deliveries.set(deliveryId, state),
-  };
-  return { views, endpoints, deliveries };
 };
