@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
@@ -6,16 +7,23 @@ import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { commitInTransaction } from '../../src/adapters/postgres/batch.js';
 import { openDb, type Query, sql } from '../../src/adapters/postgres/db.js';
 import { importLmdb, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
-import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
+import {
+  openPostgresStore,
+  type PostgresStore,
+  PostgresStoreLayer,
+} from '../../src/adapters/postgres/PostgresStore.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
 import { type DeliveryAsk, type EndpointAsk, webhookSecretCredentialKey } from '../../src/domain/webhook/commands.js';
 import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
+import { systemClock } from '../../src/ports/Clock.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { tempDataDir } from '../support/testApp.js';
+import { startScriptedReceiver } from '../support/scriptedReceiver.js';
+import { eventually as appEventually, startTestApp, tempDataDir } from '../support/testApp.js';
+import { addWebhookEndpoint } from '../support/webhookEndpoints.js';
 import { accountId, commitOne, createAccount, eventsOf, eventually, submit } from './fixtures.js';
 
 /**
@@ -345,4 +353,57 @@ const webhookReads = async (store: StoreShape) => ({
   secrets: await Promise.all(
     ['sec_1', 'sec_1b', 'sec_2', 'sec_3'].map((id) => store.reads.credential(webhookSecretCredentialKey(id))),
   ),
+});
+
+describe('the webhook sender on PostgreSQL', () => {
+  it('posts a request ending to its endpoint, signed so the openai SDK accepts it, and records it delivered', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const hooks = await startScriptedReceiver({});
+    const app = await startTestApp({
+      clock: systemClock,
+      storeLayer: PostgresStoreLayer(url, { maxConnections: 4 }),
+      config: {
+        models: [{ id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 }],
+        webhooks: {
+          allowHttp: true,
+          allowPrivateNetworks: true,
+          retentionHours: 72,
+          retentionMs: 72 * 3_600_000,
+          maxInFlight: 4,
+          maxInFlightPerEndpoint: 2,
+        },
+      },
+    });
+    try {
+      const account = await app.account('scale');
+      const { secret, endpointId } = await addWebhookEndpoint(app, {
+        accountId: account.accountId,
+        url: hooks.url('/hooks'),
+      });
+      const submitted = await app.call('POST', '/v1/ai', {
+        key: account.key,
+        body: { model: 'echo', prompt: 'hello hooks' },
+      });
+      expect(submitted.status).toBe(202);
+      const reqId = ((await submitted.json()) as { request_id: string }).request_id;
+      await appEventually(() => (hooks.posted.length >= 1 ? true : undefined), 15_000);
+      const [post] = hooks.posted;
+      if (post === undefined) throw new Error('nothing was posted');
+      const event = await new OpenAI({ apiKey: 'x', webhookSecret: secret }).webhooks.unwrap(
+        post.body,
+        post.headers as Record<string, string>,
+      );
+      expect(event).toMatchObject({ type: 'request.completed', data: { id: reqId } });
+      const deliveryId = webhookDeliveryId(webhookEventId(reqId, 'request.completed'), endpointId);
+      expect(post.headers['webhook-id']).toBe(deliveryId);
+      await appEventually(
+        async () => ((await app.store.reads.webhookDelivery(deliveryId))?.status === 'delivered' ? true : undefined),
+        10_000,
+      );
+    } finally {
+      await app.stop();
+      await hooks.close();
+      await (await testCluster()).dropDatabase(url);
+    }
+  });
 });
