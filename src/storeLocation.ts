@@ -27,7 +27,11 @@ export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
   const url = config.store.url;
   if (url === undefined) return LmdbStoreLayer(config.dataDir, { webhookRetentionMs: config.webhooks.retentionMs });
   return Layer.unwrap(
-    Effect.promise(async () => (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url)),
+    Effect.promise(async () =>
+      (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url, {
+        webhookRetentionMs: config.webhooks.retentionMs,
+      }),
+    ),
   );
 };
 
@@ -38,5 +42,8 @@ export const openConfiguredStore = async (config: Config): Promise<StoreShape> =
     return (await import('./adapters/lmdb/LmdbStore.js')).openLmdbStore(config.dataDir, {
       webhookRetentionMs: config.webhooks.retentionMs,
     });
-  return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, { maxConnections: 2 });
+  return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, {
+    maxConnections: 2,
+    webhookRetentionMs: config.webhooks.retentionMs,
+  });
 };

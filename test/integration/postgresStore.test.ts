@@ -68,9 +68,14 @@ const undoLanes = (store: PostgresStore) =>
       CREATE INDEX requests_dispatch ON requests (account_id, available_at, req_id) WHERE status = 'waiting';
       DROP TABLE batches;
       DROP TABLE files;
-      DROP TABLE account_counts;`,
+      DROP TABLE account_counts;
+      DROP TABLE webhook_endpoints, webhook_deliveries;`,
     values: [],
   });
+/** The migration that brought webhook endpoints and deliveries, and its undoing (for the upgrades from before it). */
+const webhooksVersion = migrations.findIndex((text) => text.includes('CREATE TABLE webhook_endpoints')) + 1;
+const undoWebhooks = (store: PostgresStore) =>
+  store.db.query({ text: 'DROP TABLE webhook_endpoints, webhook_deliveries', values: [] });
 
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -215,7 +220,8 @@ describe('The PostgreSQL store', () => {
 
   it("counts each account's open batches and bytes of files kept when it upgrades a database of the schema before those counts", async () => {
     const countsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE account_counts')) + 1;
-    expect(countsVersion).toBe(schemaVersion);
+    expect(countsVersion).toBe(webhooksVersion - 1);
+    expect(webhooksVersion).toBe(schemaVersion);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -248,8 +254,9 @@ describe('The PostgreSQL store', () => {
       [storedBytesCounter('acct_2'), 1_234],
     ]);
     expect(await countsOf(store)).toEqual(wanted);
-    // As the version before left it: no counts.
+    // As the version before left it: no counts (nor the webhook tables of the version after).
     await store.db.query({ text: 'DROP TABLE account_counts', values: [] });
+    await undoWebhooks(store);
     await store.db.query(sql`UPDATE airs_schema_version SET version = ${countsVersion - 1}`);
     await store.close();
     opened.splice(opened.indexOf(store), 1);

@@ -56,6 +56,8 @@ export type PostgresStoreOptions = {
   readonly onBatch?: (rounds: number) => void;
   /** The most throttle keys kept (about; see `withAttempts`), and how many reservations apart this node counts them. */
   readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
+  /** How long a webhook delivery is attempted before it gives up (`webhooks.retentionMs`; default: the backoff's). */
+  readonly webhookRetentionMs?: number | undefined;
 };
 
 const classify = (error: unknown): unknown =>
@@ -108,7 +110,11 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   const commit = (batch: Batch): Promise<readonly (CommandOutcome | Error)[]> => {
     const run = queue.then(async () => {
       try {
-        const { outcomes, rounds } = await db.begin((query) => commitInTransaction(query, batch, options.fetchSizes));
+        const { outcomes, rounds } = await db.begin((query) =>
+          commitInTransaction(query, batch, options.fetchSizes, {
+            webhookRetentionMs: options.webhookRetentionMs,
+          }),
+        );
         options.onBatch?.(rounds);
         return outcomes;
       } catch (error) {
@@ -248,11 +254,11 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
 };
 
 /** The Store as a layer: opened when the layer is built, closed when its scope ends. */
-export const PostgresStoreLayer = (url: string) =>
+export const PostgresStoreLayer = (url: string, options: PostgresStoreOptions = {}) =>
   Layer.effect(
     Store,
     Effect.acquireRelease(
-      Effect.promise(() => openPostgresStore(url)),
+      Effect.promise(() => openPostgresStore(url, options)),
       (store) => Effect.promise(() => store.close()),
     ),
   );

@@ -7,11 +7,14 @@ import type { FileState } from '../../domain/file/state.js';
 import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import { type Query, type Statement, sql } from './db.js';
 import {
+  compareIds,
   defaultFetchSizes,
   Fetched,
   type FetchSizes,
@@ -22,9 +25,15 @@ import {
   Writes,
 } from './overlay.js';
 import { lockSpace } from './schema.js';
+import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
 
 /** How many times a batch may find it needs more than was fetched before it gives up (a bug, not a load). */
 const maxRounds = 50;
+
+/** Request commands that may end their request (a webhook event: the outbox reads its account's endpoints). */
+const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'OwnerGone', 'Release']);
+/** Batch commands that may end their batch, or fail it. */
+const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch']);
 
 /** What the commands of a batch will most likely read: fetched right behind the writer's lock. */
 const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => {
@@ -61,8 +70,20 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       if (command.after !== undefined) needs.push({ kind: 'accountsAfter', after: '', ...page });
       continue;
     }
+    if (command.type === 'WebhookEndpoint') {
+      const { accountId } = command.command;
+      needs.push({ kind: 'webhookEndpoint', id: command.endpointId }, { kind: 'account', id: accountId });
+      if (command.command.type === 'AddEndpoint') needs.push({ kind: 'webhookEndpointsOf', id: accountId });
+      continue;
+    }
+    if (command.type === 'WebhookDelivery') {
+      // With its endpoint (fetchInto).
+      needs.push({ kind: 'webhookDelivery', id: command.deliveryId });
+      continue;
+    }
     if (command.type === 'Batch') {
       needs.push({ kind: 'batch', id: command.batchId });
+      if (mayEndBatch.has(command.command.type)) needs.push({ kind: 'outboxOf', source: 'batch', id: command.batchId });
       if (command.command.type === 'CreateBatch') {
         needs.push({ kind: 'file', id: command.command.inputFileId });
         if (command.command.maxInProgress !== undefined)
@@ -79,6 +100,7 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     // A request's row comes with its batch's view when it is a batch's line (fetchInto): a line's change of status
     // changes its batch's counts.
     needs.push({ kind: 'request', id: command.reqId });
+    if (mayEnd.has(command.type)) needs.push({ kind: 'outboxOf', source: 'request', id: command.reqId });
     if (command.type !== 'Submit') continue;
     if (command.batchId !== undefined) needs.push({ kind: 'batch', id: command.batchId });
     if (command.idempotency !== undefined)
@@ -117,7 +139,7 @@ const addBatchesOf = (fetched: Fetched, rows: readonly LineRow[]) => {
 const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[]): Promise<void> => {
   const work: Promise<void>[] = [];
   const byIds = <V>(
-    kind: 'account' | 'key' | 'session' | 'email' | 'credential' | 'batch' | 'file',
+    kind: 'account' | 'key' | 'session' | 'email' | 'credential' | 'batch' | 'file' | 'webhookEndpoint',
     map: Map<string, V | null>,
     query: (ids: string[]) => Promise<readonly { id: string; value: V }[]>,
   ) => {
@@ -151,6 +173,29 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
   byIds<FileState>('file', fetched.files, (ids) =>
     query(sql`SELECT file_id AS id, state AS value FROM files WHERE file_id = ANY(${ids}::text[])`),
   );
+  byIds<WebhookEndpointState>('webhookEndpoint', fetched.webhookEndpoints, (ids) =>
+    query(sql`SELECT endpoint_id AS id, state AS value FROM webhook_endpoints WHERE endpoint_id = ANY(${ids}::text[])`),
+  );
+  const deliveryIds = unique(ofKind(needs, 'webhookDelivery').map((need) => need.id)).filter(
+    (id) => !fetched.webhookDeliveries.has(id),
+  );
+  if (deliveryIds.length > 0) {
+    // Each with its endpoint: a delivery command reads both.
+    work.push(
+      query<{ id: string; state: DeliveryState; endpoint_id: string; endpoint: WebhookEndpointState | null }[]>(sql`
+        SELECT d.delivery_id AS id, d.state, d.endpoint_id, e.state AS endpoint
+        FROM webhook_deliveries d LEFT JOIN webhook_endpoints e ON e.endpoint_id = d.endpoint_id
+        WHERE d.delivery_id = ANY(${deliveryIds}::text[])`).then((rows) => {
+        for (const id of deliveryIds) fetched.webhookDeliveries.set(id, null);
+        for (const row of rows) {
+          fetched.webhookDeliveries.set(row.id, row.state);
+          if (!fetched.webhookEndpoints.has(row.endpoint_id))
+            fetched.webhookEndpoints.set(row.endpoint_id, row.endpoint);
+        }
+      }),
+    );
+  }
+  fetchOutbox(query, fetched, needs, work);
   byIds<AccountState>('account', fetched.accounts, (ids) =>
     query(sql`SELECT account_id AS id, state AS value FROM accounts WHERE account_id = ANY(${ids}::text[])`),
   );
@@ -323,6 +368,73 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
   await Promise.all(work);
 };
 
+/**
+ * The endpoints of accounts, and what the outbox reads when requests or batches end (Need `outboxOf`), in ONE
+ * statement: the accounts of the ending requests and batches, their endpoints not removed, and, for the sources whose
+ * account has endpoints, every delivery already made of their events (by id prefix; on the hot path none). An account
+ * without endpoints, the common case, costs this one small statement per batch and nothing more.
+ */
+const fetchOutbox = (query: Query, fetched: Fetched, needs: readonly Need[], work: Promise<void>[]) => {
+  const accounts = unique(ofKind(needs, 'webhookEndpointsOf').map((need) => need.id)).filter(
+    (id) => !fetched.webhookEndpointsOf.has(id),
+  );
+  const sources = ofKind(needs, 'outboxOf');
+  const requests = unique(sources.filter((need) => need.source === 'request').map((need) => need.id));
+  const batches = unique(sources.filter((need) => need.source === 'batch').map((need) => need.id));
+  if (accounts.length + requests.length + batches.length === 0) return;
+  type Row = { kind: 'account' | 'endpoint' | 'prefix' | 'delivery'; id: string; state: unknown };
+  work.push(
+    query<Row[]>(sql`
+      WITH sources AS (
+        SELECT r.account_id, u.prefix
+        FROM unnest(${requests}::text[], ${requests.map(deliveryPrefixOf)}::text[]) AS u(id, prefix)
+        JOIN requests r ON r.req_id = u.id
+        UNION ALL
+        SELECT b.account_id, u.prefix
+        FROM unnest(${batches}::text[], ${batches.map(deliveryPrefixOf)}::text[]) AS u(id, prefix)
+        JOIN batches b ON b.batch_id = u.id
+      ), accounts AS (
+        SELECT account_id FROM sources UNION SELECT a COLLATE "C" FROM unnest(${accounts}::text[]) AS a
+      ), endpoints AS (
+        SELECT e.endpoint_id, e.state FROM accounts a JOIN webhook_endpoints e ON e.account_id = a.account_id
+        WHERE e.listed
+      ), prefixes AS (
+        SELECT DISTINCT s.prefix FROM sources s
+        WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = s.account_id AND e.listed)
+      )
+      SELECT 'account' AS kind, account_id AS id, NULL::json AS state FROM accounts
+      UNION ALL SELECT 'endpoint', endpoint_id, state FROM endpoints
+      UNION ALL SELECT 'prefix', prefix, NULL FROM prefixes
+      UNION ALL
+      SELECT 'delivery', d.delivery_id, d.state FROM prefixes p JOIN webhook_deliveries d
+        ON d.delivery_id >= p.prefix COLLATE "C" AND d.delivery_id < (p.prefix || chr(1114111)) COLLATE "C"`).then(
+      (rows) => {
+        const endpointsOf = new Map<string, WebhookEndpointState[]>();
+        for (const row of rows) {
+          if (row.kind === 'account') endpointsOf.set(row.id, []);
+          else if (row.kind === 'endpoint') {
+            const state = row.state as WebhookEndpointState;
+            fetched.webhookEndpoints.set(row.id, state);
+            const ofAccount = endpointsOf.get(state.accountId);
+            if (ofAccount === undefined) endpointsOf.set(state.accountId, [state]);
+            else ofAccount.push(state);
+          } else if (row.kind === 'prefix') {
+            fetched.deliveryPrefixes.add(row.id);
+            fetched.deliveryPrefixLengths.add(row.id.length);
+          } else fetched.webhookDeliveries.set(row.id, row.state as DeliveryState);
+        }
+        for (const [accountId, states] of endpointsOf)
+          fetched.webhookEndpointsOf.set(
+            accountId,
+            states
+              .sort((a, b) => a.createdAt - b.createdAt || compareIds(a.endpointId, b.endpointId))
+              .map((state) => state.endpointId),
+          );
+      },
+    ),
+  );
+};
+
 type QueueRow = {
   lane: string;
   req_id: string | null;
@@ -486,6 +598,36 @@ export const writeAll = async (
     }
     if (gone.length > 0) work.push(query(sql`DELETE FROM files WHERE file_id = ANY(${gone}::text[])`));
   }
+  if (writes.webhookEndpoints.size > 0) {
+    const rows = [...writes.webhookEndpoints];
+    const columns = rows.map(([, state]) => webhookEndpointColumns(state));
+    work.push(
+      query(sql`
+      INSERT INTO webhook_endpoints (endpoint_id, account_id, created_at, listed, state)
+      SELECT id, account_id, created_at, listed, state::json
+      FROM unnest(${rows.map(([id]) => id)}::text[], ${columns.map((c) => c.account_id)}::text[],
+        ${columns.map((c) => c.created_at)}::bigint[], ${columns.map((c) => c.listed)}::boolean[],
+        ${rows.map(([, state]) => JSON.stringify(state))}::text[])
+        AS u(id, account_id, created_at, listed, state)
+      ON CONFLICT (endpoint_id) DO UPDATE SET account_id = EXCLUDED.account_id, created_at = EXCLUDED.created_at,
+        listed = EXCLUDED.listed, state = EXCLUDED.state`),
+    );
+  }
+  if (writes.webhookDeliveries.size > 0) {
+    const rows = [...writes.webhookDeliveries];
+    const columns = rows.map(([, state]) => webhookDeliveryColumns(state));
+    work.push(
+      query(sql`
+      INSERT INTO webhook_deliveries (delivery_id, endpoint_id, created_at, due_at, state)
+      SELECT id, endpoint_id, created_at, due_at, state::json
+      FROM unnest(${rows.map(([id]) => id)}::text[], ${columns.map((c) => c.endpoint_id)}::text[],
+        ${columns.map((c) => c.created_at)}::bigint[], ${columns.map((c) => c.due_at)}::bigint[],
+        ${rows.map(([, state]) => JSON.stringify(state))}::text[])
+        AS u(id, endpoint_id, created_at, due_at, state)
+      ON CONFLICT (delivery_id) DO UPDATE SET endpoint_id = EXCLUDED.endpoint_id, created_at = EXCLUDED.created_at,
+        due_at = EXCLUDED.due_at, state = EXCLUDED.state`),
+    );
+  }
   if (writes.keys.size > 0) {
     const rows = [...writes.keys];
     work.push(
@@ -626,6 +768,7 @@ export const commitInTransaction = async (
   query: Query,
   batch: Batch,
   sizes: FetchSizes = defaultFetchSizes,
+  options: { readonly webhookRetentionMs?: number | undefined } = {},
 ): Promise<{ outcomes: (CommandOutcome | Error)[]; from: number; to: number; rounds: number }> => {
   // One writer at a time, in every node, until this transaction ends (PostgreSQL releases the lock after the commit
   // is visible): every batch decides against everything committed before it, and takes the sequence numbers after the
@@ -647,7 +790,7 @@ export const commitInTransaction = async (
     let result: ReturnType<typeof writeBatch> | undefined;
     let fault: unknown;
     try {
-      result = writeBatch(overlayTarget(fetched, writes), batch.commands, head.last_seq);
+      result = writeBatch(overlayTarget(fetched, writes, options), batch.commands, head.last_seq);
     } catch (error) {
       fault = error;
     }

@@ -9,6 +9,9 @@ import type { FileState } from '../../domain/file/state.js';
 import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { initialRequestState, type RequestState, tryEvolve } from '../../domain/request/state.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import { isWebhookDeliveryEvent, isWebhookEvent, type WebhookEvent } from '../../domain/webhook/events.js';
 import type { Batch } from '../../ports/Store.js';
 import {
   idempotencyKeyOf,
@@ -16,6 +19,7 @@ import {
   projectBatchChange,
   projectFileEvent,
   projectRequestChange,
+  projectWebhookEvent,
 } from '../../storage/projection.js';
 import type { VerifyReport } from '../../storage/verifyReport.js';
 import { decodeMap, textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
@@ -36,16 +40,16 @@ import { sameAsJson, verifyInSnapshot } from './verify.js';
  * - Every view is rebuilt from those events, page by page, by the code the PostgreSQL store writes its batches with:
  *   each request's state before the page is read back from the requests table (written by the pages before, in this
  *   transaction), the page's events are folded by the machine's own step (`tryEvolve`), the account and file events
- *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`) through
- *   the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
+ *   and the request changes are projected (`projectAccountEvent`, `projectFileEvent`, `projectRequestChange`, and
+ *   `projectWebhookEvent` for webhook endpoints and deliveries) through the store's overlay into a `Writes`, and `writeAll` (batch.ts) writes them: rows, counters, usage per day,
  *   idempotency index, log head. A batch's view is its own events folded by its machine (`evolveBatch`) and its lines'
  *   counts, summed from each of its lines' changes of status as the writer sums them (`countsDeltaOf`), then
  *   projected (`projectBatchChange`).
  * - What is kept beside the log and not in it is copied from the source: the texts (a request's prompt or response, as
  *   its record holds it now), the credentials (password and session hashes) and the keys' last uses.
  * - Then the copy is checked in the same transaction before it commits: every request row against the source's record
- *   (view compared as encoded bytes, the same text), every batch and file against the source's (as JSON), and the
- *   whole database by `airs replay --verify`'s own check (`verifyInSnapshot`). Any difference rolls everything back.
+ *   (view compared as encoded bytes, the same text), every batch, file, webhook endpoint and delivery against the
+ *   source's (as JSON), and the whole database by `airs replay --verify`'s own check (`verifyInSnapshot`). Any difference rolls everything back.
  *
  * Atomic: the schema (made here by the store's own migrations) and every row commit together or not at all; a copy
  * that fails, is interrupted or whose process dies leaves the database as it was (PostgreSQL rolls back a transaction
@@ -193,8 +197,18 @@ const writePage = async (
   })[];
   const batchEvents = events.filter((event): event is StoredEvent & BatchEvent => isBatchEvent(event));
   const fileEvents = events.filter((event): event is StoredEvent & FileEvent => isFileEvent(event));
-  if (requestEvents.length + accountEvents.length + batchEvents.length + fileEvents.length !== events.length) {
-    const known = new Set<StoredEvent>([...requestEvents, ...accountEvents, ...batchEvents, ...fileEvents]);
+  const webhookEvents = events.filter((event): event is StoredEvent & WebhookEvent => isWebhookEvent(event));
+  if (
+    requestEvents.length + accountEvents.length + batchEvents.length + fileEvents.length + webhookEvents.length !==
+    events.length
+  ) {
+    const known = new Set<StoredEvent>([
+      ...requestEvents,
+      ...accountEvents,
+      ...batchEvents,
+      ...fileEvents,
+      ...webhookEvents,
+    ]);
     const odd = events.find((event) => !known.has(event));
     throw new SourceDamaged(`event ${odd?.seq}: ${odd?.type} is of no type the log holds`);
   }
@@ -239,6 +253,22 @@ const writePage = async (
       fileEvents.map((event) => event.fileId),
       fetched.files,
       (ids) => query<StateRow[]>(sql`SELECT file_id AS id, state FROM files WHERE file_id = ANY(${ids}::text[])`),
+    ),
+    byIds<WebhookEndpointState>(
+      webhookEvents.map((event) => event.endpointId),
+      fetched.webhookEndpoints,
+      (ids) =>
+        query<StateRow[]>(
+          sql`SELECT endpoint_id AS id, state FROM webhook_endpoints WHERE endpoint_id = ANY(${ids}::text[])`,
+        ),
+    ),
+    byIds<DeliveryState>(
+      webhookEvents.flatMap((event) => (isWebhookDeliveryEvent(event) ? [event.deliveryId] : [])),
+      fetched.webhookDeliveries,
+      (ids) =>
+        query<StateRow[]>(
+          sql`SELECT delivery_id AS id, state FROM webhook_deliveries WHERE delivery_id = ANY(${ids}::text[])`,
+        ),
     ),
     byIds<AccountState>(
       accountEvents.map((event) => event.accountId),
@@ -320,12 +350,13 @@ const writePage = async (
     for (const row of rows) fetched.idempotency.set(pairKey(row.account_id, row.key), row.req_id);
   }
 
-  // Projected as the store projects a batch: account and file events in order, then one change per request and per
-  // batch.
+  // Projected as the store projects a batch: account, file and webhook events in order, then one change per request
+  // and per batch.
   const { views } = overlayTarget(fetched, writes);
   for (const event of events) {
     if (isAccountEvent(event)) projectAccountEvent(views, event);
     else if (isFileEvent(event)) projectFileEvent(views, event);
+    else if (isWebhookEvent(event)) projectWebhookEvent(views, event);
   }
   for (const { before, after } of touched.values()) projectRequestChange(views, before, after);
   for (const { before, after } of batches.values())
@@ -421,19 +452,22 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
 };
 
 /**
- * Every batch's or file's row of the copy against the source's (a page of the source's at a time): the same view, and
+ * Every batch's, file's, webhook endpoint's or delivery's row of the copy against the source's (a page of the source's at a time): the same view, and
  * as many rows as the source holds. A source view the log does not make, or one that differs, is damage of the source.
  */
 const compareKeptWithSource = async (
   query: Query,
   source: Source,
-  kind: 'batch' | 'file',
+  kind: 'batch' | 'file' | 'webhook endpoint' | 'webhook delivery',
   pageSize: number,
 ): Promise<void> => {
-  const [database, table, id] =
-    kind === 'batch'
-      ? ([source.dbs.batches, 'batches', 'batch_id'] as const)
-      : ([source.dbs.files, 'files', 'file_id'] as const);
+  const kept = {
+    batch: [source.dbs.batches, 'batches', 'batch_id'],
+    file: [source.dbs.files, 'files', 'file_id'],
+    'webhook endpoint': [source.dbs.webhookEndpoints, 'webhook_endpoints', 'endpoint_id'],
+    'webhook delivery': [source.dbs.webhookDeliveries, 'webhook_deliveries', 'delivery_id'],
+  } as const;
+  const [database, table, id] = kept[kind];
   let held = 0;
   for await (const rows of chunksOf(database.getRange({ transaction: source.transaction }), pageSize)) {
     const ids = rows.map(({ key }) => String(key));
@@ -525,6 +559,8 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
       });
       await compareKeptWithSource(query, source, 'batch', 1_000);
       await compareKeptWithSource(query, source, 'file', 1_000);
+      await compareKeptWithSource(query, source, 'webhook endpoint', 1_000);
+      await compareKeptWithSource(query, source, 'webhook delivery', 1_000);
       progress('verifying', 0);
       const report = await verifyInSnapshot(query, 1_000);
       if (report.differences.length > 0)

@@ -4,6 +4,9 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { QueuedEntry } from '../../domain/pickFairly.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import type { DailyUsage, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import type { BatchTarget } from '../../storage/writeBatch.js';
 
@@ -20,7 +23,9 @@ import type { BatchTarget } from '../../storage/writeBatch.js';
  * Like the LMDB and memory stores, reads for deciding see the committed state for requests and their indexes (the
  * batch's own request changes are projected after its last command: writeBatch keeps them meanwhile), and so for
  * batches' views (writeBatch keeps working copies, written after the last command), and the batch's own writes for
- * accounts, keys, sessions, credentials, files and account indexes (projected command by command).
+ * accounts, keys, sessions, credentials, files and account indexes (projected command by command), and webhook
+ * endpoints and deliveries (projected command by command too: an endpoint added by a command is seen by the outbox
+ * of the commands after it).
  */
 
 /** Something a read needed that was not fetched yet. */
@@ -48,7 +53,18 @@ export type Need =
    * and their accounts' views). */
   | { readonly kind: 'accountsAfter'; readonly after: string; readonly limit: number; readonly entries: number }
   /** A lane's first `limit` waiting requests (with their states). */
-  | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number };
+  | { readonly kind: 'queuedOf'; readonly id: string; readonly limit: number }
+  | { readonly kind: 'webhookEndpoint'; readonly id: string }
+  /** A delivery, with its endpoint (what a delivery command reads). */
+  | { readonly kind: 'webhookDelivery'; readonly id: string }
+  /** An account's endpoints that are not removed (with their views). */
+  | { readonly kind: 'webhookEndpointsOf'; readonly id: string }
+  /**
+   * What the outbox reads when a request or batch (`id`) ends (domain/webhook/commands.ts, webhookDeliveriesFor): its
+   * account's endpoints and, where it has some, the deliveries already made for the source's events (found by their
+   * ids' prefix, deliveryPrefixOf). All such needs of a round are one statement.
+   */
+  | { readonly kind: 'outboxOf'; readonly source: 'request' | 'batch'; readonly id: string };
 
 export const pairKey = (a: string, b: string) => `${a}\u0000${b}`;
 
@@ -90,6 +106,13 @@ export class Fetched {
   readonly queuedCounts = new Map<string, number>();
   readonly processingCounts = new Map<string, number>();
   readonly accountCounts = new Map<string, number>();
+  readonly webhookEndpoints = new Map<string, WebhookEndpointState | null>();
+  readonly webhookDeliveries = new Map<string, DeliveryState | null>();
+  /** Ids of an account's endpoints that are not removed, by creation time (their views: `webhookEndpoints`). */
+  readonly webhookEndpointsOf = new Map<string, readonly string[]>();
+  /** Prefixes of delivery ids whose every delivery was read (deliveryPrefixOf), and their lengths. */
+  readonly deliveryPrefixes = new Set<string>();
+  readonly deliveryPrefixLengths = new Set<number>();
   /** Every model's count was read (a model without a row has none being processed). */
   allProcessingCounts = false;
   anyWaiting: boolean | undefined;
@@ -108,6 +131,15 @@ export class Fetched {
   miss<T>(need: Need, provisional: T): T {
     this.needs.push(need);
     return provisional;
+  }
+
+  /** A delivery as read (undefined: absent), or a miss: read by its id, or absent as one of a prefix read whole. */
+  delivery(deliveryId: string): DeliveryState | undefined {
+    const value = this.webhookDeliveries.get(deliveryId);
+    if (value !== undefined) return value ?? undefined;
+    for (const length of this.deliveryPrefixLengths)
+      if (this.deliveryPrefixes.has(deliveryId.slice(0, length))) return undefined;
+    return this.miss({ kind: 'webhookDelivery', id: deliveryId }, undefined);
   }
 
   known<V>(map: Map<string, V | null>, id: string, need: Need): V | undefined {
@@ -180,6 +212,8 @@ export class Writes {
   readonly processingDeltas = new Map<string, number>();
   readonly accountDeltas = new Map<string, number>();
   readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  readonly webhookEndpoints = new Map<string, WebhookEndpointState>();
+  readonly webhookDeliveries = new Map<string, DeliveryState>();
   accountsVersionBumps = 0;
   events: StoredEvent[] = [];
   lastSeq: number | undefined;
@@ -188,7 +222,12 @@ export class Writes {
 const add = (map: Map<string, number>, key: string, delta: number) => map.set(key, (map.get(key) ?? 0) + delta);
 
 /** The target writeBatch decides and projects through: reads from `fetched` (and `writes`, as said above). */
-export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => {
+export const overlayTarget = (
+  fetched: Fetched,
+  writes: Writes,
+  options: { readonly webhookRetentionMs?: number | undefined } = {},
+): BatchTarget => {
+  const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
   const indexKeyOf = (index: IndexName, key: IndexKey): string => {
     if (index === 'idempotency' || index === 'accountSessions') {
       const [first, second] = key as [string, string];
@@ -212,6 +251,12 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
         ? writes.files.get(fileId)
         : fetched.known(fetched.files, fileId, { kind: 'file', id: fileId }),
     putFile: (fileId, state) => void writes.files.set(fileId, state),
+    getWebhookEndpoint: (endpointId) =>
+      writes.webhookEndpoints.get(endpointId) ??
+      fetched.known(fetched.webhookEndpoints, endpointId, { kind: 'webhookEndpoint', id: endpointId }),
+    putWebhookEndpoint: (endpointId, state) => void writes.webhookEndpoints.set(endpointId, state),
+    getWebhookDelivery: (deliveryId) => writes.webhookDeliveries.get(deliveryId) ?? fetched.delivery(deliveryId),
+    putWebhookDelivery: (deliveryId, state) => void writes.webhookDeliveries.set(deliveryId, state),
     getRequest: (reqId) => writes.requests.get(reqId)?.state ?? committedRequest(reqId),
     putRequest: (reqId, state, text) => {
       const isNew = committedRequest(reqId) === undefined && !writes.requests.has(reqId);
@@ -239,8 +284,9 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
         const [accountId, idempotencyKey] = key as [string, string];
         writes.idempotency.set(pairKey(accountId, idempotencyKey), { accountId, key: idempotencyKey, reqId: value });
       }
-      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, openBatches: columns of the request, key,
-      // batch and file rows (schema.ts), written with them.
+      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, openBatches, accountWebhookEndpoints,
+      // webhookDue, endpointWebhookDeliveries: columns of the request, key, batch, file and webhook rows (schema.ts),
+      // written with them.
     },
     removeIndex: (index, key) => {
       if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), false);
@@ -273,6 +319,22 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
       entry.output += usage.outputTokens;
       writes.usage.set(key, entry);
     },
+  };
+
+  /** An account's endpoints not removed, oldest first: the committed ones as this batch leaves them, and its own. */
+  const webhookEndpointsOf = (accountId: string): WebhookEndpointState[] => {
+    const committed =
+      fetched.webhookEndpointsOf.get(accountId) ?? fetched.miss({ kind: 'webhookEndpointsOf', id: accountId }, []);
+    const found = new Map<string, WebhookEndpointState>();
+    for (const endpointId of committed) {
+      const state = views.getWebhookEndpoint(endpointId);
+      if (state !== undefined) found.set(endpointId, state);
+    }
+    for (const [endpointId, state] of writes.webhookEndpoints)
+      if (state.accountId === accountId) found.set(endpointId, state);
+    return [...found.values()]
+      .filter((state) => state.status !== 'removed')
+      .sort((a, b) => a.createdAt - b.createdAt || compareIds(a.endpointId, b.endpointId));
   };
 
   function emailOf(email: string): string | undefined {
@@ -345,6 +407,8 @@ export const overlayTarget = (fetched: Fetched, writes: Writes): BatchTarget => 
       queuedOf,
       lapsedLeases: (now, limit) =>
         fetched.lapsed.get(`${now}:${limit}`) ?? fetched.miss({ kind: 'lapsed', now, limit }, []),
+      webhookEndpointsOf,
+      webhookRetentionMs: () => webhookRetentionMs,
     },
     appendLog: (lastSeq, events) => {
       writes.events = [...events];

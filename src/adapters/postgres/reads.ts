@@ -6,6 +6,7 @@ import type { RequestState } from '../../domain/request/state.js';
 import type { DailyTokens, ListName, ListPage, ModelQueue, OpenBatch, ReadModel } from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
 import { type Query, sql } from './db.js';
+import { webhookReadsOf } from './webhookReads.js';
 
 const hourMs = 3_600_000;
 const dayMs = 86_400_000;
@@ -50,6 +51,7 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       ).map((row): OpenBatch => ({ batchId: row.batch_id, accountId: row.account_id })),
     accountCount: async (counter) =>
       (await one<number>(query(sql`SELECT count AS value FROM account_counts WHERE counter = ${counter}`))) ?? 0,
+    ...webhookReadsOf(query),
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {
       const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`

@@ -15,7 +15,8 @@ import { type Db, type Query, sql } from './db.js';
  * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are partial indexes over columns of
  * the request row, each a function of the request's state that the projection sets on every write (`requestColumns`);
  * so are the batch and file indexes (an account's batches, its files, the open batches) over the batch and file rows
- * (`batchColumns`, `fileColumns`).
+ * (`batchColumns`, `fileColumns`), and the webhook indexes over the endpoint and delivery rows (`webhookEndpointColumns`,
+ * `webhookDeliveryColumns`).
  */
 
 /** Namespaces of this store's advisory locks (the first argument of the two-key form). */
@@ -199,6 +200,31 @@ export const migrations: readonly string[] = [
     UNION ALL
     SELECT 'fileBytes' || chr(31) || account_id, sum((state->>'bytes')::bigint) FROM files GROUP BY account_id
     HAVING sum((state->>'bytes')::bigint) <> 0;
+  `,
+  // 6: webhook endpoints and deliveries (issue 30). An endpoint's row is kept once removed (its deliveries must know it
+  // is gone); `listed` (not removed) is what its account's list is over. A delivery's `due_at` is when it may next be
+  // attempted while it waits or is being sent (projection.ts, webhookDueKeyOf), null once it is settled: the due
+  // index is by endpoint first, so each endpoint's earliest is found by one seek.
+  `
+  CREATE TABLE webhook_endpoints (
+    endpoint_id text COLLATE "C" PRIMARY KEY,
+    account_id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    listed boolean NOT NULL,
+    state json NOT NULL
+  );
+  CREATE INDEX webhook_endpoints_by_account ON webhook_endpoints (account_id, created_at, endpoint_id) WHERE listed;
+
+  CREATE TABLE webhook_deliveries (
+    delivery_id text COLLATE "C" PRIMARY KEY,
+    endpoint_id text COLLATE "C" NOT NULL,
+    created_at bigint NOT NULL,
+    due_at bigint,
+    state json NOT NULL
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, due_at, delivery_id)
+    WHERE due_at IS NOT NULL;
+  CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, delivery_id);
   `,
 ];
 

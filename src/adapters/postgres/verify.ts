@@ -17,11 +17,14 @@ import { countersOf } from '../../domain/processingCounters.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
+import { isWebhookEvent } from '../../domain/webhook/events.js';
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
 import { accountCountsOf, compareAccountCounts } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
+import { createWebhookFold, webhookSecretKeysOf } from '../../storage/verifyWebhooks.js';
 import { batchColumns, fileColumns, requestColumns } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
+import { webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
 
 /**
  * `airs replay --verify` on a PostgreSQL store: every view rebuilt from the events table by the server's own fold and
@@ -45,7 +48,10 @@ import { type Db, type Query, sql } from './db.js';
  * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are PostgreSQL indexes over
  * columns of the request row here; each column is checked against the function of the state the writer sets it from
  * (`requestColumns`), and PostgreSQL keeps its indexes in step with the columns. So are the batch and file indexes (an
- * account's batches, the open ones, an account's files: `batchColumns`, `fileColumns`).
+ * account's batches, the open ones, an account's files: `batchColumns`, `fileColumns`), and the webhook indexes (an
+ * account's endpoints, the due deliveries, an endpoint's delivery log: `webhookEndpointColumns`,
+ * `webhookDeliveryColumns`). Webhook endpoints and deliveries are folded in seq order by the projection the writer
+ * runs, in maps (storage/verifyWebhooks.ts, as the LMDB verify folds them).
  */
 export const verifyPostgres = (db: Db, options: { readonly pageSize?: number } = {}): Promise<VerifyReport> =>
   db.begin(async (query) => {
@@ -125,8 +131,9 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     return row.payload;
   };
 
-  // Accounts, keys, sessions, batches and files: their few events, in the order of the log.
+  // Accounts, keys, sessions, batches, files and webhooks: their few events, in the order of the log.
   const account = accountViews();
+  const webhooks = createWebhookFold();
   const batchStates = new Map<string, BatchState>();
   const files = new Map<string, FileState>();
   const foldBatch = (seq: number | string, event: BatchEvent) => {
@@ -151,7 +158,10 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
         if (isBatchEvent(event)) foldBatch(row.seq, event);
         else if (isFileEvent(event)) foldFile(event);
         else if (isAccountEvent(event)) projectAccountEvent(account.views, event as AccountEvent);
-        else differ(`event ${row.seq}: ${show(event?.type)} is of no type the log holds`);
+        else if (isWebhookEvent(event)) {
+          // The writer appends only what the delivery machine accepts.
+          if (!webhooks.event(event)) differ(`event ${row.seq}: ${event.type} is not accepted by the delivery machine`);
+        } else differ(`event ${row.seq}: ${show(event?.type)} is of no type the log holds`);
       } catch (error) {
         differ(`event ${row.seq}: ${show(event?.type)} cannot be folded (${(error as Error).message})`);
       }
@@ -355,6 +365,28 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     (row) => ({ account_id: row.account_id, created_at: numberOrNull(row.created_at), purpose: row.purpose }),
   );
 
+  compareRows(
+    'webhook endpoint',
+    await query<{ id: string; state: unknown; account_id: string; created_at: number | string; listed: boolean }[]>(sql`
+      SELECT endpoint_id AS id, state, account_id, created_at, listed FROM webhook_endpoints`),
+    webhooks.endpoints,
+    webhookEndpointColumns,
+    (row) => ({ account_id: row.account_id, created_at: numberOrNull(row.created_at), listed: row.listed }),
+  );
+  compareRows(
+    'webhook delivery',
+    await query<
+      { id: string; state: unknown; endpoint_id: string; created_at: number | string; due_at: number | string | null }[]
+    >(sql`SELECT delivery_id AS id, state, endpoint_id, created_at, due_at FROM webhook_deliveries`),
+    webhooks.deliveries,
+    webhookDeliveryColumns,
+    (row) => ({
+      endpoint_id: row.endpoint_id,
+      created_at: numberOrNull(row.created_at),
+      due_at: numberOrNull(row.due_at),
+    }),
+  );
+
   // Accounts, keys, sessions, their indexes and the counters (few): compared entry by entry, both ways.
   const compareMap = <V>(
     name: string,
@@ -469,6 +501,8 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
       .filter((a) => a.passwordSetAt !== undefined)
       .map((a) => passwordCredentialKey(a.accountId)),
     ...[...rebuilt.sessions.keys()].map(sessionCredentialKey),
+    // An endpoint's signing secret, and the one its last rotation replaced, until it is removed.
+    ...webhookSecretKeysOf(webhooks),
   ]);
   for (const { key } of await query<{ key: string }[]>(sql`SELECT key FROM credentials`))
     if (!wantedCredentials.delete(key)) differ(`credential ${key}: stored but the log sets no such credential`);

@@ -262,6 +262,52 @@ export const webhookFeatures = ({ open }: Contract) =>
       expect(older.map((d) => d.context.dataId)).toEqual([reqIdOf(3), reqIdOf(2), reqIdOf(1)]);
     });
 
+    it("lists an account's endpoints by when they were added, not by their ids", async () => {
+      const store = await open();
+      const scale: Command = {
+        type: 'Account',
+        accountId: accountId(1),
+        command: { type: 'ChangePlan', plan: 'scale', now: 2 },
+      };
+      await store.commit({ commands: [createAccount(1), scale, addEndpoint(2, { now: 5 })] });
+      await store.commit({ commands: [addEndpoint(1, { now: 10 }), addEndpoint(3, { now: 10 })] });
+      expect((await store.reads.webhookEndpointsOf(accountId(1))).map((e) => e.endpointId)).toEqual([
+        endpointIdOf(2),
+        endpointIdOf(1),
+        endpointIdOf(3),
+      ]);
+    });
+
+    it("pages an endpoint's delivery log by time then id, when deliveries share a time", async () => {
+      const store = await open();
+      await store.commit({ commands: [createAccount(1), addEndpoint(1)] });
+      await store.commit({ commands: [1, 2, 3].map((n) => submit(reqIdOf(n), { now: 20 })) });
+      await store.commit({ commands: [1, 2, 3].map((n) => cancel(reqIdOf(n), 30)) });
+      const ids = [1, 2, 3].map((n) => cancelledDelivery(reqIdOf(n), endpointIdOf(1))).sort();
+      const first = await store.reads.webhookDeliveriesOf(endpointIdOf(1), { limit: 1 });
+      expect(first.map((d) => d.context.deliveryId)).toEqual([ids[2]]);
+      const rest = await store.reads.webhookDeliveriesOf(endpointIdOf(1), {
+        limit: 10,
+        before: { createdAt: 30, deliveryId: ids[2] ?? '' },
+      });
+      expect(rest.map((d) => d.context.deliveryId)).toEqual([ids[1], ids[0]]);
+      expect(await store.reads.webhookDeliveriesOf(endpointIdOf(1), { limit: 0 })).toEqual([]);
+    });
+
+    it('tells when the next delivery becomes due, and takes none beyond the bounds asked', async () => {
+      const store = await open();
+      await store.commit({ commands: [createAccount(1), addEndpoint(1)] });
+      await store.commit({ commands: [1, 2].map((n) => submit(reqIdOf(n), { now: 20 })) });
+      await store.commit({ commands: [cancel(reqIdOf(1), 30), cancel(reqIdOf(2), 40)] });
+      expect(await store.reads.dueWebhookDeliveries(35, plainDue(35))).toEqual({
+        due: [{ deliveryId: cancelledDelivery(reqIdOf(1), endpointIdOf(1)), endpointId: endpointIdOf(1) }],
+        next: 40,
+      });
+      expect(await store.reads.dueWebhookDeliveries(50, { perEndpoint: 0, limit: 10 })).toEqual({ due: [] });
+      expect(await store.reads.dueWebhookDeliveries(50, { perEndpoint: 10, limit: 0 })).toEqual({ due: [] });
+      expect((await store.reads.dueWebhookDeliveries(50, { perEndpoint: 1, limit: 10 })).due).toHaveLength(1);
+    });
+
     it('keeps both secrets through a rotation, and forgets the oldest at the next one', async () => {
       const store = await open();
       await store.commit({ commands: [createAccount(1), addEndpoint(1)] });
