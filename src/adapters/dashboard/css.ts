@@ -69,7 +69,7 @@ main.narrow { max-width: 26rem; }
 
 label { display: block; font-weight: 600; margin: 0 0 0.3rem; }
 .field { margin-bottom: 1rem; }
-input[type="email"], input[type="password"], input[type="text"] {
+input[type="email"], input[type="password"], input[type="text"], input[type="url"] {
   width: 100%; font: inherit; color: var(--text); background: var(--card);
   border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.55rem 0.7rem;
 }
@@ -138,6 +138,20 @@ meter { width: 100%; height: 0.9rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin: 1rem 0 0.5rem; }
 .pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 1rem; }
 
+fieldset { border: none; padding: 0; min-width: 0; }
+fieldset legend { font-weight: 600; padding: 0; margin-bottom: 0.3rem; }
+.checks { display: grid; gap: 0.25rem 1rem; grid-template-columns: repeat(auto-fill, minmax(13rem, 1fr)); }
+label.check { font-weight: 400; display: flex; align-items: center; gap: 0.4rem; margin: 0; }
+.event-list { display: flex; flex-wrap: wrap; gap: 0.15rem 0.5rem; }
+.url-cell a { overflow-wrap: anywhere; }
+.row-actions { display: flex; flex-direction: column; gap: 0.35rem; align-items: flex-start; }
+.row-actions details.confirm p { max-width: 24rem; }
+.endpoint-enabled, .delivery-delivered { color: var(--ok); border-color: var(--ok); }
+.endpoint-disabled, .delivery-gave_up { color: var(--warn); border-color: var(--warn); }
+.delivery-waiting, .delivery-sending { color: var(--accent); border-color: var(--accent); }
+.notice form { margin: 0.5rem 0 0; }
+table.deliveries td form { margin: 0; }
+
 @media (max-width: 40rem) {
   h1 { font-size: 1.35rem; }
   .account { margin-left: 0; width: 100%; justify-content: space-between; }
@@ -152,5 +166,7 @@ meter { width: 100%; height: 0.9rem; }
   }
   table.stack td::before { content: attr(data-label); color: var(--muted); font-weight: 600; font-size: 0.82rem; }
   table.stack td > * { text-align: right; }
+  table.stack td > *:only-child { min-width: 0; overflow-wrap: anywhere; }
+  .row-actions { align-items: flex-end; }
 }
 `;
