@@ -1,6 +1,6 @@
 import { CsrfField } from './CsrfField.js';
-import { utcText } from './format.js';
 import { Notice } from './Notice.js';
+import { Time } from './Time.js';
 import type { WebhookEndpointRow } from './viewModels.js';
 import { webhookPath } from './WebhookTable.js';
 
@@ -9,8 +9,13 @@ export const DisabledEndpoint = ({ csrf, row }: { csrf: string; row: WebhookEndp
   <Notice kind="warning">
     <p>
       <code>{row.url}</code> was disabled after failing for 3 days
-      {row.disabledAt !== undefined && ` on ${utcText(row.disabledAt)}`}; enable it to receive deliveries again.
-      Deliveries it missed can be sent again from its delivery log (Redeliver).
+      {row.disabledAt !== undefined && (
+        <>
+          {' on '}
+          <Time at={row.disabledAt} />
+        </>
+      )}
+      ; enable it to receive deliveries again. Deliveries it missed can be sent again from its delivery log (Redeliver).
     </p>
     <form method="post" action={webhookPath(row.id, 'enable')}>
       <CsrfField token={csrf} />

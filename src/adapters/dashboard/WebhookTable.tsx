@@ -54,7 +54,7 @@ export const EndpointActions = ({ csrf, row }: { csrf: string; row: WebhookEndpo
       csrf={csrf}
       action={webhookPath(row.id, 'remove')}
       summary="Remove…"
-      question={`Remove ${row.url}? It receives nothing from now on, and deliveries still waiting for it are dropped. This cannot be undone.`}
+      question={`Remove ${row.url}? It receives nothing from now on, and deliveries still waiting for it are given up. This cannot be undone.`}
       button="Remove this endpoint"
       danger
     />

@@ -50,7 +50,7 @@ export const webhooksPage = (view: WebhooksView): string => {
         <h2 id="list-h">
           Your endpoints{' '}
           <span class="muted">
-            ({grouped(endpoints.length)} of {grouped(maxEndpoints)} {maxEndpoints === 1 ? 'endpoint' : 'endpoints'})
+            ({grouped(endpoints.length)} of {grouped(maxEndpoints)} endpoints)
           </span>
         </h2>
         {endpoints.length === 0 ? (
