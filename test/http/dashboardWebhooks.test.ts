@@ -34,7 +34,7 @@ const models = [{ id: 'slow', provider: 'echo' as const, delayMs: 60_000, timeou
 const start = async () => {
   app = await startTestApp({ clock: systemClock, config: { webhooks, models } });
   receiver = await startWebhookReceiver();
-  return receiver;
+  return { url: receiver.url(''), received: receiver.received };
 };
 
 /** A visitor signed up (free plan: one endpoint), with a key of its own for the API. */
@@ -120,7 +120,7 @@ describe('The dashboard Webhooks pages', () => {
     expect(refused.text).not.toContain('whsec_');
     const unknown = await addEndpoint(visitor, 'https://hooks.example.com/x', ['request.teleported']);
     expect(unknown.status).toBe(400);
-    expect(unknown.text).toContain('unknown webhook event type');
+    expect(unknown.text).toContain('Unknown webhook event type &quot;request.teleported&quot;; known types: ');
     expect((await visitor.get('/dashboard/webhooks')).text).toContain('You have no webhook endpoints yet.');
   });
 
@@ -201,7 +201,7 @@ describe('The dashboard Webhooks pages', () => {
   });
 
   it('lists a delivery after a request ends, links what it is about, and Redeliver sends it again with the same id', async () => {
-    const { url, received } = receiver ?? (await start());
+    const { url, received } = await start();
     const { visitor, accountId, key, keyId } = await signedUp('log@example.com');
     const secret = secretOn((await addEndpoint(visitor, `${url}/ok`)).text) as string;
     const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
@@ -263,7 +263,7 @@ describe('The dashboard Webhooks pages', () => {
     receiver = await startWebhookReceiver();
     const clock = app.clock as ManualClock;
     const { visitor, key } = await signedUp('disabled@example.com');
-    await addEndpoint(visitor, `${receiver.url}/status/500`, ['request.cancelled']);
+    await addEndpoint(visitor, `${receiver.url('/status/500')}`, ['request.cancelled']);
     const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
     const submitted = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'fails to arrive' } });
     const reqId = ((await submitted.json()) as { request_id: string }).request_id;
@@ -294,7 +294,7 @@ describe('The dashboard Webhooks pages', () => {
     const list = await visitor.get('/dashboard/webhooks');
     const disabledOn = new Date(t + 3 * day).toISOString().slice(0, 16).replace('T', ' ');
     expect(list.text).toContain(
-      `<code>${receiver.url}/status/500</code> was disabled after failing for 3 days on <time dateTime="${new Date(t + 3 * day).toISOString().slice(0, 19)}Z">${disabledOn} UTC</time>; enable it to receive deliveries again.`,
+      `<code>${receiver.url('/status/500')}</code> was disabled after failing for 3 days on <time datetime="${new Date(t + 3 * day).toISOString().slice(0, 19)}Z">${disabledOn} UTC</time>; enable it to receive deliveries again.`,
     );
     expect(list.text).toContain('<span class="badge endpoint-disabled">disabled</span>');
     expect(list.text).toContain(`<form method="post" action="/dashboard/webhooks/${endpointId}/enable">`);
@@ -319,7 +319,7 @@ describe('The dashboard Webhooks pages', () => {
     expect(enabled.headers.get('location')).toBe(`/dashboard/webhooks?enabled=${endpointId}`);
     const after = await visitor.get(enabled.headers.get('location') as string);
     expect(after.text).toContain(
-      `<code>${receiver.url}/status/500</code> was enabled. New deliveries are sent to it again.`,
+      `<code>${receiver.url('/status/500')}</code> was enabled. New deliveries are sent to it again.`,
     );
     expect(after.text).not.toContain('was disabled after failing');
     expect(after.text).toContain('<span class="badge endpoint-enabled">enabled</span>');
