@@ -880,7 +880,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       if (before !== undefined && !couldBeId('webhookDelivery', before)) return undefined;
       const page = { limit: deliveryPageSize + 1, before };
       const listed = await run(webhooks.deliveries(who.account.accountId, endpoint.endpointId, page));
-      if (Result.isFailure(listed)) throw listed.failure;
+      // Removed since it was listed (another tab, the CLI): answered as gone.
+      if (Result.isFailure(listed)) return 'gone' as const;
       // One more than shown says whether an older page is left.
       const shown = listed.success.slice(0, deliveryPageSize);
       return webhookPage({
@@ -906,6 +907,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
             ? redelivered
             : undefined,
       });
+      if (markup === 'gone') return notFound(event, who);
       if (markup !== undefined) return send(event, 200, markup);
       return send(
         event,
@@ -931,7 +933,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         const redelivered = await run(webhooks.redeliver(who.account.accountId, deliveryId));
         if (Result.isFailure(redelivered)) {
           const markup = await renderEndpoint(event, who, endpoint, { error: sentence(redelivered.failure.message) });
-          return send(event, 400, markup ?? '');
+          return markup === undefined || markup === 'gone' ? notFound(event, who) : send(event, 400, markup);
         }
         deps.log.info({ accountId: who.account.accountId, deliveryId }, 'dashboard webhook redelivered');
         const endpointId = redelivered.success.context.endpointId;
