@@ -351,6 +351,7 @@ describe('The dashboard Webhooks pages', () => {
     // Ids of no endpoint's form, and a page cursor that is none.
     expect((await owner.visitor.get('/dashboard/webhooks/whep_nope')).status).toBe(404);
     expect((await owner.visitor.get(`/dashboard/webhooks/${endpointId}?before=%3Cscript%3E`)).status).toBe(400);
+    expect((await owner.visitor.get(`/dashboard/webhooks/${endpointId}?before=${deliveryId}`)).status).toBe(400);
   });
 
   it('refuses every Webhooks form without its CSRF token, and changes nothing', async () => {

@@ -734,7 +734,8 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
    * every list goes through the Webhooks service, as the CLI's do.
    */
   const mountWebhookPages = (webhooks: WebhooksShape) => {
-    /** The account's endpoints (not removed), oldest first; a failure here is the store's (the page answers 503). */
+    /** The account's endpoints (not removed), oldest first. The service refuses only an unknown account, which a
+     * visitor's is not: a refusal is a fault (500), as the store's own faults are (503). */
     const endpointsOf = async (who: Visitor) => {
       const listed = await run(webhooks.list(who.account.accountId));
       if (Result.isFailure(listed)) throw listed.failure;
@@ -880,8 +881,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       if (before !== undefined && !couldBeId('webhookDelivery', before)) return undefined;
       const page = { limit: deliveryPageSize + 1, before };
       const listed = await run(webhooks.deliveries(who.account.accountId, endpoint.endpointId, page));
-      // Removed since it was listed (another tab, the CLI): answered as gone.
-      if (Result.isFailure(listed)) return 'gone' as const;
+      // A cursor of no delivery of this endpoint is no page; without one, the endpoint was removed since it was
+      // listed (another tab, the CLI): answered as gone.
+      if (Result.isFailure(listed)) return before === undefined ? ('gone' as const) : undefined;
       // One more than shown says whether an older page is left.
       const shown = listed.success.slice(0, deliveryPageSize);
       return webhookPage({
