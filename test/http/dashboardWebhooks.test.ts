@@ -257,6 +257,37 @@ describe('The dashboard Webhooks pages', () => {
     );
   });
 
+  it('pages the delivery log newest first, 25 a page, with Older and back to the newest', async () => {
+    const { url } = await start();
+    const { visitor, accountId, key, keyId } = await signedUp('pages@example.com');
+    await addEndpoint(visitor, `${url}/ok`, ['request.cancelled']);
+    const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
+    const principal = { accountId, keyId, plan: 'free' } as Principal;
+    for (let n = 0; n < 26; n++) {
+      const submitted = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: `number ${n}` } });
+      const reqId = ((await submitted.json()) as { request_id: string }).request_id;
+      await app.requests.cancel(principal, reqId);
+    }
+    const idsOn = (html: string) => [...html.matchAll(/<tr id="(wh_[\w-]+)">/g)].map((match) => match[1] as string);
+    const newest = await visitor.get(`/dashboard/webhooks/${endpointId}`);
+    const first = idsOn(newest.text);
+    expect(first).toHaveLength(25);
+    expect(newest.text).not.toContain('← Newest');
+    const older = /<a href="(\/dashboard\/webhooks\/whep_[\w-]+\?before=wh_[\w-]+)">Older →<\/a>/.exec(
+      newest.text,
+    )?.[1];
+    expect(older).toBe(`/dashboard/webhooks/${endpointId}?before=${first.at(-1)}`);
+    const next = await visitor.get(older as string);
+    const second = idsOn(next.text);
+    expect(second).toHaveLength(1);
+    expect(next.text).toContain('(older ones)');
+    expect(next.text).toContain(`<a href="/dashboard/webhooks/${endpointId}">← Newest</a>`);
+    expect(next.text).not.toContain('Older →');
+    // Every delivery once, newest first: the order the store keeps them in.
+    const all = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 100 });
+    expect([...first, ...second]).toEqual(all.map((delivery) => delivery.context.deliveryId));
+  });
+
   it('shows a notice for an endpoint disabled after failing for 3 days, refuses its redelivery, and Enable turns it on', async () => {
     // A manual clock: the failing run is the store's commands with times 3 days apart, ahead of the clock.
     app = await startTestApp({ config: { webhooks, models } });
