@@ -229,11 +229,11 @@ describe('The dashboard Webhooks pages', () => {
     const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
     expect(row).toContain(`<code>${deliveryId}</code>`);
     expect(row).toContain('<code>request.cancelled</code>');
-    expect(row).toContain(`<a href="/dashboard/requests/${reqId}">${reqId}</a>`);
+    expect(row).toContain(`<a class="id" href="/dashboard/requests/${reqId}">${reqId}</a>`);
     expect(row).toContain('<span class="badge delivery-delivered">delivered</span>');
-    expect(row).toContain('<td data-label="Attempts" class="num">1</td>');
-    expect(row).toContain('<td data-label="HTTP" class="num"><span>200</span></td>');
-    expect(row).toMatch(/<td data-label="Latency" class="num"><span>\d+ ms<\/span><\/td>/);
+    expect(row).toContain('<span class="attempts">1 attempt</span>');
+    expect(row).toMatch(/<span class="outcome">HTTP 200 · [\d,]+ ms<\/span>/);
+    expect(row).not.toContain('error-text');
     expect(row).toContain(`action="/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver"`);
     // The list shows when it was last delivered.
     expect((await visitor.get('/dashboard/webhooks')).text).toMatch(/<td data-label="Last delivered"><time /);
@@ -335,10 +335,9 @@ describe('The dashboard Webhooks pages', () => {
     expect(log.text).toContain('was disabled after failing for 3 days');
     const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
     expect(row).toContain(
-      '<span class="badge delivery-gave_up">gave up</span><span class="reason"> (its retries ran out)</span>',
+      '<span class="badge delivery-gave_up">gave up</span><span class="reason">its retries ran out</span><span class="attempts">1 attempt</span>',
     );
-    expect(row).toContain('<td data-label="HTTP" class="num"><span>500</span></td>');
-    expect(row).toContain('<td data-label="Latency" class="num"><span>12 ms</span></td>');
+    expect(row).toContain('<span class="outcome">HTTP 500 · 12 ms</span>');
     expect(row).toContain('<span class="error-text">answered 500</span>');
     const redeliver = `/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver`;
     const refused = await visitor.post(redeliver, { csrf: visitor.csrfOf(log.text) });

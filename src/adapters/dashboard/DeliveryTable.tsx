@@ -1,5 +1,5 @@
 import { CsrfField } from './CsrfField.js';
-import { grouped } from './format.js';
+import { grouped, plural } from './format.js';
 import { Time } from './Time.js';
 import type { DeliveryRow, DeliveryStatusView } from './viewModels.js';
 import { webhookPath } from './WebhookTable.js';
@@ -23,15 +23,27 @@ const Redeliver = ({ csrf, endpointId, row }: { csrf: string; endpointId: string
         Redeliver
       </button>
     </form>
-  ) : (
-    <span class="muted">—</span>
-  );
+  ) : undefined;
 
-const dash = <span class="muted">—</span>;
+/** The last attempt's outcome: when, the HTTP status and latency, and why it failed. */
+const LastAttempt = ({ row }: { row: DeliveryRow }) => {
+  if (row.lastAttemptAt === undefined) return <span class="muted">none yet</span>;
+  const answer = [
+    row.lastStatus === undefined ? 'no answer' : `HTTP ${row.lastStatus}`,
+    row.lastLatencyMs === undefined ? undefined : `${grouped(row.lastLatencyMs)} ms`,
+  ].filter((part) => part !== undefined);
+  return (
+    <span class="lines">
+      <Time at={row.lastAttemptAt} seconds />
+      <span class="outcome">{answer.join(' · ')}</span>
+      {row.lastError !== undefined && <span class="error-text">{row.lastError}</span>}
+    </span>
+  );
+};
 
 /**
- * An endpoint's deliveries, newest first: the `webhook-id`, the event and what it is about, where it stands, its
- * last attempt's outcome, and Redeliver for one that is delivered or given up.
+ * An endpoint's deliveries, newest first: the `webhook-id`, the event and what it is about, where it stands and after
+ * how many attempts, its last attempt's outcome, and Redeliver for one that is delivered or given up.
  */
 export const DeliveryTable = (props: { csrf: string; endpointId: string; deliveries: readonly DeliveryRow[] }) => (
   <div class="table-wrap">
@@ -43,17 +55,7 @@ export const DeliveryTable = (props: { csrf: string; endpointId: string; deliver
           <th scope="col">Event</th>
           <th scope="col">About</th>
           <th scope="col">Status</th>
-          <th scope="col" class="num">
-            Attempts
-          </th>
           <th scope="col">Last attempt</th>
-          <th scope="col" class="num">
-            HTTP
-          </th>
-          <th scope="col" class="num">
-            Latency
-          </th>
-          <th scope="col">Error</th>
           <th scope="col">
             <span class="visually-hidden">Actions</span>
           </th>
@@ -63,38 +65,29 @@ export const DeliveryTable = (props: { csrf: string; endpointId: string; deliver
         {props.deliveries.map((row) => (
           <tr id={row.id}>
             <td data-label="Delivery">
-              <code>{row.id}</code>
+              <code class="id">{row.id}</code>
             </td>
             <td data-label="Event">
               <code>{row.eventType}</code>
             </td>
             <td data-label="About">
-              {row.dataHref === undefined ? <code>{row.dataId}</code> : <a href={row.dataHref}>{row.dataId}</a>}
-            </td>
-            <td data-label="Status">
-              <span>
-                <span class={`badge delivery-${row.status}`}>{statusWords[row.status]}</span>
-                {row.gaveUpReason !== undefined && <span class="reason"> ({row.gaveUpReason})</span>}
-              </span>
-            </td>
-            <td data-label="Attempts" class="num">
-              {grouped(row.attempts)}
-            </td>
-            <td data-label="Last attempt">
-              {row.lastAttemptAt === undefined ? (
-                <span class="muted">none yet</span>
+              {row.dataHref === undefined ? (
+                <code class="id">{row.dataId}</code>
               ) : (
-                <Time at={row.lastAttemptAt} seconds />
+                <a class="id" href={row.dataHref}>
+                  {row.dataId}
+                </a>
               )}
             </td>
-            <td data-label="HTTP" class="num">
-              {row.lastStatus === undefined ? dash : <span>{row.lastStatus}</span>}
+            <td data-label="Status">
+              <span class="lines">
+                <span class={`badge delivery-${row.status}`}>{statusWords[row.status]}</span>
+                {row.gaveUpReason !== undefined && <span class="reason">{row.gaveUpReason}</span>}
+                <span class="attempts">{plural(row.attempts, 'attempt')}</span>
+              </span>
             </td>
-            <td data-label="Latency" class="num">
-              {row.lastLatencyMs === undefined ? dash : <span>{grouped(row.lastLatencyMs)} ms</span>}
-            </td>
-            <td data-label="Error">
-              {row.lastError === undefined ? dash : <span class="error-text">{row.lastError}</span>}
+            <td data-label="Last attempt">
+              <LastAttempt row={row} />
             </td>
             <td>
               <Redeliver csrf={props.csrf} endpointId={props.endpointId} row={row} />
