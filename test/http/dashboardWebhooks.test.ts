@@ -227,7 +227,7 @@ describe('The dashboard Webhooks pages', () => {
 
     const log = await visitor.get(`/dashboard/webhooks/${endpointId}`);
     const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
-    expect(row).toContain(`<code>${deliveryId}</code>`);
+    expect(row).toContain(`<code class="id">${deliveryId}</code>`);
     expect(row).toContain('<code>request.cancelled</code>');
     expect(row).toContain(`<a class="id" href="/dashboard/requests/${reqId}">${reqId}</a>`);
     expect(row).toContain('<span class="badge delivery-delivered">delivered</span>');
