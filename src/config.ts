@@ -267,7 +267,8 @@ export type Config = {
 export type WebhookSettings = {
   readonly allowHttp: boolean;
   readonly allowPrivateNetworks: boolean;
-  /** How long a delivery is attempted before it gives up (ms; 72 hours by default). */
+  /** How long a delivery is attempted before it gives up: as the file says it, and in ms. */
+  readonly retentionHours: number;
   readonly retentionMs: number;
   readonly maxInFlight: number;
   readonly maxInFlightPerEndpoint: number;
@@ -441,6 +442,7 @@ export const loadConfig = (
     webhooks: {
       allowHttp: file.webhooks?.allowHttp ?? false,
       allowPrivateNetworks: file.webhooks?.allowPrivateNetworks ?? false,
+      retentionHours: file.webhooks?.retentionHours ?? 72,
       retentionMs: (file.webhooks?.retentionHours ?? 72) * 3_600_000,
       maxInFlight: file.webhooks?.maxInFlight ?? 64,
       maxInFlightPerEndpoint: file.webhooks?.maxInFlightPerEndpoint ?? 4,

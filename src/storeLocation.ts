@@ -25,7 +25,7 @@ export const usesPostgres = (config: Config): boolean => config.store.url !== un
 /** The store the config names, as a layer: opened when the layer is built, closed with its scope. */
 export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
   const url = config.store.url;
-  if (url === undefined) return LmdbStoreLayer(config.dataDir);
+  if (url === undefined) return LmdbStoreLayer(config.dataDir, { webhookRetentionMs: config.webhooks.retentionMs });
   return Layer.unwrap(
     Effect.promise(async () => (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url)),
   );
@@ -34,6 +34,9 @@ export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
 /** The store the config names, opened for a command that uses it directly (replay); the caller closes it. */
 export const openConfiguredStore = async (config: Config): Promise<StoreShape> => {
   const url = config.store.url;
-  if (url === undefined) return (await import('./adapters/lmdb/LmdbStore.js')).openLmdbStore(config.dataDir);
+  if (url === undefined)
+    return (await import('./adapters/lmdb/LmdbStore.js')).openLmdbStore(config.dataDir, {
+      webhookRetentionMs: config.webhooks.retentionMs,
+    });
   return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, { maxConnections: 2 });
 };

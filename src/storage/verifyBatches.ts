@@ -213,7 +213,7 @@ export const compareBatchFileViews = (
   return { batches: made.size, files: fold.files.size };
 };
 
-const compareIndex = (
+export const compareIndex = (
   name: string,
   entries: Iterable<{ readonly key: IndexKey; readonly value: string }>,
   rebuilt: ReadonlyMap<string, string>,

@@ -228,4 +228,122 @@ describe('Log records across layout versions', () => {
     expect(read).toEqual(told);
     expect(Object.keys(read[1] as object)).not.toContain('permanent');
   });
+
+  it("writes webhook events and a Responses request's face in layout 7, read back as written, and other records as before", () => {
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    const queued = {
+      type: 'RequestQueued',
+      reqId: 'req_a',
+      accountId: 'acct_a',
+      keyId: 'key_a',
+      model: 'echo',
+      promptChars: 5,
+      at: 1,
+      expiresAt: 2,
+    };
+    expect(unpacked(encodeLogRecord([{ ...queued, seq: 1 }] as unknown as StoredEvent[]))[0]).toBe(3);
+    const webhooks = [
+      { ...queued, face: 'responses', seq: 1 },
+      {
+        type: 'WebhookEndpointAdded',
+        endpointId: 'whep_AAAAAAAAAAAAAAAA',
+        accountId: 'acct_a',
+        url: 'https://hooks.example.com/a',
+        events: ['request.completed', 'batch.completed'],
+        secretId: 'sec_a',
+        at: 3,
+        seq: 2,
+      },
+      {
+        type: 'WebhookEndpointAdded',
+        endpointId: 'whep_B',
+        accountId: 'acct_a',
+        url: 'https://b',
+        events: [],
+        secretId: 's',
+        at: 3,
+        seq: 3,
+      },
+      {
+        type: 'WebhookDeliveryDue',
+        deliveryId: 'wh_x',
+        endpointId: 'whep_AAAAAAAAAAAAAAAA',
+        accountId: 'acct_a',
+        eventId: 'evt_x',
+        eventType: 'request.completed',
+        dataId: 'req_a',
+        createdAt: 4,
+        giveUpAt: 5,
+        at: 4,
+        seq: 4,
+      },
+      {
+        type: 'WebhookAttemptStarted',
+        deliveryId: 'wh_x',
+        endpointId: 'whep_A',
+        attempt: 1,
+        owner: 'p',
+        leaseUntil: 9,
+        at: 5,
+        seq: 5,
+      },
+      {
+        type: 'WebhookAttemptFailed',
+        deliveryId: 'wh_x',
+        endpointId: 'whep_A',
+        retryAt: 8,
+        at: 6,
+        attempt: 1,
+        owner: 'p',
+        status: 500,
+        latencyMs: 12,
+        error: 'answered 500',
+        seq: 6,
+      },
+      {
+        type: 'WebhookAttemptFailed',
+        deliveryId: 'wh_x',
+        endpointId: 'whep_A',
+        retryAt: 9,
+        at: 7,
+        attempt: 2,
+        error: 'refused',
+        seq: 7,
+      },
+      {
+        type: 'WebhookDelivered',
+        deliveryId: 'wh_x',
+        endpointId: 'whep_A',
+        at: 8,
+        attempt: 3,
+        status: 204,
+        latencyMs: 3,
+        seq: 8,
+      },
+      {
+        type: 'WebhookDeliveryGaveUp',
+        deliveryId: 'wh_y',
+        endpointId: 'whep_A',
+        reason: 'endpoint_removed',
+        at: 9,
+        seq: 9,
+      },
+      { type: 'WebhookRedeliveryRequested', deliveryId: 'wh_y', endpointId: 'whep_A', giveUpAt: 99, at: 10, seq: 10 },
+      {
+        type: 'WebhookSecretRotated',
+        endpointId: 'whep_A',
+        secretId: 's2',
+        previousSecretId: 's1',
+        previousValidUntil: 50,
+        at: 11,
+        seq: 11,
+      },
+      { type: 'WebhookEndpointDisabled', endpointId: 'whep_A', failingSince: 1, at: 12, seq: 12 },
+      { type: 'WebhookEndpointEnabled', endpointId: 'whep_A', at: 13, seq: 13 },
+      { type: 'WebhookEndpointRemoved', endpointId: 'whep_A', at: 14, seq: 14 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(webhooks);
+    expect(unpacked(bytes)[0]).toBe(7);
+    expect(decodeLogRecord(bytes)).toEqual(webhooks);
+  });
 });

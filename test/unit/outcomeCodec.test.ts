@@ -27,6 +27,12 @@ const everyError: readonly Error[] = [
   new errors.QueueFull({ message: 'full', maxQueued: 100 }),
   new errors.AccountLimitReached({ message: 'at the bound', budget: 'file_storage', limit: 10, count: 10 }),
   new errors.LifecycleViolation({ reqId: 'req_1', from: 'completed', event: 'Cancel', message: 'cannot' }),
+  new errors.DeliveryLifecycleViolation({
+    deliveryId: 'wh_1',
+    from: 'delivered',
+    event: 'WebhookAttemptStarted',
+    message: 'cannot',
+  }),
 ];
 
 describe('the outcome codec of the shared writer (IPC)', () => {

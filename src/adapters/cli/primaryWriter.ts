@@ -21,7 +21,11 @@ type Received = { readonly worker: Worker; readonly request: CommitRequest };
  * its answer goes nowhere. A write from outside the server's processes (an `airs` command) is heard through the file
  * watcher and told to every process.
  */
-export const createPrimaryWriter = (dataDir: string, log: Logger) => {
+export const createPrimaryWriter = (
+  dataDir: string,
+  log: Logger,
+  options: { readonly webhookRetentionMs?: number | undefined } = {},
+) => {
   const workers = new Set<Worker>();
   let store: LmdbStore | undefined;
   let stopHearing: (() => void) | undefined;
@@ -33,7 +37,7 @@ export const createPrimaryWriter = (dataDir: string, log: Logger) => {
   const open = async (): Promise<LmdbStore> => {
     if (store !== undefined) return store;
     const { openLmdbStore } = await import('../lmdb/LmdbStore.js');
-    store ??= openLmdbStore(dataDir);
+    store ??= openLmdbStore(dataDir, options);
     stopHearing ??= store.reads.onChange(() => {
       const changed = { airs: 'changed' } as const;
       for (const worker of workers) if (worker.isConnected()) worker.send(changed, undefined, () => {});

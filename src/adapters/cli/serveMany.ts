@@ -38,7 +38,9 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   cluster.setupPrimary({ serialization: 'advanced' });
   const writer =
     config.store.url === undefined
-      ? (await import('./primaryWriter.js')).createPrimaryWriter(config.dataDir, logger)
+      ? (await import('./primaryWriter.js')).createPrimaryWriter(config.dataDir, logger, {
+          webhookRetentionMs: config.webhooks.retentionMs,
+        })
       : undefined;
   const listening = new Set<Worker>();
   let stopping = false;

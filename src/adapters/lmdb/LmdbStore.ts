@@ -4,6 +4,9 @@ import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import {
   type Batch,
   type CommandOutcome,
@@ -17,6 +20,7 @@ import {
 import type { DailyUsage, GroupName, IndexKey, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
+import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import type { RemoteWriter } from '../ipc/remoteWriter.js';
 import { watchChanges } from './changes.js';
@@ -157,7 +161,24 @@ const lastSeqOf = (dbs: LmdbDatabases): number => dbs.meta.get(lastSeqKey) ?? 0;
 const decoded = <T>(bytes: Buffer | undefined, decode: (bytes: Uint8Array) => T): T | undefined =>
   bytes === undefined ? undefined : decode(bytes);
 
+/** Webhook endpoints' and deliveries' views, read and written as MessagePack maps. */
+const webhookViewsOf = (dbs: LmdbDatabases) => ({
+  webhookEndpoint: (endpointId: string) =>
+    decoded(dbs.webhookEndpoints.getBinaryFast(endpointId), decodeMap<WebhookEndpointState>),
+  webhookDelivery: (deliveryId: string) =>
+    decoded(dbs.webhookDeliveries.getBinaryFast(deliveryId), decodeMap<DeliveryState>),
+});
+
+/** The webhook reads (storage/webhookReads.ts) over this environment's indexes. */
+const webhookReadsFor = (dbs: LmdbDatabases) =>
+  webhookReadsOf(
+    (index, range) => dbs.indexes[index].getKeys(range as { start: Key; end: Key; reverse?: boolean }),
+    webhookViewsOf(dbs),
+  );
+
 const readsOf = (dbs: LmdbDatabases): SyncReads => ({
+  ...webhookViewsOf(dbs),
+  ...webhookReadsFor(dbs),
   refresh: () => dbs.root.resetReadTxn(),
   request: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   requestWithText: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeRecord),
@@ -360,6 +381,10 @@ const viewsOf = (
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
   putFile: (fileId, state) =>
     void (state === undefined ? dbs.files.remove(fileId) : dbs.files.put(fileId, encodeMap(state))),
+  getWebhookEndpoint: webhookViewsOf(dbs).webhookEndpoint,
+  putWebhookEndpoint: (endpointId, state) => void dbs.webhookEndpoints.put(endpointId, encodeMap(state)),
+  getWebhookDelivery: webhookViewsOf(dbs).webhookDelivery,
+  putWebhookDelivery: (deliveryId, state) => void dbs.webhookDeliveries.put(deliveryId, encodeMap(state)),
 });
 
 type CountChanges = ReturnType<typeof createCountChanges>;
@@ -380,6 +405,8 @@ export type LmdbStoreOptions = {
    * watches the file. Reads stay here, on this process's snapshots.
    */
   readonly writer?: RemoteWriter;
+  /** How long a webhook delivery is attempted before it gives up (default: 72 hours). */
+  readonly webhookRetentionMs?: number | undefined;
 };
 
 /** Opens (creating if needed) the LMDB environment under `dataDir` as the product's Store. */
@@ -387,6 +414,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
   guardAgainstLmdbCommitRejections();
   const dbs = openDatabases(dataDir);
   const syncReads = readsOf(dbs);
+  const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
   const limits = openLimits(dataDir);
   // The log's end as committed now, by anyone: a fresh snapshot first (the current one may be older).
   const changes = watchChanges(environmentFile(dataDir), () => {
@@ -435,6 +463,8 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
       anyWaiting: waiting.committed,
       batch: views.getBatch,
       file: views.getFile,
+      webhookEndpointsOf: webhookReadsFor(dbs).webhookEndpointsOf,
+      webhookRetentionMs: () => webhookRetentionMs,
     },
     appendLog: (lastSeq, events) => {
       dbs.log.put(lastSeq, encodeLogRecord(events));

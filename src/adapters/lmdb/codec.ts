@@ -125,6 +125,7 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.face !== undefined) return 16;
   if (c.failureSaid !== undefined) return 15;
   if (c.customId !== undefined) return 14;
   if (c.batchId !== undefined) return 13;
@@ -162,7 +163,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.metadata?.length ?? 0) +
         (c.batchId?.length ?? 0) +
         (c.customId?.length ?? 0) +
-        (c.failureSaid?.length ?? 0));
+        (c.failureSaid?.length ?? 0) +
+        (c.face?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -201,6 +203,7 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 12) writeOptional(c.batchId);
   if (trailing > 13) writeOptional(c.customId);
   if (trailing > 14) writeOptional(c.failureSaid);
+  if (trailing > 15) writeOptional(c.face);
   return at;
 };
 
@@ -258,6 +261,7 @@ const optionalFields = [
   'batchId',
   'customId',
   'failureSaid',
+  'face',
 ] as const;
 const firstOptional = 11;
 

@@ -36,6 +36,9 @@ export type LmdbDatabases = {
   /** Batches (their state and their lines' counts) by batch id, and files that exist by file id. */
   readonly batches: Database<Buffer, string>;
   readonly files: Database<Buffer, string>;
+  /** Webhook endpoints (removed ones too) by endpoint id, and webhook deliveries by delivery id (views). */
+  readonly webhookEndpoints: Database<Buffer, string>;
+  readonly webhookDeliveries: Database<Buffer, string>;
   /** Rate-limiter states by [accountId, budget]: operational state saved with the batches, not part of the log. */
   readonly limiter: Database<number, Key>;
   /** When each API key was last used (ms), by key id: operational state saved with the batches, not part of the log
@@ -124,6 +127,9 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     sessions: db('sessions', 'binary'),
     batches: db('batches', 'binary'),
     files: db('files', 'binary'),
+    // Made empty in a data directory written before them: no webhook event existed there.
+    webhookEndpoints: db('webhook.endpoints', 'binary'),
+    webhookDeliveries: db('webhook.deliveries', 'binary'),
     limiter: db('limiter'),
     keyLastUsed: db('keyLastUsed'),
     queuedCounts: db('cnt.queued'),
@@ -143,6 +149,9 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       accountBatches: db('idx.accountBatches', 'string'),
       accountFiles: db('idx.accountFiles', 'string'),
       openBatches: db('idx.openBatches', 'string'),
+      accountWebhookEndpoints: db('idx.accountWebhookEndpoints', 'string'),
+      webhookDue: db('idx.webhookDue', 'string'),
+      endpointWebhookDeliveries: db('idx.endpointWebhookDeliveries', 'string'),
     },
     groups: { expiry: db('grp.expiry', 'binary'), processing: db('grp.processing', 'binary') },
     // Made empty in a data directory written before them: the layout is unchanged (nothing else moved).

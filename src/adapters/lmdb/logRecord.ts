@@ -33,6 +33,7 @@ const layouts = {
     'metadata',
     'batchId',
     'customId',
+    'face',
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
@@ -85,18 +86,63 @@ const layouts = {
   FileDeleted: ['fileId', 'at', 'reason'],
   RequestOwnerGone: ['reqId', 'owner', 'attempt', 'at'],
   BatchOwnerGone: ['batchId', 'owner', 'at'],
+  WebhookEndpointAdded: ['endpointId', 'accountId', 'url', 'events', 'secretId', 'at'],
+  WebhookEndpointRemoved: ['endpointId', 'at'],
+  WebhookSecretRotated: ['endpointId', 'secretId', 'previousSecretId', 'previousValidUntil', 'at'],
+  WebhookEndpointDisabled: ['endpointId', 'failingSince', 'at'],
+  WebhookEndpointEnabled: ['endpointId', 'at'],
+  WebhookDeliveryDue: [
+    'deliveryId',
+    'endpointId',
+    'accountId',
+    'eventId',
+    'eventType',
+    'dataId',
+    'createdAt',
+    'giveUpAt',
+    'at',
+  ],
+  WebhookAttemptStarted: ['deliveryId', 'endpointId', 'attempt', 'owner', 'leaseUntil', 'at'],
+  WebhookAttemptFailed: [
+    'deliveryId',
+    'endpointId',
+    'retryAt',
+    'at',
+    'attempt',
+    'owner',
+    'status',
+    'latencyMs',
+    'error',
+  ],
+  WebhookDelivered: ['deliveryId', 'endpointId', 'at', 'attempt', 'owner', 'status', 'latencyMs', 'error'],
+  WebhookDeliveryGaveUp: [
+    'deliveryId',
+    'endpointId',
+    'reason',
+    'at',
+    'attempt',
+    'owner',
+    'status',
+    'latencyMs',
+    'error',
+  ],
+  WebhookRedeliveryRequested: ['deliveryId', 'endpointId', 'giveUpAt', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
+/** Layout 6 (before webhooks, and a request's face): what differs. Webhook events are never read with it. */
+const queuedOfSix = layouts.RequestQueued.filter((field) => field !== 'face');
+const layoutSixChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = { RequestQueued: queuedOfSix };
 /** Layout 5 (before a failure said what the caller is told, and whether it was for good at once): what differs. */
 const layoutFiveChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutSixChanges,
   RequestFailed: layouts.RequestFailed.filter((field) => field !== 'said' && field !== 'permanent'),
 };
 /** Layout 4 (before batches and files): what differs from layout 5. */
 const layoutFourChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   ...layoutFiveChanges,
-  RequestQueued: layouts.RequestQueued.filter((field) => field !== 'batchId' && field !== 'customId'),
+  RequestQueued: queuedOfSix.filter((field) => field !== 'batchId' && field !== 'customId'),
 };
 /** Layout 3 (before a request's metadata was kept): what differs from the current one. */
 const layoutThreeChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
@@ -171,6 +217,16 @@ const textFields: ReadonlySet<string> = new Set([
   'filename',
   'sha256',
   'said',
+  'face',
+  'endpointId',
+  'url',
+  'secretId',
+  'previousSecretId',
+  'deliveryId',
+  'eventId',
+  'eventType',
+  'dataId',
+  'error',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -182,6 +238,7 @@ const compiled = compile((type) => layouts[type]);
 const compiledThree = compile((type) => layoutThreeChanges[type] ?? layouts[type]);
 const compiledFour = compile((type) => layoutFourChanges[type] ?? layouts[type]);
 const compiledFive = compile((type) => layoutFiveChanges[type] ?? layouts[type]);
+const compiledSix = compile((type) => layoutSixChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
@@ -189,28 +246,37 @@ const compiledByVersion: Record<number, typeof compiled> = {
   3: compiledThree,
   4: compiledFour,
   5: compiledFive,
-  6: compiled,
+  6: compiledSix,
+  7: compiled,
 };
 
-const layoutVersion = 6;
+const layoutVersion = 7;
 /**
  * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
- * file's event or a batch's line (5), or a failure that says what its caller is told (6). A data directory that
+ * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
+ * request's face (7: an endpoint's `events` filter is written as the list it is). A data directory that
  * never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
   for (const event of events) {
-    if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
+    if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined))
       return layoutVersion;
-    if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = 5;
+    if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined)) version = 6;
+    else if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = Math.max(version, 5);
     else if (event.type !== 'RequestQueued') continue;
-    else if (event.batchId !== undefined || event.customId !== undefined) version = 5;
+    else if (event.batchId !== undefined || event.customId !== undefined) version = Math.max(version, 5);
     else if (event.metadata !== undefined) version = Math.max(version, 4);
   }
   return version;
 };
-const tableOf: Record<number, typeof compiled> = { 3: compiledThree, 4: compiledFour, 5: compiledFive, 6: compiled };
+const tableOf: Record<number, typeof compiled> = {
+  3: compiledThree,
+  4: compiledFour,
+  5: compiledFive,
+  6: compiledSix,
+  7: compiled,
+};
 /** A string field the event does not have. */
 const absentText = -1;
 const packr = new Packr({ useRecords: false });

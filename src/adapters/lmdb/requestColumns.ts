@@ -70,6 +70,7 @@ export const createRequestColumns = () => {
   const batchIds = new Map<number, string>();
   const customIds = new Map<number, string>();
   const failureSaids = new Map<number, string>();
+  const faces = new Map<number, 'responses'>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -171,6 +172,7 @@ export const createRequestColumns = () => {
     keepRare(batchIds, slot, c.batchId);
     keepRare(customIds, slot, c.customId);
     keepRare(failureSaids, slot, c.failureSaid);
+    keepRare(faces, slot, c.face);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -222,6 +224,7 @@ export const createRequestColumns = () => {
       c.batchId = from.batchId;
       c.customId = from.customId;
       c.failureSaid = from.failureSaid;
+      c.face = from.face;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -259,6 +262,7 @@ export const createRequestColumns = () => {
       c.batchId = batchIds.get(slot);
       c.customId = customIds.get(slot);
       c.failureSaid = failureSaids.get(slot);
+      c.face = faces.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -314,6 +318,7 @@ export const createRequestColumns = () => {
       if (batchIds.has(slot)) context.batchId = batchIds.get(slot);
       if (customIds.has(slot)) context.customId = customIds.get(slot);
       if (failureSaids.has(slot)) context.failureSaid = failureSaids.get(slot);
+      if (faces.has(slot)) context.face = faces.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -356,6 +361,7 @@ type Covered =
   | 'metadata'
   | 'batchId'
   | 'customId'
-  | 'failureSaid';
+  | 'failureSaid'
+  | 'face';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -15,6 +15,9 @@ import {
   type MutableRequestState,
   type RequestStatus,
 } from '../../domain/request/state.js';
+import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import { isWebhookEvent } from '../../domain/webhook/events.js';
 import {
   accountRequestKeyOf,
   dispatchKeyOf,
@@ -27,6 +30,7 @@ import {
 } from '../../storage/projection.js';
 import { compareBatchFileViews, createBatchFileFold } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
+import { compareWebhookViews, createWebhookFold, webhookSecretKeysOf } from '../../storage/verifyWebhooks.js';
 import { countIds, decodeIds, decodeMap, encodeMap, holdsText, viewEnd, viewMatches } from './codec.js';
 import { accountsVersionKey, type LmdbDatabases, lastSeqKey, requestKey } from './databases.js';
 import { visitLogRecord } from './logRecord.js';
@@ -79,6 +83,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   // Batches (their state, and their lines' counts) and files, rebuilt beside the requests: a line's event passes on
   // only its status before the event (read here, before the step changes it) and the working state after it.
   const batchesAndFiles = createBatchFileFold();
+  const webhooks = createWebhookFold();
   const countLine = (before: RequestStatus) => {
     const { batchId } = columns.working.context;
     if (batchId !== undefined) batchesAndFiles.line(batchId, before, columns.working);
@@ -97,6 +102,9 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
         if (!batchesAndFiles.batchEvent(event))
           differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
       } else if (isFileEvent(event)) batchesAndFiles.fileEvent(event);
+      else if (isWebhookEvent(event)) {
+        if (!webhooks.event(event)) differ(`event ${event.seq}: ${event.type} is not accepted by the machine`);
+      }
       return;
     }
     if (event.reqId === workingReqId) {
@@ -326,6 +334,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
       .filter((a) => a.passwordSetAt !== undefined)
       .map((a) => passwordCredentialKey(a.accountId)),
     ...[...account.rebuilt.sessions.keys()].map(sessionCredentialKey),
+    ...webhookSecretKeysOf(webhooks),
   ]);
   for (const key of dbs.credentials.getKeys({})) {
     if (!wanted.delete(String(key))) differ(`credential ${String(key)}: stored but the log sets no such credential`);
@@ -351,6 +360,25 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     differ,
   );
   options.files?.(batchesAndFiles.files);
+  const entries = (index: 'accountWebhookEndpoints' | 'webhookDue' | 'endpointWebhookDeliveries') =>
+    dbs.indexes[index].getRange({});
+  compareWebhookViews(
+    webhooks,
+    {
+      endpoints: dbs.webhookEndpoints
+        .getRange({})
+        .map(({ key, value }) => ({ id: String(key), view: decodeMap<WebhookEndpointState>(value) })),
+      deliveries: dbs.webhookDeliveries
+        .getRange({})
+        .map(({ key, value }) => ({ id: String(key), view: decodeMap<DeliveryState>(value) })),
+      indexes: {
+        accountWebhookEndpoints: entries('accountWebhookEndpoints'),
+        webhookDue: entries('webhookDue'),
+        endpointWebhookDeliveries: entries('endpointWebhookDeliveries'),
+      },
+    },
+    differ,
+  );
   const storedLastSeq = dbs.meta.get(lastSeqKey) ?? 0;
   if (storedLastSeq !== expected - 1)
     differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);
