@@ -200,23 +200,87 @@ describe('The dashboard Webhooks pages', () => {
     expect(syncReads(app).webhookEndpoint(endpointId)?.previousSecret).toBeDefined();
   });
 
-  it('lists a delivery after a request ends, links what it is about, and Redeliver sends it again with the same id', async () => {
-    const { url, received } = await start();
-    const { visitor, accountId, key, keyId } = await signedUp('log@example.com');
-    const secret = secretOn((await addEndpoint(visitor, `${url}/ok`)).text) as string;
+  it('lists the delivery a request cancelled through the app makes, with what it is about linked to its page', async () => {
+    const { url } = await start();
+    const { visitor, accountId, key, keyId } = await signedUp('listed@example.com');
+    await addEndpoint(visitor, `${url}/ok`);
     const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
     const empty = await visitor.get(`/dashboard/webhooks/${endpointId}`);
     expect(empty.status).toBe(200);
     expect(empty.text).toContain('No deliveries yet.');
-
-    // A request cancelled through the app: its ending makes a delivery due, which the sender delivers.
     const submitted = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'never mind' } });
     const reqId = ((await submitted.json()) as { request_id: string }).request_id;
-    const principal = { accountId, keyId, plan: 'free' } as Principal;
-    expect(await app.requests.cancel(principal, reqId)).toMatchObject({ status: 'cancelled' });
+    await app.requests.cancel({ accountId, keyId, plan: 'free' } as Principal, reqId);
+    // Due in the same commit as the ending: listed at once, whatever the sender has done with it since.
+    const log = await visitor.get(`/dashboard/webhooks/${endpointId}`);
+    const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
+    const deliveryId = webhookDeliveryId(webhookEventId(reqId, 'request.cancelled'), endpointId);
+    expect(row).toContain(`<tr id="${deliveryId}">`);
+    expect(row).toContain(`<code class="id">${deliveryId}</code>`);
+    expect(row).toContain('<code>request.cancelled</code>');
+    expect(row).toContain(`<a class="id" href="/dashboard/requests/${reqId}">${reqId}</a>`);
+    expect(row).toMatch(/<span class="badge delivery-(waiting|sending|delivered)">/);
+  });
+
+  it('shows a delivered delivery’s outcome, and Redeliver makes it waiting again under the same id', async () => {
+    // A manual clock, and the delivery made and delivered in one commit: no sender sees it in between.
+    app = await startTestApp({ config: { webhooks, models } });
+    receiver = await startWebhookReceiver();
+    const { visitor, key } = await signedUp('redeliver@example.com');
+    await addEndpoint(visitor, receiver.url('/ok'), ['request.cancelled']);
+    const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
+    const submitted = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'delivered' } });
+    const reqId = ((await submitted.json()) as { request_id: string }).request_id;
+    const deliveryId = webhookDeliveryId(webhookEventId(reqId, 'request.cancelled'), endpointId);
+    const t = app.clock.now();
+    await app.store.commit({
+      commands: [
+        { type: 'Cancel', reqId, now: t },
+        {
+          type: 'WebhookDelivery',
+          deliveryId,
+          command: { type: 'RecordSuccess', outcome: { attempt: 1, status: 200, latencyMs: 1_234 }, now: t },
+        },
+      ],
+    });
+    expect(syncReads(app).webhookDelivery(deliveryId)?.status).toBe('delivered');
+
+    const log = await visitor.get(`/dashboard/webhooks/${endpointId}`);
+    const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
+    expect(row).toContain(
+      '<span class="badge delivery-delivered">delivered</span><span class="attempts">1 attempt</span>',
+    );
+    expect(row).toContain('<span class="outcome">HTTP 200 · 1,234 ms</span>');
+    expect(row).not.toContain('error-text');
+    const redeliver = `/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver`;
+    expect(row).toContain(`<form method="post" action="${redeliver}">`);
+    // The list says when the endpoint last had a delivery.
+    expect((await visitor.get('/dashboard/webhooks')).text).toMatch(/<td data-label="Last delivered"><time /);
+
+    const redelivered = await visitor.post(redeliver, { csrf: visitor.csrfOf(log.text) });
+    expect(redelivered.status).toBe(303);
+    const location = redelivered.headers.get('location') as string;
+    expect(location).toBe(`/dashboard/webhooks/${endpointId}?redelivered=${deliveryId}`);
+    expect((await visitor.get(location)).text).toContain(
+      `Delivery <code>${deliveryId}</code> is waiting to be sent again, with the same <code>webhook-id</code>.`,
+    );
+    const events = [...syncReads(app).events()].filter((e) => 'deliveryId' in e && e.deliveryId === deliveryId);
+    expect(events.map((e) => e.type)).toEqual(['WebhookDeliveryDue', 'WebhookDelivered', 'WebhookRedeliveryRequested']);
+    expect(syncReads(app).webhookDelivery(deliveryId)?.context).toMatchObject({ redeliveries: 1, dueAt: t });
+  });
+
+  it('delivers to a live receiver with the secret the add showed, and Redeliver sends it again under the same id', async () => {
+    const { url, received } = await start();
+    const { visitor, accountId, key, keyId } = await signedUp('live@example.com');
+    const secret = secretOn((await addEndpoint(visitor, `${url}/ok`)).text) as string;
+    const endpointId = endpointIdOn((await visitor.get('/dashboard/webhooks')).text);
+    // A request cancelled through the app: its ending makes a delivery due, which the app's sender delivers.
+    const submitted = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'never mind' } });
+    const reqId = ((await submitted.json()) as { request_id: string }).request_id;
+    await app.requests.cancel({ accountId, keyId, plan: 'free' } as Principal, reqId);
     const deliveryId = webhookDeliveryId(webhookEventId(reqId, 'request.cancelled'), endpointId);
     await eventually(() => (syncReads(app).webhookDelivery(deliveryId)?.status === 'delivered' ? true : undefined));
-    // The receiver got it, signed with the secret the add showed: the openai SDK verifies it.
+    // Signed with the secret the add showed: the openai SDK verifies it.
     const first = received.find((one) => one.headers['webhook-id'] === deliveryId);
     const event = await new OpenAI({ apiKey: 'unused' }).webhooks.unwrap(
       first?.body as string,
@@ -224,34 +288,11 @@ describe('The dashboard Webhooks pages', () => {
       secret,
     );
     expect(event).toMatchObject({ type: 'request.cancelled', data: { id: reqId } });
-
     const log = await visitor.get(`/dashboard/webhooks/${endpointId}`);
-    const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
-    expect(row).toContain(`<code class="id">${deliveryId}</code>`);
-    expect(row).toContain('<code>request.cancelled</code>');
-    expect(row).toContain(`<a class="id" href="/dashboard/requests/${reqId}">${reqId}</a>`);
-    expect(row).toContain('<span class="badge delivery-delivered">delivered</span>');
-    expect(row).toContain('<span class="attempts">1 attempt</span>');
-    expect(row).toMatch(/<span class="outcome">HTTP 200 · [\d,]+ ms<\/span>/);
-    expect(row).not.toContain('error-text');
-    expect(row).toContain(`action="/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver"`);
-    // The list shows when it was last delivered.
-    expect((await visitor.get('/dashboard/webhooks')).text).toMatch(/<td data-label="Last delivered"><time /);
+    expect(log.text).toMatch(/<span class="outcome">HTTP 200 · [\d,]+ ms<\/span>/);
 
-    const redelivered = await visitor.post(`/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver`, {
-      csrf: visitor.csrfOf(log.text),
-    });
-    expect(redelivered.status).toBe(303);
-    const location = redelivered.headers.get('location') as string;
-    expect(location).toBe(`/dashboard/webhooks/${endpointId}?redelivered=${deliveryId}`);
-    expect((await visitor.get(location)).text).toContain(
-      `Delivery <code>${deliveryId}</code> is waiting to be sent again, with the same <code>webhook-id</code>.`,
-    );
-    // Made due again (waiting), then sent again under the same webhook-id.
-    const types = [...syncReads(app).events()]
-      .filter((e) => 'deliveryId' in e && e.deliveryId === deliveryId)
-      .map((e) => e.type);
-    expect(types).toContain('WebhookRedeliveryRequested');
+    const redeliver = `/dashboard/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver`;
+    expect((await visitor.post(redeliver, { csrf: visitor.csrfOf(log.text) })).status).toBe(303);
     await eventually(() =>
       received.filter((one) => one.headers['webhook-id'] === deliveryId).length === 2 ? true : undefined,
     );

@@ -65,8 +65,8 @@ export type DashboardDeps = {
   readonly config: Config;
   readonly clock: ClockShape;
   readonly log: Logger;
-  /** The account's webhook endpoints and deliveries (issue 30); without them the Webhooks pages answer 404. */
-  readonly webhooks?: WebhooksShape;
+  /** The account's webhook endpoints and deliveries (issue 30). */
+  readonly webhooks: WebhooksShape;
   /** False while the server stops: pages then answer 503. */
   readonly accepting?: () => boolean;
 };
@@ -222,7 +222,7 @@ const busyMessage = (event: H3Event): string => {
 };
 
 /**
- * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests. Server-rendered pages
+ * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests, batches, webhooks. Server-rendered pages
  * (adapters/dashboard), plain forms with CSRF tokens, a session cookie; every change goes through the same
  * services, commands and log as the CLI's.
  */
@@ -947,7 +947,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     );
   };
 
-  if (deps.webhooks !== undefined) mountWebhookPages(deps.webhooks);
+  mountWebhookPages(deps.webhooks);
 
   // A file's bytes for its own account's session (the API's /v1/files/{id}/content takes a key, which a browser
   // holding only the session cookie has not): streamed, never whole in memory. Another account's file is unknown.
