@@ -104,6 +104,14 @@ describe('airs webhooks', () => {
     expect(again.secret).not.toBe(secret);
     expect(again.previous_secret_valid_until).not.toBeNull();
 
+    // The log names secrets by id only: neither the timeline, nor one account's, nor the verification shows one.
+    for (const args of [['replay'], ['replay', '--account', owner], ['replay', '--verify']]) {
+      const replayed = await runCli(box, args);
+      expect(replayed.code, replayed.stderr).toBe(0);
+      expect(`${replayed.stdout}${replayed.stderr}`).not.toMatch(/whsec_/);
+      if (args.length === 1) expect(replayed.stdout).toContain('WebhookSecretRotated');
+    }
+
     // Enabling an enabled endpoint changes nothing, and succeeds.
     const enabled = await runCli(box, ['webhooks', 'enable', '--account', owner, added.id]);
     expect(enabled.code, enabled.stderr).toBe(0);
