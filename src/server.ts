@@ -179,6 +179,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
       accounts: services.accounts,
       store: services.store,
       rateLimiter: services.rateLimiter,
+      webhooks: services.webhooks,
       config: options.config,
       clock: options.clock ?? systemClock,
       log: options.logger,

@@ -54,6 +54,16 @@ const chartLabels = (page: Page) =>
       .filter((box) => box.right > box.left),
   );
 
+/** Tries `check` until it answers, for at most 10 s (a delivery attempt is the server's, in its own time). */
+const eventuallyOnPage = async <A>(check: () => Promise<A | undefined>): Promise<A | undefined> => {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined || Date.now() > deadline) return value;
+    await sleep(200);
+  }
+};
+
 const overlap = (a: { left: number; right: number; top: number; bottom: number }, b: typeof a) =>
   a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
 
@@ -66,6 +76,8 @@ describe('The dashboard at 390 and 1280 px (airs serve + headless chromium)', ()
 
   beforeAll(async () => {
     box = sandbox('airs-e2e-layout');
+    // Webhook endpoints on 127.0.0.1 over http (the Webhooks pages' rows), as the issue's tests allow.
+    box.writeConfig({ webhooks: { allowHttp: true, allowPrivateNetworks: true } });
     const account = await createAccountWithKey(box, 'narrow@example.com');
     const set = await runCli(box, ['accounts', 'set-password', account.accountId], { input: `${password}\n` });
     expect(set.code, set.stderr).toBe(0);
@@ -164,6 +176,58 @@ describe('The dashboard at 390 and 1280 px (airs serve + headless chromium)', ()
       expect(await page.getByRole('button', { name: 'Delete this key' }).isVisible()).toBe(true);
       expect((await overflowing(page)).found).toEqual([]);
       await screenshot(page, `layout-keys-confirm-${width}`);
+
+      expect(problems).toEqual([]);
+      await context.close();
+    }, 45_000);
+
+  // After the pages above (which count the account's requests): the request made here is the webhook's.
+  for (const width of widths)
+    it(`lays out the webhooks pages within ${width} px: the secret once, the list with its confirm steps open, a delivery log`, async () => {
+      const context = await chromium.context({ viewport: { width, height: 844 } });
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(error.message));
+      await page.goto(`${server.url}/dashboard/login`);
+      await page.fill('#email', 'narrow@example.com');
+      await page.fill('#password', password);
+      await Promise.all([
+        page.waitForURL(`${server.url}/dashboard`),
+        page.getByRole('button', { name: 'Log in' }).click(),
+      ]);
+
+      // An endpoint added through the form at the first width (the free plan allows one), its secret shown once.
+      await page.goto(`${server.url}/dashboard/webhooks`);
+      if (width === widths[0]) {
+        // A port nothing listens on: each attempt fails at once, with a long error for the log to show.
+        await page.fill('#webhook-url', 'http://127.0.0.1:9/a/rather/long/path/to/receive/airs/webhooks/on?team=ops');
+        await page.getByLabel('request.completed').check();
+        await Promise.all([page.waitForLoadState(), page.getByRole('button', { name: 'Add endpoint' }).click()]);
+        expect(await page.inputValue('#new-secret')).toMatch(/^whsec_/);
+        expect((await overflowing(page)).found).toEqual([]);
+        await screenshot(page, `layout-webhooks-secret-${width}`);
+        const submitted = await submit(server.url, key, 'echo', 'for the webhook');
+        expect(submitted.status).toBe(202);
+        await page.goto(`${server.url}/dashboard/webhooks`);
+      }
+      expect(await page.getByRole('button', { name: 'Add endpoint' }).isDisabled()).toBe(true);
+      await page.getByText('Rotate secret…').click();
+      await page.getByText('Remove…').click();
+      expect(await page.getByRole('button', { name: 'Remove this endpoint' }).isVisible()).toBe(true);
+      expect((await overflowing(page)).found).toEqual([]);
+      await screenshot(page, `layout-webhooks-${width}`);
+      await Promise.all([
+        page.waitForURL(/\/dashboard\/webhooks\/whep_/),
+        page.locator('a[href^="/dashboard/webhooks/whep_"]').first().click(),
+      ]);
+      // The request's delivery, listed from its ending on (its attempts' outcomes follow as the sender makes them).
+      const listed = await eventuallyOnPage(async () => {
+        await page.reload();
+        return (await page.locator('tbody tr[id^="wh_"]').count()) > 0 ? true : undefined;
+      });
+      expect(listed).toBe(true);
+      expect((await overflowing(page)).found).toEqual([]);
+      await screenshot(page, `layout-webhook-log-${width}`);
 
       expect(problems).toEqual([]);
       await context.close();

@@ -2,13 +2,14 @@ import type { ComponentChildren } from 'preact';
 import { dashboardAssetUrls } from './assets.js';
 import { CsrfField } from './CsrfField.js';
 
-export type Section = 'overview' | 'keys' | 'requests' | 'batches';
+export type Section = 'overview' | 'keys' | 'requests' | 'batches' | 'webhooks';
 
 const sections: readonly { id: Section; href: string; label: string }[] = [
   { id: 'overview', href: '/dashboard', label: 'Overview' },
   { id: 'keys', href: '/dashboard/keys', label: 'Keys' },
   { id: 'requests', href: '/dashboard/requests', label: 'Requests' },
   { id: 'batches', href: '/dashboard/batches', label: 'Batches' },
+  { id: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
 ];
 
 type LayoutProps = {

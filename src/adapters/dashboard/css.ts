@@ -69,7 +69,7 @@ main.narrow { max-width: 26rem; }
 
 label { display: block; font-weight: 600; margin: 0 0 0.3rem; }
 .field { margin-bottom: 1rem; }
-input[type="email"], input[type="password"], input[type="text"] {
+input[type="email"], input[type="password"], input[type="text"], input[type="url"] {
   width: 100%; font: inherit; color: var(--text); background: var(--card);
   border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.55rem 0.7rem;
 }
@@ -138,6 +138,29 @@ meter { width: 100%; height: 0.9rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin: 1rem 0 0.5rem; }
 .pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 1rem; }
 
+fieldset { border: none; padding: 0; min-width: 0; }
+fieldset legend { font-weight: 600; padding: 0; margin-bottom: 0.3rem; }
+.checks { display: grid; gap: 0.25rem 1rem; grid-template-columns: repeat(auto-fill, minmax(13rem, 1fr)); }
+label.check { font-weight: 400; display: flex; align-items: center; gap: 0.4rem; margin: 0; }
+.event-list { display: flex; flex-wrap: wrap; gap: 0.15rem 0.5rem; }
+.url-cell { min-width: 14rem; }
+.url-cell a { overflow-wrap: anywhere; }
+.event-list code, table.deliveries td[data-label="Event"] code { white-space: nowrap; overflow-wrap: normal; }
+.event-types + .inline-form { margin-bottom: 0.75rem; }
+.facts + .row-actions { margin-top: 1rem; }
+.row-actions { display: flex; flex-direction: column; gap: 0.35rem; align-items: flex-start; }
+table .row-actions { min-width: 16rem; }
+.row-actions details.confirm p { max-width: 20rem; overflow-wrap: anywhere; }
+.endpoint-enabled, .delivery-delivered { color: var(--ok); border-color: var(--ok); }
+.endpoint-disabled, .delivery-gave_up { color: var(--warn); border-color: var(--warn); }
+.delivery-waiting, .delivery-sending { color: var(--accent); border-color: var(--accent); }
+.notice form { margin: 0.5rem 0 0; }
+table.deliveries td form { margin: 0; }
+table.deliveries .id { font-family: var(--mono); font-size: 0.8rem; word-break: break-all; display: inline-block; max-width: 17rem; }
+.lines { display: flex; flex-direction: column; gap: 0.1rem; }
+.lines .reason, .lines .attempts, .lines .outcome { font-size: 0.88rem; color: var(--muted); }
+.lines .badge { align-self: flex-start; }
+
 @media (max-width: 40rem) {
   h1 { font-size: 1.35rem; }
   .account { margin-left: 0; width: 100%; justify-content: space-between; }
@@ -152,5 +175,12 @@ meter { width: 100%; height: 0.9rem; }
   }
   table.stack td::before { content: attr(data-label); color: var(--muted); font-weight: 600; font-size: 0.82rem; }
   table.stack td > * { text-align: right; }
+  table.stack td > *:only-child { min-width: 0; overflow-wrap: anywhere; }
+  table.stack .row-actions { align-items: flex-end; }
+  table.stack .row-actions details p { text-align: left; }
+  table.stack .lines { align-items: flex-end; }
+  table.stack .lines .badge { align-self: flex-end; }
+  table.deliveries .id { max-width: 14rem; }
+  table.stack td.url-cell, table.stack .row-actions { min-width: 0; }
 }
 `;

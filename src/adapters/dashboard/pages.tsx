@@ -16,4 +16,6 @@ export { requestPage } from './requestPage.js';
 export { requestsPage } from './requestsPage.js';
 export { signupPage } from './signupPage.js';
 export type * from './viewModels.js';
-export { requestStatuses } from './viewModels.js';
+export { deliveryStatuses, requestStatuses } from './viewModels.js';
+export { webhookPage } from './webhookPage.js';
+export { webhooksPage } from './webhooksPage.js';

@@ -181,3 +181,77 @@ export type ErrorView = {
   readonly csrf?: string;
   readonly email?: string;
 };
+
+/** One webhook endpoint as the Webhooks page lists it (never its secret). */
+export type WebhookEndpointRow = {
+  readonly id: string;
+  readonly url: string;
+  /** The event types it receives; empty: every type (also those added later). */
+  readonly events: readonly string[];
+  readonly status: 'enabled' | 'disabled';
+  readonly createdAt: number;
+  readonly lastDeliveredAt?: number;
+  /** When it was disabled (after failing for 3 days). */
+  readonly disabledAt?: number;
+};
+
+/** `GET /dashboard/webhooks`, and the answers to its forms. */
+export type WebhooksView = SessionView & {
+  /** The account's endpoints that are not removed, oldest first. */
+  readonly endpoints: readonly WebhookEndpointRow[];
+  /** The plan's bound on endpoints. */
+  readonly maxEndpoints: number;
+  /** The event types an endpoint can receive, in the order to offer them. */
+  readonly eventTypes: readonly string[];
+  /** How long a delivery is retried before it gives up (`webhooks.retentionHours`). */
+  readonly retentionHours: number;
+  /** Only on the page that answers an add or a rotation: the signing secret, shown this once. */
+  readonly newSecret?: {
+    readonly endpointId: string;
+    readonly url: string;
+    readonly secret: string;
+    readonly rotated: boolean;
+  };
+  /** A refusal to show, and what the add form held (so it need not be typed again). */
+  readonly error?: string;
+  readonly form?: { readonly url: string; readonly events: readonly string[] };
+  /** Only on the page after a change made by a redirect: what was done to which endpoint. */
+  readonly done?: { readonly what: 'removed' | 'enabled'; readonly url: string };
+};
+
+export const deliveryStatuses = ['waiting', 'sending', 'delivered', 'gave_up'] as const;
+export type DeliveryStatusView = (typeof deliveryStatuses)[number];
+
+/** One delivery of an endpoint's log. */
+export type DeliveryRow = {
+  /** `wh_…`, the `webhook-id` header of every attempt. */
+  readonly id: string;
+  readonly eventType: string;
+  /** `data.id` of the event: `req_…`, `resp_…` or `batch_…`. */
+  readonly dataId: string;
+  /** Where the dashboard shows what it is about, when it has a page for it. */
+  readonly dataHref?: string;
+  readonly status: DeliveryStatusView;
+  /** Why it gave up, in words. */
+  readonly gaveUpReason?: string;
+  readonly attempts: number;
+  readonly lastAttemptAt?: number;
+  /** The HTTP status the last attempt was answered with. */
+  readonly lastStatus?: number;
+  readonly lastLatencyMs?: number;
+  readonly lastError?: string;
+  readonly createdAt: number;
+};
+
+/** `GET /dashboard/webhooks/:id`: one endpoint and a page of its deliveries, newest first. */
+export type WebhookEndpointView = SessionView & {
+  readonly endpoint: WebhookEndpointRow;
+  readonly deliveries: readonly DeliveryRow[];
+  /** The delivery id the next older page starts after (`?before=…`), when there is one. */
+  readonly olderCursor?: string;
+  /** Set on a page that is not the newest. */
+  readonly older: boolean;
+  readonly error?: string;
+  /** Only after a redelivery: the delivery made due again. */
+  readonly redelivered?: string;
+};

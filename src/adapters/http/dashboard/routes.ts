@@ -8,12 +8,16 @@ import type { RateLimiterShape } from '../../../app/RateLimiter.js';
 import { requestHistory } from '../../../app/requestHistory.js';
 import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import { unavailableFor } from '../../../app/StorageHealth.js';
+import type { WebhooksShape } from '../../../app/webhooks/Webhooks.js';
 import type { Config } from '../../../config.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestState } from '../../../domain/request/state.js';
+import type { DeliveryState } from '../../../domain/webhook/delivery.js';
+import type { WebhookEndpointState } from '../../../domain/webhook/endpoint.js';
+import { webhookEventTypes } from '../../../domain/webhook/eventTypes.js';
 import type { ClockShape } from '../../../ports/Clock.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
@@ -21,6 +25,7 @@ import { plural } from '../../dashboard/format.js';
 import {
   type BatchRow,
   batchesPage,
+  type DeliveryRow,
   dashboardAssetPaths,
   dashboardCss,
   dashboardScript,
@@ -33,6 +38,10 @@ import {
   requestPage,
   requestsPage,
   signupPage,
+  type WebhookEndpointRow,
+  type WebhooksView,
+  webhookPage,
+  webhooksPage,
 } from '../../dashboard/pages.js';
 import { fileDownload } from '../fileDownload.js';
 import { batchObjectOf } from '../openai/batches/wire.js';
@@ -56,6 +65,8 @@ export type DashboardDeps = {
   readonly config: Config;
   readonly clock: ClockShape;
   readonly log: Logger;
+  /** The account's webhook endpoints and deliveries (issue 30). */
+  readonly webhooks: WebhooksShape;
   /** False while the server stops: pages then answer 503. */
   readonly accepting?: () => boolean;
 };
@@ -136,6 +147,54 @@ const batchCursorOf = (view: BatchView) => ({
 const batchCursorText = (view: BatchView) =>
   cursorText({ createdAt: view.state.context.createdAt, reqId: view.state.context.batchId });
 
+/** How many deliveries an endpoint's page lists. */
+const deliveryPageSize = 25;
+
+/** An endpoint as the Webhooks pages show it (never its secret; a removed one is not listed). */
+const endpointRowOf = (endpoint: WebhookEndpointState): WebhookEndpointRow => ({
+  id: endpoint.endpointId,
+  url: endpoint.url,
+  events: endpoint.events,
+  status: endpoint.status === 'disabled' ? 'disabled' : 'enabled',
+  createdAt: endpoint.createdAt,
+  lastDeliveredAt: endpoint.lastDeliveredAt,
+  disabledAt: endpoint.disabledAt,
+});
+
+const gaveUpWords = {
+  retention: 'its retries ran out',
+  endpoint_disabled: 'the endpoint was disabled',
+  endpoint_removed: 'the endpoint was removed',
+} as const;
+
+/** Where the dashboard shows what an event is about: a request (`resp_X` is the Responses face of `req_X`). */
+const dataHrefOf = (dataId: string): string | undefined => {
+  if (couldBeId('request', dataId)) return `/dashboard/requests/${dataId}`;
+  const asRequest = `req_${dataId.slice('resp_'.length)}`;
+  return dataId.startsWith('resp_') && couldBeId('request', asRequest) ? `/dashboard/requests/${asRequest}` : undefined;
+};
+
+const deliveryRowOf = ({ status, context: c }: DeliveryState): DeliveryRow => ({
+  id: c.deliveryId,
+  eventType: c.eventType,
+  dataId: c.dataId,
+  dataHref: dataHrefOf(c.dataId),
+  status: status === 'none' ? 'waiting' : status,
+  gaveUpReason: status === 'gave_up' && c.gaveUpReason !== undefined ? gaveUpWords[c.gaveUpReason] : undefined,
+  attempts: c.attempts,
+  lastAttemptAt: c.lastAttemptAt,
+  lastStatus: c.lastStatus,
+  lastLatencyMs: c.lastLatencyMs,
+  lastError: c.lastError,
+  createdAt: c.createdAt,
+});
+
+/** A refusal's message as a sentence on a page: `a webhook URL must …` → `A webhook URL must ….` */
+const sentence = (message: string) => {
+  const text = message.charAt(0).toUpperCase() + message.slice(1);
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+};
+
 /** The store's fault under `error` (itself, or what it wraps: an effect that died of it), if any. */
 const storageFaultIn = (error: unknown): StorageFault | undefined => {
   let cause = error;
@@ -163,7 +222,7 @@ const busyMessage = (event: H3Event): string => {
 };
 
 /**
- * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests. Server-rendered pages
+ * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests, batches, webhooks. Server-rendered pages
  * (adapters/dashboard), plain forms with CSRF tokens, a session cookie; every change goes through the same
  * services, commands and log as the CLI's.
  */
@@ -668,6 +727,227 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       }),
     );
   });
+
+  /**
+   * The Webhooks pages (issue 30): the account's endpoints, adding one (its secret shown this once, as a new key's),
+   * rotating its secret, removing and enabling it, and each endpoint's delivery log with Redeliver. Every change and
+   * every list goes through the Webhooks service, as the CLI's do.
+   */
+  const mountWebhookPages = (webhooks: WebhooksShape) => {
+    /** The account's endpoints (not removed), oldest first. The service refuses only an unknown account, which a
+     * visitor's is not: a refusal is a fault (500), as the store's own faults are (503). */
+    const endpointsOf = async (who: Visitor) => {
+      const listed = await run(webhooks.list(who.account.accountId));
+      if (Result.isFailure(listed)) throw listed.failure;
+      return listed.success;
+    };
+    const renderWebhooks = async (
+      who: Visitor,
+      extra: Pick<WebhooksView, 'newSecret' | 'error' | 'form' | 'done'> = {},
+    ) => {
+      const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;
+      return webhooksPage({
+        csrf: who.csrf,
+        email: account.email,
+        endpoints: (await endpointsOf(who)).map(endpointRowOf),
+        maxEndpoints: deps.config.plans[account.plan].maxWebhookEndpoints,
+        eventTypes: webhookEventTypes,
+        retentionHours: Math.round(deps.config.webhooks.retentionMs / hourMs),
+        ...extra,
+      });
+    };
+    /** One of the account's endpoints named by the path; another account's, a removed or an unknown one: none. */
+    const ownEndpoint = async (event: H3Event, who: Visitor) => {
+      const endpointId = event.context.params?.id ?? '';
+      if (!couldBeId('webhookEndpoint', endpointId)) return undefined;
+      return (await endpointsOf(who)).find((endpoint) => endpoint.endpointId === endpointId);
+    };
+
+    routes.get(
+      '/dashboard/webhooks',
+      page(async (event, who) => {
+        // After a removal or an enabling (`?removed=ID`, `?enabled=ID`): the notice names the account's own endpoint.
+        const query = event.url.searchParams;
+        const removedId = query.get('removed') ?? '';
+        const enabledId = query.get('enabled') ?? '';
+        let done: WebhooksView['done'];
+        if (couldBeId('webhookEndpoint', removedId)) {
+          // A removed endpoint is no longer listed: its URL is read from the view (the account's own only).
+          const removed = await deps.store.reads.webhookEndpoint(removedId);
+          if (removed?.accountId === who.account.accountId && removed.status === 'removed')
+            done = { what: 'removed', url: removed.url };
+        } else if (couldBeId('webhookEndpoint', enabledId)) {
+          const enabled = (await endpointsOf(who)).find((endpoint) => endpoint.endpointId === enabledId);
+          if (enabled?.status === 'enabled') done = { what: 'enabled', url: enabled.url };
+        }
+        return renderWebhooks(who, { done });
+      }),
+    );
+
+    routes.post(
+      '/dashboard/webhooks',
+      action(async (event, who, form) => {
+        const url = (form.get('url') ?? '').trim();
+        const events = form.getAll('events');
+        const kept = { url: url.slice(0, 2_048), events: events.filter((name) => name.length <= 64) };
+        const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;
+        // Said in the page's words; the domain counts again inside the write (another tab, the CLI).
+        const bound = deps.config.plans[account.plan].maxWebhookEndpoints;
+        const count = (await endpointsOf(who)).length;
+        if (count >= bound) {
+          const error = `Your ${account.plan} plan allows ${plural(bound, 'webhook endpoint')} and you have ${count}. Remove one to add another, or ask your operator for a larger plan.`;
+          return send(event, 400, await renderWebhooks(who, { error, form: kept }));
+        }
+        const added = await run(webhooks.add(who.account.accountId, url, events));
+        if (Result.isFailure(added))
+          return send(event, 400, await renderWebhooks(who, { error: sentence(added.failure.message), form: kept }));
+        const { endpoint, secret } = added.success;
+        deps.log.info({ accountId: who.account.accountId, endpointId: endpoint.endpointId }, 'dashboard webhook added');
+        // The only page that ever shows the secret: answered directly, never through a redirect that could be reloaded.
+        return send(
+          event,
+          201,
+          await renderWebhooks(who, {
+            newSecret: { endpointId: endpoint.endpointId, url: endpoint.url, secret, rotated: false },
+          }),
+        );
+      }),
+    );
+
+    routes.post(
+      '/dashboard/webhooks/:id/rotate',
+      action(async (event, who) => {
+        const endpoint = await ownEndpoint(event, who);
+        if (endpoint === undefined) return notFound(event, who);
+        const rotated = await run(webhooks.rotateSecret(who.account.accountId, endpoint.endpointId));
+        if (Result.isFailure(rotated))
+          return send(event, 400, await renderWebhooks(who, { error: sentence(rotated.failure.message) }));
+        deps.log.info(
+          { accountId: who.account.accountId, endpointId: endpoint.endpointId },
+          'dashboard webhook secret rotated',
+        );
+        const { secret } = rotated.success;
+        return send(
+          event,
+          200,
+          await renderWebhooks(who, {
+            newSecret: { endpointId: endpoint.endpointId, url: endpoint.url, secret, rotated: true },
+          }),
+        );
+      }),
+    );
+
+    routes.post(
+      '/dashboard/webhooks/:id/remove',
+      action(async (event, who) => {
+        const endpoint = await ownEndpoint(event, who);
+        if (endpoint === undefined) return notFound(event, who);
+        const removed = await run(webhooks.remove(who.account.accountId, endpoint.endpointId));
+        if (Result.isFailure(removed))
+          return send(event, 400, await renderWebhooks(who, { error: sentence(removed.failure.message) }));
+        deps.log.info(
+          { accountId: who.account.accountId, endpointId: endpoint.endpointId },
+          'dashboard webhook removed',
+        );
+        // A redirect, so that a reload changes nothing; the page it leads to says what was removed.
+        return seeOther(event, `/dashboard/webhooks?removed=${encodeURIComponent(endpoint.endpointId)}`);
+      }),
+    );
+
+    routes.post(
+      '/dashboard/webhooks/:id/enable',
+      action(async (event, who) => {
+        const endpoint = await ownEndpoint(event, who);
+        if (endpoint === undefined) return notFound(event, who);
+        const enabled = await run(webhooks.enable(who.account.accountId, endpoint.endpointId));
+        if (Result.isFailure(enabled))
+          return send(event, 400, await renderWebhooks(who, { error: sentence(enabled.failure.message) }));
+        deps.log.info(
+          { accountId: who.account.accountId, endpointId: endpoint.endpointId },
+          'dashboard webhook enabled',
+        );
+        return seeOther(event, `/dashboard/webhooks?enabled=${encodeURIComponent(endpoint.endpointId)}`);
+      }),
+    );
+
+    /** An endpoint's page: it, and one page of its deliveries (newest, or older than `?before=wh_…`). */
+    const renderEndpoint = async (
+      event: H3Event,
+      who: Visitor,
+      endpoint: WebhookEndpointState,
+      extra: { error?: string; redelivered?: string } = {},
+    ) => {
+      const before = event.url.searchParams.get('before') ?? undefined;
+      if (before !== undefined && !couldBeId('webhookDelivery', before)) return undefined;
+      const page = { limit: deliveryPageSize + 1, before };
+      const listed = await run(webhooks.deliveries(who.account.accountId, endpoint.endpointId, page));
+      // A cursor of no delivery of this endpoint is no page; without one, the endpoint was removed since it was
+      // listed (another tab, the CLI): answered as gone.
+      if (Result.isFailure(listed)) return before === undefined ? ('gone' as const) : undefined;
+      // One more than shown says whether an older page is left.
+      const shown = listed.success.slice(0, deliveryPageSize);
+      return webhookPage({
+        csrf: who.csrf,
+        email: who.account.email,
+        endpoint: endpointRowOf(endpoint),
+        deliveries: shown.map(deliveryRowOf),
+        olderCursor: listed.success.length > deliveryPageSize ? shown.at(-1)?.context.deliveryId : undefined,
+        older: before !== undefined,
+        ...extra,
+      });
+    };
+    routes.get('/dashboard/webhooks/:id', async (event) => {
+      const who = await visitor(event);
+      if (who === undefined) return seeOther(event, '/dashboard/login');
+      const endpoint = await ownEndpoint(event, who);
+      if (endpoint === undefined) return notFound(event, who);
+      // After a redelivery (`?redelivered=wh_…`): a delivery of this endpoint (its id ends with the endpoint's).
+      const redelivered = event.url.searchParams.get('redelivered') ?? '';
+      const markup = await renderEndpoint(event, who, endpoint, {
+        redelivered:
+          couldBeId('webhookDelivery', redelivered) && redelivered.endsWith(endpoint.endpointId.slice('whep_'.length))
+            ? redelivered
+            : undefined,
+      });
+      if (markup === 'gone') return notFound(event, who);
+      if (markup !== undefined) return send(event, 200, markup);
+      return send(
+        event,
+        400,
+        errorPage({
+          status: 400,
+          title: 'Not a page of deliveries',
+          message:
+            'This link does not name a page of this endpoint’s deliveries (it may have been cut short). Start again from the newest.',
+          loggedIn: true,
+          csrf: who.csrf,
+          email: who.account.email,
+        }),
+      );
+    });
+
+    routes.post(
+      '/dashboard/webhooks/:id/deliveries/:deliveryId/redeliver',
+      action(async (event, who) => {
+        const endpoint = await ownEndpoint(event, who);
+        const deliveryId = event.context.params?.deliveryId ?? '';
+        if (endpoint === undefined || !couldBeId('webhookDelivery', deliveryId)) return notFound(event, who);
+        const redelivered = await run(webhooks.redeliver(who.account.accountId, deliveryId));
+        if (Result.isFailure(redelivered)) {
+          const markup = await renderEndpoint(event, who, endpoint, { error: sentence(redelivered.failure.message) });
+          return markup === undefined || markup === 'gone' ? notFound(event, who) : send(event, 400, markup);
+        }
+        deps.log.info({ accountId: who.account.accountId, deliveryId }, 'dashboard webhook redelivered');
+        const endpointId = redelivered.success.context.endpointId;
+        return seeOther(
+          event,
+          `/dashboard/webhooks/${encodeURIComponent(endpointId)}?redelivered=${encodeURIComponent(deliveryId)}`,
+        );
+      }),
+    );
+  };
+
+  mountWebhookPages(deps.webhooks);
 
   // A file's bytes for its own account's session (the API's /v1/files/{id}/content takes a key, which a browser
   // holding only the session cookie has not): streamed, never whole in memory. Another account's file is unknown.

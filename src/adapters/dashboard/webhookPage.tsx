@@ -1,0 +1,97 @@
+import { DeliveryTable } from './DeliveryTable.js';
+import { DisabledEndpoint } from './DisabledEndpoint.js';
+import { Layout } from './Layout.js';
+import { Notice } from './Notice.js';
+import { renderDocument } from './render.js';
+import { Time } from './Time.js';
+import type { WebhookEndpointView } from './viewModels.js';
+import { EndpointActions, EventList, webhookPath } from './WebhookTable.js';
+
+/** `GET /dashboard/webhooks/:id[?before=wh_…]`: one endpoint, its actions, and a page of its delivery log. */
+export const webhookPage = (view: WebhookEndpointView): string => {
+  const { csrf, email, endpoint, deliveries, olderCursor, older, error, redelivered } = view;
+  const newest = webhookPath(endpoint.id);
+  return renderDocument(
+    <Layout title="Webhook endpoint" session={{ csrf, email }} current="webhooks">
+      <p>
+        <a href="/dashboard/webhooks">← Webhooks</a>
+      </p>
+      <h1 class="request-title">
+        Webhook endpoint <code>{endpoint.id}</code>
+      </h1>
+      {error !== undefined && (
+        <Notice kind="error">
+          <p>{error}</p>
+        </Notice>
+      )}
+      {redelivered !== undefined && (
+        <Notice kind="info">
+          <p role="status">
+            Delivery <code>{redelivered}</code> is waiting to be sent again, with the same <code>webhook-id</code>.
+          </p>
+        </Notice>
+      )}
+      {endpoint.status === 'disabled' && <DisabledEndpoint csrf={csrf} row={endpoint} />}
+      <section class="card" aria-labelledby="endpoint-h">
+        <h2 id="endpoint-h">Endpoint</h2>
+        <dl class="facts">
+          <dt>URL</dt>
+          <dd>
+            <code>{endpoint.url}</code>
+          </dd>
+          <dt>Events</dt>
+          <dd>
+            <EventList events={endpoint.events} />
+          </dd>
+          <dt>Status</dt>
+          <dd>
+            <span class={`badge endpoint-${endpoint.status}`}>{endpoint.status}</span>
+          </dd>
+          <dt>Created</dt>
+          <dd>
+            <Time at={endpoint.createdAt} />
+          </dd>
+          <dt>Last delivered</dt>
+          <dd>
+            {endpoint.lastDeliveredAt === undefined ? (
+              <span class="muted">never</span>
+            ) : (
+              <Time at={endpoint.lastDeliveredAt} />
+            )}
+          </dd>
+        </dl>
+        <EndpointActions csrf={csrf} row={endpoint} />
+      </section>
+      <section class="card" aria-labelledby="log-h">
+        <h2 id="log-h">Deliveries {older && <span class="muted">(older ones)</span>}</h2>
+        {deliveries.length === 0 ? (
+          <div class="empty">
+            {older ? (
+              <p>
+                No deliveries on this page. <a href={newest}>Back to the newest</a>
+              </p>
+            ) : (
+              <p>No deliveries yet. One is made when a request or batch ends with an event this endpoint receives.</p>
+            )}
+          </div>
+        ) : (
+          <DeliveryTable csrf={csrf} endpointId={endpoint.id} deliveries={deliveries} />
+        )}
+        {(older || olderCursor !== undefined) && (
+          <nav class="pager" aria-label="Pages">
+            {older ? <a href={newest}>← Newest</a> : <span />}
+            {olderCursor !== undefined ? (
+              <a href={`${newest}?before=${encodeURIComponent(olderCursor)}`}>Older →</a>
+            ) : (
+              <span />
+            )}
+          </nav>
+        )}
+        <p class="hint">
+          Every attempt of a delivery, and every redelivery, carries the same <code>webhook-id</code>: receivers dedupe
+          on it.
+        </p>
+      </section>
+    </Layout>,
+  );
+};
