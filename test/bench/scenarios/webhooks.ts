@@ -85,18 +85,21 @@ const startSide = async (context: Context, name: SideName, receiverUrl: string):
   });
   // The bench only reads through this store (the server writes).
   const store = openLmdbStore(box.dataDir);
-  return {
-    name,
-    url: airs.url,
-    pid: airs.child.pid,
-    accounts,
-    endpoints,
-    store,
-    stop: async () => {
-      await store.close();
-      await airs.child.stop('SIGTERM', 20_000);
-    },
+  const stop = async () => {
+    await store.close();
+    await airs.child.stop('SIGTERM', 20_000);
   };
+  // Each account of the webhooks side has its endpoint, enabled and at the receiver, before any load.
+  for (const [i, account] of (name === 'with' ? accounts : []).entries()) {
+    const found = await store.reads.webhookEndpointsOf(account.accountId);
+    if (found.length !== 1 || found[0]?.status !== 'enabled' || found[0].url !== endpoints[i]?.url) {
+      await stop();
+      throw new Error(
+        `account ${account.accountId} has endpoints ${JSON.stringify(found)}, expected one at the receiver`,
+      );
+    }
+  }
+  return { name, url: airs.url, pid: airs.child.pid, accounts, endpoints, store, stop };
 };
 
 /** One run on a side; `completions` gets the `at` of every request the run completed. */
