@@ -319,7 +319,7 @@ const report = (
     {
       scenario: 'webhooks: each completion delivered exactly once',
       target: `${expected} of ${expected}, none repeated`,
-      measured: `${received} of ${expected}`,
+      measured: `${received} of ${expected}${repeated > 0 ? `, ${repeated} repeated` : ''}`,
       detail: `${repeated} repeated, ${expected - received} missing, ${extra.unexpected} unexpected, ${extra.malformed} malformed`,
       met: exactlyOnce,
     },
