@@ -1,17 +1,20 @@
 import { Layer } from 'effect';
 import type { Logger } from 'pino';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
+import { webhookUrlProblem } from './adapters/webhooks/urlCheck.js';
 import { AccountsLayer } from './app/Accounts.js';
 import { type AppConfig, AppConfigLayer } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
 import { type Metrics, noMetricsLayer } from './app/Metrics.js';
 import { PasswordHashingLayer } from './app/PasswordHashing.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
+import { WebhooksLayer } from './app/webhooks/WebhooksLayer.js';
 import type { Config } from './config.js';
 import { AppClock, type ClockShape, systemClock } from './ports/Clock.js';
 import { Ids, type IdsShape, randomIds } from './ports/Ids.js';
 import { LogLayer } from './ports/Logger.js';
 import type { Store } from './ports/Store.js';
+import { WebhookDestinations, type WebhookDestinationsShape } from './ports/WebhookDestinations.js';
 import { configuredStoreLayer, usesPostgres } from './storeLocation.js';
 
 /*
@@ -34,7 +37,12 @@ export type AppOptions = {
   readonly readFreeBytes?: () => Promise<number>;
   /** How long a stream may stay silent before a keep-alive comment (default 15 s; tests make it short). */
   readonly streamKeepAliveMs?: number;
+  /** How webhook URLs are checked on the network (default: the system's resolver); tests resolve names themselves. */
+  readonly webhookDestinations?: WebhookDestinationsShape;
 };
+
+/** The network check of webhook URLs: adapters/webhooks/urlCheck.ts, with the system's resolver. */
+const networkDestinations: WebhookDestinationsShape = { problem: (url, policy) => webhookUrlProblem(url, policy) };
 
 /**
  * The ground every service stands on: config, store, clock, ids, log, metrics, password hashing (one gate per
@@ -54,6 +62,7 @@ export const baseLayer = (
     Layer.succeed(AppClock, options.clock ?? systemClock),
     Layer.succeed(Ids, options.ids ?? randomIds),
     LogLayer(options.logger),
+    Layer.succeed(WebhookDestinations, options.webhookDestinations ?? networkDestinations),
     PasswordHashingLayer({
       concurrency: options.config.dashboard.hashingConcurrency,
       queue: options.config.dashboard.hashingQueue,
@@ -79,4 +88,5 @@ export const baseLayer = (
  * What management commands need, and no more: no workers and no sweeper, which belong to the server alone, and no
  * free-space floor (an operator's command on a nearly full disk should still work).
  */
-export const managementLayer = (options: AppOptions) => AccountsLayer.pipe(Layer.provideMerge(baseLayer(options, 0)));
+export const managementLayer = (options: AppOptions) =>
+  Layer.mergeAll(AccountsLayer, WebhooksLayer).pipe(Layer.provideMerge(baseLayer(options, 0)));

@@ -23,6 +23,8 @@ import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import { createUpstreamStates, type UpstreamStates, watchedProvider } from './app/upstreamStates.js';
+import { Webhooks, type WebhooksShape } from './app/webhooks/Webhooks.js';
+import { WebhooksLayer } from './app/webhooks/WebhooksLayer.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
 import { systemClock } from './ports/Clock.js';
 import { Store, type StoreShape } from './ports/Store.js';
@@ -44,6 +46,7 @@ export const appLayer = (options: AppOptions, upstreams?: UpstreamStates) => {
             : watchedProvider(createProvider(model), model.id, upstreams),
         ),
         AccountsLayer,
+        WebhooksLayer,
         SweeperLayer(options.sweepIntervalMs),
         LiveOutputLayer,
         GoneOwnersLayer,
@@ -61,6 +64,8 @@ export type App = {
   readonly rateLimiter: RateLimiterShape;
   readonly requests: RequestsShape;
   readonly accounts: AccountsShape;
+  /** An account's webhook endpoints and deliveries (issue 30). */
+  readonly webhooks: WebhooksShape;
   readonly processor: ProcessorShape;
   /** Takes up the leases of this data directory's processes that no longer exist (at start, and when told one died). */
   readonly goneOwners: GoneOwnersShape;
@@ -109,6 +114,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         rateLimiter: yield* RateLimiter,
         requests: yield* Requests,
         accounts: yield* Accounts,
+        webhooks: yield* Webhooks,
         processor: yield* Processor,
         goneOwners: yield* GoneOwners,
         sweeper: yield* Sweeper,

@@ -75,6 +75,8 @@ export type SubmitOptions = {
    * first attempt from its beginning (LiveOutput).
    */
   readonly beforeCommit?: ((reqId: string) => void) | undefined;
+  /** `responses` when `POST /v1/responses` made it: kept on the request, it makes `response.*` webhooks too. */
+  readonly face?: 'responses' | undefined;
 };
 
 /** A submit's answer; `replayed` when an earlier submit with the same idempotency key made the request. */
@@ -181,6 +183,7 @@ export const RequestsLayer = Layer.effect(
       stored: { readonly kind: 'chat' | undefined; readonly text: string },
       idempotency: { readonly key: string; readonly requestHash: string } | undefined,
       beforeCommit: ((reqId: string) => void) | undefined,
+      face?: 'responses' | undefined,
     ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited> => {
       const { model, prompt, messages, params } = input;
       const { text } = stored;
@@ -217,6 +220,7 @@ export const RequestsLayer = Layer.effect(
             maxQueued: config.plans[principal.plan].maxQueued,
             maxAttempts: config.processing.maxAttempts,
             metadata: input.metadata,
+            face,
           },
           { fromApi: true },
         );
@@ -252,7 +256,7 @@ export const RequestsLayer = Layer.effect(
       return (
         checkModelAndSize(input, stored.text, rules) ??
         beyondModel(input, models.get(input.model)?.config.provider) ??
-        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit)
+        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit, options?.face)
       );
     };
 

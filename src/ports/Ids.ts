@@ -9,6 +9,10 @@ export interface IdsShape {
   keyId(): string;
   /** `sk_` + 256 random bits, base64url: the secret shown once. */
   apiKey(): string;
+  /** `whep_` + 96 random bits (16 characters), as accounts and keys. */
+  webhookEndpointId(): string;
+  /** `whsk_` + 96 random bits: where a webhook signing secret is kept among the credentials (never shown). */
+  webhookSecretId(): string;
 }
 
 export class Ids extends Context.Service<Ids, IdsShape>()('airs/Ids') {}
@@ -47,4 +51,6 @@ export const randomIds: IdsShape = {
   accountId: () => `acct_${random(12)}`,
   keyId: () => `key_${random(12)}`,
   apiKey: () => `sk_${random(32)}`,
+  webhookEndpointId: () => `whep_${random(12)}`,
+  webhookSecretId: () => `whsk_${random(12)}`,
 };

@@ -6,7 +6,11 @@ import { batchCreateBodySchema, batchEndpointPaths } from '../../src/adapters/ht
 import { parseResponsesCreate } from '../../src/adapters/http/openai/input.js';
 import { openApiDocument, openApiText } from '../../src/adapters/http/openapi.js';
 import { submissionBodySchema } from '../../src/app/submission.js';
+import { newWebhookSecret, signWebhook } from '../../src/app/webhooks/signing.js';
 import { InvalidRequest } from '../../src/domain/errors.js';
+import { envelopeEventOf } from '../../src/domain/webhook/dueDeliveries.js';
+import { webhookBody, webhookEventTypes } from '../../src/domain/webhook/envelope.js';
+import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { eventually, listen, requestInit, startTestApp, type TestApp } from '../support/testApp.js';
 import { contractConfig, transports } from './support/contract.js';
@@ -332,6 +336,68 @@ describe('the OpenAPI document', () => {
     const pattern = new RegExp(parameter?.schema.pattern ?? '');
     expect(['a', '6f1d9a52-5b8e-4c1e-9d7a-2f0c3b4a5e61', '~'.repeat(255)].every((key) => pattern.test(key))).toBe(true);
     expect(['', 'a b', 'é', 'x'.repeat(256)].some((key) => pattern.test(key))).toBe(false);
+  });
+
+  it('documents a webhook for every event type: its signed POST body, the Standard Webhooks headers, and a 2xx within 10 s as its acknowledgement', () => {
+    type Operation = {
+      tags: string[];
+      parameters: { $ref: string }[];
+      requestBody: { required: boolean; content: Record<string, { schema: { $ref: string } }> };
+      responses: Record<string, { description: string }>;
+    };
+    const document = openApiDocument() as {
+      webhooks: Record<string, { post?: Operation }>;
+      components: {
+        schemas: Record<string, object>;
+        parameters: Record<string, { name: string; in: string; required: boolean; schema: object }>;
+      };
+    };
+    expect(Object.keys(document.webhooks)).toEqual([...webhookEventTypes]);
+    const ajv = new Ajv2020({ strict: true });
+    const reqId = `req_${'a'.repeat(34)}`;
+    const sources = { response: reqId, batch: `batch_${'b'.repeat(34)}`, request: reqId };
+    const secret = newWebhookSecret();
+    for (const type of webhookEventTypes) {
+      const operation = document.webhooks[type]?.post;
+      expect(operation, type).toBeDefined();
+      if (operation === undefined) continue;
+      expect(Object.keys(document.webhooks[type] ?? {}), type).toEqual(['post']);
+      expect(operation.tags).toEqual(['Webhooks']);
+      expect(operation.responses['2XX']?.description, type).toMatch(/2xx answered within 10 seconds/);
+      expect(Object.keys(operation.responses), type).toEqual(['2XX', 'default']);
+      // The body: a real delivery's, as the sender makes it, is valid; one about another type is not.
+      expect(operation.requestBody.required).toBe(true);
+      const schemaRef = operation.requestBody.content['application/json']?.schema.$ref ?? '';
+      const schema = document.components.schemas[schemaRef.replace('#/components/schemas/', '')];
+      expect(schema, type).toBeDefined();
+      const validate = ajv.compile(schema as object);
+      const family = type.slice(0, type.indexOf('.')) as keyof typeof sources;
+      const source = sources[family];
+      const dataId = family === 'response' ? `resp_${source.slice('req_'.length)}` : source;
+      const eventId = webhookEventId(source, type);
+      const body = webhookBody(envelopeEventOf({ eventId, eventType: type, dataId, createdAt: 1_767_225_600_000 }));
+      expect(validate(JSON.parse(body)), `${type}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      const other = webhookEventTypes.find((t) => t !== type) ?? type;
+      expect(validate({ ...JSON.parse(body), type: other }), type).toBe(false);
+      expect(validate({ ...JSON.parse(body), data: { id: 'x' } }), type).toBe(false);
+      // The headers: the three of Standard Webhooks, required, and a real signature (two during a rotation) fits.
+      expect(operation.parameters.map((p) => p.$ref)).toEqual([
+        '#/components/parameters/webhook-id',
+        '#/components/parameters/webhook-timestamp',
+        '#/components/parameters/webhook-signature',
+      ]);
+      const signed = signWebhook({
+        id: webhookDeliveryId(eventId, `whep_${'E'.repeat(16)}`),
+        timestampMs: Date.now(),
+        body,
+        secrets: [secret, newWebhookSecret()],
+      });
+      for (const [name, value] of Object.entries(signed)) {
+        const parameter = document.components.parameters[name];
+        expect(parameter, name).toMatchObject({ name, in: 'header', required: true });
+        expect(ajv.validate(parameter?.schema as object, value), `${name}: ${value}`).toBe(true);
+      }
+    }
   });
 
   it('refuses answers the document forbids (so the contract suites’ check is not vacuous)', () => {

@@ -5,6 +5,8 @@ import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
+import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
+import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
 import type { CommandOutcome } from '../../src/ports/Store.js';
 import { tempDataDir } from '../support/testApp.js';
 
@@ -87,8 +89,87 @@ const accountCommand: fc.Arbitrary<Command> = fc.oneof(
   ),
 );
 
+const endpointIds = ['whep_AAAAAAAAAAAAAAAA', 'whep_BBBBBBBBBBBBBBBB'];
+const endings = ['request.completed', 'request.failed', 'request.cancelled', 'request.expired'] as const;
+
+/** Webhook endpoints' commands, and commands on the deliveries the requests' endings make (their ids are made, not
+ * drawn: the arbitrary names them as the outbox makes them). */
+const webhookCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc
+    .record({
+      endpointId: fc.constantFrom(...endpointIds),
+      accountId: fc.constantFrom(...accounts),
+      events: fc.subarray([...endings]),
+      now: fc.integer({ min: 0, max: 100 }),
+    })
+    .map(
+      ({ endpointId, accountId, events, now }): Command => ({
+        type: 'WebhookEndpoint',
+        endpointId,
+        command: {
+          type: 'AddEndpoint',
+          accountId,
+          url: `https://hooks.example.com/${endpointId}`,
+          events,
+          secretId: `sec_${endpointId}`,
+          secret: 'whsec_x',
+          plans: defaultPlans,
+          allowHttp: false,
+          now,
+        },
+      }),
+    ),
+  fc
+    .record({
+      endpointId: fc.constantFrom(...endpointIds),
+      accountId: fc.constantFrom(...accounts),
+      kind: fc.constantFrom('RemoveEndpoint', 'EnableEndpoint', 'RotateSecret' as const),
+      now: at,
+    })
+    .map(
+      ({ endpointId, accountId, kind, now }): Command => ({
+        type: 'WebhookEndpoint',
+        endpointId,
+        command:
+          kind === 'RotateSecret'
+            ? { type: kind, accountId, secretId: `sec_${now}`, secret: `whsec_${now}`, now }
+            : { type: kind, accountId, now },
+      }),
+    ),
+  fc
+    .record({
+      reqId: fc.constantFrom(...reqIds),
+      ending: fc.constantFrom(...endings),
+      endpointId: fc.constantFrom(...endpointIds),
+      kind: fc.constantFrom('StartAttempt', 'RecordSuccess', 'RecordFailure', 'GiveUp', 'Redeliver' as const),
+      attempt: fc.integer({ min: 1, max: 2 }),
+      owner: fc.constantFrom('p1', 'p2'),
+      now: at,
+    })
+    .map(({ reqId, ending, endpointId, kind, attempt, owner, now }): Command => {
+      const deliveryId = webhookDeliveryId(webhookEventId(reqId, ending), endpointId);
+      const outcome = { attempt, owner, status: kind === 'RecordSuccess' ? 200 : 500, latencyMs: 3 };
+      const policy = { ...defaultWebhookBackoff, maxTotalMs: 300 };
+      const command =
+        kind === 'StartAttempt'
+          ? { type: kind, owner, leaseMs: 50, now }
+          : kind === 'RecordSuccess'
+            ? { type: kind, outcome, now }
+            : kind === 'RecordFailure'
+              ? { type: kind, outcome, policy, random: 0.5, now }
+              : kind === 'GiveUp'
+                ? { type: kind, now }
+                : { type: kind, accountId: accounts[0] as string, policy, now };
+      return { type: 'WebhookDelivery', deliveryId, command } as Command;
+    }),
+);
+
 const commands = fc.array(
-  fc.oneof({ weight: 3, arbitrary: requestCommand }, { weight: 1, arbitrary: accountCommand }),
+  fc.oneof(
+    { weight: 3, arbitrary: requestCommand },
+    { weight: 1, arbitrary: accountCommand },
+    { weight: 2, arbitrary: webhookCommand },
+  ),
   {
     minLength: 1,
     maxLength: 40,
@@ -106,6 +187,9 @@ const contents = (store: ReturnType<typeof openLmdbStore>) => {
     requests: all(dbs.requests),
     accounts: all(dbs.accounts),
     keys: all(dbs.keys),
+    webhookEndpoints: all(dbs.webhookEndpoints),
+    webhookDeliveries: all(dbs.webhookDeliveries),
+    credentials: all(dbs.credentials),
     indexes: Object.fromEntries(Object.entries(dbs.indexes).map(([name, db]) => [name, all(db)])),
   };
 };

@@ -7,7 +7,7 @@ export const exitStatuses: ReadonlyArray<readonly [status: number, commands: str
   [
     1,
     'all',
-    'refused or failed: an unknown account, key, request or batch, a key limit, a request or batch that cannot be cancelled, a backup copy that failed, a migrated copy that did not verify (nothing written); `ask`: an error answer (400, 429 or 5xx after its retries) or no server; `serve`: a stop that outlived shutdownDelaySeconds + shutdownGraceSeconds by 7 s; `models check`: an upstream with a problem',
+    'refused or failed: an unknown account, key, request, batch, webhook endpoint or delivery, a key or webhook endpoint limit, a webhook URL refused, a request or batch that cannot be cancelled, a backup copy that failed, a migrated copy that did not verify (nothing written); `ask`: an error answer (400, 429 or 5xx after its retries) or no server; `serve`: a stop that outlived shutdownDelaySeconds + shutdownGraceSeconds by 7 s; `models check`: an upstream with a problem',
   ],
   [
     2,

@@ -14,6 +14,7 @@ import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerRequestCommands } from './requestCommands.js';
 import { registerServeCommand } from './serveCommand.js';
+import { registerWebhookCommands } from './webhookCommands.js';
 
 /** The version in the checkout's package.json: the nearest one above this file (it runs from src/ or dist/src/). */
 const packageVersion = (): string => {
@@ -42,6 +43,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerReplayCommand(program, output);
   registerRequestCommands(program, output);
   registerBatchCommands(program, output);
+  registerWebhookCommands(program, output);
   registerBackupCommand(program, output);
   registerMigrateCommand(program, output);
   registerAskCommand(program, output);

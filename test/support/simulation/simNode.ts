@@ -39,6 +39,8 @@ export const simIds = (): IdsShape => {
     accountId: () => `acct_sim${counter(13)}`,
     keyId: () => `key_sim${counter(13)}`,
     apiKey: () => `sk_sim${counter(6)}`,
+    webhookEndpointId: () => `whep_sim${counter(13)}`,
+    webhookSecretId: () => `whsk_sim${counter(13)}`,
   };
 };
 

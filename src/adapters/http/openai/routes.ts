@@ -187,6 +187,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         submitted: requests.submitInput(principal, parsed.input, {
           idempotency: key === undefined ? undefined : { key, fingerprint: ['responses', body] },
           beforeCommit: listening === undefined ? undefined : (reqId) => listening.listen(reqId),
+          face: 'responses',
         }),
       };
     } catch (error) {
