@@ -4,7 +4,7 @@
  * Two `airs serve` (LMDB), each with its own data directory and the same config (the bench config, and
  * `webhooks.allowHttp` and `webhooks.allowPrivateNetworks` true on both), each with the same number of enterprise
  * accounts and one key each, made with the CLI. On one, every account also has a webhook endpoint (`airs webhooks
- * add`, or the store where the CLI has no such command yet: webhookEndpoints.ts) for every event type, pointing at
+ * add`) for every event type, pointing at
  * a receiver on 127.0.0.1 (webhookReceiver.ts: bare node:http, answers 200 at once, records receipts by
  * `webhook-id`). Each server gets an untimed warm-up, then timed runs alternate without, with, with, without...,
  * each measured as the e2e scenario measures (airsEndToEnd.ts: `echo` requests submitted by autocannon connections,
@@ -15,14 +15,13 @@
  * arrival at the receiver.
  */
 import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
-import { benchConfig, type Credentials, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
+import { airsJson, benchConfig, type Credentials, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
 import { type Context, profileFlags, type Row, type ScenarioResult } from '../context.js';
 import { script } from '../paths.js';
 import { type Child, startChild } from '../processes.js';
 import { waitForIdle } from '../procfs.js';
 import { markdownTable } from '../report.js';
 import { ratio, round } from '../stats.js';
-import { type AddedEndpoint, addWebhookEndpoint } from '../webhookEndpoints.js';
 import type { Receipt, ReceiverAnswer, ReceiverAsk } from '../webhookReceiver.js';
 import { type EndToEndRun, lmdbFollower, timeEndToEnd } from './airsEndToEnd.js';
 
@@ -30,6 +29,7 @@ const minRatio = 0.8;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type SideName = 'without' | 'with';
+type AddedEndpoint = { readonly id: string; readonly url: string };
 
 /** The receiver, asked over IPC (one question at a time: answers come back in order). */
 type Receiver = { readonly child: Child; readonly url: string; ask(ask: ReceiverAsk): Promise<ReceiverAnswer> };
@@ -76,7 +76,16 @@ const startSide = async (context: Context, name: SideName, receiverUrl: string):
     const credentials = await createAccountWithKey(box, `${name}-${i}@example.com`);
     accounts.push(credentials);
     if (name === 'with')
-      endpoints.push(await addWebhookEndpoint(box, credentials.accountId, `${receiverUrl}/hooks/${i}`));
+      endpoints.push(
+        await airsJson<AddedEndpoint>(box, [
+          'webhooks',
+          'add',
+          '--account',
+          credentials.accountId,
+          '--url',
+          `${receiverUrl}/hooks/${i}`,
+        ]),
+      );
   }
   const airs = await startAirs(box, {
     cpus: context.cpus.server,
@@ -212,10 +221,7 @@ export const webhooksScenario = async (context: Context): Promise<ScenarioResult
     sides.push(without);
     const withHooks = await startSide(context, 'with', receiver.url);
     sides.push(withHooks);
-    const via = withHooks.endpoints[0]?.via;
-    context.log(
-      `  ${webhooks.accounts} accounts per server; endpoints added through the ${via === 'cli' ? 'CLI' : 'store'}`,
-    );
+    context.log(`  ${webhooks.accounts} accounts per server, an endpoint on each account of the webhooks side`);
 
     // Every request the webhooks side completed, for the exactly-once count (warm-up included).
     const allCompleted = new Map<string, number>();
@@ -271,7 +277,7 @@ export const webhooksScenario = async (context: Context): Promise<ScenarioResult
         );
       }
     }
-    return report(context, rounds, { unexpected, malformed, via: via ?? 'store' });
+    return report(context, rounds, { unexpected, malformed });
   } finally {
     for (const side of sides) await side.stop();
     await receiver.child.stop('SIGTERM', 5_000);
@@ -283,7 +289,7 @@ const mean = (values: readonly number[]) => values.reduce((sum, v) => sum + v, 0
 const report = (
   context: Context,
   rounds: readonly Round[],
-  extra: { readonly unexpected: number; readonly malformed: number; readonly via: 'cli' | 'store' },
+  extra: { readonly unexpected: number; readonly malformed: number },
 ): ScenarioResult => {
   const { webhooks } = context.options.sizes;
   const rate = (side: SideName) => round(mean(rounds.filter((r) => r.side === side).map((r) => r.run.jobsPerSec)));
@@ -356,7 +362,7 @@ const report = (
     ]),
   );
   const notes = [
-    `webhooks: two airs serve (LMDB, processing.concurrency 64, webhooks.allowHttp and allowPrivateNetworks on both), ${webhooks.accounts} enterprise accounts each with a key; on one, each account has an endpoint for every event type (added through the ${extra.via === 'cli' ? 'CLI, airs webhooks add' : 'store: this build has no airs webhooks add'}) at a bare node:http receiver on 127.0.0.1 answering 200 at once. ${webhooks.requests} echo requests per run from ${webhooks.clients} autocannon connections split over the keys, after an untimed warm-up of ${webhooks.warmup} on each server; runs alternate without, with, with, without; rate = requests / (first submit to last RequestCompleted), the mean of each side's runs. After each run with webhooks the bench waits for every delivery; latency = receipt (receiver clock) - the request's RequestCompleted time (server clock, same machine).`,
+    `webhooks: two airs serve (LMDB, processing.concurrency 64, webhooks.allowHttp and allowPrivateNetworks on both), ${webhooks.accounts} enterprise accounts each with a key; on one, each account has an endpoint for every event type (airs webhooks add) at a bare node:http receiver on 127.0.0.1 answering 200 at once. ${webhooks.requests} echo requests per run from ${webhooks.clients} autocannon connections split over the keys, after an untimed warm-up of ${webhooks.warmup} on each server; runs alternate without, with, with, without; rate = requests / (first submit to last RequestCompleted), the mean of each side's runs. After each run with webhooks the bench waits for every delivery; latency = receipt (receiver clock) - the request's RequestCompleted time (server clock, same machine).`,
   ];
   return {
     name: 'webhooks',
