@@ -5,6 +5,7 @@ import { batchEndpoints } from './adapters/http/openai/batchEndpoints.js';
 import { createOpenCalls, type OpenCallsShape } from './adapters/http/openCalls.js';
 import { createTraffic, type Traffic } from './adapters/http/traffic.js';
 import { createProvider } from './adapters/models/providers.js';
+import { httpWebhookTransport } from './adapters/webhooks/transport.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
 import { BatchEndpoints } from './app/batches/BatchEndpoints.js';
@@ -23,6 +24,7 @@ import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
 import { createUpstreamStates, type UpstreamStates, watchedProvider } from './app/upstreamStates.js';
+import { WebhookSender, WebhookSenderLayer, type WebhookSenderShape } from './app/webhooks/WebhookSender.js';
 import { Webhooks, type WebhooksShape } from './app/webhooks/Webhooks.js';
 import { WebhooksLayer } from './app/webhooks/WebhooksLayer.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
@@ -48,6 +50,13 @@ export const appLayer = (options: AppOptions, upstreams?: UpstreamStates) => {
         AccountsLayer,
         WebhooksLayer,
         SweeperLayer(options.sweepIntervalMs),
+        // Every serving process sends webhooks: leases decided in the store's write keep one sender per attempt.
+        WebhookSenderLayer(
+          httpWebhookTransport({
+            allowHttp: options.config.webhooks.allowHttp,
+            allowPrivateNetworks: options.config.webhooks.allowPrivateNetworks,
+          }),
+        ),
         LiveOutputLayer,
         GoneOwnersLayer,
         Layer.succeed(BatchEndpoints, batchEndpoints),
@@ -70,6 +79,8 @@ export type App = {
   /** Takes up the leases of this data directory's processes that no longer exist (at start, and when told one died). */
   readonly goneOwners: GoneOwnersShape;
   readonly sweeper: SweeperShape;
+  /** This process's webhook sender (the outbox's deliveries due, leased per attempt). */
+  readonly webhookSender: WebhookSenderShape;
   readonly store: StoreShape;
   readonly committer: CommitterShape;
   readonly storageHealth: StorageHealthShape;
@@ -118,6 +129,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
         processor: yield* Processor,
         goneOwners: yield* GoneOwners,
         sweeper: yield* Sweeper,
+        webhookSender: yield* WebhookSender,
         store: yield* Store,
         committer: yield* Committer,
         storageHealth: yield* StorageHealth,
@@ -183,11 +195,13 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     drain: async (graceMs) => {
       stopAccepting();
       services.processor.stopTakingWork();
+      services.webhookSender.stopTakingWork();
       const quietMs = Math.min(drainQuietMs, graceMs);
       const deadline = Date.now() + graceMs;
       for (;;) {
         const now = Date.now();
-        const settled = traffic.inFlight === 0 && services.processor.inFlight() === 0;
+        const settled =
+          traffic.inFlight === 0 && services.processor.inFlight() === 0 && services.webhookSender.inFlight() === 0;
         if (settled && now - traffic.lastArrivalAt >= quietMs) return true;
         if (now >= deadline) return false;
         await new Promise((resolve) => setTimeout(resolve, 25));

@@ -112,8 +112,12 @@ export const serveOne = async (config: Config, output: Output) => {
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (!(await app.drain(graceMs))) {
       logger.warn(
-        { calls: app.traffic.inFlight, modelCalls: app.processor.inFlight() },
-        'grace period over: what is still running stops now; model calls are taken up again at the next start',
+        {
+          calls: app.traffic.inFlight,
+          modelCalls: app.processor.inFlight(),
+          webhookPosts: app.webhookSender.inFlight(),
+        },
+        'grace period over: what is still running stops now; model calls and webhook posts are taken up again at the next start',
       );
     }
     // Stops listening and closes the idle keep-alive connections (every call had its answer by now).
