@@ -1,6 +1,16 @@
 /** Command-line options of `npm run bench` and the sizes each mode runs with. */
 
-export const scenarioNames = ['post', 'get', 'e2e', 'storage', 'pg', 'batch', 'cores', 'deepqueue'] as const;
+export const scenarioNames = [
+  'post',
+  'get',
+  'e2e',
+  'storage',
+  'pg',
+  'batch',
+  'cores',
+  'deepqueue',
+  'webhooks',
+] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
 export type Sizes = {
@@ -57,6 +67,22 @@ export type Sizes = {
   };
   /** `--only=deepqueue`: the drain rate of a deep queue against a shallow one (LMDB, one server). */
   readonly deepQueue: { readonly shallow: number; readonly deep: number; readonly timeoutSec: number };
+  /** `--only=webhooks` (issue 30): end to end with a webhook endpoint on every account against the same without. */
+  readonly webhooks: {
+    /** Requests of each timed run (`--webhook-requests=N`), and of the untimed warm-up of each server. */
+    readonly requests: number;
+    readonly warmup: number;
+    readonly clients: number;
+    /** Accounts of each server, each with a key (and, on the webhooks side, an endpoint); the load is split evenly. */
+    readonly accounts: number;
+    /** Timed runs of each side, in the order without, with, with, without, ... */
+    readonly rounds: number;
+    /** Bound on one timed run, submission and completion together. */
+    readonly timeoutSec: number;
+    /** Waiting for deliveries after a run: given up when none arrives for `idleSec`, or after `timeoutSec` in all. */
+    readonly deliveryIdleSec: number;
+    readonly deliveryTimeoutSec: number;
+  };
 };
 
 export type Options = {
@@ -86,6 +112,16 @@ const fullSizes: Sizes = {
   batch: { lines: 100_000, warmup: 5_000, clients: 64, pollMs: 100, timeoutSec: 600 },
   cores: { warmupSec: 2, roundSec: 3, rounds: 5, floodWarmupSec: 2, floodSec: 8, floods: 3, drainTimeoutSec: 180 },
   deepQueue: { shallow: 10_000, deep: 100_000, timeoutSec: 300 },
+  webhooks: {
+    requests: 20_000,
+    warmup: 2_000,
+    clients: 64,
+    accounts: 8,
+    rounds: 2,
+    timeoutSec: 600,
+    deliveryIdleSec: 15,
+    deliveryTimeoutSec: 600,
+  },
 };
 
 const smokeSizes: Sizes = {
@@ -103,6 +139,16 @@ const smokeSizes: Sizes = {
   batch: { lines: 2_000, warmup: 200, clients: 16, pollMs: 100, timeoutSec: 120 },
   cores: { warmupSec: 0, roundSec: 0.5, rounds: 1, floodWarmupSec: 0.3, floodSec: 0.5, floods: 1, drainTimeoutSec: 60 },
   deepQueue: { shallow: 200, deep: 1_000, timeoutSec: 60 },
+  webhooks: {
+    requests: 300,
+    warmup: 30,
+    clients: 16,
+    accounts: 2,
+    rounds: 1,
+    timeoutSec: 60,
+    deliveryIdleSec: 10,
+    deliveryTimeoutSec: 60,
+  },
 };
 
 export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]
@@ -112,6 +158,7 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --keep       keep the temporary data directories (printed at the end)
   --processes=N  run the HTTP, end-to-end and batch airs servers as airs serve --processes N (default 1)
   --batch-lines=N  lines of the batch scenario's timed batch (default 100,000; to profile a shorter run)
+  --webhook-requests=N  requests of each timed run of the webhooks scenario (default 20,000; a shorter run)
 environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)
   the pg scenario (and the batch scenario's PostgreSQL row) needs PostgreSQL's server binaries
   (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
@@ -122,6 +169,7 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
   let keep = false;
   let processes = 1;
   let batchLines: number | undefined;
+  let webhookRequests: number | undefined;
   let only: ScenarioName[] = [...scenarioNames];
   for (const arg of argv) {
     if (arg === '--smoke') smoke = true;
@@ -135,6 +183,10 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
       batchLines = Number(arg.slice('--batch-lines='.length));
       if (!Number.isInteger(batchLines) || batchLines < 1)
         return `--batch-lines: expected a positive integer\n${usage}`;
+    } else if (arg.startsWith('--webhook-requests=')) {
+      webhookRequests = Number(arg.slice('--webhook-requests='.length));
+      if (!Number.isInteger(webhookRequests) || webhookRequests < 1 || webhookRequests > 10_000_000)
+        return `--webhook-requests: expected an integer from 1 to 10,000,000\n${usage}`;
     } else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
@@ -143,13 +195,8 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
     } else if (arg === '--help' || arg === '-h') return usage;
     else return `unknown option ${arg}\n${usage}`;
   }
-  const sizes = smoke ? smokeSizes : fullSizes;
-  return {
-    smoke,
-    only,
-    cpuProf,
-    keep,
-    processes,
-    sizes: batchLines === undefined ? sizes : { ...sizes, batch: { ...sizes.batch, lines: batchLines } },
-  };
+  let sizes = smoke ? smokeSizes : fullSizes;
+  if (batchLines !== undefined) sizes = { ...sizes, batch: { ...sizes.batch, lines: batchLines } };
+  if (webhookRequests !== undefined) sizes = { ...sizes, webhooks: { ...sizes.webhooks, requests: webhookRequests } };
+  return { smoke, only, cpuProf, keep, processes, sizes };
 };

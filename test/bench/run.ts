@@ -3,9 +3,11 @@
  *
  *   npm run bench                         the full run (about 20 minutes on 2 CPUs, the pg scenario about 11)
  *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
- *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch, cores, deepqueue);
+ *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch, cores, deepqueue,
+ *                                         webhooks);
  *                                         --cpu-prof profiles the airs servers
  *   npm run bench -- --only=cores         issue 28: airs serve --processes N against N bare servers (a few minutes)
+ *   npm run bench -- --only=webhooks      issue 30: end to end with webhook deliveries vs without (--webhook-requests=N)
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
  * reported, never a failure. The exit status is non-zero only when a scenario could not run.
@@ -28,6 +30,7 @@ import { endToEndScenario } from './scenarios/endToEnd.js';
 import { httpScenario } from './scenarios/http.js';
 import { pgScenario } from './scenarios/pg.js';
 import { storageScenario } from './scenarios/storage.js';
+import { webhooksScenario } from './scenarios/webhooks.js';
 
 const scenarios: Record<ScenarioName, { title: string; run: (context: Context) => Promise<ScenarioResult> }> = {
   post: { title: 'POST /v1/ai vs bare node:http', run: (c) => httpScenario('post', c) },
@@ -44,6 +47,10 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
     run: coresScenario,
   },
   deepqueue: { title: 'a 100,000-deep queue drained against a shallow one (LMDB)', run: deepQueueScenario },
+  webhooks: {
+    title: 'end to end with a webhook endpoint on every account vs the same without (LMDB)',
+    run: webhooksScenario,
+  },
 };
 
 const log = (message: string) => process.stderr.write(`${message}\n`);

@@ -8,10 +8,11 @@
  * allows it; the bench only reads); on PostgreSQL (the pg scenario) it reads the events table, a page of new rows per
  * look. Polling 100k requests over HTTP would add load the baselines do not have.
  */
-import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
 import { authHeaders, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
 import { type Context, profileFlags } from '../context.js';
 import { type LoadResult, runLoad } from '../load.js';
+import type { Sizes } from '../options.js';
 import type { Child } from '../processes.js';
 
 export type EndToEndRun = {
@@ -22,6 +23,8 @@ export type EndToEndRun = {
   readonly submitSeconds: number;
   readonly completed: number;
   readonly failed: number;
+  /** When the first submit went out (epoch ms, the clock of the log's events), where the run knows it. */
+  readonly startedAt?: number;
   /** The submitting loads (one per airs node). */
   readonly load?: LoadResult | readonly LoadResult[];
 };
@@ -49,19 +52,27 @@ export type EndToEndTarget = {
   readonly follower: LogFollower;
   /** For messages: `airs`, `airs-pg`... */
   readonly label: string;
+  /** Keys of more accounts: the load is then split evenly over every node and every key (`key` is the first). */
+  readonly keys?: readonly string[];
+  /** Sees every event followed (warm-up and timed run): the webhooks scenario takes completion times from it. */
+  readonly onEvent?: (event: LogEntry) => void;
+  /** Sizes other than the e2e scenario's (the webhooks scenario's; a warm-up of 0 skips it). */
+  readonly sizes?: Partial<Sizes['e2e']>;
 };
 
 /** Warm-up, then the timed run, against airs servers already started. */
 export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Promise<EndToEndRun> => {
-  const { e2e } = context.options.sizes;
+  const e2e = { ...context.options.sizes.e2e, ...target.sizes };
   const { urls, key, follower, label } = target;
-  const submitTo = (url: string, amount: number, connections: number) =>
+  const keys = target.keys ?? [key];
+  const lanes = urls.flatMap((url) => keys.map((laneKey) => ({ url, key: laneKey })));
+  const submitTo = (url: string, laneKey: string, amount: number, connections: number) =>
     runLoad(
       {
         url,
         method: 'POST',
         path: '/v1/ai',
-        headers: authHeaders(key, true),
+        headers: authHeaders(laneKey, true),
         body: JSON.stringify({ model: 'echo', prompt }),
         connections,
         amount,
@@ -69,13 +80,13 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
       context.cpus.load,
       e2e.timeoutSec * 1000,
     );
-  /** `amount` requests from `e2e.clients` clients, shared evenly by the nodes. */
+  /** `amount` requests from `e2e.clients` clients, shared evenly by the nodes (and the keys). */
   const submit = async (amount: number) => {
     const loads = await Promise.all(
-      urls.map((url, i) => {
-        const share = Math.floor(amount / urls.length) + (i < amount % urls.length ? 1 : 0);
-        const clients = Math.floor(e2e.clients / urls.length) + (i < e2e.clients % urls.length ? 1 : 0);
-        return submitTo(url, share, Math.max(1, clients));
+      lanes.map((lane, i) => {
+        const share = Math.floor(amount / lanes.length) + (i < amount % lanes.length ? 1 : 0);
+        const clients = Math.floor(e2e.clients / lanes.length) + (i < e2e.clients % lanes.length ? 1 : 0);
+        return submitTo(lane.url, lane.key, share, Math.max(1, clients));
       }),
     );
     for (const load of loads) {
@@ -105,6 +116,7 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
       const events = await follower.read(next);
       for (const event of events) {
         next = event.seq + 1;
+        target.onEvent?.(event);
         if (event.type === 'RequestQueued') {
           tally.queued++;
           tally.lastQueuedAt = Math.max(tally.lastQueuedAt, event.at);
@@ -122,10 +134,12 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
     );
   };
 
-  context.log(`  ${label}: warm-up with ${e2e.warmup} requests`);
-  const warmupFrom = (await follower.lastSeq()) + 1;
-  await submit(e2e.warmup);
-  await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
+  if (e2e.warmup > 0) {
+    context.log(`  ${label}: warm-up with ${e2e.warmup} requests`);
+    const warmupFrom = (await follower.lastSeq()) + 1;
+    await submit(e2e.warmup);
+    await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
+  }
 
   const timedFrom = (await follower.lastSeq()) + 1;
   const started = performance.now();
@@ -141,7 +155,12 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
   );
   if (queued !== e2e.requests) throw new Error(`the log holds ${queued} new requests, expected ${e2e.requests}`);
   if (sampleId !== undefined) {
-    const polled = await call(urls[0] as string, 'GET', `/v1/ai?req_id=${sampleId}`, key);
+    // The sample is some account's: the first key that sees it (another account's request is unknown to a key).
+    let polled = await call(urls[0] as string, 'GET', `/v1/ai?req_id=${sampleId}`, key);
+    for (const other of keys.slice(1)) {
+      if (polled.status !== 404) break;
+      polled = await call(urls[0] as string, 'GET', `/v1/ai?req_id=${sampleId}`, other);
+    }
     if (polled.body.status !== 'completed' || polled.body.response !== prompt) {
       throw new Error(`a completed request does not poll as completed: ${JSON.stringify(polled.body)}`);
     }
@@ -154,7 +173,34 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
     submitSeconds: (lastQueuedAt - startedAt) / 1000,
     completed,
     failed,
+    startedAt,
     load: loads.length === 1 ? loads[0] : loads,
+  };
+};
+
+/** Follows the log of an LMDB store opened beside a running server (read only). */
+export const lmdbFollower = (store: LmdbStore): LogFollower => {
+  // Newer stores serve reads from a lazily renewed snapshot; ask for a fresh one where that is possible.
+  const refresh = () => (store.reads as { refresh?: () => void }).refresh?.();
+  return {
+    pauseMs: 20,
+    lastSeq: async () => {
+      refresh();
+      return store.syncReads.lastSeq();
+    },
+    read: async (fromSeq) => {
+      refresh();
+      const events: LogEntry[] = [];
+      for (const event of store.syncReads.events(fromSeq)) {
+        events.push({
+          seq: event.seq,
+          type: event.type,
+          at: event.at,
+          ...('reqId' in event ? { reqId: event.reqId } : {}),
+        });
+      }
+      return events;
+    },
   };
 };
 
@@ -171,33 +217,12 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
   children.push(airs.child);
   // The bench only reads through this store (the server writes); it runs on the load CPUs.
   const store = openLmdbStore(box.dataDir);
-  // Newer stores serve reads from a lazily renewed snapshot; ask for a fresh one where that is possible.
-  const refresh = () => (store.reads as { refresh?: () => void }).refresh?.();
   try {
     return await timeEndToEnd(context, {
       urls: [airs.url],
       key: credentials.key,
       label: 'airs',
-      follower: {
-        pauseMs: 20,
-        lastSeq: async () => {
-          refresh();
-          return store.syncReads.lastSeq();
-        },
-        read: async (fromSeq) => {
-          refresh();
-          const events: LogEntry[] = [];
-          for (const event of store.syncReads.events(fromSeq)) {
-            events.push({
-              seq: event.seq,
-              type: event.type,
-              at: event.at,
-              ...('reqId' in event ? { reqId: event.reqId } : {}),
-            });
-          }
-          return events;
-        },
-      },
+      follower: lmdbFollower(store),
     });
   } finally {
     await store.close();
