@@ -219,3 +219,52 @@ describe('https delivery to the address checked', () => {
     expect(attempt.error).toMatch(/certificate/i);
   });
 });
+
+describe('kept-alive connections (connections.ts)', () => {
+  /** A receiver counting the connections it accepts: `/huge` answers more than 64 KiB. */
+  const counting = async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    let connections = 0;
+    const server = createHttpServer((incoming, answer) => {
+      incoming.resume();
+      incoming.on('end', () => {
+        if (incoming.url === '/huge') answer.end('x'.repeat(200 * 1024));
+        else answer.end('ok');
+      });
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    return {
+      url: (path: string) => `http://hooks.test:${port}${path}`,
+      connections: () => connections,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  };
+
+  it('reuses one connection for posts whose own checks came to the same address, and never one cut at 64 KiB', async () => {
+    const { createConnectionPools } = await import('../../src/adapters/webhooks/connections.js');
+    const server = await counting();
+    const connections = createConnectionPools();
+    const { resolve, asked } = tableResolver({ 'hooks.test': [['127.0.0.1']] });
+    const options = { ...local, resolve, connections };
+    try {
+      for (let i = 0; i < 3; i++)
+        expect(await sendWebhook({ ...signed(), url: server.url('/ok') }, options)).toMatchObject({ delivered: true });
+      // Each post checked the name afresh, and all three went over one connection to the address it gave.
+      expect(asked).toEqual(['hooks.test', 'hooks.test', 'hooks.test']);
+      expect(server.connections()).toBe(1);
+      // An answer cut at the bound leaves its connection unusable: it is closed, and the next post opens another.
+      expect(await sendWebhook({ ...signed(), url: server.url('/huge') }, options)).toMatchObject({ answerCut: true });
+      expect(await sendWebhook({ ...signed(), url: server.url('/ok') }, options)).toMatchObject({ delivered: true });
+      expect(server.connections()).toBe(2);
+      // Without pools, one connection per post.
+      await sendWebhook({ ...signed(), url: server.url('/ok') }, { ...local, resolve });
+      await sendWebhook({ ...signed(), url: server.url('/ok') }, { ...local, resolve });
+      expect(server.connections()).toBe(4);
+    } finally {
+      connections.close();
+      await server.close();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { connectionFailure } from '../models/connectionFailure.js';
+import type { ConnectionPools } from './connections.js';
 import { checkDestination, type Destination, type DestinationPolicy, type Resolver } from './destination.js';
 
 /**
@@ -23,6 +24,8 @@ export type SenderOptions = DestinationPolicy & {
   readonly resolve?: Resolver;
   /** Certificates trusted besides the system's: a receiver with a private CA (and the tests). */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
+  /** Kept-alive connections by checked address (connections.ts); absent: one connection per attempt. */
+  readonly connections?: ConnectionPools;
 };
 
 export const defaultSendTimeoutMs = 10_000;
@@ -112,6 +115,7 @@ export const sendWebhook = async (request: DeliveryRequest, options: SenderOptio
       timeoutMs,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxAnswerBytes,
       ca: options.ca,
+      connections: options.connections,
     });
   } catch (error) {
     clearTimeout(timer);
@@ -131,6 +135,7 @@ const post = (
     readonly timeoutMs: number;
     readonly maxAnswerBytes: number;
     readonly ca: SenderOptions['ca'];
+    readonly connections: SenderOptions['connections'];
   },
 ): Promise<DeliveryAttempt> => {
   const { url, hostname, address, family } = destination;
@@ -145,21 +150,25 @@ const post = (
     let settled = false;
     let stop: NodeJS.Timeout | undefined;
     let outgoing: http.ClientRequest | undefined;
-    const settle = (attempt: Omit<DeliveryAttempt, 'address' | 'answerBytes' | 'answerCut'>) => {
+    /** `finished`: the answer was read to its end within its bounds, so its connection may serve the next post. */
+    const settle = (attempt: Omit<DeliveryAttempt, 'address' | 'answerBytes' | 'answerCut'>, finished = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(stop);
-      outgoing?.destroy();
+      if (!finished || limits.connections === undefined) outgoing?.destroy();
       resolve({ ...attempt, address, answerBytes, answerCut });
     };
-    const settleWithStatus = (known: number) =>
-      settle({
-        delivered: outcomeOfStatus(known) === 'delivered',
-        outcome: outcomeOfStatus(known),
-        status: known,
-        latencyMs,
-        error: wordsOfStatus(known),
-      });
+    const settleWithStatus = (known: number, finished = false) =>
+      settle(
+        {
+          delivered: outcomeOfStatus(known) === 'delivered',
+          outcome: outcomeOfStatus(known),
+          status: known,
+          latencyMs,
+          error: wordsOfStatus(known),
+        },
+        finished,
+      );
     const settleWithError = (error: unknown) => {
       if (status !== undefined) return settleWithStatus(status);
       settle({
@@ -196,8 +205,15 @@ const post = (
         'user-agent': 'airs-webhooks',
       },
       lookup: pinnedLookup(address, family),
-      // One connection per attempt: a pooled one could outlive the check of the address it went to.
-      agent: false,
+      // Pooled only by the address this attempt's own check passed (connections.ts); else one connection per attempt.
+      agent:
+        limits.connections?.agentFor({
+          secure,
+          hostname,
+          port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
+          address,
+          ca: limits.ca as https.AgentOptions['ca'],
+        }) ?? false,
       maxHeaderSize: 16 * 1024,
       ...(secure && limits.ca !== undefined ? { ca: limits.ca as https.RequestOptions['ca'] } : {}),
     };
@@ -212,7 +228,7 @@ const post = (
         answerCut = true;
         settleWithStatus(known);
       });
-      answer.on('end', () => settleWithStatus(known));
+      answer.on('end', () => settleWithStatus(known, !answerCut));
       answer.on('error', () => settleWithStatus(known));
       answer.on('close', () => settleWithStatus(known));
     };

@@ -1,5 +1,6 @@
 import { initialTransition, transition } from 'xstate';
 import { DeliveryLifecycleViolation, Refused } from '../errors.js';
+import { compileMachine } from '../request/compiledMachine.js';
 import { nextRetryDelayMs, type WebhookBackoff } from './backoff.js';
 import { type DeliveryContext, deliveryMachine } from './deliveryMachine.js';
 import { disableAfterFailingMs, type WebhookEndpointState } from './endpoint.js';
@@ -27,13 +28,21 @@ const toSnapshot = (state: DeliveryState): Snapshot =>
 
 export const initialDeliveryState: DeliveryState = toState(initialTransition(deliveryMachine)[0]);
 
+/** The fold step by the book: XState's pure `transition` (checks the compiled step below). */
+export const evolveDeliveryWithMachine = (state: DeliveryState, event: WebhookDeliveryEvent): DeliveryState =>
+  toSnapshot(state).can(event) ? toState(transition(deliveryMachine, toSnapshot(state), event)[0]) : state;
+
+/** The machine read into a table once (request/compiledMachine.ts): a step is a lookup, not an XState snapshot (every
+ * delivery takes three to five steps in the write path, each as costly as the rest of its commit otherwise). */
+const compiled = compileMachine<DeliveryContext, WebhookDeliveryEvent>(deliveryMachine);
+
 /** Whether the machine accepts `event` in `state`, guards included: the decider asks before it emits anything. */
 export const canApplyToDelivery = (state: DeliveryState, event: WebhookDeliveryEvent): boolean =>
-  toSnapshot(state).can(event);
+  compiled.can(state.status, state.context, event);
 
 /** The state after `event`; an event the machine does not accept changes nothing. */
 export const evolveDelivery = (state: DeliveryState, event: WebhookDeliveryEvent): DeliveryState =>
-  canApplyToDelivery(state, event) ? toState(transition(deliveryMachine, toSnapshot(state), event)[0]) : state;
+  (compiled.step(state.status, state.context, event) as DeliveryState | undefined) ?? state;
 
 /** Delivered or given up: no attempt is made until a redelivery. */
 export const isFinalDelivery = (status: DeliveryStatus): boolean => status === 'delivered' || status === 'gave_up';
