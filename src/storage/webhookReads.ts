@@ -47,35 +47,29 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
     return found;
   };
 
-  /** The first key of the due index at or after `start` (below `end`), if any. */
-  const first = (start: IndexKey, end: IndexKey): [string, number, string] | undefined => {
-    for (const key of keys('webhookDue', { start, end })) return key as [string, number, string];
-    return undefined;
-  };
-
   /**
    * Deliveries that may be attempted at `now`: each endpoint's earliest in turn, starting after `ask.after` and
    * wrapping round to it, at most `perEndpoint` of each and `limit` in all; and the earliest time after `now` at
    * which one of the endpoints looked at has one due (when to look again, if nothing else happens). One seek per
-   * endpoint with deliveries waiting, `dueEndpointScan` endpoints at most.
+   * endpoint with deliveries waiting (its first keys read on from there), `dueEndpointScan` endpoints at most.
    */
   const dueWebhookDeliveries = (now: number, ask: DueDeliveriesAsk): DueDeliveries => {
     const due: { deliveryId: string; endpointId: string }[] = [];
     let next: number | undefined;
     let endpoints = 0;
+    /** Reads from `from` up to `end`; true when a bound stopped it (nothing more to read in this look). */
     const lap = (from: IndexKey, end: IndexKey): boolean => {
       let start = from;
       for (;;) {
         if (due.length >= ask.limit || endpoints >= dueEndpointScan) return true;
-        const key = first(start, end);
-        if (key === undefined) return false;
-        const [endpointId] = key;
-        endpoints++;
+        let endpoint: string | undefined;
         let taken = 0;
-        for (const [, at, deliveryId] of keys('webhookDue', {
-          start: [endpointId],
-          end: [after(endpointId)],
-        }) as Iterable<[string, number, string]>) {
+        for (const key of keys('webhookDue', { start, end })) {
+          const [endpointId, at, deliveryId] = key as [string, number, string];
+          if (endpoint === undefined) {
+            endpoint = endpointId;
+            endpoints++;
+          } else if (endpointId !== endpoint) break;
           if (at > now) {
             if (next === undefined || at < next) next = at;
             break;
@@ -84,8 +78,9 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
           due.push({ deliveryId, endpointId });
           taken++;
         }
+        if (endpoint === undefined) return false;
         // Past every key of this endpoint: [endpointId, ...] sorts before [endpointId + '\0'].
-        start = [after(endpointId)];
+        start = [after(endpoint)];
       }
     };
     const from = ask.after;

@@ -176,6 +176,47 @@ const webhookReadsFor = (dbs: LmdbDatabases) =>
     webhookViewsOf(dbs),
   );
 
+/**
+ * Webhook views as one batch reads and changes them: each decoded once and written once, at the batch's end. A
+ * delivery is read by its command's deciding and again by the projection of each of its events, and its endpoint
+ * by every delivery's: decoding the same MessagePack maps over and over cost more than the rest of their writes.
+ */
+const createWebhookViewChanges = (dbs: LmdbDatabases) => {
+  const direct = webhookViewsOf(dbs);
+  type Entry<V> = { state: V | undefined; changed: boolean };
+  const endpoints = new Map<string, Entry<WebhookEndpointState>>();
+  const deliveries = new Map<string, Entry<DeliveryState>>();
+  const through =
+    <V>(cache: Map<string, Entry<V>>, read: (id: string) => V | undefined) =>
+    (id: string): V | undefined => {
+      let entry = cache.get(id);
+      if (entry === undefined) {
+        entry = { state: read(id), changed: false };
+        cache.set(id, entry);
+      }
+      return entry.state;
+    };
+  const clear = () => {
+    endpoints.clear();
+    deliveries.clear();
+  };
+  return {
+    getEndpoint: through(endpoints, direct.webhookEndpoint),
+    putEndpoint: (id: string, state: WebhookEndpointState) => void endpoints.set(id, { state, changed: true }),
+    getDelivery: through(deliveries, direct.webhookDelivery),
+    putDelivery: (id: string, state: DeliveryState) => void deliveries.set(id, { state, changed: true }),
+    /** Writes what the batch changed, inside its transaction, and forgets the rest (the next batch reads afresh). */
+    flush: () => {
+      for (const [id, { state, changed }] of endpoints)
+        if (changed && state !== undefined) dbs.webhookEndpoints.put(id, encodeMap(state));
+      for (const [id, { state, changed }] of deliveries)
+        if (changed && state !== undefined) dbs.webhookDeliveries.put(id, encodeMap(state));
+      clear();
+    },
+    clear,
+  };
+};
+
 const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   ...webhookViewsOf(dbs),
   ...webhookReadsFor(dbs),
@@ -342,6 +383,7 @@ const viewsOf = (
   counts: { readonly queued: CountChanges; readonly processing: CountChanges; readonly account: CountChanges },
   usage: ReturnType<typeof createUsageChanges>,
   waiting: ReturnType<typeof createWaitingChanges>,
+  webhooks: ReturnType<typeof createWebhookViewChanges>,
 ): ViewAccess => ({
   getRequest: (reqId) => written.get(reqId) ?? decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   putRequest: (reqId, state, text) => {
@@ -381,10 +423,10 @@ const viewsOf = (
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
   putFile: (fileId, state) =>
     void (state === undefined ? dbs.files.remove(fileId) : dbs.files.put(fileId, encodeMap(state))),
-  getWebhookEndpoint: webhookViewsOf(dbs).webhookEndpoint,
-  putWebhookEndpoint: (endpointId, state) => void dbs.webhookEndpoints.put(endpointId, encodeMap(state)),
-  getWebhookDelivery: webhookViewsOf(dbs).webhookDelivery,
-  putWebhookDelivery: (deliveryId, state) => void dbs.webhookDeliveries.put(deliveryId, encodeMap(state)),
+  getWebhookEndpoint: webhooks.getEndpoint,
+  putWebhookEndpoint: webhooks.putEndpoint,
+  getWebhookDelivery: webhooks.getDelivery,
+  putWebhookDelivery: webhooks.putDelivery,
 });
 
 type CountChanges = ReturnType<typeof createCountChanges>;
@@ -436,7 +478,13 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
   };
   const usage = createUsageChanges(dbs);
   const waiting = createWaitingChanges(dbs);
-  const views = viewsOf(dbs, written, groups, counts, usage, waiting);
+  const webhookViews = createWebhookViewChanges(dbs);
+  const views = viewsOf(dbs, written, groups, counts, usage, waiting, webhookViews);
+  // The outbox reads an account's endpoints through the batch's own views (an endpoint added earlier in it counts).
+  const batchWebhookReads = webhookReadsOf(
+    (index, range) => dbs.indexes[index].getKeys(range as { start: Key; end: Key; reverse?: boolean }),
+    { webhookEndpoint: webhookViews.getEndpoint, webhookDelivery: webhookViews.getDelivery },
+  );
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -463,7 +511,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
       anyWaiting: waiting.committed,
       batch: views.getBatch,
       file: views.getFile,
-      webhookEndpointsOf: webhookReadsFor(dbs).webhookEndpointsOf,
+      webhookEndpointsOf: batchWebhookReads.webhookEndpointsOf,
       webhookRetentionMs: () => webhookRetentionMs,
     },
     appendLog: (lastSeq, events) => {
@@ -477,6 +525,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
       counts.account.flush();
       usage.flush();
       waiting.flush();
+      webhookViews.flush();
     },
   };
 
@@ -510,6 +559,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
           counts.account.clear();
           usage.clear();
           waiting.clear();
+          webhookViews.clear();
           throw error;
         }
       });

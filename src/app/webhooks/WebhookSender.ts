@@ -57,6 +57,8 @@ export type WebhookSenderDeps = {
 
 export const webhookLeaseMs = 30_000;
 export const webhookMaxIdleMs = 5_000;
+/** How long a freed place waits for others before the look that fills them. */
+const freedLookDelayMs = 2;
 
 /** Events after which a delivery may be due here at once. (Retries are found by the timer at their time.) */
 const makesDue = new Set(['WebhookDeliveryDue', 'WebhookRedeliveryRequested', 'WebhookEndpointEnabled']);
@@ -203,8 +205,8 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
         .catch((error: unknown) => log.error({ err: error, deliveryId: one.deliveryId }, 'webhook attempt failed'))
         .finally(() => {
           letGo(one);
-          // A place is free: whatever waited for it may go now.
-          schedule();
+          // A place is free: whatever waited for it may go now (places freed together share one look).
+          soon();
         });
       const held = holding.get(one.deliveryId);
       if (held !== undefined) held.done = done;
@@ -237,6 +239,16 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
     if (taken.length > 0) await begin(taken);
     // A full read skipped for endpoints whose places are taken may have left others due behind it: look on from it.
     else if (due.length >= free && due.length > 0) lookAgain = true;
+  };
+
+  /** A look in a moment: under load, places free one by one, and a look per place costs more than the post. */
+  let soonTimer: NodeJS.Timeout | undefined;
+  const soon = () => {
+    if (soonTimer !== undefined || !takingWork) return;
+    soonTimer = setTimeout(() => {
+      soonTimer = undefined;
+      schedule();
+    }, freedLookDelayMs);
   };
 
   const arm = (delayMs: number) => {
@@ -282,6 +294,7 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
   const stopTakingWork = () => {
     takingWork = false;
     clearTimeout(timer);
+    clearTimeout(soonTimer);
   };
 
   /** Stops: starts nothing more, abandons the posts still open (recording nothing for them), waits for the rest. */
