@@ -90,7 +90,8 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     const ids = made.map((delivery) => delivery.id).sort();
 
     receiver = await startScriptedReceiver({ port });
-    const restarted = await startServer(box, { args });
+    // At debug, every line the server logs: none may hold a signing secret (issue 30, "never logged").
+    const restarted = await startServer(box, { args, env: { LOG_LEVEL: 'debug' } });
     // A delivery whose attempt the kill cut waits for its lease (30 s) to lapse; the others for their retry's time.
     const deadline = Date.now() + 60_000;
     const arrivedIds = () => new Set(receiver?.posted.map((post) => String(post.headers['webhook-id'])));
@@ -111,5 +112,7 @@ describe('webhooks across a SIGKILL of the server', { timeout: 120_000 }, () => 
     await restarted.stop('SIGTERM');
     const after = await deliveries(box);
     expect(after.map((delivery) => delivery.status)).toEqual(Array(requests).fill('delivered'));
+    expect(restarted.stderr()).toContain('"level"');
+    expect(`${server.stderr()}${restarted.stderr()}`).not.toMatch(/whsec_/);
   });
 });
