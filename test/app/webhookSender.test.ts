@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
-import type { ModelConfig } from '../../src/config.js';
+import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { batchWhen, chatLines, createBatch, isEnded, uploadLines } from '../support/batches.js';
 import { unusedPort } from '../support/ports.js';
@@ -196,6 +196,38 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       expect(events.map((event) => `${event.type} ${(event as { data: { id: string } }).data.id}`).sort()).toEqual(
         [`batch.completed ${completed}`, `batch.failed ${failed}`, `batch.cancelled ${cancelled}`].sort(),
       );
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('posts batch.expired for a batch whose window closed before its lines ran, verified by the openai SDK', async () => {
+    const hooks = await receiver();
+    // One worker, 700 ms a line, a 2 s window: the batch ends expired with lines never started.
+    const app = await startApp({
+      config: {
+        models: [{ id: 'slowish', provider: 'echo', delayMs: 700, timeoutMs: 60_000 }],
+        processing: { concurrency: 1 },
+        batches: { ...defaultConfig().batches, windowSeconds: 2 },
+      },
+    });
+    const served = await listen(app);
+    try {
+      const account = await app.account('scale');
+      const { secret } = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/expiry') });
+      const lines = chatLines('slowish', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
+      const batchId = (await createBatch(served.url, account.key, await uploadLines(served.url, account.key, lines)))
+        .id;
+      const ended = await batchWhen(served.url, account.key, batchId, isEnded);
+      expect(ended.status).toBe('expired');
+      const [post] = await eventually(() => (hooks.to('/expiry').length > 0 ? hooks.to('/expiry') : undefined), 10_000);
+      await expect(unwrap(secret, post as Posted)).resolves.toMatchObject({
+        type: 'batch.expired',
+        data: { id: batchId },
+      });
+      // One event for the batch, none for its lines.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(hooks.to('/expiry')).toHaveLength(1);
     } finally {
       await served.close();
     }
