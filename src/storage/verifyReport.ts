@@ -14,6 +14,9 @@ export type VerifyReport = {
   /** Batches and files the log leaves (where the store's verification checks them). */
   readonly batches?: number;
   readonly files?: number;
+  /** Webhook endpoints (removed ones included) and deliveries the log made. */
+  readonly webhookEndpoints?: number;
+  readonly webhookDeliveries?: number;
   /** Each difference between stored and rebuilt, in words. Empty when the views match the log. */
   readonly differences: string[];
 };

@@ -110,6 +110,10 @@ describe('airs webhooks', () => {
       expect(replayed.code, replayed.stderr).toBe(0);
       expect(`${replayed.stdout}${replayed.stderr}`).not.toMatch(/whsec_/);
       if (args.length === 1) expect(replayed.stdout).toContain('WebhookSecretRotated');
+      if (args[1] === '--verify')
+        expect(replayed.stdout).toMatch(
+          /every view matches the log \(.*, \d+ webhook endpoints, 0 webhook deliveries\)/,
+        );
     }
 
     // Enabling an enabled endpoint changes nothing, and succeeds.

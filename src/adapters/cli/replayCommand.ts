@@ -75,7 +75,7 @@ const runVerify = async (config: Config, output: Output, json: boolean | undefin
   emit(output, json, { ok: report.differences.length === 0, ...report }, () =>
     report.differences.length === 0
       ? [
-          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys${report.batches === undefined ? '' : `, ${report.batches} batches, ${report.files} files`})`,
+          `verified ${report.events} events: every view matches the log (${report.requests} requests, ${report.accounts} accounts, ${report.keys} keys${report.batches === undefined ? '' : `, ${report.batches} batches, ${report.files} files`}${report.webhookEndpoints ? `, ${report.webhookEndpoints} webhook endpoints, ${report.webhookDeliveries} webhook deliveries` : ''})`,
         ]
       : [...report.differences, `${report.differences.length} difference(s) between the views and the log`],
   );

@@ -362,7 +362,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   options.files?.(batchesAndFiles.files);
   const entries = (index: 'accountWebhookEndpoints' | 'webhookDue' | 'endpointWebhookDeliveries') =>
     dbs.indexes[index].getRange({});
-  compareWebhookViews(
+  const madeWebhooks = compareWebhookViews(
     webhooks,
     {
       endpoints: dbs.webhookEndpoints
@@ -393,6 +393,8 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     keys: account.rebuilt.keys.size,
     batches: made.batches,
     files: made.files,
+    webhookEndpoints: madeWebhooks.endpoints,
+    webhookDeliveries: madeWebhooks.deliveries,
     differences,
   };
 };

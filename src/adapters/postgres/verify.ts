@@ -513,5 +513,13 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   if (head !== undefined && Number(head.accounts_version) !== rebuilt.version)
     differ(`log_head accounts_version: stored ${head.accounts_version} but the log gives ${rebuilt.version}`);
 
-  return { events, requests, accounts: rebuilt.accounts.size, keys: rebuilt.keys.size, differences };
+  return {
+    events,
+    requests,
+    accounts: rebuilt.accounts.size,
+    keys: rebuilt.keys.size,
+    webhookEndpoints: webhooks.endpoints.size,
+    webhookDeliveries: webhooks.deliveries.size,
+    differences,
+  };
 };
