@@ -11,6 +11,7 @@ import {
 } from '../domain/errors.js';
 import { couldBeId, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
+import { isCancellable } from '../domain/request/questions.js';
 import type { RequestState } from '../domain/request/state.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
@@ -280,9 +281,10 @@ export const RequestsLayer = Layer.effect(
       if (!couldBeId('request', reqId)) return undefined;
       const stored = await store.reads.requestWithText(reqId);
       if (stored === undefined || stored.state.context.accountId !== principal.accountId) return undefined;
-      const status = publicStatus(stored.state, clock.now());
+      const now = clock.now();
+      const status = publicStatus(stored.state, now);
       if (status === 'unknown' || status === 'expired') return undefined;
-      return { state: stored.state, status, text: stored.text };
+      return { state: stored.state, status, text: stored.text, now };
     };
 
     const poll: RequestsShape['poll'] = async (principal, reqId) => {
@@ -335,7 +337,8 @@ export const RequestsLayer = Layer.effect(
       const visible = await visibleRequest(principal, reqId);
       if (visible === undefined) return notFound(reqId);
       if (visible.status === 'cancelled') return viewOf(visible);
-      if (visible.status !== 'queued') {
+      // The machine says what may be cancelled (at the instant the request was seen not expired).
+      if (!isCancellable(visible.state, visible.now)) {
         return new InvalidRequest({
           message: `request ${reqId} is ${visible.status}; only a queued or in-progress request can be cancelled`,
         });

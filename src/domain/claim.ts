@@ -9,8 +9,9 @@ import {
   modelCounter,
 } from './processingCounters.js';
 import { decideRequest, type RequestDecision } from './request/decider.js';
+import { isExpired } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
-import { attemptsRemain, isExpiredAt } from './request/rules.js';
+import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
 
 /**
@@ -95,7 +96,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   let started = 0;
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
   const expireIfDue = (state: RequestState) => {
-    if (!isExpiredAt(state.context, claim.now)) return;
+    if (!isExpired(state, claim.now)) return;
     const expired = decideRequest(state, { type: 'Expire', reqId: state.context.reqId, now: claim.now });
     if (expired instanceof LifecycleViolation) return;
     decisions.push(expired);
@@ -104,7 +105,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
 
   for (const reqId of reads.lapsedLeases(claim.now, lapsedScan)) {
     const state = reads.request(reqId);
-    if (state === undefined || state.status !== 'processing' || state.context.owner === claim.owner) continue;
+    // Never its own lease (the machine refuses that takeover too): nor is it given up here, its holder still may.
+    if (state === undefined || state.status !== 'processing' || ownsLease(state.context, claim.owner)) continue;
     const { model } = state.context;
     const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
     if (!exhausted && (started >= claim.max || running(model) > limitOf(model))) continue;

@@ -17,6 +17,7 @@ import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
 import { accountCounter, modelCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
+import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
 import {
   decideWebhookCommand,
@@ -124,9 +125,9 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
   if (command.idempotency === undefined) return undefined;
   const earlierId = reads.idempotentRequest(command.accountId, command.idempotency.key);
   const earlier = earlierId === undefined ? undefined : reads.request(earlierId);
-  if (earlier === undefined || earlier.status === 'none' || earlier.status === 'expired') return undefined;
+  if (earlier === undefined || earlier.status === 'none' || isExpired(earlier, command.now)) return undefined;
   const { context } = earlier;
-  if (command.now >= context.expiresAt || command.now >= context.createdAt + idempotencyWindowMs) return undefined;
+  if (command.now >= context.createdAt + idempotencyWindowMs) return undefined;
   if (context.requestHash !== command.idempotency.requestHash) {
     return new IdempotencyKeyReused({
       message: `Idempotency-Key was already used with a different body (by request ${context.reqId}); use a new key for a new request`,

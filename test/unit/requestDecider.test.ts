@@ -326,16 +326,18 @@ describe('When a worker holds the request under a lease', () => {
   });
   it('its owner gone after its last attempt, it fails for good as with a lapsed lease', () => {
     const policy = { maxAttempts: 2, baseDelayMs: 1_000, maxDelayMs: 30_000 };
+    // Its second attempt by another process (one never takes over its own lease), whose owner is then gone.
     const second: RequestEvent = {
       ...startedLeased,
       attempt: 2,
       at: t0 + 40_010,
+      owner: 'proc_c',
       leaseUntil: t0 + 70_010,
     } as RequestEvent;
     const ended: RequestEvent[] = [
       ...history,
       second,
-      { type: 'RequestOwnerGone', reqId, owner: 'proc_a', attempt: 2, at: t0 + 40_020 },
+      { type: 'RequestOwnerGone', reqId, owner: 'proc_c', attempt: 2, at: t0 + 40_020 },
     ];
     given(ended)
       .when({ type: 'StartAttempt', reqId, now: t0 + 40_021, owner: 'proc_b', leaseMs: 30_000 })

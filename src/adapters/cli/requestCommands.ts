@@ -57,12 +57,14 @@ const cancelRequest = async (
 ): Promise<Cancelled & { config: Config }> => {
   const config = await configOrFail(options);
   await requireDatabase(config, output);
-  const [{ isRefusal }, { Unavailable }, { couldBeId, idForMessage }, { publicStatus }] = await Promise.all([
-    import('../../domain/commands.js'),
-    import('../../domain/errors.js'),
-    import('../../domain/identifiers.js'),
-    import('../../domain/request/publicStatus.js'),
-  ]);
+  const [{ isRefusal }, { Unavailable }, { couldBeId, idForMessage }, { publicStatus }, { isCancellable }] =
+    await Promise.all([
+      import('../../domain/commands.js'),
+      import('../../domain/errors.js'),
+      import('../../domain/identifiers.js'),
+      import('../../domain/request/publicStatus.js'),
+      import('../../domain/request/questions.js'),
+    ]);
   return withCommitter(config, async ({ store, committer, clock }) => {
     const shown = idForMessage(reqId);
     /** The request as it is now (also as another process, a running server, left it a moment ago). */
@@ -73,8 +75,10 @@ const cancelRequest = async (
     };
     /** Why a request that is not queued cannot be cancelled (a cancelled one is answered as it is). */
     const notCancellable = (state: RequestState): CliError | undefined => {
-      const status = publicStatus(state, clock.now());
-      if (status === 'cancelled' || status === 'queued') return undefined;
+      const now = clock.now();
+      const status = publicStatus(state, now);
+      // The machine says what may be cancelled; a cancelled one is answered as it is.
+      if (status === 'cancelled' || isCancellable(state, now)) return undefined;
       const why =
         status === 'expired'
           ? `expired at ${iso(state.context.expiredAt ?? state.context.expiresAt)}`

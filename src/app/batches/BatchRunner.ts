@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from 'effect';
 import type { Logger } from 'pino';
 import type { BatchCommand, WrittenFile } from '../../domain/batch/decider.js';
 import { lineRequestId } from '../../domain/batch/lines.js';
-import { type BatchView, linesDone } from '../../domain/batch/state.js';
+import { type BatchView, linesDone, mayCloseWindow } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import { isRefusal } from '../../domain/commands.js';
 import { InvalidRequest, Refused } from '../../domain/errors.js';
@@ -405,7 +405,7 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
       if (view === undefined) continue;
       const now = deps.now();
       // Past its window: closed by whichever process sees it first (the machine takes it once).
-      if (view.state.status === 'in_progress' && now >= view.state.context.expiresAt) {
+      if (mayCloseWindow(view.state, now)) {
         await deps.send({ type: 'Batch', batchId, command: { type: 'CloseWindow', now } });
         continue;
       }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import { isExpired } from '../../domain/request/questions.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
-import { isExpiredAt } from '../../domain/request/rules.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import type { Generation } from '../../ports/ModelProvider.js';
 import { StorageFault, type StoreShape } from '../../ports/Store.js';
@@ -84,7 +84,7 @@ export const createAttemptRunner = (deps: {
   const refusedBecause = async (reqId: string): Promise<'cancelled' | 'expired' | 'taken over'> => {
     const state = await store.reads.request(reqId);
     if (state?.status === 'cancelled') return 'cancelled';
-    if (state === undefined || state.status === 'expired' || isExpiredAt(state.context, clock.now())) return 'expired';
+    if (state === undefined || isExpired(state, clock.now())) return 'expired';
     return 'taken over';
   };
 

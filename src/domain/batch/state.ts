@@ -49,6 +49,10 @@ export const initialBatchState: BatchState = toState(initialTransition(batchMach
 /** Whether the machine accepts `event` in `state` (guards included): the decider asks before it emits anything. */
 export const canApplyToBatch = (state: BatchState, event: BatchEvent): boolean => toSnapshot(state).can(event);
 
+/** The batch's window may be closed at `now` (in progress, at or after its expiry): the machine says so. */
+export const mayCloseWindow = (state: BatchState, now: number): boolean =>
+  canApplyToBatch(state, { type: 'BatchWindowClosed', batchId: state.context.batchId, at: now });
+
 /** The state after `event` (XState's pure transition); an event the machine does not accept changes nothing. */
 export const evolveBatch = (state: BatchState, event: BatchEvent): BatchState =>
   canApplyToBatch(state, event) ? toState(transition(batchMachine, toSnapshot(state), event)[0]) : state;

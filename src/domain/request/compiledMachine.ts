@@ -1,5 +1,5 @@
+import type { RequestContext } from './context.js';
 import type { RequestEvent } from './events.js';
-import type { RequestContext } from './machine.js';
 
 /** A machine's status: the name of the atomic state it is in. */
 export type CompiledStatus = string;

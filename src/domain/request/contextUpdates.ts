@@ -1,5 +1,5 @@
+import type { RequestContext } from './context.js';
 import type { RequestEvent } from './events.js';
-import type { RequestContext } from './machine.js';
 
 type Change<T extends RequestEvent['type']> = (
   context: RequestContext,

@@ -1,68 +1,11 @@
 import { assign, setup } from 'xstate';
+import { emptyContext, type RequestContext } from './context.js';
 import { contextChangeOf } from './contextUpdates.js';
 import type { RequestEvent } from './events.js';
-import { attemptsRemain, holdsLease, isDueAt, isExpiredAt, leaseLapsedAt } from './rules.js';
+import { attemptsRemain, holdsLease, isDueAt, isExpiredAt, leaseLapsedAt, ownsLease } from './rules.js';
 
-/**
- * What the log knows of one request, folded from its events. Text payloads are not here (see events.ts).
- */
-export type RequestContext = {
-  readonly reqId: string;
-  readonly accountId: string;
-  readonly keyId: string;
-  readonly model: string;
-  readonly promptChars: number;
-  readonly createdAt: number;
-  readonly expiresAt: number;
-  /** Attempts started so far (a restart after a crash counts as a new attempt). */
-  readonly attempts: number;
-  /** When the request may next be picked up by a worker. */
-  readonly availableAt: number;
-  /** When its current (or last) attempt started. */
-  readonly startedAt?: number;
-  readonly lastError?: string;
-  readonly responseChars?: number;
-  readonly completedAt?: number;
-  readonly failedAt?: number;
-  readonly failureReason?: string;
-  /** What the caller is told of the failure (see RequestFailed.said). */
-  readonly failureSaid?: string;
-  readonly expiredAt?: number;
-  /** What the stored input text is (see events.ts). */
-  readonly input?: 'messages' | 'chat';
-  readonly idempotencyKey?: string;
-  readonly requestHash?: string;
-  readonly cancelledAt?: number;
-  /** Usage and ending of the answer, from `RequestCompleted` (see events.ts). */
-  readonly inputTokens?: number;
-  readonly outputTokens?: number;
-  readonly finishReason?: string;
-  readonly output?: 'message';
-  /** The process that holds the current (or last) attempt, and until when (see RequestProcessingStarted). */
-  readonly owner?: string;
-  readonly leaseUntil?: number;
-  /** Attempts the request may take before it fails for good. */
-  readonly maxAttempts?: number;
-  /** The caller's metadata, as the JSON text of the object (see RequestQueued). */
-  readonly metadata?: string;
-  /** A line of a batch: the batch, and its `custom_id` (see RequestQueued). */
-  readonly batchId?: string;
-  readonly customId?: string;
-  /** Made by the Responses face (see RequestQueued.face). */
-  readonly face?: 'responses';
-};
-
-const emptyContext: RequestContext = {
-  reqId: '',
-  accountId: '',
-  keyId: '',
-  model: '',
-  promptChars: 0,
-  createdAt: 0,
-  expiresAt: 0,
-  attempts: 0,
-  availableAt: 0,
-};
+/** Kept here too for the modules that read it beside the machine (defined in context.ts, which imports nothing). */
+export type { RequestContext };
 
 /**
  * The request lifecycle: the only place where its rules live.
@@ -76,7 +19,7 @@ const emptyContext: RequestContext = {
  * Work is leased: a start names its owner and the lease's end. Only the owner of the current attempt may extend it,
  * give it back, or record its outcome (a worker whose lease was taken over records nothing); another worker may take
  * the request over only once the lease has lapsed, or once its owner's process is known to be gone (its lease then
- * ends at once). A failed attempt is retried only while attempts remain; past them the request fails for good, and
+ * ends at once); never the lease's own holder. A failed attempt is retried only while attempts remain; past them the request fails for good, and
  * at once when no retry could mend the failure (an upstream's 404). (rules.ts holds these facts; events of older
  * versions carry no lease and no bound.)
  */
@@ -89,7 +32,11 @@ export const requestMachine = setup({
     beforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at),
     atOrAfterExpiry: ({ context, event }) => isExpiredAt(context, event.at),
     dueBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && isDueAt(context, event.at),
-    lapsedBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && leaseLapsedAt(context, event.at),
+    // A takeover: the lease lapsed, and the one taking it is not its holder (a process never takes over its own).
+    lapsedForAnotherBeforeExpiry: ({ context, event }) =>
+      !isExpiredAt(context, event.at) &&
+      leaseLapsedAt(context, event.at) &&
+      !ownsLease(context, (event as { owner?: string }).owner),
     heldBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && holdsLease(context, event),
     held: ({ context, event }) => holdsLease(context, event),
     heldUnlapsed: ({ context, event }) => holdsLease(context, event) && !leaseLapsedAt(context, event.at),
@@ -126,9 +73,10 @@ export const requestMachine = setup({
         },
         processing: {
           on: {
-            // Another worker takes the request over once the lease of the one that had it lapsed (its process died).
+            // The only way back into processing: another worker takes the request over, as a new attempt, once the
+            // lease of the one that had it lapsed (its process died); never the lease's own holder.
             RequestProcessingStarted: {
-              guard: 'lapsedBeforeExpiry',
+              guard: 'lapsedForAnotherBeforeExpiry',
               target: 'processing',
               reenter: true,
               actions: 'update',

@@ -1,4 +1,4 @@
-import type { RequestContext } from './machine.js';
+import type { RequestContext } from './context.js';
 
 /**
  * The facts the request machine's guards are made of, each written once. Events of older versions lack the lease and
@@ -22,6 +22,14 @@ export const holdsLease = (context: Pick<RequestContext, 'owner' | 'attempts'>, 
   const { owner, attempt } = claim as { readonly owner?: string; readonly attempt?: number };
   return owner === context.owner && (attempt === undefined || attempt === context.attempts);
 };
+
+/**
+ * The process `owner` holds the current attempt's lease itself. It never takes over a lease of its own, lapsed or not:
+ * what it holds it finishes or gives back itself (a lease may lapse while its holder still works, when a write took
+ * longer than the lease). A start that names no owner (older versions) is never one's own.
+ */
+export const ownsLease = (context: Pick<RequestContext, 'owner'>, owner: string | undefined): boolean =>
+  owner !== undefined && context.owner === owner;
 
 /** Whether a failed attempt leaves another to take (`fallback`: the bound of requests that do not carry their own). */
 export const attemptsRemain = (

@@ -1,7 +1,8 @@
 import { initialTransition, transition } from 'xstate';
 import { compileMachine } from './compiledMachine.js';
+import type { RequestContext } from './context.js';
 import type { RequestEvent } from './events.js';
-import { type RequestContext, requestMachine } from './machine.js';
+import { requestMachine } from './machine.js';
 
 /** Where a request stands: the machine's state value, flattened. `waiting` and `processing` are sub-states of queued. */
 export type RequestStatus = 'none' | 'waiting' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'expired';

@@ -14,6 +14,7 @@ import type { AccountState } from '../../../domain/account/state.js';
 import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
+import { isExpired } from '../../../domain/request/questions.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { DeliveryState } from '../../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../../domain/webhook/endpoint.js';
@@ -97,7 +98,7 @@ const seeOther = (event: H3Event, location: string) => {
 
 /** As the API would answer: a request past its expiry time is expired, whether or not the sweeper wrote it yet. */
 const statusInWords = (state: RequestState, now: number): RequestStatusView => {
-  if (state.status !== 'none' && now >= state.context.expiresAt) return 'expired';
+  if (isExpired(state, now)) return 'expired';
   switch (state.status) {
     case 'waiting':
     case 'none':
