@@ -6,6 +6,7 @@ import { decide, type RequestCommand } from '../../src/domain/request/decider.js
 import type { RequestEvent } from '../../src/domain/request/events.js';
 import { requestMachine } from '../../src/domain/request/machine.js';
 import { publicStatus } from '../../src/domain/request/publicStatus.js';
+import { isCancellable, isExpired } from '../../src/domain/request/questions.js';
 import type { RetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import {
   foldRequest,
@@ -278,6 +279,24 @@ describe('request lifecycle (decider and machine, pure)', () => {
       expect(publicStatus(after, Math.max(now, expiresAt))).toBe('expired');
       if (now >= expiresAt) expect(publicStatus(after, now)).toBe('expired');
       else expect(publicStatus(after, now)).not.toBe('expired');
+    });
+  });
+
+  it('the public status is the machine’s: in every state reached, now and around the expiry time, a request is expired exactly when the machine took or would take its expiry, and queued exactly when it would take its cancellation', () => {
+    checkAlways(({ after, now }) => {
+      // XState's own snapshot of the state, not the compiled table the app asks (questions.ts).
+      const machine = toSnapshot(after);
+      const { expiresAt } = after.context;
+      const instants = after.status === 'none' ? [now] : [now, expiresAt - 1, expiresAt, expiresAt + 1];
+      for (const at of instants) {
+        const expiryTaken = after.status === 'expired' || machine.can({ type: 'RequestExpired', reqId, at });
+        const cancellationTaken = machine.can({ type: 'RequestCancelled', reqId, at });
+        const machineSays =
+          after.status === 'none' ? 'unknown' : expiryTaken ? 'expired' : cancellationTaken ? 'queued' : after.status;
+        expect(publicStatus(after, at), `at ${at - expiresAt} ms from the expiry time`).toBe(machineSays);
+        expect(isExpired(after, at)).toBe(expiryTaken);
+        expect(isCancellable(after, at)).toBe(cancellationTaken);
+      }
     });
   });
 
