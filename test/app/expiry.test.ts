@@ -46,12 +46,37 @@ describe('Expiry and retention', () => {
   });
 
   it('keeps the prompt until the request settles and the response until it expires; the log keeps ids, times and sizes', async () => {
-    app = await startTestApp();
+    app = await startTestApp({
+      config: { models: [{ id: 'slow', provider: 'echo', delayMs: 300, timeoutMs: 10_000 }] },
+    });
     const clock = app.clock as ManualClock;
-    const { key } = await app.account();
-    const reqId = await submit(key);
+    const { accountId, keyId } = await app.account();
+    // A conversation, so that the answer (echo's: the last user message) differs from the input as kept.
+    const instruction = 'Answer in one word.';
+    await app.requests.submitInput(
+      { accountId, keyId, plan: 'free' },
+      {
+        model: 'slow',
+        prompt: 'secret prompt',
+        messages: [
+          { role: 'system', content: instruction },
+          { role: 'user', content: 'secret prompt' },
+        ],
+      },
+    );
+    const queued = [...syncReads(app).events()].find((event) => event.type === 'RequestQueued');
+    const reqId = (queued as { reqId: string }).reqId;
+    // Not settled yet: the record holds the input, the whole conversation.
+    const unsettled = syncReads(app).requestWithText(reqId);
+    expect(['waiting', 'processing']).toContain(unsettled?.state.status);
+    expect(JSON.parse(unsettled?.text ?? '{}')).toEqual({
+      messages: [
+        { role: 'system', content: instruction },
+        { role: 'user', content: 'secret prompt' },
+      ],
+    });
     await app.processor.idle();
-    // Completed: the record holds the response; the prompt is not needed any more and is gone.
+    // Completed: the record holds the response alone; the input is not needed any more and is gone.
     expect(syncReads(app).requestWithText(reqId)).toMatchObject({
       state: { status: 'completed' },
       text: 'secret prompt',
@@ -60,8 +85,14 @@ describe('Expiry and retention', () => {
     expect(await app.sweeper.sweep()).toBe(1);
     expect(typesOf(reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted', 'RequestExpired']);
     expect(syncReads(app).requestWithText(reqId)).toMatchObject({ state: { status: 'expired' }, text: undefined });
-    expect(syncReads(app).request(reqId)?.context).toMatchObject({ reqId, promptChars: 13, responseChars: 13 });
-    expect(JSON.stringify([...syncReads(app).events()])).not.toContain('secret prompt');
+    expect(syncReads(app).request(reqId)?.context).toMatchObject({
+      reqId,
+      promptChars: unsettled?.text?.length,
+      responseChars: 13,
+    });
+    const log = JSON.stringify([...syncReads(app).events()]);
+    expect(log).not.toContain('secret prompt');
+    expect(log).not.toContain(instruction);
     expect(await app.sweeper.sweep()).toBe(0);
   });
 
