@@ -1,6 +1,6 @@
 import type { AccountState } from './account/state.js';
+import { claimFairly, type DispatchReads } from './claimFairly.js';
 import { LifecycleViolation } from './errors.js';
-import { type DispatchReads, pickFairly } from './pickFairly.js';
 import {
   accountCounter,
   accountModelCounter,
@@ -15,12 +15,13 @@ import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
 
 /**
- * A worker process takes work: up to `max` requests, each started under a lease of `leaseMs` in its name. Decided
+ * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
+ * new attempt, `RequestProcessingStarted` in the log; the work queue's `moveToProcessing` sends it). Decided
  * inside the store's write, against whatever every process has committed, so two processes never take the same
  * request, and each model's bound holds across all of them. Requests whose lease lapsed (their process died) come
  * first: they were started before anything in the queue; one with no attempt left fails for good instead. A process
  * never takes over a lease of its own: what it holds it finishes or gives back itself (a lease may lapse while its
- * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (pickFairly), each
+ * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (claimFairly), each
  * account within its plan's bound of requests being processed (`maxProcessing`, counted in all processes), and within
  * its share of each model's workers while another account has work of that model due (`accountShare`).
  */
@@ -32,7 +33,7 @@ export type Claim = {
   readonly max: number;
   /** Each model's bound of requests being processed at once, in all processes (absent: none). */
   readonly modelLimits: Readonly<Record<string, number>>;
-  /** The account this process served last: the pick starts after it. */
+  /** The account this process served last: the claim of the queue starts after it. */
   readonly after?: string | undefined;
   /** Bounds requests that carry no attempt bound of their own (written by older versions). */
   readonly policy: RetryPolicy;
@@ -132,7 +133,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   }
 
   if (started < claim.max) {
-    const pick = pickFairly(
+    const fromQueue = claimFairly(
       reads,
       {
         lastAccount: claim.after,
@@ -145,7 +146,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
       { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf, batchShare: batchShareOf },
       claim.now,
     );
-    for (const { reqId } of pick.picked) {
+    for (const { reqId } of fromQueue.claimed) {
       const state = reads.request(reqId);
       if (state === undefined) continue;
       const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });

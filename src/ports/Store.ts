@@ -1,10 +1,10 @@
 import { Context } from 'effect';
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
 import type { BatchView } from '../domain/batch/state.js';
+import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
-import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';

@@ -1,8 +1,8 @@
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
 import type { BatchView } from '../domain/batch/state.js';
+import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
-import type { QueuedEntry } from '../domain/pickFairly.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';

@@ -1,8 +1,8 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { BatchView } from '../../domain/batch/state.js';
+import type { QueuedEntry } from '../../domain/claimFairly.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
-import type { QueuedEntry } from '../../domain/pickFairly.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -84,7 +84,7 @@ export type FetchSizes = {
 
 export const defaultFetchSizes: FetchSizes = {
   accounts: 64,
-  // pickFairly's scanLimit, plus the read that finds it full.
+  // claimFairly's scanLimit, plus the read that finds it full.
   queue: 257,
   firstEntries: 4,
 };
@@ -341,7 +341,7 @@ export const overlayTarget = (
     return writes.emails.get(email) ?? fetched.known(fetched.emails, email, { kind: 'email', id: email });
   }
 
-  /** The lanes with waiting requests (pickFairly's accounts in turn). */
+  /** The lanes with waiting requests (claimFairly's accounts in turn). */
   function* queuedAccounts(after: string | undefined): Iterable<string> {
     let current = after ?? '';
     for (let next = fetched.nextAccount(current); next !== null; ) {

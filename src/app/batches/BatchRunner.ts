@@ -28,7 +28,7 @@ import { type BatchLine, checkLine, type LineError } from './lineRules.js';
  * lease (the machine refuses every step from another); a process that dies leaves it to another once the lease
  * lapses. Every step is safe to do again: a line's request id is made from the batch and the line, so a line queued
  * before a crash is refused when queued again; the output files are made in the same write as the batch's end.
- * The lines themselves are run by the pool like any request (fairness: pickFairly.ts).
+ * The lines themselves are run by the pool like any request (fairness: claimFairly.ts).
  */
 export interface BatchRunnerShape {
   /** Looks at every open batch now and starts the work each needs (what the timer and the store's changes do). */

@@ -23,8 +23,8 @@ export const lineRequestId = (batchId: string, line: number): string => {
 
 /**
  * The lane of the dispatch index a waiting request is in: its account's own, or, for a batch's line, its account's
- * batch lane. The pick takes lanes in turn like accounts, and holds a batch lane back while interactive work of the
- * same model is due (beyond the share batches always get, pickFairly.ts); an account's interactive requests never
+ * batch lane. A claim takes lanes in turn like accounts, and holds a batch lane back while interactive work of the
+ * same model is due (beyond the share batches always get, claimFairly.ts); an account's interactive requests never
  * wait behind its own batch's thousands of lines. Account ids have no control character, so the lane's separator
  * (U+001F) tells the two apart.
  */

@@ -16,7 +16,7 @@ export type RequestContext = {
   readonly expiresAt: number;
   /** Attempts started so far (a restart after a crash counts as a new attempt). */
   readonly attempts: number;
-  /** When the request may next be picked up by a worker. */
+  /** When the request may next be claimed by a worker. */
   readonly availableAt: number;
   /** When its current (or last) attempt started. */
   readonly startedAt?: number;

@@ -39,8 +39,9 @@ export type RequestQueued = {
 };
 
 /**
- * A worker took the request: `owner` (the process) holds it until `leaseUntil` unless it extends the lease; once the
- * lease has lapsed another worker may take it over. Events of older versions carry neither.
+ * An attempt starts: a worker claimed the request (claim.ts; or a submit started it at once). `owner` (the process)
+ * holds its lease until `leaseUntil` unless it extends it; once the lease has lapsed another worker's claim may take
+ * it over. Events of older versions carry neither. (The log's name for a claim of one request, kept: logs are stored.)
  */
 export type RequestProcessingStarted = {
   readonly type: 'RequestProcessingStarted';

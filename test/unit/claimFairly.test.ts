@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type DispatchReads, type DispatchState, pickFairly, type QueuedEntry } from '../../src/domain/pickFairly.js';
+import { type ClaimState, claimFairly, type DispatchReads, type QueuedEntry } from '../../src/domain/claimFairly.js';
 
 /** Lanes in id order, each with `depth` requests of `echo` available at 0; `queuedAccounts` wraps round as the stores do. */
 const queueOf = (lanes: readonly string[], depth: number) => {
@@ -24,17 +24,17 @@ const queueOf = (lanes: readonly string[], depth: number) => {
   return { reads, lanesRead: () => lanesRead };
 };
 
-const idle = (lastAccount: string | undefined): DispatchState => ({
+const idle = (lastAccount: string | undefined): ClaimState => ({
   lastAccount,
   running: new Set(),
   runningOf: () => 0,
 });
 
-describe('picking work fairly', () => {
+describe('claiming work from the queue fairly', () => {
   it('takes one request of each account in turn, starting after the account served last, round after round', () => {
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 5);
-    const pick = pickFairly(reads, idle('acct_a'), { free: 7, modelLimit: () => 100 }, 0);
-    expect(pick.picked.map((picked) => picked.reqId)).toEqual([
+    const fromQueue = claimFairly(reads, idle('acct_a'), { free: 7, modelLimit: () => 100 }, 0);
+    expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual([
       'acct_b-0',
       'acct_c-0',
       'acct_a-0',
@@ -43,15 +43,15 @@ describe('picking work fairly', () => {
       'acct_a-1',
       'acct_b-2',
     ]);
-    expect(pick.lastAccount).toBe('acct_b');
-    expect(pick.exhausted).toBe(false);
+    expect(fromQueue.lastAccount).toBe('acct_b');
+    expect(fromQueue.exhausted).toBe(false);
   });
 
-  it('reads the lanes with work from the store once per pick, however many rounds it takes', () => {
+  it('reads the lanes with work from the store once per claim, however many rounds it takes', () => {
     const { reads, lanesRead } = queueOf(['acct_a', 'acct_b'], 40);
-    const pick = pickFairly(reads, idle(undefined), { free: 64, modelLimit: () => 100 }, 0);
-    expect(pick.picked).toHaveLength(64);
-    expect(pick.picked.slice(0, 4).map((picked) => picked.reqId)).toEqual([
+    const fromQueue = claimFairly(reads, idle(undefined), { free: 64, modelLimit: () => 100 }, 0);
+    expect(fromQueue.claimed).toHaveLength(64);
+    expect(fromQueue.claimed.slice(0, 4).map((claimed) => claimed.reqId)).toEqual([
       'acct_a-0',
       'acct_b-0',
       'acct_a-1',
@@ -63,19 +63,19 @@ describe('picking work fairly', () => {
   it('gives what the share held back in turn too, starting after the account served last', () => {
     // acct_b and acct_c each hold one echo worker already (their share): the first pass passes them over.
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 3);
-    const state: DispatchState = {
+    const state: ClaimState = {
       ...idle(undefined),
       runningOfAccount: (accountId) => (accountId === 'acct_a' ? 0 : 1),
     };
     const limits = { free: 3, modelLimit: () => 100, accountShare: () => 1 };
-    const pick = pickFairly(reads, state, limits, 0);
-    expect(pick.picked.map((picked) => picked.reqId)).toEqual(['acct_a-0', 'acct_b-0', 'acct_c-0']);
+    const fromQueue = claimFairly(reads, state, limits, 0);
+    expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_b-0', 'acct_c-0']);
   });
 
   it('takes an account that has no more work out of the turns without losing the order of the others', () => {
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 1);
-    const pick = pickFairly(reads, idle('acct_b'), { free: 5, modelLimit: () => 100 }, 0);
-    expect(pick.picked.map((picked) => picked.reqId)).toEqual(['acct_c-0', 'acct_a-0', 'acct_b-0']);
-    expect(pick.exhausted).toBe(true);
+    const fromQueue = claimFairly(reads, idle('acct_b'), { free: 5, modelLimit: () => 100 }, 0);
+    expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_c-0', 'acct_a-0', 'acct_b-0']);
+    expect(fromQueue.exhausted).toBe(true);
   });
 });

@@ -3,7 +3,7 @@ import { accountOfLane, isBatchLane } from './batch/lines.js';
 /** A request waiting for a worker, as the dispatch index holds it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
 
-/** What a pick reads: the dispatch index, accounts in id order, each account's waiting requests by availability. */
+/** What a claim reads of the queue: the dispatch index, accounts in id order, each account's waiting requests by availability. */
 export type DispatchReads = {
   /** Lanes with requests waiting for a worker (an account's own, or its batch lane: batch/lines.ts), in order,
    * starting after `after` and wrapping round to it. */
@@ -12,10 +12,11 @@ export type DispatchReads = {
   queuedOf(lane: string): Iterable<QueuedEntry>;
 };
 
-export type DispatchState = {
-  /** The lane served last; the next pick starts after it (round robin). */
+/** What is being processed already, as the claim counts it against the bounds. */
+export type ClaimState = {
+  /** The lane served last; the next claim starts after it (round robin). */
   readonly lastAccount: string | undefined;
-  /** Requests already being worked on (picked or claimed, their start not durable yet). */
+  /** Requests already being worked on (claimed by this claim, or their start not durable yet). */
   readonly running: ReadonlySet<string>;
   /** Requests in flight per model, against each model's own concurrency limit. */
   readonly runningOf: (model: string) => number;
@@ -25,7 +26,8 @@ export type DispatchState = {
   readonly runningOfBatches?: (model: string) => number;
 };
 
-export type DispatchLimits = {
+/** How many requests the claim may take, and the bounds it takes them within. */
+export type ClaimLimits = {
   readonly free: number;
   readonly modelLimit: (model: string) => number;
   /** Requests the account may have in flight at once (its plan's `maxProcessing`; Infinity: no bound). */
@@ -38,18 +40,20 @@ export type DispatchLimits = {
   readonly batchShare?: (model: string) => number;
 };
 
-export type Picked = { readonly reqId: string; readonly accountId: string; readonly model: string };
+/** A waiting request the claim takes. */
+export type ClaimedEntry = { readonly reqId: string; readonly accountId: string; readonly model: string };
 
-export type Pick = {
-  readonly picked: Picked[];
+/** What the claim takes from the queue, and where it stopped. */
+export type FairClaim = {
+  readonly claimed: ClaimedEntry[];
   readonly lastAccount: string | undefined;
   /** The earliest future time a skipped request becomes available (to wake up then), if any. */
   readonly nextAvailableAt: number | undefined;
-  /** Nothing was left waiting: every queued request the pick saw is picked now or already being worked on. */
+  /** Nothing was left waiting: every queued request the claim saw is claimed now or already being worked on. */
   readonly exhausted: boolean;
 };
 
-/** How far into one account's queue a pick looks for a request it may take (past ones being worked on). */
+/** How far into one account's queue a claim looks for a request it may take (past ones being worked on). */
 const scanLimit = 256;
 
 type Cursor = {
@@ -63,7 +67,7 @@ type Cursor = {
 const noBound = () => Number.POSITIVE_INFINITY;
 
 /**
- * Picks up to `free` requests to start, taking accounts in turn: one request from each account with work, in
+ * Chooses the up to `free` waiting requests a claim takes, accounts in turn: one request from each account with work, in
  * account order starting after the account served last, round after round. So an account with 10,000 queued
  * requests gets one worker turn per round, like an account with one. Within an account, requests go in the order
  * they became available; requests of a model at its concurrency limit are passed over for that account's next, and
@@ -73,16 +77,16 @@ const noBound = () => Number.POSITIVE_INFINITY;
  * share of the model's workers (`batchShare`), so interactive work of the model goes first; the second pass gives
  * lines the workers nothing else could take. So a batch neither starves interactive traffic nor is starved by it.
  *
- * Two passes make the share of a model's workers (`accountShare`) a rule of the pick: the first passes over a request
+ * Two passes make the share of a model's workers (`accountShare`) a rule of the claim: the first passes over a request
  * whose account already holds its share of the model, so the workers go to other accounts' work of that model first;
  * the second, only while workers are left (no other account could start work of that model), takes what the first
  * passed over. So an account alone may use every worker, and while it holds more than its share, every worker that
  * comes free goes to another account that has work of the model due.
  */
-export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: DispatchLimits, now: number): Pick => {
-  const picked: Picked[] = [];
+export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: ClaimLimits, now: number): FairClaim => {
+  const claimed: ClaimedEntry[] = [];
   const taken = new Set<string>();
-  /** Requests of each model picked by this pick, on top of those running before it. */
+  /** Requests of each model claimed by this claim, on top of those running before it. */
   const perModel = new Map<string, number>();
   /** ... of each account (key: its id), and of each account and model (key: id NUL model). */
   const perAccount = new Map<string, number>();
@@ -110,7 +114,7 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
     (batch && batchesNow(entry.model) >= batchShare(entry.model));
 
-  // One cursor per account for the whole pick: later rounds continue where the last one stopped.
+  // One cursor per account for the whole claim: later rounds continue where the last one stopped.
   const cursors = new Map<string, Cursor>();
   const firstEligible = (lane: string, sharing: boolean): QueuedEntry | undefined => {
     const accountId = accountOfLane(lane);
@@ -155,7 +159,7 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
 
   /**
    * The lanes with work, in turn after `after`: read from the store by the first round, which goes once round them all
-   * unless it fills the pick; later rounds go round the same list (the pick writes nothing, so it is still the same).
+   * unless it fills the claim; later rounds go round the same list (choosing writes nothing, so it is still the same).
    */
   let lanes: string[] | undefined;
   function* lanesAfter(after: string | undefined): Generator<string> {
@@ -174,25 +178,25 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
 
   let full = false;
   const rounds = (sharing: boolean) => {
-    while (picked.length < limits.free) {
-      const before = picked.length;
+    while (claimed.length < limits.free) {
+      const before = claimed.length;
       for (const lane of lanesAfter(lastAccount)) {
         const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);
-        picked.push({ reqId: entry.reqId, accountId, model: entry.model });
+        claimed.push({ reqId: entry.reqId, accountId, model: entry.model });
         taken.add(entry.reqId);
         add(perModel, entry.model);
         if (isBatchLane(lane)) add(perModel, `\u0000batch\u0000${entry.model}`);
         add(perAccount, accountId);
         add(perAccount, `${accountId}\u0000${entry.model}`);
         lastAccount = lane;
-        if (picked.length >= limits.free) {
+        if (claimed.length >= limits.free) {
           full = true;
           break;
         }
       }
-      if (picked.length === before) break;
+      if (claimed.length === before) break;
     }
   };
   const anyDeferred = () => {
@@ -205,5 +209,5 @@ export const pickFairly = (reads: DispatchReads, state: DispatchState, limits: D
   if (anyDeferred()) leftBehind = true;
   // Close the database cursors left open part-way.
   for (const cursor of cursors.values()) cursor.entries.return?.();
-  return { picked, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };
+  return { claimed, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };
 };
