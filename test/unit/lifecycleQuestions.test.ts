@@ -9,6 +9,7 @@ import {
 } from '../../src/domain/batch/state.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { RequestEvent } from '../../src/domain/request/events.js';
+import { requestMachine } from '../../src/domain/request/machine.js';
 import { isCancellable, isExpired } from '../../src/domain/request/questions.js';
 import { canApply, foldRequest, initialRequestState } from '../../src/domain/request/state.js';
 
@@ -100,6 +101,28 @@ describe('Whether a request being processed may be taken over', () => {
 
   it('nobody takes it over from its expiry time on', () => {
     expect(canApply(processing, startedBy('proc_b', 2, expiresAt))).toBe(false);
+  });
+});
+
+describe('How a request comes to be processed', () => {
+  it('by the start of a due request that waits, or by the takeover of a lapsed lease: nothing else re-enters processing', () => {
+    type Node = {
+      readonly id: string;
+      readonly states: Record<string, Node>;
+      readonly transitions: Map<string, readonly { guard?: unknown; target?: readonly { id: string }[] }[]>;
+    };
+    const into: { from: string; event: string; guard: unknown }[] = [];
+    const walk = (node: Node) => {
+      for (const [event, transitions] of node.transitions)
+        for (const { guard, target } of transitions)
+          if (target?.some(({ id }) => id === 'request.queued.processing')) into.push({ from: node.id, event, guard });
+      for (const child of Object.values(node.states)) walk(child);
+    };
+    walk(requestMachine.root as unknown as Node);
+    expect(into).toEqual([
+      { from: 'request.queued.waiting', event: 'RequestProcessingStarted', guard: 'dueBeforeExpiry' },
+      { from: 'request.queued.processing', event: 'RequestProcessingStarted', guard: 'lapsedForAnotherBeforeExpiry' },
+    ]);
   });
 });
 
