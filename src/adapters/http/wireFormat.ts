@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { Accepted, PollAnswer } from './Requests.js';
+import type { Accepted, PollAnswer } from '../../app/Requests.js';
 
 /**
  * The answers of the public API (product contract sections 1, 2 and 10) as zod schemas. The OpenAPI document
- * (adapters/http/openapi.ts) is generated from them and from the POST body schema (submission.ts); the type checks at
+ * (adapters/http/openapi.ts) is generated from them and from the POST body schema (app/submission.ts); the type checks at
  * the bottom keep them in step with what the code really sends.
  */
 
