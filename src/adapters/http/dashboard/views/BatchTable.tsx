@@ -1,3 +1,4 @@
+import { DataTable } from './DataTable.js';
 import { grouped } from './format.js';
 import { Time } from './Time.js';
 import type { BatchRow } from './viewModels.js';
@@ -40,61 +41,22 @@ const Progress = ({ batch }: { batch: BatchRow }) => {
 };
 
 /** Batches newest first: id, status, endpoint, model, created, progress, counts, and their files to download. */
-export const BatchTable = ({ batches }: { batches: readonly BatchRow[] }) => {
-  const rows = [...batches].sort((a, b) => b.createdAt - a.createdAt);
-  return (
-    <div class="table-wrap">
-      <table>
-        <caption class="visually-hidden">Your batches, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Batch</th>
-            <th scope="col">Status</th>
-            <th scope="col" class="hide-narrow">
-              Endpoint
-            </th>
-            <th scope="col">Model</th>
-            <th scope="col" class="hide-narrow">
-              Created
-            </th>
-            <th scope="col">Progress</th>
-            <th scope="col" class="num">
-              Completed
-            </th>
-            <th scope="col" class="num">
-              Failed
-            </th>
-            <th scope="col">Files</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((b) => (
-            <tr id={b.id}>
-              <td>
-                <code>{b.id}</code>
-              </td>
-              <td>
-                <span class={`badge status-${b.status}`}>{b.status.replace('_', ' ')}</span>
-              </td>
-              <td class="hide-narrow">
-                <code>{b.endpoint}</code>
-              </td>
-              <td>{b.model ?? <span class="muted">—</span>}</td>
-              <td class="hide-narrow">
-                <Time at={b.createdAt} />
-              </td>
-              <td>
-                <Progress batch={b} />
-              </td>
-              <td class="num">{grouped(b.completed)}</td>
-              <td class="num">{grouped(b.failed)}</td>
-              <td class="files">
-                <Files batch={b} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-};
+export const BatchTable = ({ batches }: { batches: readonly BatchRow[] }) => (
+  <DataTable
+    caption="Your batches, newest first"
+    stacked={false}
+    rows={[...batches].sort((a, b) => b.createdAt - a.createdAt)}
+    rowId={(b) => b.id}
+    columns={[
+      { header: 'Batch', cell: (b) => <code>{b.id}</code> },
+      { header: 'Status', cell: (b) => <span class={`badge status-${b.status}`}>{b.status.replace('_', ' ')}</span> },
+      { header: 'Endpoint', class: 'hide-narrow', cell: (b) => <code>{b.endpoint}</code> },
+      { header: 'Model', cell: (b) => b.model ?? <span class="muted">—</span> },
+      { header: 'Created', class: 'hide-narrow', cell: (b) => <Time at={b.createdAt} /> },
+      { header: 'Progress', cell: (b) => <Progress batch={b} /> },
+      { header: 'Completed', class: 'num', cell: (b) => grouped(b.completed) },
+      { header: 'Failed', class: 'num', cell: (b) => grouped(b.failed) },
+      { header: 'Files', cellClass: 'files', cell: (b) => <Files batch={b} /> },
+    ]}
+  />
+);

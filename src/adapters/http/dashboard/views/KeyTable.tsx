@@ -1,4 +1,5 @@
 import { CsrfField } from './CsrfField.js';
+import { DataTable } from './DataTable.js';
 import { Time } from './Time.js';
 import type { KeyRow } from './viewModels.js';
 
@@ -21,41 +22,20 @@ const DeleteKey = ({ csrf, row }: { csrf: string; row: KeyRow }) => (
 
 /** The account's active keys: name, prefix, created, last used, and a delete for each. */
 export const KeyTable = ({ csrf, keys }: { csrf: string; keys: readonly KeyRow[] }) => (
-  <div class="table-wrap">
-    <table class="stack">
-      <caption class="visually-hidden">Your API keys</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Key</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last used</th>
-          <th scope="col">
-            <span class="visually-hidden">Actions</span>
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {keys.map((row) => (
-          <tr id={`key-${row.id}`}>
-            <td data-label="Name">
-              <span>{row.name ?? <span class="muted">(no name)</span>}</span>
-            </td>
-            <td data-label="Key">
-              <code>{row.prefix}…</code>
-            </td>
-            <td data-label="Created">
-              <Time at={row.createdAt} />
-            </td>
-            <td data-label="Last used">
-              {row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />}
-            </td>
-            <td>
-              <DeleteKey csrf={csrf} row={row} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  </div>
+  <DataTable
+    caption="Your API keys"
+    stacked
+    rows={keys}
+    rowId={(row) => `key-${row.id}`}
+    columns={[
+      { header: 'Name', cell: (row) => <span>{row.name ?? <span class="muted">(no name)</span>}</span> },
+      { header: 'Key', cell: (row) => <code>{row.prefix}…</code> },
+      { header: 'Created', cell: (row) => <Time at={row.createdAt} /> },
+      {
+        header: 'Last used',
+        cell: (row) => (row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />),
+      },
+      { header: 'Actions', actions: true, cell: (row) => <DeleteKey csrf={csrf} row={row} /> },
+    ]}
+  />
 );
