@@ -19,6 +19,7 @@ import {
   Unavailable,
 } from '../../domain/errors.js';
 import { StorageFault } from '../../ports/Store.js';
+import { acceptedBody, pollBody } from './ai/wire.js';
 import { createCors } from './cors.js';
 import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { answer, errorResponse, jsonHeaders, serverErrorResponse } from './errorResponse.js';
@@ -201,9 +202,9 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     if (isApiError(key)) return key;
     const accepted = await readAndSubmit(event, principal, key);
     if (isApiError(accepted)) return accepted;
-    headers.Location = `${aiPath}?req_id=${accepted.request_id}`;
+    headers.Location = `${aiPath}?req_id=${accepted.reqId}`;
     if (accepted.replayed) headers['Idempotent-Replayed'] = 'true';
-    return json(202, { request_id: accepted.request_id, model: accepted.model }, headers);
+    return json(202, acceptedBody(accepted), headers);
   };
 
   const maxPollWaitSeconds = deps.maxPollWaitSeconds ?? 0;
@@ -275,10 +276,11 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       // A stopping server answers what it has and closes the connection: the next poll goes to a server that runs.
       if (held === 'stopping') headers.Connection = 'close';
     }
-    const answer = await deps.requests.poll(principal, reqId);
-    if (isApiError(answer)) return answer;
-    if (answer.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
-    return json(200, answer, headers);
+    const view = await deps.requests.poll(principal, reqId);
+    if (isApiError(view)) return view;
+    if (view.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
+    // A view is only found by a non-empty id.
+    return json(200, pollBody(reqId as string, view), headers);
   };
 
   /** Runs a route, turning domain errors into the contract's answers and faults into a bare 500. */

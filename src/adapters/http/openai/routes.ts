@@ -216,7 +216,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         listening.stop();
         listening = follower();
       }
-      const first = await requests.find(principal, submitted.request_id);
+      const first = await requests.find(principal, submitted.reqId);
       if (isApiError(first)) {
         listening.stop();
         return inResponseTerms(first);
@@ -224,7 +224,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
       return responseStreamAnswer(first, {
         requests,
         principal,
-        reqId: submitted.request_id,
+        reqId: submitted.reqId,
         follower: listening,
         settings: queued.settings,
         headers,
@@ -236,7 +236,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     }
     if (queued.background) {
       // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
-      const view = await requests.find(principal, submitted.request_id);
+      const view = await requests.find(principal, submitted.reqId);
       return isApiError(view)
         ? view
         : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued', settings: queued.settings }), headers);
@@ -244,9 +244,9 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     // Without `background`, the call waits until the request is final (contract 13), and cancels it if the caller
     // goes away first.
     const { settings } = queued;
-    const view = await waitUntilFinal(requests, principal, submitted.request_id, connection);
+    const view = await waitUntilFinal(requests, principal, submitted.reqId, connection);
     if (view !== undefined) return answerView(view, headers, settings);
-    await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.request_id)();
+    await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.reqId)();
     // Nobody reads this answer: the caller is gone.
     return new InvalidRequest({ message: 'the caller went away; the request was cancelled' });
   };

@@ -98,7 +98,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
     const submitted = await queued.submitted;
     if (isApiError(submitted) || submitted.replayed) queued.listening?.stop();
     if (isApiError(submitted)) return inChatTerms(submitted);
-    const reqId = submitted.request_id;
+    const reqId = submitted.reqId;
     headers['x-request-id'] = reqId;
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
     const callerLeft = cancelWhenCallerLeaves(requests, deps.accepting, principal, reqId);
