@@ -8,7 +8,10 @@ import { HttpRoute } from '../../../app/Metrics.js';
 import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
+import { isApiError } from '../errorResponse.js';
+import type { Route } from '../guard.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
+import type { HeaderBag } from '../jsonAnswer.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
 import { batchRoutes } from './batches/routes.js';
 import { chatCompletionsRoute } from './chat/routes.js';
@@ -18,9 +21,6 @@ import { modelListOf, modelObjectOf } from './models.js';
 import { itemPlaceOf, referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
 import { responseStreamAnswer } from './responseStream.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from './waitFinal.js';
-
-type HeaderBag = Record<string, string>;
-type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
 
 /** What the OpenAI face takes from the HTTP app: the same front (auth, limits, body) as `/v1/ai`, and its services. */
 export type OpenAiFaceDeps = {
@@ -105,9 +105,6 @@ const referencedRequestsOf = (body: unknown): string[] => {
   }
   return [...ids];
 };
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
 /** The services' own param names, as this face names them: chat completions' `response_format` is `text.format`. */
 const inFaceTerms = (error: ApiError): ApiError => {
