@@ -27,31 +27,6 @@ import { answerOf, storedInputOf } from './storedInput.js';
 import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
 import { failedMessage } from './upstreamProblems.js';
 
-/** The POST answer, with the specification's field names. */
-export type Accepted = { readonly request_id: string; readonly model: string };
-
-/** When a request was made and finished, in Unix seconds (extra fields the contract allows on `/v1/ai`). */
-type Times = { readonly created_at: number; readonly completed_at?: number };
-
-/** Tokens a completed request's model read and wrote. */
-export type UsageAnswer = {
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly total_tokens: number;
-};
-
-/** The GET answer, with the specification's field names (and extra fields the contract allows). */
-export type PollAnswer =
-  | ({ readonly req_id: string; readonly status: 'queued'; readonly model: string } & Times)
-  | ({
-      readonly req_id: string;
-      readonly status: 'completed';
-      readonly model: string;
-      readonly response: string;
-      readonly usage?: UsageAnswer;
-      readonly tool_calls?: ToolCall[];
-    } & Times);
-
 /** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
 export type SubmitInput = {
   readonly model: string;
@@ -80,8 +55,11 @@ export type SubmitOptions = {
   readonly face?: 'responses' | undefined;
 };
 
-/** A submit's answer; `replayed` when an earlier submit with the same idempotency key made the request. */
-export type Submitted = Accepted & { readonly replayed: boolean };
+/**
+ * A submit's answer: the request queued, and for which model; `replayed` when an earlier submit with the same
+ * idempotency key made the request. Each face says it in its own words (adapters/http/ai/wire.ts for `/v1/ai`).
+ */
+export type Submitted = { readonly reqId: string; readonly model: string; readonly replayed: boolean };
 
 /** A request as its account may see it: its state, and its answer once completed (text, and tools it calls). */
 export type RequestView = {
@@ -90,6 +68,9 @@ export type RequestView = {
   readonly response?: string | undefined;
   readonly toolCalls?: readonly ToolCall[] | undefined;
 };
+
+/** A request as a poll answers it: waiting or being processed, or completed with its answer. */
+export type PollView = RequestView & { readonly status: 'queued' | 'completed' };
 
 export interface RequestsShape {
   /** Validates a `/v1/ai` body and queues it; resolves only once its `RequestQueued` event is durable on disk. */
@@ -114,7 +95,7 @@ export interface RequestsShape {
   poll(
     principal: Principal,
     reqId: string | undefined,
-  ): Promise<PollAnswer | InvalidRequest | NotFound | ProcessingFailed>;
+  ): Promise<PollView | InvalidRequest | NotFound | ProcessingFailed>;
   /** The request, if it is the principal's account's and has not expired (cancelled and failed ones included). */
   find(principal: Principal, reqId: string): Promise<RequestView | NotFound>;
   /**
@@ -130,17 +111,6 @@ export interface RequestsShape {
 }
 
 export class Requests extends Context.Service<Requests, RequestsShape>()('airs/Requests') {}
-
-const secondsOf = (ms: number) => Math.floor(ms / 1000);
-
-/** A completed request's usage as `/v1/ai` answers it, when its model told it. */
-export const usageAnswerOf = (state: RequestState): { readonly usage: UsageAnswer } | undefined => {
-  const { inputTokens, outputTokens } = state.context;
-  if (inputTokens === undefined || outputTokens === undefined) return undefined;
-  return {
-    usage: { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens },
-  };
-};
 
 /**
  * Submit and poll. Both run on every API call, so they are plain functions (a promise, a value) rather than Effects:
@@ -236,7 +206,7 @@ export const RequestsLayer = Layer.effect(
         }
         // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
         if (isRefusal(outcome)) throw outcome;
-        if (outcome.replayOf !== undefined) return { request_id: outcome.replayOf, model, replayed: true };
+        if (outcome.replayOf !== undefined) return { reqId: outcome.replayOf, model, replayed: true };
         const start = outcome.events.find((event) => event.type === 'RequestProcessingStarted');
         if (start !== undefined && start.type === 'RequestProcessingStarted')
           started = {
@@ -248,7 +218,7 @@ export const RequestsLayer = Layer.effect(
       } finally {
         processor.submitted(reqId, model, startNow !== undefined, started, queued);
       }
-      return { request_id: reqId, model, replayed: false };
+      return { reqId, model, replayed: false };
     };
 
     // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
@@ -293,7 +263,6 @@ export const RequestsLayer = Layer.effect(
       const visible = await visibleRequest(principal, reqId);
       if (visible === undefined) return notFound(reqId);
       const { status } = visible;
-      const { model } = visible.state.context;
       if (status === 'failed') {
         const said = visible.state.context.failureSaid;
         return new ProcessingFailed({ message: failedMessage(reqId, said, '; submit it again') });
@@ -301,20 +270,7 @@ export const RequestsLayer = Layer.effect(
       if (status === 'cancelled') {
         return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
       }
-      const { context } = visible.state;
-      const created_at = secondsOf(context.createdAt);
-      if (status === 'queued') return { req_id: reqId, status: 'queued', model, created_at };
-      const answer = answerOf(visible.text ?? '', context.output);
-      return {
-        req_id: reqId,
-        status: 'completed',
-        model,
-        response: answer.text,
-        created_at,
-        completed_at: secondsOf(context.completedAt ?? context.createdAt),
-        ...(answer.toolCalls.length === 0 ? {} : { tool_calls: [...answer.toolCalls] }),
-        ...(usageAnswerOf(visible.state) ?? {}),
-      };
+      return { ...viewOf(visible), status };
     };
 
     const viewOf = (visible: NonNullable<Awaited<ReturnType<typeof visibleRequest>>>): RequestView => {

@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { Effect } from 'effect';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { responseObjectSchema, responseStreamEventSchema } from '../../src/app/openAiWireFormat.js';
+import { responseObjectSchema, responseStreamEventSchema } from '../../src/adapters/http/openai/wireFormat.js';
 import { sseFramesOf } from '../support/sseFrames.js';
 import { listen, startTestApp, type TestApp } from '../support/testApp.js';
 import { startToolUpstream } from './support/toolUpstream.js';

@@ -191,7 +191,7 @@ describe('The worker pool, simulated', () => {
             void running(s.node)
               .requests.submit(principal(s.account), { model: s.model, prompt })
               .then((outcome) => {
-                if ('request_id' in outcome) accepted.push({ reqId: outcome.request_id, account: s.account });
+                if ('reqId' in outcome) accepted.push({ reqId: outcome.reqId, account: s.account });
               });
           } else if (s.kind === 'cancel') {
             const target = accepted[s.pick % Math.max(1, accepted.length)];
@@ -281,7 +281,7 @@ describe('The worker pool, simulated', () => {
           ]);
           let reqId: string | undefined;
           void node.requests.submit(principal(0), { model: 'sim', prompt: 'quiet' }).then((outcome) => {
-            if ('request_id' in outcome) reqId = outcome.request_id;
+            if ('reqId' in outcome) reqId = outcome.reqId;
           });
           // The first attempt fails within its timeout; the second starts at the end of its backoff and answers at once.
           const deadline = Date.now() + timeoutMs + backoffDelayMs(defaultRetryPolicy, 1) + 1_000;

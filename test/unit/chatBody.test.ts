@@ -2,12 +2,12 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseChatCreate } from '../../src/adapters/http/openai/chat/request.js';
+import { chatCompletionCreateBodySchema } from '../../src/adapters/http/openai/chat/wireFormat.js';
 import { openApiDocument } from '../../src/adapters/http/openapi.js';
-import { chatCompletionCreateBodySchema } from '../../src/app/chatWireFormat.js';
 import { InvalidRequest } from '../../src/domain/errors.js';
 
 /**
- * The `POST /v1/chat/completions` body has one description, app/chatWireFormat.ts's schema: the route parses with it
+ * The `POST /v1/chat/completions` body has one description, adapters/http/openai/chat/wireFormat.ts's schema: the route parses with it
  * (parseChatCreate, which the Batch API will run on each line of a file too) and the OpenAPI document is generated
  * from it. These tests hold the two views together, and pin the refusals that take more than one rule to decide.
  */

@@ -17,7 +17,7 @@ import {
   type RequestsView,
   requestsPage,
   signupPage,
-} from '../../src/adapters/dashboard/pages.js';
+} from '../../src/adapters/http/dashboard/views/pages.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 
 const evil = `<script>alert(1)</script>"'&`;
@@ -206,11 +206,15 @@ describe('dashboard pages', () => {
   });
 
   it('no dashboard source sets raw HTML: escaping is left to the renderer', () => {
-    const dir = new URL('../../src/adapters/dashboard/', import.meta.url);
-    const sources = readdirSync(dir).filter((f) => /\.tsx?$/.test(f));
+    const dirs = ['views/', ''].map((d) => new URL(`../../src/adapters/http/dashboard/${d}`, import.meta.url));
+    const sources = dirs.flatMap((dir) =>
+      readdirSync(dir)
+        .filter((f) => /\.tsx?$/.test(f))
+        .map((f) => new URL(f, dir)),
+    );
     expect(sources.length).toBeGreaterThan(5);
     for (const file of sources)
-      expect(readFileSync(new URL(file, dir), 'utf8'), file).not.toContain('dangerouslySetInnerHTML');
+      expect(readFileSync(file, 'utf8'), file.pathname).not.toContain('dangerouslySetInnerHTML');
   });
 
   it('shows the new key exactly once, only when given, with the warning and a copy button', () => {

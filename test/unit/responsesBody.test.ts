@@ -2,12 +2,12 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseResponsesCreate } from '../../src/adapters/http/openai/input.js';
+import { responsesCreateBodySchema } from '../../src/adapters/http/openai/wireFormat.js';
 import { openApiDocument } from '../../src/adapters/http/openapi.js';
-import { responsesCreateBodySchema } from '../../src/app/openAiWireFormat.js';
 import { InvalidRequest } from '../../src/domain/errors.js';
 
 /**
- * The `POST /v1/responses` body has one description, app/openAiWireFormat.ts's schema: the route parses with it
+ * The `POST /v1/responses` body has one description, adapters/http/openai/wireFormat.ts's schema: the route parses with it
  * (parseResponsesCreate, which the Batch API runs on each line of a file too) and the OpenAPI document is generated
  * from it. These tests hold the two views together, and pin the refusals that take more than one rule to decide.
  */

@@ -5,6 +5,8 @@
  * (app.ts): nothing is sent.
  */
 
+import type { HeaderBag } from './jsonAnswer.js';
+
 /** Methods airs answers under /v1. */
 const allowedMethods = 'GET, POST, OPTIONS';
 
@@ -38,8 +40,6 @@ const preflightMaxAgeSeconds = 600;
 
 /** Request headers a preflight asks for, at most this many (a longer list is answered with the fixed list only). */
 const maxRequestedHeaders = 64;
-
-type HeaderBag = Record<string, string>;
 
 export type Cors = {
   /**

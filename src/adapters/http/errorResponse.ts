@@ -44,6 +44,10 @@ const table: {
   }),
 };
 
+/** Whether a route's result is a domain error (to be answered by the table above) rather than an answer. */
+export const isApiError = (value: unknown): value is ApiError =>
+  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
+
 export const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
   if (error._tag === 'InvalidRequest') return error.details;
   if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };

@@ -1,17 +1,26 @@
 import { z } from 'zod';
 import { uploadPurposes } from '../../app/batches/Files.js';
+import { submissionBodySchema } from '../../app/submission.js';
+import { type IdKind, idForms } from '../../domain/identifiers.js';
+import { type WebhookEventType, type webhookEnvelope, webhookEventTypes } from '../../domain/webhook/envelope.js';
+import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
+import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
+import { listLimits } from './openai/batches/routes.js';
+import type { batchObjectOf, fileObjectOf, listOf } from './openai/batches/wire.js';
 import {
   batchListSchema,
   batchObjectSchema,
   fileDeletedSchema,
   fileListSchema,
   fileObjectSchema,
-} from '../../app/batchWireFormat.js';
+} from './openai/batches/wireFormat.js';
 import {
   chatCompletionChunkSchema,
   chatCompletionCreateBodySchema,
   chatCompletionSchema,
-} from '../../app/chatWireFormat.js';
+} from './openai/chat/wireFormat.js';
+import type { modelListOf, modelObjectOf } from './openai/models.js';
+import type { responseObjectOf } from './openai/responseObject.js';
 import {
   modelListSchema,
   modelObjectSchema,
@@ -19,24 +28,8 @@ import {
   responseObjectSchema,
   responseStreamEventSchema,
   responsesCreateBodySchema,
-} from '../../app/openAiWireFormat.js';
-import { submissionBodySchema } from '../../app/submission.js';
-import {
-  acceptedSchema,
-  type errorCodes,
-  errorSchema,
-  headerSchemas,
-  pollSchema,
-  probeSchema,
-} from '../../app/wireFormat.js';
-import { type IdKind, idForms } from '../../domain/identifiers.js';
-import { type WebhookEventType, type webhookEnvelope, webhookEventTypes } from '../../domain/webhook/envelope.js';
-import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
-import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
-import { listLimits } from './openai/batches/routes.js';
-import type { batchObjectOf, fileObjectOf, listOf } from './openai/batches/wire.js';
-import type { modelListOf, modelObjectOf } from './openai/models.js';
-import type { responseObjectOf } from './openai/responseObject.js';
+} from './openai/wireFormat.js';
+import { acceptedSchema, type errorCodes, errorSchema, headerSchemas, pollSchema, probeSchema } from './wireFormat.js';
 
 /**
  * The OpenAPI 3.1 document of the `/v1` routes (and the probes), generated from the zod schemas the code uses

@@ -43,6 +43,8 @@ export const acceptingSuite = (transport: Transport) =>
         model: 'slow',
         created_at: Math.floor(env.app.clock.now() / 1000),
       });
+      // Byte for byte as always: the fields in the same order too.
+      expect(Object.keys(answer.body as object)).toEqual(['req_id', 'status', 'model', 'created_at']);
       expect(answer.headers.get('retry-after')).toBe('5');
     });
 
@@ -63,6 +65,10 @@ export const acceptingSuite = (transport: Transport) =>
         completed_at: now,
         usage: { input_tokens: 3, output_tokens: 3, total_tokens: 6 },
       });
+      expect(JSON.stringify(answer.body)).toBe(
+        `{"req_id":"${reqId}","status":"completed","model":"echo","response":"say this back","created_at":${now},` +
+          `"completed_at":${now},"usage":{"input_tokens":3,"output_tokens":3,"total_tokens":6}}`,
+      );
       expect(answer.headers.get('retry-after')).toBeNull();
     });
 
@@ -93,6 +99,7 @@ export const acceptingSuite = (transport: Transport) =>
       });
       expect(answer.status).toBe(202);
       expect(answer.body).toEqual({ request_id: expect.stringMatching(requestIdPattern), model: 'echo' });
+      expect(Object.keys(answer.body as object)).toEqual(['request_id', 'model']);
     });
 
     it('accepts a body sent without Content-Length in chunks when it is within the byte limit', async () => {

@@ -22,7 +22,20 @@ import { webhookEventTypes } from '../../../domain/webhook/eventTypes.js';
 import type { ClockShape } from '../../../ports/Clock.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
-import { plural } from '../../dashboard/format.js';
+import { fileDownload } from '../fileDownload.js';
+import { batchObjectOf } from '../openai/batches/wire.js';
+import { FormTooLarge, readForm } from './formBody.js';
+import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
+import {
+  anonymousCsrf,
+  clearSessionCookie,
+  csrfValid,
+  pageHeaders,
+  sessionCsrf,
+  sessionToken,
+  setSessionCookie,
+} from './security.js';
+import { plural } from './views/format.js';
 import {
   type BatchRow,
   batchesPage,
@@ -43,20 +56,7 @@ import {
   type WebhooksView,
   webhookPage,
   webhooksPage,
-} from '../../dashboard/pages.js';
-import { fileDownload } from '../fileDownload.js';
-import { batchObjectOf } from '../openai/batches/wire.js';
-import { FormTooLarge, readForm } from './formBody.js';
-import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
-import {
-  anonymousCsrf,
-  clearSessionCookie,
-  csrfValid,
-  pageHeaders,
-  sessionCsrf,
-  sessionToken,
-  setSessionCookie,
-} from './security.js';
+} from './views/pages.js';
 
 export type DashboardDeps = {
   readonly sessions: SessionsShape;
@@ -224,7 +224,7 @@ const busyMessage = (event: H3Event): string => {
 
 /**
  * The account dashboard under /dashboard: signup, login, logout, overview, keys, requests, batches, webhooks. Server-rendered pages
- * (adapters/dashboard), plain forms with CSRF tokens, a session cookie; every change goes through the same
+ * (views/), plain forms with CSRF tokens, a session cookie; every change goes through the same
  * services, commands and log as the CLI's.
  */
 export const mountDashboard = (app: H3, deps: DashboardDeps) => {

@@ -1,10 +1,10 @@
-import type { ResponsesCreateBody } from '../../../app/openAiWireFormat.js';
 import { InvalidRequest } from '../../../domain/errors.js';
 import type { FunctionTool, GenerationParams, ResponseFormat, ToolChoice } from '../../../ports/ModelProvider.js';
+import type { ResponsesCreateBody } from './wireFormat.js';
 
 /**
  * What a `POST /v1/responses` body asks of the model beyond its input (tools, output format, sampling), as its schema
- * read it (app/openAiWireFormat.ts), put into the port's `GenerationParams` (chat completions' names, which every
+ * read it (openai/wireFormat.ts), put into the port's `GenerationParams` (chat completions' names, which every
  * upstream speaks), and the settings the Response echoes back as OpenAI does.
  */
 
@@ -77,7 +77,7 @@ const formatOf = (text: ResponsesCreateBody['text']): ResponseFormat | undefined
 };
 
 /**
- * The generation parameters (chat completions' names) of a body the schema read (app/openAiWireFormat.ts), and the
+ * The generation parameters (chat completions' names) of a body the schema read (openai/wireFormat.ts), and the
  * settings to echo.
  */
 export const generationSettingsOf = (

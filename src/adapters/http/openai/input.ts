@@ -1,9 +1,3 @@
-import {
-  type ResponsesCreateBody,
-  responsesConversationOf,
-  responsesCreateBodySchema,
-  responsesCrossFieldFaults,
-} from '../../../app/openAiWireFormat.js';
 import type { SubmitInput } from '../../../app/Requests.js';
 import { lastUserText } from '../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../domain/errors.js';
@@ -12,6 +6,12 @@ import { generationSettingsOf, type ResponseSettings } from './generationSetting
 import { givenFieldsReader } from './givenFields.js';
 import { type ItemResolver, resolvedInputOf } from './inputItems.js';
 import { keptMetadataOf } from './metadata.js';
+import {
+  type ResponsesCreateBody,
+  responsesConversationOf,
+  responsesCreateBodySchema,
+  responsesCrossFieldFaults,
+} from './wireFormat.js';
 
 /**
  * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the
@@ -60,7 +60,7 @@ const createOf = (body: Record<string, unknown>, data: ResponsesCreateBody): Res
 };
 
 /**
- * Reads a `POST /v1/responses` body as OpenAI's SDKs send it, with the body's schema (app/openAiWireFormat.ts,
+ * Reads a `POST /v1/responses` body as OpenAI's SDKs send it, with the body's schema (openai/wireFormat.ts,
  * `responsesCreateBodySchema`): `model`, `input` (a string, or a list of messages and tool-call items), optional
  * `instructions` (a leading system message), `background`, `stream`, the generation settings (generationSettings.ts),
  * and `metadata` (kept with the request and shown with it). Each `item_reference` that `resolve` finds (an output item

@@ -1,9 +1,9 @@
-import { itemReferenceIdChars } from '../../../app/openAiWireFormat.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
+import { itemReferenceIdChars } from './wireFormat.js';
 
 /**
  * The `item_reference`s of a Responses `input` list, read as the items they name before the body's schema reads it
- * (app/openAiWireFormat.ts: the schema refuses a reference left, naming its id). A reference names an output item of
+ * (openai/wireFormat.ts: the schema refuses a reference left, naming its id). A reference names an output item of
  * one of the account's Responses: what the Vercel AI SDK sends for an earlier answer by default.
  */
 

@@ -1,10 +1,10 @@
-import { metadataRefusal } from '../../../app/openAiWireFormat.js';
 import { InvalidRequest } from '../../../domain/errors.js';
+import { metadataRefusal } from './wireFormat.js';
 
 /**
  * A create's `metadata` (`POST /v1/responses`, `POST /v1/chat/completions`), kept with the request as the JSON text of
  * the object (RequestQueued.metadata), in the order given; a Response shows it. Its bounds are the wire format's
- * (app/openAiWireFormat.ts, metadataRefusal).
+ * (openai/wireFormat.ts, metadataRefusal).
  */
 
 /** The text kept for a `metadata` within bounds: `undefined` when absent, `null` or empty (a Response then shows `{}`). */

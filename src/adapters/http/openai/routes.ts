@@ -8,7 +8,10 @@ import { HttpRoute } from '../../../app/Metrics.js';
 import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
+import { isApiError } from '../errorResponse.js';
+import type { Route } from '../guard.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
+import type { HeaderBag } from '../jsonAnswer.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
 import { batchRoutes } from './batches/routes.js';
 import { chatCompletionsRoute } from './chat/routes.js';
@@ -18,9 +21,6 @@ import { modelListOf, modelObjectOf } from './models.js';
 import { itemPlaceOf, referencedItemOf, requestIdOf, responseObjectOf } from './responseObject.js';
 import { responseStreamAnswer } from './responseStream.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from './waitFinal.js';
-
-type HeaderBag = Record<string, string>;
-type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
 
 /** What the OpenAI face takes from the HTTP app: the same front (auth, limits, body) as `/v1/ai`, and its services. */
 export type OpenAiFaceDeps = {
@@ -105,9 +105,6 @@ const referencedRequestsOf = (body: unknown): string[] => {
   }
   return [...ids];
 };
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
 /** The services' own param names, as this face names them: chat completions' `response_format` is `text.format`. */
 const inFaceTerms = (error: ApiError): ApiError => {
@@ -216,7 +213,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
         listening.stop();
         listening = follower();
       }
-      const first = await requests.find(principal, submitted.request_id);
+      const first = await requests.find(principal, submitted.reqId);
       if (isApiError(first)) {
         listening.stop();
         return inResponseTerms(first);
@@ -224,7 +221,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
       return responseStreamAnswer(first, {
         requests,
         principal,
-        reqId: submitted.request_id,
+        reqId: submitted.reqId,
         follower: listening,
         settings: queued.settings,
         headers,
@@ -236,7 +233,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     }
     if (queued.background) {
       // Answered at once, as `queued` until it is finished (contract 11), also when a free worker took it already.
-      const view = await requests.find(principal, submitted.request_id);
+      const view = await requests.find(principal, submitted.reqId);
       return isApiError(view)
         ? view
         : deps.json(200, responseObjectOf(view, { unfinishedAs: 'queued', settings: queued.settings }), headers);
@@ -244,9 +241,9 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     // Without `background`, the call waits until the request is final (contract 13), and cancels it if the caller
     // goes away first.
     const { settings } = queued;
-    const view = await waitUntilFinal(requests, principal, submitted.request_id, connection);
+    const view = await waitUntilFinal(requests, principal, submitted.reqId, connection);
     if (view !== undefined) return answerView(view, headers, settings);
-    await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.request_id)();
+    await cancelWhenCallerLeaves(requests, deps.accepting, principal, submitted.reqId)();
     // Nobody reads this answer: the caller is gone.
     return new InvalidRequest({ message: 'the caller went away; the request was cancelled' });
   };

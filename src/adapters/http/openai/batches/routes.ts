@@ -4,14 +4,14 @@ import type { BatchesShape } from '../../../../app/batches/Batches.js';
 import { type FilesShape, purposeProblem, type UploadDetails } from '../../../../app/batches/Files.js';
 import type { BudgetName } from '../../../../app/RateLimiter.js';
 import { type ApiError, InvalidRequest, NotFound } from '../../../../domain/errors.js';
+import { isApiError } from '../../errorResponse.js';
 import { fileDownload } from '../../fileDownload.js';
+import type { Route } from '../../guard.js';
+import type { HeaderBag } from '../../jsonAnswer.js';
 import { readMultipartUpload } from '../../multipartUpload.js';
 import { metadataOf } from '../metadata.js';
 import { batchCreateBodySchema, expiresAfterBounds, paramOf } from './bodies.js';
 import { batchObjectOf, fileObjectOf, listOf } from './wire.js';
-
-type HeaderBag = Record<string, string>;
-type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
 
 export type BatchRouteDeps = {
   readonly files: FilesShape;
@@ -21,9 +21,6 @@ export type BatchRouteDeps = {
   json(status: number, body: unknown, headers: HeaderBag): Response;
   pathId(event: H3Event): string;
 };
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
 const invalid = (param: string | null, message: string) =>
   new InvalidRequest({ message, details: param === null ? undefined : { param } });

@@ -1,11 +1,4 @@
 import type { z } from 'zod';
-import {
-  chatCompletionCreateBodySchema,
-  chatMessageOf,
-  chatUnknownFieldsBefore,
-  functionToolOf,
-  toolChoiceFault,
-} from '../../../../app/chatWireFormat.js';
 import type { SubmitInput } from '../../../../app/Requests.js';
 import { lastUserText } from '../../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../../domain/errors.js';
@@ -13,6 +6,13 @@ import type { GenerationParams } from '../../../../ports/ModelProvider.js';
 import { checkOrderOf, refusalOf } from '../bodyRefusal.js';
 import { givenFieldsReader } from '../givenFields.js';
 import { keptMetadataOf } from '../metadata.js';
+import {
+  chatCompletionCreateBodySchema,
+  chatMessageOf,
+  chatUnknownFieldsBefore,
+  functionToolOf,
+  toolChoiceFault,
+} from './wireFormat.js';
 
 /** A `POST /v1/chat/completions` body understood: what to queue, and how the caller wants the answer. */
 export type ChatCreate = {
@@ -89,7 +89,7 @@ const createOf = (body: unknown, data: ChatBody): ChatCreate => {
 
 /**
  * Reads a `POST /v1/chat/completions` body as OpenAI's SDKs, Vercel's AI SDK and LangChain send it (contract 13),
- * with the body's schema (app/chatWireFormat.ts): `model`, `messages` (system, developer, user, assistant with tool
+ * with the body's schema (chat/wireFormat.ts): `model`, `messages` (system, developer, user, assistant with tool
  * calls, tool), generation parameters and function tools (kept with the request and forwarded), `stream` and
  * `stream_options`, `metadata` (kept). What would change the answer and cannot be honoured is refused naming the
  * field in `param`; so is any unknown field.

@@ -4,14 +4,14 @@ import { createLiveOutput, type LiveOutputShape } from '../../../../app/LiveOutp
 import type { BudgetName } from '../../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
 import { type ApiError, InvalidRequest, type NotFound } from '../../../../domain/errors.js';
+import { isApiError } from '../../errorResponse.js';
 import { idempotencyKeyOf } from '../../idempotencyKey.js';
+import type { HeaderBag } from '../../jsonAnswer.js';
 import type { OpenCall, OpenCallsShape } from '../../openCalls.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from '../waitFinal.js';
 import { chatCompletionOf } from './completion.js';
 import { parseChatCreate } from './request.js';
 import { chatStream, endingErrorOf, stoppableFollower } from './stream.js';
-
-type HeaderBag = Record<string, string>;
 
 /** What the chat route takes from the OpenAI face (routes.ts). */
 export type ChatDeps = {
@@ -28,9 +28,6 @@ export type ChatDeps = {
   /** The places of long-lived calls, per account and for the process (contract 18). */
   readonly openCalls: OpenCallsShape;
 };
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === 'object' && value !== null && '_tag' in value && value instanceof Error;
 
 /** The service names a conversation's size `input`; chat completions call it `messages`. */
 const inChatTerms = (error: ApiError): ApiError => {
@@ -98,7 +95,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
     const submitted = await queued.submitted;
     if (isApiError(submitted) || submitted.replayed) queued.listening?.stop();
     if (isApiError(submitted)) return inChatTerms(submitted);
-    const reqId = submitted.request_id;
+    const reqId = submitted.reqId;
     headers['x-request-id'] = reqId;
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
     const callerLeft = cancelWhenCallerLeaves(requests, deps.accepting, principal, reqId);

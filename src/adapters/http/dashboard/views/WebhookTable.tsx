@@ -1,4 +1,5 @@
 import { CsrfField } from './CsrfField.js';
+import { DataTable } from './DataTable.js';
 import { Time } from './Time.js';
 import type { WebhookEndpointRow } from './viewModels.js';
 
@@ -63,45 +64,22 @@ export const EndpointActions = ({ csrf, row }: { csrf: string; row: WebhookEndpo
 
 /** The account's endpoints: URL (to its delivery log), events, status, created, last delivered, and its actions. */
 export const WebhookTable = ({ csrf, endpoints }: { csrf: string; endpoints: readonly WebhookEndpointRow[] }) => (
-  <div class="table-wrap">
-    <table class="stack">
-      <caption class="visually-hidden">Your webhook endpoints</caption>
-      <thead>
-        <tr>
-          <th scope="col">URL</th>
-          <th scope="col">Events</th>
-          <th scope="col">Status</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last delivered</th>
-          <th scope="col">
-            <span class="visually-hidden">Actions</span>
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {endpoints.map((row) => (
-          <tr id={`endpoint-${row.id}`}>
-            <td data-label="URL" class="url-cell">
-              <a href={webhookPath(row.id)}>{row.url}</a>
-            </td>
-            <td data-label="Events">
-              <EventList events={row.events} />
-            </td>
-            <td data-label="Status">
-              <span class={`badge endpoint-${row.status}`}>{row.status}</span>
-            </td>
-            <td data-label="Created">
-              <Time at={row.createdAt} />
-            </td>
-            <td data-label="Last delivered">
-              {row.lastDeliveredAt === undefined ? <span class="muted">never</span> : <Time at={row.lastDeliveredAt} />}
-            </td>
-            <td>
-              <EndpointActions csrf={csrf} row={row} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  </div>
+  <DataTable
+    caption="Your webhook endpoints"
+    stacked
+    rows={endpoints}
+    rowId={(row) => `endpoint-${row.id}`}
+    columns={[
+      { header: 'URL', cellClass: 'url-cell', cell: (row) => <a href={webhookPath(row.id)}>{row.url}</a> },
+      { header: 'Events', cell: (row) => <EventList events={row.events} /> },
+      { header: 'Status', cell: (row) => <span class={`badge endpoint-${row.status}`}>{row.status}</span> },
+      { header: 'Created', cell: (row) => <Time at={row.createdAt} /> },
+      {
+        header: 'Last delivered',
+        cell: (row) =>
+          row.lastDeliveredAt === undefined ? <span class="muted">never</span> : <Time at={row.lastDeliveredAt} />,
+      },
+      { header: 'Actions', actions: true, cell: (row) => <EndpointActions csrf={csrf} row={row} /> },
+    ]}
+  />
 );

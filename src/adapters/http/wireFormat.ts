@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { Accepted, PollAnswer } from './Requests.js';
+import type { AcceptedBody, PollBody } from './ai/wire.js';
 
 /**
  * The answers of the public API (product contract sections 1, 2 and 10) as zod schemas. The OpenAPI document
- * (adapters/http/openapi.ts) is generated from them and from the POST body schema (submission.ts); the type checks at
+ * (adapters/http/openapi.ts) is generated from them and from the POST body schema (app/submission.ts); the type checks at
  * the bottom keep them in step with what the code really sends.
  */
 
@@ -142,6 +142,6 @@ export const headerSchemas = {
 // What the code sends must fit the schemas.
 type Is<T extends true> = T;
 export type WireChecks = [
-  Is<Accepted extends z.infer<typeof acceptedSchema> ? true : false>,
-  Is<PollAnswer extends z.infer<typeof pollSchema> ? true : false>,
+  Is<AcceptedBody extends z.infer<typeof acceptedSchema> ? true : false>,
+  Is<PollBody extends z.infer<typeof pollSchema> ? true : false>,
 ];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { ChatMessage, ToolCall } from '../ports/ModelProvider.js';
+import type { ChatMessage, ToolCall } from '../../../ports/ModelProvider.js';
+import { errorCodes } from '../wireFormat.js';
 import {
   absent,
   brokenUnicode,
@@ -10,7 +11,6 @@ import {
   restatingFaults,
   shown,
 } from './wireFaults.js';
-import { errorCodes } from './wireFormat.js';
 
 /**
  * The OpenAI-compatible face (product contract sections 11 and 13) as zod schemas: the `POST /v1/responses` body airs
@@ -613,7 +613,7 @@ const outputFunctionCall = z
 
 const outputItem = z.union([outputMessage, outputFunctionCall]);
 
-/** A Response's `usage` (also a batch's, summed over its lines: batchWireFormat.ts). */
+/** A Response's `usage` (also a batch's, summed over its lines: batches/wireFormat.ts). */
 export const responsesUsageSchema = z.object({
   input_tokens: z.int().min(0),
   input_tokens_details: z.object({ cached_tokens: z.literal(0) }),

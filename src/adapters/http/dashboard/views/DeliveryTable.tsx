@@ -1,4 +1,5 @@
 import { CsrfField } from './CsrfField.js';
+import { DataTable } from './DataTable.js';
 import { grouped, plural } from './format.js';
 import { Time } from './Time.js';
 import type { DeliveryRow, DeliveryStatusView } from './viewModels.js';
@@ -46,55 +47,42 @@ const LastAttempt = ({ row }: { row: DeliveryRow }) => {
  * how many attempts, its last attempt's outcome, and Redeliver for one that is delivered or given up.
  */
 export const DeliveryTable = (props: { csrf: string; endpointId: string; deliveries: readonly DeliveryRow[] }) => (
-  <div class="table-wrap">
-    <table class="stack deliveries">
-      <caption class="visually-hidden">Deliveries to this endpoint, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">Delivery</th>
-          <th scope="col">Event</th>
-          <th scope="col">About</th>
-          <th scope="col">Status</th>
-          <th scope="col">Last attempt</th>
-          <th scope="col">
-            <span class="visually-hidden">Actions</span>
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {props.deliveries.map((row) => (
-          <tr id={row.id}>
-            <td data-label="Delivery">
-              <code class="id">{row.id}</code>
-            </td>
-            <td data-label="Event">
-              <code>{row.eventType}</code>
-            </td>
-            <td data-label="About">
-              {row.dataHref === undefined ? (
-                <code class="id">{row.dataId}</code>
-              ) : (
-                <a class="id" href={row.dataHref}>
-                  {row.dataId}
-                </a>
-              )}
-            </td>
-            <td data-label="Status">
-              <span class="lines">
-                <span class={`badge delivery-${row.status}`}>{statusWords[row.status]}</span>
-                {row.gaveUpReason !== undefined && <span class="reason">{row.gaveUpReason}</span>}
-                <span class="attempts">{plural(row.attempts, 'attempt')}</span>
-              </span>
-            </td>
-            <td data-label="Last attempt">
-              <LastAttempt row={row} />
-            </td>
-            <td>
-              <Redeliver csrf={props.csrf} endpointId={props.endpointId} row={row} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  </div>
+  <DataTable
+    caption="Deliveries to this endpoint, newest first"
+    stacked
+    class="deliveries"
+    rows={props.deliveries}
+    rowId={(row) => row.id}
+    columns={[
+      { header: 'Delivery', cell: (row) => <code class="id">{row.id}</code> },
+      { header: 'Event', cell: (row) => <code>{row.eventType}</code> },
+      {
+        header: 'About',
+        cell: (row) =>
+          row.dataHref === undefined ? (
+            <code class="id">{row.dataId}</code>
+          ) : (
+            <a class="id" href={row.dataHref}>
+              {row.dataId}
+            </a>
+          ),
+      },
+      {
+        header: 'Status',
+        cell: (row) => (
+          <span class="lines">
+            <span class={`badge delivery-${row.status}`}>{statusWords[row.status]}</span>
+            {row.gaveUpReason !== undefined && <span class="reason">{row.gaveUpReason}</span>}
+            <span class="attempts">{plural(row.attempts, 'attempt')}</span>
+          </span>
+        ),
+      },
+      { header: 'Last attempt', cell: (row) => <LastAttempt row={row} /> },
+      {
+        header: 'Actions',
+        actions: true,
+        cell: (row) => <Redeliver csrf={props.csrf} endpointId={props.endpointId} row={row} />,
+      },
+    ]}
+  />
 );

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { responsesUsageSchema } from './openAiWireFormat.js';
+import { responsesUsageSchema } from '../wireFormat.js';
 
 /**
  * OpenAI's Files and Batches objects as airs answers them (product contract section 16), as zod schemas: the File,

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { ChatMessage, FunctionTool, ResponseFormat, ToolChoice } from '../ports/ModelProvider.js';
-import { metadataField } from './openAiWireFormat.js';
+import type { ChatMessage, FunctionTool, ResponseFormat, ToolChoice } from '../../../../ports/ModelProvider.js';
 import {
   absent,
   brokenUnicode,
@@ -10,13 +9,14 @@ import {
   restated,
   restatingFaults,
   shown,
-} from './wireFaults.js';
+} from '../wireFaults.js';
+import { metadataField } from '../wireFormat.js';
 
 /**
  * `POST /v1/chat/completions` (product contract section 13) as zod schemas: the body airs understands, the
  * `chat.completion` answer and the `chat.completion.chunk` of its stream, in the shapes the official SDKs, vLLM and
  * llama.cpp use. The OpenAPI document (adapters/http/openapi.ts) is generated from them. Errors are OpenAI's shape
- * (openAiWireFormat.ts).
+ * (openai/wireFormat.ts).
  */
 
 // ---- The body ----

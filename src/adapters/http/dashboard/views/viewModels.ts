@@ -2,7 +2,7 @@
  * What the dashboard pages show: plain data, filled by the routes. Times are epoch milliseconds (UTC); the pages
  * format them. Every string here is shown as text (escaped by the renderer), never as markup.
  */
-import type { PlanName } from '../../domain/plans.js';
+import type { PlanName } from '../../../../domain/plans.js';
 
 /** The signed-in account as every logged-in page needs it: who, and the CSRF token its forms carry. */
 export type SessionView = { readonly csrf: string; readonly email: string };

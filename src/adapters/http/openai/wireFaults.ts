@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 
 /**
- * What the bodies' zod schemas (chatWireFormat.ts, openAiWireFormat.ts) share to say their faults in airs's words:
+ * What the bodies' zod schemas (chat/wireFormat.ts, wireFormat.ts) share to say their faults in airs's words:
  * a value shown in a message, and faults restated where zod reports a union as a whole.
  */
 

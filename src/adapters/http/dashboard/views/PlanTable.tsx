@@ -1,4 +1,4 @@
-import { type PlanName, planNames } from '../../domain/plans.js';
+import { type PlanName, planNames } from '../../../../domain/plans.js';
 import { grouped, keyLimit, planTitle as title } from './format.js';
 import type { PlanRow } from './viewModels.js';
 
