@@ -1,6 +1,6 @@
 import type { AccountState } from './account/state.js';
 import { LifecycleViolation } from './errors.js';
-import { type DispatchReads, pickFairly } from './pickFairly.js';
+import { type DispatchReads, pickFairly, scanLimit } from './pickFairly.js';
 import {
   accountCounter,
   accountModelCounter,
@@ -59,7 +59,7 @@ export type ClaimReads = DispatchReads & {
 };
 
 /** How far a claim looks among lapsed leases (the rest wait for the next claim). */
-const lapsedScan = 256;
+const lapsedScan = scanLimit;
 
 export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] => {
   const decisions: RequestDecision[] = [];

@@ -2,7 +2,7 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
-import type { QueuedEntry } from '../../domain/pickFairly.js';
+import { type QueuedEntry, scanLimit } from '../../domain/pickFairly.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -85,7 +85,7 @@ export type FetchSizes = {
 export const defaultFetchSizes: FetchSizes = {
   accounts: 64,
   // pickFairly's scanLimit, plus the read that finds it full.
-  queue: 257,
+  queue: scanLimit + 1,
   firstEntries: 4,
 };
 
