@@ -1,5 +1,5 @@
 import type { AccountState } from './account/state.js';
-import { claimFairly, type DispatchReads } from './claimFairly.js';
+import { claimFairly, type DispatchReads, scanLimit } from './claimFairly.js';
 import { LifecycleViolation } from './errors.js';
 import {
   accountCounter,
@@ -61,7 +61,7 @@ export type ClaimReads = DispatchReads & {
 };
 
 /** How far a claim looks among lapsed leases (the rest wait for the next claim). */
-const lapsedScan = 256;
+const lapsedScan = scanLimit;
 
 export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] => {
   const decisions: RequestDecision[] = [];

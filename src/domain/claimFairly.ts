@@ -53,8 +53,12 @@ export type FairClaim = {
   readonly exhausted: boolean;
 };
 
-/** How far into one account's queue a claim looks for a request it may take (past ones being worked on). */
-const scanLimit = 256;
+/**
+ * How far one look into the work queue reads: into one account's queue, for a request a claim may take (past ones being
+ * worked on); also a claim among lapsed leases (claim.ts) and the read model's `dueWork` into each account
+ * (storage/dueWork.ts). PostgreSQL fetches as much ahead of a claim. The rest waits for the next look.
+ */
+export const scanLimit = 256;
 
 type Cursor = {
   readonly entries: Iterator<QueuedEntry>;

@@ -1,8 +1,6 @@
+import { scanLimit } from '../domain/claimFairly.js';
 import type { DueWork } from '../ports/Store.js';
 import type { SyncReads } from './syncReads.js';
-
-/** How far into one account's waiting requests these reads look (a claim looks as far; the rest waits its turn). */
-const scanLimit = 256;
 
 /**
  * For the read model's `dueWork`, in one pass (the dispatcher asks after every batch of outcomes):

@@ -17,6 +17,7 @@ import { isQueued, type RequestState } from '../domain/request/state.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
+import { dayMs } from './timeBuckets.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName =
@@ -101,8 +102,7 @@ export interface ViewAccess {
 /** Tokens an account's completed requests read and wrote in one day. */
 export type DailyUsage = { readonly inputTokens: number; readonly outputTokens: number };
 
-const dayMs = 86_400_000;
-/** The start (UTC midnight, ms) of the day `at` falls in. */
+/** The start (UTC midnight, ms) of the day `at` falls in: the bucket of `usageByDay` (timeBuckets.ts). */
 export const dayStartOf = (at: number): number => Math.floor(at / dayMs) * dayMs;
 
 /** The usage a request adds to its account's day when it completes, if its model told it. */

@@ -1,24 +1,19 @@
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type { DeliveryPage, DueDeliveries, DueDeliveriesAsk } from '../ports/Store.js';
-import type { IndexKey, IndexName } from './projection.js';
+import { type OrderedIndexes, pastPrefix } from './orderedIndexes.js';
+import type { IndexKey } from './projection.js';
 
 /**
  * The webhook reads of a store whose indexes are ordered maps read at once (LMDB, memory), written once over the
- * one thing they need of each: a range of an index's keys.
+ * one thing they need of each: a range of an index's keys (orderedIndexes.ts).
  */
-export type KeyRange = (
-  index: IndexName,
-  range: { readonly start: IndexKey; readonly end: IndexKey; readonly reverse?: boolean },
-) => Iterable<IndexKey>;
+export type KeyRange = OrderedIndexes['keys'];
 
 export type WebhookViews = {
   readonly webhookEndpoint: (endpointId: string) => WebhookEndpointState | undefined;
   readonly webhookDelivery: (deliveryId: string) => DeliveryState | undefined;
 };
-
-/** Every key of an array index that starts with `prefix` sorts within [prefix] and [prefix + '\0'). */
-const after = (prefix: string) => `${prefix}\u0000`;
 
 /** How many endpoints with deliveries waiting one look at the due index reads at most (the rest: the next look). */
 export const dueEndpointScan = 256;
@@ -26,7 +21,7 @@ export const dueEndpointScan = 256;
 export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
   const webhookEndpointsOf = (accountId: string): WebhookEndpointState[] => {
     const found: WebhookEndpointState[] = [];
-    for (const key of keys('accountWebhookEndpoints', { start: [accountId], end: [after(accountId)] })) {
+    for (const key of keys('accountWebhookEndpoints', { start: [accountId], end: [pastPrefix(accountId)] })) {
       const endpoint = views.webhookEndpoint((key as [string, number, string])[2]);
       if (endpoint !== undefined) found.push(endpoint);
     }
@@ -36,7 +31,7 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
   const webhookDeliveriesOf = (endpointId: string, { before, limit }: DeliveryPage): DeliveryState[] => {
     const found: DeliveryState[] = [];
     if (!(limit > 0)) return found;
-    const start = before === undefined ? [after(endpointId)] : [endpointId, before.createdAt, before.deliveryId];
+    const start = before === undefined ? [pastPrefix(endpointId)] : [endpointId, before.createdAt, before.deliveryId];
     for (const key of keys('endpointWebhookDeliveries', { start, end: [endpointId], reverse: true })) {
       const [, createdAt, deliveryId] = key as [string, number, string];
       if (before !== undefined && createdAt === before.createdAt && deliveryId === before.deliveryId) continue;
@@ -80,12 +75,12 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
         }
         if (endpoint === undefined) return false;
         // Past every key of this endpoint: [endpointId, ...] sorts before [endpointId + '\0'].
-        start = [after(endpoint)];
+        start = [pastPrefix(endpoint)];
       }
     };
     const from = ask.after;
-    if (from === undefined) lap([''], [after('\uffff')]);
-    else if (!lap([after(from)], [after('\uffff')])) lap([''], [after(from)]);
+    if (from === undefined) lap([''], [pastPrefix('\uffff')]);
+    else if (!lap([pastPrefix(from)], [pastPrefix('\uffff')])) lap([''], [pastPrefix(from)]);
     return next === undefined ? { due } : { due, next };
   };
 

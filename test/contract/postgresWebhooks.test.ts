@@ -4,9 +4,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
 import { commitInTransaction } from '../../src/adapters/postgres/batch.js';
 import { openDb, type Query, sql } from '../../src/adapters/postgres/db.js';
-import { importLmdb, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
+import { importLog, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
 import {
   openPostgresStore,
   type PostgresStore,
@@ -286,7 +287,9 @@ describe('webhooks on PostgreSQL', () => {
           const target = await (await testCluster()).createDatabase();
           const db = openDb(target, 1);
           try {
-            expect((await importLmdb(db, dbs, { where: 'the test database', pageEvents })).differences).toEqual([]);
+            expect(
+              (await importLog(db, lmdbLogSource(dbs), { where: 'the test database', pageEvents })).differences,
+            ).toEqual([]);
           } finally {
             await db.end();
           }
@@ -320,7 +323,7 @@ describe('webhooks on PostgreSQL', () => {
         const target = await (await testCluster()).createDatabase();
         const db = openDb(target, 1);
         try {
-          const refusal = await importLmdb(db, dbs, { where: 'the test database' }).then(
+          const refusal = await importLog(db, lmdbLogSource(dbs), { where: 'the test database' }).then(
             () => undefined,
             (error: unknown) => error,
           );

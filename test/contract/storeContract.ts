@@ -12,6 +12,7 @@ import { leaseFeatures } from './features/leases.js';
 import { limitFeatures } from './features/limits.js';
 import { onChangeFeatures } from './features/onChange.js';
 import { orderingFeatures } from './features/ordering.js';
+import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { visibilityFeatures } from './features/visibility.js';
@@ -43,8 +44,8 @@ export const describeStoreContract = (factory: StoreFactory) =>
     indexFeatures(contract);
     reopenFeatures(contract);
     visibilityFeatures(contract);
+    readFeatures(contract);
     onChangeFeatures(contract);
-    fileBytesFeatures(contract);
     batchFeatures(contract);
     accountLimitFeatures(contract);
     webhookFeatures(contract);

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
+import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
 import { openDb, sql } from '../../src/adapters/postgres/db.js';
-import { importLmdb } from '../../src/adapters/postgres/importLog.js';
+import { importLog } from '../../src/adapters/postgres/importLog.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 import {
@@ -369,7 +370,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
         const db = openDb(target, 1);
         try {
           const phases = new Set<string>();
-          const summary = await importLmdb(db, dbs, {
+          const summary = await importLog(db, lmdbLogSource(dbs), {
             where: 'the test database',
             pageEvents,
             chunkBytes,
@@ -394,7 +395,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     const db = openDb(target, 1);
     try {
       await expect(
-        importLmdb(db, dbs, {
+        importLog(db, lmdbLogSource(dbs), {
           where: 'the test database',
           pageEvents: 5,
           beforeCommit: () => {

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
 import { openDb } from '../../src/adapters/postgres/db.js';
-import { importLmdb, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
+import { importLog, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
 import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -130,7 +131,7 @@ describe('airs migrate of batches and files', () => {
           const url = await (await testCluster()).createDatabase();
           const db = openDb(url, 1);
           try {
-            const summary = await importLmdb(db, dbs, { where: 'the test database', pageEvents });
+            const summary = await importLog(db, lmdbLogSource(dbs), { where: 'the test database', pageEvents });
             expect(summary.differences).toEqual([]);
           } finally {
             await db.end();
@@ -169,7 +170,7 @@ describe('airs migrate of batches and files', () => {
         const url = await (await testCluster()).createDatabase();
         const db = openDb(url, 1);
         try {
-          const refusal = await importLmdb(db, dbs, { where: 'the test database' }).then(
+          const refusal = await importLog(db, lmdbLogSource(dbs), { where: 'the test database' }).then(
             () => undefined,
             (error: unknown) => error,
           );

@@ -47,8 +47,9 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
       const database = redactedUrl(options.to);
       await checkSource(source);
 
-      const [{ openDatabases }, { openDb, sql }, importing] = await Promise.all([
+      const [{ openDatabases }, { lmdbLogSource }, { openDb, sql }, importing] = await Promise.all([
         import('../lmdb/databases.js'),
+        import('../lmdb/logSource.js'),
         import('../postgres/db.js'),
         import('../postgres/importLog.js'),
       ]);
@@ -67,10 +68,10 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         ? (await import('yocto-spinner')).default({ text: `copying ${source}`, stream: process.stderr }).start()
         : undefined;
       const dbs = openDatabases(source);
-      let summary: Awaited<ReturnType<typeof importing.importLmdb>>;
+      let summary: Awaited<ReturnType<typeof importing.importLog>>;
       let files = 0;
       try {
-        summary = await importing.importLmdb(db, dbs, {
+        summary = await importing.importLog(db, lmdbLogSource(dbs), {
           where: database,
           onProgress: ({ phase, done, total }) => {
             if (spinner === undefined) return;

@@ -3,21 +3,12 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
-import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
-import {
-  type Batch,
-  type CommandOutcome,
-  type ListName,
-  type ListPage,
-  type QueuedEntry,
-  type RequestPage,
-  Store,
-  type StoreShape,
-} from '../../ports/Store.js';
-import type { DailyUsage, GroupName, IndexKey, ViewAccess } from '../../storage/projection.js';
+import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
+import { indexReadsOf } from '../../storage/indexReads.js';
+import type { DailyUsage, GroupName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
 import { webhookReadsOf } from '../../storage/webhookReads.js';
@@ -44,110 +35,13 @@ import {
   requestKey,
 } from './databases.js';
 import { lmdbFileBytes } from './fileBytes.js';
+import { lmdbIndexes } from './indexes.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import { waitingCountKey } from './migrations.js';
 import { processOwners } from './processOwners.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
-
-type Key = IndexKey;
-
-const firstKey = (keys: Iterable<Key>): Key | undefined => {
-  for (const key of keys) return key;
-  return undefined;
-};
-
-/** The first account in the dispatch index at or after `from` (each hop skips one account's whole range). */
-const accountFrom = (dbs: LmdbDatabases, from: string): string | undefined => {
-  const key = firstKey(dbs.indexes.dispatch.getKeys({ start: [from], limit: 1 }));
-  return key === undefined ? undefined : (key as [string])[0];
-};
-
-function* queuedAccounts(dbs: LmdbDatabases, after: string | undefined): Iterable<string> {
-  const next = (account: string) => accountFrom(dbs, `${account}\u0000`);
-  let account = after === undefined ? accountFrom(dbs, '') : next(after);
-  while (account !== undefined) {
-    yield account;
-    account = next(account);
-  }
-  if (after === undefined) return;
-  // Wrap round: the accounts before and including `after`.
-  account = accountFrom(dbs, '');
-  while (account !== undefined && account <= after) {
-    yield account;
-    account = next(account);
-  }
-}
-
-/** An account's requests waiting for a worker, earliest availability first. */
-const queuedOf = (dbs: LmdbDatabases, accountId: string): Iterable<QueuedEntry> =>
-  dbs.indexes.dispatch.getRange({ start: [accountId], end: [`${accountId}\u0000`] }).map(({ key, value }) => {
-    const [, availableAt, reqId] = key as [string, number, string];
-    return { reqId, availableAt, model: value };
-  });
-
-/** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
-const idsInGroups = (db: LmdbDatabases['groups']['expiry'], now: number, limit: number): string[] => {
-  const ids: string[] = [];
-  for (const { value } of db.getRange({ end: now + 1 })) {
-    for (const reqId of decodeIds(value)) if (ids.length < limit) ids.push(reqId);
-    if (ids.length >= limit) break;
-  }
-  return ids;
-};
-
-const hourMs = 3_600_000;
-
-/**
- * An account's requests from the index by account and creation time, newest first: the newest, those older than
- * `before`, or those just newer than `after`. Reads `limit` rows at most, wherever the cursor is.
- */
-const requestsOf = (dbs: LmdbDatabases, accountId: string, { before, after, limit }: RequestPage): RequestState[] => {
-  const rows: RequestState[] = [];
-  if (!(limit > 0)) return rows;
-  const cursor = before ?? after;
-  // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above every
-  // key of the account ([accountId, …] sorts before [accountId + NUL]); with one, at the cursor's own key, skipped.
-  // Forward (`after`), it runs from the cursor's key up to the end of the account's keys.
-  const range =
-    after !== undefined
-      ? { start: [accountId, after.createdAt, after.reqId], end: [`${accountId}\u0000`] }
-      : {
-          start: before === undefined ? [`${accountId}\u0000`] : [accountId, before.createdAt, before.reqId],
-          end: [accountId],
-          reverse: true,
-        };
-  for (const key of dbs.indexes.accountRequests.getKeys(range as { start: Key; end: Key; reverse?: boolean })) {
-    const [, createdAt, reqId] = key as [string, number, string];
-    if (cursor !== undefined && createdAt === cursor.createdAt && reqId === cursor.reqId) continue;
-    const state = decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView);
-    if (state !== undefined) rows.push(state);
-    if (rows.length >= limit) break;
-  }
-  return after === undefined ? rows : rows.reverse();
-};
-
-/** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
-const listOf = (dbs: LmdbDatabases, list: ListName, accountId: string, { from, order, limit }: ListPage): string[] => {
-  const ids: string[] = [];
-  if (!(limit > 0)) return ids;
-  const range =
-    order === 'desc'
-      ? {
-          start: from === undefined ? [`${accountId}\u0000`] : [accountId, from.createdAt, from.id],
-          end: [accountId],
-          reverse: true,
-        }
-      : { start: from === undefined ? [accountId] : [accountId, from.createdAt, from.id], end: [`${accountId}\u0000`] };
-  for (const key of dbs.indexes[list].getKeys(range as { start: Key; end: Key; reverse?: boolean })) {
-    const [, createdAt, id] = key as [string, number, string];
-    if (from !== undefined && createdAt === from.createdAt && id === from.id) continue;
-    ids.push(id);
-    if (ids.length >= limit) break;
-  }
-  return ids;
-};
 
 /** The log in order from `fromSeq`, one record per batch unfolded into its events. */
 function* eventsFrom(dbs: LmdbDatabases, fromSeq: number): Iterable<StoredEvent> {
@@ -169,12 +63,13 @@ const webhookViewsOf = (dbs: LmdbDatabases) => ({
     decoded(dbs.webhookDeliveries.getBinaryFast(deliveryId), decodeMap<DeliveryState>),
 });
 
-/** The webhook reads (storage/webhookReads.ts) over this environment's indexes. */
-const webhookReadsFor = (dbs: LmdbDatabases) =>
-  webhookReadsOf(
-    (index, range) => dbs.indexes[index].getKeys(range as { start: Key; end: Key; reverse?: boolean }),
-    webhookViewsOf(dbs),
-  );
+/** The reads written once over ordered indexes (storage/indexReads.ts), with the views as last committed. */
+const indexReadsFor = (dbs: LmdbDatabases) =>
+  indexReadsOf(lmdbIndexes(dbs), {
+    request: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
+    key: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
+    dailyUsage: (accountId, day) => dbs.dailyUsage.get([accountId, day]),
+  });
 
 /**
  * Webhook views as one batch reads and changes them: each decoded once and written once, at the batch's end. A
@@ -217,9 +112,9 @@ const createWebhookViewChanges = (dbs: LmdbDatabases) => {
   };
 };
 
-const readsOf = (dbs: LmdbDatabases): SyncReads => ({
+const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor>): SyncReads => ({
   ...webhookViewsOf(dbs),
-  ...webhookReadsFor(dbs),
+  ...webhookReadsOf(lmdbIndexes(dbs).keys, webhookViewsOf(dbs)),
   refresh: () => dbs.root.resetReadTxn(),
   request: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeView),
   requestWithText: (reqId) => decoded(dbs.requests.getBinaryFast(requestKey(reqId)), decodeRecord),
@@ -229,47 +124,27 @@ const readsOf = (dbs: LmdbDatabases): SyncReads => ({
   accounts: () => dbs.accounts.getRange({}).map(({ value }) => decodeMap<AccountState>(value)),
   key: (keyId) => decoded(dbs.keys.getBinaryFast(keyId), decodeMap<KeyState>),
   keyIdByHash: (keyHash) => dbs.indexes.keyHashes.get(keyHash),
-  keysOf: (accountId) =>
-    Array.from(dbs.indexes.accountKeys.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }))
-      .map((key) => decoded(dbs.keys.getBinaryFast((key as [string, string])[1]), decodeMap<KeyState>))
-      .filter((key): key is KeyState => key !== undefined),
-  queuedAccounts: (after) => queuedAccounts(dbs, after),
-  queuedOf: (accountId) => queuedOf(dbs, accountId),
-  dueForExpiry: (now, limit) => idsInGroups(dbs.groups.expiry, now, limit),
-  lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
-  nextLeaseEnd: (after) =>
-    firstKey(dbs.groups.processing.getKeys({ start: after + 1, limit: 1 })) as number | undefined,
-  processing: () => Array.from(dbs.groups.processing.getRange({}), ({ value }) => decodeIds(value)).flat(),
+  keysOf: indexReads.keysOf,
+  queuedAccounts: indexReads.queuedAccounts,
+  queuedOf: indexReads.queuedOf,
+  dueForExpiry: indexReads.dueForExpiry,
+  lapsedLeases: indexReads.lapsedLeases,
+  nextLeaseEnd: indexReads.nextLeaseEnd,
+  processing: indexReads.processing,
   events: (fromSeq = 1) => eventsFrom(dbs, fromSeq),
   lastSeq: () => lastSeqOf(dbs),
   accountsVersion: () => dbs.meta.get(accountsVersionKey) ?? 0,
   credential: (key) => dbs.credentials.get(key),
   session: (sessionId) => decoded(dbs.sessions.getBinaryFast(sessionId), decodeMap<SessionState>),
-  requestsOf: (accountId, page) => requestsOf(dbs, accountId, page),
-  requestCountsByHour: (accountId, fromMs, hours) =>
-    Array.from({ length: Math.max(0, hours) }, (_, hour) =>
-      dbs.indexes.accountRequests.getCount({
-        start: [accountId, fromMs + hour * hourMs],
-        end: [accountId, fromMs + (hour + 1) * hourMs],
-      }),
-    ),
+  requestsOf: indexReads.requestsOf,
+  requestCountsByHour: indexReads.requestCountsByHour,
   keyLastUsed: (keyId) => dbs.keyLastUsed.get(keyId),
   batch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
   file: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
-  listOf: (list, accountId, page) => listOf(dbs, list, accountId, page),
-  openBatches: (limit) =>
-    Array.from(dbs.indexes.openBatches.getRange({ limit }), ({ key, value }) => ({
-      // A key of one element reads back as that element (lmdb-js's ordered keys).
-      batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
-      accountId: value,
-    })),
+  listOf: indexReads.listOf,
+  openBatches: indexReads.openBatches,
   accountCount: (counter) => dbs.accountCounts.get(counter) ?? 0,
-  usageByDay: (accountId, fromDay, days) =>
-    Array.from({ length: Math.max(0, days) }, (_, i) => {
-      const day = fromDay + i * 86_400_000;
-      const [inputTokens, outputTokens] = dbs.dailyUsage.get([accountId, day]) ?? [0, 0];
-      return { day, inputTokens, outputTokens };
-    }),
+  usageByDay: indexReads.usageByDay,
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -455,7 +330,8 @@ export type LmdbStoreOptions = {
 export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): LmdbStore => {
   guardAgainstLmdbCommitRejections();
   const dbs = openDatabases(dataDir);
-  const syncReads = readsOf(dbs);
+  const indexReads = indexReadsFor(dbs);
+  const syncReads = readsOf(dbs, indexReads);
   const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
   const limits = openLimits(dataDir);
   // The log's end as committed now, by anyone: a fresh snapshot first (the current one may be older).
@@ -481,10 +357,10 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
   const webhookViews = createWebhookViewChanges(dbs);
   const views = viewsOf(dbs, written, groups, counts, usage, waiting, webhookViews);
   // The outbox reads an account's endpoints through the batch's own views (an endpoint added earlier in it counts).
-  const batchWebhookReads = webhookReadsOf(
-    (index, range) => dbs.indexes[index].getKeys(range as { start: Key; end: Key; reverse?: boolean }),
-    { webhookEndpoint: webhookViews.getEndpoint, webhookDelivery: webhookViews.getDelivery },
-  );
+  const batchWebhookReads = webhookReadsOf(lmdbIndexes(dbs).keys, {
+    webhookEndpoint: webhookViews.getEndpoint,
+    webhookDelivery: webhookViews.getDelivery,
+  });
   const target: BatchTarget = {
     views,
     committedRequest: views.getRequest,
@@ -495,17 +371,13 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
       key: views.getKey,
       accountIdByEmail: (email) => dbs.indexes.emails.get(email),
       session: views.getSession,
-      sessionsOf: (accountId) =>
-        Array.from(
-          dbs.indexes.accountSessions.getKeys({ start: [accountId], end: [`${accountId}\u0000`] }),
-          (key) => (key as [string, string])[1],
-        ),
+      sessionsOf: indexReads.sessionsOf,
       credential: (key) => dbs.credentials.get(key),
       idempotentRequest: (accountId, key) => dbs.indexes.idempotency.get([accountId, key]),
       queuedCount: counts.queued.committed,
-      queuedAccounts: (after) => queuedAccounts(dbs, after),
-      queuedOf: (accountId) => queuedOf(dbs, accountId),
-      lapsedLeases: (now, limit) => idsInGroups(dbs.groups.processing, now, limit),
+      queuedAccounts: indexReads.queuedAccounts,
+      queuedOf: indexReads.queuedOf,
+      lapsedLeases: indexReads.lapsedLeases,
       processingCount: counts.processing.committed,
       accountCount: counts.account.committed,
       anyWaiting: waiting.committed,

@@ -1,12 +1,29 @@
+import type { Database, RootDatabase } from 'lmdb';
 import type { SessionState } from '../../domain/account/state.js';
 import { accountCountsOfBatch, accountCountsOfFile } from '../../domain/accountCounters.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import type { FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import { isQueued } from '../../domain/request/state.js';
-import { accountRequestKeyOf } from '../../storage/projection.js';
+import { accountRequestKeyOf, type IndexKey } from '../../storage/projection.js';
 import { decodeMap, decodeView } from './codec.js';
-import type { LmdbDatabases } from './databases.js';
+
+/**
+ * The databases the migrations read and write, named here rather than imported from databases.ts (which opens them
+ * and runs these migrations): the two files would otherwise import each other.
+ */
+type LmdbDatabases = {
+  readonly root: RootDatabase;
+  readonly meta: Database<number, string>;
+  readonly requests: Database<Buffer, Buffer>;
+  readonly sessions: Database<Buffer, string>;
+  readonly batches: Database<Buffer, string>;
+  readonly files: Database<Buffer, string>;
+  readonly queuedCounts: Database<number, string>;
+  readonly processingCounts: Database<number, string>;
+  readonly accountCounts: Database<number, string>;
+  readonly indexes: Readonly<Record<'dispatch' | 'accountRequests' | 'accountSessions', Database<string, IndexKey>>>;
+};
 
 /** Set once the index of requests by account holds the requests written before that index existed. */
 export const accountRequestsIndexedKey = 'accountRequestsIndexed';

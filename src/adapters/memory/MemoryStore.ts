@@ -17,6 +17,7 @@ import {
   releaseAttempt,
   reserveAttempt,
 } from '../../storage/attempts.js';
+import { indexReadsOf } from '../../storage/indexReads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
@@ -24,7 +25,8 @@ import type { SyncReads } from '../../storage/syncReads.js';
 import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
-import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js';
+import { memoryIndexes } from './indexes.js';
+import { type OrderedMap, orderedMap } from './orderedMap.js';
 
 /**
  * The Store in memory: the same deciding and projection as LMDB (batchWriter.ts, projection.ts) over sorted maps, for
@@ -33,9 +35,6 @@ import { compareKeys, type OrderedMap, orderedMap, range } from './orderedMap.js
  */
 
 type Stored = { readonly state: RequestState; readonly text: string | undefined };
-
-const hourMs = 3_600_000;
-const after = (accountId: string) => `${accountId}\u0000`;
 
 export type MemoryStore = StoreShape & {
   /** The reads as they answer at once (tests). */
@@ -175,18 +174,16 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     },
   };
 
-  const webhookReads = webhookReadsOf(
-    (index, { start, end, reverse }) =>
-      reverse === true
-        ? (function* () {
-            for (const [key] of indexes[index].entriesReversed(start, undefined, false)) {
-              if (compareKeys(key, end) < 0) return;
-              yield key;
-            }
-          })()
-        : Array.from(range(indexes[index], start, end), ([key]) => key),
-    { webhookEndpoint: (id) => webhookEndpoints.get(id), webhookDelivery: (id) => webhookDeliveries.get(id) },
-  );
+  const ordered = memoryIndexes(indexes, groups);
+  const indexReads = indexReadsOf(ordered, {
+    request: (reqId) => requests.get(reqId)?.state,
+    key: (keyId) => keys.get(keyId),
+    dailyUsage: (accountId, day) => dailyUsage.get(`${accountId}\u0000${day}`),
+  });
+  const webhookReads = webhookReadsOf(ordered.keys, {
+    webhookEndpoint: (id) => webhookEndpoints.get(id),
+    webhookDelivery: (id) => webhookDeliveries.get(id),
+  });
 
   const target: BatchTarget = {
     views,
@@ -198,17 +195,13 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
       key: views.getKey,
       accountIdByEmail: (email) => indexes.emails.get(email),
       session: views.getSession,
-      sessionsOf: (accountId) =>
-        Array.from(
-          range(indexes.accountSessions, [accountId], [after(accountId)]),
-          ([key]) => (key as string[])[1] as string,
-        ),
+      sessionsOf: indexReads.sessionsOf,
       credential: (key) => credentials.get(key),
       idempotentRequest: (accountId, key) => indexes.idempotency.get([accountId, key]),
       queuedCount: (accountId) => queuedCounts.get(accountId) ?? 0,
-      queuedAccounts: (afterAccount) => queuedAccounts(afterAccount),
-      queuedOf: (accountId) => queuedOf(accountId),
-      lapsedLeases: (now, limit) => idsInGroups(groups.processing, now, limit),
+      queuedAccounts: indexReads.queuedAccounts,
+      queuedOf: indexReads.queuedOf,
+      lapsedLeases: indexReads.lapsedLeases,
       processingCount: (model) => processingCounts.get(model) ?? 0,
       accountCount: (counter) => accountCounts.get(counter) ?? 0,
       anyWaiting: () => indexes.dispatch.size > 0,
@@ -254,98 +247,12 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     }
   };
 
-  const queuedOf = (accountId: string) =>
-    Array.from(range<string>(indexes.dispatch, [accountId], [after(accountId)]), ([key, model]) => {
-      const [, availableAt, reqId] = key as [string, number, string];
-      return { reqId, availableAt, model };
-    });
-
-  /** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
-  const idsInGroups = (group: OrderedMap<ReadonlySet<string>>, now: number, limit: number) => {
-    const ids: string[] = [];
-    for (const [at, members] of group.entries()) {
-      if ((at as number) > now || ids.length >= limit) break;
-      for (const reqId of [...members].sort()) if (ids.length < limit) ids.push(reqId);
-    }
-    return ids;
-  };
-
-  function* queuedAccounts(afterAccount: string | undefined): Iterable<string> {
-    // Each hop skips one account's whole range of the dispatch index, as LMDB's reads do.
-    const from = (start: string) => indexes.dispatch.entries([start]).next().value?.[0] as [string] | undefined;
-    const first = (start: string, until?: string) => {
-      const key = from(start);
-      return key === undefined || (until !== undefined && key[0] > until) ? undefined : key[0];
-    };
-    let account = afterAccount === undefined ? first('') : first(after(afterAccount));
-    while (account !== undefined) {
-      yield account;
-      account = first(after(account));
-    }
-    if (afterAccount === undefined) return;
-    account = first('', afterAccount);
-    while (account !== undefined) {
-      yield account;
-      account = first(after(account), afterAccount);
-    }
-  }
-
-  const requestsOf: SyncReads['requestsOf'] = (accountId, page) => {
-    const rows: RequestState[] = [];
-    if (!(page.limit > 0)) return rows;
-    const stateOf = (key: IndexKey) => requests.get((key as [string, number, string])[2])?.state;
-    if (page.after !== undefined) {
-      // Forward from the cursor (skipped), then newest first like every page.
-      const { createdAt, reqId } = page.after;
-      for (const [key] of range(indexes.accountRequests, [accountId, createdAt, reqId], [after(accountId)])) {
-        if (compareKeys(key, [accountId, createdAt, reqId]) === 0) continue;
-        const state = stateOf(key);
-        if (state !== undefined) rows.push(state);
-        if (rows.length >= page.limit) break;
-      }
-      return rows.reverse();
-    }
-    const { before } = page;
-    const start: IndexKey = before === undefined ? [after(accountId)] : [accountId, before.createdAt, before.reqId];
-    for (const [key] of indexes.accountRequests.entriesReversed(start, undefined, before !== undefined)) {
-      if (compareKeys(key, [accountId]) <= 0) break;
-      const state = stateOf(key);
-      if (state !== undefined) rows.push(state);
-      if (rows.length >= page.limit) break;
-    }
-    return rows;
-  };
-
-  /** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
-  const listOf: SyncReads['listOf'] = (list, accountId, { from, order, limit }) => {
-    const ids: string[] = [];
-    if (!(limit > 0)) return ids;
-    const index = indexes[list];
-    const beyond = (key: IndexKey) =>
-      from === undefined || compareKeys(key, [accountId, from.createdAt, from.id]) * (order === 'desc' ? -1 : 1) > 0;
-    const entries =
-      order === 'desc'
-        ? index.entriesReversed([after(accountId)], undefined, false)
-        : range(index, [accountId], [after(accountId)]);
-    for (const [key] of entries) {
-      if (order === 'desc' && compareKeys(key, [accountId]) <= 0) break;
-      if (!beyond(key)) continue;
-      ids.push((key as [string, number, string])[2]);
-      if (ids.length >= limit) break;
-    }
-    return ids;
-  };
-
   const syncReads: SyncReads = {
     refresh: () => {},
     batch: (batchId) => batches.get(batchId),
     file: (fileId) => files.get(fileId),
-    listOf,
-    openBatches: (limit) =>
-      Array.from(indexes.openBatches.entries(), ([key, accountId]) => ({
-        batchId: (key as [string])[0],
-        accountId,
-      })).slice(0, limit),
+    listOf: indexReads.listOf,
+    openBatches: indexReads.openBatches,
     accountCount: (counter) => accountCounts.get(counter) ?? 0,
     webhookEndpoint: (endpointId) => webhookEndpoints.get(endpointId),
     webhookDelivery: (deliveryId) => webhookDeliveries.get(deliveryId),
@@ -358,40 +265,22 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     accounts: () => accounts.valuesArray(),
     key: (keyId) => keys.get(keyId),
     keyIdByHash: (keyHash) => indexes.keyHashes.get(keyHash),
-    keysOf: (accountId) =>
-      Array.from(range(indexes.accountKeys, [accountId], [after(accountId)]), ([key]) =>
-        keys.get((key as [string, string])[1]),
-      ).filter((key): key is KeyState => key !== undefined),
-    queuedAccounts,
-    queuedOf: (accountId) => queuedOf(accountId),
-    dueForExpiry: (now, limit) => idsInGroups(groups.expiry, now, limit),
-    lapsedLeases: (now, limit) => idsInGroups(groups.processing, now, limit),
-    nextLeaseEnd: (after) => groups.processing.nextHigherKey(after) as number | undefined,
-    processing: () => groups.processing.valuesArray().flatMap((members) => [...members].sort()),
+    keysOf: indexReads.keysOf,
+    queuedAccounts: indexReads.queuedAccounts,
+    queuedOf: indexReads.queuedOf,
+    dueForExpiry: indexReads.dueForExpiry,
+    lapsedLeases: indexReads.lapsedLeases,
+    nextLeaseEnd: indexReads.nextLeaseEnd,
+    processing: indexReads.processing,
     events: (fromSeq = 1) => log.slice(Math.max(0, fromSeq - 1)),
     lastSeq: () => log.length,
     accountsVersion: () => accountsVersion,
     credential: (key) => credentials.get(key),
     session: (sessionId) => sessions.get(sessionId),
-    requestsOf,
-    requestCountsByHour: (accountId, fromMs, hours) =>
-      Array.from({ length: Math.max(0, hours) }, (_, hour) => {
-        let count = 0;
-        for (const _ of range(
-          indexes.accountRequests,
-          [accountId, fromMs + hour * hourMs],
-          [accountId, fromMs + (hour + 1) * hourMs],
-        ))
-          count++;
-        return count;
-      }),
+    requestsOf: indexReads.requestsOf,
+    requestCountsByHour: indexReads.requestCountsByHour,
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
-    usageByDay: (accountId, fromDay, days) =>
-      Array.from({ length: Math.max(0, days) }, (_, i) => {
-        const day = fromDay + i * 86_400_000;
-        const [inputTokens, outputTokens] = dailyUsage.get(`${accountId}\u0000${day}`) ?? [0, 0];
-        return { day, inputTokens, outputTokens };
-      }),
+    usageByDay: indexReads.usageByDay,
   };
 
   // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.

@@ -30,11 +30,3 @@ export const compareKeys = (a: IndexKey, b: IndexKey): number => {
 export type OrderedMap<V> = BTreeModule.default<IndexKey, V>;
 
 export const orderedMap = <V>(): OrderedMap<V> => new BTree<IndexKey, V>(undefined, compareKeys);
-
-/** Entries from `start` (inclusive) up to `end` (exclusive), in key order. */
-export function* range<V>(map: OrderedMap<V>, start: IndexKey, end: IndexKey): Iterable<[IndexKey, V]> {
-  for (const [key, value] of map.entries(start)) {
-    if (compareKeys(key, end) >= 0) return;
-    yield [key, value];
-  }
-}

@@ -4,6 +4,7 @@ import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { FileState } from '../../domain/file/state.js';
+import { scanLimit } from '../../domain/claimFairly.js';
 import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
@@ -57,7 +58,7 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       continue;
     }
     if (command.type === 'Claim') {
-      needs.push({ kind: 'lapsed', now: command.now, limit: 256 });
+      needs.push({ kind: 'lapsed', now: command.now, limit: scanLimit });
       needs.push({ kind: 'processingCounts' });
       // The lanes in turn from the one served last, and (to wrap round) from the first, each with its first few
       // waiting requests: what most claims read, fetched right behind the writer's lock.

@@ -13,6 +13,7 @@ import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, isWebhookEvent, type WebhookEvent } from '../../domain/webhook/events.js';
 import type { Batch } from '../../ports/Store.js';
+import type { KeptKind, LogSource } from '../../storage/logSource.js';
 import {
   idempotencyKeyOf,
   projectAccountEvent,
@@ -22,9 +23,6 @@ import {
   projectWebhookEvent,
 } from '../../storage/projection.js';
 import type { VerifyReport } from '../../storage/verifyReport.js';
-import { decodeMap, textBytesOf, viewEnd, viewMatches } from '../lmdb/codec.js';
-import { type LmdbDatabases, lastSeqKey, requestKey } from '../lmdb/databases.js';
-import { visitLogRecord } from '../lmdb/logRecord.js';
 import { writeAll } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
 import { Fetched, overlayTarget, pairKey, Writes } from './overlay.js';
@@ -164,25 +162,12 @@ type StateRow = { id: string; state: unknown };
 
 const isLive = (state: RequestState) => state.status !== 'none' && state.status !== 'expired';
 
-/** The source read from one LMDB snapshot. */
-type Source = {
-  readonly dbs: LmdbDatabases;
-  readonly transaction: ReturnType<LmdbDatabases['root']['useReadTransaction']>;
-};
-
-/** The text a request's record holds now, as a string (undefined: no record). */
-const textOf = (source: Source, reqId: string): string | undefined => {
-  const record = source.dbs.requests.get(requestKey(reqId), { transaction: source.transaction }) as Buffer | undefined;
-  if (record === undefined) return undefined;
-  return Buffer.from(textBytesOf(record)).toString('utf8');
-};
-
 /**
  * Writes one page of events and what they change in the views. `lastSeq` is the log's end before the page.
  */
 const writePage = async (
   query: Query,
-  source: Source,
+  source: LogSource,
   events: readonly StoredEvent[],
   lastSeq: number,
   chunkBytes: number,
@@ -381,7 +366,7 @@ const writePage = async (
   for (const [reqId, write] of requests) {
     let text: string | undefined;
     if (holdsText(write.state.status)) {
-      text = textOf(source, reqId);
+      text = source.textOf(reqId);
       if (text === undefined) throw new SourceDamaged(`request ${reqId}: in the log but its record is missing`);
     }
     const size = text === undefined ? 0 : Buffer.byteLength(text);
@@ -410,8 +395,13 @@ async function* chunksOf<T>(rows: Iterable<T>, size: number): AsyncGenerator<T[]
  * LMDB's byte keys order them alike), a page at a time: the same view (as encoded bytes) and the same text. A record the
  * log does not make, or one that differs, is damage of the source (its views do not follow its log).
  */
-const compareWithSource = async (query: Query, source: Source, pageSize: number, onRow: () => void): Promise<void> => {
-  const records = source.dbs.requests.getRange({ transaction: source.transaction })[Symbol.iterator]();
+const compareWithSource = async (
+  query: Query,
+  source: LogSource,
+  pageSize: number,
+  onRow: () => void,
+): Promise<void> => {
+  const records = source.requestRecords()[Symbol.iterator]();
   let next = records.next();
   await query({
     text: 'DECLARE airs_migrate_requests NO SCROLL CURSOR FOR SELECT req_id, state, text FROM requests ORDER BY req_id',
@@ -425,17 +415,17 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
     for (const row of rows) {
       onRow();
       if (next.done) throw new SourceDamaged(`request ${row.req_id}: in the log but its record is missing`);
-      const { key, value } = next.value as { key: Buffer; value: Buffer };
-      const id = Buffer.from(key).toString('utf8');
+      const record = next.value;
+      const id = record.reqId;
       if (id !== row.req_id)
         throw new SourceDamaged(
           id < row.req_id
             ? `request ${id}: its record is stored but the log never made it`
             : `request ${row.req_id}: in the log but its record is missing`,
         );
-      if (!viewMatches(row.state, value))
+      if (!record.holds(row.state))
         throw new SourceDamaged(`request ${id}: its record differs from the state its events give`);
-      const text = Buffer.from(value.buffer, value.byteOffset + viewEnd(value), value.length - viewEnd(value));
+      const text = record.text();
       if (!text.equals(row.text ?? Buffer.alloc(0)))
         throw new SourceDamaged(`request ${id}: its text was not copied as stored`);
       next = records.next();
@@ -444,10 +434,7 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
   }
   await query({ text: 'CLOSE airs_migrate_requests', values: [] });
   if (!next.done) {
-    const { key } = next.value as { key: Buffer };
-    throw new SourceDamaged(
-      `request ${Buffer.from(key).toString('utf8')}: its record is stored but the log never made it`,
-    );
+    throw new SourceDamaged(`request ${next.value.reqId}: its record is stored but the log never made it`);
   }
 };
 
@@ -457,31 +444,31 @@ const compareWithSource = async (query: Query, source: Source, pageSize: number,
  */
 const compareKeptWithSource = async (
   query: Query,
-  source: Source,
-  kind: 'batch' | 'file' | 'webhook endpoint' | 'webhook delivery',
+  source: LogSource,
+  kind: KeptKind,
   pageSize: number,
 ): Promise<void> => {
   const kept = {
-    batch: [source.dbs.batches, 'batches', 'batch_id'],
-    file: [source.dbs.files, 'files', 'file_id'],
-    'webhook endpoint': [source.dbs.webhookEndpoints, 'webhook_endpoints', 'endpoint_id'],
-    'webhook delivery': [source.dbs.webhookDeliveries, 'webhook_deliveries', 'delivery_id'],
+    batch: ['batches', 'batch_id'],
+    file: ['files', 'file_id'],
+    'webhook endpoint': ['webhook_endpoints', 'endpoint_id'],
+    'webhook delivery': ['webhook_deliveries', 'delivery_id'],
   } as const;
-  const [database, table, id] = kept[kind];
+  const [table, id] = kept[kind];
   let held = 0;
-  for await (const rows of chunksOf(database.getRange({ transaction: source.transaction }), pageSize)) {
-    const ids = rows.map(({ key }) => String(key));
+  for await (const rows of chunksOf(source.kept(kind), pageSize)) {
+    const ids = rows.map((row) => row.id);
     const stored = await query<{ id: string; state: unknown }[]>({
       text: `SELECT ${id} AS id, state FROM ${table} WHERE ${id} = ANY($1::text[])`,
       values: [ids],
     });
     const copies = new Map(stored.map((row) => [row.id, row.state]));
-    for (const { key, value } of rows) {
-      const copy = copies.get(String(key));
+    for (const row of rows) {
+      const copy = copies.get(row.id);
       if (copy === undefined)
-        throw new SourceDamaged(`${kind} ${String(key)}: its record is stored but the log never made it`);
-      if (!sameAsJson(copy, decodeMap(value)))
-        throw new SourceDamaged(`${kind} ${String(key)}: its record differs from the view its events give`);
+        throw new SourceDamaged(`${kind} ${row.id}: its record is stored but the log never made it`);
+      if (!sameAsJson(copy, row.state()))
+        throw new SourceDamaged(`${kind} ${row.id}: its record differs from the view its events give`);
     }
     held += rows.length;
   }
@@ -491,13 +478,13 @@ const compareKeptWithSource = async (
 };
 
 /**
- * Copies the LMDB store `dbs` into the database of `db` (a pool of one connection is enough), in one transaction;
- * throws `TargetNotEmpty`, `SourceDamaged` or `CopyDiffers` (nothing committed) or the database's own error.
+ * Copies the store `source` reads (an LMDB data directory, read by its adapter's logSource.ts) into the database of `db` (a
+ * pool of one connection is enough), in one transaction, and closes the source's snapshot; throws `TargetNotEmpty`,
+ * `SourceDamaged` or `CopyDiffers` (nothing committed) or the database's own error.
  */
-export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOptions): Promise<ImportSummary> => {
+export const importLog = async (db: Db, source: LogSource, options: ImportOptions): Promise<ImportSummary> => {
   const pageEvents = options.pageEvents ?? 2_000;
   const chunkBytes = options.chunkBytes ?? 8 * 1024 * 1024;
-  const source: Source = { dbs, transaction: dbs.root.useReadTransaction() };
   try {
     return await db.begin(async (query) => {
       // No node migrates the schema or appends to the log until this commits (or rolls back).
@@ -506,7 +493,7 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
       await migrateIn(query, options.where);
       await query(sql`SELECT pg_advisory_xact_lock(${lockSpace.log}::int, 1)`);
 
-      const total = (dbs.meta.get(lastSeqKey, { transaction: source.transaction }) as number | undefined) ?? 0;
+      const total = source.lastSeq();
       const progress = (phase: ImportProgress['phase'], done: number) => options.onProgress?.({ phase, done, total });
       let page: StoredEvent[] = [];
       let lastSeq = 0;
@@ -519,9 +506,9 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
         progress('events', lastSeq);
       };
       progress('events', 0);
-      for (const { key, value } of dbs.log.getRange({ transaction: source.transaction })) {
+      for (const { key, visit } of source.records()) {
         try {
-          visitLogRecord(value, (event) => {
+          visit((event) => {
             if (event.seq !== expected)
               throw new SourceDamaged(`the log has a gap: expected event ${expected}, found ${event.seq}`);
             expected++;
@@ -541,14 +528,13 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
 
       // Kept beside the log, not in it: password and session hashes, keys' last uses.
       let credentials = 0;
-      for await (const rows of chunksOf(dbs.credentials.getRange({ transaction: source.transaction }), 1_000)) {
+      for await (const rows of chunksOf(source.credentials(), 1_000)) {
         const writes = new Writes();
-        for (const { key, value } of rows) writes.credentials.set(String(key), value);
+        for (const { key, value } of rows) writes.credentials.set(key, value);
         credentials += rows.length;
         await writeAll(query, writes, { commands: [] }, { lastSeq });
       }
-      for await (const rows of chunksOf(dbs.keyLastUsed.getRange({ transaction: source.transaction }), 1_000)) {
-        const keyUses = rows.map(({ key, value }) => ({ keyId: String(key), at: value }));
+      for await (const keyUses of chunksOf(source.keyUses(), 1_000)) {
         await writeAll(query, new Writes(), { commands: [], keyUses }, { lastSeq });
       }
 
@@ -571,6 +557,6 @@ export const importLmdb = async (db: Db, dbs: LmdbDatabases, options: ImportOpti
       return { ...report, credentials };
     });
   } finally {
-    source.transaction.done();
+    source.close();
   }
 };

@@ -1,6 +1,6 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { BatchView } from '../../domain/batch/state.js';
-import type { QueuedEntry } from '../../domain/claimFairly.js';
+import { type QueuedEntry, scanLimit } from '../../domain/claimFairly.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { RequestState } from '../../domain/request/state.js';
@@ -85,7 +85,7 @@ export type FetchSizes = {
 export const defaultFetchSizes: FetchSizes = {
   accounts: 64,
   // claimFairly's scanLimit, plus the read that finds it full.
-  queue: 257,
+  queue: scanLimit + 1,
   firstEntries: 4,
 };
 

@@ -3,13 +3,13 @@ import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { RequestState } from '../../domain/request/state.js';
-import type { DailyTokens, ListName, ListPage, ModelQueue, OpenBatch, ReadModel } from '../../ports/Store.js';
+import type { DailyTokens, ListName, ListPage, OpenBatch, ReadModel } from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
+import { tallyQueue } from '../../storage/queueDepths.js';
+import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
 import { type Query, sql } from './db.js';
 import { webhookReadsOf } from './webhookReads.js';
 
-const hourMs = 3_600_000;
-const dayMs = 86_400_000;
 /** Events read per statement while the log is replayed. */
 const eventPage = 1_000;
 
@@ -122,7 +122,7 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       return rows.map((row) => row.state);
     },
     requestCountsByHour: async (accountId, fromMs, hours) => {
-      const counts = Array.from({ length: Math.max(0, hours) }, () => 0);
+      const counts = bucketStarts(fromMs, hourMs, hours).map(() => 0);
       if (counts.length === 0) return counts;
       const rows = await query<{ hour: number; count: number }[]>(sql`
         SELECT ((created_at - ${fromMs}) / ${hourMs})::int AS hour, count(*) AS count FROM requests
@@ -133,7 +133,7 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       return counts;
     },
     usageByDay: async (accountId, fromDay, days) => {
-      const wanted = Array.from({ length: Math.max(0, days) }, (_, i) => fromDay + i * dayMs);
+      const wanted = bucketStarts(fromDay, dayMs, days);
       if (wanted.length === 0) return [];
       const rows = await query<{ day: number; input_tokens: number; output_tokens: number }[]>(sql`
         SELECT day, input_tokens, output_tokens FROM usage_daily
@@ -169,30 +169,15 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       return { now: row?.due === true, next: row?.next ?? undefined };
     },
     queueDepths: async (now, limit) => {
-      // As storage/queueDepths.ts: the dispatch index in its order (by lane), `limit` entries deep.
+      // The dispatch index in its order (by lane), one entry more than `limit`: tallied as the other stores do.
       const rows = await query<{ model: string; available_at: number }[]>(sql`
         SELECT model, available_at FROM requests WHERE status = 'waiting'
         ORDER BY lane, available_at, req_id LIMIT ${Math.max(0, limit) + 1}`);
-      const found = new Map<string, { depth: number; oldestAvailableAt: number }>();
-      for (const [i, row] of rows.entries()) {
-        if (i >= limit) break;
-        let model = found.get(row.model);
-        if (model === undefined) {
-          model = { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY };
-          found.set(row.model, model);
-        }
-        model.depth++;
-        if (row.available_at <= now && row.available_at < model.oldestAvailableAt)
-          model.oldestAvailableAt = row.available_at;
-      }
-      const models = [...found].map(
-        ([model, { depth, oldestAvailableAt }]): ModelQueue => ({
-          model,
-          depth,
-          oldestAvailableAt,
-        }),
+      return tallyQueue(
+        rows.map((row) => ({ model: row.model, availableAt: row.available_at })),
+        now,
+        limit,
       );
-      return { models, truncated: rows.length > limit };
     },
     events: (fromSeq = 1) =>
       (async function* () {

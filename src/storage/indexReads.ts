@@ -1,0 +1,170 @@
+import type { KeyState } from '../domain/account/state.js';
+import type { QueuedEntry } from '../domain/claimFairly.js';
+import type { RequestState } from '../domain/request/state.js';
+import type { DailyTokens, ListName, ListPage, OpenBatch, RequestPage } from '../ports/Store.js';
+import type { OrderedIndexes } from './orderedIndexes.js';
+import { pastPrefix } from './orderedIndexes.js';
+import type { GroupName, IndexKey } from './projection.js';
+import { bucketStarts, dayMs, hourMs } from './timeBuckets.js';
+
+/** The views these reads look up what an index names in. */
+export type IndexedViews = {
+  readonly request: (reqId: string) => RequestState | undefined;
+  readonly key: (keyId: string) => KeyState | undefined;
+  /** Tokens [input, output] an account's requests completed on the day starting at `day` (UTC, ms) used. */
+  readonly dailyUsage: (accountId: string, day: number) => readonly [number, number] | undefined;
+};
+
+const firstOf = <T>(items: Iterable<T>): T | undefined => {
+  for (const item of items) return item;
+  return undefined;
+};
+
+/** An account's keys of an index by [accountId, …]. */
+const ofAccount = (accountId: string) => ({ start: [accountId], end: [pastPrefix(accountId)] });
+
+/**
+ * The reads of a store whose indexes are ordered maps read at once (LMDB, memory), written once over their ranges
+ * (orderedIndexes.ts): the dispatch index's accounts in turn, an account's keys, sessions, requests page by page,
+ * batches and files, the per-hour and per-day counts, and the grouped indexes. PostgreSQL answers the same in SQL
+ * (adapters/postgres/reads.ts, held to the same contract suite).
+ */
+export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
+  /** The first account in the dispatch index at or after `from` (each hop skips one account's whole range). */
+  const accountFrom = (from: string): string | undefined =>
+    (firstOf(indexes.keys('dispatch', { start: [from], limit: 1 })) as [string] | undefined)?.[0];
+
+  /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
+  function* queuedAccounts(after: string | undefined): Iterable<string> {
+    let account = accountFrom(after === undefined ? '' : pastPrefix(after));
+    while (account !== undefined) {
+      yield account;
+      account = accountFrom(pastPrefix(account));
+    }
+    if (after === undefined) return;
+    // Wrap round: the accounts before and including `after`.
+    account = accountFrom('');
+    while (account !== undefined && account <= after) {
+      yield account;
+      account = accountFrom(pastPrefix(account));
+    }
+  }
+
+  /** An account's requests waiting for a worker, earliest availability first. */
+  function* queuedOf(accountId: string): Iterable<QueuedEntry> {
+    for (const { key, value } of indexes.entries('dispatch', ofAccount(accountId))) {
+      const [, availableAt, reqId] = key as [string, number, string];
+      yield { reqId, availableAt, model: value };
+    }
+  }
+
+  const keysOf = (accountId: string): KeyState[] => {
+    const found: KeyState[] = [];
+    for (const key of indexes.keys('accountKeys', ofAccount(accountId))) {
+      const state = views.key((key as [string, string])[1]);
+      if (state !== undefined) found.push(state);
+    }
+    return found;
+  };
+
+  /** Ids of an account's sessions that have not ended. */
+  const sessionsOf = (accountId: string): string[] =>
+    Array.from(indexes.keys('accountSessions', ofAccount(accountId)), (key) => (key as [string, string])[1]);
+
+  /**
+   * An account's requests from the index by account and creation time, newest first: the newest, those older than
+   * `before`, or those just newer than `after`. Reads `limit` rows at most, wherever the cursor is.
+   */
+  const requestsOf = (accountId: string, { before, after, limit }: RequestPage): RequestState[] => {
+    const rows: RequestState[] = [];
+    if (!(limit > 0)) return rows;
+    const cursor = after ?? before;
+    // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above
+    // every key of the account; with one, at the cursor's own key, skipped. Forward (`after`), it runs from the
+    // cursor's key up to the end of the account's keys.
+    const range =
+      after !== undefined
+        ? { start: [accountId, after.createdAt, after.reqId], end: [pastPrefix(accountId)] }
+        : {
+            start: before === undefined ? [pastPrefix(accountId)] : [accountId, before.createdAt, before.reqId],
+            end: [accountId],
+            reverse: true,
+          };
+    for (const key of indexes.keys('accountRequests', range)) {
+      const [, createdAt, reqId] = key as [string, number, string];
+      if (cursor !== undefined && createdAt === cursor.createdAt && reqId === cursor.reqId) continue;
+      const state = views.request(reqId);
+      if (state !== undefined) rows.push(state);
+      if (rows.length >= limit) break;
+    }
+    return after === undefined ? rows : rows.reverse();
+  };
+
+  /** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
+  const listOf = (list: ListName, accountId: string, { from, order, limit }: ListPage): string[] => {
+    const ids: string[] = [];
+    if (!(limit > 0)) return ids;
+    const cursor: IndexKey | undefined = from === undefined ? undefined : [accountId, from.createdAt, from.id];
+    const range =
+      order === 'desc'
+        ? { start: cursor ?? [pastPrefix(accountId)], end: [accountId], reverse: true }
+        : { start: cursor ?? [accountId], end: [pastPrefix(accountId)] };
+    for (const key of indexes.keys(list, range)) {
+      const [, createdAt, id] = key as [string, number, string];
+      if (from !== undefined && createdAt === from.createdAt && id === from.id) continue;
+      ids.push(id);
+      if (ids.length >= limit) break;
+    }
+    return ids;
+  };
+
+  const requestCountsByHour = (accountId: string, fromMs: number, hours: number): number[] =>
+    bucketStarts(fromMs, hourMs, hours).map((start) =>
+      indexes.count('accountRequests', { start: [accountId, start], end: [accountId, start + hourMs] }),
+    );
+
+  const usageByDay = (accountId: string, fromDay: number, days: number): DailyTokens[] =>
+    bucketStarts(fromDay, dayMs, days).map((day) => {
+      const [inputTokens, outputTokens] = views.dailyUsage(accountId, day) ?? [0, 0];
+      return { day, inputTokens, outputTokens };
+    });
+
+  const openBatches = (limit: number): OpenBatch[] =>
+    Array.from(indexes.entries('openBatches', { limit: Math.max(0, limit) }), ({ key, value }) => ({
+      // A key of one element reads back from LMDB as that element (lmdb-js's ordered keys).
+      batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
+      accountId: value,
+    }));
+
+  /** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
+  const idsInGroups = (group: GroupName, now: number, limit: number): string[] => {
+    const ids: string[] = [];
+    if (!(limit > 0)) return ids;
+    for (const { ids: members } of indexes.groups(group, now)) {
+      for (const reqId of members) {
+        ids.push(reqId);
+        if (ids.length >= limit) return ids;
+      }
+    }
+    return ids;
+  };
+
+  return {
+    queuedAccounts,
+    queuedOf,
+    keysOf,
+    sessionsOf,
+    requestsOf,
+    listOf,
+    requestCountsByHour,
+    usageByDay,
+    openBatches,
+    dueForExpiry: (now: number, limit: number) => idsInGroups('expiry', now, limit),
+    /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
+    lapsedLeases: (now: number, limit: number) => idsInGroups('processing', now, limit),
+    /** The earliest end of a lease after `after` (ms), if any request is being processed under one. */
+    nextLeaseEnd: (after: number) => indexes.nextGroupAfter('processing', after),
+    /** Ids of the requests being processed, by when their leases end. */
+    processing: (): string[] => Array.from(indexes.groups('processing'), ({ ids }) => ids).flat(),
+  };
+};
