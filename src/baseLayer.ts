@@ -75,8 +75,8 @@ export const baseLayer = (
     readFreeBytes: options.readFreeBytes ?? (() => freeBytesOf(options.config.dataDir)),
     watchStore,
   });
-  // Metrics (Metrics.ts) sit under the committer, which counts its batches; the server gives MetricsLayer, a
-  // management command counts nothing (and does not load prom-client).
+  // Metrics (Metrics.ts) sit under the committer, which counts its batches; the server gives MetricsLayer
+  // (metricsLayer.ts), a management command counts nothing (and does not load prom-client).
   return CommitterLayer(options.committerLimits).pipe(
     Layer.provideMerge(health),
     Layer.provideMerge(metrics),

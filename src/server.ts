@@ -14,8 +14,9 @@ import { BatchRunner, BatchRunnerLayer, type BatchRunnerShape } from './app/batc
 import { Files, FilesLayer, type FilesShape } from './app/batches/Files.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
-import { Metrics, MetricsLayer, type MetricsShape } from './app/Metrics.js';
+import { Metrics, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
+import { MetricsLayer } from './app/metricsLayer.js';
 import { GoneOwners, GoneOwnersLayer, type GoneOwnersShape } from './app/processing/goneOwners.js';
 import { Processor, ProcessorLayer, type ProcessorShape } from './app/processing/Processor.js';
 import { RateLimiter, RateLimiterLayer, type RateLimiterShape } from './app/RateLimiter.js';

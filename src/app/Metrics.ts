@@ -1,11 +1,9 @@
-import { Context, Effect, Layer } from 'effect';
-import { AppClock } from '../ports/Clock.js';
+import { Context, Layer } from 'effect';
 import type { Usage } from '../ports/ModelProvider.js';
-import { Store } from '../ports/Store.js';
-import { AppConfig } from './AppConfig.js';
 
 /*
- * Prometheus metrics (product contract, section 10; docs/operations.md lists them). One registry per app, not
+ * Prometheus metrics (product contract, section 10; docs/operations.md lists them): the service's shape here, its
+ * prom-client implementation in prometheusMetrics.ts, the server's layer in metricsLayer.ts. One registry per app, not
  * prom-client's global one, so tests can run several apps in one process. Every label has a bounded set of values:
  * routes, statuses, methods, model ids from the config, plan and budget names, event types. Never a key, prompt,
  * response, email, account or request id.
@@ -71,23 +69,6 @@ export interface MetricsShape {
 }
 
 export class Metrics extends Context.Service<Metrics, MetricsShape>()('airs/Metrics') {}
-
-/**
- * The server's metrics, reading the queue from its store. prom-client is loaded only when this layer is built: a
- * management command, which shares the committer, gets `noMetricsLayer` and never loads it.
- */
-export const MetricsLayer = Layer.effect(
-  Metrics,
-  Effect.gen(function* () {
-    const store = yield* Store;
-    const clock = yield* AppClock;
-    const config = yield* AppConfig;
-    const { createMetrics } = yield* Effect.promise(() => import('./prometheusMetrics.js'));
-    return Metrics.of(
-      createMetrics({ reads: store.reads, now: () => clock.now(), modelIds: config.models.map((m) => m.id) }),
-    );
-  }),
-);
 
 /** Metrics that count nothing (management commands: nothing scrapes them). */
 export const noMetricsLayer = Layer.succeed(

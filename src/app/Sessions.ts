@@ -8,13 +8,13 @@ import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { Accounts } from './Accounts.js';
 import { AppConfig } from './AppConfig.js';
-import { createAttemptThrottle, loginLimits, signupLimits, type Throttled } from './attemptThrottle.js';
 import { Committer } from './Committer.js';
 import { type HashingBusy, isHashingBusy, PasswordHashing } from './PasswordHashing.js';
 import { hashPassword, passwordProblem } from './passwords.js';
+import { createThrottle, loginLimits, signupLimits, type Throttled } from './throttle.js';
 
-export type { Throttled } from './attemptThrottle.js';
 export type { HashingBusy } from './PasswordHashing.js';
+export type { Throttled } from './throttle.js';
 
 /** How long a dashboard session lasts after login. */
 export const sessionLifetimeMs = 7 * 24 * 3_600_000;
@@ -70,12 +70,10 @@ export const SessionsLayer = Layer.effect(
     const accounts = yield* Accounts;
     const config = yield* AppConfig;
     const hashing = yield* PasswordHashing;
-    const logins = createAttemptThrottle(store.attempts, clock, 'login', loginLimits);
+    const logins = createThrottle(store.attempts, clock, 'login', loginLimits);
     const { signupsPerHour } = config.dashboard;
     const signups =
-      signupsPerHour === 0
-        ? undefined
-        : createAttemptThrottle(store.attempts, clock, 'signup', signupLimits(signupsPerHour));
+      signupsPerHour === 0 ? undefined : createThrottle(store.attempts, clock, 'signup', signupLimits(signupsPerHour));
     // An unknown email is checked against this hash, so that it takes as long as a wrong password: the time of an
     // answer does not tell which emails have accounts.
     const decoy = hashPassword(randomBytes(16).toString('base64url'));

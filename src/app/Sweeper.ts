@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from 'effect';
+import { Context, Effect, Layer, Schedule } from 'effect';
 import type { Logger } from 'pino';
 import { isRefusal } from '../domain/commands.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
@@ -42,28 +42,26 @@ export const createSweeper = (
   },
 });
 
+/**
+ * The server's sweeper: a sweep every `intervalMs` (the first one interval after the start), on Effect's clock, as one
+ * fiber of the layer's scope. Sweeps never overlap: one that takes longer than the interval is followed at once by the
+ * next (`Schedule.fixed`). A sweep is not interrupted: closing the layer waits for the one running then, so its writes
+ * reach the committer before the committer stops.
+ */
 export const SweeperLayer = (intervalMs = 1_000) =>
   Layer.effect(
     Sweeper,
     Effect.gen(function* () {
       const sweeper = createSweeper(yield* Store, yield* Committer, yield* AppClock, yield* Log);
       const log = yield* Log;
-      let running: Promise<unknown> = Promise.resolve();
-      const tick = () => {
-        running = sweeper.sweep().catch((error: unknown) => {
+      const sweepOnce = Effect.promise(() =>
+        sweeper.sweep().catch((error: unknown) => {
           // A disk that fails is said once, by StorageHealth; the sweep simply runs again on the next tick.
           if (error instanceof StorageFault) log.debug({ reason: error.message }, 'sweep paused: write failed');
           else log.error({ err: error }, 'sweep failed');
-        });
-      };
-      yield* Effect.acquireRelease(
-        Effect.sync(() => setInterval(tick, intervalMs).unref()),
-        (timer) =>
-          Effect.promise(async () => {
-            clearInterval(timer);
-            await running;
-          }),
+        }),
       );
+      yield* Effect.forkScoped(Effect.schedule(Effect.uninterruptible(sweepOnce), Schedule.fixed(intervalMs)));
       return Sweeper.of(sweeper);
     }),
   );

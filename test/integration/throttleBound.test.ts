@@ -27,7 +27,7 @@ describe('The LMDB store keeps the throttles’ keys bounded on disk', () => {
   it('keeps no more than its bound of keys under a spray of new ones, dropping those that leave their window first', async () => {
     const dir = tempDataDir('airs-throttle-cap');
     dirs.push(dir);
-    const limits = openLimits(dir, { maxAttemptKeys: 50 });
+    const limits = openLimits(dir, { maxThrottleKeys: 50 });
     for (let i = 0; i < 500; i += 1) await limits.attempts.reserve(ask(`email:${i}@example.com`, 1_000 + i));
     expect(limits.attemptKeyCount()).toBeLessThanOrEqual(51);
     // The newest keys are those kept: the latest email still counts its attempt.

@@ -3,15 +3,15 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
 import type { AttemptAsk, AttemptCounter, AttemptPlace, Spend } from '../../ports/Store.js';
-import {
-  type AttemptEntry,
-  type AttemptTable,
-  forgetAttempts,
-  maxAttemptKeys,
-  releaseAttempt,
-  reserveAttempt,
-} from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
+import {
+  forgetThrottleKey,
+  maxThrottleKeys,
+  releaseThrottlePlace,
+  reserveThrottlePlace,
+  type ThrottleEntry,
+  type ThrottleTable,
+} from '../../storage/throttleCounts.js';
 
 /**
  * Rate-limiter states, shared by every process on the data directory: an LMDB environment of its own beside the
@@ -22,7 +22,7 @@ import { spendAll } from '../../storage/spend.js';
  * after a reboot, which is what a restart of an in-memory limiter gave before.
  *
  * The login and signup throttles' attempts live here too, with an index by when each key's newest attempt leaves its
- * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxAttemptKeys`
+ * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxThrottleKeys`
  * are kept (a spray of emails or addresses cannot grow the file without bound).
  */
 
@@ -49,14 +49,14 @@ const removeOthers = (dataDir: string, current: string) => {
   }
 };
 
-export const openLimits = (dataDir: string, bounds = { maxAttemptKeys }) => {
+export const openLimits = (dataDir: string, bounds = { maxThrottleKeys }) => {
   const file = `${prefix}${bootId()}.mdb`;
   removeOthers(dataDir, file);
   const root = open({ path: join(dataDir, file), noSync: true, useWritemap: true, maxDbs: 4 });
   const db = root.openDB<number, [string, string]>({ name: 'limits' });
-  const attempts = root.openDB<AttemptEntry, string>({ name: 'attempts' });
+  const attempts = root.openDB<ThrottleEntry, string>({ name: 'attempts' });
   const attemptsByExpiry = root.openDB<'', [number, string]>({ name: 'attempts.expiry' });
-  const table: AttemptTable = {
+  const table: ThrottleTable = {
     get: (key) => attempts.get(key),
     put: (key, entry, before) => {
       if (before !== undefined) attemptsByExpiry.removeSync([before.expiresAt, key]);
@@ -71,7 +71,7 @@ export const openLimits = (dataDir: string, bounds = { maxAttemptKeys }) => {
   /** Drops keys whose attempts have all left their window, and the soonest to leave while there are too many. */
   const prune = (now: number) => {
     const over = attempts.getStats() as { entryCount: number };
-    let excess = over.entryCount - bounds.maxAttemptKeys;
+    let excess = over.entryCount - bounds.maxThrottleKeys;
     const soonest = Array.from(attemptsByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
     for (const key of soonest) {
       const [expiresAt, scoped] = key;
@@ -85,10 +85,10 @@ export const openLimits = (dataDir: string, bounds = { maxAttemptKeys }) => {
     reserve: async (ask: AttemptAsk) =>
       root.transactionSync(() => {
         prune(ask.now);
-        return reserveAttempt(ask, table);
+        return reserveThrottlePlace(ask, table);
       }),
-    release: async (place: AttemptPlace) => root.transactionSync(() => releaseAttempt(place, table)),
-    forget: async (scope: string, key: string) => root.transactionSync(() => forgetAttempts(scope, key, table)),
+    release: async (place: AttemptPlace) => root.transactionSync(() => releaseThrottlePlace(place, table)),
+    forget: async (scope: string, key: string) => root.transactionSync(() => forgetThrottleKey(scope, key, table)),
   };
   const state = {
     get: (accountId: string, budget: string) => db.get([accountId, budget]),

@@ -10,18 +10,26 @@ import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import {
-  type AttemptEntry,
-  type AttemptTable,
-  forgetAttempts,
-  maxAttemptKeys,
-  releaseAttempt,
-  reserveAttempt,
-} from '../../storage/attempts.js';
+  type ThrottleEntry,
+  type ThrottleTable,
+  forgetThrottleKey,
+  maxThrottleKeys,
+  releaseThrottlePlace,
+  reserveThrottlePlace,
+} from '../../storage/throttleCounts.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
 import type { SyncReads } from '../../storage/syncReads.js';
+import {
+  forgetThrottleKey,
+  maxThrottleKeys,
+  releaseThrottlePlace,
+  reserveThrottlePlace,
+  type ThrottleEntry,
+  type ThrottleTable,
+} from '../../storage/throttleCounts.js';
 import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
@@ -29,9 +37,10 @@ import { memoryIndexes } from './indexes.js';
 import { type OrderedMap, orderedMap } from './orderedMap.js';
 
 /**
- * The Store in memory: the same deciding and projection as LMDB (batchWriter.ts, projection.ts) over sorted maps, for
- * tests that need no disk (the liveness simulation, fast app tests). A commit is one synchronous step: decided against
- * everything committed before it, applied whole or, if writing throws, not at all. Nothing survives the process.
+ * The Store in memory: the same deciding and projection as LMDB (storage/writeBatch.ts, projection.ts) over sorted
+ * maps, for tests that need no disk (the liveness simulation, fast app tests). A commit is one synchronous step:
+ * decided against everything committed before it, applied whole or, if writing throws, not at all. Nothing survives
+ * the process.
  */
 
 type Stored = { readonly state: RequestState; readonly text: string | undefined };
@@ -284,8 +293,8 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   };
 
   // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.
-  const attemptEntries = new Map<string, AttemptEntry>();
-  const attemptTable: AttemptTable = {
+  const attemptEntries = new Map<string, ThrottleEntry>();
+  const attemptTable: ThrottleTable = {
     get: (key) => attemptEntries.get(key),
     put: (key, entry) => {
       attemptEntries.delete(key);
@@ -295,7 +304,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   };
   const pruneAttempts = (now: number) => {
     for (const [key, entry] of attemptEntries) {
-      if (entry.expiresAt > now && attemptEntries.size <= maxAttemptKeys) break;
+      if (entry.expiresAt > now && attemptEntries.size <= maxThrottleKeys) break;
       attemptEntries.delete(key);
     }
   };
@@ -314,10 +323,10 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     attempts: {
       reserve: async (ask) => {
         pruneAttempts(ask.now);
-        return reserveAttempt(ask, attemptTable);
+        return reserveThrottlePlace(ask, attemptTable);
       },
-      release: async (place) => releaseAttempt(place, attemptTable),
-      forget: async (scope, key) => forgetAttempts(scope, key, attemptTable),
+      release: async (place) => releaseThrottlePlace(place, attemptTable),
+      forget: async (scope, key) => forgetThrottleKey(scope, key, attemptTable),
     },
     spend: async (spends) =>
       spendAll(spends, {

@@ -11,16 +11,16 @@ import {
   Store,
   type StoreShape,
 } from '../../ports/Store.js';
-import {
-  type AttemptEntry,
-  type AttemptTable,
-  forgetAttempts,
-  maxAttemptKeys,
-  releaseAttempt,
-  reserveAttempt,
-  scopedKey,
-} from '../../storage/attempts.js';
 import { spendAll } from '../../storage/spend.js';
+import {
+  forgetThrottleKey,
+  maxThrottleKeys,
+  releaseThrottlePlace,
+  reserveThrottlePlace,
+  scopedKey,
+  type ThrottleEntry,
+  type ThrottleTable,
+} from '../../storage/throttleCounts.js';
 import { changesChannel, commitInTransaction } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
 import { isDiskFault, withConnectionFaults } from './faults.js';
@@ -76,7 +76,7 @@ export type PostgresStore = StoreShape & {
 
 export const openPostgresStore = async (url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> => {
   const db = openDb(url, options.maxConnections ?? 8);
-  const attemptBounds = options.attemptBounds ?? { maxKeys: maxAttemptKeys, checkEvery: 256 };
+  const attemptBounds = options.attemptBounds ?? { maxKeys: maxThrottleKeys, checkEvery: 256 };
   try {
     await migrate(db, redactedUrl(url));
   } catch (error) {
@@ -155,7 +155,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
   };
 
   /** Runs `decide` over the attempts kept under `keys` (scoped), locked for the transaction, and writes its changes. */
-  const withAttempts = <T>(scoped: readonly string[], now: number | undefined, decide: (table: AttemptTable) => T) =>
+  const withAttempts = <T>(scoped: readonly string[], now: number | undefined, decide: (table: ThrottleTable) => T) =>
     db.begin(async (query) => {
       // A scoped key holds a NUL (scope NUL key), which PostgreSQL's text cannot: stored as its JSON string.
       const keys = scoped.map((key) => JSON.stringify(key));
@@ -171,10 +171,10 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
                 SELECT key FROM attempts WHERE expires_at <= ${now} AND key <> ALL(${[...keys]}::text[])
                 ORDER BY expires_at LIMIT 16 FOR UPDATE SKIP LOCKED)`),
       ]);
-      const entries = new Map<string, AttemptEntry>(
+      const entries = new Map<string, ThrottleEntry>(
         rows.map((row) => [JSON.parse(row.key) as string, { times: row.times, expiresAt: row.expires_at }]),
       );
-      const written = new Map<string, AttemptEntry | undefined>();
+      const written = new Map<string, ThrottleEntry | undefined>();
       const result = decide({
         get: (key) => entries.get(key),
         put: (key, entry) => {
@@ -187,8 +187,8 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
         },
       });
       const kept = [...written]
-        .filter((entry): entry is [string, AttemptEntry] => entry[1] !== undefined)
-        .map(([key, entry]): [string, AttemptEntry] => [JSON.stringify(key), entry]);
+        .filter((entry): entry is [string, ThrottleEntry] => entry[1] !== undefined)
+        .map(([key, entry]): [string, ThrottleEntry] => [JSON.stringify(key), entry]);
       const gone = [...written].filter(([, entry]) => entry === undefined).map(([key]) => JSON.stringify(key));
       await Promise.all([
         kept.length === 0
@@ -218,17 +218,17 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       withAttempts(
         ask.keys.map((key) => scopedKey(ask.scope, key)),
         ask.now,
-        (table) => reserveAttempt(ask, table),
-      ) as Promise<ReturnType<typeof reserveAttempt>>,
+        (table) => reserveThrottlePlace(ask, table),
+      ) as Promise<ReturnType<typeof reserveThrottlePlace>>,
     release: async (place: AttemptPlace) => {
       await withAttempts(
         place.keys.map((key) => scopedKey(place.scope, key)),
         undefined,
-        (table) => releaseAttempt(place, table),
+        (table) => releaseThrottlePlace(place, table),
       );
     },
     forget: async (scope: string, key: string) => {
-      await withAttempts([scopedKey(scope, key)], undefined, (table) => forgetAttempts(scope, key, table));
+      await withAttempts([scopedKey(scope, key)], undefined, (table) => forgetThrottleKey(scope, key, table));
     },
   };
 

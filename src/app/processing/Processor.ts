@@ -150,7 +150,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     caller,
     metrics: deps.metrics,
     cancelledEarly: (reqId) => cancelledEarly.has(reqId),
-    leaseLapsing: (reqId) => leaseKeeper.lapsing(reqId),
+    leaseLapsing: (reqId) => leaseKeeper.giveUpIfLapsing(reqId),
     leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
     workerFree: () => {
       slots.letGo();

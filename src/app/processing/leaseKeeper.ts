@@ -67,8 +67,11 @@ export const createLeaseKeeper = (deps: {
       held.delete(reqId);
       lapsed.delete(reqId);
     },
-    /** Whether the attempt's lease is gone or about to be: its model must not be called, its outcome not recorded. */
-    lapsing(reqId: string): boolean {
+    /**
+     * Gives the attempt's lease up if it has a third or less left (as the renewals would), and says whether it is given
+     * up: then its model must not be called, its outcome not recorded.
+     */
+    giveUpIfLapsing(reqId: string): boolean {
       if (lapsed.has(reqId)) return true;
       const lease = held.get(reqId);
       if (lease === undefined || safe(lease.until, deps.clock.now())) return false;

@@ -1,17 +1,22 @@
 import type { AttemptAsk, AttemptPlace, AttemptRefused } from '../ports/Store.js';
 
+/*
+ * The login and signup throttles' counts (app/throttle.ts), decided inside a store's write: each key's recent attempts
+ * in its window. Not the attempts of a request (the request machine's) nor of a webhook delivery.
+ */
+
 /** One key's attempts still in its window (times in ms, oldest first), and when the newest leaves the window. */
-export type AttemptEntry = { readonly times: readonly number[]; readonly expiresAt: number };
+export type ThrottleEntry = { readonly times: readonly number[]; readonly expiresAt: number };
 
 /** What an adapter keeps attempts in; the functions below run inside one of its writes. */
-export type AttemptTable = {
-  readonly get: (key: string) => AttemptEntry | undefined;
-  readonly put: (key: string, entry: AttemptEntry, before: AttemptEntry | undefined) => void;
-  readonly remove: (key: string, before: AttemptEntry) => void;
+export type ThrottleTable = {
+  readonly get: (key: string) => ThrottleEntry | undefined;
+  readonly put: (key: string, entry: ThrottleEntry, before: ThrottleEntry | undefined) => void;
+  readonly remove: (key: string, before: ThrottleEntry) => void;
 };
 
 /** Most throttle keys a store keeps at once (about 100 bytes each); beyond it, those changed longest ago go. */
-export const maxAttemptKeys = 200_000;
+export const maxThrottleKeys = 200_000;
 
 /** A key under its throttle's scope: `login` and `signup` count apart. */
 export const scopedKey = (scope: string, key: string) => `${scope}\u0000${key}`;
@@ -22,7 +27,7 @@ const inWindow = (times: readonly number[], now: number, windowMs: number) => ti
  * Takes a place at `ask.now` under every key, or none: refused (with how long until the first key frees a place)
  * when any key already holds `ask.max` attempts in the window.
  */
-export const reserveAttempt = (ask: AttemptAsk, table: AttemptTable): AttemptRefused | undefined => {
+export const reserveThrottlePlace = (ask: AttemptAsk, table: ThrottleTable): AttemptRefused | undefined => {
   const entries = ask.keys.map((key) => {
     const scoped = scopedKey(ask.scope, key);
     const before = table.get(scoped);
@@ -40,7 +45,7 @@ export const reserveAttempt = (ask: AttemptAsk, table: AttemptTable): AttemptRef
 };
 
 /** Gives back the place an attempt took under each of its keys (it cost nothing after all). */
-export const releaseAttempt = (place: AttemptPlace, table: AttemptTable) => {
+export const releaseThrottlePlace = (place: AttemptPlace, table: ThrottleTable) => {
   for (const key of place.keys) {
     const scoped = scopedKey(place.scope, key);
     const before = table.get(scoped);
@@ -54,7 +59,7 @@ export const releaseAttempt = (place: AttemptPlace, table: AttemptTable) => {
 };
 
 /** Forgets every attempt counted under a key (a login that was right clears its email's failures). */
-export const forgetAttempts = (scope: string, key: string, table: AttemptTable) => {
+export const forgetThrottleKey = (scope: string, key: string, table: ThrottleTable) => {
   const scoped = scopedKey(scope, key);
   const before = table.get(scoped);
   if (before !== undefined) table.remove(scoped, before);

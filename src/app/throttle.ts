@@ -2,15 +2,17 @@ import type { ClockShape } from '../ports/Clock.js';
 import type { AttemptCounter } from '../ports/Store.js';
 
 /**
- * Costly attempts (a password to hash), counted per key (`email:…`, `address:…`): at most `maxAttempts` in any
- * `windowMs`. An attempt takes its place **before** its cost is paid (`reserve`), so however many arrive at once, on
- * however many servers, no more than `maxAttempts` per key are ever let through; the attempt then keeps its place (it
- * counts), gives it back (it cost nothing after all), or, for a login that turned out right, clears the email's count.
+ * The login and signup throttles: costly attempts (a password to hash), counted per key (`email:…`, `address:…`): at
+ * most `maxAttempts` in any `windowMs`. An attempt takes its place **before** its cost is paid (`reserve`), so however
+ * many arrive at once, on however many servers, no more than `maxAttempts` per key are ever let through; the attempt
+ * then keeps its place (it counts), gives it back (it cost nothing after all), or, for a login that turned out right,
+ * clears the email's count.
  *
- * The counts are the store's (`store.attempts`, decided inside its writes): every server of one store counts the same
- * attempts. Like the rate limits they are not durable like the log: a reboot of the machine forgets them.
+ * The counts are the store's (`store.attempts`, decided inside its writes by storage/throttleCounts.ts): every server
+ * of one store counts the same attempts. Like the rate limits they are not durable like the log: a reboot of the
+ * machine forgets them.
  */
-export type AttemptLimits = { readonly maxAttempts: number; readonly windowMs: number };
+export type ThrottleLimits = { readonly maxAttempts: number; readonly windowMs: number };
 
 /** Refused: try again in `retryAfterMs`. */
 export type Throttled = { readonly throttled: true; readonly retryAfterMs: number };
@@ -26,12 +28,7 @@ export type Reservation = {
 export const isThrottled = (value: unknown): value is Throttled =>
   typeof value === 'object' && value !== null && 'throttled' in value;
 
-export const createAttemptThrottle = (
-  counter: AttemptCounter,
-  clock: ClockShape,
-  scope: string,
-  limits: AttemptLimits,
-) => ({
+export const createThrottle = (counter: AttemptCounter, clock: ClockShape, scope: string, limits: ThrottleLimits) => ({
   /** Takes a place for one attempt under every key, or says how long to wait when any key has none left. */
   async reserve(keys: readonly string[]): Promise<Reservation | Throttled> {
     const at = clock.now();
@@ -49,10 +46,10 @@ export const createAttemptThrottle = (
   },
 });
 
-export type AttemptThrottle = ReturnType<typeof createAttemptThrottle>;
+export type Throttle = ReturnType<typeof createThrottle>;
 
 /** Failed dashboard logins (product contract 9): 5 per email and per client address in 15 minutes. */
-export const loginLimits: AttemptLimits = { maxAttempts: 5, windowMs: 15 * 60_000 };
+export const loginLimits: ThrottleLimits = { maxAttempts: 5, windowMs: 15 * 60_000 };
 
 /** Signups per client address (product contract 15): `dashboard.signupsPerHour` in an hour. */
-export const signupLimits = (perHour: number): AttemptLimits => ({ maxAttempts: perHour, windowMs: 3_600_000 });
+export const signupLimits = (perHour: number): ThrottleLimits => ({ maxAttempts: perHour, windowMs: 3_600_000 });
