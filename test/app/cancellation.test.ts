@@ -44,15 +44,15 @@ describe('Cancelling a request', () => {
   });
 
   it('aborts the model call in flight and drops a result that would arrive later', async () => {
-    const app = await start({ config: { models: [echo('slow', 2_000)] }, clock: systemClock });
+    // Neither the echo's answer (10 minutes) nor the lease keeper's first renewal (a third of an hour's lease), which
+    // would abort the call too, comes within the test's timeout: the attempt ending at all (the processor idle) means
+    // the cancel itself aborted the call, not the time it took. No bound on that time.
+    const app = await start({ config: { models: [echo('slow', 600_000)], processing: { leaseSeconds: 3_600 } } });
     const account = await app.account('scale');
     const reqId = await submit(app, account.key, 'slow');
     await eventually(() => (syncReads(app).request(reqId)?.status === 'processing' ? true : undefined));
-    const startedAt = Date.now();
     await app.requests.cancel(principalOf(account), reqId);
     await app.processor.idle();
-    // Aborted, not waited out: the echo would have taken 2 s.
-    expect(Date.now() - startedAt).toBeLessThan(1_500);
     expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
     expect(syncReads(app).request(reqId)?.status).toBe('cancelled');
   });

@@ -7,8 +7,10 @@ import { eventually, listen, startTestApp, type TestApp, type TestConfig } from 
 /**
  * Long polls (`GET /v1/ai?req_id=…` with `Prefer: wait=N`, RFC 7240) over real sockets: the poll is held until its
  * request is final or N seconds pass, spends one poll of the budget, holds a place among the account's open calls,
- * and lets go when the caller leaves or the server stops. Time bounds are generous (a loaded 2-core machine): each is
- * far from what the call would take if the feature were missing.
+ * and lets go when the caller leaves or the server stops. A poll said to answer at once (or as soon as its request is
+ * final) asks for a wait of a minute, longer than a test may run: that it is answered at all is the order asserted
+ * (answered before its wait ended), with no bound on the milliseconds it took. The bounds left are on how long a poll
+ * is held, which is the feature itself; they are generous (a loaded 2-core machine).
  */
 
 const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 900_000 });
@@ -82,20 +84,19 @@ describe('A long poll (Prefer: wait=N)', () => {
     const { url, key } = await start();
     const reqId = await submit(url, key, 'fast');
 
-    const { answer, body, ms } = await poll(url, key, reqId, 'wait=20');
+    // Answered completed at all means before its wait ended (a minute, past the test's timeout): the model takes
+    // 300 ms; a plain poll loop would have answered queued and advised 5 s.
+    const { answer, body } = await poll(url, key, reqId, 'wait=60');
 
     expect(answer.status).toBe(200);
     expect(body).toMatchObject({ status: 'completed', response: 'a prompt for fast' });
-    expect(answer.headers.get('preference-applied')).toBe('wait=20');
+    expect(answer.headers.get('preference-applied')).toBe('wait=60');
     expect(answer.headers.get('retry-after')).toBeNull();
-    // The model takes 300 ms; a plain poll loop would have answered queued and advised 5 s.
-    expect(ms).toBeLessThan(10_000);
 
-    // Polled again once final, it answers at once, under the same preference.
-    const again = await poll(url, key, reqId, 'wait=20');
+    // Polled again once final, it answers at once (before its wait), under the same preference.
+    const again = await poll(url, key, reqId, 'wait=60');
     expect(again.body.status).toBe('completed');
-    expect(again.answer.headers.get('preference-applied')).toBe('wait=20');
-    expect(again.ms).toBeLessThan(5_000);
+    expect(again.answer.headers.get('preference-applied')).toBe('wait=60');
   });
 
   it('answers the usual queued body with Retry-After once its N seconds pass, and caps N at http.maxPollWaitSeconds', async () => {
@@ -130,25 +131,24 @@ describe('A long poll (Prefer: wait=N)', () => {
     expect(held.ms).toBeGreaterThanOrEqual(1_900);
     expect(pollsLeft(held.answer)).toBe(before - 1);
     expect(pollsLeft(after.answer)).toBe(before - 2);
-    // The budget is spent: a long poll then is refused at once, like any poll.
-    const refused = await poll(url, key, reqId, 'wait=2');
+    // The budget is spent: a long poll then is refused at once, like any poll (before its minute's wait).
+    const refused = await poll(url, key, reqId, 'wait=60');
     expect(refused.answer.status).toBe(429);
-    expect(refused.ms).toBeLessThan(1_900);
   });
 
   it('holds a place of the account’s maxOpenCalls; past it, a poll answers at once as a plain poll, without Preference-Applied', async () => {
     const { url, key, accountId, app: testApp } = await start(configWith({ maxOpenCalls: 2 }));
     const reqId = await submit(url, key, 'slow');
-    const held = [poll(url, key, reqId, 'wait=30'), poll(url, key, reqId, 'wait=30')];
+    const held = [poll(url, key, reqId, 'wait=60'), poll(url, key, reqId, 'wait=60')];
     await eventually(() => (testApp.openCalls.heldBy(accountId) === 2 ? true : undefined));
 
-    const third = await poll(url, key, reqId, 'wait=30');
+    // Answered at all: before its minute's wait.
+    const third = await poll(url, key, reqId, 'wait=60');
 
     expect(third.answer.status).toBe(200);
     expect(third.body.status).toBe('queued');
     expect(third.answer.headers.get('preference-applied')).toBeNull();
     expect(third.answer.headers.get('retry-after')).toBe(String(testApp.config.pollIntervalSeconds));
-    expect(third.ms).toBeLessThan(10_000);
     expect(testApp.openCalls.heldBy(accountId)).toBe(2);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/^airs_long_calls_refused_total\{reason="account_limit"\} 1$/m);
@@ -184,9 +184,9 @@ describe('A long poll (Prefer: wait=N)', () => {
     const reqId = await submit(url, key, 'slow');
     const waiting = Array.from({ length: 12 }, () => poll(url, key, reqId, 'wait=60'));
     await eventually(() => (testApp.openCalls.heldBy(accountId) === 12 ? true : undefined));
-    const stoppedAt = Date.now();
 
-    // What a drain does first (SIGTERM): every new call answers 503 from now on.
+    // What a drain does first (SIGTERM): every new call answers 503 from now on. Their waits (a minute) end after
+    // the test's timeout: all of them answered means answered by the stop.
     testApp.stopAccepting();
     const answers = await Promise.all(waiting);
     process.off('warning', onWarning);
@@ -197,7 +197,6 @@ describe('A long poll (Prefer: wait=N)', () => {
       expect(answer.headers.get('preference-applied')).toBeNull();
       expect(answer.headers.get('connection')).toBe('close');
     }
-    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     expect(warnings.map((warning) => warning.message)).toEqual([]);
     // Nothing is left in flight to hold the drain up, nor any place held.
     expect(testApp.traffic.inFlight).toBe(0);
@@ -235,11 +234,11 @@ describe('A poll without a wait, or one the server is not asked to hold', () => 
     const { url, key } = await start(configWith({ maxPollWaitSeconds: 0 }));
     const reqId = await submit(url, key, 'slow');
 
-    const { answer, body, ms } = await poll(url, key, reqId, 'wait=30');
+    // Answered at all: before its minute's wait.
+    const { answer, body } = await poll(url, key, reqId, 'wait=60');
 
     expect(body.status).toBe('queued');
     expect(answer.headers.get('preference-applied')).toBeNull();
-    expect(ms).toBeLessThan(5_000);
   });
 
   it('answers 404 at once for another account’s request, as a plain poll does (nothing of it is waited for)', async () => {
@@ -247,11 +246,11 @@ describe('A poll without a wait, or one the server is not asked to hold', () => 
     const reqId = await submit(url, key, 'slow');
     const other = await testApp.account('free');
 
-    const { answer, body, ms } = await poll(url, other.key, reqId, 'wait=30');
+    // Answered at all: before its minute's wait.
+    const { answer, body } = await poll(url, other.key, reqId, 'wait=60');
 
     expect(answer.status).toBe(404);
     expect(body.error?.code).toBe('not_found');
     expect(answer.headers.get('preference-applied')).toBeNull();
-    expect(ms).toBeLessThan(5_000);
   });
 });
