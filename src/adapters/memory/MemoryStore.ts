@@ -9,14 +9,6 @@ import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
-import {
-  type ThrottleEntry,
-  type ThrottleTable,
-  forgetThrottleKey,
-  maxThrottleKeys,
-  releaseThrottlePlace,
-  reserveThrottlePlace,
-} from '../../storage/throttleCounts.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';

@@ -62,7 +62,7 @@ describe('The lease keeper', () => {
     keeper.hold('req_a', 1, clock.now() + leaseMs);
     await vi.advanceTimersByTimeAsync(10 * leaseMs);
     expect(lapsing).toEqual([]);
-    expect(keeper.lapsing('req_a')).toBe(false);
+    expect(keeper.giveUpIfLapsing('req_a')).toBe(false);
     expect(keeper.gaveUp('req_a')).toBe(false);
     keeper.stop();
   });
@@ -79,7 +79,7 @@ describe('The lease keeper', () => {
     // A third left: given up before the lease ends, so no worker that takes it over finds this one still calling.
     expect(lapsing).toEqual(['req_a']);
     expect(keeper.gaveUp('req_a')).toBe(true);
-    expect(keeper.lapsing('req_a')).toBe(true);
+    expect(keeper.giveUpIfLapsing('req_a')).toBe(true);
     await vi.advanceTimersByTimeAsync(3 * thirdMs);
     expect(lapsing).toEqual(['req_a']);
     expect(extended).toHaveLength(1);
@@ -90,11 +90,11 @@ describe('The lease keeper', () => {
     const { keeper, lapsing } = keeperOver(async () => true);
     keeper.hold('req_short', 1, clock.now() + thirdMs);
     keeper.hold('req_long', 1, clock.now() + thirdMs + 1);
-    expect(keeper.lapsing('req_long')).toBe(false);
-    expect(keeper.lapsing('req_short')).toBe(true);
+    expect(keeper.giveUpIfLapsing('req_long')).toBe(false);
+    expect(keeper.giveUpIfLapsing('req_short')).toBe(true);
     expect(lapsing).toEqual(['req_short']);
     // An attempt it does not hold is not its to give up.
-    expect(keeper.lapsing('req_unknown')).toBe(false);
+    expect(keeper.giveUpIfLapsing('req_unknown')).toBe(false);
     keeper.stop();
   });
 
@@ -113,7 +113,7 @@ describe('The lease keeper', () => {
     await vi.advanceTimersByTimeAsync(10 * leaseMs);
     expect(extended).toHaveLength(10 * 3);
     expect(lapsing).toEqual([]);
-    expect(keeper.lapsing('req_a')).toBe(false);
+    expect(keeper.giveUpIfLapsing('req_a')).toBe(false);
     keeper.stop();
   });
 
