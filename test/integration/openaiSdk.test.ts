@@ -58,14 +58,16 @@ describe('the official openai SDK against a real airs server, changing only base
     timeout: 60_000,
   }, async () => {
     const box = newBox('airs-sdk-cancel');
+    // echo-slow answering after 1 s rather than the default 5 s: the wait below outlasts it all the same.
+    box.writeConfig({ models: [{ id: 'echo-slow', provider: 'echo', delayMs: 1_000 }] });
     const server = await startServer(box);
     const { key } = await createAccountWithKey(box, 'sdk-cancel@example.com', 'scale');
     const client = sdk(server, key);
     const slow = await client.responses.create({ model: 'echo-slow', input: 'never mind', background: true });
     const cancelled = await client.responses.cancel(slow.id);
     expect(cancelled.status).toBe('cancelled');
-    // echo-slow would have answered after 5 s: it stays cancelled with no output.
-    await sleep(5_500);
+    // echo-slow would have answered after 1 s: it stays cancelled with no output.
+    await sleep(1_500);
     const after = await client.responses.retrieve(slow.id);
     expect(after.status).toBe('cancelled');
     expect(after.output).toEqual([]);

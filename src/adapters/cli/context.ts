@@ -10,7 +10,8 @@ import type { StoreShape } from '../../ports/Store.js';
 import { CliError, type Output } from './output.js';
 
 // Every module here that is not a type is loaded on use, not at start: `--help`, `--version` and `ask` start without
-// zod, effect or lmdb, and a management command without the server's modules (see docs/decisions.md).
+// zod, effect or lmdb, and a management command without the server's modules (see docs/decisions.md). Effect's
+// modules are imported one by one: its index loads all 247 of them (issue 31).
 
 /** The options of every command that uses the data directory and the config file. */
 export type StoreOptions = { readonly dataDir?: string; readonly databaseUrl?: string; readonly config?: string };
@@ -184,8 +185,10 @@ export const runAccounts = async <A>(
   const config = await configOrFail(command.options);
   if (command.creates !== true) await requireDatabase(config, command.output);
   else await warnIfOpenToOthers(config, command.output);
-  const [{ Effect, ManagedRuntime, Result }, { Accounts }, { managementLayer }, { silentLogger }] = await Promise.all([
-    import('effect'),
+  const [Effect, ManagedRuntime, Result, { Accounts }, { managementLayer }, { silentLogger }] = await Promise.all([
+    import('effect/Effect'),
+    import('effect/ManagedRuntime'),
+    import('effect/Result'),
     import('../../app/Accounts.js'),
     import('../../baseLayer.js'),
     import('../../ports/Logger.js'),
@@ -213,9 +216,10 @@ export const withCommitter = async <A>(
     readonly clock: ClockShape;
   }) => Promise<A>,
 ): Promise<A> => {
-  const [{ Effect, ManagedRuntime }, { managementLayer }, { silentLogger }, { Committer }, { Store }, { AppClock }] =
+  const [Effect, ManagedRuntime, { managementLayer }, { silentLogger }, { Committer }, { Store }, { AppClock }] =
     await Promise.all([
-      import('effect'),
+      import('effect/Effect'),
+      import('effect/ManagedRuntime'),
       import('../../baseLayer.js'),
       import('../../ports/Logger.js'),
       import('../../app/Committer.js'),

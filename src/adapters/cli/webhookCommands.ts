@@ -30,8 +30,10 @@ const withWebhooks = async <A>(
   if (options.account.trim() === '') throw new CliError('--account: expected an account id, got ""', 2);
   const config = await configOrFail(options);
   await requireDatabase(config, output);
-  const [{ Effect, ManagedRuntime, Result }, { Webhooks }, { managementLayer }, { silentLogger }] = await Promise.all([
-    import('effect'),
+  const [Effect, ManagedRuntime, Result, { Webhooks }, { managementLayer }, { silentLogger }] = await Promise.all([
+    import('effect/Effect'),
+    import('effect/ManagedRuntime'),
+    import('effect/Result'),
     import('../../app/webhooks/Webhooks.js'),
     import('../../baseLayer.js'),
     import('../../ports/Logger.js'),
