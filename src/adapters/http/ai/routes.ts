@@ -136,8 +136,7 @@ export const mountAi = (app: H3, deps: AiDeps) => {
     const view = await deps.requests.poll(principal, reqId);
     if (isApiError(view)) return view;
     if (view.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
-    // A view is only found by a non-empty id.
-    return json(200, pollBody(reqId as string, view), headers);
+    return json(200, pollBody(view), headers);
   };
 
   const routes = new Map<string, ReturnType<Guard>>([
