@@ -7,9 +7,10 @@ import type { Admit } from '../admit.js';
 import { isApiError } from '../errorResponse.js';
 import type { Guard } from '../guard.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
-import { type HeaderBag, json } from '../jsonAnswer.js';
+import { json } from '../jsonAnswer.js';
 import type { OpenCallsShape } from '../openCalls.js';
 import { preferredWaitSeconds } from '../preferWait.js';
+import type { HeaderBag } from '../route.js';
 import { acceptedBody, pollBody } from './wire.js';
 
 export type AiDeps = {
