@@ -3,7 +3,7 @@ import type { AuthShape, Principal } from '../../app/Auth.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { ApiError } from '../../domain/errors.js';
 import { isApiError } from './errorResponse.js';
-import type { HeaderBag } from './jsonAnswer.js';
+import type { HeaderBag } from './route.js';
 
 /** The IETF draft RateLimit headers (structured-field form) for one budget. */
 const rateLimitHeaders = (status: RateLimitStatus, headers: HeaderBag) => {

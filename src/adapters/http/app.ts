@@ -16,7 +16,7 @@ import { type DashboardDeps, mountDashboard } from './dashboard/routes.js';
 import { openAiFace } from './faces.js';
 import { createGuard } from './guard.js';
 import { h3ErrorAnswer } from './h3Errors.js';
-import { type HeaderBag, json } from './jsonAnswer.js';
+import { json } from './jsonAnswer.js';
 import { readJsonBody } from './jsonBody.js';
 import type { JsonBounds } from './jsonBounds.js';
 import { mountMetrics } from './metricsRoute.js';
@@ -24,6 +24,7 @@ import { mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import type { OpenCallsShape } from './openCalls.js';
 import { mountProbes } from './probes.js';
+import type { HeaderBag } from './route.js';
 import { createTraffic, type Traffic } from './traffic.js';
 
 export type HttpDeps = {

@@ -5,7 +5,7 @@
  * (app.ts): nothing is sent.
  */
 
-import type { HeaderBag } from './jsonAnswer.js';
+import type { HeaderBag } from './route.js';
 
 /** Methods airs answers under /v1. */
 const allowedMethods = 'GET, POST, OPTIONS';

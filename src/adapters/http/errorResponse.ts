@@ -1,16 +1,9 @@
 import { FastResponse } from 'srvx';
 import type { ApiError } from '../../domain/errors.js';
+import type { errorCodes } from './wireFormat.js';
 
-/** The contract's error codes. */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'rate_limited'
-  | 'idempotency_key_reused'
-  | 'server_error';
+/** The contract's error codes (listed once, in the error schema of wireFormat.ts). */
+export type ErrorCode = (typeof errorCodes)[number];
 
 /** The one table from domain errors to HTTP: status, code and the headers the contract asks for. */
 const table: {

@@ -1,8 +1,8 @@
 import { type ApiError, Unavailable } from '../../domain/errors.js';
 import { errorResponse, serverErrorResponse } from './errorResponse.js';
-import type { HeaderBag } from './jsonAnswer.js';
 import { openAiErrorResponse, openAiFaultResponse } from './openai/errors.js';
 import { isOpenAiPath } from './openai/routes.js';
+import type { HeaderBag } from './route.js';
 
 /** How a face of the API answers what is not a result: an error, a fault, a call while draining. */
 export type Face = {

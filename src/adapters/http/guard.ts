@@ -2,17 +2,14 @@ import type { H3Event } from 'h3';
 import type { Logger } from 'pino';
 import type { HttpRoute } from '../../app/Metrics.js';
 import { unavailableFor } from '../../app/StorageHealth.js';
-import { type ApiError, InvalidRequest } from '../../domain/errors.js';
+import { InvalidRequest } from '../../domain/errors.js';
 import { StorageFault } from '../../ports/Store.js';
 import type { Cors } from './cors.js';
 import { isApiError } from './errorResponse.js';
 import { airsFace, type Face, notAccepting } from './faces.js';
-import type { HeaderBag } from './jsonAnswer.js';
 import { ClientGone } from './requestBody.js';
+import type { HeaderBag, Route } from './route.js';
 import type { Traffic } from './traffic.js';
-
-/** A route of the API: an answer, or a domain error for its face to answer. */
-export type Route = (event: H3Event, headers: HeaderBag) => Promise<Response | ApiError>;
 
 export type GuardDeps = {
   readonly log: Logger;

@@ -4,7 +4,7 @@ import { unavailableFor } from '../../app/StorageHealth.js';
 import { InvalidRequest } from '../../domain/errors.js';
 import { StorageFault } from '../../ports/Store.js';
 import { faceOf } from './faces.js';
-import type { HeaderBag } from './jsonAnswer.js';
+import type { HeaderBag } from './route.js';
 
 /**
  * The answers h3 makes itself, outside the routes (a malformed path, say), in the contract's shape of the path's

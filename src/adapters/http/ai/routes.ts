@@ -7,9 +7,10 @@ import type { Admit } from '../admit.js';
 import { isApiError } from '../errorResponse.js';
 import type { Guard } from '../guard.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
-import { type HeaderBag, json } from '../jsonAnswer.js';
+import { json } from '../jsonAnswer.js';
 import type { OpenCallsShape } from '../openCalls.js';
 import { preferredWaitSeconds } from '../preferWait.js';
+import type { HeaderBag } from '../route.js';
 import { acceptedBody, pollBody } from './wire.js';
 
 export type AiDeps = {
@@ -136,8 +137,7 @@ export const mountAi = (app: H3, deps: AiDeps) => {
     const view = await deps.requests.poll(principal, reqId);
     if (isApiError(view)) return view;
     if (view.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
-    // A view is only found by a non-empty id.
-    return json(200, pollBody(reqId as string, view), headers);
+    return json(200, pollBody(view), headers);
   };
 
   const routes = new Map<string, ReturnType<Guard>>([

@@ -34,10 +34,10 @@ export const acceptedBody = (submitted: Submitted): AcceptedBody => ({
 
 const secondsOf = (ms: number) => Math.floor(ms / 1000);
 
-/** A polled request's body; `reqId` as the caller named it (the request was found by it). */
-export const pollBody = (reqId: string, view: PollView): PollBody => {
+/** A polled request's body. */
+export const pollBody = (view: PollView): PollBody => {
   const { context } = view.state;
-  const { model } = context;
+  const { reqId, model } = context;
   const created_at = secondsOf(context.createdAt);
   if (view.status === 'queued') return { req_id: reqId, status: 'queued', model, created_at };
   const { inputTokens, outputTokens } = context;
