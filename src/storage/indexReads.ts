@@ -2,6 +2,7 @@ import type { KeyState } from '../domain/account/state.js';
 import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { DailyTokens, ListName, ListPage, OpenBatch, RequestPage } from '../ports/Store.js';
+import { accountsInTurn } from './accountsInTurn.js';
 import type { OrderedIndexes } from './orderedIndexes.js';
 import { pastPrefix } from './orderedIndexes.js';
 import type { GroupName, IndexKey } from './projection.js';
@@ -30,25 +31,12 @@ const ofAccount = (accountId: string) => ({ start: [accountId], end: [pastPrefix
  * (adapters/postgres/reads.ts, held to the same contract suite).
  */
 export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
-  /** The first account in the dispatch index at or after `from` (each hop skips one account's whole range). */
-  const accountFrom = (from: string): string | undefined =>
-    (firstOf(indexes.keys('dispatch', { start: [from], limit: 1 })) as [string] | undefined)?.[0];
+  /** The first account in the dispatch index after `account` (one seek past its whole range). */
+  const accountAfter = (account: string): string | undefined =>
+    (firstOf(indexes.keys('dispatch', { start: [pastPrefix(account)], limit: 1 })) as [string] | undefined)?.[0];
 
   /** Accounts with requests waiting for a worker, in id order, starting after `after` and wrapping round to it. */
-  function* queuedAccounts(after: string | undefined): Iterable<string> {
-    let account = accountFrom(after === undefined ? '' : pastPrefix(after));
-    while (account !== undefined) {
-      yield account;
-      account = accountFrom(pastPrefix(account));
-    }
-    if (after === undefined) return;
-    // Wrap round: the accounts before and including `after`.
-    account = accountFrom('');
-    while (account !== undefined && account <= after) {
-      yield account;
-      account = accountFrom(pastPrefix(account));
-    }
-  }
+  const queuedAccounts = (after: string | undefined): Iterable<string> => accountsInTurn(accountAfter, after);
 
   /** An account's requests waiting for a worker, earliest availability first. */
   function* queuedOf(accountId: string): Iterable<QueuedEntry> {

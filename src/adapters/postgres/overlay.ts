@@ -7,6 +7,7 @@ import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import { accountsInTurn } from '../../storage/accountsInTurn.js';
 import type { DailyUsage, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import type { BatchTarget } from '../../storage/writeBatch.js';
 
@@ -341,23 +342,9 @@ export const overlayTarget = (
     return writes.emails.get(email) ?? fetched.known(fetched.emails, email, { kind: 'email', id: email });
   }
 
-  /** The lanes with waiting requests (claimFairly's accounts in turn). */
-  function* queuedAccounts(after: string | undefined): Iterable<string> {
-    let current = after ?? '';
-    for (let next = fetched.nextAccount(current); next !== null; ) {
-      yield next;
-      current = next;
-      next = fetched.nextAccount(current);
-    }
-    if (after === undefined) return;
-    // Wrap round: the lanes up to and including `after`.
-    current = '';
-    for (let next = fetched.nextAccount(current); next !== null && compareIds(next, after) <= 0; ) {
-      yield next;
-      current = next;
-      next = fetched.nextAccount(current);
-    }
-  }
+  /** The lanes with waiting requests (claimFairly's accounts in turn), over the lanes fetched so far. */
+  const queuedAccounts = (after: string | undefined): Iterable<string> =>
+    accountsInTurn((lane) => fetched.nextAccount(lane) ?? undefined, after);
 
   function* queuedOf(lane: string): Iterable<QueuedEntry> {
     const queue = fetched.queues.get(lane);
