@@ -1,4 +1,4 @@
-import { Layer } from 'effect';
+import * as Layer from 'effect/Layer';
 import type { Logger } from 'pino';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
 import { webhookUrlProblem } from './adapters/webhooks/urlCheck.js';

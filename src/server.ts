@@ -1,4 +1,6 @@
-import { Effect, Layer, ManagedRuntime } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as ManagedRuntime from 'effect/ManagedRuntime';
 import type { H3 } from 'h3';
 import { createHttpApp } from './adapters/http/app.js';
 import { batchEndpoints } from './adapters/http/openai/batchEndpoints.js';

@@ -1,4 +1,5 @@
-import { Effect, Layer } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { redactedUrl } from './adapters/postgres/redactedUrl.js';
 import type { Config } from './config.js';

@@ -1,4 +1,6 @@
-import { Context, Effect, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import { type AccountCommand, keyNameProblem } from '../domain/account/decider.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';

@@ -1,4 +1,5 @@
-import { Context, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Layer from 'effect/Layer';
 import type { Config } from '../config.js';
 
 /** The configuration in force, as a service so tests can build the app with their own. */

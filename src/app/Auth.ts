@@ -1,4 +1,6 @@
-import { Context, Effect, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import { Forbidden, Unauthorized } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { createTwoGenerationCache } from '../domain/twoGenerationCache.js';

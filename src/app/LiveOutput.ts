@@ -1,4 +1,5 @@
-import { Context, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Layer from 'effect/Layer';
 
 /** What a caller streaming a request hears of the attempt a worker of this process runs for it. */
 export type LiveListener = {

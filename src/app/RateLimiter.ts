@@ -1,4 +1,7 @@
-import { Context, Effect, Layer, Option } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as Option from 'effect/Option';
 import { RateLimited } from '../domain/errors.js';
 import type { PlanName } from '../domain/plans.js';
 import { peekGcra } from '../domain/rateLimit/gcra.js';

@@ -1,5 +1,8 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Context, Effect, Layer, Result } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as Result from 'effect/Result';
 import type { AccountCommand } from '../domain/account/decider.js';
 import { isRefusal, passwordCredentialKey, sessionCredentialKey } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';

@@ -1,4 +1,7 @@
-import { Context, Effect, Layer, Schedule } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as Schedule from 'effect/Schedule';
 import type { Logger } from 'pino';
 import { isRefusal } from '../domain/commands.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';

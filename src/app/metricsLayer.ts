@@ -1,4 +1,5 @@
-import { Effect, Layer } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';

@@ -1,4 +1,4 @@
-import { Data } from 'effect';
+import * as Data from 'effect/Data';
 
 /**
  * Errors the product's rules produce. They know nothing of HTTP: the HTTP adapter maps them to a status

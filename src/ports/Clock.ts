@@ -1,4 +1,4 @@
-import { Context } from 'effect';
+import * as Context from 'effect/Context';
 
 /** Wall-clock time in epoch milliseconds. The domain never reads a clock; the app passes `now` in. */
 export interface ClockShape {

@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto';
-import { Context } from 'effect';
+import * as Context from 'effect/Context';
 
 /** Makers of identifiers and secrets. */
 export interface IdsShape {

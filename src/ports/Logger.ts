@@ -1,4 +1,5 @@
-import { Context, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Layer from 'effect/Layer';
 import { type Logger, pino } from 'pino';
 
 /** Structured logs (JSON lines on stderr). Key material and payload text are never logged. */

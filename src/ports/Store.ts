@@ -1,4 +1,4 @@
-import { Context } from 'effect';
+import * as Context from 'effect/Context';
 import type { AccountState, KeyState, SessionState } from '../domain/account/state.js';
 import type { BatchView } from '../domain/batch/state.js';
 import type { QueuedEntry } from '../domain/claimFairly.js';

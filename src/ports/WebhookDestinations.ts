@@ -1,4 +1,4 @@
-import { Context } from 'effect';
+import * as Context from 'effect/Context';
 
 /** What the operator allows beyond the safe default (`webhooks.allowHttp`, `webhooks.allowPrivateNetworks`). */
 export type WebhookDestinationPolicy = {

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import type { Effect } from 'effect';
+import type * as Effect from 'effect/Effect';
 import type { AccountsShape } from '../../app/Accounts.js';
 import type { CommitterShape } from '../../app/Committer.js';
 import type { Config, ConfigOverrides } from '../../config.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Effect } from 'effect';
+import type * as Effect from 'effect/Effect';
 import type { EndpointWithSecret, WebhooksShape } from '../../app/webhooks/Webhooks.js';
 import type { AccountLimitReached, Refused } from '../../domain/errors.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';

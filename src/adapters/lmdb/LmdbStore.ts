@@ -1,4 +1,5 @@
-import { Effect, Layer } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';

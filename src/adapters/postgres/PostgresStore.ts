@@ -1,4 +1,5 @@
-import { Effect, Layer } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
 import {
   type AttemptAsk,

@@ -2,9 +2,9 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import { openBatchesCounter, storedBytesCounter } from '../../domain/accountCounters.js';
 import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
+import { scanLimit } from '../../domain/claimFairly.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { FileState } from '../../domain/file/state.js';
-import { scanLimit } from '../../domain/claimFairly.js';
 import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';

@@ -1,4 +1,4 @@
-import { Context } from 'effect';
+import * as Context from 'effect/Context';
 import type { InvalidRequest } from '../../domain/errors.js';
 import type { RequestView, SubmitInput } from '../Requests.js';
 

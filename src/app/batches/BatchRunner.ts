@@ -1,4 +1,7 @@
-import { Context, Effect, Layer, Option } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
 import type { BatchCommand, WrittenFile } from '../../domain/batch/decider.js';
 import { lineRequestId } from '../../domain/batch/lines.js';

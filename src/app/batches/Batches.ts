@@ -1,4 +1,6 @@
-import { Context, Effect, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import type { BatchView } from '../../domain/batch/state.js';
 import { isFinalBatch } from '../../domain/batch/state.js';
 import { isRefusal } from '../../domain/commands.js';

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Context, Effect, Layer, Option } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
+import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
 import type { Unavailable } from '../../domain/errors.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';

@@ -1,4 +1,6 @@
-import { Context, Effect, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import type { Logger } from 'pino';
 import { type Command, isRefusal } from '../../domain/commands.js';
 import { AppClock } from '../../ports/Clock.js';

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Context, Effect, Layer } from 'effect';
+import * as Context from 'effect/Context';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import type { Logger } from 'pino';
 import { isRefusal } from '../../domain/commands.js';
 import { defaultWebhookBackoff, type WebhookBackoff } from '../../domain/webhook/backoff.js';

@@ -1,4 +1,5 @@
-import { Context, type Effect } from 'effect';
+import * as Context from 'effect/Context';
+import type * as Effect from 'effect/Effect';
 import type { AccountLimitReached, Refused } from '../../domain/errors.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';

@@ -1,4 +1,5 @@
-import { Effect, Layer } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Layer from 'effect/Layer';
 import { isRefusal } from '../../domain/commands.js';
 import { AccountLimitReached, Refused, Unavailable } from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';

@@ -1,4 +1,5 @@
-import { Effect, Result } from 'effect';
+import * as Effect from 'effect/Effect';
+import * as Result from 'effect/Result';
 import { type H3, type H3Event, html, raw, redirect } from 'h3';
 import type { Logger } from 'pino';
 import type { AccountsShape } from '../../../app/Accounts.js';
