@@ -1,6 +1,6 @@
 import { type Logger, pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamName } from '../../src/adapters/models/openai.js';
+import { upstreamName } from '../../src/adapters/models/upstreamName.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { ManualClock } from '../../src/ports/Clock.js';

@@ -10,6 +10,7 @@ import type {
 } from '../../ports/ModelProvider.js';
 import { UpstreamFailed } from '../../ports/ModelProvider.js';
 import { connectionFailure } from './connectionFailure.js';
+import { upstreamName } from './upstreamName.js';
 
 export type OpenAiOptions = {
   /** The server's API root, as OpenAI clients take it: `http://localhost:11434/v1`, `https://api.openai.com/v1`. */
@@ -23,23 +24,6 @@ export type OpenAiOptions = {
    * honoured). A 400, 401, 403, 404 or 422 is never retried (the SDK's rule): no retry mends it.
    */
   readonly maxRetries: number;
-};
-
-/**
- * The upstream as the log and the event log name it: its base URL without user, password, query or fragment (where
- * a credential could hide; the key itself travels in a header and is never part of it).
- */
-export const upstreamName = (baseUrl: string): string => {
-  try {
-    const url = new URL(baseUrl);
-    url.username = '';
-    url.password = '';
-    url.search = '';
-    url.hash = '';
-    return url.href.replace(/\/$/, '').slice(0, 200);
-  } catch {
-    return '(an invalid base URL)';
-  }
 };
 
 /**

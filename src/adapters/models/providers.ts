@@ -1,7 +1,7 @@
 import type { ModelConfig } from '../../config.js';
 import type { ModelProvider } from '../../ports/ModelProvider.js';
 import { echoProvider } from './echo.js';
-import { openAiProvider } from './openai.js';
+import type { OpenAiOptions } from './openai.js';
 
 /** The table of providers: a model's `provider` field picks the factory that builds its backend. */
 const factories: {
@@ -9,7 +9,7 @@ const factories: {
 } = {
   echo: (model) => echoProvider({ delayMs: model.delayMs }),
   openai: (model) =>
-    openAiProvider({
+    loadedOnFirstCall({
       baseUrl: model.baseUrl,
       // Read at start-up from the variable the config names; never stored, logged or written to the log.
       apiKey: model.apiKeyEnv === undefined ? undefined : process.env[model.apiKeyEnv],
@@ -17,6 +17,20 @@ const factories: {
       timeoutMs: model.timeoutMs,
       maxRetries: model.maxRetries,
     }),
+};
+
+/**
+ * The OpenAI-compatible provider, with the `openai` SDK (about 150 modules) loaded at its first call: a server or CLI
+ * command that never calls such a model starts without it.
+ */
+const loadedOnFirstCall = (options: OpenAiOptions): ModelProvider => {
+  let provider: Promise<ModelProvider> | undefined;
+  return {
+    generate: async (input) => {
+      provider ??= import('./openai.js').then(({ openAiProvider }) => openAiProvider(options));
+      return (await provider).generate(input);
+    },
+  };
 };
 
 export const createProvider = (model: ModelConfig): ModelProvider =>

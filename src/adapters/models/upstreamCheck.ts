@@ -3,7 +3,7 @@ import { causeOf } from '../../app/upstreamProblems.js';
 import type { ModelConfig } from '../../config.js';
 import type { UpstreamProblem } from '../../ports/ModelProvider.js';
 import { connectionFailure } from './connectionFailure.js';
-import { upstreamName } from './openai.js';
+import { upstreamName } from './upstreamName.js';
 
 /** How long a check waits for an upstream's answer, and how much of its body it reads at most. */
 export const checkTimeoutMs = 5_000;
