@@ -1,25 +1,15 @@
-import { rmSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { describe, expect, it } from 'vitest';
+import { type MemoryStore, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { type CommitterLimits, createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
 import type { Command } from '../../src/domain/commands.js';
 import { Unavailable } from '../../src/domain/errors.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
-import { tempDataDir } from '../support/testApp.js';
+import { submitCommand } from '../support/commands.js';
 
-const submit = (n: number, prompt = 'hello'): Command => ({
-  type: 'Submit',
-  reqId: `req_${String(n).padStart(6, '0')}`,
-  accountId: 'acct_1',
-  keyId: 'key_1',
-  model: 'echo',
-  promptChars: prompt.length,
-  prompt,
-  ttlMs: 60_000,
-  now: 1_000,
-});
+const submit = (n: number, prompt = 'hello'): Command =>
+  submitCommand(`req_${String(n).padStart(6, '0')}`, 1_000, { prompt });
 
-/** The real LMDB store, watched: every batch it is given is recorded, and commits wait for `open()` if held. */
+/** A store (the committer's behaviour is the same on each), watched: every batch it is given is recorded, and commits wait for `open()` if held. */
 const watched = (store: StoreShape) => {
   const batches: Batch[] = [];
   let gate: Promise<void> = Promise.resolve();
@@ -62,16 +52,10 @@ const settled = async <A>(promise: Promise<A>) => {
 };
 
 describe('The committer (one durable write per batch of commands)', () => {
-  let lmdb: LmdbStore;
-  let dir: string;
-  afterEach(async () => {
-    await lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  let store: MemoryStore;
   const setUp = (limits: Partial<CommitterLimits> = {}) => {
-    dir = tempDataDir('airs-committer');
-    lmdb = openLmdbStore(dir);
-    const watch = watched(lmdb);
+    store = openMemoryStore();
+    const watch = watched(store);
     return { ...watch, committer: createCommitter(watch.store, { ...defaultCommitterLimits, ...limits }) };
   };
 
@@ -101,16 +85,13 @@ describe('The committer (one durable write per batch of commands)', () => {
     open();
     await Promise.all([first, second, third, fourth]);
     expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2, 1]);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.lastSeq()).toBe(4);
+    expect(await store.reads.lastSeq()).toBe(4);
   });
 
   it('bounds each batch by its count of commands and by the bytes of text it carries', async () => {
     const counted = setUp({ maxBatch: 10 });
     await Promise.all(Array.from({ length: 25 }, (_, n) => counted.committer.send(submit(n))));
     expect(counted.batches.map((batch) => batch.commands.length)).toEqual([10, 10, 5]);
-    await lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
 
     const sized = setUp({ maxBatchBytes: 3 * 3_000 });
     const prompt = 'x'.repeat(1_000);
@@ -131,9 +112,8 @@ describe('The committer (one durable write per batch of commands)', () => {
     open();
     const outcomes = await Promise.all([first, ...accepted, internal]);
     expect(outcomes.every((outcome) => 'events' in outcome)).toBe(true);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.request('req_000006')).toBeUndefined();
-    expect(lmdb.syncReads.lastSeq()).toBe(7);
+    expect(await store.reads.request('req_000006')).toBeUndefined();
+    expect(await store.reads.lastSeq()).toBe(7);
   });
 
   it("puts the workers' commands ahead of the API's in each batch: an outcome waits for at most the batch in flight", async () => {
@@ -158,8 +138,7 @@ describe('The committer (one durable write per batch of commands)', () => {
     failNextCommit();
     const failed = await Promise.allSettled([committer.send(submit(1)), committer.send(submit(2))]);
     expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.lastSeq()).toBe(0);
+    expect(await store.reads.lastSeq()).toBe(0);
     const next = await committer.send(submit(3));
     expect('events' in next).toBe(true);
   });
