@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { queuedCountedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
+import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { postSubmission } from '../support/submit.js';
 import { type TestApp, testApps } from '../support/testApp.js';
 
 /** A model that never answers within these tests: its requests stay processing or waiting. */
@@ -12,13 +13,16 @@ const stuck: ModelConfig = { id: 'stuck', provider: 'echo', delayMs: 600_000, ti
 const plans = { ...defaultPlans, free: { ...defaultPlans.free, maxQueued: 3 } };
 
 const submit = (app: TestApp, key: string, prompt = 'wait for me') =>
-  app.call('POST', '/v1/ai', { key, body: { model: 'stuck', prompt } });
+  postSubmission(app, key, { model: 'stuck', prompt });
 
 describe('The bound on requests an account may have waiting or being processed (plans.<plan>.maxQueued)', () => {
   const start = testApps();
 
-  it('refuses a submit beyond the bound with 429 rate_limited saying the queue is full, and accepts again once one is cancelled', async () => {
-    const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
+  it("refuses a submit beyond the bound with 429 rate_limited saying the queue is full, and accepts again once one is cancelled (LMDB's verify agreeing)", async () => {
+    const app = await start({
+      store: 'lmdb',
+      config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
+    });
     const account = await app.account('free');
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -41,7 +45,7 @@ describe('The bound on requests an account may have waiting or being processed (
     await app.requests.cancel({ accountId: account.accountId, keyId: account.keyId, plan: 'free' }, ids[0] as string);
     expect((await submit(app, account.key)).status).toBe(202);
     expect((await submit(app, account.key)).status).toBe(429);
-    expect(verifyViews((app.store as LmdbStore).databases).differences).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
   it('accepts exactly as many as the bound allows when many submits arrive at once (decided inside the write)', async () => {
@@ -52,8 +56,11 @@ describe('The bound on requests an account may have waiting or being processed (
     expect(answers.filter((a) => a.status === 429)).toHaveLength(17);
   });
 
-  it('counts the requests of a data directory written before the count existed, once, at its first open', async () => {
-    const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
+  it('counts the requests of an LMDB data directory written before the count existed, once, at its first open', async () => {
+    const app = await start({
+      store: 'lmdb',
+      config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
+    });
     const account = await app.account('free');
     for (let i = 0; i < 3; i++) expect((await submit(app, account.key)).status).toBe(202);
     await app.close();
@@ -69,10 +76,10 @@ describe('The bound on requests an account may have waiting or being processed (
     await old.root.close();
 
     const reopened = await start({
-      dataDir: app.dataDir,
+      reopen: app,
       config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
     });
-    expect(verifyViews((reopened.store as LmdbStore).databases).differences).toEqual([]);
+    expect(lmdbViewDifferences(reopened)).toEqual([]);
     expect((await submit(reopened, account.key)).status).toBe(429);
   });
 });
