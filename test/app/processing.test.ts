@@ -79,7 +79,7 @@ describe('Processing', () => {
     await first.stop({ keepData: true });
 
     const second = await start({
-      reopen: first,
+      storeOf: first,
       clock: first.clock,
       config: { models: [model('m', 0)], processing: { concurrency: 1, maxAttempts: 3 } },
     });

@@ -76,7 +76,7 @@ describe('The bound on requests an account may have waiting or being processed (
     await old.root.close();
 
     const reopened = await start({
-      reopen: app,
+      storeOf: app,
       config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
     });
     expect(lmdbViewDifferences(reopened)).toEqual([]);

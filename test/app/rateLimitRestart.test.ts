@@ -16,7 +16,7 @@ describe('Rate limits across a restart', () => {
     const { key } = await first.account('free');
     const restart = async () => {
       await first.stop({ keepData: true });
-      const second = await startTestApp({ reopen: first, clock });
+      const second = await startTestApp({ storeOf: first, clock });
       apps.push(second);
       return second;
     };

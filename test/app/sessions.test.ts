@@ -91,7 +91,7 @@ describe('Dashboard sessions', () => {
     app = await startTestApp();
     const started = (await app.sessions.signup('f@example.com', password, '127.0.0.1')) as StartedSession;
     await app.stop({ keepData: true });
-    app = await startTestApp({ reopen: app, clock: app.clock });
+    app = await startTestApp({ storeOf: app, clock: app.clock });
     expect(await app.sessions.current(started.token)).toEqual({
       accountId: started.accountId,
       sessionId: started.sessionId,

@@ -37,8 +37,11 @@ export type TestAppOptions = {
    * directory given is where the store lives).
    */
   readonly store?: StoreKind;
-  /** The store of an app that stopped keeping its data, opened again: a restart of the server on the same store. */
-  readonly reopen?: TestApp;
+  /**
+   * The store of another app: a restart of the server on the same store (after `stop({ keepData: true })`), or a
+   * second server on it.
+   */
+  readonly storeOf?: TestApp;
   /** LMDB's directory (a new temporary one by default; on the other stores only the free-space watch reads it). */
   readonly dataDir?: string;
   readonly sweepIntervalMs?: number;
@@ -59,7 +62,7 @@ export type TestApp = App & {
   readonly config: Config;
   readonly clock: ClockShape;
   readonly dataDir: string;
-  /** The store it runs on, and where that lives (for `reopen`). */
+  /** The store it runs on, and where that lives (for `storeOf`). */
   readonly testStore: TestStore;
   /** Creates an account with one key; returns both. */
   account(plan?: PlanName, email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
@@ -86,7 +89,7 @@ export const requestInit = (method: string, init: CallInit = {}): RequestInit =>
 
 /** The store a new app runs on: the reopened app's, or a new one of the kind asked for. */
 const storeFor = (options: TestAppOptions, dataDir: string, config: Config): Promise<TestStore> => {
-  if (options.reopen !== undefined) return Promise.resolve(options.reopen.testStore);
+  if (options.storeOf !== undefined) return Promise.resolve(options.storeOf.testStore);
   if (options.storeLayer !== undefined && options.store === undefined) return Promise.resolve({ kind: 'own' });
   const kind = options.store ?? (options.dataDir === undefined ? defaultStoreKind() : 'lmdb');
   return createTestStore(kind, dataDir, config);
@@ -94,7 +97,7 @@ const storeFor = (options: TestAppOptions, dataDir: string, config: Config): Pro
 
 /** Starts the whole app on a fresh store (see `TestAppOptions.store`), with a temporary data directory. */
 export const startTestApp = async (options: TestAppOptions = {}): Promise<TestApp> => {
-  const dataDir = options.dataDir ?? options.reopen?.dataDir ?? tempDataDir();
+  const dataDir = options.dataDir ?? options.storeOf?.dataDir ?? tempDataDir();
   const defaults = defaultConfig({ dataDir });
   const asked: Config = {
     ...defaults,
