@@ -90,7 +90,9 @@ export const requestInit = (method: string, init: CallInit = {}): RequestInit =>
 /** The store a new app runs on: the reopened app's, or a new one of the kind asked for. */
 const storeFor = (options: TestAppOptions, dataDir: string, config: Config): Promise<TestStore> => {
   if (options.storeOf !== undefined) return Promise.resolve(options.storeOf.testStore);
-  if (options.storeLayer !== undefined && options.store === undefined) return Promise.resolve({ kind: 'own' });
+  // A store the test opens itself: its layer, or a database its config names.
+  const ownStore = options.storeLayer !== undefined || options.config?.store?.url !== undefined;
+  if (ownStore && options.store === undefined) return Promise.resolve({ kind: 'own' });
   const kind = options.store ?? (options.dataDir === undefined ? defaultStoreKind() : 'lmdb');
   return createTestStore(kind, dataDir, config);
 };

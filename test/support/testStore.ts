@@ -28,7 +28,7 @@ export type TestStore =
   | { readonly kind: 'memory'; readonly memory: MemoryStore }
   | { readonly kind: 'lmdb'; readonly dataDir: string }
   | { readonly kind: 'postgres'; readonly url: string }
-  /** The test's own store layer (`storeLayer`): the test opens and removes it. */
+  /** The test's own store (its `storeLayer`, or the database its config names): the test makes and removes it. */
   | { readonly kind: 'own' };
 
 /** A new, empty store of `kind` (LMDB in `dataDir`; PostgreSQL: a new database on the tests' cluster). */
