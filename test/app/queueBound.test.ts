@@ -6,14 +6,13 @@ import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { lmdbViewDifferences } from '../support/lmdbViews.js';
 import { postSubmission } from '../support/submit.js';
-import { type TestApp, testApps } from '../support/testApp.js';
+import { testApps } from '../support/testApp.js';
 
 /** A model that never answers within these tests: its requests stay processing or waiting. */
 const stuck: ModelConfig = { id: 'stuck', provider: 'echo', delayMs: 600_000, timeoutMs: 600_000 };
 const plans = { ...defaultPlans, free: { ...defaultPlans.free, maxQueued: 3 } };
 
-const submit = (app: TestApp, key: string, prompt = 'wait for me') =>
-  postSubmission(app, key, { model: 'stuck', prompt });
+const waiter = { model: 'stuck', prompt: 'wait for me' };
 
 describe('The bound on requests an account may have waiting or being processed (plans.<plan>.maxQueued)', () => {
   const start = testApps();
@@ -26,11 +25,11 @@ describe('The bound on requests an account may have waiting or being processed (
     const account = await app.account('free');
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const answer = await submit(app, account.key);
+      const answer = await postSubmission(app, account.key, waiter);
       expect(answer.status).toBe(202);
       ids.push(((await answer.json()) as { request_id: string }).request_id);
     }
-    const refused = await submit(app, account.key);
+    const refused = await postSubmission(app, account.key, waiter);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe(String(app.config.pollIntervalSeconds));
     const body = (await refused.json()) as { error: { code: string; message: string } };
@@ -40,18 +39,20 @@ describe('The bound on requests an account may have waiting or being processed (
 
     // Another account's queue is its own.
     const other = await app.account('free');
-    expect((await submit(app, other.key)).status).toBe(202);
+    expect((await postSubmission(app, other.key, waiter)).status).toBe(202);
 
     await app.requests.cancel({ accountId: account.accountId, keyId: account.keyId, plan: 'free' }, ids[0] as string);
-    expect((await submit(app, account.key)).status).toBe(202);
-    expect((await submit(app, account.key)).status).toBe(429);
+    expect((await postSubmission(app, account.key, waiter)).status).toBe(202);
+    expect((await postSubmission(app, account.key, waiter)).status).toBe(429);
     expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
   it('accepts exactly as many as the bound allows when many submits arrive at once (decided inside the write)', async () => {
     const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
     const account = await app.account('free');
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => submit(app, account.key, `burst ${i}`)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => postSubmission(app, account.key, { model: 'stuck', prompt: `burst ${i}` })),
+    );
     expect(answers.filter((a) => a.status === 202)).toHaveLength(3);
     expect(answers.filter((a) => a.status === 429)).toHaveLength(17);
   });
@@ -62,7 +63,7 @@ describe('The bound on requests an account may have waiting or being processed (
       config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
     });
     const account = await app.account('free');
-    for (let i = 0; i < 3; i++) expect((await submit(app, account.key)).status).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await postSubmission(app, account.key, waiter)).status).toBe(202);
     await app.close();
     // As an older airs left it: no counts, no marker.
     const old = openDatabases(app.dataDir);
@@ -80,6 +81,6 @@ describe('The bound on requests an account may have waiting or being processed (
       config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
     });
     expect(lmdbViewDifferences(reopened)).toEqual([]);
-    expect((await submit(reopened, account.key)).status).toBe(429);
+    expect((await postSubmission(reopened, account.key, waiter)).status).toBe(429);
   });
 });

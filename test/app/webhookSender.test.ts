@@ -9,7 +9,7 @@ import { batchWhen, chatLines, createBatch, isEnded, uploadLines } from '../supp
 import { unusedPort } from '../support/ports.js';
 import { call } from '../support/processes.js';
 import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
-import { submit as submitTo } from '../support/submit.js';
+import { submit } from '../support/submit.js';
 import { eventually, listen, type TestApp, type TestConfig, testApps } from '../support/testApp.js';
 import type { StoreKind } from '../support/testStore.js';
 import { addWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../support/webhookEndpoints.js';
@@ -66,7 +66,8 @@ const appsOn =
       },
     });
 
-const submit = (app: TestApp, key: string, model = 'echo') => submitTo(app, key, { model, prompt: 'hello hooks' });
+/** What the tests submit: the prompt says nothing, the model decides how the request ends. */
+const hooked = { prompt: 'hello hooks' };
 
 const principalOf = (account: { accountId: string; keyId: string }): Principal =>
   ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
@@ -106,11 +107,11 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
       accountId: account.accountId,
       url: hooks.url('/hooks'),
     });
-    const completed = await submit(app, account.key, 'echo');
-    const failed = await submit(app, account.key, 'down');
-    const cancelled = await submit(app, account.key, 'slow');
+    const completed = await submit(app, account.key, { ...hooked, model: 'echo' });
+    const failed = await submit(app, account.key, { ...hooked, model: 'down' });
+    const cancelled = await submit(app, account.key, { ...hooked, model: 'slow' });
     await app.requests.cancel(principalOf(account), cancelled);
-    const expired = await submit(app, account.key, 'slow');
+    const expired = await submit(app, account.key, { ...hooked, model: 'slow' });
     // Made through the Responses face: `response.*` (data.id `resp_…`) beside `request.*`.
     const respond = async (model: string) => {
       const answer = await app.call('POST', '/v1/responses', {
@@ -229,7 +230,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
         accountId: account.accountId,
         url: hooks.url(`/${one === app ? 'now' : 'late'}`),
       });
-      await submit(one, account.key);
+      await submit(one, account.key, hooked);
       const [post] = await eventually(() =>
         hooks.to(one === app ? '/now' : '/late').length > 0 ? hooks.to(one === app ? '/now' : '/late') : undefined,
       );
@@ -253,7 +254,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
       accountId: account.accountId,
       url: hooks.url('/flaky'),
     });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await eventually(() => (hooks.posted.length === 1 ? true : undefined));
     const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
     await eventually(async () =>
@@ -289,10 +290,10 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     await addWebhookEndpoint(app, { accountId: stuck.accountId, url: hooks.url('/hang') });
     await addWebhookEndpoint(app, { accountId: other.accountId, url: hooks.url('/ok') });
     // More deliveries for the hanging endpoint than the whole sender has places.
-    for (let i = 0; i < 12; i++) await submit(app, stuck.key);
+    for (let i = 0; i < 12; i++) await submit(app, stuck.key, hooked);
     await eventually(() => (hooks.open('/hang') === 2 ? true : undefined));
     const startedAt = Date.now();
-    const reqId = await submit(app, other.key);
+    const reqId = await submit(app, other.key, hooked);
     const submitMs = Date.now() - startedAt;
     await eventually(() => (hooks.to('/ok').length === 1 ? true : undefined), 3_000);
     expect(Date.now() - startedAt).toBeLessThan(1_000);
@@ -309,7 +310,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const account = await app.account('scale');
     const old = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/rotated') });
     const rotated = await rotateWebhookSecret(app, { accountId: account.accountId, endpointId: old.endpointId });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     const post = await eventually(() => hooks.posted[0]);
     const signatures = headerOf(post, 'webhook-signature').split(' ');
     expect(signatures).toHaveLength(2);
@@ -328,7 +329,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const account = await app.account('scale');
     await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
     const reqIds = [];
-    for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key));
+    for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key, hooked));
     await eventually(() => (hooks.posted.length === 12 ? true : undefined), 10_000);
     expect(hooks.mostOpen('/slow')).toBe(3);
     expect(new Set(hooks.posted.map((post) => JSON.parse(post.body).data.id))).toEqual(new Set(reqIds));
@@ -343,7 +344,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/gone`,
     });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     const [delivery] = await eventually(async () => {
       const found = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 10 });
       return found[0]?.context.attempts === 1 && found[0].status === 'waiting' ? found : undefined;
@@ -369,7 +370,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/down`,
     });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     const waiting = await eventually(async () => {
       const [found] = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 1 });
       return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
@@ -391,7 +392,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const app = await startApp({ clock });
     const account = await app.account('scale');
     const { endpointId } = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/down') });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     const failing = await eventually(async () => {
       const [found] = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 1 });
       return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
@@ -407,13 +408,13 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     // Disabled: an ending makes no delivery for it, and the receiver (healthy again) hears nothing.
     healthy = true;
     const posts = hooks.posted.length;
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 10 })).toHaveLength(1);
     expect(hooks.posted).toHaveLength(posts);
     // Enabled: the next ending is delivered, and the given-up one comes back by redelivery, same webhook-id.
     await Effect.runPromise(app.webhooks.enable(account.accountId, endpointId));
-    const later = await submit(app, account.key);
+    const later = await submit(app, account.key, hooked);
     await eventually(() => (hooks.posted.some((post) => post.body.includes(later)) ? true : undefined));
     await Effect.runPromise(app.webhooks.redeliver(account.accountId, failing.context.deliveryId));
     await eventually(async () =>
@@ -430,7 +431,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const account = await one.account('scale');
     await addWebhookEndpoint(one, { accountId: account.accountId, url: hooks.url('/shared') });
     const reqIds = [];
-    for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key));
+    for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key, hooked));
     await eventually(() => (hooks.posted.length >= 20 ? true : undefined), 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hooks.posted).toHaveLength(20);
@@ -442,7 +443,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const app = await startApp();
     const account = await app.account('scale');
     await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await eventually(() => (hooks.open('/slow') === 1 ? true : undefined));
     expect(await app.drain(5_000)).toBe(true);
     const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
@@ -451,7 +452,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const closing = await startApp();
     const other = await closing.account('scale');
     await addWebhookEndpoint(closing, { accountId: other.accountId, url: hooks.url('/hang') });
-    await submit(closing, other.key);
+    await submit(closing, other.key, hooked);
     await eventually(() => (hooks.open('/hang') === 1 ? true : undefined));
     const hanging = headerOf(hooks.to('/hang')[0] as Posted, 'webhook-id');
     const startedAt = Date.now();
