@@ -4,22 +4,14 @@ import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore
 import { accountRequestsIndexedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { Command } from '../../src/domain/commands.js';
+import { submitCommand } from '../support/commands.js';
 import { tempDataDir } from '../support/testApp.js';
 
 const hour = 3_600_000;
 const ttlMs = 24 * hour;
 
-const submit = (reqId: string, accountId: string, now: number): Command => ({
-  type: 'Submit',
-  reqId,
-  accountId,
-  keyId: 'key_1',
-  model: 'echo',
-  promptChars: 5,
-  prompt: 'hello',
-  ttlMs,
-  now,
-});
+const submit = (reqId: string, accountId: string, now: number): Command =>
+  submitCommand(reqId, now, { accountId, ttlMs });
 const expire = (reqId: string, now: number): Command => ({ type: 'Expire', reqId, now });
 const start = (reqId: string, now: number): Command => ({ type: 'StartAttempt', reqId, now });
 const complete = (reqId: string, now: number): Command => ({
@@ -32,7 +24,7 @@ const complete = (reqId: string, now: number): Command => ({
 
 const idsOf = (rows: readonly { context: { reqId: string } }[]) => rows.map((row) => row.context.reqId);
 
-describe("An account's requests by creation time (idx.accountRequests)", () => {
+describe("The LMDB store's index of an account's requests by creation time (idx.accountRequests)", () => {
   let store: LmdbStore;
   let dir: string;
   afterEach(async () => {

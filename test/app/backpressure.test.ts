@@ -1,29 +1,18 @@
-import { Effect, Layer } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { defaultCommitterLimits } from '../../src/app/Committer.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { Store } from '../../src/ports/Store.js';
-import { eventually, startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import type { StoreShape } from '../../src/ports/Store.js';
+import { postSubmission } from '../support/submit.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
-/** The real LMDB store, with every commit made 30 ms slower: a disk that cannot keep up. */
-const slowStoreLayer = (dataDir: string) =>
-  Layer.effect(
-    Store,
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const store = openLmdbStore(dataDir);
-        return {
-          ...store,
-          commit: async (batch: Parameters<typeof store.commit>[0]) => {
-            await new Promise((resolve) => setTimeout(resolve, 30));
-            return store.commit(batch);
-          },
-        };
-      }),
-      (store) => Effect.promise(() => store.close()),
-    ),
-  );
+/** The test's store, with every commit made 30 ms slower: a disk that cannot keep up. */
+const slow = (store: StoreShape): StoreShape => ({
+  ...store,
+  commit: async (batch) => {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return store.commit(batch);
+  },
+});
 
 describe('Backpressure: a committer that cannot keep up', () => {
   let app: TestApp | undefined;
@@ -33,12 +22,10 @@ describe('Backpressure: a committer that cannot keep up', () => {
   });
 
   it('answers 503 with Retry-After beyond its bound, holds no more than the bound, and completes everything it acknowledged', async () => {
-    const dataDir = tempDataDir('airs-backpressure');
     const maxQueued = 16;
     app = await startTestApp({
-      dataDir,
       clock: systemClock,
-      storeLayer: slowStoreLayer(dataDir),
+      wrapStore: slow,
       committerLimits: { ...defaultCommitterLimits, maxQueued },
       config: { processing: { concurrency: 4, maxAttempts: 3 } },
     });
@@ -51,7 +38,7 @@ describe('Backpressure: a committer that cannot keep up', () => {
     }, 1);
     const answers = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
-        const response = await running.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt: `p${i}` } });
+        const response = await postSubmission(running, key, { prompt: `p${i}` });
         return { status: response.status, headers: response.headers, body: (await response.json()) as never };
       }),
     );

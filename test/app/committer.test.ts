@@ -1,25 +1,13 @@
-import { rmSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { describe, expect, it } from 'vitest';
+import { type MemoryStore, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { type CommitterLimits, createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
-import type { Command } from '../../src/domain/commands.js';
 import { Unavailable } from '../../src/domain/errors.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
-import { tempDataDir } from '../support/testApp.js';
+import { submitCommand } from '../support/commands.js';
 
-const submit = (n: number, prompt = 'hello'): Command => ({
-  type: 'Submit',
-  reqId: `req_${String(n).padStart(6, '0')}`,
-  accountId: 'acct_1',
-  keyId: 'key_1',
-  model: 'echo',
-  promptChars: prompt.length,
-  prompt,
-  ttlMs: 60_000,
-  now: 1_000,
-});
+const reqIdOf = (n: number) => `req_${String(n).padStart(6, '0')}`;
 
-/** The real LMDB store, watched: every batch it is given is recorded, and commits wait for `open()` if held. */
+/** A store (the committer's behaviour is the same on each), watched: every batch it is given is recorded, and commits wait for `open()` if held. */
 const watched = (store: StoreShape) => {
   const batches: Batch[] = [];
   let gate: Promise<void> = Promise.resolve();
@@ -62,22 +50,16 @@ const settled = async <A>(promise: Promise<A>) => {
 };
 
 describe('The committer (one durable write per batch of commands)', () => {
-  let lmdb: LmdbStore;
-  let dir: string;
-  afterEach(async () => {
-    await lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  let store: MemoryStore;
   const setUp = (limits: Partial<CommitterLimits> = {}) => {
-    dir = tempDataDir('airs-committer');
-    lmdb = openLmdbStore(dir);
-    const watch = watched(lmdb);
+    store = openMemoryStore();
+    const watch = watched(store);
     return { ...watch, committer: createCommitter(watch.store, { ...defaultCommitterLimits, ...limits }) };
   };
 
   it('commits the commands sent in one event-loop turn as one batch', async () => {
     const { committer, batches } = setUp();
-    const outcomes = await Promise.all(Array.from({ length: 50 }, (_, n) => committer.send(submit(n))));
+    const outcomes = await Promise.all(Array.from({ length: 50 }, (_, n) => committer.send(submitCommand(reqIdOf(n)))));
     expect(batches.map((batch) => batch.commands.length)).toEqual([50]);
     expect(outcomes.map((outcome) => ('events' in outcome ? outcome.events[0]?.seq : outcome))).toEqual(
       Array.from({ length: 50 }, (_, n) => n + 1),
@@ -88,62 +70,62 @@ describe('The committer (one durable write per batch of commands)', () => {
     const { committer, batches, hold, open } = setUp();
     hold();
     const turn = () => new Promise((resolve) => setImmediate(resolve));
-    const first = committer.send(submit(1));
+    const first = committer.send(submitCommand(reqIdOf(1)));
     await turn();
     // While the first batch is being committed, the next one is written behind it.
-    const second = committer.send(submit(2));
-    const third = committer.send(submit(3));
+    const second = committer.send(submitCommand(reqIdOf(2)));
+    const third = committer.send(submitCommand(reqIdOf(3)));
     await turn();
     // With two batches in flight, what comes now waits in the queue.
-    const fourth = committer.send(submit(4));
+    const fourth = committer.send(submitCommand(reqIdOf(4)));
     for (const pending of [first, second, third, fourth]) expect(await settled(pending)).toBe(false);
     expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2]);
     open();
     await Promise.all([first, second, third, fourth]);
     expect(batches.map((batch) => batch.commands.length)).toEqual([1, 2, 1]);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.lastSeq()).toBe(4);
+    expect(await store.reads.lastSeq()).toBe(4);
   });
 
   it('bounds each batch by its count of commands and by the bytes of text it carries', async () => {
     const counted = setUp({ maxBatch: 10 });
-    await Promise.all(Array.from({ length: 25 }, (_, n) => counted.committer.send(submit(n))));
+    await Promise.all(Array.from({ length: 25 }, (_, n) => counted.committer.send(submitCommand(reqIdOf(n)))));
     expect(counted.batches.map((batch) => batch.commands.length)).toEqual([10, 10, 5]);
-    await lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
 
     const sized = setUp({ maxBatchBytes: 3 * 3_000 });
     const prompt = 'x'.repeat(1_000);
-    await Promise.all(Array.from({ length: 7 }, (_, n) => sized.committer.send(submit(n, prompt))));
+    await Promise.all(
+      Array.from({ length: 7 }, (_, n) => sized.committer.send(submitCommand(reqIdOf(n), 1_000, { prompt: prompt }))),
+    );
     expect(sized.batches.map((batch) => batch.commands.length)).toEqual([3, 3, 1]);
   });
 
   it('refuses API submits with Unavailable when its queue is full, still queues internal commands, and loses nothing it accepted', async () => {
     const { committer, hold, open } = setUp({ maxQueued: 5 });
     hold();
-    const first = committer.send(submit(0), { fromApi: true });
+    const first = committer.send(submitCommand(reqIdOf(0)), { fromApi: true });
     await new Promise((resolve) => setImmediate(resolve));
-    const accepted = Array.from({ length: 5 }, (_, n) => committer.send(submit(n + 1), { fromApi: true }));
-    const refused = await committer.send(submit(6), { fromApi: true });
+    const accepted = Array.from({ length: 5 }, (_, n) =>
+      committer.send(submitCommand(reqIdOf(n + 1)), { fromApi: true }),
+    );
+    const refused = await committer.send(submitCommand(reqIdOf(6)), { fromApi: true });
     expect(refused).toBeInstanceOf(Unavailable);
     expect((refused as Unavailable).retryAfterSeconds).toBeGreaterThanOrEqual(1);
-    const internal = committer.send(submit(7));
+    const internal = committer.send(submitCommand(reqIdOf(7)));
     open();
     const outcomes = await Promise.all([first, ...accepted, internal]);
     expect(outcomes.every((outcome) => 'events' in outcome)).toBe(true);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.request('req_000006')).toBeUndefined();
-    expect(lmdb.syncReads.lastSeq()).toBe(7);
+    expect(await store.reads.request('req_000006')).toBeUndefined();
+    expect(await store.reads.lastSeq()).toBe(7);
   });
 
   it("puts the workers' commands ahead of the API's in each batch: an outcome waits for at most the batch in flight", async () => {
     const { committer, batches, hold, open } = setUp({ maxBatch: 10 });
     hold();
-    const first = committer.send(submit(0), { fromApi: true });
+    const first = committer.send(submitCommand(reqIdOf(0)), { fromApi: true });
     await new Promise((resolve) => setImmediate(resolve));
     // While the first batch is committed: 30 API submits, then 3 internal commands (a worker's claim or outcome).
-    const api = Array.from({ length: 30 }, (_, n) => committer.send(submit(n + 1), { fromApi: true }));
-    const internal = Array.from({ length: 3 }, (_, n) => committer.send(submit(100 + n)));
+    const api = Array.from({ length: 30 }, (_, n) => committer.send(submitCommand(reqIdOf(n + 1)), { fromApi: true }));
+    const internal = Array.from({ length: 3 }, (_, n) => committer.send(submitCommand(reqIdOf(100 + n))));
     open();
     await Promise.all([first, ...api, ...internal]);
     const ids = batches.map((batch) => batch.commands.map((command) => ('reqId' in command ? command.reqId : '')));
@@ -156,17 +138,19 @@ describe('The committer (one durable write per batch of commands)', () => {
   it('fails every caller of a batch whose write fails, acknowledges none of them, and goes on with the next batch', async () => {
     const { committer, failNextCommit } = setUp();
     failNextCommit();
-    const failed = await Promise.allSettled([committer.send(submit(1)), committer.send(submit(2))]);
+    const failed = await Promise.allSettled([
+      committer.send(submitCommand(reqIdOf(1))),
+      committer.send(submitCommand(reqIdOf(2))),
+    ]);
     expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
-    lmdb.syncReads.refresh();
-    expect(lmdb.syncReads.lastSeq()).toBe(0);
-    const next = await committer.send(submit(3));
+    expect(await store.reads.lastSeq()).toBe(0);
+    const next = await committer.send(submitCommand(reqIdOf(3)));
     expect('events' in next).toBe(true);
   });
 
   it('drains: everything queued before the drain is committed when it resolves', async () => {
     const { committer } = setUp();
-    const sent = Array.from({ length: 20 }, (_, n) => committer.send(submit(n)));
+    const sent = Array.from({ length: 20 }, (_, n) => committer.send(submitCommand(reqIdOf(n))));
     await committer.drain();
     expect(await Promise.all(sent.map(settled))).toEqual(sent.map(() => true));
     expect(committer.pending()).toBe(0);

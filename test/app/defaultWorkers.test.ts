@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { eventually, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 /**
  * The worker pool follows the models (issue 29, point 5): with `processing.concurrency` unset, a model whose
@@ -38,18 +39,16 @@ describe('The worker pool by default', () => {
     const { key } = await app.account('enterprise');
     const ids = new Set<string>();
     for (let i = 0; i < 50; i++) {
-      const response = await app.call('POST', '/v1/ai', { key, body: { model: 'wide', prompt: `p${i}` } });
-      expect(response.status).toBe(202);
-      ids.add(((await response.json()) as { request_id: string }).request_id);
+      ids.add(await submit(app, key, { model: 'wide', prompt: `p${i}` }));
     }
     const running = app;
-    const completed = () =>
-      [...syncReads(running).events()].filter((event) => event.type === 'RequestCompleted').length;
-    await eventually(() => (completed() === 50 ? true : undefined), 20_000);
+    const completed = async () =>
+      (await loggedEvents(running)).filter((event) => event.type === 'RequestCompleted').length;
+    await eventually(async () => ((await completed()) === 50 ? true : undefined), 20_000);
     // Replay the log: how many were being processed at once, at most.
     let processing = 0;
     let peak = 0;
-    for (const event of syncReads(running).events()) {
+    for (const event of await loggedEvents(running)) {
       if (!('reqId' in event) || !ids.has(event.reqId)) continue;
       if (event.type === 'RequestProcessingStarted') peak = Math.max(peak, ++processing);
       if (event.type === 'RequestCompleted' || event.type === 'RequestFailed') processing--;

@@ -3,17 +3,11 @@ import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { idempotencyWindowMs } from '../../src/domain/commands.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
+import { postSubmission } from '../support/submit.js';
+import { loggedEvents, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
-const submit = (app: TestApp, key: string, body: unknown, idempotencyKey?: string) =>
-  app.call('POST', '/v1/ai', {
-    key,
-    body,
-    headers: idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
-  });
-
-const queuedOf = (app: TestApp, accountId: string) =>
-  [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+const queuedOf = async (app: TestApp, accountId: string) =>
+  (await loggedEvents(app)).filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
 
 describe('Idempotency-Key on POST /v1/ai', () => {
   const start = testApps();
@@ -21,51 +15,57 @@ describe('Idempotency-Key on POST /v1/ai', () => {
   it('answers a repeat with the same key and body with the first request, marked as replayed, and creates nothing', async () => {
     const app = await start();
     const { key, accountId } = await app.account('scale');
-    const body = { model: 'echo', prompt: 'once only' };
-    const first = await submit(app, key, body, 'key-1');
+    const body = { prompt: 'once only' };
+    const first = await postSubmission(app, key, { ...body, idempotencyKey: 'key-1' });
     expect(first.status).toBe(202);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await submit(app, key, body, 'key-1');
+    const again = await postSubmission(app, key, { ...body, idempotencyKey: 'key-1' });
     expect(again.status).toBe(202);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     const firstBody = (await first.json()) as { request_id: string };
     expect(await again.json()).toEqual(firstBody);
     expect(again.headers.get('location')).toBe(`/v1/ai?req_id=${firstBody.request_id}`);
-    expect(queuedOf(app, accountId)).toHaveLength(1);
+    expect(await queuedOf(app, accountId)).toHaveLength(1);
     // The same body in another key order is the same body.
-    const reordered = await submit(app, key, { prompt: 'once only', model: 'echo' }, 'key-1');
+    const reordered = await app.call('POST', '/v1/ai', {
+      key,
+      body: { prompt: 'once only', model: 'echo' },
+      headers: { 'idempotency-key': 'key-1' },
+    });
     expect(reordered.status).toBe(202);
-    expect(queuedOf(app, accountId)).toHaveLength(1);
+    expect(await queuedOf(app, accountId)).toHaveLength(1);
   });
 
   it('refuses the same key with another body with 422 idempotency_key_reused and creates nothing', async () => {
     const app = await start();
     const { key, accountId } = await app.account('scale');
-    expect((await submit(app, key, { model: 'echo', prompt: 'a' }, 'k')).status).toBe(202);
-    const other = await submit(app, key, { model: 'echo', prompt: 'b' }, 'k');
+    expect((await postSubmission(app, key, { prompt: 'a', idempotencyKey: 'k' })).status).toBe(202);
+    const other = await postSubmission(app, key, { prompt: 'b', idempotencyKey: 'k' });
     expect(other.status).toBe(422);
     expect(await other.json()).toMatchObject({ error: { code: 'idempotency_key_reused' } });
-    expect(queuedOf(app, accountId)).toHaveLength(1);
+    expect(await queuedOf(app, accountId)).toHaveLength(1);
   });
 
   it('makes exactly one request from many concurrent repeats', async () => {
     const app = await start();
     const { key, accountId } = await app.account('enterprise');
-    const body = { model: 'echo', prompt: 'concurrent' };
-    const answers = await Promise.all(Array.from({ length: 40 }, () => submit(app, key, body, 'same-key')));
+    const body = { prompt: 'concurrent' };
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => postSubmission(app, key, { ...body, idempotencyKey: 'same-key' })),
+    );
     const bodies = await Promise.all(answers.map((a) => a.json() as Promise<{ request_id: string }>));
     expect(answers.every((a) => a.status === 202)).toBe(true);
     expect(new Set(bodies.map((b) => b.request_id)).size).toBe(1);
     expect(answers.filter((a) => a.headers.get('idempotent-replayed') === 'true')).toHaveLength(39);
-    expect(queuedOf(app, accountId)).toHaveLength(1);
+    expect(await queuedOf(app, accountId)).toHaveLength(1);
   });
 
   it('keeps the keys of different accounts apart', async () => {
     const app = await start();
     const one = await app.account('scale');
     const two = await app.account('scale');
-    const a = await submit(app, one.key, { model: 'echo', prompt: 'x' }, 'shared');
-    const b = await submit(app, two.key, { model: 'echo', prompt: 'y' }, 'shared');
+    const a = await postSubmission(app, one.key, { prompt: 'x', idempotencyKey: 'shared' });
+    const b = await postSubmission(app, two.key, { prompt: 'y', idempotencyKey: 'shared' });
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
     expect(b.headers.get('idempotent-replayed')).toBeNull();
@@ -74,25 +74,31 @@ describe('Idempotency-Key on POST /v1/ai', () => {
     );
   });
 
-  it('makes a new request for a key whose window has passed, and verify finds the index as the log calls for', async () => {
+  it("makes a new request for a key whose window has passed, and LMDB's replay --verify finds the index as the log calls for", async () => {
     const dataDir = tempDataDir('airs-idem');
-    const app = await start({ dataDir, config: { requestTtlSeconds: 25 * 3600 } });
+    const app = await start({ store: 'lmdb', dataDir, config: { requestTtlSeconds: 25 * 3600 } });
     const clock = app.clock as ManualClock;
     const { key, accountId } = await app.account('scale');
-    const body = { model: 'echo', prompt: 'daily' };
-    const first = (await (await submit(app, key, body, 'daily')).json()) as { request_id: string };
+    const body = { prompt: 'daily' };
+    const first = (await (await postSubmission(app, key, { ...body, idempotencyKey: 'daily' })).json()) as {
+      request_id: string;
+    };
     clock.advance(idempotencyWindowMs - 1);
-    expect((await (await submit(app, key, body, 'daily')).json()) as unknown).toEqual(first);
+    expect((await (await postSubmission(app, key, { ...body, idempotencyKey: 'daily' })).json()) as unknown).toEqual(
+      first,
+    );
     clock.advance(1);
-    const later = await submit(app, key, body, 'daily');
+    const later = await postSubmission(app, key, { ...body, idempotencyKey: 'daily' });
     expect(later.headers.get('idempotent-replayed')).toBeNull();
     const second = (await later.json()) as { request_id: string };
     expect(second.request_id).not.toBe(first.request_id);
-    expect(queuedOf(app, accountId)).toHaveLength(2);
+    expect(await queuedOf(app, accountId)).toHaveLength(2);
     // The older request's expiry (25 h after it was made) leaves the entry to the newer one.
     clock.advance(3600 * 1000 + 1);
     await app.sweeper.sweep();
-    expect((await (await submit(app, key, body, 'daily')).json()) as unknown).toEqual(second);
+    expect((await (await postSubmission(app, key, { ...body, idempotencyKey: 'daily' })).json()) as unknown).toEqual(
+      second,
+    );
     await app.processor.idle();
     const dbs = openDatabases(dataDir);
     try {
@@ -106,14 +112,10 @@ describe('Idempotency-Key on POST /v1/ai', () => {
     const app = await start();
     const { key } = await app.account('scale');
     for (const bad of ['', 'x'.repeat(256), 'has space', 'tab\there', 'ümlaut']) {
-      const answer = await app.call('POST', '/v1/ai', {
-        key,
-        body: { model: 'echo', prompt: 'p' },
-        headers: { 'idempotency-key': bad },
-      });
+      const answer = await postSubmission(app, key, { prompt: 'p', idempotencyKey: bad });
       expect(answer.status, JSON.stringify(bad)).toBe(400);
       expect(await answer.json()).toMatchObject({ error: { code: 'invalid_request' } });
     }
-    expect((await submit(app, key, { model: 'echo', prompt: 'p' }, 'x'.repeat(255))).status).toBe(202);
+    expect((await postSubmission(app, key, { prompt: 'p', idempotencyKey: 'x'.repeat(255) })).status).toBe(202);
   });
 });

@@ -8,7 +8,8 @@ import { hashKey } from '../../src/app/keyMaterial.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
-import { startTestApp, syncReads, tempDataDir } from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { startTestApp, tempDataDir } from '../support/testApp.js';
 
 const key = `sk_${'a'.repeat(43)}`;
 const otherKey = `sk_${'b'.repeat(43)}`;
@@ -36,7 +37,7 @@ const setUpAccount: Command[] = [
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-describe("A key's last use (kept in memory, saved with the committer's batches)", () => {
+describe("A key's last use (kept in memory, saved with the committer's batches) in the LMDB store", () => {
   let lmdb: LmdbStore;
   let dir: string;
   afterEach(async () => {
@@ -147,15 +148,17 @@ describe("A key's last use (kept in memory, saved with the committer's batches)"
 });
 
 describe('The running app', () => {
-  it('saves the last use of the key an API call authenticated with, readable after a restart', async () => {
-    const app = await startTestApp({ committerLimits: { ...defaultCommitterLimits, keyUseFlushMs: 50 } });
+  it('saves the last use of the key an API call authenticated with, readable after a restart of LMDB', async () => {
+    const app = await startTestApp({
+      store: 'lmdb',
+      committerLimits: { ...defaultCommitterLimits, keyUseFlushMs: 50 },
+    });
     const { key: apiKey, keyId } = await app.account();
-    expect(syncReads(app).keyLastUsed(keyId)).toBeUndefined();
-    const response = await app.call('POST', '/v1/ai', { key: apiKey, body: { model: 'echo', prompt: 'hi' } });
-    expect(response.status).toBe(202);
+    expect(await app.store.reads.keyLastUsed(keyId)).toBeUndefined();
+    await submit(app, apiKey, { prompt: 'hi' });
     const usedAt = app.clock.now();
     await sleep(150);
-    expect(syncReads(app).keyLastUsed(keyId)).toBe(usedAt);
+    expect(await app.store.reads.keyLastUsed(keyId)).toBe(usedAt);
     await app.stop({ keepData: true });
     const reopened = openLmdbStore(app.dataDir);
     try {

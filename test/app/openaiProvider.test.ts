@@ -6,7 +6,8 @@ import { defaultPlans } from '../../src/domain/plans.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { unusedPort } from '../support/ports.js';
-import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { eventually, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 const upstreamKey = 'sk-upstream-secret-0123456789';
 
@@ -49,8 +50,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     return app.account();
   };
   const submitAndSettle = async (key: string, prompt: string) => {
-    const response = await app.call('POST', '/v1/ai', { key, body: { model: 'gpt', prompt } });
-    const { request_id } = (await response.json()) as { request_id: string };
+    const request_id = await submit(app, key, { model: 'gpt', prompt });
     const settled = await eventually(async () => {
       // A retry waits for its backoff on the app's clock: let it pass.
       (app.clock as ManualClock).advance(2_000);
@@ -59,7 +59,7 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
         ? undefined
         : polled;
     }, 15_000);
-    const events = [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === request_id);
+    const events = (await loggedEvents(app)).filter((e) => 'reqId' in e && e.reqId === request_id);
     return { polled: settled, events, request_id };
   };
 
@@ -190,6 +190,6 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
   it('never writes the upstream key into the event log', async () => {
     const { key } = await start();
     await submitAndSettle(key, 'always-500');
-    expect(JSON.stringify([...syncReads(app).events()])).not.toContain(upstreamKey);
+    expect(JSON.stringify(await loggedEvents(app))).not.toContain(upstreamKey);
   });
 });

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { hashPassword, verifyPassword } from '../../src/app/passwords.js';
 import { passwordCredentialKey } from '../../src/domain/commands.js';
-import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
 
@@ -32,21 +33,20 @@ describe('Setting an account’s password', () => {
   let app: TestApp;
   afterEach(() => app.stop());
 
-  it('appends AccountPasswordSet without the hash, keeps the hash beside the log, and verify finds them consistent', async () => {
-    app = await startTestApp();
+  it('appends AccountPasswordSet without the hash, keeps the hash beside the log, and LMDB holds no password in its files', async () => {
+    // LMDB: the test reads its files and its verify.
+    app = await startTestApp({ store: 'lmdb' });
     const { accountId } = await app.account();
     const account = await Effect.runPromise(app.accounts.setPassword(accountId, password));
     expect(account.passwordSetAt).toBeTypeOf('number');
 
-    const events = [...syncReads(app).events()].filter((event) => event.type === 'AccountPasswordSet');
+    const events = (await loggedEvents(app)).filter((event) => event.type === 'AccountPasswordSet');
     expect(events).toEqual([
       { type: 'AccountPasswordSet', accountId, at: account.passwordSetAt, seq: expect.any(Number) },
     ]);
-    const stored = syncReads(app).credential(passwordCredentialKey(accountId));
+    const stored = await app.store.reads.credential(passwordCredentialKey(accountId));
     expect(await verifyPassword(password, stored as string)).toBe(true);
-    expect(
-      verifyViews((app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases).differences,
-    ).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
 
     // Nothing of the password in any file of the data directory: not in the log, not in a view.
     for (const file of readdirSync(app.dataDir)) {
@@ -57,16 +57,16 @@ describe('Setting an account’s password', () => {
   it('refuses a password shorter than 12 characters and writes nothing', async () => {
     app = await startTestApp();
     const { accountId } = await app.account();
-    const before = syncReads(app).lastSeq();
+    const before = await app.store.reads.lastSeq();
     const result = await Effect.runPromise(Effect.result(app.accounts.setPassword(accountId, 'too short')));
     expect(Result.isFailure(result) && result.failure.message).toBe(
       'a password needs at least 12 characters; this one has 9',
     );
-    expect(syncReads(app).lastSeq()).toBe(before);
+    expect(await app.store.reads.lastSeq()).toBe(before);
   });
 
-  it('lets verify notice a password hash that is missing, or one that no event set', async () => {
-    app = await startTestApp();
+  it("lets LMDB's verify notice a password hash that is missing, or one that no event set", async () => {
+    app = await startTestApp({ store: 'lmdb' });
     const { accountId } = await app.account();
     const other = await app.account();
     await Effect.runPromise(app.accounts.setPassword(accountId, password));

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { eventually, startTestApp, syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { eventually, loggedEvents, startTestApp, type TestApp, testApps } from '../support/testApp.js';
 
 const model = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => ({
   id,
@@ -10,15 +11,9 @@ const model = (id: string, delayMs: number, timeoutMs = 60_000): ModelConfig => 
   delayMs,
   timeoutMs,
 });
-const eventsOf = (app: TestApp, reqId: string) =>
-  [...syncReads(app).events()].filter((e): e is StoredEvent & { reqId: string } => 'reqId' in e && e.reqId === reqId);
-const types = (app: TestApp, reqId: string) => eventsOf(app, reqId).map((e) => e.type);
-
-const submit = async (app: TestApp, key: string, modelId: string, prompt = 'hello') => {
-  const response = await app.call('POST', '/v1/ai', { key, body: { model: modelId, prompt } });
-  expect(response.status).toBe(202);
-  return ((await response.json()) as { request_id: string }).request_id;
-};
+const eventsOf = async (app: TestApp, reqId: string) =>
+  (await loggedEvents(app)).filter((e): e is StoredEvent & { reqId: string } => 'reqId' in e && e.reqId === reqId);
+const types = async (app: TestApp, reqId: string) => (await eventsOf(app, reqId)).map((e) => e.type);
 
 describe('Processing', () => {
   const start = testApps();
@@ -29,20 +24,20 @@ describe('Processing', () => {
     });
     const clock = app.clock as ManualClock;
     const { key } = await app.account();
-    const reqId = await submit(app, key, 'hang');
-    await eventually(() => (types(app, reqId).includes('RequestAttemptFailed') ? true : undefined));
+    const reqId = await submit(app, key, { model: 'hang' });
+    await eventually(async () => ((await types(app, reqId)).includes('RequestAttemptFailed') ? true : undefined));
     await app.processor.idle();
     // Before the backoff has passed nothing is retried.
-    expect(types(app, reqId).filter((t) => t === 'RequestProcessingStarted')).toHaveLength(1);
+    expect((await types(app, reqId)).filter((t) => t === 'RequestProcessingStarted')).toHaveLength(1);
     clock.advance(1_000);
     app.processor.wake();
-    await eventually(() =>
-      types(app, reqId).filter((t) => t === 'RequestAttemptFailed').length === 2 ? true : undefined,
+    await eventually(async () =>
+      (await types(app, reqId)).filter((t) => t === 'RequestAttemptFailed').length === 2 ? true : undefined,
     );
     clock.advance(2_000);
     app.processor.wake();
-    await eventually(() => (types(app, reqId).includes('RequestFailed') ? true : undefined));
-    expect(types(app, reqId)).toEqual([
+    await eventually(async () => ((await types(app, reqId)).includes('RequestFailed') ? true : undefined));
+    expect(await types(app, reqId)).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
       'RequestAttemptFailed',
@@ -51,7 +46,7 @@ describe('Processing', () => {
       'RequestProcessingStarted',
       'RequestFailed',
     ]);
-    const failed = eventsOf(app, reqId).at(-1) as { reason: string };
+    const failed = (await eventsOf(app, reqId)).at(-1) as { reason: string };
     expect(failed.reason).toBe('gave up after 3 attempts: timed out after 20 ms');
     const polled = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
     expect(polled.status).toBe(500);
@@ -65,31 +60,31 @@ describe('Processing', () => {
       config: { models: [model('hang', 10_000, 30), model('echo', 0)], processing: { concurrency: 1, maxAttempts: 1 } },
     });
     const { key } = await app.account('starter');
-    const hung = await submit(app, key, 'hang');
-    const quick = await submit(app, key, 'echo');
-    await eventually(() => (types(app, quick).includes('RequestCompleted') ? true : undefined));
-    expect(types(app, hung)).toContain('RequestFailed');
+    const hung = await submit(app, key, { model: 'hang' });
+    const quick = await submit(app, key, { model: 'echo' });
+    await eventually(async () => ((await types(app, quick)).includes('RequestCompleted') ? true : undefined));
+    expect(await types(app, hung)).toContain('RequestFailed');
   });
 
   it('after a restart, continues requests that were queued or being processed when the process stopped (a clean stop gives the one being processed back at once)', async () => {
-    const dataDir = tempDataDir();
     const first = await startTestApp({
-      dataDir,
       config: { models: [model('m', 60_000)], processing: { concurrency: 1, maxAttempts: 3 } },
     });
     const { key } = await first.account('starter');
-    const processing = await submit(first, key, 'm', 'first');
-    const waiting = await submit(first, key, 'm', 'second');
-    await eventually(() => (types(first, processing).includes('RequestProcessingStarted') ? true : undefined));
+    const processing = await submit(first, key, { model: 'm', prompt: 'first' });
+    const waiting = await submit(first, key, { model: 'm', prompt: 'second' });
+    await eventually(async () =>
+      (await types(first, processing)).includes('RequestProcessingStarted') ? true : undefined,
+    );
     await first.stop({ keepData: true });
 
     const second = await start({
-      dataDir,
+      storeOf: first,
       clock: first.clock,
       config: { models: [model('m', 0)], processing: { concurrency: 1, maxAttempts: 3 } },
     });
-    await eventually(() => (types(second, waiting).includes('RequestCompleted') ? true : undefined));
-    expect(types(second, processing)).toEqual([
+    await eventually(async () => ((await types(second, waiting)).includes('RequestCompleted') ? true : undefined));
+    expect(await types(second, processing)).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
       'RequestReleased',
@@ -110,11 +105,11 @@ describe('Processing', () => {
     const { key } = await app.account('starter');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      ids.push(await submit(app, key, 'echo', `p${i}`));
+      ids.push(await submit(app, key, { model: 'echo', prompt: `p${i}` }));
       (app.clock as ManualClock).advance(1);
     }
     await app.processor.idle();
-    const completedOrder = [...syncReads(app).events()]
+    const completedOrder = (await loggedEvents(app))
       .filter((e) => e.type === 'RequestCompleted')
       .map((e) => (e as { reqId: string }).reqId);
     expect(completedOrder).toEqual(ids);

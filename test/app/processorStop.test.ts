@@ -1,6 +1,5 @@
-import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { createCommitter } from '../../src/app/Committer.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { createProcessor } from '../../src/app/processing/Processor.js';
@@ -8,7 +7,7 @@ import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import type { StoreShape } from '../../src/ports/Store.js';
-import { eventually, tempDataDir } from '../support/testApp.js';
+import { eventually, loggedEvents } from '../support/testApp.js';
 
 /** A model that answers only when its call is aborted. */
 const neverAnswers: ModelsShape = {
@@ -27,20 +26,19 @@ const neverAnswers: ModelsShape = {
 
 describe('Stopping the worker pool', () => {
   it('starts no model call for work its claim got after the stop, and has given that work back when the stop ends', async () => {
-    const dir = tempDataDir('airs-pool-stop');
-    const lmdb = openLmdbStore(dir);
+    const memory = openMemoryStore();
     let release = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     let held = 0;
     // Commits of starts wait at the gate, so the stop comes while a start is being committed.
     const store: StoreShape = {
-      ...lmdb,
+      ...memory,
       commit: async (batch) => {
         if (batch.commands.some((command) => command.type === 'Claim')) {
           held++;
           await gate;
         }
-        return lmdb.commit(batch);
+        return memory.commit(batch);
       },
     };
     const committer = createCommitter(store);
@@ -78,15 +76,15 @@ describe('Stopping the worker pool', () => {
       expect(outcome).toBe('stopped');
       // The claim landed after the stop began: the request is given back (waiting again) before the stop ends, not
       // left to its lease (a restart right after would find it processing in a dead process's name).
-      const types = () => [...lmdb.syncReads.events()].map((event) => event.type);
-      lmdb.syncReads.refresh();
-      expect(lmdb.syncReads.request('req_stop')?.status).toBe('waiting');
-      expect(types()).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestReleased']);
+      expect((await memory.reads.request('req_stop'))?.status).toBe('waiting');
+      expect((await loggedEvents({ store: memory })).map((event) => event.type)).toEqual([
+        'RequestQueued',
+        'RequestProcessingStarted',
+        'RequestReleased',
+      ]);
     } finally {
       release();
       await committer.stop();
-      await lmdb.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,32 +1,35 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { queuedCountedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { type TestApp, testApps } from '../support/testApp.js';
+import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { postSubmission } from '../support/submit.js';
+import { testApps } from '../support/testApp.js';
 
 /** A model that never answers within these tests: its requests stay processing or waiting. */
 const stuck: ModelConfig = { id: 'stuck', provider: 'echo', delayMs: 600_000, timeoutMs: 600_000 };
 const plans = { ...defaultPlans, free: { ...defaultPlans.free, maxQueued: 3 } };
 
-const submit = (app: TestApp, key: string, prompt = 'wait for me') =>
-  app.call('POST', '/v1/ai', { key, body: { model: 'stuck', prompt } });
+const waiter = { model: 'stuck', prompt: 'wait for me' };
 
 describe('The bound on requests an account may have waiting or being processed (plans.<plan>.maxQueued)', () => {
   const start = testApps();
 
-  it('refuses a submit beyond the bound with 429 rate_limited saying the queue is full, and accepts again once one is cancelled', async () => {
-    const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
+  it("refuses a submit beyond the bound with 429 rate_limited saying the queue is full, and accepts again once one is cancelled (LMDB's verify agreeing)", async () => {
+    const app = await start({
+      store: 'lmdb',
+      config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
+    });
     const account = await app.account('free');
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const answer = await submit(app, account.key);
+      const answer = await postSubmission(app, account.key, waiter);
       expect(answer.status).toBe(202);
       ids.push(((await answer.json()) as { request_id: string }).request_id);
     }
-    const refused = await submit(app, account.key);
+    const refused = await postSubmission(app, account.key, waiter);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe(String(app.config.pollIntervalSeconds));
     const body = (await refused.json()) as { error: { code: string; message: string } };
@@ -36,26 +39,31 @@ describe('The bound on requests an account may have waiting or being processed (
 
     // Another account's queue is its own.
     const other = await app.account('free');
-    expect((await submit(app, other.key)).status).toBe(202);
+    expect((await postSubmission(app, other.key, waiter)).status).toBe(202);
 
     await app.requests.cancel({ accountId: account.accountId, keyId: account.keyId, plan: 'free' }, ids[0] as string);
-    expect((await submit(app, account.key)).status).toBe(202);
-    expect((await submit(app, account.key)).status).toBe(429);
-    expect(verifyViews((app.store as LmdbStore).databases).differences).toEqual([]);
+    expect((await postSubmission(app, account.key, waiter)).status).toBe(202);
+    expect((await postSubmission(app, account.key, waiter)).status).toBe(429);
+    expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
   it('accepts exactly as many as the bound allows when many submits arrive at once (decided inside the write)', async () => {
     const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
     const account = await app.account('free');
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => submit(app, account.key, `burst ${i}`)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => postSubmission(app, account.key, { model: 'stuck', prompt: `burst ${i}` })),
+    );
     expect(answers.filter((a) => a.status === 202)).toHaveLength(3);
     expect(answers.filter((a) => a.status === 429)).toHaveLength(17);
   });
 
-  it('counts the requests of a data directory written before the count existed, once, at its first open', async () => {
-    const app = await start({ config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } } });
+  it('counts the requests of an LMDB data directory written before the count existed, once, at its first open', async () => {
+    const app = await start({
+      store: 'lmdb',
+      config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
+    });
     const account = await app.account('free');
-    for (let i = 0; i < 3; i++) expect((await submit(app, account.key)).status).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await postSubmission(app, account.key, waiter)).status).toBe(202);
     await app.close();
     // As an older airs left it: no counts, no marker.
     const old = openDatabases(app.dataDir);
@@ -69,10 +77,10 @@ describe('The bound on requests an account may have waiting or being processed (
     await old.root.close();
 
     const reopened = await start({
-      dataDir: app.dataDir,
+      storeOf: app,
       config: { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } },
     });
-    expect(verifyViews((reopened.store as LmdbStore).databases).differences).toEqual([]);
-    expect((await submit(reopened, account.key)).status).toBe(429);
+    expect(lmdbViewDifferences(reopened)).toEqual([]);
+    expect((await postSubmission(reopened, account.key, waiter)).status).toBe(429);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/ports/Clock.js';
-import { startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
+import { postSubmission, submit } from '../support/submit.js';
+import { startTestApp, type TestApp } from '../support/testApp.js';
 
 /** Rate limits are counted per account and must stay exact across a restart: no fresh burst for anyone. */
 describe('Rate limits across a restart', () => {
@@ -10,13 +11,12 @@ describe('Rate limits across a restart', () => {
   });
 
   const restartable = async () => {
-    const dataDir = tempDataDir('airs-limits-restart');
     const clock = new ManualClock();
-    const first = await startTestApp({ dataDir, clock });
+    const first = await startTestApp({ clock });
     const { key } = await first.account('free');
     const restart = async () => {
       await first.stop({ keepData: true });
-      const second = await startTestApp({ dataDir, clock });
+      const second = await startTestApp({ storeOf: first, clock });
       apps.push(second);
       return second;
     };
@@ -31,15 +31,14 @@ describe('Rate limits across a restart', () => {
       expect((await first.call('POST', '/v1/ai', { key, body })).status).toBe(i < 50 ? 202 : 400);
     }
     const second = await restart();
-    const after = await second.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt: 'one more' } });
+    const after = await postSubmission(second, key, { prompt: 'one more' });
     expect(after.status).toBe(429);
     expect(after.headers.get('retry-after')).toBe('1');
   });
 
   it('does not give an account a fresh poll burst after a restart', async () => {
     const { first, key, restart } = await restartable();
-    const submitted = await first.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt: 'x' } });
-    const { request_id: reqId } = (await submitted.json()) as { request_id: string };
+    const reqId = await submit(first, key, { prompt: 'x' });
     for (let i = 0; i < 600; i++) await first.call('GET', `/v1/ai?req_id=${reqId}`, { key });
     const second = await restart();
     const after = await second.call('GET', `/v1/ai?req_id=${reqId}`, { key });

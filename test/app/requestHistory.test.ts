@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { requestHistory } from '../../src/app/requestHistory.js';
 import { ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { submit } from '../support/submit.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
 /** A request's history read from the log for its dashboard page: whole when the log allows, bounded always. */
@@ -9,8 +10,7 @@ let app: TestApp;
 afterEach(() => app.stop());
 
 const submitted = async (key: string, prompt: string) => {
-  const answer = await app.call('POST', '/v1/ai', { key, body: { model: 'echo', prompt } });
-  const reqId = ((await answer.json()) as { request_id: string }).request_id;
+  const reqId = await submit(app, key, { prompt });
   return eventually(async () => {
     const state = await app.store.reads.request(reqId);
     return state?.status === 'completed' ? state : undefined;

@@ -1,34 +1,32 @@
 import { Effect, Result } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { type StartedSession, sessionLifetimeMs } from '../../src/app/Sessions.js';
 import { passwordCredentialKey } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
-const databasesOf = (app: TestApp) =>
-  (app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases;
 
 describe('Dashboard sessions', () => {
   let app: TestApp;
   afterEach(() => app.stop());
 
-  it('a signup creates a free-plan account with a password and a live session; the log names the session, never its secret', async () => {
-    app = await startTestApp();
+  it('a signup creates a free-plan account with a password and a live session; the log names the session, never its secret (on LMDB, its verify agreeing)', async () => {
+    app = await startTestApp({ store: 'lmdb' });
     const started = (await app.sessions.signup('New@Example.com', password, '127.0.0.1')) as StartedSession;
     expect(started.token).toMatch(/^sess_[\w-]{22}\.[\w-]{43}$/);
     expect(await app.sessions.current(started.token)).toEqual({
       accountId: started.accountId,
       sessionId: started.sessionId,
     });
-    expect(syncReads(app).account(started.accountId)).toMatchObject({ email: 'new@example.com', plan: 'free' });
-    const types = [...syncReads(app).events()].map((event) => event.type);
+    expect(await app.store.reads.account(started.accountId)).toMatchObject({ email: 'new@example.com', plan: 'free' });
+    const types = (await loggedEvents(app)).map((event) => event.type);
     expect(types).toEqual(['AccountCreated', 'AccountPasswordSet', 'SessionStarted']);
     const secret = started.token.split('.')[1] as string;
-    expect(JSON.stringify([...syncReads(app).events()])).not.toContain(secret);
-    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    expect(JSON.stringify(await loggedEvents(app))).not.toContain(secret);
+    expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
   it('a token with a wrong secret, an unknown id or another shape names no session', async () => {
@@ -76,15 +74,15 @@ describe('Dashboard sessions', () => {
     });
   });
 
-  it('logout ends the session at once, and an expired session is not live', async () => {
-    app = await startTestApp();
+  it('logout ends the session at once, and an expired session is not live (on LMDB, its verify agreeing)', async () => {
+    app = await startTestApp({ store: 'lmdb' });
     const first = (await app.sessions.signup('e@example.com', password, '127.0.0.1')) as StartedSession;
     const second = (await app.sessions.login('e@example.com', password, '127.0.0.1')) as StartedSession;
     await app.sessions.logout(first.token);
     expect(await app.sessions.current(first.token)).toBeUndefined();
     expect(await app.sessions.current(second.token)).toBeDefined();
-    expect([...syncReads(app).events()].at(-1)).toMatchObject({ type: 'SessionEnded', sessionId: first.sessionId });
-    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    expect((await loggedEvents(app)).at(-1)).toMatchObject({ type: 'SessionEnded', sessionId: first.sessionId });
+    expect(lmdbViewDifferences(app)).toEqual([]);
     (app.clock as ManualClock).advance(sessionLifetimeMs);
     expect(await app.sessions.current(second.token)).toBeUndefined();
   });
@@ -93,7 +91,7 @@ describe('Dashboard sessions', () => {
     app = await startTestApp();
     const started = (await app.sessions.signup('f@example.com', password, '127.0.0.1')) as StartedSession;
     await app.stop({ keepData: true });
-    app = await startTestApp({ dataDir: app.dataDir, clock: app.clock });
+    app = await startTestApp({ storeOf: app, clock: app.clock });
     expect(await app.sessions.current(started.token)).toEqual({
       accountId: started.accountId,
       sessionId: started.sessionId,
@@ -103,7 +101,7 @@ describe('Dashboard sessions', () => {
   it('a refused password at signup leaves no account behind', async () => {
     app = await startTestApp();
     expect(await app.sessions.signup('g@example.com', 'short', '127.0.0.1')).toBeInstanceOf(Refused);
-    expect(syncReads(app).accountIdByEmail('g@example.com')).toBeUndefined();
+    expect(await app.store.reads.accountIdByEmail('g@example.com')).toBeUndefined();
   });
 
   it('100 wrong passwords sent at once are not all tried: at most 5 are checked, the rest are throttled, and the right password after them is throttled too', async () => {
@@ -144,8 +142,8 @@ describe('Dashboard sessions', () => {
     expect(await app.sessions.login('staggered@example.com', password, '10.8.9.1')).toMatchObject({ throttled: true });
   }, 30_000);
 
-  it('a suspension ends every session of the account at once, refuses login with a clear message, and resuming restores login', async () => {
-    app = await startTestApp();
+  it('a suspension ends every session of the account at once, refuses login with a clear message, and resuming restores login (on LMDB, its verify agreeing)', async () => {
+    app = await startTestApp({ store: 'lmdb' });
     const first = (await app.sessions.signup('sus@example.com', password, '127.0.0.1')) as StartedSession;
     const second = (await app.sessions.login('sus@example.com', password, '127.0.0.1')) as StartedSession;
     const other = (await app.sessions.signup('bystander@example.com', password, '127.0.0.1')) as StartedSession;
@@ -153,7 +151,7 @@ describe('Dashboard sessions', () => {
     expect(await app.sessions.current(first.token)).toBeUndefined();
     expect(await app.sessions.current(second.token)).toBeUndefined();
     expect(await app.sessions.current(other.token)).toBeDefined();
-    const ended = [...syncReads(app).events()].filter((event) => event.type === 'SessionEnded');
+    const ended = (await loggedEvents(app)).filter((event) => event.type === 'SessionEnded');
     expect(ended.map((event) => (event as { sessionId: string }).sessionId).sort()).toEqual(
       [first.sessionId, second.sessionId].sort(),
     );
@@ -162,16 +160,16 @@ describe('Dashboard sessions', () => {
     expect((refused as Refused).message).toBe('this account is suspended; contact the service operator');
     const key = await Effect.runPromise(Effect.result(app.accounts.createKey(first.accountId)));
     expect(Result.isFailure(key) && key.failure.message).toMatch(/is suspended: no API key can be created/);
-    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
     await Effect.runPromise(app.accounts.resume(first.accountId));
     expect(await app.sessions.login('sus@example.com', password, '127.0.0.1')).toMatchObject({
       token: expect.any(String),
     });
-    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
-  it('a password set by the operator ends every session of the account; the new password logs in, the old one does not', async () => {
-    app = await startTestApp();
+  it('a password set by the operator ends every session of the account; the new password logs in, the old one does not (on LMDB, its verify agreeing)', async () => {
+    app = await startTestApp({ store: 'lmdb' });
     const first = (await app.sessions.signup('reset@example.com', password, '127.0.0.1')) as StartedSession;
     const second = (await app.sessions.login('reset@example.com', password, '127.0.0.1')) as StartedSession;
     await Effect.runPromise(app.accounts.setPassword(first.accountId, 'a brand new passphrase'));
@@ -181,13 +179,13 @@ describe('Dashboard sessions', () => {
     expect(await app.sessions.login('reset@example.com', 'a brand new passphrase', '127.0.0.1')).toMatchObject({
       token: expect.any(String),
     });
-    expect(verifyViews(databasesOf(app)).differences).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
   });
 
   it('a login whose password was changed between its check and its write starts no session', async () => {
     app = await startTestApp();
     const started = (await app.sessions.signup('between@example.com', password, '127.0.0.1')) as StartedSession;
-    const checked = syncReads(app).credential(passwordCredentialKey(started.accountId)) as string;
+    const checked = (await app.store.reads.credential(passwordCredentialKey(started.accountId))) as string;
     await Effect.runPromise(app.accounts.setPassword(started.accountId, 'changed meanwhile!'));
     // The session a login would start after checking the old hash, decided in the write after the change.
     const outcome = await app.committer.send({
@@ -204,6 +202,6 @@ describe('Dashboard sessions', () => {
     });
     expect(outcome).toBeInstanceOf(Refused);
     expect((outcome as Refused).message).toMatch(/password was changed while logging in/);
-    expect(syncReads(app).session(`sess_${'b'.repeat(22)}`)).toBeUndefined();
+    expect(await app.store.reads.session(`sess_${'b'.repeat(22)}`)).toBeUndefined();
   });
 });

@@ -14,8 +14,6 @@ const createAccount = (n: number, email = `${n}@example.com`): Command => ({
   command: { type: 'CreateAccount', accountId: `acct_${n}`, email, plan: 'free', now: n },
 });
 
-const submit = (reqId: string, now = 1_000): Command => submitCommand(reqId, now);
-
 const seqsOf = (outcome: CommandOutcome | Error | undefined) =>
   outcome !== undefined && 'events' in outcome ? outcome.events.map((event) => event.seq) : [];
 
@@ -83,14 +81,14 @@ describe('The LMDB store', () => {
     log.put = () => {
       throw new Error('injected write fault');
     };
-    await expect(store.commit({ commands: [submit('req_fine'), createAccount(2)] })).rejects.toThrow(/injected/);
+    await expect(store.commit({ commands: [submitCommand('req_fine'), createAccount(2)] })).rejects.toThrow(/injected/);
     log.put = put;
     store.syncReads.refresh();
     expect(store.syncReads.lastSeq()).toBe(1);
     expect(store.syncReads.request('req_fine')).toBeUndefined();
     expect(store.syncReads.account('acct_2')).toBeUndefined();
     // The store goes on: the next batch numbers its events after the last committed one.
-    expect((await store.commit({ commands: [submit('req_next')] })).map(seqsOf)).toEqual([[2]]);
+    expect((await store.commit({ commands: [submitCommand('req_next')] })).map(seqsOf)).toEqual([[2]]);
   });
 
   it('decides a batch that runs behind a rolled-back one without anything that one wrote', async () => {
@@ -105,7 +103,7 @@ describe('The LMDB store', () => {
       return put(...args);
     }) as typeof expiry.put;
     // Handed over together, the two batches are written one behind the other; the first one is rolled back.
-    const first = store.commit({ commands: [submit('req_x')] });
+    const first = store.commit({ commands: [submitCommand('req_x')] });
     const second = store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_x', now: 1_001 }] });
     await expect(first).rejects.toThrow(/injected/);
     const [start] = await second;
@@ -120,7 +118,7 @@ describe('The LMDB store', () => {
     open();
     const outcomes = await store.commit({
       commands: [
-        submit('req_a'),
+        submitCommand('req_a'),
         // Not started: the machine refuses a completion, so no response text may be stored.
         { type: 'RecordSuccess', reqId: 'req_a', responseChars: 3, response: 'bye', now: 1_001 },
       ],
@@ -135,7 +133,7 @@ describe('The LMDB store', () => {
     const raw = () => store.databases.requests.get(requestKey('req_a'))?.toString('latin1') ?? '';
     await store.commit({
       commands: [
-        submit('req_a'),
+        submitCommand('req_a'),
         { type: 'StartAttempt', reqId: 'req_a', now: 1_001 },
         { type: 'RecordSuccess', reqId: 'req_a', responseChars: 3, response: 'bye', now: 1_002 },
       ],
@@ -150,7 +148,7 @@ describe('The LMDB store', () => {
 
   it('carries the prompt over when a waiting request is started from the queue', async () => {
     open();
-    await store.commit({ commands: [submit('req_a')] });
+    await store.commit({ commands: [submitCommand('req_a')] });
     await store.commit({ commands: [{ type: 'StartAttempt', reqId: 'req_a', now: 1_001 }] });
     expect(store.syncReads.requestWithText('req_a')).toMatchObject({ state: { status: 'processing' }, text: 'hello' });
   });

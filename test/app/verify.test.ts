@@ -13,7 +13,7 @@ import { submitCommand } from '../support/commands.js';
 import { tempDataDir } from '../support/testApp.js';
 
 /** Queued and started in one write, as the server submits when a worker is free. */
-const submit = (reqId: string, now = 1_000): Command =>
+const submitAndStart = (reqId: string, now = 1_000): Command =>
   submitCommand(reqId, now, { startNow: { owner: 'proc_test', leaseMs: 30_000 } });
 const complete = (reqId: string): Command => ({
   type: 'RecordSuccess',
@@ -25,7 +25,7 @@ const complete = (reqId: string): Command => ({
   attempt: 1,
 });
 
-describe('replay --verify (views rebuilt from the log and compared)', () => {
+describe("LMDB's replay --verify (views rebuilt from the log and compared)", () => {
   let store: LmdbStore;
   let dir: string;
   afterEach(async () => {
@@ -37,7 +37,7 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
   const written = async () => {
     dir = tempDataDir('airs-verify');
     store = openLmdbStore(dir);
-    await store.commit({ commands: [submit('req_a'), submit('req_b'), submit('req_c')] });
+    await store.commit({ commands: [submitAndStart('req_a'), submitAndStart('req_b'), submitAndStart('req_c')] });
     await store.commit({ commands: [complete('req_a'), complete('req_b')] });
     store.syncReads.refresh();
     return store.databases;
@@ -91,7 +91,9 @@ describe('replay --verify (views rebuilt from the log and compared)', () => {
     dir = tempDataDir('airs-verify');
     store = openLmdbStore(dir);
     // Members of the two expiry groups alternate in the log, so the first group is read twice.
-    await store.commit({ commands: [submit('req_a'), submit('req_d', 2_000), submit('req_b')] });
+    await store.commit({
+      commands: [submitAndStart('req_a'), submitAndStart('req_d', 2_000), submitAndStart('req_b')],
+    });
     store.syncReads.refresh();
     const dbs = store.databases;
     const key = 61_000;

@@ -17,7 +17,7 @@ import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatc
 import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../support/batchLog.js';
 import { tempDataDir } from '../support/testApp.js';
 
-describe('replay --verify of batches and files (rebuilt from the log and compared)', () => {
+describe("LMDB's replay --verify of batches and files (rebuilt from the log and compared)", () => {
   let store: LmdbStore;
   let dir: string;
   afterEach(async () => {

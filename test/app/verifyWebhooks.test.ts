@@ -33,7 +33,7 @@ const commands: Command[] = [
   },
 ];
 
-describe('replay --verify of webhook endpoints and deliveries', () => {
+describe("LMDB's replay --verify of webhook endpoints and deliveries", () => {
   let store: LmdbStore;
   let dir: string;
   afterEach(async () => {

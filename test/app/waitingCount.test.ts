@@ -4,17 +4,15 @@ import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { waitingCountKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ModelConfig } from '../../src/config.js';
+import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { submit } from '../support/submit.js';
 import { type TestApp, testApps } from '../support/testApp.js';
 
 /** A model that never answers within these tests: its requests stay processing or waiting. */
 const stuck: ModelConfig = { id: 'stuck', provider: 'echo', delayMs: 600_000, timeoutMs: 600_000 };
 const config = { models: [stuck], processing: { concurrency: 1, maxAttempts: 3 } };
 
-const submit = async (app: TestApp, key: string) => {
-  const answer = await app.call('POST', '/v1/ai', { key, body: { model: 'stuck', prompt: 'wait for me' } });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
-};
+const waiter = { model: 'stuck', prompt: 'wait for me' };
 
 const waitingCount = (app: TestApp) => (app.store as LmdbStore).databases.meta.get(waitingCountKey);
 
@@ -22,14 +20,18 @@ describe('The count of waiting requests the LMDB store keeps beside its dispatch
   const start = testApps();
 
   it('follows the requests that wait, start, are cancelled, and is checked by verify', async () => {
-    const app = await start({ config });
+    const app = await start({ store: 'lmdb', config });
     const account = await app.account('free');
     // One worker: the first starts at once, the others wait behind it.
-    const ids = [await submit(app, account.key), await submit(app, account.key), await submit(app, account.key)];
+    const ids = [
+      await submit(app, account.key, waiter),
+      await submit(app, account.key, waiter),
+      await submit(app, account.key, waiter),
+    ];
     expect(waitingCount(app)).toBe(2);
     await app.requests.cancel({ accountId: account.accountId, keyId: account.keyId, plan: 'free' }, ids[2] as string);
     expect(waitingCount(app)).toBe(1);
-    expect(verifyViews((app.store as LmdbStore).databases).differences).toEqual([]);
+    expect(lmdbViewDifferences(app)).toEqual([]);
     await app.close();
     // A count that went wrong is found.
     const databases = openDatabases(app.dataDir);
@@ -39,9 +41,9 @@ describe('The count of waiting requests the LMDB store keeps beside its dispatch
   });
 
   it('counts the waiting requests of a data directory written before the count existed, at its first open', async () => {
-    const app = await start({ config });
+    const app = await start({ store: 'lmdb', config });
     const account = await app.account('free');
-    for (let i = 0; i < 3; i++) await submit(app, account.key);
+    for (let i = 0; i < 3; i++) await submit(app, account.key, waiter);
     await app.close();
     // As an older airs left it: no count.
     // Closed cleanly, the one that was processing was given back: all three wait.

@@ -2,7 +2,6 @@ import { Effect } from 'effect';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
@@ -10,15 +9,9 @@ import { batchWhen, chatLines, createBatch, isEnded, uploadLines } from '../supp
 import { unusedPort } from '../support/ports.js';
 import { call } from '../support/processes.js';
 import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
-import {
-  eventually,
-  listen,
-  syncReads,
-  type TestApp,
-  type TestConfig,
-  tempDataDir,
-  testApps,
-} from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { eventually, listen, type TestApp, type TestConfig, testApps } from '../support/testApp.js';
+import type { StoreKind } from '../support/testStore.js';
 import { addWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../support/webhookEndpoints.js';
 
 // Issue 30, the sender: what a request's ending makes due is posted to the account's endpoint, signed, verified by
@@ -49,9 +42,7 @@ const webhookConfig = (webhooks: Partial<TestConfig['webhooks']> = {}): TestConf
   ...webhooks,
 });
 
-type StoreKind = 'memory' | 'LMDB';
-
-/** An app on a store of `kind`: the memory store, or LMDB in a temporary directory (`dataDir`: that one). */
+/** An app on a store of `kind` (or on the store of `storeOf`: a second server on it). */
 const appsOn =
   (kind: StoreKind) =>
   async (
@@ -60,15 +51,13 @@ const appsOn =
       readonly webhooks?: Partial<TestConfig['webhooks']>;
       readonly config?: TestConfig;
       readonly sweepIntervalMs?: number;
-      readonly memoryStore?: ReturnType<typeof openMemoryStore>;
-      readonly dataDir?: string;
+      readonly storeOf?: TestApp;
     } = {},
   ) =>
     start({
       clock: options.clock ?? systemClock,
-      ...(kind === 'memory'
-        ? { storeLayer: MemoryStoreLayer(options.memoryStore ?? openMemoryStore()) }
-        : { dataDir: options.dataDir }),
+      store: kind,
+      storeOf: options.storeOf,
       sweepIntervalMs: options.sweepIntervalMs,
       config: {
         models: [echo('echo', 0), echo('slow', 60_000)],
@@ -77,11 +66,8 @@ const appsOn =
       },
     });
 
-const submit = async (app: TestApp, key: string, model = 'echo', extra: Record<string, unknown> = {}) => {
-  const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'hello hooks', ...extra } });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
-};
+/** What the tests submit: the prompt says nothing, the model decides how the request ends. */
+const hooked = { prompt: 'hello hooks' };
 
 const principalOf = (account: { accountId: string; keyId: string }): Principal =>
   ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
@@ -91,7 +77,7 @@ const unwrap = (secret: string, post: Posted) =>
 
 const headerOf = (post: Posted, name: string) => post.headers[name] as string;
 
-describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) => {
+describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store', (kind) => {
   const startApp = appsOn(kind);
 
   it('posts every event a request ending makes (request.* and, through the Responses face, response.*), each verified by the openai SDK, with the delivery id as webhook-id', async () => {
@@ -121,11 +107,11 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       accountId: account.accountId,
       url: hooks.url('/hooks'),
     });
-    const completed = await submit(app, account.key, 'echo');
-    const failed = await submit(app, account.key, 'down');
-    const cancelled = await submit(app, account.key, 'slow');
+    const completed = await submit(app, account.key, { ...hooked, model: 'echo' });
+    const failed = await submit(app, account.key, { ...hooked, model: 'down' });
+    const cancelled = await submit(app, account.key, { ...hooked, model: 'slow' });
     await app.requests.cancel(principalOf(account), cancelled);
-    const expired = await submit(app, account.key, 'slow');
+    const expired = await submit(app, account.key, { ...hooked, model: 'slow' });
     // Made through the Responses face: `response.*` (data.id `resp_…`) beside `request.*`.
     const respond = async (model: string) => {
       const answer = await app.call('POST', '/v1/responses', {
@@ -162,15 +148,14 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       const event = events[i] as { id: string; object: string };
       expect(event.object).toBe('event');
       // The webhook-id is the delivery's own id; the body's id is the event's.
-      const delivery = syncReads(app).webhookDelivery(headerOf(post, 'webhook-id'));
+      const delivery = await app.store.reads.webhookDelivery(headerOf(post, 'webhook-id'));
       expect(delivery?.context).toMatchObject({ endpointId, eventId: event.id });
       expect(headerOf(post, 'webhook-signature')).toMatch(/^v1,[A-Za-z0-9+/=]+$/);
     }
-    await eventually(() =>
-      hooks.posted.every((post) => syncReads(app).webhookDelivery(headerOf(post, 'webhook-id'))?.status === 'delivered')
-        ? true
-        : undefined,
-    );
+    await eventually(async () => {
+      const deliveries = hooks.posted.map((post) => app.store.reads.webhookDelivery(headerOf(post, 'webhook-id')));
+      return (await Promise.all(deliveries)).every((delivery) => delivery?.status === 'delivered') ? true : undefined;
+    });
     // Once each: nothing is sent twice when every attempt succeeded.
     expect(new Set(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).size).toBe(10);
   });
@@ -245,7 +230,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
         accountId: account.accountId,
         url: hooks.url(`/${one === app ? 'now' : 'late'}`),
       });
-      await submit(one, account.key);
+      await submit(one, account.key, hooked);
       const [post] = await eventually(() =>
         hooks.to(one === app ? '/now' : '/late').length > 0 ? hooks.to(one === app ? '/now' : '/late') : undefined,
       );
@@ -269,11 +254,13 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       accountId: account.accountId,
       url: hooks.url('/flaky'),
     });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await eventually(() => (hooks.posted.length === 1 ? true : undefined));
     const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
-    await eventually(() => (syncReads(app).webhookDelivery(id)?.context.lastStatus === 500 ? true : undefined));
-    const failed = syncReads(app).webhookDelivery(id);
+    await eventually(async () =>
+      (await app.store.reads.webhookDelivery(id))?.context.lastStatus === 500 ? true : undefined,
+    );
+    const failed = await app.store.reads.webhookDelivery(id);
     expect(failed).toMatchObject({ status: 'waiting', context: { attempts: 1, lastError: 'answered 500' } });
     // Not retried before its time: the backoff's floor is 1 s, its first ceiling 5 s.
     const retryAt = failed?.context.availableAt as number;
@@ -284,9 +271,11 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     expect(hooks.posted).toHaveLength(1);
     clock.set(retryAt);
     app.webhookSender.wake();
-    await eventually(() => (syncReads(app).webhookDelivery(id)?.status === 'delivered' ? true : undefined));
+    await eventually(async () =>
+      (await app.store.reads.webhookDelivery(id))?.status === 'delivered' ? true : undefined,
+    );
     expect(hooks.posted.map((post) => headerOf(post, 'webhook-id'))).toEqual([id, id]);
-    expect(syncReads(app).webhookDelivery(id)?.context).toMatchObject({ attempts: 2, lastStatus: 200 });
+    expect((await app.store.reads.webhookDelivery(id))?.context).toMatchObject({ attempts: 2, lastStatus: 200 });
     const [first, second] = hooks.posted as [Posted, Posted];
     // The same bytes, signed anew at each attempt's time; both verify.
     expect(second.body).toBe(first.body);
@@ -301,10 +290,10 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     await addWebhookEndpoint(app, { accountId: stuck.accountId, url: hooks.url('/hang') });
     await addWebhookEndpoint(app, { accountId: other.accountId, url: hooks.url('/ok') });
     // More deliveries for the hanging endpoint than the whole sender has places.
-    for (let i = 0; i < 12; i++) await submit(app, stuck.key);
+    for (let i = 0; i < 12; i++) await submit(app, stuck.key, hooked);
     await eventually(() => (hooks.open('/hang') === 2 ? true : undefined));
     const startedAt = Date.now();
-    const reqId = await submit(app, other.key);
+    const reqId = await submit(app, other.key, hooked);
     const submitMs = Date.now() - startedAt;
     await eventually(() => (hooks.to('/ok').length === 1 ? true : undefined), 3_000);
     expect(Date.now() - startedAt).toBeLessThan(1_000);
@@ -321,7 +310,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const account = await app.account('scale');
     const old = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/rotated') });
     const rotated = await rotateWebhookSecret(app, { accountId: account.accountId, endpointId: old.endpointId });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     const post = await eventually(() => hooks.posted[0]);
     const signatures = headerOf(post, 'webhook-signature').split(' ');
     expect(signatures).toHaveLength(2);
@@ -340,7 +329,7 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const account = await app.account('scale');
     await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
     const reqIds = [];
-    for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key));
+    for (let i = 0; i < 12; i++) reqIds.push(await submit(app, account.key, hooked));
     await eventually(() => (hooks.posted.length === 12 ? true : undefined), 10_000);
     expect(hooks.mostOpen('/slow')).toBe(3);
     expect(new Set(hooks.posted.map((post) => JSON.parse(post.body).data.id))).toEqual(new Set(reqIds));
@@ -355,9 +344,9 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/gone`,
     });
-    await submit(app, account.key);
-    const [delivery] = await eventually(() => {
-      const found = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 10 });
+    await submit(app, account.key, hooked);
+    const [delivery] = await eventually(async () => {
+      const found = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 10 });
       return found[0]?.context.attempts === 1 && found[0].status === 'waiting' ? found : undefined;
     });
     expect(delivery?.context.lastError).toMatch(/could not deliver|ECONNREFUSED/);
@@ -365,8 +354,8 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     clock.advance(6_000);
     app.webhookSender.wake();
     const deliveryId = delivery?.context.deliveryId as string;
-    const gaveUp = await eventually(() => {
-      const state = syncReads(app).webhookDelivery(deliveryId);
+    const gaveUp = await eventually(async () => {
+      const state = await app.store.reads.webhookDelivery(deliveryId);
       return state?.status === 'gave_up' ? state : undefined;
     });
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'endpoint_removed', attempts: 1 });
@@ -381,16 +370,16 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
       accountId: account.accountId,
       url: `http://127.0.0.1:${closed}/down`,
     });
-    await submit(app, account.key);
-    const waiting = await eventually(() => {
-      const [found] = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 1 });
+    await submit(app, account.key, hooked);
+    const waiting = await eventually(async () => {
+      const [found] = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 1 });
       return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
     });
     // The server was away for the whole retention (72 hours): no attempt is made past it.
     clock.set(waiting.context.giveUpAt);
     app.webhookSender.wake();
-    const gaveUp = await eventually(() => {
-      const state = syncReads(app).webhookDelivery(waiting.context.deliveryId);
+    const gaveUp = await eventually(async () => {
+      const state = await app.store.reads.webhookDelivery(waiting.context.deliveryId);
       return state?.status === 'gave_up' ? state : undefined;
     });
     expect(gaveUp.context).toMatchObject({ gaveUpReason: 'retention', attempts: 1 });
@@ -403,44 +392,46 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const app = await startApp({ clock });
     const account = await app.account('scale');
     const { endpointId } = await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/down') });
-    await submit(app, account.key);
-    const failing = await eventually(() => {
-      const [found] = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 1 });
+    await submit(app, account.key, hooked);
+    const failing = await eventually(async () => {
+      const [found] = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 1 });
       return found?.context.attempts === 1 && found.status === 'waiting' ? found : undefined;
     });
-    expect(syncReads(app).webhookEndpoint(endpointId)?.failingSince).toBeDefined();
+    expect((await app.store.reads.webhookEndpoint(endpointId))?.failingSince).toBeDefined();
     // Three days of failures (the retention, 72 hours, runs out with them): the endpoint is disabled.
     clock.set(failing.context.giveUpAt);
     app.webhookSender.wake();
-    await eventually(() => (syncReads(app).webhookEndpoint(endpointId)?.status === 'disabled' ? true : undefined));
-    expect(syncReads(app).webhookDelivery(failing.context.deliveryId)).toMatchObject({ status: 'gave_up' });
+    await eventually(async () =>
+      (await app.store.reads.webhookEndpoint(endpointId))?.status === 'disabled' ? true : undefined,
+    );
+    expect(await app.store.reads.webhookDelivery(failing.context.deliveryId)).toMatchObject({ status: 'gave_up' });
     // Disabled: an ending makes no delivery for it, and the receiver (healthy again) hears nothing.
     healthy = true;
     const posts = hooks.posted.length;
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(syncReads(app).webhookDeliveriesOf(endpointId, { limit: 10 })).toHaveLength(1);
+    expect(await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 10 })).toHaveLength(1);
     expect(hooks.posted).toHaveLength(posts);
     // Enabled: the next ending is delivered, and the given-up one comes back by redelivery, same webhook-id.
     await Effect.runPromise(app.webhooks.enable(account.accountId, endpointId));
-    const later = await submit(app, account.key);
+    const later = await submit(app, account.key, hooked);
     await eventually(() => (hooks.posted.some((post) => post.body.includes(later)) ? true : undefined));
     await Effect.runPromise(app.webhooks.redeliver(account.accountId, failing.context.deliveryId));
-    await eventually(() =>
-      syncReads(app).webhookDelivery(failing.context.deliveryId)?.status === 'delivered' ? true : undefined,
+    await eventually(async () =>
+      (await app.store.reads.webhookDelivery(failing.context.deliveryId))?.status === 'delivered' ? true : undefined,
     );
     expect(hooks.posted.filter((post) => headerOf(post, 'webhook-id') === failing.context.deliveryId).length).toBe(2);
   });
 
   it('two servers on one store send each delivery once: the attempt is leased in the write', async () => {
     const hooks = await receiver(() => ({ status: 200, delayMs: 50 }));
-    const shared = kind === 'memory' ? { memoryStore: openMemoryStore() } : { dataDir: tempDataDir() };
-    const both = [await startApp(shared), await startApp(shared)];
+    const first = await startApp();
+    const both = [first, await startApp({ storeOf: first })];
     const [one, two] = both as [TestApp, TestApp];
     const account = await one.account('scale');
     await addWebhookEndpoint(one, { accountId: account.accountId, url: hooks.url('/shared') });
     const reqIds = [];
-    for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key));
+    for (let i = 0; i < 20; i++) reqIds.push(await submit(i % 2 === 0 ? one : two, account.key, hooked));
     await eventually(() => (hooks.posted.length >= 20 ? true : undefined), 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hooks.posted).toHaveLength(20);
@@ -452,33 +443,32 @@ describe.each(['memory', 'LMDB'] as const)('The webhook sender on %s', (kind) =>
     const app = await startApp();
     const account = await app.account('scale');
     await addWebhookEndpoint(app, { accountId: account.accountId, url: hooks.url('/slow') });
-    await submit(app, account.key);
+    await submit(app, account.key, hooked);
     await eventually(() => (hooks.open('/slow') === 1 ? true : undefined));
     expect(await app.drain(5_000)).toBe(true);
     const id = headerOf(hooks.posted[0] as Posted, 'webhook-id');
-    expect(syncReads(app).webhookDelivery(id)?.status).toBe('delivered');
+    expect((await app.store.reads.webhookDelivery(id))?.status).toBe('delivered');
 
     const closing = await startApp();
     const other = await closing.account('scale');
     await addWebhookEndpoint(closing, { accountId: other.accountId, url: hooks.url('/hang') });
-    await submit(closing, other.key);
+    await submit(closing, other.key, hooked);
     await eventually(() => (hooks.open('/hang') === 1 ? true : undefined));
     const hanging = headerOf(hooks.to('/hang')[0] as Posted, 'webhook-id');
     const startedAt = Date.now();
-    const memory = kind === 'memory' ? syncReads(closing) : undefined;
     await closing.close();
     // Not waited out (the post's bound is 10 s): nothing is recorded, the lease lapses, a restart sends it again.
     expect(Date.now() - startedAt).toBeLessThan(2_000);
-    const left =
-      memory?.webhookDelivery(hanging) ??
-      (await (async () => {
-        const reopened = openLmdbStore(closing.dataDir);
-        try {
-          return await reopened.reads.webhookDelivery(hanging);
-        } finally {
-          await reopened.close();
-        }
-      })());
+    const left = await (async () => {
+      const closed = closing.testStore;
+      if (closed.kind === 'memory') return closed.memory.reads.webhookDelivery(hanging);
+      const reopened = openLmdbStore(closing.dataDir);
+      try {
+        return await reopened.reads.webhookDelivery(hanging);
+      } finally {
+        await reopened.close();
+      }
+    })();
     expect(left?.status).toBe('sending');
   });
 });

@@ -10,7 +10,7 @@ import {
   type RetryInfo,
 } from '../../src/client/index.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { listen, syncReads, type TestApp } from '../support/testApp.js';
+import { listen, loggedEvents, type TestApp } from '../support/testApp.js';
 import { startClientApp } from './inProcessApp.js';
 import { recordingSleep, scriptedServer } from './support.js';
 
@@ -125,11 +125,9 @@ const setUp = async (plan: (seen: Seen, index: number) => Action, options: Parti
 };
 
 /** The requests the account has, from the store, and the `RequestQueued` events of the account in the log. */
-const requestsOfAccount = (app: TestApp, accountId: string) => {
-  const requests = syncReads(app)
-    .requestsOf(accountId, { limit: 100 })
-    .map((state) => state.context.reqId);
-  const queuedEvents = [...syncReads(app).events()].filter(
+const requestsOfAccount = async (app: TestApp, accountId: string) => {
+  const requests = (await app.store.reads.requestsOf(accountId, { limit: 100 })).map((state) => state.context.reqId);
+  const queuedEvents = (await loggedEvents(app)).filter(
     (event) => event.type === 'RequestQueued' && 'accountId' in event && event.accountId === accountId,
   );
   return { requests, queuedEvents: queuedEvents.length };
@@ -176,7 +174,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
     expect(attempts[1]).toMatchObject({ status: 202, replayed: 'true' });
     expect(retries).toEqual([{ method: 'POST', status: 0, code: 'network_error', retry: 1, delayMs: 30_000 }]);
     expect(delays).toEqual([30_000]);
-    expect(requestsOfAccount(app, accountId)).toEqual({ requests: [submitted.request_id], queuedEvents: 1 });
+    expect(await requestsOfAccount(app, accountId)).toEqual({ requests: [submitted.request_id], queuedEvents: 1 });
   });
 
   it('runs a prompt to completion after the submit’s answer was lost, through the one request it made', async () => {
@@ -186,7 +184,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
 
     expect(done).toMatchObject({ status: 'completed', response: 'run through a lost answer' });
     expect(posts(proxy.seen)).toHaveLength(2);
-    expect(requestsOfAccount(app, accountId)).toEqual({ requests: [done.req_id], queuedEvents: 1 });
+    expect(await requestsOfAccount(app, accountId)).toEqual({ requests: [done.req_id], queuedEvents: 1 });
   });
 
   it('sends a submit again when the connection dropped before the service saw it, and one request exists', async () => {
@@ -198,7 +196,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
     expect(attempts.map((call) => call.status)).toEqual([undefined, 202]);
     expect(attempts[1]?.idempotencyKey).toBe(attempts[0]?.idempotencyKey);
     expect(attempts[1]?.replayed).toBeNull();
-    expect(requestsOfAccount(app, accountId)).toEqual({ requests: [submitted.request_id], queuedEvents: 1 });
+    expect(await requestsOfAccount(app, accountId)).toEqual({ requests: [submitted.request_id], queuedEvents: 1 });
   });
 
   it('gives up with network_error after maxRetries lost answers, all with one key, having made one request', async () => {
@@ -215,7 +213,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((call) => call.idempotencyKey)).size).toBe(1);
     expect(retries.map((info) => info.retry)).toEqual([1, 2]);
-    const { requests, queuedEvents } = requestsOfAccount(app, accountId);
+    const { requests, queuedEvents } = await requestsOfAccount(app, accountId);
     expect(requests).toHaveLength(1);
     expect(queuedEvents).toBe(1);
   });
@@ -235,7 +233,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
     expect(failure).toBeInstanceOf(AirsError);
     expect(failure).toMatchObject({ status: 422, code: 'idempotency_key_reused', idempotencyKey: 'job-42' });
     expect(retries).toEqual([]);
-    expect(requestsOfAccount(app, accountId)).toEqual({ requests: [first.request_id], queuedEvents: 1 });
+    expect(await requestsOfAccount(app, accountId)).toEqual({ requests: [first.request_id], queuedEvents: 1 });
   });
 
   it('uses the caller’s key in run, so running the same job twice reads the one request', async () => {
@@ -245,7 +243,7 @@ describe('the client’s Idempotency-Key on submits', { timeout: 30_000 }, () =>
     const second = await client.run('echo', 'twice', { idempotencyKey: 'run-twice' });
 
     expect(second).toEqual(first);
-    expect(requestsOfAccount(app, accountId).queuedEvents).toBe(1);
+    expect((await requestsOfAccount(app, accountId)).queuedEvents).toBe(1);
   });
 
   it('refuses a key that is not 1 to 255 visible ASCII characters before sending anything', async () => {

@@ -6,8 +6,9 @@ import { systemClock } from '../../src/ports/Clock.js';
 import { dataOf, framesOf } from '../support/sse.js';
 import {
   type CallInit,
+  eventually,
+  loggedEvents,
   startTestApp,
-  syncReads,
   type TestApp,
   type TestAppOptions,
   type TestConfig,
@@ -90,19 +91,15 @@ const expectOpenAiError = (answer: Answer, status: number, code: string, type: s
 
 const reqIdOf = (completionId: string) => `req_${completionId.slice('chatcmpl-'.length)}`;
 
-const eventsOf = (app: TestApp, reqId: string) =>
-  [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId);
+const eventsOf = async (app: TestApp, reqId: string) =>
+  (await loggedEvents(app)).filter((e) => 'reqId' in e && e.reqId === reqId);
 
 /** The id of the account's first queued request, once there is one. */
 const firstQueued = (app: TestApp) =>
-  new Promise<string>((resolve) => {
-    const look = () => {
-      const queued = [...syncReads(app).events()].find((e) => e.type === 'RequestQueued');
-      if (queued !== undefined && 'reqId' in queued) resolve(queued.reqId);
-      else setTimeout(look, 10);
-    };
-    look();
-  });
+  eventually(async () => {
+    const queued = (await loggedEvents(app)).find((e) => e.type === 'RequestQueued');
+    return queued !== undefined && 'reqId' in queued ? queued.reqId : undefined;
+  }, 30_000);
 
 /**
  * What a create keeps as its input: sent to the `slow` model (which never answers within a test), read from the store
@@ -111,7 +108,7 @@ const firstQueued = (app: TestApp) =>
 const storedInputOf = async (app: TestApp, key: string, body: Record<string, unknown>) => {
   const waiting = chat(app, key, { ...body, model: 'slow' });
   const reqId = await firstQueued(app);
-  const text = syncReads(app).requestWithText(reqId)?.text ?? 'null';
+  const text = (await app.store.reads.requestWithText(reqId))?.text ?? 'null';
   await call(app, 'POST', `/v1/responses/resp_${reqId.slice(4)}/cancel`, { key });
   expect((await waiting).status).toBe(404);
   return JSON.parse(text) as { messages: unknown[]; params?: unknown };
@@ -151,7 +148,7 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     // The same request on /v1/ai, in the same log.
     const polled = await call(app, 'GET', `/v1/ai?req_id=${reqId}`, { key });
     expect(polled.body).toMatchObject({ req_id: reqId, status: 'completed', response: 'Hello there' });
-    expect(eventsOf(app, reqId).map((e) => e.type)).toEqual([
+    expect((await eventsOf(app, reqId)).map((e) => e.type)).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
       'RequestCompleted',
@@ -473,7 +470,7 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     expect(again.body).toEqual(first.body);
     const other = await chat(app, key, { ...body, temperature: 1 }, { 'idempotency-key': 'chat-1' });
     expectOpenAiError(other, 422, 'idempotency_key_reused', 'invalid_request_error');
-    const queued = [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+    const queued = (await loggedEvents(app)).filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
     expect(queued).toHaveLength(1);
   });
 });
@@ -562,7 +559,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     const frames = framesOf(await again.text());
     expect(frames.at(-1)).toEqual({ kind: 'done' });
     expect(dataOf(frames)).toEqual(firstChunks);
-    const queued = [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
+    const queued = (await loggedEvents(app)).filter((e) => e.type === 'RequestQueued' && e.accountId === accountId);
     expect(queued).toHaveLength(1);
   });
 

@@ -6,8 +6,8 @@ import { dataOf, framesOf } from '../support/sse.js';
 import {
   eventually,
   listen,
+  loggedEvents,
   startTestApp,
-  syncReads,
   type TestApp,
   type TestAppOptions,
   type TestConfig,
@@ -45,12 +45,12 @@ const start = async (options: TestAppOptions = {}) => {
 
 const hello = [{ role: 'user', content: 'Hello over a socket' }];
 
-const typesOf = (testApp: TestApp, reqId: string) =>
-  [...syncReads(testApp).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+const typesOf = async (testApp: TestApp, reqId: string) =>
+  (await loggedEvents(testApp)).filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 /** The request ids queued so far, in order. */
-const queuedIds = (testApp: TestApp) =>
-  [...syncReads(testApp).events()].flatMap((e) => (e.type === 'RequestQueued' ? [e.reqId] : []));
+const queuedIds = async (testApp: TestApp) =>
+  (await loggedEvents(testApp)).flatMap((e) => (e.type === 'RequestQueued' ? [e.reqId] : []));
 
 describe('A streamed chat completion over a socket', () => {
   it('arrives as text/event-stream chunks with x-request-id, ending with [DONE]', async () => {
@@ -82,7 +82,7 @@ describe('A streamed chat completion over a socket', () => {
     const { app, url, key, principal } = await start({ streamKeepAliveMs: 100 });
     // The only worker is busy with another request: the streamed one waits in the queue.
     postOverSocket(url, '/v1/chat/completions', key, { model: 'slow', messages: hello });
-    await eventually(() => (queuedIds(app).length === 1 ? true : undefined));
+    await eventually(async () => ((await queuedIds(app)).length === 1 ? true : undefined));
     const call = await postOverSocket(url, '/v1/chat/completions', key, {
       model: 'echo',
       messages: hello,
@@ -95,7 +95,7 @@ describe('A streamed chat completion over a socket', () => {
     });
     expect(await call.frames.next()).toEqual({ kind: 'comment', text: 'waiting' });
     expect(await call.frames.next()).toEqual({ kind: 'comment', text: 'waiting' });
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued']);
     await app.requests.cancel(principal, reqId);
     const rest = (await call.frames.rest()).filter((frame) => frame.kind !== 'comment');
     expect(rest).toEqual([
@@ -117,10 +117,10 @@ describe('A streamed chat completion over a socket', () => {
     }).answered;
     const reqId = String(call.headers['x-request-id']);
     expect(await call.frames.next()).toMatchObject({ kind: 'data' });
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
     call.drop();
-    await eventually(() => (typesOf(app, reqId).includes('RequestCancelled') ? true : undefined));
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
+    await eventually(async () => ((await typesOf(app, reqId)).includes('RequestCancelled') ? true : undefined));
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
   });
 });
 
@@ -140,7 +140,7 @@ describe('A stream whose server stops', () => {
     // The stream ends, cleanly or with a reset: either way the reader is done.
     await call.frames.rest().catch(() => []);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
   });
 });
 
@@ -151,26 +151,26 @@ describe('A waiting create whose caller goes away', () => {
   ])('%s: the request is cancelled, and its model call aborted', async (_name, path, body) => {
     const { app, url, key } = await start();
     const call = postOverSocket(url, path, key, body);
-    await eventually(() => (queuedIds(app).length === 1 ? true : undefined));
-    const [reqId] = queuedIds(app) as [string];
-    await eventually(() => (typesOf(app, reqId).includes('RequestProcessingStarted') ? true : undefined));
+    await eventually(async () => ((await queuedIds(app)).length === 1 ? true : undefined));
+    const [reqId] = (await queuedIds(app)) as [string];
+    await eventually(async () => ((await typesOf(app, reqId)).includes('RequestProcessingStarted') ? true : undefined));
     call.drop();
-    await eventually(() => (typesOf(app, reqId).includes('RequestCancelled') ? true : undefined));
+    await eventually(async () => ((await typesOf(app, reqId)).includes('RequestCancelled') ? true : undefined));
     await app.processor.idle();
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
   });
 
   it('is not cancelled when the connection closes because the server stops', async () => {
     const { app, url, key } = await start();
     const call = postOverSocket(url, '/v1/chat/completions', key, { model: 'slow', messages: hello });
-    await eventually(() => (queuedIds(app).length === 1 ? true : undefined));
-    const [reqId] = queuedIds(app) as [string];
+    await eventually(async () => ((await queuedIds(app)).length === 1 ? true : undefined));
+    const [reqId] = (await queuedIds(app)) as [string];
     app.stopAccepting();
     await server?.close();
     server = undefined;
     await expect(call.answered).rejects.toThrow();
     // Give a cancel that should not happen every chance to be written.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(typesOf(app, reqId)).not.toContain('RequestCancelled');
+    expect(await typesOf(app, reqId)).not.toContain('RequestCancelled');
   });
 });

@@ -4,7 +4,7 @@ import { systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { postOverSocket } from '../support/socketCall.js';
 import { dataOf, type Frame, framesOf } from '../support/sse.js';
-import { eventually, listen, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { eventually, listen, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 import { checkedAnswer, checkedText } from './support/checkedAnswer.js';
 
 /**
@@ -53,8 +53,8 @@ const start = async (maxAttempts = 1) => {
 const chatCall = async (testApp: TestApp, init: Parameters<TestApp['call']>[2]) =>
   checkedAnswer('POST', '/v1/chat/completions', await testApp.call('POST', '/v1/chat/completions', init));
 
-const typesOf = (testApp: TestApp, reqId: string) =>
-  [...syncReads(testApp).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+const typesOf = async (testApp: TestApp, reqId: string) =>
+  (await loggedEvents(testApp)).filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 /** What the upstream received for calls whose last message is `prompt`. */
 const sentFor = (prompt: string) =>
@@ -95,7 +95,7 @@ describe('Streaming an openai-provider model', () => {
     // The upstream wrote its first piece and now waits on the gate: the caller has that piece already.
     expect(deltaText(await call.frames.next())).toBe('upstream');
     expect(upstream.streamsFinished()).toBe(finishedBefore);
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted']);
     upstream.openGate();
     const rest = await call.frames.rest();
     const text = `upstream${rest
@@ -112,7 +112,7 @@ describe('Streaming an openai-provider model', () => {
       expect.objectContaining({ stream: true, stream_options: { include_usage: true } }),
     ]);
     // Committed once, with the whole text.
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCompleted']);
     const polled = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
     expect(await polled.json()).toMatchObject({
       status: 'completed',
@@ -144,8 +144,8 @@ describe('Streaming an openai-provider model', () => {
       },
     });
     // The request was not cancelled by the end of its stream: its retry completes it.
-    await eventually(() => (typesOf(app, reqId).includes('RequestCompleted') ? true : undefined), 10_000);
-    expect(typesOf(app, reqId)).not.toContain('RequestCancelled');
+    await eventually(async () => ((await typesOf(app, reqId)).includes('RequestCompleted') ? true : undefined), 10_000);
+    expect(await typesOf(app, reqId)).not.toContain('RequestCancelled');
     const polled = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
     expect(await polled.json()).toMatchObject({ status: 'completed', response: `upstream says: ${prompt}` });
   });
@@ -277,10 +277,10 @@ describe('A caller of an openai-provider model that goes away', () => {
     const callsBefore = upstream.calls('hang');
     const call = postOverSocket(url, path, key, { model: 'llm', ...body });
     await eventually(() => (upstream.calls('hang') === callsBefore + 1 ? true : undefined));
-    const reqId = [...syncReads(app).events()].find((e) => e.type === 'RequestQueued')?.reqId ?? '';
+    const reqId = (await loggedEvents(app)).find((e) => e.type === 'RequestQueued')?.reqId ?? '';
     call.drop();
     await eventually(() => (upstream.abandoned() === abandonedBefore + 1 ? true : undefined));
     await app.processor.idle();
-    expect(typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
+    expect(await typesOf(app, reqId)).toEqual(['RequestQueued', 'RequestProcessingStarted', 'RequestCancelled']);
   });
 });

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { sessionBrowser as browser, dashboardPassword } from '../support/dashboardForm.js';
-import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = dashboardPassword;
 
@@ -48,16 +48,16 @@ describe('The dashboard over HTTP (in process)', () => {
     app = await startTestApp();
     const visitor = browser(app);
     await visitor.signup('csrf@example.com');
-    const accountId = syncReads(app).accountIdByEmail('csrf@example.com') as string;
+    const accountId = (await app.store.reads.accountIdByEmail('csrf@example.com')) as string;
     const forged = await visitor.post('/dashboard/keys', { name: 'forged' });
     expect(forged.status).toBe(403);
     const wrong = await visitor.post('/dashboard/keys', { name: 'forged', csrf: 'x'.repeat(43) });
     expect(wrong.status).toBe(403);
-    expect(syncReads(app).keysOf(accountId)).toEqual([]);
+    expect(await app.store.reads.keysOf(accountId)).toEqual([]);
     const keys = await visitor.get('/dashboard/keys');
     const made = await visitor.post('/dashboard/keys', { name: 'real', csrf: visitor.csrfOf(keys.text) });
     expect(made.status).toBe(201);
-    expect(syncReads(app).keysOf(accountId)).toHaveLength(1);
+    expect(await app.store.reads.keysOf(accountId)).toHaveLength(1);
   });
 
   it('shows a new key once, and the next call with it after its deletion answers 401', async () => {
@@ -137,7 +137,7 @@ describe('The dashboard over HTTP (in process)', () => {
     const answer = await browser(app).signup('evil\u001b[2J@example.com');
     expect(answer.status).toBe(400);
     expect(answer.text).toContain('must not contain control characters');
-    expect([...syncReads(app).accounts()]).toEqual([]);
+    expect([...(await app.store.reads.accounts())]).toEqual([]);
   });
 
   it('throttles signups per address: past dashboard.signupsPerHour a 429 page says when to try again', async () => {
@@ -151,7 +151,7 @@ describe('The dashboard over HTTP (in process)', () => {
     expect(third.status).toBe(429);
     expect(third.headers.get('retry-after')).toBe('3600');
     expect(third.text).toContain('Try again in 60 minutes.');
-    expect(syncReads(app).accountIdByEmail('three@example.com')).toBeUndefined();
+    expect(await app.store.reads.accountIdByEmail('three@example.com')).toBeUndefined();
     // A refused form (a short password here) costs no hash and takes no place.
     const refused = await visitor.post('/dashboard/signup', {
       email: 'four@example.com',
@@ -199,7 +199,7 @@ describe('The dashboard over HTTP (in process)', () => {
     app = await startTestApp();
     const visitor = browser(app);
     await visitor.signup('pages@example.com');
-    const accountId = syncReads(app).accountIdByEmail('pages@example.com') as string;
+    const accountId = (await app.store.reads.accountIdByEmail('pages@example.com')) as string;
     const key = await Effect.runPromise(app.accounts.createKey(accountId));
     for (let i = 0; i < 80; i++) {
       (app.clock as ManualClock).advance(1_000);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { formTokensOf } from '../support/dashboardForm.js';
-import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 /** Dashboard forms are bounded before they are decoded: at most 16 KB and 16 fields (formBody.ts). */
 
@@ -22,7 +22,7 @@ const postSignup = async (body: string, cookie: string) => {
   return { status: response.status, text: await response.text() };
 };
 
-const accounts = () => [...syncReads(app).events()].filter((e) => e.type === 'AccountCreated').length;
+const accounts = async () => (await loggedEvents(app)).filter((e) => e.type === 'AccountCreated').length;
 
 describe('Dashboard forms', () => {
   it('refuse a form of more than 16 fields with a 413 page, and sign nobody up', async () => {
@@ -33,7 +33,7 @@ describe('Dashboard forms', () => {
     const refused = await postSignup(fields.toString(), cookie);
     expect(refused.status).toBe(413);
     expect(refused.text).toContain('A form may hold at most 16 fields; this one holds more.');
-    expect(accounts()).toBe(0);
+    expect(await accounts()).toBe(0);
   });
 
   it('refuse a form of more than 16 KB with a 413 page', async () => {
@@ -43,7 +43,7 @@ describe('Dashboard forms', () => {
     const refused = await postSignup(fields.toString(), cookie);
     expect(refused.status).toBe(413);
     expect(refused.text).toContain('A form may hold at most 16 KB; this one holds more.');
-    expect(accounts()).toBe(0);
+    expect(await accounts()).toBe(0);
   });
 
   it('read a form of exactly 16 fields as before', async () => {
@@ -52,6 +52,6 @@ describe('Dashboard forms', () => {
     const fields = new URLSearchParams({ email: 'sixteen@example.com', password, csrf });
     for (let i = 0; i < 13; i++) fields.append(`extra${i}`, 'x');
     expect((await postSignup(fields.toString(), cookie)).status).toBe(303);
-    expect(accounts()).toBe(1);
+    expect(await accounts()).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 import { Effect } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionBrowser } from '../support/dashboardForm.js';
-import { startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { startTestApp, type TestApp } from '../support/testApp.js';
 
 /** The keys page at the plan's key limit, and deleting a key: a confirmation before, a notice after. */
 
@@ -15,7 +15,7 @@ describe('The dashboard keys page', () => {
     app = await startTestApp();
     const visitor = sessionBrowser(app);
     await visitor.signup('limit@example.com');
-    const accountId = syncReads(app).accountIdByEmail('limit@example.com') as string;
+    const accountId = (await app.store.reads.accountIdByEmail('limit@example.com')) as string;
     const empty = await visitor.get('/dashboard/keys');
     expect(createButton(empty.text)).toBe('<button type="submit">Create key</button>');
     expect(empty.text).not.toContain('delete one to create another');
@@ -35,7 +35,7 @@ describe('The dashboard keys page', () => {
     const refused = await visitor.post('/dashboard/keys', { name: 'two', csrf: visitor.csrfOf(full.text) });
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('Your free plan allows 1 API key and you have 1.');
-    expect(syncReads(app).keysOf(accountId)).toHaveLength(1);
+    expect(await app.store.reads.keysOf(accountId)).toHaveLength(1);
   });
 
   it('puts each delete behind a confirmation step that needs no script, and says which key was deleted after', async () => {

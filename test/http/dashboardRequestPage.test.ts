@@ -4,7 +4,8 @@ import type { StoredEvent } from '../../src/domain/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { submit } from '../support/submit.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
 /** `GET /dashboard/requests/:id`: one of the account's own requests, its texts bounded, its history from the log. */
 
@@ -15,15 +16,9 @@ afterEach(() => app.stop());
 const signedUp = async (email: string) => {
   const visitor = sessionBrowser(app);
   await visitor.signup(email);
-  const accountId = syncReads(app).accountIdByEmail(email) as string;
+  const accountId = (await app.store.reads.accountIdByEmail(email)) as string;
   const key = (await Effect.runPromise(app.accounts.createKey(accountId))).key;
   return { visitor, key };
-};
-
-const submit = async (key: string, model: string, prompt: string) => {
-  const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt } });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
 };
 
 const completed = (key: string, reqId: string) =>
@@ -49,7 +44,7 @@ describe('The dashboard request page', () => {
   it('shows an own request’s answer, usage, times and events from the log, opened from the requests table', async () => {
     app = await startTestApp({ clock: systemClock });
     const { visitor, key } = await signedUp('detail@example.com');
-    const reqId = await submit(key, 'echo', 'Hello <b>there</b> & you');
+    const reqId = await submit(app, key, { model: 'echo', prompt: 'Hello <b>there</b> & you' });
     await completed(key, reqId);
 
     const list = await visitor.get('/dashboard/requests');
@@ -86,7 +81,7 @@ describe('The dashboard request page', () => {
   it('shows a queued request’s prompt while it is kept, and says it is not answered yet', async () => {
     app = await startTestApp({ clock: systemClock });
     const { visitor, key } = await signedUp('queued@example.com');
-    const reqId = await submit(key, 'echo-slow', 'Still <i>thinking</i>');
+    const reqId = await submit(app, key, { model: 'echo-slow', prompt: 'Still <i>thinking</i>' });
     const page = await visitor.get(`/dashboard/requests/${reqId}`);
     expect(page.status).toBe(200);
     expect(page.text).toContain('<pre class="text-box" id="prompt">Still &lt;i>thinking&lt;/i></pre>');
@@ -98,7 +93,7 @@ describe('The dashboard request page', () => {
     app = await startTestApp({ clock: systemClock });
     const { visitor, key } = await signedUp('long@example.com');
     const prompt = `${'x'.repeat(12_000)}😀${'y'.repeat(343)}`;
-    const reqId = await submit(key, 'echo', prompt);
+    const reqId = await submit(app, key, { model: 'echo', prompt: prompt });
     await completed(key, reqId);
     const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
     const shown = /<pre class="text-box" id="answer">([^<]*)<\/pre>/.exec(html)?.[1] as string;
@@ -109,9 +104,9 @@ describe('The dashboard request page', () => {
   it('answers another account’s request, an unknown id and a malformed one with the same 404 page', async () => {
     app = await startTestApp();
     const other = await app.account();
-    const theirs = await submit(other.key, 'echo', 'not yours');
+    const theirs = await submit(app, other.key, { model: 'echo', prompt: 'not yours' });
     const { visitor, key } = await signedUp('nosy@example.com');
-    const mine = await submit(key, 'echo', 'mine');
+    const mine = await submit(app, key, { model: 'echo', prompt: 'mine' });
     expect((await visitor.get(`/dashboard/requests/${mine}`)).status).toBe(200);
     const unknown = `${mine.slice(0, -4)}${mine.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     const answers = await Promise.all(
@@ -132,9 +127,9 @@ describe('The dashboard request page', () => {
   it('reads the log only near the request: an old request’s page stops once its history is whole', async () => {
     app = await startTestApp({ clock: systemClock });
     const { visitor, key } = await signedUp('bounded@example.com');
-    const first = await submit(key, 'echo', 'the first');
+    const first = await submit(app, key, { model: 'echo', prompt: 'the first' });
     await completed(key, first);
-    for (let i = 0; i < 40; i++) await completed(key, await submit(key, 'echo', `later ${i}`));
+    for (let i = 0; i < 40; i++) await completed(key, await submit(app, key, { model: 'echo', prompt: `later ${i}` }));
     const lastSeq = await app.store.reads.lastSeq();
     expect(lastSeq).toBeGreaterThan(120);
     // Count the events the page's reads take from the log (an observer around the real read).
@@ -171,7 +166,7 @@ describe('The dashboard request page', () => {
         },
       });
       const { visitor, key } = await signedUp('refused@example.com');
-      const reqId = await submit(key, 'gpt', 'answer 404');
+      const reqId = await submit(app, key, { model: 'gpt', prompt: 'answer 404' });
       await eventually(async () => ((await app.store.reads.request(reqId))?.status === 'failed' ? true : undefined));
       const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
       expect(html).toContain("Processing failed after 1 attempt: the model's upstream refused the request (404).");

@@ -9,7 +9,7 @@ import type { DeliveryAsk } from '../../src/domain/webhook/commands.js';
 import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
-import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { eventually, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 import { startWebhookReceiver } from '../support/webhookReceiver.js';
 
 /**
@@ -41,7 +41,7 @@ const start = async () => {
 const signedUp = async (email: string) => {
   const visitor = sessionBrowser(app);
   await visitor.signup(email);
-  const accountId = syncReads(app).accountIdByEmail(email) as string;
+  const accountId = (await app.store.reads.accountIdByEmail(email)) as string;
   const key = await Effect.runPromise(app.accounts.createKey(accountId));
   return { visitor, accountId, key: key.key, keyId: key.id };
 };
@@ -147,7 +147,7 @@ describe('The dashboard Webhooks pages', () => {
     const refused = await addEndpoint(visitor, `${url}/ok`);
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('Your free plan allows 1 webhook endpoint and you have 1.');
-    expect(syncReads(app).webhookEndpointsOf(accountId)).toHaveLength(1);
+    expect(await app.store.reads.webhookEndpointsOf(accountId)).toHaveLength(1);
   });
 
   it('puts remove behind a confirm step that needs no script, and says which endpoint was removed after', async () => {
@@ -170,8 +170,8 @@ describe('The dashboard Webhooks pages', () => {
     const after = await visitor.get(removed.headers.get('location') as string);
     expect(after.text).toContain(`<code>${url}/ok</code> was removed. It receives nothing from now on.`);
     expect(after.text).toContain('You have no webhook endpoints yet.');
-    expect(syncReads(app).webhookEndpointsOf(accountId)).toEqual([]);
-    expect(syncReads(app).webhookEndpoint(endpointId)?.status).toBe('removed');
+    expect(await app.store.reads.webhookEndpointsOf(accountId)).toEqual([]);
+    expect((await app.store.reads.webhookEndpoint(endpointId))?.status).toBe('removed');
     // Its page is gone with it.
     expect((await visitor.get(`/dashboard/webhooks/${endpointId}`)).status).toBe(404);
   });
@@ -197,7 +197,7 @@ describe('The dashboard Webhooks pages', () => {
     expect(rotated.text).toContain('The secret it replaces still signs deliveries for 24 hours');
     const again = await visitor.get('/dashboard/webhooks');
     expect(again.text).not.toContain('whsec_');
-    expect(syncReads(app).webhookEndpoint(endpointId)?.previousSecret).toBeDefined();
+    expect((await app.store.reads.webhookEndpoint(endpointId))?.previousSecret).toBeDefined();
   });
 
   it('lists the delivery a request cancelled through the app makes, with what it is about linked to its page', async () => {
@@ -243,7 +243,7 @@ describe('The dashboard Webhooks pages', () => {
         },
       ],
     });
-    expect(syncReads(app).webhookDelivery(deliveryId)?.status).toBe('delivered');
+    expect((await app.store.reads.webhookDelivery(deliveryId))?.status).toBe('delivered');
 
     const log = await visitor.get(`/dashboard/webhooks/${endpointId}`);
     const row = /<tr id="wh_[\s\S]*?<\/tr>/.exec(log.text)?.[0] ?? '';
@@ -264,9 +264,9 @@ describe('The dashboard Webhooks pages', () => {
     expect((await visitor.get(location)).text).toContain(
       `Delivery <code>${deliveryId}</code> is waiting to be sent again, with the same <code>webhook-id</code>.`,
     );
-    const events = [...syncReads(app).events()].filter((e) => 'deliveryId' in e && e.deliveryId === deliveryId);
+    const events = (await loggedEvents(app)).filter((e) => 'deliveryId' in e && e.deliveryId === deliveryId);
     expect(events.map((e) => e.type)).toEqual(['WebhookDeliveryDue', 'WebhookDelivered', 'WebhookRedeliveryRequested']);
-    expect(syncReads(app).webhookDelivery(deliveryId)?.context).toMatchObject({ redeliveries: 1, dueAt: t });
+    expect((await app.store.reads.webhookDelivery(deliveryId))?.context).toMatchObject({ redeliveries: 1, dueAt: t });
   });
 
   it('delivers to a live receiver with the secret the add showed, and Redeliver sends it again under the same id', async () => {
@@ -279,7 +279,9 @@ describe('The dashboard Webhooks pages', () => {
     const reqId = ((await submitted.json()) as { request_id: string }).request_id;
     await app.requests.cancel({ accountId, keyId, plan: 'free' } as Principal, reqId);
     const deliveryId = webhookDeliveryId(webhookEventId(reqId, 'request.cancelled'), endpointId);
-    await eventually(() => (syncReads(app).webhookDelivery(deliveryId)?.status === 'delivered' ? true : undefined));
+    await eventually(async () =>
+      (await app.store.reads.webhookDelivery(deliveryId))?.status === 'delivered' ? true : undefined,
+    );
     // Signed with the secret the add showed: the openai SDK verifies it.
     const first = received.find((one) => one.headers['webhook-id'] === deliveryId);
     const event = await new OpenAI({ apiKey: 'unused' }).webhooks.unwrap(
@@ -325,7 +327,7 @@ describe('The dashboard Webhooks pages', () => {
     expect(next.text).toContain(`<a href="/dashboard/webhooks/${endpointId}">← Newest</a>`);
     expect(next.text).not.toContain('Older →');
     // Every delivery once, newest first: the order the store keeps them in.
-    const all = syncReads(app).webhookDeliveriesOf(endpointId, { limit: 100 });
+    const all = await app.store.reads.webhookDeliveriesOf(endpointId, { limit: 100 });
     expect([...first, ...second]).toEqual(all.map((delivery) => delivery.context.deliveryId));
   });
 
@@ -394,10 +396,10 @@ describe('The dashboard Webhooks pages', () => {
     );
     expect(after.text).not.toContain('was disabled after failing');
     expect(after.text).toContain('<span class="badge endpoint-enabled">enabled</span>');
-    expect(syncReads(app).webhookEndpoint(endpointId)?.status).toBe('enabled');
+    expect((await app.store.reads.webhookEndpoint(endpointId))?.status).toBe('enabled');
     // Now its missed delivery can be asked for again.
     expect((await visitor.post(redeliver, { csrf: visitor.csrfOf(after.text) })).status).toBe(303);
-    expect(syncReads(app).webhookDelivery(deliveryId)?.context.redeliveries).toBe(1);
+    expect((await app.store.reads.webhookDelivery(deliveryId))?.context.redeliveries).toBe(1);
   });
 
   it('answers another account’s endpoint, its forms and its deliveries as not found', async () => {
@@ -418,7 +420,7 @@ describe('The dashboard Webhooks pages', () => {
         .status,
     ).toBe(404);
     // Nothing changed for its owner.
-    expect(syncReads(app).webhookEndpoint(endpointId)?.status).toBe('enabled');
+    expect((await app.store.reads.webhookEndpoint(endpointId))?.status).toBe('enabled');
     // Ids of no endpoint's form, and a page cursor that is none.
     expect((await owner.visitor.get('/dashboard/webhooks/whep_nope')).status).toBe(404);
     expect((await owner.visitor.get(`/dashboard/webhooks/${endpointId}?before=%3Cscript%3E`)).status).toBe(400);
@@ -444,8 +446,8 @@ describe('The dashboard Webhooks pages', () => {
       const wrong = await visitor.post(path, { url: `${url}/ok`, csrf: 'forged' });
       expect(wrong.status, path).toBe(403);
     }
-    expect(syncReads(app).webhookEndpointsOf(accountId)).toHaveLength(1);
-    const endpoint = syncReads(app).webhookEndpoint(endpointId);
+    expect(await app.store.reads.webhookEndpointsOf(accountId)).toHaveLength(1);
+    const endpoint = await app.store.reads.webhookEndpoint(endpointId);
     expect(endpoint?.status).toBe('enabled');
     expect(endpoint?.previousSecret).toBeUndefined();
   });

@@ -24,8 +24,8 @@ type LogLine = { readonly level: number; readonly msg?: string; readonly err?: {
 type StoreCase = { readonly name: string; readonly options: () => Promise<TestAppOptions> };
 
 const stores: readonly StoreCase[] = [
-  { name: 'LMDB', options: async () => ({}) },
-  { name: 'memory', options: async () => ({ storeLayer: MemoryStoreLayer() }) },
+  { name: 'LMDB', options: async () => ({ store: 'lmdb' }) },
+  { name: 'memory', options: async () => ({ store: 'memory' }) },
   {
     name: 'PostgreSQL',
     options: async () => ({

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
+import { servedAt, submit } from '../support/submit.js';
 import { eventually, listen, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 
 /**
@@ -53,16 +54,6 @@ const start = async (config: TestConfig = configWith()) => {
   return { app, url: server.url, key, accountId };
 };
 
-const submit = async (url: string, key: string, model: string) => {
-  const answer = await fetch(`${url}/v1/ai`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, prompt: `a prompt for ${model}` }),
-  });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
-};
-
 /** A poll, with `prefer` as its Prefer header when given; resolves with the answer and how long it took. */
 const poll = async (url: string, key: string, reqId: string, prefer?: string) => {
   const abort = new AbortController();
@@ -82,7 +73,7 @@ const pollsLeft = (answer: Response) => Number(/;r=(\d+)/.exec(answer.headers.ge
 describe('A long poll (Prefer: wait=N)', () => {
   it('answers completed as soon as the request completes, well before its wait, with Preference-Applied', async () => {
     const { url, key } = await start();
-    const reqId = await submit(url, key, 'fast');
+    const reqId = await submit(servedAt(url), key, { model: 'fast', prompt: 'a prompt for fast' });
 
     // Answered completed at all means before its wait ended (a minute, past the test's timeout): the model takes
     // 300 ms; a plain poll loop would have answered queued and advised 5 s.
@@ -101,7 +92,7 @@ describe('A long poll (Prefer: wait=N)', () => {
 
   it('answers the usual queued body with Retry-After once its N seconds pass, and caps N at http.maxPollWaitSeconds', async () => {
     const { url, key, app: testApp } = await start(configWith({ maxPollWaitSeconds: 2 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
 
     const one = await poll(url, key, reqId, 'respond-async, wait=1');
     expect(one.answer.status).toBe(200);
@@ -121,7 +112,7 @@ describe('A long poll (Prefer: wait=N)', () => {
   it('spends one poll of the rate budget, however long it is held', async () => {
     // Three polls a minute: one comes back every 20 s, so none comes back during the test's few seconds.
     const { url, key } = await start(configWith({ pollsPerMinute: 3 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
     const before = pollsLeft((await poll(url, key, reqId)).answer);
 
     const held = await poll(url, key, reqId, 'wait=2');
@@ -138,7 +129,7 @@ describe('A long poll (Prefer: wait=N)', () => {
 
   it('holds a place of the account’s maxOpenCalls; past it, a poll answers at once as a plain poll, without Preference-Applied', async () => {
     const { url, key, accountId, app: testApp } = await start(configWith({ maxOpenCalls: 2 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
     const held = [poll(url, key, reqId, 'wait=60'), poll(url, key, reqId, 'wait=60')];
     await eventually(() => (testApp.openCalls.heldBy(accountId) === 2 ? true : undefined));
 
@@ -158,7 +149,7 @@ describe('A long poll (Prefer: wait=N)', () => {
 
   it('gives its place back when the client closes its connection during the wait', async () => {
     const { url, key, accountId, app: testApp } = await start(configWith({ maxOpenCalls: 1 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
     const abort = new AbortController();
     const leaving = fetch(`${url}/v1/ai?req_id=${reqId}`, {
       headers: { authorization: `Bearer ${key}`, prefer: 'wait=60' },
@@ -181,7 +172,7 @@ describe('A long poll (Prefer: wait=N)', () => {
     process.on('warning', onWarning);
     // More held polls than Node's listener warning threshold (10) of one event target.
     const { url, key, accountId, app: testApp } = await start(configWith({ maxOpenCalls: 20 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
     const waiting = Array.from({ length: 12 }, () => poll(url, key, reqId, 'wait=60'));
     await eventually(() => (testApp.openCalls.heldBy(accountId) === 12 ? true : undefined));
 
@@ -205,7 +196,7 @@ describe('A long poll (Prefer: wait=N)', () => {
 
   it('is counted under its own route in /metrics, apart from the plain polls', async () => {
     const { url, key } = await start();
-    const reqId = await submit(url, key, 'fast');
+    const reqId = await submit(servedAt(url), key, { model: 'fast', prompt: 'a prompt for fast' });
     await poll(url, key, reqId, 'wait=20');
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -219,7 +210,7 @@ describe('A long poll (Prefer: wait=N)', () => {
 describe('A poll without a wait, or one the server is not asked to hold', () => {
   it('answers at once with Retry-After and no Preference-Applied, as the specification says', async () => {
     const { url, key } = await start();
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
 
     for (const prefer of [undefined, 'respond-async', 'wait=0', 'wait=soon']) {
       const { answer, body, ms } = await poll(url, key, reqId, prefer);
@@ -232,7 +223,7 @@ describe('A poll without a wait, or one the server is not asked to hold', () => 
 
   it('answers at once when long polls are turned off (http.maxPollWaitSeconds: 0)', async () => {
     const { url, key } = await start(configWith({ maxPollWaitSeconds: 0 }));
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
 
     // Answered at all: before its minute's wait.
     const { answer, body } = await poll(url, key, reqId, 'wait=60');
@@ -243,7 +234,7 @@ describe('A poll without a wait, or one the server is not asked to hold', () => 
 
   it('answers 404 at once for another account’s request, as a plain poll does (nothing of it is waited for)', async () => {
     const { url, app: testApp, key } = await start();
-    const reqId = await submit(url, key, 'slow');
+    const reqId = await submit(servedAt(url), key, { model: 'slow', prompt: 'a prompt for slow' });
     const other = await testApp.account('free');
 
     // Answered at all: before its minute's wait.

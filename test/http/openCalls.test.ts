@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { eventually, listen, startTestApp, syncReads, type TestApp, type TestConfig } from '../support/testApp.js';
+import { eventually, listen, loggedEvents, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 
 /**
  * Open calls (contract 18) over real sockets: every long-lived call of the OpenAI face (a streamed create of either
@@ -112,8 +112,8 @@ const accountOf = async (testApp: TestApp, url: string, email?: string): Promise
   return { url, key, accountId };
 };
 
-const queuedCount = (testApp: TestApp) =>
-  [...syncReads(testApp).events()].filter((e) => e.type === 'RequestQueued').length;
+const queuedCount = async (testApp: TestApp) =>
+  (await loggedEvents(testApp)).filter((e) => e.type === 'RequestQueued').length;
 
 type OpenAiError = { error: { message: string; type: string; code: string } };
 
@@ -128,7 +128,7 @@ describe('Open calls per account', () => {
     for (const call of held.slice(0, 3)) expect((await call.answer)?.status).toBe(200);
 
     // The request of each create is queued once its place is taken (and the background one before them).
-    const queuedBefore = await eventually(() => (queuedCount(testApp) === 5 ? 5 : undefined));
+    const queuedBefore = await eventually(async () => ((await queuedCount(testApp)) === 5 ? 5 : undefined));
     for (const kind of allKinds) {
       const refused = await openCall(caller, kind, followed).answer;
       expect(refused?.status, kind).toBe(429);
@@ -142,7 +142,7 @@ describe('Open calls per account', () => {
       expect(body.error.message).toContain("the free plan's maxOpenCalls");
     }
     // A refused create queued nothing, and its account still holds exactly its cap.
-    expect(queuedCount(testApp)).toBe(queuedBefore);
+    expect(await queuedCount(testApp)).toBe(queuedBefore);
     expect(testApp.openCalls.heldBy(caller.accountId)).toBe(allKinds.length);
 
     // Short calls hold nothing and still answer: a submit, a poll, a background create, a plain retrieve, /healthz.

@@ -5,8 +5,8 @@ import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import {
   type CallInit,
+  loggedEvents,
   startTestApp,
-  syncReads,
   type TestApp,
   type TestAppOptions,
   type TestConfig,
@@ -95,8 +95,8 @@ const rateLimitOf = (answer: Answer) => ({
 
 const reqIdOf = (responseId: string) => `req_${responseId.slice('resp_'.length)}`;
 
-const eventTypesOf = (app: TestApp, reqId: string) =>
-  [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
+const eventTypesOf = async (app: TestApp, reqId: string) =>
+  (await loggedEvents(app)).filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
 describe('GET /v1/models', () => {
   it('lists the configured models as OpenAI model objects owned by airs, spending a poll', async () => {
@@ -144,7 +144,7 @@ describe('POST /v1/responses in the background, then GET /v1/responses/{id}', ()
     expect(Number.isInteger(response.created_at)).toBe(true);
     expect(rateLimitOf(answer)).toEqual({ policy: '"submits";q=60;w=60', remaining: 59 });
     // The same request as /v1/ai sees it: one queue, one log.
-    expect(eventTypesOf(app, reqIdOf(response.id))[0]).toBe('RequestQueued');
+    expect((await eventTypesOf(app, reqIdOf(response.id)))[0]).toBe('RequestQueued');
   });
 
   it('answers a completed Response with the text as one assistant message of one output_text part', async () => {
@@ -229,7 +229,7 @@ describe('POST /v1/responses in the background, then GET /v1/responses/{id}', ()
     expectOpenAiError(await retrieve(app, owner.key, 'x'.repeat(5_000)), 404, 'not_found', 'invalid_request_error');
     expectOpenAiError(await cancel(app, stranger.key, id), 404, 'not_found', 'invalid_request_error');
     // The stranger's cancel changed nothing.
-    expect(eventTypesOf(app, reqIdOf(id))).not.toContain('RequestCancelled');
+    expect(await eventTypesOf(app, reqIdOf(id))).not.toContain('RequestCancelled');
   });
 });
 
@@ -258,7 +258,7 @@ describe('POST /v1/responses without background', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ status: 'failed', output: [], error: { code: 'server_error' } });
     const reqId = reqIdOf((answer.body as ResponseObject).id);
-    expect(eventTypesOf(app, reqId).filter((type) => type === 'RequestProcessingStarted')).toHaveLength(2);
+    expect((await eventTypesOf(app, reqId)).filter((type) => type === 'RequestProcessingStarted')).toHaveLength(2);
   });
 
   it('answers a request that fails for good while waited for as a failed Response', async () => {
@@ -297,7 +297,7 @@ describe('Input of POST /v1/responses', () => {
     });
     expect(answer.status).toBe(200);
     const reqId = reqIdOf((answer.body as ResponseObject).id);
-    expect(JSON.parse(syncReads(app).requestWithText(reqId)?.text ?? 'null').messages).toEqual([
+    expect(JSON.parse((await app.store.reads.requestWithText(reqId))?.text ?? 'null').messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'first question' },
       { role: 'assistant', content: 'first answer' },
@@ -312,7 +312,9 @@ describe('Input of POST /v1/responses', () => {
     const app = await start();
     const { key } = await app.account();
     const answer = await create(app, key, { model: 'echo', input: 'just a prompt', background: true });
-    expect(syncReads(app).requestWithText(reqIdOf((answer.body as ResponseObject).id))?.text).toBe('just a prompt');
+    expect((await app.store.reads.requestWithText(reqIdOf((answer.body as ResponseObject).id)))?.text).toBe(
+      'just a prompt',
+    );
   });
 
   it.each([
@@ -406,7 +408,7 @@ describe('POST /v1/responses/{id}/cancel', () => {
     // Cancelling again answers the same; a retrieve shows it too.
     expect((await cancel(app, key, waiting.id)).body).toMatchObject({ status: 'cancelled' });
     expect((await retrieve(app, key, waiting.id)).body).toMatchObject({ status: 'cancelled', output: [] });
-    expect(eventTypesOf(app, reqIdOf(waiting.id))).toEqual(['RequestQueued', 'RequestCancelled']);
+    expect(await eventTypesOf(app, reqIdOf(waiting.id))).toEqual(['RequestQueued', 'RequestCancelled']);
     const polled = await call(app, 'GET', `/v1/ai?req_id=${reqIdOf(waiting.id)}`, { key });
     expect(polled.status).toBe(404);
     expect(polled.body).toMatchObject({ error: { code: 'not_found', message: expect.stringMatching(/cancelled/) } });
@@ -420,7 +422,7 @@ describe('POST /v1/responses/{id}/cancel', () => {
     expect((await retrieve(app, key, busy.id)).body).toMatchObject({ status: 'in_progress' });
     expect((await cancel(app, key, busy.id)).body).toMatchObject({ status: 'cancelled' });
     await app.processor.idle();
-    expect(eventTypesOf(app, reqIdOf(busy.id))).toEqual([
+    expect(await eventTypesOf(app, reqIdOf(busy.id))).toEqual([
       'RequestQueued',
       'RequestProcessingStarted',
       'RequestCancelled',
@@ -547,8 +549,8 @@ describe('Errors, authentication and limits on the OpenAI-compatible routes', ()
 });
 
 describe('Idempotency-Key on POST /v1/responses', () => {
-  const queuedCount = (app: TestApp, accountId: string) =>
-    [...syncReads(app).events()].filter((e) => e.type === 'RequestQueued' && e.accountId === accountId).length;
+  const queuedCount = async (app: TestApp, accountId: string) =>
+    (await loggedEvents(app)).filter((e) => e.type === 'RequestQueued' && e.accountId === accountId).length;
 
   it('answers a repeat with the same key and body with the same Response, marked Idempotent-Replayed, creating nothing', async () => {
     const app = await start();
@@ -560,7 +562,7 @@ describe('Idempotency-Key on POST /v1/responses', () => {
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect((again.body as ResponseObject).id).toBe((first.body as ResponseObject).id);
-    expect(queuedCount(app, accountId)).toBe(1);
+    expect(await queuedCount(app, accountId)).toBe(1);
   });
 
   it('makes exactly one request from many concurrent repeats', async () => {
@@ -572,7 +574,7 @@ describe('Idempotency-Key on POST /v1/responses', () => {
     );
     expect(new Set(answers.map((a) => (a.body as ResponseObject).id)).size).toBe(1);
     expect(answers.filter((a) => a.headers.get('idempotent-replayed') === 'true')).toHaveLength(19);
-    expect(queuedCount(app, accountId)).toBe(1);
+    expect(await queuedCount(app, accountId)).toBe(1);
   });
 
   it('refuses the same key with another body, or the same key first used on /v1/ai, with 422 idempotency_key_reused', async () => {
@@ -588,7 +590,7 @@ describe('Idempotency-Key on POST /v1/responses', () => {
     });
     const crossed = await create(app, key, { model: 'echo', input: 'a' }, { 'idempotency-key': 'ai-key' });
     expectOpenAiError(crossed, 422, 'idempotency_key_reused', 'invalid_request_error');
-    expect(queuedCount(app, accountId)).toBe(2);
+    expect(await queuedCount(app, accountId)).toBe(2);
   });
 
   it('keeps the keys of different accounts apart', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sseEventsOf } from '../support/sseFrames.js';
-import { startTestApp, syncReads, type TestApp, type TestConfig } from '../support/testApp.js';
+import { loggedEvents, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 
 /**
  * `metadata` on the OpenAI face: kept with the request as OpenAI keeps it (at most 16 pairs, keys at most 64
@@ -52,7 +52,7 @@ describe('metadata on POST /v1/responses', () => {
     expect(created.body.metadata).toEqual(metadata);
     // In the given order, as the JSON of the object: what RequestQueued carries and the view holds.
     const id = created.body.id as string;
-    expect(syncReads(app).request(reqIdOf(id))?.context.metadata).toBe(JSON.stringify(metadata));
+    expect((await app.store.reads.request(reqIdOf(id)))?.context.metadata).toBe(JSON.stringify(metadata));
     const retrieved = await call(app, 'GET', `/v1/responses/${id}`, key);
     expect(retrieved.body.metadata).toEqual(metadata);
     expect(Object.keys(retrieved.body.metadata as object)).toEqual(Object.keys(metadata));
@@ -97,7 +97,7 @@ describe('metadata on POST /v1/responses', () => {
         metadata: given,
       });
       expect(created.body.metadata).toEqual({});
-      const context = syncReads(app).request(reqIdOf(created.body.id as string))?.context;
+      const context = (await app.store.reads.request(reqIdOf(created.body.id as string)))?.context;
       expect(context === undefined ? 'missing' : 'metadata' in context).toBe(false);
     }
   });
@@ -140,7 +140,7 @@ describe('metadata on POST /v1/responses', () => {
     expect(refused.body.error).toMatchObject({ type: 'invalid_request_error', param: 'metadata' });
     expect((refused.body.error as { message: string }).message).toMatch(/^metadata: /);
     expect((refused.body.error as { message: string }).message).toMatch(message);
-    expect([...syncReads(app).events()].filter((event) => event.type === 'RequestQueued')).toEqual([]);
+    expect((await loggedEvents(app)).filter((event) => event.type === 'RequestQueued')).toEqual([]);
   });
 });
 
@@ -156,7 +156,7 @@ describe('metadata on POST /v1/chat/completions', () => {
     });
     expect(completed.status).toBe(200);
     const reqId = `req_${(completed.body.id as string).slice('chatcmpl-'.length)}`;
-    expect(syncReads(app).request(reqId)?.context.metadata).toBe('{"a":"b"}');
+    expect((await app.store.reads.request(reqId))?.context.metadata).toBe('{"a":"b"}');
     // OpenAI's chat completion object has no metadata: nothing is added to it.
     expect(completed.body).not.toHaveProperty('metadata');
 

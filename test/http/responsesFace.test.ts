@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStoreLayer } from '../../src/adapters/memory/MemoryStore.js';
 import { newWebhookSecret } from '../../src/app/webhooks/signing.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
@@ -22,8 +21,8 @@ const config: TestConfig = {
 type StoreCase = { readonly name: string; readonly options: () => TestAppOptions };
 
 const stores: readonly StoreCase[] = [
-  { name: 'LMDB (the default store)', options: () => ({}) },
-  { name: 'the memory store', options: () => ({ storeLayer: MemoryStoreLayer() }) },
+  { name: 'LMDB', options: () => ({ store: 'lmdb' }) },
+  { name: 'the memory store', options: () => ({ store: 'memory' }) },
 ];
 
 const apps: TestApp[] = [];

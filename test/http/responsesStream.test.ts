@@ -11,15 +11,7 @@ import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import { sseEventsOf, sseFramesOf, sseReader } from '../support/sseFrames.js';
-import {
-  type CallInit,
-  eventually,
-  listen,
-  startTestApp,
-  syncReads,
-  type TestApp,
-  type TestConfig,
-} from '../support/testApp.js';
+import { type CallInit, eventually, listen, startTestApp, type TestApp, type TestConfig } from '../support/testApp.js';
 
 /**
  * Streaming on `/v1/responses` (contract 13): `stream: true` on a create, and `GET /v1/responses/{id}?stream=true`
@@ -175,7 +167,7 @@ describe('POST /v1/responses with stream: true', () => {
     await reader.stop();
     // Given time to be cancelled wrongly, it is still being worked on (GET answers 503 while stopping).
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(syncReads(app).request(reqId)?.status).toBe('processing');
+    expect((await app.store.reads.request(reqId))?.status).toBe('processing');
   });
 
   it('refuses tools and a JSON schema on an echo model with 400 naming tools and text.format', async () => {

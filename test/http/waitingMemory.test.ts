@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { systemClock } from '../../src/ports/Clock.js';
-import { eventually, listen, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
+import { eventually, listen, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 /**
  * A create that waits for its result (`POST /v1/responses` without `background`) must hold only what it needs while
@@ -99,16 +99,17 @@ describe('A waiting create on the OpenAI face', () => {
       ).toBe(200);
 
       const baseline = heapAfterCollection();
-      const queued = () =>
-        [...syncReads(app as TestApp).events()].flatMap((e) =>
+      const queued = async () =>
+        (await loggedEvents(app as TestApp)).flatMap((e) =>
           e.type === 'RequestQueued' && e.accountId === accountId ? [e.reqId] : [],
         );
       const calls = Array.from({ length: waiting }, () => post(served.url, path, key, heavyBody));
       // Every call is queued and now waits for the model, which does not answer.
-      await eventually(() => (queued().length === waiting + 1 ? true : undefined), 30_000);
+      await eventually(async () => ((await queued()).length === waiting + 1 ? true : undefined), 30_000);
       const growth = heapAfterCollection() - baseline;
       // Cancelling the requests ends the waits: each call answers that its request was cancelled.
-      for (const reqId of queued()) await (app as TestApp).requests.cancel({ accountId, keyId, plan: 'free' }, reqId);
+      for (const reqId of await queued())
+        await (app as TestApp).requests.cancel({ accountId, keyId, plan: 'free' }, reqId);
       const answers = await Promise.all(calls);
 
       console.log(

@@ -24,7 +24,7 @@ describe('Changes made by another process', () => {
   const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
   it('apply to the very next authentication, in the next turn of the event loop', async () => {
-    app = await startTestApp();
+    app = await startTestApp({ store: 'lmdb' });
     const { key, keyId } = await app.account();
     // This read takes a snapshot that lmdb-js would otherwise keep until its next timer tick.
     expect(await tagOf(authenticate(key))).toBe('Principal');
@@ -35,7 +35,7 @@ describe('Changes made by another process', () => {
   });
 
   it('a suspension from the CLI applies to the very next authentication of a valid key', async () => {
-    app = await startTestApp();
+    app = await startTestApp({ store: 'lmdb' });
     const { accountId, key } = await app.account();
     expect(await tagOf(authenticate(key))).toBe('Principal');
     cliBlocking(app.dataDir, ['accounts', 'suspend', accountId]);

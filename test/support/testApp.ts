@@ -5,12 +5,23 @@ import { Effect } from 'effect';
 import { afterEach } from 'vitest';
 import { listen as listenHttp } from '../../src/adapters/http/listen.js';
 import { type Config, defaultConfig } from '../../src/config.js';
+import type { StoredEvent } from '../../src/domain/events.js';
 import type { PlanName } from '../../src/domain/plans.js';
 import { type ClockShape, ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { type App, type AppOptions, startApp } from '../../src/server.js';
 import type { SyncReads } from '../../src/storage/syncReads.js';
+import {
+  configOn,
+  createTestStore,
+  defaultStoreKind,
+  removeTestStore,
+  type StoreKind,
+  storeLayerOf,
+  type TestStore,
+  wrappedStoreLayer,
+} from './testStore.js';
 
 export const tempDataDir = (label = 'airs-test') => mkdtempSync(join(tmpdir(), `${label}-`));
 
@@ -21,10 +32,24 @@ export type TestAppOptions = {
   readonly config?: TestConfig;
   /** A manual clock by default, so tests move time themselves. Pass `systemClock` for real time. */
   readonly clock?: ClockShape;
+  /**
+   * The store to run on (testStore.ts): memory unless `STORE` says otherwise, or LMDB where `dataDir` is given (a
+   * directory given is where the store lives).
+   */
+  readonly store?: StoreKind;
+  /**
+   * The store of another app: a restart of the server on the same store (after `stop({ keepData: true })`), or a
+   * second server on it.
+   */
+  readonly storeOf?: TestApp;
+  /** LMDB's directory (a new temporary one by default; on the other stores only the free-space watch reads it). */
   readonly dataDir?: string;
   readonly sweepIntervalMs?: number;
   readonly committerLimits?: AppOptions['committerLimits'];
+  /** A store layer of the test's own, instead of the one `store` names. */
   readonly storeLayer?: AppOptions['storeLayer'];
+  /** The store the app uses, seen through this (a slow or failing store), whichever `store` is. */
+  readonly wrapStore?: (store: StoreShape) => StoreShape;
   /** Silent by default; tests that read the logs give their own. */
   readonly logger?: AppOptions['logger'];
   /** The disk's free space as the app reads it (default: the real one). */
@@ -37,11 +62,13 @@ export type TestApp = App & {
   readonly config: Config;
   readonly clock: ClockShape;
   readonly dataDir: string;
+  /** The store it runs on, and where that lives (for `storeOf`). */
+  readonly testStore: TestStore;
   /** Creates an account with one key; returns both. */
   account(plan?: PlanName, email?: string): Promise<{ accountId: string; key: string; keyId: string }>;
   /** Calls the app in-process (no socket). */
   call(method: string, path: string, init?: CallInit): Promise<Response>;
-  /** Closes the app; removes the data directory unless `keepData`. */
+  /** Closes the app; removes the data directory and the store's data unless `keepData`. */
   stop(options?: { keepData?: boolean }): Promise<void>;
 };
 
@@ -60,15 +87,27 @@ export const requestInit = (method: string, init: CallInit = {}): RequestInit =>
   return { method, headers, body };
 };
 
-/** Starts the whole app on a fresh LMDB environment in a temporary directory. */
+/** The store a new app runs on: the reopened app's, or a new one of the kind asked for. */
+const storeFor = (options: TestAppOptions, dataDir: string, config: Config): Promise<TestStore> => {
+  if (options.storeOf !== undefined) return Promise.resolve(options.storeOf.testStore);
+  // A store the test opens itself: its layer, or a database its config names.
+  const ownStore = options.storeLayer !== undefined || options.config?.store?.url !== undefined;
+  if (ownStore && options.store === undefined) return Promise.resolve({ kind: 'own' });
+  const kind = options.store ?? (options.dataDir === undefined ? defaultStoreKind() : 'lmdb');
+  return createTestStore(kind, dataDir, config);
+};
+
+/** Starts the whole app on a fresh store (see `TestAppOptions.store`), with a temporary data directory. */
 export const startTestApp = async (options: TestAppOptions = {}): Promise<TestApp> => {
-  const dataDir = options.dataDir ?? tempDataDir();
+  const dataDir = options.dataDir ?? options.storeOf?.dataDir ?? tempDataDir();
   const defaults = defaultConfig({ dataDir });
-  const config: Config = {
+  const asked: Config = {
     ...defaults,
     ...options.config,
     processing: { ...defaults.processing, ...options.config?.processing },
   };
+  const testStore = await storeFor(options, dataDir, asked);
+  const config = configOn(testStore, asked);
   const clock = options.clock ?? new ManualClock();
   const app = await startApp({
     config,
@@ -76,7 +115,11 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     clock,
     sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
     committerLimits: options.committerLimits,
-    storeLayer: options.storeLayer,
+    storeLayer:
+      options.storeLayer ??
+      (options.wrapStore === undefined
+        ? storeLayerOf(testStore)
+        : wrappedStoreLayer(testStore, config, options.wrapStore)),
     readFreeBytes: options.readFreeBytes,
     streamKeepAliveMs: options.streamKeepAliveMs,
   });
@@ -85,6 +128,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     config,
     clock,
     dataDir,
+    testStore,
     account: async (plan = 'free', email = `user${++emails}-${Date.now()}@example.com`) => {
       const account = await Effect.runPromise(app.accounts.createAccount(email, plan));
       const key = await Effect.runPromise(app.accounts.createKey(account.accountId));
@@ -93,7 +137,9 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
     call: async (method, path, init) => app.http.request(`http://airs.test${path}`, requestInit(method, init)),
     stop: async ({ keepData = false } = {}) => {
       await app.close();
-      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+      if (keepData) return;
+      await removeTestStore(testStore);
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 };
@@ -143,9 +189,16 @@ export const testApps = () => {
   };
 };
 
+/** The store's log, in order (from `fromSeq`), read through the port: on every store. */
+export const loggedEvents = async (app: { readonly store: StoreShape }, fromSeq?: number): Promise<StoredEvent[]> => {
+  const events: StoredEvent[] = [];
+  for await (const event of app.store.reads.events(fromSeq)) events.push(event);
+  return events;
+};
+
 /**
- * A test's view of what the app's store holds right now, read synchronously (the embedded stores can): for
- * assertions and `eventually` checks. The app itself reads through the asynchronous read model.
+ * What an embedded store (LMDB, memory) holds right now, read synchronously. Tests read through the port
+ * (`app.store.reads`, `loggedEvents`), which every store answers; this is left for those not moved yet.
  */
 export const syncReads = (app: { readonly store: StoreShape }): SyncReads => {
   const reads = (app.store as StoreShape & { readonly syncReads?: SyncReads }).syncReads;
