@@ -43,7 +43,7 @@ export interface SessionsShape {
   ): Promise<StartedSession | Refused | Throttled | HashingBusy>;
   /**
    * Checks the password and starts a session. At most 5 failures per email and per client address in 15 minutes are
-   * ever checked, however many arrive at once: each attempt takes its place in the throttle before its hash runs.
+   * ever checked, however many arrive at once: each try takes its place in the throttle before its hash runs.
    */
   login(
     email: string,
@@ -73,10 +73,10 @@ export const SessionsLayer = Layer.effect(
     const accounts = yield* Accounts;
     const config = yield* AppConfig;
     const hashing = yield* PasswordHashing;
-    const logins = createThrottle(store.attempts, clock, 'login', loginLimits);
+    const logins = createThrottle(store.throttle, clock, 'login', loginLimits);
     const { signupsPerHour } = config.dashboard;
     const signups =
-      signupsPerHour === 0 ? undefined : createThrottle(store.attempts, clock, 'signup', signupLimits(signupsPerHour));
+      signupsPerHour === 0 ? undefined : createThrottle(store.throttle, clock, 'signup', signupLimits(signupsPerHour));
     // An unknown email is checked against this hash, so that it takes as long as a wrong password: the time of an
     // answer does not tell which emails have accounts.
     const decoy = hashPassword(randomBytes(16).toString('base64url'));
@@ -153,7 +153,7 @@ export const SessionsLayer = Layer.effect(
         // stores keep throttle keys of any text).
         const lookable = normalized.length <= maxEmailLength && !controlCharacters.test(normalized);
         const emailKey = `email:${normalized}`;
-        // The attempt takes its place before the hash runs and keeps it unless the password is right.
+        // The try takes its place before the hash runs and keeps it unless the password is right.
         const place = await logins.reserve([emailKey, `address:${clientAddress}`]);
         if ('throttled' in place) return place;
         const accountId = lookable ? await store.reads.accountIdByEmail(normalized) : undefined;
@@ -166,7 +166,7 @@ export const SessionsLayer = Layer.effect(
         }
         if (accountId === undefined || stored === undefined || !matches) return wrongLogin();
         // A right password clears the email's failures; the address keeps its own (one good login must not unlock a
-        // spray), and this attempt is not one of them.
+        // spray), and this try is not one of them.
         await place.forget(emailKey);
         await place.release();
         return start(accountId, stored);

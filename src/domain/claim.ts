@@ -16,9 +16,9 @@ import type { RequestState } from './request/state.js';
 
 /**
  * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
- * new attempt, `RequestProcessingStarted` in the log; the work queue's `moveToProcessing` sends it). Decided
- * inside the store's write, against whatever every process has committed, so two processes never take the same
- * request, and each model's bound holds across all of them. Requests whose lease lapsed (their process died) come
+ * new attempt, `RequestProcessingStarted` in the log; the work queue's `claim` sends it). Decided inside the store's
+ * write, against whatever every process has committed, so two processes never take the same request, and each
+ * model's bound holds across all of them. Requests whose lease lapsed (their process died) come
  * first: they were started before anything in the queue; one with no attempt left fails for good instead. A process
  * never takes over a lease of its own: what it holds it finishes or gives back itself (a lease may lapse while its
  * holder still works, when a write took longer than the lease). Then the queue, accounts in turn (claimFairly), each

@@ -187,10 +187,10 @@ export type Spend = {
 };
 
 /**
- * A costly attempt (a password to hash) counted under each of its keys (`email:…`, `address:…`) of a throttle
- * (`scope`: `login`, `signup`): at most `max` per key in any `windowMs`.
+ * A costly try (a password to hash) counted under each of its keys (`email:…`, `address:…`) of a throttle (`scope`:
+ * `login`, `signup`): at most `max` per key in any `windowMs`.
  */
-export type AttemptAsk = {
+export type ThrottleAsk = {
   readonly scope: string;
   readonly keys: readonly string[];
   readonly max: number;
@@ -198,8 +198,8 @@ export type AttemptAsk = {
   readonly now: number;
 };
 
-/** The place an attempt took (at `at`, under each of `keys`). */
-export type AttemptPlace = {
+/** The place a try took (at `at`, under each of `keys`). */
+export type ThrottlePlace = {
   readonly scope: string;
   readonly keys: readonly string[];
   readonly at: number;
@@ -207,18 +207,19 @@ export type AttemptPlace = {
 };
 
 /** No place: a key is full; the first place frees in `retryAfterMs`. */
-export type AttemptRefused = { readonly retryAfterMs: number };
+export type ThrottleRefused = { readonly retryAfterMs: number };
 
 /**
- * The throttles of costly attempts, kept by the store so that every server counts the same attempts. Like `spend`,
- * not durable like the log (a machine's crash may forget them), and bounded: what left its window is dropped.
+ * The login and signup throttles' counts of costly tries, kept by the store so that every server counts the same
+ * tries. Like `spend`, not durable like the log (a machine's crash may forget them), and bounded: what left its
+ * window is dropped.
  */
-export interface AttemptCounter {
+export interface ThrottleCounter {
   /** Takes a place at `ask.now` under every key, or none (refused). */
-  reserve(ask: AttemptAsk): Promise<AttemptRefused | undefined>;
-  /** Gives a place back (the attempt cost nothing after all). */
-  release(place: AttemptPlace): Promise<void>;
-  /** Forgets every attempt counted under `key`. */
+  reserve(ask: ThrottleAsk): Promise<ThrottleRefused | undefined>;
+  /** Gives a place back (the try cost nothing after all). */
+  release(place: ThrottlePlace): Promise<void>;
+  /** Forgets every try counted under `key`. */
   forget(scope: string, key: string): Promise<void>;
 }
 
@@ -272,7 +273,7 @@ export interface StoreShape {
    */
   spend(spends: readonly Spend[]): Promise<readonly LimitDecision[]>;
   /** The login and signup throttles' counts (decided inside a write of the store, like `spend`). */
-  readonly attempts: AttemptCounter;
+  readonly throttle: ThrottleCounter;
   /** Uploaded files' bytes (ports/FileBytes.ts), kept beside the log that names them. */
   readonly files: FileBytesShape;
   /**

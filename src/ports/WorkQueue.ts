@@ -9,10 +9,11 @@ import type { RetryPolicy } from '../domain/request/retryPolicy.js';
  */
 export interface WorkQueueShape {
   /**
-   * Moves up to `max` due requests to processing under `owner`'s lease (`leaseMs` from `now`): lapsed leases of other
-   * owners first, then the queue with accounts in turn, each model within its bound across all processes.
+   * The claim: moves up to `max` due requests to processing under `owner`'s lease (`leaseMs` from `now`), lapsed
+   * leases of other owners first, then the queue with accounts in turn, each model within its bound across all
+   * processes (domain/claim.ts decides it).
    */
-  moveToProcessing(ask: ClaimAsk): Promise<Claimed>;
+  claim(ask: ClaimAsk): Promise<Claimed>;
   /** Extends the lease of an attempt this worker holds; false when it holds it no longer (stop working on it). */
   extendLease(held: Held, leaseMs: number, now: number): Promise<boolean>;
   /** Gives an attempt back to the queue at once (a stopping worker), rather than letting its lease lapse. */
@@ -62,9 +63,12 @@ export type ClaimAsk = {
   readonly batchShare?: number | undefined;
 };
 
+/** A request a claim took: started under the claimant's lease, in attempt `attempt`. */
+export type ClaimedAttempt = { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number };
+
 export type Claimed = {
   /** The attempts now held, in the order taken. */
-  readonly started: readonly { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number }[];
+  readonly started: readonly ClaimedAttempt[];
   /** Requests whose lapsed lease had no attempt left: failed for good by this move. */
   readonly gaveUp: readonly string[];
 };

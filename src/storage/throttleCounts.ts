@@ -1,14 +1,14 @@
-import type { AttemptAsk, AttemptPlace, AttemptRefused } from '../ports/Store.js';
+import type { ThrottleAsk, ThrottlePlace, ThrottleRefused } from '../ports/Store.js';
 
 /*
- * The login and signup throttles' counts (app/throttle.ts), decided inside a store's write: each key's recent attempts
- * in its window. Not the attempts of a request (the request machine's) nor of a webhook delivery.
+ * The login and signup throttles' counts (app/throttle.ts), decided inside a store's write: each key's recent tries in
+ * its window. Tries, not attempts: an attempt is a request's (the request machine's) or a webhook delivery's.
  */
 
-/** One key's attempts still in its window (times in ms, oldest first), and when the newest leaves the window. */
+/** One key's tries still in its window (times in ms, oldest first), and when the newest leaves the window. */
 export type ThrottleEntry = { readonly times: readonly number[]; readonly expiresAt: number };
 
-/** What an adapter keeps attempts in; the functions below run inside one of its writes. */
+/** What an adapter keeps tries in; the functions below run inside one of its writes. */
 export type ThrottleTable = {
   readonly get: (key: string) => ThrottleEntry | undefined;
   readonly put: (key: string, entry: ThrottleEntry, before: ThrottleEntry | undefined) => void;
@@ -25,9 +25,9 @@ const inWindow = (times: readonly number[], now: number, windowMs: number) => ti
 
 /**
  * Takes a place at `ask.now` under every key, or none: refused (with how long until the first key frees a place)
- * when any key already holds `ask.max` attempts in the window.
+ * when any key already holds `ask.max` tries in the window.
  */
-export const reserveThrottlePlace = (ask: AttemptAsk, table: ThrottleTable): AttemptRefused | undefined => {
+export const reserveThrottlePlace = (ask: ThrottleAsk, table: ThrottleTable): ThrottleRefused | undefined => {
   const entries = ask.keys.map((key) => {
     const scoped = scopedKey(ask.scope, key);
     const before = table.get(scoped);
@@ -44,8 +44,8 @@ export const reserveThrottlePlace = (ask: AttemptAsk, table: ThrottleTable): Att
   return undefined;
 };
 
-/** Gives back the place an attempt took under each of its keys (it cost nothing after all). */
-export const releaseThrottlePlace = (place: AttemptPlace, table: ThrottleTable) => {
+/** Gives back the place a try took under each of its keys (it cost nothing after all). */
+export const releaseThrottlePlace = (place: ThrottlePlace, table: ThrottleTable) => {
   for (const key of place.keys) {
     const scoped = scopedKey(place.scope, key);
     const before = table.get(scoped);
@@ -58,7 +58,7 @@ export const releaseThrottlePlace = (place: AttemptPlace, table: ThrottleTable) 
   }
 };
 
-/** Forgets every attempt counted under a key (a login that was right clears its email's failures). */
+/** Forgets every try counted under a key (a login that was right clears its email's failures). */
 export const forgetThrottleKey = (scope: string, key: string, table: ThrottleTable) => {
   const scoped = scopedKey(scope, key);
   const before = table.get(scoped);

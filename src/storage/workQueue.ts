@@ -21,7 +21,7 @@ const recorded = (outcome: CommandOutcome | Error): Recorded => {
  * is committed (LMDB, memory, PostgreSQL) has this queue with nothing more to write. A write that fails rejects.
  */
 export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
-  async moveToProcessing(ask) {
+  async claim(ask) {
     const events = eventsOf(await send({ type: 'Claim', ...ask }));
     return {
       started: events.flatMap((event) =>

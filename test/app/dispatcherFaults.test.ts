@@ -11,7 +11,7 @@ describe('the dispatcher when its database goes away between a claim and the rea
   beforeEach(() => {
     rejections.length = 0;
     process.on('unhandledRejection', heard);
-    // Simulated timers; a pick still runs from a real `setImmediate`, which `turns` lets pass.
+    // Simulated timers; a look still runs from a real `setImmediate`, which `turns` lets pass.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   });
   afterEach(() => {
@@ -33,7 +33,7 @@ describe('the dispatcher when its database goes away between a claim and the rea
         },
         request: unreachable,
       },
-      moveToProcessing: async () => ({ started: [{ reqId: 'req_1', attempt: 1, leaseUntil: 10_000 }], gaveUp: [] }),
+      claim: async () => ({ started: [{ reqId: 'req_1', attempt: 1, leaseUntil: 10_000 }], gaveUp: [] }),
       // A worker left free after the claim: nothing but the dispatcher's own timer can wake it for the next read.
       workers: 2,
       run: (claimed) => ran.push(claimed.reqId),

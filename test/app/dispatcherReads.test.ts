@@ -14,7 +14,7 @@ const dispatcherOver = (due: { current: DueWork }) => {
       request: async () => undefined,
     },
     // Work due but left for its model's bound: the claim takes nothing.
-    moveToProcessing: async () => {
+    claim: async () => {
       counts.claims++;
       return { started: [], gaveUp: [] };
     },

@@ -21,7 +21,7 @@ describe("The counts of requests being processed per account (LMDB's upgrade)", 
     await store.commit({
       commands: [createAccount(1), ...oneToN(4).map((i) => submit(`req_${i}`, { now: 1_000 + i }))],
     });
-    expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 2 }))).started).toHaveLength(2);
+    expect((await queueOf(store).claim(ask('A', 2_000, { max: 2 }))).started).toHaveLength(2);
     await store.close();
     // As an older airs left it: counts per model only, marked 1.
     const old = openDatabases(dir);
@@ -41,7 +41,7 @@ describe("The counts of requests being processed per account (LMDB's upgrade)", 
       expect(verifyViews(reopened.databases).differences).toEqual([]);
       // The free plan's bound of 2 is reached by the two started before the upgrade: nothing more starts.
       const claim = ask('B', 3_000, { max: 2, maxProcessing: { free: 2 } });
-      expect((await queueOf(reopened).moveToProcessing(claim)).started).toEqual([]);
+      expect((await queueOf(reopened).claim(claim)).started).toEqual([]);
     } finally {
       await reopened.close();
     }

@@ -147,7 +147,7 @@ export const ask = (owner: string, now: number, more: Partial<ClaimAsk> = {}): C
 
 /** Claims and expects exactly one request to be started; returns what the owner holds. */
 export const claimOne = async (queue: WorkQueueShape, owner: string, now: number, more: Partial<ClaimAsk> = {}) => {
-  const claimed = await queue.moveToProcessing(ask(owner, now, more));
+  const claimed = await queue.claim(ask(owner, now, more));
   expect(claimed.started).toHaveLength(1);
   const [started] = claimed.started;
   return { reqId: started?.reqId ?? '', attempt: started?.attempt ?? 0, owner } satisfies Held;

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
 import type { StoredBytes } from '../../src/ports/FileBytes.js';
-import type { AttemptRefused, Batch } from '../../src/ports/Store.js';
+import type { Batch, ThrottleRefused } from '../../src/ports/Store.js';
 import { fromWire, type WireOutcome } from './processWire.js';
 import type { OtherProcess } from './storeFactory.js';
 import type { ProcessQuestion } from './storeProcess.js';
@@ -33,7 +33,7 @@ type Reply = {
   id: number;
   outcomes?: WireOutcome[];
   decisions?: Decision[];
-  refused?: AttemptRefused | null;
+  refused?: ThrottleRefused | null;
   stored?: StoredBytes | null;
   failure?: string;
 };
@@ -90,7 +90,7 @@ export const startOtherProcess = async (
   return {
     commit: async (batch) => ((await ask({ op: 'commit', batch })).outcomes ?? []).map(fromWire),
     spend: async (spends) => (await ask({ op: 'spend', spends })).decisions ?? [],
-    reserveAttempt: async (attempt) => (await ask({ op: 'reserve', ask: attempt })).refused ?? undefined,
+    reserveThrottlePlace: async (asked) => (await ask({ op: 'reserve', ask: asked })).refused ?? undefined,
     writeBlob: async (blobId, seed, bytes) => {
       const { stored } = await ask({ op: 'writeBlob', blobId, seed, bytes });
       if (stored == null) throw new Error('the other process answered a blob write with nothing stored');

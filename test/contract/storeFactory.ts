@@ -1,6 +1,6 @@
 import type { Decision } from '../../src/domain/rateLimit/gcra.js';
 import type { StoredBytes } from '../../src/ports/FileBytes.js';
-import type { AttemptAsk, AttemptRefused, Batch, CommandOutcome, Spend, StoreShape } from '../../src/ports/Store.js';
+import type { Batch, CommandOutcome, Spend, StoreShape, ThrottleAsk, ThrottleRefused } from '../../src/ports/Store.js';
 
 /**
  * What the storage contract suite (storeContract.ts) asks of an adapter: a small factory. Everything else the suite
@@ -35,7 +35,7 @@ export interface StoreFactory {
 export type OtherProcess = {
   commit(batch: Batch): Promise<readonly (CommandOutcome | Error)[]>;
   spend(spends: readonly Spend[]): Promise<readonly Decision[]>;
-  reserveAttempt(ask: AttemptAsk): Promise<AttemptRefused | undefined>;
+  reserveThrottlePlace(ask: ThrottleAsk): Promise<ThrottleRefused | undefined>;
   /** Writes `bytes` bytes made from `seed` (blobBytes.ts) as blob `blobId` through that process's store. */
   writeBlob(blobId: string, seed: string, bytes: number): Promise<StoredBytes>;
   /** A blob's size and digest as that process's store reads it. */

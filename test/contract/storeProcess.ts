@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline';
-import type { AttemptAsk, Batch, Spend, StoreShape } from '../../src/ports/Store.js';
+import type { Batch, Spend, StoreShape, ThrottleAsk } from '../../src/ports/Store.js';
 import { inOddChunks, seededBytes } from './blobBytes.js';
 import { toWire } from './processWire.js';
 
@@ -16,7 +16,7 @@ import { toWire } from './processWire.js';
 export type ProcessQuestion =
   | { readonly op: 'commit'; readonly batch: Batch }
   | { readonly op: 'spend'; readonly spends: readonly Spend[] }
-  | { readonly op: 'reserve'; readonly ask: AttemptAsk }
+  | { readonly op: 'reserve'; readonly ask: ThrottleAsk }
   | { readonly op: 'writeBlob'; readonly blobId: string; readonly seed: string; readonly bytes: number }
   | { readonly op: 'digestBlob'; readonly blobId: string };
 
@@ -26,7 +26,7 @@ export type ProcessAsk = ProcessQuestion & { readonly id: number };
 const answer = async (store: StoreShape, ask: ProcessAsk) => {
   try {
     if (ask.op === 'commit') return { id: ask.id, outcomes: (await store.commit(ask.batch)).map(toWire) };
-    if (ask.op === 'reserve') return { id: ask.id, refused: (await store.attempts.reserve(ask.ask)) ?? null };
+    if (ask.op === 'reserve') return { id: ask.id, refused: (await store.throttle.reserve(ask.ask)) ?? null };
     if (ask.op === 'writeBlob') {
       const chunks = inOddChunks(seededBytes(ask.seed, ask.bytes));
       return { id: ask.id, stored: await store.files.write(ask.blobId, chunks, ask.bytes, Date.now()) };

@@ -74,7 +74,7 @@ const fill = async (store: StoreShape) => {
     submit('req_interactive', { now: 1_500 }),
   );
   const queue = queueOf(store);
-  const held = (await queue.moveToProcessing(ask('A', 2_000, { max: 4 }))).started;
+  const held = (await queue.claim(ask('A', 2_000, { max: 4 }))).started;
   // Lanes in turn: the interactive request, a line of each batch, then account 1's next line (left processing).
   const [a, b, c] = held;
   if (a === undefined || b === undefined || c === undefined) throw new Error('requests should have started');
@@ -142,7 +142,7 @@ describe('airs migrate of batches and files', () => {
               JSON.parse(JSON.stringify(expected)),
             );
             // The lines left waiting are claimed from the copy, after the interactive request (its own lane first).
-            const claimed = await queueOf(copy).moveToProcessing(ask('B', 3_000, { max: 10 }));
+            const claimed = await queueOf(copy).claim(ask('B', 3_000, { max: 10 }));
             expect(claimed.started.length).toBeGreaterThan(0);
             expect(claimed.started.every(({ reqId }) => reqIds.includes(reqId))).toBe(true);
           } finally {

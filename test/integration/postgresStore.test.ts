@@ -147,7 +147,7 @@ describe('The PostgreSQL store', () => {
         submit('req_x', { account: 2 }),
       ],
     });
-    expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 3 }))).started).toHaveLength(3);
+    expect((await queueOf(store).claim(ask('A', 2_000, { max: 3 }))).started).toHaveLength(3);
     // As version 1 left it: counts per model only, under their old column (and what later versions made undone).
     await undoLanes(store);
     await store.db.query(sql`DELETE FROM processing_counts WHERE counter LIKE chr(31) || '%'`);
@@ -188,7 +188,7 @@ describe('The PostgreSQL store', () => {
         submit('req_4', { now: 1_004 }),
       ],
     });
-    expect((await queueOf(store).moveToProcessing(ask('A', 2_000, { max: 1 }))).started).toHaveLength(1);
+    expect((await queueOf(store).claim(ask('A', 2_000, { max: 1 }))).started).toHaveLength(1);
     await undoLanes(store);
     await store.db.query(sql`UPDATE airs_schema_version SET version = ${lanesVersion - 1}`);
     await store.close();
@@ -210,7 +210,7 @@ describe('The PostgreSQL store', () => {
     expect(index?.definition).toMatch(/\(lane, available_at, req_id\) WHERE \(status = 'waiting'::text\)$/);
     expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
     // Claimed as before: accounts in turn, each its earliest first.
-    const claimed = await queueOf(upgraded).moveToProcessing(ask('B', 3_000, { max: 10 }));
+    const claimed = await queueOf(upgraded).claim(ask('B', 3_000, { max: 10 }));
     expect(claimed.started.map((held) => held.reqId)).toEqual(['req_3', 'req_2', 'req_4']);
     // And the upgraded database keeps batches.
     await upgraded.commit({ commands: [createFile(fileIdOf(1)), createBatch(batchIdOf(1), fileIdOf(1))] });
@@ -315,7 +315,7 @@ describe('The PostgreSQL store', () => {
       ),
     });
     // One at a time too, as a worker records them.
-    const [next] = (await queueOf(store).moveToProcessing(ask('B', 2_200, { max: 1 }))).started;
+    const [next] = (await queueOf(store).claim(ask('B', 2_200, { max: 1 }))).started;
     if (next === undefined) throw new Error('no line was left to claim');
     expect(await queueOf(store).recordSuccess({ ...next, owner: 'B' }, { text: 'ok', inputTokens: 1 }, 2_300)).toBe(
       'recorded',
@@ -369,24 +369,24 @@ describe('The PostgreSQL store', () => {
     expect((await replay(store, 999)).map((event) => event.seq)).toEqual(oneToN(1_502).map((i) => i + 998));
   });
 
-  it('keeps the throttles’ keys bounded: those that left their window go as later attempts come, and a spray of new ones keeps the newest', async () => {
+  it('keeps the throttles’ keys bounded: those that left their window go as later tries come, and a spray of new ones keeps the newest', async () => {
     const windowMs = 60_000;
     const ask = (key: string, now: number) => ({ scope: 'login', keys: [key], max: 5, windowMs, now });
     const store = await openPostgresStore(await (await testCluster()).createDatabase(), {
       maxConnections: 2,
-      attemptBounds: { maxKeys: 50, checkEvery: 1 },
+      throttleBounds: { maxKeys: 50, checkEvery: 1 },
     });
     opened.push(store);
     const keyCount = async () => (await store.db.query(sql`SELECT count(*) AS n FROM attempts`))[0]?.n;
-    for (let i = 0; i < 40; i += 1) await store.attempts.reserve(ask(`email:${i}@example.com`, 1_000));
+    for (let i = 0; i < 40; i += 1) await store.throttle.reserve(ask(`email:${i}@example.com`, 1_000));
     expect(await keyCount()).toBe(40);
-    for (let i = 0; i < 4; i += 1) await store.attempts.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
+    for (let i = 0; i < 4; i += 1) await store.throttle.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
     expect(await keyCount()).toBe(1);
-    for (let i = 0; i < 200; i += 1) await store.attempts.reserve(ask(`email:${i}@example.com`, 100_000 + i));
+    for (let i = 0; i < 200; i += 1) await store.throttle.reserve(ask(`email:${i}@example.com`, 100_000 + i));
     expect(await keyCount()).toBeLessThanOrEqual(51);
     for (let i = 0; i < 4; i += 1)
-      expect(await store.attempts.reserve(ask('email:199@example.com', 101_000))).toBeUndefined();
-    expect(await store.attempts.reserve(ask('email:199@example.com', 101_000))).toEqual({
+      expect(await store.throttle.reserve(ask('email:199@example.com', 101_000))).toBeUndefined();
+    expect(await store.throttle.reserve(ask('email:199@example.com', 101_000))).toEqual({
       retryAfterMs: 100_199 + windowMs - 101_000,
     });
   });
@@ -409,7 +409,7 @@ describe('The PostgreSQL store', () => {
             submit(reqIds[(round * 7 + n) % reqIds.length] as string, { now, account: 9 }),
           ],
         });
-        const claimed = await queue.moveToProcessing(
+        const claimed = await queue.claim(
           ask(`node_${n}`, now + 10, { max: 5, modelLimits: { slow: 2 }, leaseMs: 200, policy }),
         );
         await Promise.all(

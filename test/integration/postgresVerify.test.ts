@@ -359,7 +359,7 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
     );
     await commit(...oneToN(4).map((n) => lineSubmit(batchId, n)));
     const queue = queueOf(store);
-    const [first, second] = (await queue.moveToProcessing(ask('A', 2_000, { max: 2 }))).started;
+    const [first, second] = (await queue.claim(ask('A', 2_000, { max: 2 }))).started;
     if (first === undefined || second === undefined) throw new Error('two lines should have started');
     expect(await queue.recordSuccess({ ...first, owner: 'A' }, answer('done'), 2_100)).toBe('recorded');
     const once = { ...policy, maxAttempts: 1 };

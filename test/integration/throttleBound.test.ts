@@ -12,15 +12,15 @@ describe('The LMDB store keeps the throttles’ keys bounded on disk', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('drops keys whose attempts have all left their window as later attempts come', async () => {
+  it('drops keys whose tries have all left their window as later tries come', async () => {
     const dir = tempDataDir('airs-throttle-prune');
     dirs.push(dir);
     const limits = openLimits(dir);
-    for (let i = 0; i < 100; i += 1) await limits.attempts.reserve(ask(`email:${i}@example.com`, 1_000));
-    expect(limits.attemptKeyCount()).toBe(100);
-    // Each attempt drops a few of the keys that left their window: about seven attempts later, all of them.
-    for (let i = 0; i < 10; i += 1) await limits.attempts.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
-    expect(limits.attemptKeyCount()).toBe(1);
+    for (let i = 0; i < 100; i += 1) await limits.throttle.reserve(ask(`email:${i}@example.com`, 1_000));
+    expect(limits.throttleKeyCount()).toBe(100);
+    // Each try drops a few of the keys that left their window: about seven tries later, all of them.
+    for (let i = 0; i < 10; i += 1) await limits.throttle.reserve(ask('address:203.0.113.9', 1_001 + windowMs + i));
+    expect(limits.throttleKeyCount()).toBe(1);
     await limits.close();
   });
 
@@ -28,12 +28,12 @@ describe('The LMDB store keeps the throttles’ keys bounded on disk', () => {
     const dir = tempDataDir('airs-throttle-cap');
     dirs.push(dir);
     const limits = openLimits(dir, { maxThrottleKeys: 50 });
-    for (let i = 0; i < 500; i += 1) await limits.attempts.reserve(ask(`email:${i}@example.com`, 1_000 + i));
-    expect(limits.attemptKeyCount()).toBeLessThanOrEqual(51);
-    // The newest keys are those kept: the latest email still counts its attempt.
+    for (let i = 0; i < 500; i += 1) await limits.throttle.reserve(ask(`email:${i}@example.com`, 1_000 + i));
+    expect(limits.throttleKeyCount()).toBeLessThanOrEqual(51);
+    // The newest keys are those kept: the latest email still counts its try.
     for (let i = 0; i < 4; i += 1)
-      expect(await limits.attempts.reserve(ask('email:499@example.com', 2_000))).toBeUndefined();
-    expect(await limits.attempts.reserve(ask('email:499@example.com', 2_000))).toEqual({
+      expect(await limits.throttle.reserve(ask('email:499@example.com', 2_000))).toBeUndefined();
+    expect(await limits.throttle.reserve(ask('email:499@example.com', 2_000))).toEqual({
       retryAfterMs: 1_499 + windowMs - 2_000,
     });
     await limits.close();

@@ -180,7 +180,7 @@ const commands = fc.commands(
 
 /** Runs that failed once, kept as they were found (fast-check tries them first). */
 const regressions: fc.AsyncCommand<Model, Real>[][] = [
-  // An attempt that found its lease lapsed gave its request back, and a later pick expired it: `idle()` waited for
+  // An attempt that found its lease lapsed gave its request back, and a later claim expired it: `idle()` waited for
   // ever, as nothing told it that nothing was due any more.
   [
     new Restart(),

@@ -286,7 +286,7 @@ describe('The worker pool, simulated', () => {
           // The first attempt fails within its timeout; the second starts at the end of its backoff and answers at once.
           const deadline = Date.now() + timeoutMs + backoffDelayMs(defaultRetryPolicy, 1) + 1_000;
           const status = () => (reqId === undefined ? undefined : store.syncReads.request(reqId)?.status);
-          // Whatever is due now (a pick set off when the worker was let go) runs before the next commit lands, as on a
+          // Whatever is due now (a look set off when the worker was let go) runs before the next commit lands, as on a
           // real disk, where a commit takes longer than a turn of the event loop.
           while (Date.now() <= deadline && status() !== 'completed') {
             await vi.advanceTimersByTimeAsync(0);

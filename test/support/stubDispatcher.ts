@@ -1,8 +1,8 @@
-import { type Claimed, createDispatcher } from '../../src/app/processing/dispatcher.js';
+import { createDispatcher } from '../../src/app/processing/dispatcher.js';
 import { createSlots } from '../../src/app/processing/slots.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import type { StoreShape } from '../../src/ports/Store.js';
-import type { WorkQueueShape } from '../../src/ports/WorkQueue.js';
+import type { ClaimedAttempt, WorkQueueShape } from '../../src/ports/WorkQueue.js';
 
 /**
  * A dispatcher over stand-ins for the store's reads and the queue's claim (the parts a test decides), at a fixed
@@ -10,13 +10,13 @@ import type { WorkQueueShape } from '../../src/ports/WorkQueue.js';
  */
 export const stubDispatcher = (options: {
   readonly reads: Partial<StoreShape['reads']>;
-  readonly moveToProcessing: WorkQueueShape['moveToProcessing'];
+  readonly claim: WorkQueueShape['claim'];
   readonly workers: number;
-  readonly run?: (claimed: Claimed) => void;
+  readonly run?: (claimed: ClaimedAttempt) => void;
 }) =>
   createDispatcher({
     store: { reads: options.reads } as unknown as StoreShape,
-    queue: { moveToProcessing: options.moveToProcessing } as unknown as WorkQueueShape,
+    queue: { claim: options.claim } as unknown as WorkQueueShape,
     clock: { now: () => 1_000 },
     slots: createSlots(options.workers),
     log: silentLogger(),
@@ -27,7 +27,7 @@ export const stubDispatcher = (options: {
     gaveUp: () => {},
   });
 
-/** Lets `n` turns of the event loop pass (a pick runs from `setImmediate`). */
+/** Lets `n` turns of the event loop pass (a look runs from `setImmediate`). */
 export const turns = async (n = 10) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };

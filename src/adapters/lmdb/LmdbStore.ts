@@ -451,7 +451,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
     reads,
     ...(writer === undefined ? { commit } : { commit: writer.commit, sharedWriter: writer.changes }),
     spend: async (spends) => limits.spend(spends),
-    attempts: limits.attempts,
+    throttle: limits.throttle,
     files: lmdbFileBytes(dbs),
     // Every process of a data directory is on this machine: it can tell which lease owners' processes are gone.
     owners: processOwners,

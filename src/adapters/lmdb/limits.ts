@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
-import type { AttemptAsk, AttemptCounter, AttemptPlace, Spend } from '../../ports/Store.js';
+import type { Spend, ThrottleAsk, ThrottleCounter, ThrottlePlace } from '../../ports/Store.js';
 import { spendAll } from '../../storage/spend.js';
 import {
   forgetThrottleKey,
@@ -21,12 +21,12 @@ import {
  * file is named after the boot it belongs to and a new boot starts from a new, empty one: budgets are whole again
  * after a reboot, which is what a restart of an in-memory limiter gave before.
  *
- * The login and signup throttles' attempts live here too, with an index by when each key's newest attempt leaves its
+ * The login and signup throttles' counts live here too, with an index by when each key's newest try leaves its
  * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxThrottleKeys`
  * are kept (a spray of emails or addresses cannot grow the file without bound).
  */
 
-/** Keys whose attempts a reservation drops at most, of those that left their window. */
+/** Keys whose tries a reservation drops at most, of those that left their window. */
 const prunePerReserve = 16;
 
 const bootId = (): string => {
@@ -54,40 +54,41 @@ export const openLimits = (dataDir: string, bounds = { maxThrottleKeys }) => {
   removeOthers(dataDir, file);
   const root = open({ path: join(dataDir, file), noSync: true, useWritemap: true, maxDbs: 4 });
   const db = root.openDB<number, [string, string]>({ name: 'limits' });
-  const attempts = root.openDB<ThrottleEntry, string>({ name: 'attempts' });
-  const attemptsByExpiry = root.openDB<'', [number, string]>({ name: 'attempts.expiry' });
+  // The throttle's databases keep their first names on disk (`attempts`): a new name would change the file's layout.
+  const throttleKeys = root.openDB<ThrottleEntry, string>({ name: 'attempts' });
+  const throttleKeysByExpiry = root.openDB<'', [number, string]>({ name: 'attempts.expiry' });
   const table: ThrottleTable = {
-    get: (key) => attempts.get(key),
+    get: (key) => throttleKeys.get(key),
     put: (key, entry, before) => {
-      if (before !== undefined) attemptsByExpiry.removeSync([before.expiresAt, key]);
-      attempts.putSync(key, entry);
-      attemptsByExpiry.putSync([entry.expiresAt, key], '');
+      if (before !== undefined) throttleKeysByExpiry.removeSync([before.expiresAt, key]);
+      throttleKeys.putSync(key, entry);
+      throttleKeysByExpiry.putSync([entry.expiresAt, key], '');
     },
     remove: (key, before) => {
-      attemptsByExpiry.removeSync([before.expiresAt, key]);
-      attempts.removeSync(key);
+      throttleKeysByExpiry.removeSync([before.expiresAt, key]);
+      throttleKeys.removeSync(key);
     },
   };
-  /** Drops keys whose attempts have all left their window, and the soonest to leave while there are too many. */
+  /** Drops keys whose tries have all left their window, and the soonest to leave while there are too many. */
   const prune = (now: number) => {
-    const over = attempts.getStats() as { entryCount: number };
+    const over = throttleKeys.getStats() as { entryCount: number };
     let excess = over.entryCount - bounds.maxThrottleKeys;
-    const soonest = Array.from(attemptsByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
+    const soonest = Array.from(throttleKeysByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
     for (const key of soonest) {
       const [expiresAt, scoped] = key;
       if (expiresAt > now && excess <= 0) break;
-      attemptsByExpiry.removeSync(key);
-      attempts.removeSync(scoped);
+      throttleKeysByExpiry.removeSync(key);
+      throttleKeys.removeSync(scoped);
       excess -= 1;
     }
   };
-  const attemptCounter: AttemptCounter = {
-    reserve: async (ask: AttemptAsk) =>
+  const throttle: ThrottleCounter = {
+    reserve: async (ask: ThrottleAsk) =>
       root.transactionSync(() => {
         prune(ask.now);
         return reserveThrottlePlace(ask, table);
       }),
-    release: async (place: AttemptPlace) => root.transactionSync(() => releaseThrottlePlace(place, table)),
+    release: async (place: ThrottlePlace) => root.transactionSync(() => releaseThrottlePlace(place, table)),
     forget: async (scope: string, key: string) => root.transactionSync(() => forgetThrottleKey(scope, key, table)),
   };
   const state = {
@@ -96,9 +97,9 @@ export const openLimits = (dataDir: string, bounds = { maxThrottleKeys }) => {
   };
   return {
     spend: (spends: readonly Spend[]): Decision[] => root.transactionSync(() => spendAll(spends, state)),
-    attempts: attemptCounter,
+    throttle,
     /** Throttle keys kept now (what the bound and the pruning are about). */
-    attemptKeyCount: () => (attempts.getStats() as { entryCount: number }).entryCount,
+    throttleKeyCount: () => (throttleKeys.getStats() as { entryCount: number }).entryCount,
     state: (accountId: string, budget: string): number | undefined => {
       root.resetReadTxn();
       return db.get([accountId, budget]);

@@ -285,19 +285,19 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   };
 
   // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.
-  const attemptEntries = new Map<string, ThrottleEntry>();
-  const attemptTable: ThrottleTable = {
-    get: (key) => attemptEntries.get(key),
+  const throttleEntries = new Map<string, ThrottleEntry>();
+  const throttleTable: ThrottleTable = {
+    get: (key) => throttleEntries.get(key),
     put: (key, entry) => {
-      attemptEntries.delete(key);
-      attemptEntries.set(key, entry);
+      throttleEntries.delete(key);
+      throttleEntries.set(key, entry);
     },
-    remove: (key) => void attemptEntries.delete(key),
+    remove: (key) => void throttleEntries.delete(key),
   };
-  const pruneAttempts = (now: number) => {
-    for (const [key, entry] of attemptEntries) {
-      if (entry.expiresAt > now && attemptEntries.size <= maxThrottleKeys) break;
-      attemptEntries.delete(key);
+  const pruneThrottleKeys = (now: number) => {
+    for (const [key, entry] of throttleEntries) {
+      if (entry.expiresAt > now && throttleEntries.size <= maxThrottleKeys) break;
+      throttleEntries.delete(key);
     }
   };
   const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
@@ -312,13 +312,13 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     reads,
     syncReads,
     commit,
-    attempts: {
+    throttle: {
       reserve: async (ask) => {
-        pruneAttempts(ask.now);
-        return reserveThrottlePlace(ask, attemptTable);
+        pruneThrottleKeys(ask.now);
+        return reserveThrottlePlace(ask, throttleTable);
       },
-      release: async (place) => releaseThrottlePlace(place, attemptTable),
-      forget: async (scope, key) => forgetThrottleKey(scope, key, attemptTable),
+      release: async (place) => releaseThrottlePlace(place, throttleTable),
+      forget: async (scope, key) => forgetThrottleKey(scope, key, throttleTable),
     },
     spend: async (spends) =>
       spendAll(spends, {

@@ -2,15 +2,15 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import type { Decision } from '../../domain/rateLimit/gcra.js';
 import {
-  type AttemptAsk,
-  type AttemptCounter,
-  type AttemptPlace,
   type Batch,
   type CommandOutcome,
   type Spend,
   StorageFault,
   Store,
   type StoreShape,
+  type ThrottleAsk,
+  type ThrottleCounter,
+  type ThrottlePlace,
 } from '../../ports/Store.js';
 import { spendAll } from '../../storage/spend.js';
 import {
@@ -41,7 +41,7 @@ import { lockSpace, migrate } from './schema.js';
  *   replica, replicated it).
  * - One writer of the log at a time across all nodes (an advisory lock held for the transaction): each command is
  *   decided against everything committed before, and sequence numbers are gap-free in commit order.
- * - Rate-limit spending and the throttles' attempts: each in a short transaction of its own that locks the budgets or
+ * - Rate-limit spending and the throttles' counts: each in a short transaction of its own that locks the budgets or
  *   keys it touches (advisory locks, in a fixed order), so they are exact across nodes; committed without waiting for
  *   the flush (`synchronous_commit = off` for those only: not durable like the log, as the port allows).
  * - `onChange`: a connection of its own LISTENs; each commit that appends NOTIFYs in its transaction (delivered on
@@ -55,8 +55,8 @@ export type PostgresStoreOptions = {
   readonly fetchSizes?: FetchSizes;
   /** Told how many times each batch was decided (1: everything it read was fetched with the lock). */
   readonly onBatch?: (rounds: number) => void;
-  /** The most throttle keys kept (about; see `withAttempts`), and how many reservations apart this node counts them. */
-  readonly attemptBounds?: { readonly maxKeys: number; readonly checkEvery: number };
+  /** The most throttle keys kept (about; see `withThrottleKeys`), and how many reservations apart this node counts them. */
+  readonly throttleBounds?: { readonly maxKeys: number; readonly checkEvery: number };
   /** How long a webhook delivery is attempted before it gives up (`webhooks.retentionMs`; default: the backoff's). */
   readonly webhookRetentionMs?: number | undefined;
 };
@@ -77,7 +77,7 @@ export type PostgresStore = StoreShape & {
 
 export const openPostgresStore = async (url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> => {
   const db = openDb(url, options.maxConnections ?? 8);
-  const attemptBounds = options.attemptBounds ?? { maxKeys: maxThrottleKeys, checkEvery: 256 };
+  const throttleBounds = options.throttleBounds ?? { maxKeys: maxThrottleKeys, checkEvery: 256 };
   try {
     await migrate(db, redactedUrl(url));
   } catch (error) {
@@ -155,17 +155,24 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     });
   };
 
-  /** Runs `decide` over the attempts kept under `keys` (scoped), locked for the transaction, and writes its changes. */
-  const withAttempts = <T>(scoped: readonly string[], now: number | undefined, decide: (table: ThrottleTable) => T) =>
+  /**
+   * Runs `decide` over the tries kept under `keys` (scoped), locked for the transaction, and writes its changes. The
+   * table keeps its first name, `attempts` (a new name would change the schema).
+   */
+  const withThrottleKeys = <T>(
+    scoped: readonly string[],
+    now: number | undefined,
+    decide: (table: ThrottleTable) => T,
+  ) =>
     db.begin(async (query) => {
       // A scoped key holds a NUL (scope NUL key), which PostgreSQL's text cannot: stored as its JSON string.
       const keys = scoped.map((key) => JSON.stringify(key));
       const [, , rows] = await Promise.all([
         query(sql`SET LOCAL synchronous_commit = off`),
-        lockKeys(query, lockSpace.attempts, keys),
+        lockKeys(query, lockSpace.throttle, keys),
         query<{ key: string; times: number[]; expires_at: number }[]>(sql`
           SELECT key, times, expires_at FROM attempts WHERE key = ANY(${[...keys]}::text[])`),
-        // Keys whose attempts all left their window go, a few per reservation (the table stays bounded by activity).
+        // Keys whose tries all left their window go, a few per reservation (the table stays bounded by activity).
         now === undefined
           ? Promise.resolve()
           : query(sql`DELETE FROM attempts WHERE key IN (
@@ -204,32 +211,32 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       ]);
       // A spray of new keys within the window: now and then (counting costs a scan), the keys beyond the bound that
       // leave their window soonest go.
-      if (now !== undefined && reserves++ % attemptBounds.checkEvery === 0) {
+      if (now !== undefined && reserves++ % throttleBounds.checkEvery === 0) {
         await query(sql`
           DELETE FROM attempts WHERE key IN (
             SELECT key FROM attempts WHERE key <> ALL(${keys}::text[]) ORDER BY expires_at, key
-            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${attemptBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`);
+            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${throttleBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`);
       }
       return result;
     });
   let reserves = 0;
 
-  const attempts: AttemptCounter = {
-    reserve: (ask: AttemptAsk) =>
-      withAttempts(
+  const throttle: ThrottleCounter = {
+    reserve: (ask: ThrottleAsk) =>
+      withThrottleKeys(
         ask.keys.map((key) => scopedKey(ask.scope, key)),
         ask.now,
         (table) => reserveThrottlePlace(ask, table),
       ) as Promise<ReturnType<typeof reserveThrottlePlace>>,
-    release: async (place: AttemptPlace) => {
-      await withAttempts(
+    release: async (place: ThrottlePlace) => {
+      await withThrottleKeys(
         place.keys.map((key) => scopedKey(place.scope, key)),
         undefined,
         (table) => releaseThrottlePlace(place, table),
       );
     },
     forget: async (scope: string, key: string) => {
-      await withAttempts([scopedKey(scope, key)], undefined, (table) => forgetThrottleKey(scope, key, table));
+      await withThrottleKeys([scopedKey(scope, key)], undefined, (table) => forgetThrottleKey(scope, key, table));
     },
   };
 
@@ -241,7 +248,7 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     // This handle's batches run one after another (above): the committer keeps the next one until then.
     batchesInFlight: 1,
     spend,
-    attempts,
+    throttle,
     files: postgresFileBytes(db.query),
     close: async () => {
       if (closed) return;

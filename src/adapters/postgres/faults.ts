@@ -1,9 +1,9 @@
 import {
-  type AttemptCounter,
   type ReadModel,
   StorageFault,
   type StoreShape,
   StoreUnreachable,
+  type ThrottleCounter,
 } from '../../ports/Store.js';
 import { type Db, sql } from './db.js';
 
@@ -132,7 +132,7 @@ const withBackstop = (onChange: ReadModel['onChange']): ReadModel['onChange'] =>
 };
 
 /**
- * The store with every call that reaches the database classified (reads, batches, spends, attempts), and a `ping` for
+ * The store with every call that reaches the database classified (reads, batches, spends, throttle counts), and a `ping` for
  * the readiness probe. Errors of other kinds pass unchanged (a disk fault is already a `StorageFault`).
  */
 export const withConnectionFaults = <S extends StoreShape & { readonly db: Db }>(store: S): S => {
@@ -146,17 +146,17 @@ export const withConnectionFaults = <S extends StoreShape & { readonly db: Db }>
           ? withBackstop(reads.onChange)
           : guarded((...args: unknown[]) => read.apply(reads, args) as Promise<unknown>);
   }
-  const attempts: AttemptCounter = {
-    reserve: guarded((ask) => store.attempts.reserve(ask)),
-    release: guarded((place) => store.attempts.release(place)),
-    forget: guarded((scope, key) => store.attempts.forget(scope, key)),
+  const throttle: ThrottleCounter = {
+    reserve: guarded((ask) => store.throttle.reserve(ask)),
+    release: guarded((place) => store.throttle.release(place)),
+    forget: guarded((scope, key) => store.throttle.forget(scope, key)),
   };
   return {
     ...store,
     reads: guardedReads as unknown as ReadModel,
     commit: guarded(store.commit),
     spend: guarded(store.spend),
-    attempts,
+    throttle,
     ping: guarded(async () => {
       await store.db.query(sql`SELECT 1`);
     }),

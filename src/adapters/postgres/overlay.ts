@@ -77,9 +77,9 @@ type Covered = { lo: string; hi: string | null };
 export type FetchSizes = {
   /** Lanes with waiting requests read at once. */
   readonly accounts: number;
-  /** Waiting requests of one lane read at once when a pick needs more of them. */
+  /** Waiting requests of one lane read at once when a claim needs more of them. */
   readonly queue: number;
-  /** Waiting requests read with each lane at first (most picks take one or two per lane). */
+  /** Waiting requests read with each lane at first (most claims take one or two per lane). */
   readonly firstEntries: number;
 };
 

@@ -27,8 +27,8 @@ export const lockSpace = {
   log: 0x41495254,
   /** (lockSpace.limiter, hashtext(key)): a rate-limit budget. */
   limiter: 0x41495255,
-  /** (lockSpace.attempts, hashtext(key)): a throttle key. */
-  attempts: 0x41495256,
+  /** (lockSpace.throttle, hashtext(key)): a throttle key (of the table `attempts`). */
+  throttle: 0x41495256,
 } as const;
 
 export const migrations: readonly string[] = [

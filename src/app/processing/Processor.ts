@@ -203,7 +203,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
         leaseKeeper.drop(attempt.reqId, attempt.attempt);
         waiters.tell(attempt.reqId);
         // The outcome is durable now. A retry waits in the queue with its `retryAt` (its outcome, once committed, told
-        // the dispatcher that work may be due; the next pick sets the timer for it); the worker is free either way.
+        // the dispatcher that work may be due; the next look sets the timer for it); the worker is free either way.
         dispatcher.workerFree();
         settleIdle();
       });
@@ -239,8 +239,8 @@ export const createProcessor = (deps: ProcessorDeps) => {
       waiters.tell(reqId);
       settleIdle();
     },
-    // A pick found nothing due: whoever waits for the pool to be idle may be done waiting. (An attempt's end alone
-    // does not tell: a request it gave back is due until a later pick takes it, or expires it.)
+    // A look found nothing due: whoever waits for the pool to be idle may be done waiting. (An attempt's end alone
+    // does not tell: a request it gave back is due until a later claim takes it, or expires it.)
     nothingDue: () => {
       admission.nothingDue();
       void settleIdle();
@@ -256,7 +256,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const hearOwnCommits = (outcomes: Parameters<Parameters<typeof committer.onCommitted>[0]>[0]) => {
     const { workDue, freed } = summaryOf(outcomes);
     if (workDue) dispatcher.schedule();
-    // Work left for its model's bound was seen due by the last read, so the pick reads the queue again.
+    // Work left for its model's bound was seen due by the last read, so the look reads the queue again.
     else if (freed) dispatcher.workerFree();
   };
   const stopHearing = store.sharedWriter === undefined ? committer.onCommitted(hearOwnCommits) : () => {};
@@ -318,7 +318,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     new Promise<void>((resolve) => {
       idleWaiters.push(resolve);
       dispatcher.schedule();
-      // Taking no work, the pool schedules no pick that would settle it.
+      // Taking no work, the pool schedules no look that would settle it.
       settleIdle();
     });
 

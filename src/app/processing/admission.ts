@@ -15,7 +15,7 @@ import { Unavailable } from '../../domain/errors.js';
  * - Beyond it, submits answer `503 server_error` with `Retry-After: 1` until the workers have taken some of the
  *   backlog: from then on the process takes a new submit for each request its workers start, so the queue stops
  *   growing and completions keep pace with what is taken.
- * - The count starts again from zero whenever a pick of this process finds nothing due: the queue is empty, whoever
+ * - The count starts again from zero whenever a look of this process finds nothing due: the queue is empty, whoever
  *   emptied it (another process, a cancel, an expiry), so the count cannot drift above the truth for long.
  *
  * The count errs low, never high: retries, requests given back and batch lines are not counted in, and every start
@@ -31,7 +31,7 @@ export type Admission = {
   written(took: boolean, queued: boolean): void;
   /** This process's workers took `count` requests from the queue. */
   started(count: number): void;
-  /** A pick found nothing due: the queue is empty. */
+  /** A look found nothing due: the queue is empty. */
   nothingDue(): void;
   /** The backlog as counted now (for tests and logs). */
   backlog(): number;

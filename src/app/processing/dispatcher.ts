@@ -1,21 +1,19 @@
 import type { Logger } from 'pino';
 import type { ClockShape } from '../../ports/Clock.js';
 import { type DueWork, StorageFault, type StoreShape } from '../../ports/Store.js';
-import type { ClaimAsk, Claimed as ClaimedWork, WorkQueueShape } from '../../ports/WorkQueue.js';
+import type { ClaimAsk, Claimed, ClaimedAttempt, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { Slots } from './slots.js';
-
-/** A request this process now holds: started under its lease, in attempt `attempt`. */
-export type Claimed = { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number };
 
 /** How long the dispatcher waits before it looks again after a write failed (the disk may be full for a while). */
 const faultRetryMs = 1_000;
 
 /**
- * When to take work, and taking it. A pick (`schedule`) runs at most once per event-loop turn and one claim at a time:
- * it holds every free worker, moves that many due requests to processing (decided inside the store's write, so no
- * other process takes the same requests), lets go of the workers it did not need, and hands each request it got to `run`. When nothing is due
- * it sets the one timer for the next time something will be (a backoff's end, a lease's end). Whatever can make work
- * due calls `schedule`: a submit that queued, a worker let go, an outcome written, a change by another process.
+ * When to take work, and taking it. A look for due work (`schedule`) runs at most once per event-loop turn, one at a
+ * time: it holds every free worker, claims that many due requests (decided inside the store's write, so no other
+ * process takes the same requests), lets go of the workers it did not need, and hands each request it got to `run`.
+ * When nothing is due it sets the one timer for the next time something will be (a backoff's end, a lease's end).
+ * Whatever can make work due calls `schedule`: a submit that queued, a worker let go, an outcome written, a change by
+ * another process.
  */
 export const createDispatcher = (deps: {
   readonly store: StoreShape;
@@ -27,14 +25,14 @@ export const createDispatcher = (deps: {
   readonly claim: Omit<ClaimAsk, 'now' | 'max' | 'after'>;
   readonly takesNoWork: () => boolean;
   /** Runs a claimed request (its worker is held for it). */
-  readonly run: (claimed: Claimed) => void;
+  readonly run: (claimed: ClaimedAttempt) => void;
   /** A claim took `count` requests from the queue (admission's count). */
   readonly started?: (count: number) => void;
   /** Gives a claimed request back at once (its worker is held for it): the pool stopped taking work meanwhile. */
-  readonly giveBack: (claimed: Claimed) => Promise<void>;
+  readonly giveBack: (claimed: ClaimedAttempt) => Promise<void>;
   /** Requests the claim gave up (no attempt left for a lapsed lease): their outcome is durable. */
   readonly gaveUp: (reqId: string) => void;
-  /** A pick found nothing due now. */
+  /** A look found nothing due now. */
   readonly nothingDue?: () => void;
 }) => {
   const { store, queue, clock, slots } = deps;
@@ -45,28 +43,29 @@ export const createDispatcher = (deps: {
   let faultTimer: NodeJS.Timeout | undefined;
   /** The account served last: the next claim starts after it (accounts in turn, across claims). */
   let lastAccount: string | undefined;
-  /** The pick under way, if any, and the give-backs it started: a stop waits for both. */
-  let picking: Promise<void> | undefined;
+  /** The look under way, if any, and the give-backs it started: a stop waits for both. */
+  let looking: Promise<void> | undefined;
   const givingBack = new Set<Promise<void>>();
 
   /**
    * Whether something may have become due since the last read of the queue found nothing due: anything but a worker
    * let go says so (a request queued or given back, a change by another process, a timer). A worker let go alone
-   * cannot make work due, so while nothing else happened its pick reads nothing: under load that is most picks, one
+   * cannot make work due, so while nothing else happened its look reads nothing: under load that is most looks, one
    * per batch of answers. Set again before a read ends (what happens while it runs counts), and kept while the read
    * finds work due (work left for its model's bound is taken when a worker ends).
    */
   let mayBeDue = true;
 
-  const pick = () => {
+  /** A look in the next turn of the event loop, unless one is set for it already. */
+  const lookSoon = () => {
     if (scheduled || deps.takesNoWork()) return;
     scheduled = true;
-    setImmediate(pumpCaught);
+    setImmediate(lookCaught);
   };
 
   const schedule = () => {
     mayBeDue = true;
-    pick();
+    lookSoon();
   };
 
   const wakeAt = (at: number | undefined, now: number) => {
@@ -84,7 +83,7 @@ export const createDispatcher = (deps: {
     faultTimer.unref();
   };
 
-  const pump = async () => {
+  const look = async () => {
     scheduled = false;
     if (deps.takesNoWork()) return;
     if (claiming) {
@@ -123,9 +122,9 @@ export const createDispatcher = (deps: {
       claiming = false;
       return;
     }
-    let claimed: ClaimedWork = { started: [], gaveUp: [] };
+    let claimed: Claimed = { started: [], gaveUp: [] };
     try {
-      claimed = await queue.moveToProcessing({ ...deps.claim, now, max: holding, after: lastAccount });
+      claimed = await queue.claim({ ...deps.claim, now, max: holding, after: lastAccount });
     } catch (error) {
       if (error instanceof StorageFault) deps.log.warn({ reason: error.message }, 'processing paused: write failed');
       else deps.log.error({ err: error }, 'claim failed');
@@ -167,33 +166,34 @@ export const createDispatcher = (deps: {
     }
   };
 
-  /** A pick runs from a timer: what it does not catch itself must not end the process (an unhandled rejection). */
-  const pumpCaught = () => {
-    const pick = pump()
+  /** A look runs from a timer: what it does not catch itself must not end the process (an unhandled rejection). */
+  const lookCaught = () => {
+    const running = look()
       .catch((error: unknown) => {
         claiming = false;
+        // The message as logged before the look had its name.
         deps.log.error({ err: error }, 'picking work failed');
         wakeAfterFault();
       })
       .finally(() => {
-        if (picking === pick) picking = undefined;
+        if (looking === running) looking = undefined;
       });
-    picking = pick;
+    looking = running;
   };
 
   return {
     schedule,
-    /** A worker was let go: a pick, which reads the queue only if something may have become due meanwhile. */
-    workerFree: pick,
+    /** A worker was let go: a look, which reads the queue only if something may have become due meanwhile. */
+    workerFree: lookSoon,
     /**
-     * Takes no more work (the caller's `takesNoWork` says so by now). Resolves once the pick under way has ended and
+     * Takes no more work (the caller's `takesNoWork` says so by now). Resolves once the look under way has ended and
      * what it claimed meanwhile is given back: a clean stop leaves no request in processing under this process's name
      * (it would wait for its lease to lapse before anyone took it up).
      */
     async stop() {
       if (timer !== undefined) clearTimeout(timer);
       if (faultTimer !== undefined) clearTimeout(faultTimer);
-      await picking;
+      await looking;
       await Promise.allSettled([...givingBack]);
     },
     /** A write of this process failed: look again in a moment, as nothing else may wake the pool (a full disk). */

@@ -41,17 +41,17 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
     it("starts no more of an account's requests than its plan's maxProcessing over claims of two owners, and takes other accounts' work instead", async () => {
       const [first, second] = await pair();
       await first.commit({ commands: [createAccount(1), createAccount(2), ...submitsOf(1, 6), ...submitsOf(2, 2)] });
-      const a = await queueOf(first).moveToProcessing(ask('A', 2_000, { max: 3, ...bounded }));
+      const a = await queueOf(first).claim(ask('A', 2_000, { max: 3, ...bounded }));
       expect(await accountsOf(first, a)).toEqual([accountId(1), accountId(2), accountId(1)]);
-      const b = await queueOf(second).moveToProcessing(ask('B', 2_000, { max: 10, ...bounded }));
+      const b = await queueOf(second).claim(ask('B', 2_000, { max: 10, ...bounded }));
       expect(await accountsOf(first, b)).toEqual([accountId(2)]);
       // Account 1 waits with four requests due while it holds its two: work is due, none of it may start.
-      expect((await queueOf(second).moveToProcessing(ask('B', 2_000, { max: 10, ...bounded }))).started).toEqual([]);
+      expect((await queueOf(second).claim(ask('B', 2_000, { max: 10, ...bounded }))).started).toEqual([]);
       // One of its requests ends: exactly one more of its own may start.
       const [held] = a.started;
       if (held === undefined) throw new Error('nothing started');
       expect(await queueOf(first).recordSuccess({ ...held, owner: 'A' }, answer('done'), 3_000)).toBe('recorded');
-      const c = await queueOf(second).moveToProcessing(ask('B', 3_000, { max: 10, ...bounded }));
+      const c = await queueOf(second).claim(ask('B', 3_000, { max: 10, ...bounded }));
       expect(await accountsOf(first, c)).toEqual([accountId(1)]);
     });
 
@@ -59,8 +59,7 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
       const [store] = await pair();
       const queue = queueOf(store);
       await store.commit({ commands: [createAccount(1), ...submitsOf(1, 6, 'echo', 1_000)] });
-      const claimOf = async (now: number): Promise<Claimed> =>
-        queue.moveToProcessing(ask('A', now, { max: 10, ...bounded }));
+      const claimOf = async (now: number): Promise<Claimed> => queue.claim(ask('A', now, { max: 10, ...bounded }));
       const [one, two] = (await claimOf(2_000)).started;
       if (one === undefined || two === undefined) throw new Error('two requests should have started');
       expect((await claimOf(2_000)).started).toEqual([]);
@@ -113,7 +112,7 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
       const share = { accountShare: 0.5, modelLimits: { echo: 4 } };
       await store.commit({ commands: [createAccount(1), createAccount(2), ...submitsOf(1, 8)] });
       // Alone, account 1 takes every worker of the model.
-      const alone = await queue.moveToProcessing(ask('A', 2_000, { max: 10, ...share }));
+      const alone = await queue.claim(ask('A', 2_000, { max: 10, ...share }));
       expect(countOf(await accountsOf(store, alone), 1)).toBe(4);
       const [done] = alone.started;
       if (done === undefined) throw new Error('nothing started');
@@ -121,7 +120,7 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
       // claim starts at account 1 (accounts in turn after acct_2): the share still gives the worker to account 2.
       await commitOne(store, submit('req_2_01', { account: 2, now: 2_100 }));
       expect(await queue.recordSuccess({ ...done, owner: 'A' }, answer('done'), 2_200)).toBe('recorded');
-      const next = await queue.moveToProcessing(ask('A', 2_300, { max: 1, after: accountId(2), ...share }));
+      const next = await queue.claim(ask('A', 2_300, { max: 1, after: accountId(2), ...share }));
       expect(next.started.map((s) => s.reqId)).toEqual(['req_2_01']);
     });
 
@@ -129,12 +128,12 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
       const [store] = await pair();
       const queue = queueOf(store);
       await store.commit({ commands: [createAccount(1), createAccount(2), ...submitsOf(1, 4), ...submitsOf(2, 4)] });
-      // 4 workers, a share of 0.5: account 1 may hold 2 while account 2 has work due; with `after` acct_2 the pick
+      // 4 workers, a share of 0.5: account 1 may hold 2 while account 2 has work due; with `after` acct_2 the claim
       // would otherwise begin at account 1 in every round.
       const share = { accountShare: 0.5, workers: 4 };
-      const first = await queue.moveToProcessing(ask('A', 2_000, { max: 3, after: accountId(2), ...share }));
+      const first = await queue.claim(ask('A', 2_000, { max: 3, after: accountId(2), ...share }));
       expect(await accountsOf(store, first)).toEqual([accountId(1), accountId(2), accountId(1)]);
-      const second = await queue.moveToProcessing(ask('A', 2_000, { max: 1, after: accountId(2), ...share }));
+      const second = await queue.claim(ask('A', 2_000, { max: 1, after: accountId(2), ...share }));
       expect(await accountsOf(store, second)).toEqual([accountId(2)]);
     });
 
@@ -149,7 +148,7 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
         });
         const claims = await Promise.all(
           oneToN(8).map((i) =>
-            queueOf(i % 2 === 0 ? first : second).moveToProcessing(ask(`owner_${i}`, 2_000, { max: 3, ...bounded })),
+            queueOf(i % 2 === 0 ? first : second).claim(ask(`owner_${i}`, 2_000, { max: 3, ...bounded })),
           ),
         );
         const accounts = (await Promise.all(claims.map((claim) => accountsOf(first, claim)))).flat();
@@ -167,7 +166,7 @@ export const accountBoundFeatures = ({ open, pair, itWith, factory }: Contract) 
         await store.commit({ commands: [createAccount(1), ...submitsOf(1, 16)] });
         const claims = await Promise.all(
           oneToN(12).map((i) =>
-            queueOf(i % 2 === 0 ? store : other).moveToProcessing(ask(`owner_${i}`, 2_000, { max: 2, ...bounded })),
+            queueOf(i % 2 === 0 ? store : other).claim(ask(`owner_${i}`, 2_000, { max: 2, ...bounded })),
           ),
         );
         expect(claims.flatMap((claim) => claim.started)).toHaveLength(2);

@@ -90,9 +90,7 @@ export const concurrentWriterFeatures = ({ open, itWith, factory }: Contract) =>
         const reqIds = oneToN(12).map((i) => `req_${String(i).padStart(2, '0')}`);
         await first.commit({ commands: reqIds.map((reqId, i) => submit(reqId, { account: 1 + (i % 3) })) });
         const queueFor = alternating(first, second);
-        const claims = await Promise.all(
-          oneToN(6).map((i) => queueFor(i).moveToProcessing(ask(`owner_${i}`, 2_000, { max: 3 }))),
-        );
+        const claims = await Promise.all(oneToN(6).map((i) => queueFor(i).claim(ask(`owner_${i}`, 2_000, { max: 3 }))));
         const started = claims.flatMap((claim) => claim.started.map((s) => s.reqId));
         expect([...started].sort()).toEqual(reqIds);
         const starts = await startsInLog(second);
@@ -137,7 +135,7 @@ export const concurrentWriterFeatures = ({ open, itWith, factory }: Contract) =>
         const claimsOf = (committer: Pick<StoreShape, 'commit'>, side: string) =>
           oneToN(15).map(async (i) => {
             const owner = `${side}_${i}`;
-            const claimed = await queueOf(committer).moveToProcessing(ask(owner, 2_000, { max: 1 }));
+            const claimed = await queueOf(committer).claim(ask(owner, 2_000, { max: 1 }));
             return claimed.started.map(({ reqId }) => ({ reqId, owner }));
           });
         const started = (await Promise.all([...claimsOf(store, 'here'), ...claimsOf(other, 'there')])).flat();
@@ -165,21 +163,21 @@ export const concurrentWriterFeatures = ({ open, itWith, factory }: Contract) =>
         const modelLimits = { slow: 3 };
         const queueFor = alternating(first, second);
         const claims = await Promise.all(
-          oneToN(4).map((i) => queueFor(i).moveToProcessing(ask(`owner_${i}`, 2_000, { modelLimits }))),
+          oneToN(4).map((i) => queueFor(i).claim(ask(`owner_${i}`, 2_000, { modelLimits }))),
         );
         const started = claims.flatMap((claim) => claim.started);
         expect(started.filter((s) => s.reqId.startsWith('req_slow_'))).toHaveLength(3);
         expect(started.filter((s) => s.reqId.startsWith('req_echo_'))).toHaveLength(3);
         // At the bound: another claim takes no more of the model, from either handle.
-        expect((await queueFor(1).moveToProcessing(ask('owner_9', 2_001, { modelLimits }))).started).toEqual([]);
+        expect((await queueFor(1).claim(ask('owner_9', 2_001, { modelLimits }))).started).toEqual([]);
         const slow = started.find((s) => s.reqId.startsWith('req_slow_'));
         const holder = claims.findIndex((claim) => claim.started.some((s) => s.reqId === slow?.reqId));
         if (slow === undefined) throw new Error('no slow request started');
         const held = { reqId: slow.reqId, attempt: slow.attempt, owner: `owner_${holder + 1}` };
         expect(await queueFor(0).recordSuccess(held, answer('done'), 2_002)).toBe('recorded');
         const [afterSettled, beside] = await Promise.all([
-          queueFor(0).moveToProcessing(ask('owner_10', 2_003, { modelLimits })),
-          queueFor(1).moveToProcessing(ask('owner_11', 2_003, { modelLimits })),
+          queueFor(0).claim(ask('owner_10', 2_003, { modelLimits })),
+          queueFor(1).claim(ask('owner_11', 2_003, { modelLimits })),
         ]);
         expect([...afterSettled.started, ...beside.started]).toHaveLength(1);
       },

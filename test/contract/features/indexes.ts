@@ -103,7 +103,7 @@ export const indexFeatures = ({ open }: Contract) =>
         { model: 'echo', depth: 2, oldestAvailableAt: 3_000 },
         { model: 'slow', depth: 1, oldestAvailableAt: 2_000 },
       ]);
-      const rest = await queue.moveToProcessing(ask('A', 5_000));
+      const rest = await queue.claim(ask('A', 5_000));
       expect(rest.started.map((started) => started.reqId).sort()).toEqual(['req_2', 'req_3']);
       expect(await store.reads.dueWork(5_000)).toEqual({ now: false, next: 6_000 });
       expect(await store.reads.queueDepths(5_000, 100)).toEqual({
@@ -131,7 +131,7 @@ export const indexFeatures = ({ open }: Contract) =>
     it('expires a due request a claim finds whose time has run out, rather than starting it', async () => {
       const store = await open();
       await store.commit({ commands: [submit('req_short', { ttlMs: 1_000 }), submit('req_long', { now: 1_500 })] });
-      const claimed = await queueOf(store).moveToProcessing(ask('A', 2_500));
+      const claimed = await queueOf(store).claim(ask('A', 2_500));
       expect(claimed.started.map((started) => started.reqId)).toEqual(['req_long']);
       expect(await statusOf(store, 'req_short')).toBe('expired');
       expect(await store.reads.dueForExpiry(Number.MAX_SAFE_INTEGER, 10)).toEqual(['req_long']);

@@ -40,8 +40,8 @@ export const leaseFeatures = ({ pair }: Contract) =>
       const b = queueOf(second);
       const heldByA = await claimOne(a, 'A', 1_000);
       // Not lapsed yet: nothing to take over.
-      expect(await b.moveToProcessing(ask('B', 10_999))).toEqual({ started: [], gaveUp: [] });
-      const takenOver = await b.moveToProcessing(ask('B', 11_000));
+      expect(await b.claim(ask('B', 10_999))).toEqual({ started: [], gaveUp: [] });
+      const takenOver = await b.claim(ask('B', 11_000));
       expect(takenOver).toEqual({ started: [{ reqId: 'req_a', attempt: 2, leaseUntil: 21_000 }], gaveUp: [] });
       const heldByB = { reqId: 'req_a', attempt: 2, owner: 'B' };
 
@@ -75,10 +75,10 @@ export const leaseFeatures = ({ pair }: Contract) =>
       await commitOne(first, submit('req_a'));
       const a = queueOf(first);
       await claimOne(a, 'A', 1_000);
-      expect(await a.moveToProcessing(ask('A', 20_000))).toEqual({ started: [], gaveUp: [] });
+      expect(await a.claim(ask('A', 20_000))).toEqual({ started: [], gaveUp: [] });
       expect(await statusOf(first, 'req_a')).toBe('processing');
       // Another owner may.
-      expect((await queueOf(second).moveToProcessing(ask('B', 20_000))).started).toHaveLength(1);
+      expect((await queueOf(second).claim(ask('B', 20_000))).started).toHaveLength(1);
     });
 
     it('puts a released request back in the queue at once, for any owner to take', async () => {
@@ -103,7 +103,7 @@ export const leaseFeatures = ({ pair }: Contract) =>
       const a = queueOf(first);
       const held = await claimOne(a, 'A', 1_000);
       const b = queueOf(second);
-      expect(await b.moveToProcessing(ask('B', 11_000))).toEqual({ started: [], gaveUp: ['req_a'] });
+      expect(await b.claim(ask('B', 11_000))).toEqual({ started: [], gaveUp: ['req_a'] });
       expect(await second.reads.request('req_a')).toMatchObject({ status: 'failed' });
       expect(await a.recordSuccess(held, answer('too late'), 11_001)).toBe('refused');
       expect(await first.reads.dueWork(11_001)).toEqual({ now: false });
@@ -118,7 +118,7 @@ export const leaseFeatures = ({ pair }: Contract) =>
       expect(await a.recordFailure(firstAttempt, 'upstream 500', policy, 2_000)).toBe('recorded');
       // Waiting out the backoff (1 s after the first failure): not due before, due from then on.
       expect(await first.reads.request('req_a')).toMatchObject({ status: 'waiting', context: { availableAt: 3_000 } });
-      expect(await b.moveToProcessing(ask('B', 2_999))).toEqual({ started: [], gaveUp: [] });
+      expect(await b.claim(ask('B', 2_999))).toEqual({ started: [], gaveUp: [] });
       const secondAttempt = await claimOne(b, 'B', 3_000);
       expect(secondAttempt.attempt).toBe(2);
       expect(await b.recordFailure(secondAttempt, 'upstream 500 again', policy, 4_000)).toBe('recorded');
@@ -126,6 +126,6 @@ export const leaseFeatures = ({ pair }: Contract) =>
         status: 'failed',
         context: { failureReason: expect.stringMatching(/gave up after 2 attempts: upstream 500 again/) },
       });
-      expect(await a.moveToProcessing(ask('A', 100_000))).toEqual({ started: [], gaveUp: [] });
+      expect(await a.claim(ask('A', 100_000))).toEqual({ started: [], gaveUp: [] });
     });
   });

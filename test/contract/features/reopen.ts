@@ -96,7 +96,7 @@ export const reopenFeatures = ({ open, itWith, factory }: Contract) =>
         // And it goes on from there: the queue and the leases as they were.
         const next = await commitOne(reopened, submit('req_next', { now: 7_000 }));
         expect(seqsOf(next)).toEqual([before.lastSeq + 1]);
-        const taken = await queueOf(reopened).moveToProcessing(ask('B', 11_600));
+        const taken = await queueOf(reopened).claim(ask('B', 11_600));
         expect(taken.started.map((started) => started.reqId).sort()).toEqual([
           'req_next',
           'req_processing',

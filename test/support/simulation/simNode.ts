@@ -71,7 +71,7 @@ export const startSimNode = (deps: {
   const handle: StoreShape = {
     reads: deps.store.reads,
     spend: (spends) => deps.store.spend(spends),
-    attempts: deps.store.attempts,
+    throttle: deps.store.throttle,
     files: deps.store.files,
     commit: (batch) => {
       const sent: Sent = { batch };
