@@ -7,9 +7,12 @@ import { spendAll } from '../../storage/spend.js';
 import {
   forgetThrottleKey,
   maxThrottleKeys,
+  pruneThrottleKeys,
   releaseThrottlePlace,
   reserveThrottlePlace,
+  scopedKeys,
   type ThrottleEntry,
+  type ThrottleExpiryIndex,
   type ThrottleTable,
 } from '../../storage/throttleCounts.js';
 
@@ -22,12 +25,8 @@ import {
  * after a reboot, which is what a restart of an in-memory limiter gave before.
  *
  * The login and signup throttles' attempts live here too, with an index by when each key's newest attempt leaves its
- * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxThrottleKeys`
- * are kept (a spray of emails or addresses cannot grow the file without bound).
+ * window, which pruning reads (`pruneThrottleKeys`): a spray of emails or addresses cannot grow the file without bound.
  */
-
-/** Keys whose attempts a reservation drops at most, of those that left their window. */
-const prunePerReserve = 16;
 
 const bootId = (): string => {
   try {
@@ -68,23 +67,18 @@ export const openLimits = (dataDir: string, bounds = { maxThrottleKeys }) => {
       attempts.removeSync(key);
     },
   };
-  /** Drops keys whose attempts have all left their window, and the soonest to leave while there are too many. */
-  const prune = (now: number) => {
-    const over = attempts.getStats() as { entryCount: number };
-    let excess = over.entryCount - bounds.maxThrottleKeys;
-    const soonest = Array.from(attemptsByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
-    for (const key of soonest) {
-      const [expiresAt, scoped] = key;
-      if (expiresAt > now && excess <= 0) break;
-      attemptsByExpiry.removeSync(key);
-      attempts.removeSync(scoped);
-      excess -= 1;
-    }
+  const byExpiry: ThrottleExpiryIndex = {
+    size: () => (attempts.getStats() as { entryCount: number }).entryCount,
+    soonest: (limit) => attemptsByExpiry.getKeys({ limit }),
+    drop: (key, expiresAt) => {
+      attemptsByExpiry.removeSync([expiresAt, key]);
+      attempts.removeSync(key);
+    },
   };
   const attemptCounter: AttemptCounter = {
     reserve: async (ask: AttemptAsk) =>
       root.transactionSync(() => {
-        prune(ask.now);
+        pruneThrottleKeys(byExpiry, ask.now, scopedKeys(ask), bounds.maxThrottleKeys);
         return reserveThrottlePlace(ask, table);
       }),
     release: async (place: AttemptPlace) => root.transactionSync(() => releaseThrottlePlace(place, table)),

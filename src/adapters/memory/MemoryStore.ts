@@ -17,9 +17,12 @@ import type { SyncReads } from '../../storage/syncReads.js';
 import {
   forgetThrottleKey,
   maxThrottleKeys,
+  pruneThrottleKeys,
   releaseThrottlePlace,
   reserveThrottlePlace,
+  scopedKeys,
   type ThrottleEntry,
+  type ThrottleExpiryIndex,
   type ThrottleTable,
 } from '../../storage/throttleCounts.js';
 import { webhookReadsOf } from '../../storage/webhookReads.js';
@@ -42,15 +45,20 @@ export type MemoryStore = StoreShape & {
   readonly syncReads: SyncReads;
   /** Commits made so far (each one batch). */
   readonly commits: () => number;
+  /** Throttle keys kept now (what their bound and pruning are about). */
+  readonly throttleKeyCount: () => number;
 };
 
 export type MemoryStoreOptions = {
   /** How long a webhook delivery is attempted before it gives up (default: 72 hours). */
   readonly webhookRetentionMs?: number | undefined;
+  /** Most throttle keys kept at once (default: `maxThrottleKeys`; tests of the bound give a small one). */
+  readonly maxThrottleKeys?: number | undefined;
 };
 
 export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore => {
   const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
+  const maxKeys = options.maxThrottleKeys ?? maxThrottleKeys;
   const log: StoredEvent[] = [];
   const requests = new Map<string, Stored>();
   const accounts = orderedMap<AccountState>();
@@ -284,21 +292,34 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     usageByDay: indexReads.usageByDay,
   };
 
-  // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.
+  // Throttle keys, and the same keys in the order they leave their window (what pruning reads), as LMDB keeps them.
   const attemptEntries = new Map<string, ThrottleEntry>();
+  const attemptsByExpiry = orderedMap<''>();
   const attemptTable: ThrottleTable = {
     get: (key) => attemptEntries.get(key),
-    put: (key, entry) => {
-      attemptEntries.delete(key);
+    put: (key, entry, before) => {
+      if (before !== undefined) attemptsByExpiry.delete([before.expiresAt, key]);
       attemptEntries.set(key, entry);
+      attemptsByExpiry.set([entry.expiresAt, key], '');
     },
-    remove: (key) => void attemptEntries.delete(key),
-  };
-  const pruneAttempts = (now: number) => {
-    for (const [key, entry] of attemptEntries) {
-      if (entry.expiresAt > now && attemptEntries.size <= maxThrottleKeys) break;
+    remove: (key, before) => {
+      attemptsByExpiry.delete([before.expiresAt, key]);
       attemptEntries.delete(key);
-    }
+    },
+  };
+  const attemptsExpiryIndex: ThrottleExpiryIndex = {
+    size: () => attemptEntries.size,
+    soonest: function* (limit) {
+      let count = 0;
+      for (const key of attemptsByExpiry.keys()) {
+        if (count++ >= limit) return;
+        yield key as [number, string];
+      }
+    },
+    drop: (key, expiresAt) => {
+      attemptsByExpiry.delete([expiresAt, key]);
+      attemptEntries.delete(key);
+    },
   };
   const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
   const reads = readModelOf(syncReads, {
@@ -314,7 +335,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     commit,
     attempts: {
       reserve: async (ask) => {
-        pruneAttempts(ask.now);
+        pruneThrottleKeys(attemptsExpiryIndex, ask.now, scopedKeys(ask), maxKeys);
         return reserveThrottlePlace(ask, attemptTable);
       },
       release: async (place) => releaseThrottlePlace(place, attemptTable),
@@ -328,6 +349,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     files: memoryFileBytes(),
     close: async () => {},
     commits: () => commits,
+    throttleKeyCount: () => attemptEntries.size,
   };
 };
 
