@@ -15,11 +15,53 @@ export type ThrottleTable = {
   readonly remove: (key: string, before: ThrottleEntry) => void;
 };
 
-/** Most throttle keys a store keeps at once (about 100 bytes each); beyond it, those changed longest ago go. */
+/** Most throttle keys a store keeps at once (about 100 bytes each); beyond it, those soonest to leave go. */
 export const maxThrottleKeys = 200_000;
+
+/** Keys a reservation drops at most, of those whose tries have all left their window. */
+export const throttlePrunePerReserve = 16;
+
+/** A store's throttle keys in the order they leave their window (by `expiresAt`, then by key): what pruning reads. */
+export type ThrottleExpiryIndex = {
+  /** Throttle keys kept now. */
+  readonly size: () => number;
+  /** The first `limit` keys in that order, with when each leaves its window. */
+  readonly soonest: (limit: number) => Iterable<readonly [expiresAt: number, key: string]>;
+  /** Forgets a key, its tries and its place in the order. */
+  readonly drop: (key: string, expiresAt: number) => void;
+};
+
+/**
+ * Runs before a reservation, in its write: drops the keys whose tries have all left their window, at most
+ * `throttlePrunePerReserve` of them (so the keys stay bounded by recent activity at a small cost per reservation), then,
+ * while more than `maxKeys` are kept, those soonest to leave (so a spray of new emails or addresses cannot grow them
+ * past the bound). A key the reservation counts under (`keep`, scoped) is never dropped by it. PostgreSQL states the
+ * same rule in SQL (PostgresStore.ts, `withAttempts`).
+ */
+export const pruneThrottleKeys = (
+  index: ThrottleExpiryIndex,
+  now: number,
+  keep: readonly string[],
+  maxKeys: number = maxThrottleKeys,
+) => {
+  const size = index.size();
+  const kept = new Set(keep);
+  const candidates = Array.from(
+    index.soonest(throttlePrunePerReserve + Math.max(0, size - maxKeys) + kept.size),
+  ).filter(([, key]) => !kept.has(key));
+  let expired = 0;
+  while (expired < throttlePrunePerReserve && (candidates[expired]?.[0] ?? Number.POSITIVE_INFINITY) <= now)
+    expired += 1;
+  const over = Math.max(0, size - expired - maxKeys);
+  for (const [expiresAt, key] of candidates.slice(0, expired + over)) index.drop(key, expiresAt);
+};
 
 /** A key under its throttle's scope: `login` and `signup` count apart. */
 export const scopedKey = (scope: string, key: string) => `${scope}\u0000${key}`;
+
+/** Every key of a try, under its scope. */
+export const scopedKeys = (ask: { readonly scope: string; readonly keys: readonly string[] }) =>
+  ask.keys.map((key) => scopedKey(ask.scope, key));
 
 const inWindow = (times: readonly number[], now: number, windowMs: number) => times.filter((at) => at > now - windowMs);
 

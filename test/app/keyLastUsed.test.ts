@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { createAuth } from '../../src/app/Auth.js';
@@ -9,7 +9,7 @@ import type { Command } from '../../src/domain/commands.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
 import { submit } from '../support/submit.js';
-import { startTestApp, tempDataDir } from '../support/testApp.js';
+import { eventually, startTestApp, tempDataDir } from '../support/testApp.js';
 
 const key = `sk_${'a'.repeat(43)}`;
 const otherKey = `sk_${'b'.repeat(43)}`;
@@ -34,20 +34,22 @@ const setUpAccount: Command[] = [
     }),
   ),
 ];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("A key's last use (kept in memory, saved with the committer's batches) in the LMDB store", () => {
   let lmdb: LmdbStore;
   let dir: string;
   afterEach(async () => {
+    vi.useRealTimers();
     await lmdb.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const setUp = async (flushMs: number) => {
+  /** With `simulatedIntervals`, the committer's flush interval runs in simulated time (`vi.advanceTimersByTimeAsync`);
+   * the store's own timers and every other timer stay real. */
+  const setUp = async (flushMs: number, options: { readonly simulatedIntervals?: boolean } = {}) => {
     dir = tempDataDir('airs-key-use');
     lmdb = openLmdbStore(dir);
+    if (options.simulatedIntervals === true) vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const batches: Batch[] = [];
     const counting: StoreShape = {
       ...lmdb,
@@ -71,32 +73,36 @@ describe("A key's last use (kept in memory, saved with the committer's batches) 
   };
 
   it('costs no commit per call: a thousand calls are one saved value once the interval passes', async () => {
-    const { batches, committer, auth, setNow } = await setUp(50);
+    const { batches, committer, auth, setNow } = await setUp(50, { simulatedIntervals: true });
     const before = batches.length;
     for (let i = 0; i < 1_000; i++) {
       setNow(10_000 + i);
       expect(await auth.authenticate(`Bearer ${key}`)).toMatchObject({ keyId: 'key_1' });
     }
-    await turn();
-    await turn();
+    await vi.advanceTimersByTimeAsync(49);
+    await committer.drain();
     expect(batches.length).toBe(before);
     expect(lmdb.syncReads.keyLastUsed('key_1')).toBeUndefined();
-    await sleep(120);
+    await vi.advanceTimersByTimeAsync(1);
+    await committer.drain();
     expect(batches.slice(before)).toEqual([{ commands: [], keyUses: [{ keyId: 'key_1', at: 10_999 }] }]);
     lmdb.syncReads.refresh();
     expect(lmdb.syncReads.keyLastUsed('key_1')).toBe(10_999);
     expect(lmdb.syncReads.keyLastUsed('key_2')).toBeUndefined();
-    // Nothing used since: the interval passes without a commit.
-    await sleep(120);
+    // Nothing used since: the next intervals pass without a commit.
+    await vi.advanceTimersByTimeAsync(150);
+    await committer.drain();
     expect(batches.length).toBe(before + 1);
     await committer.stop();
   });
 
   it('rides on the batches of commands, at most once per key and interval', async () => {
-    const { batches, committer, auth, setNow } = await setUp(200);
+    const flushMs = 200;
+    const { batches, committer, auth, setNow } = await setUp(flushMs, { simulatedIntervals: true });
     const before = batches.length;
-    const started = Date.now();
-    // Calls and commands through two intervals: the uses go out with the batches that follow each interval's end.
+    let simulatedMs = 0;
+    // Calls and commands through two intervals, 10 simulated ms apart: the uses go out with the batches that follow
+    // each interval's end.
     for (let round = 0; round < 40; round++) {
       setNow(20_000 + round);
       await auth.authenticate(`Bearer ${key}`);
@@ -106,18 +112,18 @@ describe("A key's last use (kept in memory, saved with the committer's batches) 
         accountId: 'acct_1',
         command: { type: 'ChangePlan', plan: round % 2 === 0 ? 'starter' : 'scale', now: 3 },
       });
-      await sleep(10);
+      await vi.advanceTimersByTimeAsync(10);
+      simulatedMs += 10;
     }
-    const intervals = Math.ceil((Date.now() - started) / 200);
+    await committer.drain();
+    const intervals = Math.floor(simulatedMs / flushMs);
+    expect(intervals).toBe(2);
     const withUses = batches.slice(before).filter((batch) => (batch.keyUses ?? []).length > 0);
-    expect(withUses.length).toBeGreaterThanOrEqual(1);
-    // Forty batches of commands, and key uses in at most one per interval that passed.
+    // Forty batches of commands, and key uses in one batch per interval that passed, each key once in it.
     expect(batches.length - before).toBeGreaterThanOrEqual(40);
-    expect(withUses.length).toBeLessThanOrEqual(intervals);
-    for (const batch of withUses) {
-      const keyIds = (batch.keyUses ?? []).map((use) => use.keyId);
-      expect(new Set(keyIds).size).toBe(keyIds.length);
-    }
+    expect(withUses).toHaveLength(intervals);
+    for (const batch of withUses)
+      expect((batch.keyUses ?? []).map((use) => use.keyId).sort()).toEqual(['key_1', 'key_2']);
     await committer.stop();
     expect(verifyViews(lmdb.databases).differences).toEqual([]);
   });
@@ -157,8 +163,8 @@ describe('The running app', () => {
     expect(await app.store.reads.keyLastUsed(keyId)).toBeUndefined();
     await submit(app, apiKey, { prompt: 'hi' });
     const usedAt = app.clock.now();
-    await sleep(150);
-    expect(await app.store.reads.keyLastUsed(keyId)).toBe(usedAt);
+    // Saved by the committer's next flush, 50 ms on.
+    await eventually(async () => ((await app.store.reads.keyLastUsed(keyId)) === usedAt ? true : undefined));
     await app.stop({ keepData: true });
     const reopened = openLmdbStore(app.dataDir);
     try {

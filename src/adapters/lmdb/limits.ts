@@ -7,9 +7,12 @@ import { spendAll } from '../../storage/spend.js';
 import {
   forgetThrottleKey,
   maxThrottleKeys,
+  pruneThrottleKeys,
   releaseThrottlePlace,
   reserveThrottlePlace,
+  scopedKeys,
   type ThrottleEntry,
+  type ThrottleExpiryIndex,
   type ThrottleTable,
 } from '../../storage/throttleCounts.js';
 
@@ -22,12 +25,8 @@ import {
  * after a reboot, which is what a restart of an in-memory limiter gave before.
  *
  * The login and signup throttles' counts live here too, with an index by when each key's newest try leaves its
- * window: every reservation drops a few keys that left it, and the soonest to leave when more than `maxThrottleKeys`
- * are kept (a spray of emails or addresses cannot grow the file without bound).
+ * window, which pruning reads (`pruneThrottleKeys`): a spray of emails or addresses cannot grow the file without bound.
  */
-
-/** Keys whose tries a reservation drops at most, of those that left their window. */
-const prunePerReserve = 16;
 
 const bootId = (): string => {
   try {
@@ -69,23 +68,18 @@ export const openLimits = (dataDir: string, bounds = { maxThrottleKeys }) => {
       throttleKeys.removeSync(key);
     },
   };
-  /** Drops keys whose tries have all left their window, and the soonest to leave while there are too many. */
-  const prune = (now: number) => {
-    const over = throttleKeys.getStats() as { entryCount: number };
-    let excess = over.entryCount - bounds.maxThrottleKeys;
-    const soonest = Array.from(throttleKeysByExpiry.getKeys({ limit: prunePerReserve + Math.max(0, excess) }));
-    for (const key of soonest) {
-      const [expiresAt, scoped] = key;
-      if (expiresAt > now && excess <= 0) break;
-      throttleKeysByExpiry.removeSync(key);
-      throttleKeys.removeSync(scoped);
-      excess -= 1;
-    }
+  const byExpiry: ThrottleExpiryIndex = {
+    size: () => (throttleKeys.getStats() as { entryCount: number }).entryCount,
+    soonest: (limit) => throttleKeysByExpiry.getKeys({ limit }),
+    drop: (key, expiresAt) => {
+      throttleKeysByExpiry.removeSync([expiresAt, key]);
+      throttleKeys.removeSync(key);
+    },
   };
   const throttle: ThrottleCounter = {
     reserve: async (ask: ThrottleAsk) =>
       root.transactionSync(() => {
-        prune(ask.now);
+        pruneThrottleKeys(byExpiry, ask.now, scopedKeys(ask), bounds.maxThrottleKeys);
         return reserveThrottlePlace(ask, table);
       }),
     release: async (place: ThrottlePlace) => root.transactionSync(() => releaseThrottlePlace(place, table)),

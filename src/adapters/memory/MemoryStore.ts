@@ -17,9 +17,12 @@ import type { SyncReads } from '../../storage/syncReads.js';
 import {
   forgetThrottleKey,
   maxThrottleKeys,
+  pruneThrottleKeys,
   releaseThrottlePlace,
   reserveThrottlePlace,
+  scopedKeys,
   type ThrottleEntry,
+  type ThrottleExpiryIndex,
   type ThrottleTable,
 } from '../../storage/throttleCounts.js';
 import { webhookReadsOf } from '../../storage/webhookReads.js';
@@ -42,15 +45,20 @@ export type MemoryStore = StoreShape & {
   readonly syncReads: SyncReads;
   /** Commits made so far (each one batch). */
   readonly commits: () => number;
+  /** Throttle keys kept now (what their bound and pruning are about). */
+  readonly throttleKeyCount: () => number;
 };
 
 export type MemoryStoreOptions = {
   /** How long a webhook delivery is attempted before it gives up (default: 72 hours). */
   readonly webhookRetentionMs?: number | undefined;
+  /** Most throttle keys kept at once (default: `maxThrottleKeys`; tests of the bound give a small one). */
+  readonly maxThrottleKeys?: number | undefined;
 };
 
 export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore => {
   const webhookRetentionMs = options.webhookRetentionMs ?? defaultWebhookBackoff.maxTotalMs;
+  const maxKeys = options.maxThrottleKeys ?? maxThrottleKeys;
   const log: StoredEvent[] = [];
   const requests = new Map<string, Stored>();
   const accounts = orderedMap<AccountState>();
@@ -284,21 +292,34 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     usageByDay: indexReads.usageByDay,
   };
 
-  // Throttle keys in the order they were last changed (a Map keeps insertion order): the oldest leave first.
+  // Throttle keys, and the same keys in the order they leave their window (what pruning reads), as LMDB keeps them.
   const throttleEntries = new Map<string, ThrottleEntry>();
+  const throttleKeysByExpiry = orderedMap<''>();
   const throttleTable: ThrottleTable = {
     get: (key) => throttleEntries.get(key),
-    put: (key, entry) => {
-      throttleEntries.delete(key);
+    put: (key, entry, before) => {
+      if (before !== undefined) throttleKeysByExpiry.delete([before.expiresAt, key]);
       throttleEntries.set(key, entry);
+      throttleKeysByExpiry.set([entry.expiresAt, key], '');
     },
-    remove: (key) => void throttleEntries.delete(key),
-  };
-  const pruneThrottleKeys = (now: number) => {
-    for (const [key, entry] of throttleEntries) {
-      if (entry.expiresAt > now && throttleEntries.size <= maxThrottleKeys) break;
+    remove: (key, before) => {
+      throttleKeysByExpiry.delete([before.expiresAt, key]);
       throttleEntries.delete(key);
-    }
+    },
+  };
+  const throttleExpiryIndex: ThrottleExpiryIndex = {
+    size: () => throttleEntries.size,
+    soonest: function* (limit) {
+      let count = 0;
+      for (const key of throttleKeysByExpiry.keys()) {
+        if (count++ >= limit) return;
+        yield key as [number, string];
+      }
+    },
+    drop: (key, expiresAt) => {
+      throttleKeysByExpiry.delete([expiresAt, key]);
+      throttleEntries.delete(key);
+    },
   };
   const limiterState = (accountId: string, budget: string) => limiter.get(`${accountId}\u0000${budget}`);
   const reads = readModelOf(syncReads, {
@@ -314,7 +335,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     commit,
     throttle: {
       reserve: async (ask) => {
-        pruneThrottleKeys(ask.now);
+        pruneThrottleKeys(throttleExpiryIndex, ask.now, scopedKeys(ask), maxKeys);
         return reserveThrottlePlace(ask, throttleTable);
       },
       release: async (place) => releaseThrottlePlace(place, throttleTable),
@@ -328,6 +349,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     files: memoryFileBytes(),
     close: async () => {},
     commits: () => commits,
+    throttleKeyCount: () => throttleEntries.size,
   };
 };
 

@@ -21,6 +21,7 @@ import {
   scopedKey,
   type ThrottleEntry,
   type ThrottleTable,
+  throttlePrunePerReserve,
 } from '../../storage/throttleCounts.js';
 import { changesChannel, commitInTransaction } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
@@ -172,12 +173,21 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
         lockKeys(query, lockSpace.throttle, keys),
         query<{ key: string; times: number[]; expires_at: number }[]>(sql`
           SELECT key, times, expires_at FROM attempts WHERE key = ANY(${[...keys]}::text[])`),
-        // Keys whose tries all left their window go, a few per reservation (the table stays bounded by activity).
+        // Before the reservation writes, pruneThrottleKeys's rule (storage/throttleCounts.ts) in SQL, in its order
+        // (expires_at, key) and never a key of this reservation: keys whose tries all left their window go, a few
+        // per reservation; then, while more than the bound are kept, the soonest to leave. Counting costs a scan, so
+        // the bound is looked at only every `checkEvery` reservations; a key another writer has locked waits for a
+        // later one.
         now === undefined
           ? Promise.resolve()
           : query(sql`DELETE FROM attempts WHERE key IN (
                 SELECT key FROM attempts WHERE expires_at <= ${now} AND key <> ALL(${[...keys]}::text[])
-                ORDER BY expires_at LIMIT 16 FOR UPDATE SKIP LOCKED)`),
+                ORDER BY expires_at, key LIMIT ${throttlePrunePerReserve} FOR UPDATE SKIP LOCKED)`),
+        now === undefined || reserves++ % throttleBounds.checkEvery !== 0
+          ? Promise.resolve()
+          : query(sql`DELETE FROM attempts WHERE key IN (
+                SELECT key FROM attempts WHERE key <> ALL(${keys}::text[]) ORDER BY expires_at, key
+                LIMIT GREATEST((SELECT count(*) FROM attempts) - ${throttleBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`),
       ]);
       const entries = new Map<string, ThrottleEntry>(
         rows.map((row) => [JSON.parse(row.key) as string, { times: row.times, expiresAt: row.expires_at }]),
@@ -209,14 +219,6 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
               ON CONFLICT (key) DO UPDATE SET times = EXCLUDED.times, expires_at = EXCLUDED.expires_at`),
         gone.length === 0 ? Promise.resolve() : query(sql`DELETE FROM attempts WHERE key = ANY(${gone}::text[])`),
       ]);
-      // A spray of new keys within the window: now and then (counting costs a scan), the keys beyond the bound that
-      // leave their window soonest go.
-      if (now !== undefined && reserves++ % throttleBounds.checkEvery === 0) {
-        await query(sql`
-          DELETE FROM attempts WHERE key IN (
-            SELECT key FROM attempts WHERE key <> ALL(${keys}::text[]) ORDER BY expires_at, key
-            LIMIT GREATEST((SELECT count(*) FROM attempts) - ${throttleBounds.maxKeys}, 0) FOR UPDATE SKIP LOCKED)`);
-      }
       return result;
     });
   let reserves = 0;

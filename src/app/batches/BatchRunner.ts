@@ -5,7 +5,7 @@ import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
 import type { BatchCommand, WrittenFile } from '../../domain/batch/decider.js';
 import { lineRequestId } from '../../domain/batch/lines.js';
-import { type BatchView, linesDone, mayCloseWindow } from '../../domain/batch/state.js';
+import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import { isRefusal } from '../../domain/commands.js';
 import { InvalidRequest, Refused } from '../../domain/errors.js';
@@ -390,14 +390,14 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     }
   };
 
-  /** Whether the batch needs this process now (work to do, and no other live holder). */
+  /**
+   * Whether the batch needs this process now: this process may take its lease (the machine says so), and there is work:
+   * any in validating, cancelling, expiring or finalizing; in progress, lines left to queue or all of them ended.
+   */
   const needsWork = (view: BatchView, now: number): boolean => {
-    const { status, context } = view.state;
-    if (context.owner !== undefined && context.owner !== owner && (context.leaseUntil ?? 0) > now) return false;
-    if (status === 'validating' || status === 'expiring' || status === 'cancelling' || status === 'finalizing')
-      return true;
-    if (status !== 'in_progress') return false;
-    const total = context.total ?? 0;
+    if (!mayTakeBatch(view.state, owner, now)) return false;
+    if (view.state.status !== 'in_progress') return true;
+    const total = view.state.context.total ?? 0;
     return view.counts.queued < total || linesDone(view.counts) === total;
   };
 

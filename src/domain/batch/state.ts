@@ -53,6 +53,13 @@ export const canApplyToBatch = (state: BatchState, event: BatchEvent): boolean =
 export const mayCloseWindow = (state: BatchState, now: number): boolean =>
   canApplyToBatch(state, { type: 'BatchWindowClosed', batchId: state.context.batchId, at: now });
 
+/**
+ * `owner` may take the batch's lease at `now`: the batch is open, and the lease is free or already `owner`'s (no
+ * holder, or its holder's lease has lapsed or ended). The machine's `free` guard says so.
+ */
+export const mayTakeBatch = (state: BatchState, owner: string, now: number): boolean =>
+  canApplyToBatch(state, { type: 'BatchTaken', batchId: state.context.batchId, owner, leaseUntil: now, at: now });
+
 /** The state after `event` (XState's pure transition); an event the machine does not accept changes nothing. */
 export const evolveBatch = (state: BatchState, event: BatchEvent): BatchState =>
   canApplyToBatch(state, event) ? toState(transition(batchMachine, toSnapshot(state), event)[0]) : state;
