@@ -2,7 +2,8 @@ import type { GroupName, IndexKey, IndexName } from './projection.js';
 
 /**
  * A range of an index's keys in key order: from `start` (inclusive; absent: the first key) up to `end` (exclusive;
- * absent: the last key), or with `reverse` from `start` down to `end`; `limit` keys at most.
+ * absent: the last key), or with `reverse` from `start` down to `end`; `limit` keys at most. A range is given to one
+ * read only, never kept or given again: LMDB writes its own settings into it.
  */
 export type IndexRange = {
   readonly start?: IndexKey;

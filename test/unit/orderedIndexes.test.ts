@@ -75,13 +75,14 @@ describe('The ordered indexes of LMDB and of the memory store', () => {
   it('give the same keys and entries for any range, forward or reverse, and count the same', () => {
     fc.assert(
       fc.property(range, (asked) => {
-        expect(Array.from(memory.keys(index, asked), asLmdbReads)).toEqual([...lmdb.keys(index, asked)]);
+        // Each read gets a range of its own (LMDB writes its settings into the one it is given).
+        expect(Array.from(memory.keys(index, { ...asked }), asLmdbReads)).toEqual([...lmdb.keys(index, { ...asked })]);
         expect(
-          Array.from(memory.entries(index, asked), ({ key, value }) => ({ key: asLmdbReads(key), value })),
-        ).toEqual(Array.from(lmdb.entries(index, asked), ({ key, value }) => ({ key, value })));
+          Array.from(memory.entries(index, { ...asked }), ({ key, value }) => ({ key: asLmdbReads(key), value })),
+        ).toEqual(Array.from(lmdb.entries(index, { ...asked }), ({ key, value }) => ({ key, value })));
         const { start, end } = asked;
-        const forward = { ...(start === undefined ? {} : { start }), ...(end === undefined ? {} : { end }) };
-        expect(memory.count(index, forward)).toBe(lmdb.count(index, forward));
+        const forward = () => ({ ...(start === undefined ? {} : { start }), ...(end === undefined ? {} : { end }) });
+        expect(memory.count(index, forward())).toBe(lmdb.count(index, forward()));
       }),
       { numRuns: 300 },
     );
