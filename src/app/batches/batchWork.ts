@@ -1,0 +1,108 @@
+import type { Logger } from 'pino';
+import type { BatchCommand } from '../../domain/batch/decider.js';
+import type { BatchView } from '../../domain/batch/state.js';
+import type { Command } from '../../domain/commands.js';
+import { InvalidRequest } from '../../domain/errors.js';
+import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
+import type { CommitterShape } from '../Committer.js';
+import { storedInputOf } from '../storedInput.js';
+import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
+import type { BatchEndpointsShape } from './BatchEndpoints.js';
+import { jsonLines } from './jsonLines.js';
+import { type BatchLine, checkLine, type LineError } from './lineRules.js';
+
+/** What the batch runner's steps need: the store, the committer, the clock, and the bounds a batch is held to. */
+export type BatchRunnerDeps = {
+  readonly store: StoreShape;
+  readonly send: CommitterShape['send'];
+  readonly now: () => number;
+  readonly log: Logger;
+  readonly owner: string;
+  readonly endpoints: BatchEndpointsShape;
+  readonly rules: SubmissionRules;
+  readonly providerOf: (model: string) => string | undefined;
+  readonly newFileId: () => string;
+  readonly leaseMs: number;
+  readonly maxLines: number;
+  readonly maxLineBytes: number;
+  readonly requestTtlMs: number;
+  readonly maxAttempts: number;
+  readonly outputExpiresAfterSeconds: number;
+  /** Aborts a line's model call in this process, if it runs here (a cancelled batch's lines). */
+  readonly cancelRunning?: ((reqId: string) => void) | undefined;
+};
+
+/** One step of a batch's housekeeping: what it works with, and `keep`, which renews the batch's lease as it goes. */
+export type BatchStep = {
+  readonly deps: BatchRunnerDeps;
+  /** Sends a command of the batch's machine; the outcome when it was taken, undefined when refused. */
+  readonly sendBatch: (batchId: string, command: BatchCommand) => Promise<CommandOutcome | undefined>;
+  /** Renews the batch's lease once a third of it has passed; throws `LostLease` when it cannot. */
+  readonly keep: () => Promise<void>;
+};
+
+/** The batch's lease is no longer this process's (or the process stops): its work stops where it is. */
+export class LostLease extends Error {}
+
+/** Lines queued or cancelled per write. */
+export const chunkLines = 1_000;
+/**
+ * Lines whose requests (with their answers) are read at once while the output and error files are written: few
+ * enough that their answers, which no bound keeps small, do not pile up in memory (one at a time before), many enough
+ * that PostgreSQL answers a batch in a few thousand statements rather than one per line.
+ */
+export const readChunkLines = 64;
+
+/** A line of a batch that passed validation, with only what names it: its line and custom_id. */
+export type LineName = { readonly line: number; readonly customId: string };
+
+/** An iterable's items in arrays of `size` (the last may be shorter). */
+export async function* inChunks<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let chunk: T[] = [];
+  for await (const item of items) {
+    chunk.push(item);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+/** Sends a batch command; its outcome when the machine took it, undefined otherwise. */
+export const batchSender =
+  (send: CommitterShape['send']) =>
+  async (batchId: string, command: BatchCommand): Promise<CommandOutcome | undefined> => {
+    const outcome = await send({ type: 'Batch', batchId, command } as Command);
+    return 'events' in outcome ? outcome : undefined;
+  };
+
+/** The batch's input lines, each checked as validation checked it (to queue them, the same input). */
+export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
+  const { endpoint, inputFileId } = view.state.context;
+  const seen = new Set<string>();
+  // The size of a conversation is named as each route names it.
+  const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
+  const checkBody = (body: unknown) => {
+    const input = deps.endpoints.check(endpoint, body);
+    if (!('model' in input)) return input;
+    const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
+    if (refused !== undefined) {
+      // The submit's checks name no field (`/v1/ai` has two): the line's error does.
+      const param = refused.details?.known_models !== undefined ? 'model' : textParam;
+      return new InvalidRequest({ message: refused.message, details: { ...refused.details, param } });
+    }
+    return beyondModel(input, deps.providerOf(input.model)) ?? input;
+  };
+  for await (const source of jsonLines(deps.store.files.read(inputFileId), deps.maxLineBytes))
+    yield checkLine(source, endpoint, seen, checkBody);
+}
+
+/** The lines of a batch that passed validation, with only what names them: their line and custom_id. */
+export async function* namesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<LineName> {
+  for await (const source of jsonLines(deps.store.files.read(view.state.context.inputFileId), deps.maxLineBytes)) {
+    if (!('text' in source)) continue;
+    const { custom_id: customId } = JSON.parse(source.text) as { custom_id: string };
+    yield { line: source.line, customId };
+  }
+}

@@ -1,0 +1,29 @@
+import { isRefusal } from '../../domain/commands.js';
+import type { BatchRunnerDeps } from './batchWork.js';
+
+/** Bytes no file names are removed once this old (an upload still being written is younger). */
+const orphanAgeMs = 60 * 60 * 1000;
+
+/** Deletes expired files and removes bytes that no file names (an upload cut by a crash). */
+export const sweepFiles = async (deps: BatchRunnerDeps) => {
+  const { store } = deps;
+  const now = deps.now();
+  const inputs = new Set<string>();
+  for (const { batchId } of await store.reads.openBatches(1_000_000)) {
+    const view = await store.reads.batch(batchId);
+    if (view !== undefined) inputs.add(view.state.context.inputFileId);
+  }
+  for await (const { blobId, startedAt } of store.files.list()) {
+    const file = await store.reads.file(blobId);
+    if (file !== undefined && file.expiresAt !== undefined && file.expiresAt <= now) {
+      const outcome = await deps.send({
+        type: 'File',
+        fileId: blobId,
+        command: { type: 'DeleteFile', now, expired: true },
+      });
+      if (!('events' in outcome) || isRefusal(outcome)) continue;
+    } else if (file !== undefined || startedAt > now - orphanAgeMs) continue;
+    // An open batch still reads its input file, even once the file was deleted.
+    if (!inputs.has(blobId)) await store.files.remove(blobId);
+  }
+};
