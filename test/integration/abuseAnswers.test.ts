@@ -119,6 +119,8 @@ describe('An upstream that answers 8 MiB to every call (a real airs serve on LMD
         `upstream calls ${upstream.calls(hugePrompt)}, cut off ${upstream.abandoned()}; streamed to the SDK ${streams.map((s) => s.bytes).join(', ')} bytes`,
     );
 
+    // Soft: on the code before the bound both this and the failures below are reported.
+    expect.soft(end.peakMiB).toBeLessThan(start.rssMiB + rssMarginMiB);
     for (const [i, answer] of polled.entries()) {
       expect(answer.status).toBe(500);
       expect(answer.body.error?.message).toBe(`processing of request ${submitted[i]} failed: ${said}`);
@@ -136,7 +138,6 @@ describe('An upstream that answers 8 MiB to every call (a real airs serve on LMD
     }
     // Two attempts per request, each one upstream call cut off (the SDK's own retries are never used for it).
     expect(upstream.calls(hugePrompt)).toBe(2 * (submitted.length + waiting.length + streamed.length));
-    expect(end.peakMiB).toBeLessThan(start.rssMiB + rssMarginMiB);
     // The bystander was answered throughout (its latencies are printed above, not asserted here).
     expect(attack.refused).toEqual({});
     await server.stop();
