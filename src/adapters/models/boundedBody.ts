@@ -45,7 +45,7 @@ const isLineEnd = (byte: number | undefined) => byte === lineFeed || byte === ca
  * Counts a body's bytes as they decode, chunk by chunk: of the whole body, or (`perEvent`) of the server-sent event
  * not yet ended, the count starting again after each blank line. Line ends are never inside a JSON string (they are
  * escaped there), so an event's end is found in the raw bytes; only what follows a chunk's last blank line is counted.
- * A body of prose costs well under a millisecond per 10 MB; one dense with escapes, a few nanoseconds per byte.
+ * A body of prose costs about a millisecond per 10 MB; one dense with escapes, a few nanoseconds per byte.
  */
 export const createDecodedCount = (perEvent: boolean) => {
   let decoded = 0;
