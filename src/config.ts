@@ -5,6 +5,15 @@ import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
 
 const positiveInt = z.number().int().positive();
+
+/** `models[].maxAnswerBytes` unless the model says otherwise (4 MiB; docs/decisions.md, "Issue 40: an upstream's answer is bounded"). */
+export const defaultMaxAnswerBytes = 4 * 1024 * 1024;
+/**
+ * The most bytes of answer one call may produce (its text, and its tool calls' names and arguments, in UTF-8), for
+ * every provider; beyond it the attempt fails as the upstream's. At most 64 MiB: an answer is one string in memory, and
+ * JSON-escaped into a poll's body or a batch's output line it may take six bytes per byte, within V8's longest string.
+ */
+const maxAnswerBytes = positiveInt.max(64 * 1024 * 1024).default(defaultMaxAnswerBytes);
 /** A model's id is shown in pages and the operator's terminal: no control characters (product contract 15). */
 const modelId = z
   .string()
@@ -20,6 +29,7 @@ const echoModel = z.strictObject({
   timeoutMs: positiveInt.default(60_000),
   /** Requests of this model processed at once, at most (within `processing.concurrency`). */
   maxConcurrency: positiveInt.optional(),
+  maxAnswerBytes,
 });
 
 const openAiModel = z.strictObject({
@@ -37,6 +47,7 @@ const openAiModel = z.strictObject({
   maxConcurrency: positiveInt.optional(),
   /** Retries of upstream 429/5xx inside one attempt (the SDK's backoff, honouring Retry-After). */
   maxRetries: z.number().int().min(0).max(10).default(2),
+  maxAnswerBytes,
 });
 
 export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {
@@ -46,7 +57,18 @@ export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiMo
     return `${given ? 'unknown provider' : 'is required'} (this version supports: echo, openai)`;
   },
 });
-export type ModelConfig = z.infer<typeof modelSchema>;
+/** Each provider's entry, its `maxAnswerBytes` optional. */
+type AnswerBoundOptional<M> = M extends unknown
+  ? Omit<M, 'maxAnswerBytes'> & { readonly maxAnswerBytes?: number | undefined }
+  : never;
+/**
+ * A model as airs runs it: the file's entry with its defaults. `maxAnswerBytes` may be left out where code builds one
+ * (the built-in models, tests): `maxAnswerBytesOf` gives its default then.
+ */
+export type ModelConfig = AnswerBoundOptional<z.infer<typeof modelSchema>>;
+
+/** The most bytes of answer one call of `model` may produce. */
+export const maxAnswerBytesOf = (model: ModelConfig): number => model.maxAnswerBytes ?? defaultMaxAnswerBytes;
 
 /** A browser origin as browsers send it (`https://app.example.com`, `http://localhost:3000`), or `*`. */
 const corsOrigin = z

@@ -14,11 +14,13 @@ export const isPermanent = (problem: UpstreamProblem): boolean =>
 /**
  * What the caller of a request that failed for good by this problem is told, in words an end user may see (never the
  * URL), where they say more than "it failed": the upstream refused the request (no retry or new request mends that),
- * or could not be reached. A timeout, an overload or a server error is told in the general words, which advise to
+ * could not be reached, or answered more than the model's bound (a new request may ask for a shorter answer). A timeout, an overload or a server error is told in the general words, which advise to
  * submit the request again: a new request may well be answered.
  */
 export const saidOf = (problem: UpstreamProblem): string | undefined => {
   if (problem.kind === 'unreachable') return "the model's upstream could not be reached";
+  if (problem.kind === 'answerTooLarge')
+    return `the model's answer was larger than its maxAnswerBytes (${problem.maxAnswerBytes} bytes)`;
   if (problem.kind === 'status' && isPermanent(problem))
     return `the model's upstream refused the request (${problem.status})`;
   return undefined;
@@ -34,6 +36,7 @@ export const causeOf = (problem: UpstreamProblem, withDetail = true): string => 
     return withDetail ? `${cause} (${problem.detail})` : cause;
   }
   if (problem.kind === 'timeout') return `did not answer within ${problem.afterMs / 1000} s`;
+  if (problem.kind === 'answerTooLarge') return `answered more than maxAnswerBytes (${problem.maxAnswerBytes} bytes)`;
   if (problem.status === 404) return 'answered 404: is `/v1` missing from its baseUrl?';
   if (problem.status === 401 || problem.status === 403)
     return `answered ${problem.status}: the key was refused (is the variable apiKeyEnv names set, and right?)`;

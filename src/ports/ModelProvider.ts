@@ -103,12 +103,13 @@ export interface ModelProvider {
 
 /**
  * Why an upstream gave no answer, as airs tells the causes apart: no connection (refused, a host name not found),
- * no answer in time, or an answer with an error status.
+ * no answer in time, an answer with an error status, or an answer larger than the model's `maxAnswerBytes`.
  */
 export type UpstreamProblem =
   | { readonly kind: 'unreachable'; readonly refused: boolean; readonly detail: string }
   | { readonly kind: 'timeout'; readonly afterMs: number }
-  | { readonly kind: 'status'; readonly status: number };
+  | { readonly kind: 'status'; readonly status: number }
+  | { readonly kind: 'answerTooLarge'; readonly maxAnswerBytes: number };
 
 /** A model call that failed at its upstream: the message is for the log (it names the upstream), `problem` says why. */
 export class UpstreamFailed extends Error {

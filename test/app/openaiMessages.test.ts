@@ -134,6 +134,7 @@ describe('The openai provider called directly', () => {
       upstreamModel: 'm',
       timeoutMs: 5_000,
       maxRetries: 0,
+      maxAnswerBytes: 1024 * 1024,
     });
 
   it('sends the messages when it has them, and the prompt as one user message when it has none', async () => {

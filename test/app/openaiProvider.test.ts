@@ -182,6 +182,29 @@ describe('The openai provider against a local OpenAI-compatible server', () => {
     );
   });
 
+  it('fails a request whose upstream answers more than maxAnswerBytes once its attempts are spent, one upstream call per attempt, telling the caller the bound and never the URL', async () => {
+    const { key } = await start({ maxAnswerBytes: 100_000, maxRetries: 2 }, undefined, 2);
+    const prompt = 'huge 200000';
+    const { polled, events, request_id } = await submitAndSettle(key, prompt);
+    // Retried by the queue like a 5xx, never inside the attempt: the SDK's retries come before the answer is read.
+    expect(upstream.calls(prompt)).toBe(2);
+    expect(events.filter((event) => event.type === 'RequestProcessingStarted')).toHaveLength(2);
+    expect(events.at(-1)).toMatchObject({
+      type: 'RequestFailed',
+      reason: `gave up after 2 attempts: upstream ${upstream.baseUrl} answered more than maxAnswerBytes (100000 bytes)`,
+    });
+    expect(events.at(-1)).not.toHaveProperty('permanent');
+    expect(polled.status).toBe(500);
+    const body = (await polled.json()) as { error: { message: string } };
+    expect(body.error.message).toBe(
+      `processing of request ${request_id} failed: the model's answer was larger than its maxAnswerBytes (100000 bytes)`,
+    );
+    const ready = (await (await app.call('GET', '/readyz')).json()) as { upstreams: Record<string, unknown> };
+    expect(ready.upstreams).toEqual({
+      gpt: { state: 'problem', cause: 'answered more than maxAnswerBytes (100000 bytes)', seen_at: expect.any(String) },
+    });
+  });
+
   it('names an upstream by its base URL without user, password, query or fragment', () => {
     expect(upstreamName('https://user:pa55@llm.example:8443/v1/?api-key=secret#x')).toBe('https://llm.example:8443/v1');
     expect(upstreamName('http://127.0.0.1:11434/v1')).toBe('http://127.0.0.1:11434/v1');

@@ -22,6 +22,47 @@ export type FakeOpenAiOptions = {
   readonly numbered?: boolean;
   /** `GET /v1/models` answers 401 unless called with this key (as `Bearer <key>`). */
   readonly modelsKey?: string;
+  /** Writes JSON as Python's `json.dumps` does by default: every character beyond ASCII as a `\uXXXX` escape. */
+  readonly asciiJson?: boolean;
+};
+
+/** JSON with every character beyond ASCII escaped (`€` as `\u20ac`, an emoji as two escapes). */
+export const asciiJson = (value: unknown): string =>
+  JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** Resolves once `text` is handed to the socket, or at once if the caller has gone (false then). */
+const sent = (res: ServerResponse, text: string): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (res.destroyed) return resolve(false);
+    if (res.write(text)) return resolve(true);
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve(!res.destroyed);
+    };
+    res.on('drain', done).on('close', done);
+  });
+
+const hugePiece = 64 * 1024;
+
+/** An answer of `bytes` `x`s, written as the caller reads it: whole (one JSON body) or streamed (an event a piece). */
+const writeHuge = async (res: ServerResponse, bytes: number, streamed: boolean, model: string) => {
+  const piece = 'x'.repeat(hugePiece);
+  const pieceOf = (left: number) => (left >= hugePiece ? piece : piece.slice(0, left));
+  if (!streamed) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (!(await sent(res, `{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"${model}",`))) return;
+    if (!(await sent(res, '"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"')))
+      return;
+    for (let left = bytes; left > 0; left -= hugePiece) if (!(await sent(res, pieceOf(left)))) return;
+    res.end('"}}],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}');
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const event = (delta: unknown, finishReason: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
+  for (let left = bytes; left > 0; left -= hugePiece) if (!(await sent(res, event({ content: pieceOf(left) })))) return;
+  res.end(`${event({}, 'stop')}data: [DONE]\n\n`);
 };
 
 /** Words of a text, as the fake counts tokens. */
@@ -39,6 +80,8 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  * - `verbatim <text>` is answered with `<text>` exactly (a JSON document for structured output, say);
  * - `answer <status>` is answered with that status (`answer 422`), and `answer <status> retry me` with the header
  *   `x-should-retry: true` too (which asks the OpenAI SDK to retry it);
+ * - `huge <bytes>` is answered with that many `x`s (a misbehaving upstream), made and written 64 KiB at a time as the
+ *   caller reads them, whole or as one event per 64 KiB: a caller that stops reading leaves the rest unmade;
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
@@ -64,13 +107,16 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     }
     return gate;
   };
+  const stringify = options.asciiJson === true ? asciiJson : JSON.stringify;
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body: Received['body'];
     const path = `${req.method} ${req.url}`;
     hits.set(path, (hits.get(path) ?? 0) + 1);
     try {
-      let text = '';
-      for await (const chunk of req) text += chunk;
+      // Decoded whole: a character may be split between two chunks.
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString('utf8');
       if (path === 'GET /v1/models') {
         const allowed = options.modelsKey === undefined || req.headers.authorization === `Bearer ${options.modelsKey}`;
         res.writeHead(allowed ? 200 : 401, { 'content-type': 'application/json' });
@@ -104,7 +150,7 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     const delay = typeof options.delayMs === 'function' ? options.delayMs() : (options.delayMs ?? 0);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     const json = (status: number, payload: unknown, headers: Record<string, string> = {}) =>
-      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(payload));
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(stringify(payload));
     if (prompt === 'rate-limit-once' && count === 1)
       return json(429, { error: { message: 'slow down' } }, { 'retry-after': '0' });
     if (prompt === 'always-500') return json(500, { error: { message: 'the model crashed' } });
@@ -118,6 +164,8 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     if (prompt === 'hang') return void hanging.add(res);
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');
+    const huge = /^huge (\d+)$/.exec(prompt);
+    if (huge !== null) return void writeHuge(res, Number(huge[1]), body.stream === true, body.model);
 
     const tools = Array.isArray(body.tools) ? (body.tools as { function: { name: string } }[]) : [];
     const call = last?.role === 'user' && tools.length > 0 ? /^call (\S+)(?: (.*))?$/s.exec(prompt) : null;
@@ -165,7 +213,7 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     const chunk = (delta: unknown, finishReason: string | null = null) =>
       new Promise<void>((resolve) =>
         res.write(
-          `data: ${JSON.stringify({
+          `data: ${stringify({
             id: 'chatcmpl-1',
             object: 'chat.completion.chunk',
             created: 0,

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { answerBytes, answerCounter, answerTooLarge } from '../../app/answerBound.js';
 import { isPermanent } from '../../app/upstreamProblems.js';
 import type {
   ChatMessage,
@@ -9,6 +10,7 @@ import type {
   Usage,
 } from '../../ports/ModelProvider.js';
 import { UpstreamFailed } from '../../ports/ModelProvider.js';
+import { boundedBody } from './boundedBody.js';
 import { connectionFailure } from './connectionFailure.js';
 import { upstreamName } from './upstreamName.js';
 
@@ -24,7 +26,15 @@ export type OpenAiOptions = {
    * honoured). A 400, 401, 403, 404 or 422 is never retried (the SDK's rule): no retry mends it.
    */
   readonly maxRetries: number;
+  /** The most bytes of answer one call may produce (`models[].maxAnswerBytes`; answerBound.ts says how they count). */
+  readonly maxAnswerBytes: number;
 };
+
+/**
+ * What an answer's body may hold beyond the answer itself, decoded: its id, model, usage and the rest of the envelope
+ * (a few hundred bytes as servers write them; a reasoning model's `reasoning_content` is not counted in the answer).
+ */
+const envelopeBytes = 64 * 1024;
 
 /**
  * Why an upstream call failed, as a failure the processing can tell apart (`problem`), with words safe for the log:
@@ -48,17 +58,25 @@ const upstreamFailure = (error: unknown, upstream: string, timeoutMs: number): u
 };
 
 /**
- * `fetch`, but an answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an `x-should-retry` header: the
- * SDK would otherwise retry whatever an upstream marks so, and a wrong base URL or key is refused every time.
+ * `fetch` as the SDK is given it. An answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an
+ * `x-should-retry` header: the SDK would otherwise retry whatever an upstream marks so, and a wrong base URL or key is
+ * refused every time. And the body is cut off past `maxBytes` decoded (boundedBody.ts), of the whole body or of each
+ * event of a stream (`perEvent`), erroring with `passed()`: the SDK reads either whole, and the cut comes after its
+ * retries, so an upstream that answers too much is not asked again within the attempt.
  */
-const fetchNoRetryOfRefusals: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  if (!response.headers.has('x-should-retry') || !isPermanent({ kind: 'status', status: response.status }))
-    return response;
-  const headers = new Headers(response.headers);
-  headers.delete('x-should-retry');
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-};
+const upstreamFetch =
+  (maxBytes: number, perEvent: boolean, passed: () => Error): typeof fetch =>
+  async (input, init) => {
+    const response = await fetch(input, init);
+    const headers = new Headers(response.headers);
+    if (isPermanent({ kind: 'status', status: response.status })) headers.delete('x-should-retry');
+    if (response.body === null) return response;
+    return new Response(boundedBody(response.body, maxBytes, perEvent, passed), {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
+  };
 
 type Completion = OpenAI.Chat.Completions.ChatCompletion;
 type CompletionParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
@@ -90,13 +108,13 @@ const usageOf = (usage: OpenAI.CompletionUsage | null | undefined): Usage | unde
     : { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
 
 /** A whole (not streamed) answer. */
-const generationOf = (completion: Completion): Generation => {
+const generationOf = (completion: Completion, maxAnswerBytes: number, passed: () => Error): Generation => {
   const choice = completion?.choices?.[0];
   const message = choice?.message;
   const calls = (message?.tool_calls ?? []).filter((call) => call.type === 'function');
   if (typeof message?.content !== 'string' && calls.length === 0)
     throw new Error('upstream answer has no choices[0].message.content');
-  return {
+  const generation: Generation = {
     text: message?.content ?? '',
     toolCalls:
       calls.length === 0
@@ -109,28 +127,41 @@ const generationOf = (completion: Completion): Generation => {
     finishReason: finishOf(choice?.finish_reason),
     usage: usageOf(completion.usage),
   };
+  // The body was bounded with its envelope; the answer's own bytes are bounded exactly.
+  if (answerBytes(generation) > maxAnswerBytes) throw passed();
+  return generation;
 };
 
-/** Tool calls as they stream in pieces: each call's id and name come first, its arguments after, by index. */
-const createToolCallAssembler = () => {
-  const calls: { id: string; name: string; arguments: string }[] = [];
+/**
+ * Tool calls as they stream in pieces: each call's id and name come first, its arguments after, by index. Each piece
+ * is counted as it comes (`counted` says whether the answer is still within its bound); a piece that carries nothing
+ * makes no call, so calls are never more than the bytes counted.
+ */
+const createToolCallAssembler = (counted: (piece: string) => boolean) => {
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
   return {
-    add(pieces: readonly OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[]) {
+    add(pieces: readonly OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[]): boolean {
       for (const piece of pieces) {
-        let call = calls[piece.index];
+        const id = piece.id ?? '';
+        const name = piece.function?.name ?? '';
+        const args = piece.function?.arguments ?? '';
+        if (id === '' && name === '' && args === '') continue;
+        if (!counted(id) || !counted(name) || !counted(args)) return false;
+        let call = calls.get(piece.index);
         if (call === undefined) {
           call = { id: '', name: '', arguments: '' };
-          calls[piece.index] = call;
+          calls.set(piece.index, call);
         }
-        if (piece.id) call.id = piece.id;
-        if (piece.function?.name) call.name += piece.function.name;
-        if (piece.function?.arguments) call.arguments += piece.function.arguments;
+        if (id !== '') call.id = id;
+        call.name += name;
+        call.arguments += args;
       }
+      return true;
     },
     calls: (): ToolCall[] =>
-      calls
-        .filter((call) => call !== undefined)
-        .map((call, i) => ({
+      [...calls]
+        .sort(([a], [b]) => a - b)
+        .map(([, call], i) => ({
           id: call.id || `call_${i}`,
           type: 'function',
           function: { name: call.name, arguments: call.arguments },
@@ -147,42 +178,54 @@ const createToolCallAssembler = () => {
  */
 export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
   const upstream = upstreamName(options.baseUrl);
-  const client = new OpenAI({
-    baseURL: options.baseUrl,
-    // Local servers need no key; the SDK insists on one, and an unused placeholder is harmless.
-    apiKey: options.apiKey ?? 'no-key',
-    timeout: options.timeoutMs,
-    maxRetries: options.maxRetries,
-    fetch: fetchNoRetryOfRefusals,
-  });
+  const { maxAnswerBytes } = options;
+  const tooLarge = () => answerTooLarge(maxAnswerBytes, `upstream ${upstream}`);
+  /** A client whose bodies are bounded as `upstreamFetch` says: whole answers, or streams event by event. */
+  const clientFor = (perEvent: boolean) =>
+    new OpenAI({
+      baseURL: options.baseUrl,
+      // Local servers need no key; the SDK insists on one, and an unused placeholder is harmless.
+      apiKey: options.apiKey ?? 'no-key',
+      timeout: options.timeoutMs,
+      maxRetries: options.maxRetries,
+      fetch: upstreamFetch(maxAnswerBytes + envelopeBytes, perEvent, tooLarge),
+    });
+  const whole = clientFor(false);
+  const streaming = clientFor(true);
   const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
-    const stream = await client.chat.completions.create(
+    const stream = await streaming.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       { signal },
     );
     let text = '';
     let finish: string | null | undefined;
     let usage: Usage | undefined;
-    const tools = createToolCallAssembler();
+    // Counted as the pieces come: the call ends (and the stream is closed) as soon as the bound is passed.
+    const count = answerCounter(maxAnswerBytes);
+    const tools = createToolCallAssembler(count.add);
     for await (const chunk of stream) {
       usage = usageOf(chunk.usage) ?? usage;
       const choice = chunk.choices?.[0];
       if (choice === undefined) continue;
       const piece = choice.delta?.content;
       if (typeof piece === 'string' && piece !== '') {
+        if (!count.add(piece)) throw tooLarge();
         text += piece;
         onDelta(piece);
       }
-      if (choice.delta?.tool_calls) tools.add(choice.delta.tool_calls);
+      if (choice.delta?.tool_calls && !tools.add(choice.delta.tool_calls)) throw tooLarge();
       finish = choice.finish_reason ?? finish;
     }
     const toolCalls = tools.calls();
-    return {
+    const generation: Generation = {
       text,
       toolCalls: toolCalls.length === 0 ? undefined : toolCalls,
       finishReason: finishOf(finish),
       usage,
-    } satisfies Generation;
+    };
+    // Exactly, as a whole answer is: ids airs gave to calls that came without one count too.
+    if (answerBytes(generation) > maxAnswerBytes) throw tooLarge();
+    return generation;
   };
   return {
     generate: async ({ prompt, messages, params, signal, onDelta }) => {
@@ -193,7 +236,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       } as CompletionParams;
       try {
         if (onDelta !== undefined) return await streamed(body, signal, onDelta);
-        return generationOf(await client.chat.completions.create(body, { signal }));
+        return generationOf(await whole.chat.completions.create(body, { signal }), maxAnswerBytes, tooLarge);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../../config.js';
+import { type ModelConfig, maxAnswerBytesOf } from '../../config.js';
 import type { ModelProvider } from '../../ports/ModelProvider.js';
 import { echoProvider } from './echo.js';
 import type { OpenAiOptions } from './openai.js';
@@ -16,6 +16,7 @@ const factories: {
       upstreamModel: model.upstreamModel,
       timeoutMs: model.timeoutMs,
       maxRetries: model.maxRetries,
+      maxAnswerBytes: maxAnswerBytesOf(model),
     }),
 };
 

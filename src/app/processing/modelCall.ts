@@ -1,5 +1,7 @@
 import { setMaxListeners } from 'node:events';
+import { maxAnswerBytesOf } from '../../config.js';
 import { type GenerateInput, type Generation, UpstreamFailed } from '../../ports/ModelProvider.js';
+import { answerTooLarge, answerWithin } from '../answerBound.js';
 import type { LiveOutputShape } from '../LiveOutput.js';
 import type { Model } from '../Models.js';
 import type { ModelInput } from '../storedInput.js';
@@ -110,9 +112,13 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     group.running--;
     if (group.running === 0 && !group.open) finish(group);
   };
-  /** One call as an outcome, its text heard as the model writes it by whoever streams the request. */
+  /**
+   * One call as an outcome, its text heard as the model writes it by whoever streams the request. An answer beyond the
+   * model's `maxAnswerBytes` is a failure, whichever provider gave it.
+   */
   const outcomeOf = async (
     reqId: string,
+    model: Model,
     generate: (onDelta: GenerateInput['onDelta']) => Promise<Generation>,
     failure: (error: unknown) => CallFailure,
   ): Promise<CallOutcome> => {
@@ -120,6 +126,8 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
     let answered = false;
     try {
       const generation = await generate(heard?.delta);
+      const bound = maxAnswerBytesOf(model.config);
+      if (!answerWithin(generation, bound)) return { ok: false, ...describe(answerTooLarge(bound)) };
       answered = true;
       return { ok: true, generation };
     } catch (error) {
@@ -136,6 +144,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
       if (instant(model))
         return outcomeOf(
           reqId,
+          model,
           (onDelta) => model.provider.generate({ ...input, signal: stopping.signal, onDelta }),
           describe,
         );
@@ -146,6 +155,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
       try {
         return await outcomeOf(
           reqId,
+          model,
           (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta }), signal),
           (error) => {
             if (own.signal.aborted) return { reason: 'cancelled' };
