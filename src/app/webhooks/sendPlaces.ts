@@ -20,8 +20,9 @@ export type PlaceBounds = {
  * have delivered to it since): about one post's bound, so a passed-over endpoint is read again that often at most. */
 export const standingTrustedMs = 10_000;
 
-/** A delivered attempt slower than this leaves its endpoint on one place, as a failed one does. */
-export const slowAnswerMs = 2_000;
+/** A delivered attempt slower than this (half the post's 10 s bound) leaves its endpoint on one place, as a failed
+ * one does. */
+export const slowAnswerMs = 5_000;
 
 /** Endpoints whose account and standing this process remembers at most (the longest unseen forgotten first). */
 export const rememberedEndpoints = 10_000;
