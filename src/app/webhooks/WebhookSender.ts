@@ -323,8 +323,6 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
     owner,
     wake: schedule,
     inFlight: () => places.size(),
-    /** What the places hold now (tests). */
-    places: places.held,
     stopTakingWork,
     stop,
     /** Resolves when nothing is in flight (tests). */

@@ -140,9 +140,6 @@ export const createSendPlaces = (bounds: PlaceBounds, now: () => number) => {
         return !hasRoom(endpointId, standing?.accountId ?? '', 'answering');
       return !hasRoom(endpointId, standing.accountId, kindOf(standing));
     },
-
-    /** What is held now, by kind (tests, logs). */
-    held: () => ({ all: held.size, unanswered, unansweredPlaces }),
   };
 };
 
