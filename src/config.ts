@@ -209,9 +209,10 @@ export const fileSchema = z.strictObject({
       allowPrivateNetworks: z.boolean().optional(),
       /** How long a delivery is attempted (with backoff) before it gives up. */
       retentionHours: positiveInt.max(8_760).optional(),
-      /** Deliveries one process sends at once, in all, and to one endpoint. */
+      /** Deliveries one process sends at once, in all, to one endpoint, and to one account's endpoints. */
       maxInFlight: positiveInt.max(10_000).optional(),
       maxInFlightPerEndpoint: positiveInt.max(1_000).optional(),
+      maxInFlightPerAccount: positiveInt.max(10_000).optional(),
     })
     .optional(),
   cors: z
@@ -294,6 +295,7 @@ export type WebhookSettings = {
   readonly retentionMs: number;
   readonly maxInFlight: number;
   readonly maxInFlightPerEndpoint: number;
+  readonly maxInFlightPerAccount: number;
 };
 
 export type HttpLimits = {
@@ -468,6 +470,7 @@ export const loadConfig = (
       retentionMs: (file.webhooks?.retentionHours ?? 72) * 3_600_000,
       maxInFlight: file.webhooks?.maxInFlight ?? 64,
       maxInFlightPerEndpoint: file.webhooks?.maxInFlightPerEndpoint ?? 4,
+      maxInFlightPerAccount: file.webhooks?.maxInFlightPerAccount ?? 8,
     },
     cors: { allowedOrigins: file.cors?.allowedOrigins ?? [] },
     source,

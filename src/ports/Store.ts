@@ -82,12 +82,18 @@ export type DueDeliveriesAsk = {
   readonly after?: string | undefined;
   readonly perEndpoint: number;
   readonly limit: number;
+  /** Endpoints the sender can give no place now: read past, their deliveries neither returned nor counted toward
+   * `limit` (they count toward the read's bound of endpoints looked at). */
+  readonly passOver?: ((endpointId: string) => boolean) | undefined;
 };
 
 /** Deliveries that may be attempted now, and when one next becomes due (if it was seen). */
 export type DueDeliveries = {
   readonly due: readonly { readonly deliveryId: string; readonly endpointId: string }[];
   readonly next?: number | undefined;
+  /** Present when a bound (`limit`, or the endpoints one read looks at) stopped the read before it came round to
+   * `after`: the last endpoint it looked at, where the next read goes on from. */
+  readonly stoppedAt?: string | undefined;
 };
 
 /** Reads of the views and the log. Each sees everything committed before it began, also by other processes. */

@@ -44,14 +44,16 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
 
   /**
    * Deliveries that may be attempted at `now`: each endpoint's earliest in turn, starting after `ask.after` and
-   * wrapping round to it, at most `perEndpoint` of each and `limit` in all; and the earliest time after `now` at
-   * which one of the endpoints looked at has one due (when to look again, if nothing else happens). One seek per
-   * endpoint with deliveries waiting (its first keys read on from there), `dueEndpointScan` endpoints at most.
+   * wrapping round to it, at most `perEndpoint` of each and `limit` in all, endpoints `ask.passOver` names read past;
+   * and the earliest time after `now` at which one of the endpoints looked at has one due (when to look again, if
+   * nothing else happens). One seek per endpoint with deliveries waiting (its first keys read on from there),
+   * `dueEndpointScan` endpoints at most; `stoppedAt` names the last one when a bound stopped the read.
    */
   const dueWebhookDeliveries = (now: number, ask: DueDeliveriesAsk): DueDeliveries => {
     const due: { deliveryId: string; endpointId: string }[] = [];
     let next: number | undefined;
     let endpoints = 0;
+    let lastLooked: string | undefined;
     /** Reads from `from` up to `end`; true when a bound stopped it (nothing more to read in this look). */
     const lap = (from: IndexKey, end: IndexKey): boolean => {
       let start = from;
@@ -64,6 +66,7 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
           if (endpoint === undefined) {
             endpoint = endpointId;
             endpoints++;
+            if (ask.passOver?.(endpointId)) break;
           } else if (endpointId !== endpoint) break;
           if (at > now) {
             if (next === undefined || at < next) next = at;
@@ -74,14 +77,21 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
           taken++;
         }
         if (endpoint === undefined) return false;
+        lastLooked = endpoint;
         // Past every key of this endpoint: [endpointId, ...] sorts before [endpointId + '\0'].
         start = [pastPrefix(endpoint)];
       }
     };
     const from = ask.after;
-    if (from === undefined) lap([''], [pastPrefix('\uffff')]);
-    else if (!lap([pastPrefix(from)], [pastPrefix('\uffff')])) lap([''], [pastPrefix(from)]);
-    return next === undefined ? { due } : { due, next };
+    const stopped =
+      from === undefined
+        ? lap([''], [pastPrefix('\uffff')])
+        : lap([pastPrefix(from)], [pastPrefix('\uffff')]) || lap([''], [pastPrefix(from)]);
+    return {
+      due,
+      ...(next === undefined ? {} : { next }),
+      ...(stopped && lastLooked !== undefined ? { stoppedAt: lastLooked } : {}),
+    };
   };
 
   return { webhookEndpointsOf, webhookDeliveriesOf, dueWebhookDeliveries };

@@ -374,6 +374,7 @@ describe('the webhook sender on PostgreSQL', () => {
           retentionMs: 72 * 3_600_000,
           maxInFlight: 4,
           maxInFlightPerEndpoint: 2,
+          maxInFlightPerAccount: 4,
         },
       },
     });

@@ -26,6 +26,8 @@ export const startScriptedReceiver = async (
   } = {},
 ) => {
   const posted: Posted[] = [];
+  /** Every post's opening and closing, in the order they happened (for tests of order, not of time). */
+  const happened: { readonly path: string; readonly event: 'opened' | 'closed' }[] = [];
   const open = new Map<string, number>();
   const mostOpen = new Map<string, number>();
   const answer = options.answer ?? (() => 200);
@@ -33,7 +35,11 @@ export const startScriptedReceiver = async (
     const path = request.url ?? '';
     open.set(path, (open.get(path) ?? 0) + 1);
     mostOpen.set(path, Math.max(mostOpen.get(path) ?? 0, open.get(path) ?? 0));
-    response.on('close', () => open.set(path, (open.get(path) ?? 1) - 1));
+    happened.push({ path, event: 'opened' });
+    response.on('close', () => {
+      open.set(path, (open.get(path) ?? 1) - 1);
+      happened.push({ path, event: 'closed' });
+    });
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const post = { path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
@@ -54,6 +60,7 @@ export const startScriptedReceiver = async (
   return {
     port,
     posted,
+    happened,
     /** Posts to `path` open now, and the most that were open at once. */
     open: (path: string) => open.get(path) ?? 0,
     mostOpen: (path: string) => mostOpen.get(path) ?? 0,

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { checkDestination, type Resolver } from '../../src/adapters/webhooks/destination.js';
+import { sendWebhook } from '../../src/adapters/webhooks/sender.js';
+import { webhookUrlProblem } from '../../src/adapters/webhooks/urlCheck.js';
 import { addressProblem, ipFamily, parseIpv6 } from '../../src/domain/webhook/addresses.js';
 
 // Issue 30, "Safe by default": a webhook is sent only to an address of the public internet unless the operator
@@ -37,6 +40,27 @@ describe('webhook destination addresses', () => {
     ['ff02::1', 'a multicast address'],
     ['2001:db8::1', 'a documentation address'],
     ['[::1]', 'a loopback address'],
+    // Issue 40: IPv6 forms that reach an IPv4 address through the network the server is on, and ranges no public
+    // receiver is ever at, refused whatever they embed.
+    ['64:ff9b:1::a00:1', 'a local-use IPv4/IPv6 translation (RFC 8215, 64:ff9b:1::/48) address'],
+    ['64:ff9b:1:ffff::8.8.8.8', 'a local-use IPv4/IPv6 translation (RFC 8215, 64:ff9b:1::/48) address'],
+    ['::ffff:0:127.0.0.1', 'an IPv4-translated (SIIT, ::ffff:0:0:0/96) address'],
+    ['::ffff:0:808:808', 'an IPv4-translated (SIIT, ::ffff:0:0:0/96) address'],
+    ['2001::1', 'a Teredo (2001::/32) address'],
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'a Teredo (2001::/32) address'],
+    ['2001:2::1', 'an IETF protocol assignment (2001::/23) address'],
+    ['2001:1ff::1', 'an IETF protocol assignment (2001::/23) address'],
+    ['3fff::1', 'a documentation address'],
+    ['3fff:fff::1', 'a documentation address'],
+    ['2002:c0a8:101::1', 'a 6to4 form of a private (RFC 1918) address'],
+    ['2002:a9fe:a9fe::', 'a 6to4 form of a cloud metadata address'],
+    ['64:ff9b::10.0.0.1', 'a NAT64 form of a private (RFC 1918) address'],
+    ['::ffff:100.64.0.1', 'an IPv4-mapped form of a shared (CGNAT) address'],
+    ['100:0:0:1::1', 'a reserved address (outside global unicast, 2000::/3)'],
+    ['5f00::1', 'a reserved address (outside global unicast, 2000::/3)'],
+    ['4000::1', 'a reserved address (outside global unicast, 2000::/3)'],
+    ['::2:0:0:1', 'a reserved address (outside global unicast, 2000::/3)'],
+    ['1::1', 'a reserved address (outside global unicast, 2000::/3)'],
   ])('%s is refused as %s', (address, kind) => {
     expect(addressProblem(address)).toBe(`${address} is ${kind}`);
   });
@@ -52,6 +76,11 @@ describe('webhook destination addresses', () => {
     '2a00:1450:4001:80b::200e',
     '::ffff:8.8.8.8',
     '64:ff9b::8.8.8.8',
+    '2002:808:808::1',
+    '2001:200:dff:fff1:216:3eff:feb1:44d7',
+    '2001:4860:4860::8888',
+    '3fff:1000::1',
+    '2c0f:fb50:4003::1',
   ])('%s, of the public internet, is allowed', (address) => {
     expect(addressProblem(address)).toBeUndefined();
   });
@@ -72,5 +101,35 @@ describe('webhook destination addresses', () => {
     expect(parseIpv6('1:2:3:4:5:6:7::8')).toBeUndefined();
     expect(ipFamily('[2001:db8::1]')).toBe(6);
     expect(ipFamily('10.0.0.1')).toBe(4);
+  });
+});
+
+// The same ranges reached through DNS: a name whose AAAA answer is in one is refused when the endpoint is added and
+// again at an attempt (nothing is connected to), unless the operator allows private networks.
+describe('webhook destinations whose name resolves into an IPv6 translation range', () => {
+  const aaaa =
+    (address: string): Resolver =>
+    async () => [{ address, family: 6 }];
+  const signed = { body: '{}', headers: { 'webhook-id': 'wh_test' } };
+
+  it.each([
+    ['64:ff9b:1::a00:1', 'a local-use IPv4/IPv6 translation (RFC 8215, 64:ff9b:1::/48) address'],
+    ['::ffff:0:7f00:1', 'an IPv4-translated (SIIT, ::ffff:0:0:0/96) address'],
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'a Teredo (2001::/32) address'],
+    ['2002:7f00:1::1', 'a 6to4 form of a loopback address'],
+    ['64:ff9b::169.254.169.254', 'a NAT64 form of a cloud metadata address'],
+  ])('a name resolving to %s is refused when added and at an attempt, naming %s', async (address, kind) => {
+    const words = `hooks.test resolves to ${address}, ${kind}`;
+    expect(await webhookUrlProblem('https://hooks.test/in', {}, aaaa(address))).toContain(words);
+    const attempt = await sendWebhook({ ...signed, url: 'https://hooks.test/in' }, { resolve: aaaa(address) });
+    expect(attempt).toMatchObject({ delivered: false, outcome: 'refused', address: undefined });
+    expect(attempt.error).toContain(words);
+    // Where the operator allows private networks, the address passes the check.
+    const allowed = await checkDestination('https://hooks.test/in', { allowPrivateNetworks: true }, aaaa(address));
+    expect(allowed).toMatchObject({ ok: true, destination: { address, family: 6 } });
+  });
+
+  it('a name resolving to a public IPv6 address is taken', async () => {
+    expect(await webhookUrlProblem('https://hooks.test/in', {}, aaaa('2001:4860:4860::8888'))).toBeUndefined();
   });
 });

@@ -46,7 +46,7 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
             ORDER BY created_at DESC, delivery_id DESC LIMIT ${limit}`);
     return rows.map((row) => row.state);
   },
-  dueWebhookDeliveries: async (now, { after, perEndpoint, limit }): Promise<DueDeliveries> => {
+  dueWebhookDeliveries: async (now, { after, perEndpoint, limit, passOver }): Promise<DueDeliveries> => {
     if (!(limit > 0)) return { due: [] };
     // Each endpoint's first rows of the due index, enough for what one endpoint may give (and the row after, which
     // tells when it has one due next).
@@ -90,14 +90,16 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
     const due: { deliveryId: string; endpointId: string }[] = [];
     let next: number | undefined;
     let current: string | undefined;
+    let endpoints = 0;
     let taken = 0;
     let done = false;
     for (const { endpoint_id, delivery_id, due_at } of rows) {
       if (endpoint_id !== current) {
         if (due.length >= limit) break;
         current = endpoint_id;
+        endpoints++;
         taken = 0;
-        done = false;
+        done = passOver?.(endpoint_id) ?? false;
       }
       if (done) continue;
       if (due_at > now) {
@@ -112,6 +114,12 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
       due.push({ deliveryId: delivery_id, endpointId: endpoint_id });
       taken++;
     }
-    return next === undefined ? { due } : { due, next };
+    // Stopped by a bound: `limit`, or the statement's `dueEndpointScan` endpoints (more may wait beyond them).
+    const stopped = due.length >= limit || endpoints >= dueEndpointScan;
+    return {
+      due,
+      ...(next === undefined ? {} : { next }),
+      ...(stopped && current !== undefined ? { stoppedAt: current } : {}),
+    };
   },
 });

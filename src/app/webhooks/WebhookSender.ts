@@ -16,14 +16,16 @@ import { type CommandOutcome, Store, type StoreShape } from '../../ports/Store.j
 import type { WebhookPostResult, WebhookTransport } from '../../ports/WebhookTransport.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer, type CommitterShape } from '../Committer.js';
+import { createSendPlaces } from './sendPlaces.js';
 import { signWebhook } from './signing.js';
 
 /**
  * The webhook sender of one server process (issue 30): takes the deliveries due from the store's outbox, leases each
  * attempt (`StartAttempt`, decided inside the write: two processes or nodes never both send one attempt), signs and
- * posts it, and records the outcome under the lease. Bounded in this process, in all and per endpoint, so that a
- * slow or dead endpoint holds its own places and nothing else: no other endpoint, no submit, no model call waits on
- * it (posts are plain promises on the event loop; the store's writes go through the committer's internal lane).
+ * posts it, and records the outcome under the lease. Bounded in this process by its places (sendPlaces.ts: in all, per
+ * account and per endpoint, and endpoints that do not answer on half of them), so that a slow or dead endpoint holds
+ * one place and nothing else: no endpoint that answers, no submit, no model call waits on it (posts are plain promises
+ * on the event loop; the store's writes go through the committer's internal lane).
  */
 export interface WebhookSenderShape {
   /** Something may have become due (a test that moved its clock, a redelivery): looks at the outbox soon. Cheap. */
@@ -44,9 +46,10 @@ export type WebhookSenderDeps = {
   readonly transport: WebhookTransport;
   /** This process's name on the attempts it leases. */
   readonly owner: string;
-  /** Attempts open at once in this process, in all and to one endpoint (`webhooks.maxInFlight…`). */
+  /** Attempts open at once in this process, in all, to one endpoint and to one account (`webhooks.maxInFlight…`). */
   readonly maxInFlight: number;
   readonly maxInFlightPerEndpoint: number;
+  readonly maxInFlightPerAccount: number;
   /** How long a start holds the delivery: longer than the transport's 10 s bound, so no renewal is needed. */
   readonly leaseMs?: number;
   /** How long a delivery is attempted (`webhooks.retentionMs`): the backoff's bound on the total. */
@@ -65,7 +68,12 @@ const freedLookDelayMs = 2;
 /** Events after which a delivery may be due here at once. (Retries are found by the timer at their time.) */
 const makesDue = new Set(['WebhookDeliveryDue', 'WebhookRedeliveryRequested', 'WebhookEndpointEnabled']);
 
-type Taken = { readonly deliveryId: string; readonly endpointId: string };
+/** A due delivery this look took a place for, with its endpoint as the look read it. */
+type Taken = {
+  readonly deliveryId: string;
+  readonly endpointId: string;
+  readonly endpoint: WebhookEndpointState | undefined;
+};
 
 /** Why a due delivery is given up instead of attempted (the rule `decideDelivery` applies to `GiveUp`). */
 const givesUp = (delivery: DeliveryState, endpoint: WebhookEndpointState | undefined, now: number): boolean =>
@@ -78,8 +86,16 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
   const random = deps.random ?? Math.random;
   const policy: WebhookBackoff = { ...defaultWebhookBackoff, maxTotalMs: deps.retentionMs };
   /** Deliveries this process holds a place for, from the look that took them until their outcome is written. */
-  const holding = new Map<string, { readonly endpointId: string; done?: Promise<void> }>();
-  const perEndpoint = new Map<string, number>();
+  const places = createSendPlaces(
+    {
+      maxInFlight: deps.maxInFlight,
+      perEndpoint: deps.maxInFlightPerEndpoint,
+      perAccount: deps.maxInFlightPerAccount,
+    },
+    () => clock.now(),
+  );
+  /** The work of each delivery holding a place, to wait for when stopping. */
+  const running = new Map<string, Promise<void>>();
   /** Resolves every post in flight at once when the sender stops: it records nothing for them (their leases lapse
    * and another look, here after a restart or in another process, sends them again: at least once). */
   const abandons = new Set<() => void>();
@@ -91,15 +107,9 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
   /** The endpoint the last look ended at: the next starts after it, so every endpoint comes in turn. */
   let after: string | undefined;
 
-  const hold = ({ deliveryId, endpointId }: Taken) => {
-    holding.set(deliveryId, { endpointId });
-    perEndpoint.set(endpointId, (perEndpoint.get(endpointId) ?? 0) + 1);
-  };
-  const letGo = ({ deliveryId, endpointId }: Taken) => {
-    if (!holding.delete(deliveryId)) return;
-    const left = (perEndpoint.get(endpointId) ?? 1) - 1;
-    if (left <= 0) perEndpoint.delete(endpointId);
-    else perEndpoint.set(endpointId, left);
+  const letGo = ({ deliveryId }: Taken) => {
+    places.release(deliveryId);
+    running.delete(deliveryId);
   };
 
   const record = async (
@@ -155,6 +165,7 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
       );
       if (posted === undefined) return;
       result = posted;
+      places.heard(taken.endpointId, result);
     }
     const recorded = await record(taken, attempt, result);
     if (recorded instanceof Error && !isRefusal(recorded))
@@ -163,17 +174,9 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
 
   /** Starts (or gives up) the deliveries a look took: every start of the look in one batch of the committer. */
   const begin = async (taken: readonly Taken[]) => {
-    let views: { delivery: DeliveryState | undefined; endpoint: WebhookEndpointState | undefined }[];
+    let deliveries: (DeliveryState | undefined)[];
     try {
-      views = await Promise.all(
-        taken.map(async ({ deliveryId, endpointId }) => {
-          const [delivery, endpoint] = await Promise.all([
-            store.reads.webhookDelivery(deliveryId),
-            store.reads.webhookEndpoint(endpointId),
-          ]);
-          return { delivery, endpoint };
-        }),
-      );
+      deliveries = await Promise.all(taken.map(({ deliveryId }) => store.reads.webhookDelivery(deliveryId)));
     } catch (error) {
       // The store cannot be read: the places are given back, and the timer looks again.
       for (const one of taken) letGo(one);
@@ -182,7 +185,8 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
     const now = clock.now();
     // Sent in one turn: one write for the whole look.
     const writes = taken.map((one, i) => {
-      const { delivery, endpoint } = views[i] as (typeof views)[number];
+      const delivery = deliveries[i];
+      const { endpoint } = one;
       if (delivery === undefined || (delivery.status !== 'waiting' && delivery.status !== 'sending'))
         return Promise.resolve(undefined);
       const command = givesUp(delivery, endpoint, now)
@@ -210,37 +214,43 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
           // A place is free: whatever waited for it may go now (places freed together share one look).
           soon();
         });
-      const held = holding.get(one.deliveryId);
-      if (held !== undefined) held.done = done;
+      running.set(one.deliveryId, done);
     });
+  };
+
+  /** Each endpoint of a read once: its account and standing decide its places. */
+  const endpointsOf = async (due: readonly { readonly endpointId: string }[]) => {
+    const ids = [...new Set(due.map((one) => one.endpointId))];
+    const views = await Promise.all(ids.map((id) => store.reads.webhookEndpoint(id)));
+    return new Map(ids.map((id, i) => [id, views[i]]));
   };
 
   /** One look at the outbox: takes what is due into the free places, and sets the timer for the next look. */
   const look = async () => {
-    const free = deps.maxInFlight - holding.size;
+    const free = deps.maxInFlight - places.size();
     if (!takingWork || free <= 0) return;
     const now = clock.now();
-    const { due, next } = await store.reads.dueWebhookDeliveries(now, {
+    const { due, next, stoppedAt } = await store.reads.dueWebhookDeliveries(now, {
       after,
       perEndpoint: deps.maxInFlightPerEndpoint,
       limit: free,
+      passOver: places.passOver,
     });
     if (!takingWork) return;
+    const endpoints = due.length === 0 ? new Map() : await endpointsOf(due);
+    if (!takingWork) return;
     const taken: Taken[] = [];
+    // Already being sent here (its lease lapsed under a post still open), or no room for it by the places' rule.
     for (const one of due) {
-      // Already being sent here (its lease lapsed under a post still open), or its endpoint's places are full.
-      if (holding.has(one.deliveryId)) continue;
-      if ((perEndpoint.get(one.endpointId) ?? 0) >= deps.maxInFlightPerEndpoint) continue;
-      if (holding.size >= deps.maxInFlight) break;
-      hold(one);
-      taken.push(one);
+      const endpoint = endpoints.get(one.endpointId);
+      if (places.take(places.claimFor(one, endpoint))) taken.push({ ...one, endpoint });
     }
-    const last = due.at(-1);
-    if (last !== undefined) after = last.endpointId;
+    after = stoppedAt ?? due.at(-1)?.endpointId ?? after;
     arm(next === undefined ? maxIdleMs : next - now);
     if (taken.length > 0) await begin(taken);
-    // A full read skipped for endpoints whose places are taken may have left others due behind it: look on from it.
-    else if (due.length >= free && due.length > 0) lookAgain = true;
+    // A bound stopped the read with places still free (what it read had no room, or it passed full endpoints over):
+    // read on from where it stopped, for what is due beyond.
+    if (stoppedAt !== undefined && places.size() < deps.maxInFlight) lookAgain = true;
   };
 
   /** A look in a moment: under load, places free one by one, and a look per place costs more than the post. */
@@ -306,18 +316,18 @@ export const createWebhookSender = (deps: WebhookSenderDeps) => {
     hearOwn();
     stopHearing();
     for (const stopWaiting of abandons) stopWaiting();
-    await Promise.allSettled([...holding.values()].map((held) => held.done));
+    await Promise.allSettled([...running.values()]);
   };
 
   return {
     owner,
     wake: schedule,
-    inFlight: () => holding.size,
+    inFlight: () => places.size(),
     stopTakingWork,
     stop,
     /** Resolves when nothing is in flight (tests). */
     idle: async () => {
-      while (holding.size > 0) await Promise.allSettled([...holding.values()].map((held) => held.done));
+      while (running.size > 0) await Promise.allSettled([...running.values()]);
     },
   };
 };
@@ -347,6 +357,7 @@ export const WebhookSenderLayer = (transport: WebhookTransport) =>
             owner: store.owners?.name('webhooks') ?? newWebhookOwner(),
             maxInFlight: config.webhooks.maxInFlight,
             maxInFlightPerEndpoint: config.webhooks.maxInFlightPerEndpoint,
+            maxInFlightPerAccount: config.webhooks.maxInFlightPerAccount,
             retentionMs: config.webhooks.retentionMs,
           });
         }),

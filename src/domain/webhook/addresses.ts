@@ -80,7 +80,13 @@ const v4Problem = (address: number): string | undefined => v4Ranges.find((range)
 
 const v4FromGroups = (high: number, low: number) => ((high << 16) | low) >>> 0;
 
-/** Why an IPv6 address (its eight groups) is not of the public internet, if it is not. */
+/**
+ * Why an IPv6 address (its eight groups) is not of the public internet, if it is not. Only global unicast
+ * (`2000::/3`) is public, less IANA's special-purpose ranges in it; outside it, only the two forms that carry an
+ * IPv4 address to the public internet (IPv4-mapped and NAT64's well-known prefix) pass, judged as that address.
+ * Forms that reach an IPv4 address through a translator or tunnel of the network the server is on (RFC 8215's
+ * local-use prefix, SIIT, Teredo) are refused whatever they embed: where they lead is that network's to decide.
+ */
 const v6Problem = (groups: readonly number[]): string | undefined => {
   const g = (index: number) => groups[index] as number;
   const zeroUpTo = (end: number) => groups.slice(0, end).every((group) => group === 0);
@@ -92,16 +98,23 @@ const v6Problem = (groups: readonly number[]): string | undefined => {
     return problem === undefined ? undefined : `${form} of ${problem}`;
   };
   if (zeroUpTo(5) && g(5) === 0xffff) return carried(g(6), g(7), 'an IPv4-mapped form');
+  if (zeroUpTo(4) && g(4) === 0xffff && g(5) === 0) return 'an IPv4-translated (SIIT, ::ffff:0:0:0/96) address';
   if (zeroUpTo(6)) return 'an IPv4-compatible (deprecated) address';
   if (g(0) === 0x64 && g(1) === 0xff9b && groups.slice(2, 6).every((group) => group === 0))
     return carried(g(6), g(7), 'a NAT64 form');
+  if (g(0) === 0x64 && g(1) === 0xff9b && g(2) === 1)
+    return 'a local-use IPv4/IPv6 translation (RFC 8215, 64:ff9b:1::/48) address';
   if (g(0) === 0x2002) return carried(g(1), g(2), 'a 6to4 form');
+  if (g(0) === 0x2001 && g(1) === 0) return 'a Teredo (2001::/32) address';
+  if (g(0) === 0x2001 && g(1) < 0x0200) return 'an IETF protocol assignment (2001::/23) address';
   if ((g(0) & 0xfe00) === 0xfc00) return 'a unique-local address';
   if ((g(0) & 0xffc0) === 0xfe80) return 'a link-local address';
   if ((g(0) & 0xffc0) === 0xfec0) return 'a site-local (deprecated) address';
   if ((g(0) & 0xff00) === 0xff00) return 'a multicast address';
   if (g(0) === 0x2001 && g(1) === 0x0db8) return 'a documentation address';
+  if (g(0) === 0x3fff && g(1) < 0x1000) return 'a documentation address';
   if (g(0) === 0x0100 && g(1) === 0 && g(2) === 0 && g(3) === 0) return 'a discard-only address';
+  if ((g(0) & 0xe000) !== 0x2000) return 'a reserved address (outside global unicast, 2000::/3)';
   return undefined;
 };
 

@@ -95,6 +95,14 @@ export const receivesDeliveries = (state: WebhookEndpointState | undefined): boo
   state !== undefined && state.status === 'enabled';
 
 /**
+ * Whether its last attempt was delivered: what earns an endpoint more than one of a sender's places at once (issue 40).
+ * A new endpoint has not answered yet, and a failing one (a timeout, an error status, a refused connection) has not
+ * answered since it began failing: each waits on one place until an attempt is delivered.
+ */
+export const answersDeliveries = (state: WebhookEndpointState): boolean =>
+  state.lastDeliveredAt !== undefined && state.failingSince === undefined;
+
+/**
  * What is wrong with an endpoint URL, if anything: an absolute `https://` URL (`http://` too when the operator
  * allows it), with a host, no user name or password in it (it would be sent along and shown in lists), no fragment,
  * no control character, at most 2,048 characters. Where the host points is checked by the sender, at add time and at

@@ -10,8 +10,9 @@ import {
 } from '../../../src/domain/webhook/commands.js';
 import { webhookDeliveryId, webhookEventId } from '../../../src/domain/webhook/eventTypes.js';
 import type { StoreShape } from '../../../src/ports/Store.js';
+import { dueEndpointScan } from '../../../src/storage/webhookReads.js';
 import type { Contract } from '../contract.js';
-import { accountId, commitOne, createAccount, eventsOf, submit } from '../fixtures.js';
+import { accountId, commitOne, createAccount, eventsOf, oneToN, submit } from '../fixtures.js';
 
 const endpointIdOf = (n: number) => `whep_${String(n).padStart(16, 'E')}`;
 const reqIdOf = (n: number) => `req_${String(n).padStart(30, 'r')}`;
@@ -306,6 +307,69 @@ export const webhookFeatures = ({ open }: Contract) =>
       expect(await store.reads.dueWebhookDeliveries(50, { perEndpoint: 0, limit: 10 })).toEqual({ due: [] });
       expect(await store.reads.dueWebhookDeliveries(50, { perEndpoint: 10, limit: 0 })).toEqual({ due: [] });
       expect((await store.reads.dueWebhookDeliveries(50, { perEndpoint: 1, limit: 10 })).due).toHaveLength(1);
+    });
+
+    it('reads past the endpoints a sender passes over without counting them toward its limit, and says where a bound stopped it', async () => {
+      const store = await open();
+      const scale: Command = {
+        type: 'Account',
+        accountId: accountId(1),
+        command: { type: 'ChangePlan', plan: 'scale', now: 2 },
+      };
+      await store.commit({ commands: [createAccount(1), scale, addEndpoint(1), addEndpoint(2), addEndpoint(3)] });
+      await store.commit({ commands: [1, 2].map((n) => submit(reqIdOf(n), { now: 20 })) });
+      await store.commit({ commands: [1, 2].map((n) => cancel(reqIdOf(n), 30 + n)) });
+      const endpointsOf = (read: Awaited<ReturnType<typeof store.reads.dueWebhookDeliveries>>) =>
+        read.due.map((d) => d.endpointId);
+      // Endpoint 1 passed over: endpoint 2's two fill the limit, and the read stopped there.
+      const passed = await store.reads.dueWebhookDeliveries(100, {
+        perEndpoint: 2,
+        limit: 2,
+        passOver: (id) => id === endpointIdOf(1),
+      });
+      expect(endpointsOf(passed)).toEqual([endpointIdOf(2), endpointIdOf(2)]);
+      expect(passed.stoppedAt).toBe(endpointIdOf(2));
+      // From after endpoint 2, endpoint 3 passed over, round to endpoints 1 and 2: one each, the limit reached.
+      const round = await store.reads.dueWebhookDeliveries(100, {
+        after: endpointIdOf(2),
+        perEndpoint: 1,
+        limit: 2,
+        passOver: (id) => id === endpointIdOf(3),
+      });
+      expect(endpointsOf(round)).toEqual([endpointIdOf(1), endpointIdOf(2)]);
+      expect(round.stoppedAt).toBe(endpointIdOf(2));
+      // Every endpoint read, nothing stopped it: no stoppedAt.
+      const whole = await store.reads.dueWebhookDeliveries(100, { perEndpoint: 2, limit: 10 });
+      expect(whole.due).toHaveLength(6);
+      expect(whole.stoppedAt).toBeUndefined();
+      const allFull = await store.reads.dueWebhookDeliveries(100, { perEndpoint: 2, limit: 10, passOver: () => true });
+      expect(allFull).toEqual({ due: [] });
+    });
+
+    it(`looks at ${dueEndpointScan} endpoints in one read at most, those passed over included, and goes on from where it stopped`, async () => {
+      const store = await open();
+      // Six enterprise accounts of 50 endpoints each, every endpoint with one delivery due.
+      const accounts = oneToN(6);
+      await store.commit({
+        commands: accounts.flatMap((a) => [
+          createAccount(a),
+          { type: 'Account', accountId: accountId(a), command: { type: 'ChangePlan', plan: 'enterprise', now: 2 } },
+        ]),
+      });
+      await store.commit({
+        commands: accounts.flatMap((a) => oneToN(50).map((e) => addEndpoint(a * 100 + e, { account: a }))),
+      });
+      await store.commit({ commands: accounts.map((a) => submit(reqIdOf(a), { now: 20, account: a })) });
+      await store.commit({ commands: accounts.map((a) => cancel(reqIdOf(a), 30)) });
+      const all = accounts.flatMap((a) => oneToN(50).map((e) => endpointIdOf(a * 100 + e))).sort();
+      const wanted = all.at(-1) as string;
+      // Every endpoint but the last passed over: the first read stops at the bound, the next reaches the last.
+      const ask = { perEndpoint: 1, limit: 10, passOver: (id: string) => id !== wanted };
+      const first = await store.reads.dueWebhookDeliveries(100, ask);
+      expect(first.due).toEqual([]);
+      expect(first.stoppedAt).toBe(all[dueEndpointScan - 1]);
+      const second = await store.reads.dueWebhookDeliveries(100, { ...ask, after: first.stoppedAt });
+      expect(second.due.map((d) => d.endpointId)).toEqual([wanted]);
     });
 
     it('keeps both secrets through a rotation, and forgets the oldest at the next one', async () => {
