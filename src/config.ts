@@ -156,6 +156,8 @@ export const fileSchema = z.strictObject({
       minShare: z.number().min(0).max(1).optional(),
       /** How long output and error files live unless the batch asks otherwise. */
       outputExpiresAfterSeconds: positiveInt.max(315_360_000).optional(),
+      /** Batches one server process works on at once (validating, queueing, cancelling, finalizing), at most. */
+      maxConcurrentWork: positiveInt.max(10_000).optional(),
     })
     .optional(),
   /** Where the store is when not LMDB under `dataDir`: a PostgreSQL database shared by every node (contract 14). */
@@ -262,6 +264,7 @@ export type Config = {
     readonly maxLines: number;
     readonly minShare: number;
     readonly outputExpiresAfterSeconds: number;
+    readonly maxConcurrentWork: number;
   };
   readonly shutdownGraceSeconds: number;
   /** How long a stopping server answers 503 on an open port before the drain (0: drains at once). */
@@ -452,6 +455,7 @@ export const loadConfig = (
       maxLines: file.batches?.maxLines ?? 50_000,
       minShare: file.batches?.minShare ?? 0.1,
       outputExpiresAfterSeconds: file.batches?.outputExpiresAfterSeconds ?? 30 * 86_400,
+      maxConcurrentWork: file.batches?.maxConcurrentWork ?? 8,
     },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     shutdownDelaySeconds: file.shutdownDelaySeconds ?? 2,

@@ -141,8 +141,17 @@ export interface ReadModel {
   file(fileId: string): Promise<FileState | undefined>;
   /** Ids of a page of an account's batches or files (ListPage). */
   listOf(list: ListName, accountId: string, page: ListPage): Promise<string[]>;
-  /** Up to `limit` batches that have not ended: what each server's batch runner looks after. */
+  /** Up to `limit` batches that have not ended, by account then id. */
   openBatches(limit: number): Promise<OpenBatch[]>;
+  /**
+   * Accounts with batches not ended, in id order, starting after `after` and wrapping round to it (`after` included
+   * while it has any), `limit` at most: the order each server's batch runner takes them in (accounts in turn).
+   */
+  openBatchAccounts(after: string | undefined, limit: number): Promise<string[]>;
+  /** Ids of up to `limit` of an account's batches not ended, in id order, after `after` (from its first without). */
+  openBatchesOf(accountId: string, after: string | undefined, limit: number): Promise<string[]>;
+  /** Whether a batch not ended reads the file as its input (its bytes must stay, even once the file is deleted). */
+  isOpenBatchInput(fileId: string): Promise<boolean>;
   /** An account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept), as committed. */
   accountCount(counter: string): Promise<number>;
   /** A webhook endpoint, removed ones too. */

@@ -118,11 +118,42 @@ export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
     });
 
   const openBatches = (limit: number): OpenBatch[] =>
-    Array.from(indexes.entries('openBatches', { limit: Math.max(0, limit) }), ({ key, value }) => ({
-      // A key of one element reads back from LMDB as that element (lmdb-js's ordered keys).
-      batchId: Array.isArray(key) ? (key[0] as string) : (key as string),
-      accountId: value,
-    }));
+    Array.from(indexes.keys('accountOpenBatches', { limit: Math.max(0, limit) }), (key) => {
+      const [accountId, batchId] = key as [string, string];
+      return { batchId, accountId };
+    });
+
+  /** The first account with batches not ended after `account` (one seek past its whole range). */
+  const openBatchAccountAfter = (account: string): string | undefined =>
+    (
+      firstOf(indexes.keys('accountOpenBatches', { start: [pastPrefix(account)], limit: 1 })) as [string] | undefined
+    )?.[0];
+
+  const openBatchAccounts = (after: string | undefined, limit: number): string[] => {
+    const accounts: string[] = [];
+    if (!(limit > 0)) return accounts;
+    for (const account of accountsInTurn(openBatchAccountAfter, after)) {
+      accounts.push(account);
+      if (accounts.length >= limit) break;
+    }
+    return accounts;
+  };
+
+  const openBatchesOf = (accountId: string, after: string | undefined, limit: number): string[] => {
+    const ids: string[] = [];
+    if (!(limit > 0)) return ids;
+    const range = { start: after === undefined ? [accountId] : [accountId, after], end: [pastPrefix(accountId)] };
+    for (const key of indexes.keys('accountOpenBatches', range)) {
+      const batchId = (key as [string, string])[1];
+      if (batchId === after) continue;
+      ids.push(batchId);
+      if (ids.length >= limit) break;
+    }
+    return ids;
+  };
+
+  const isOpenBatchInput = (fileId: string): boolean =>
+    firstOf(indexes.keys('openBatchInputs', { start: [fileId], end: [pastPrefix(fileId)], limit: 1 })) !== undefined;
 
   /** Up to `limit` ids of a grouped index's groups at or before `now`, earliest first. */
   const idsInGroups = (group: GroupName, now: number, limit: number): string[] => {
@@ -147,6 +178,9 @@ export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
     requestCountsByHour,
     usageByDay,
     openBatches,
+    openBatchAccounts,
+    openBatchesOf,
+    isOpenBatchInput,
     dueForExpiry: (now: number, limit: number) => idsInGroups('expiry', now, limit),
     /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
     lapsedLeases: (now: number, limit: number) => idsInGroups('processing', now, limit),

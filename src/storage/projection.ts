@@ -30,7 +30,8 @@ export type IndexName =
   | 'idempotency'
   | 'accountBatches'
   | 'accountFiles'
-  | 'openBatches'
+  | 'accountOpenBatches'
+  | 'openBatchInputs'
   | 'accountWebhookEndpoints'
   | 'webhookDue'
   | 'endpointWebhookDeliveries';
@@ -132,18 +133,40 @@ export const accountBatchKeyOf = (view: BatchView): IndexKey => [
 export const accountFileKeyOf = (file: FileState): IndexKey => [file.accountId, file.createdAt, file.fileId];
 
 /**
+ * A batch not ended among its account's open batches: [accountId, batchId] → ''. By account first, so that each server's
+ * batch runner takes the accounts in turn (app/batches/openBatchTurns.ts) and one account's many batches hold back no
+ * other's.
+ */
+export const accountOpenBatchKeyOf = (view: BatchView): IndexKey => [
+  view.state.context.accountId,
+  view.state.context.batchId,
+];
+/** A batch not ended by the file it reads: [inputFileId, batchId] → ''. Whether a file's bytes may go (a deleted
+ * file's, an expired one's) is one seek, not a read of every open batch. */
+export const openBatchInputKeyOf = (view: BatchView): IndexKey => [
+  view.state.context.inputFileId,
+  view.state.context.batchId,
+];
+
+/**
  * What a batch's change does to the views: its view, its entry among its account's batches (from its creation), and
- * its entry among the open batches ([batchId] → accountId: what each server's batch runner looks after) and in its
- * account's count of open batches until it ends.
+ * until it ends its entries among its account's open batches and the open batches' input files, and in its account's
+ * count of open batches.
  */
 export const projectBatchChange = (views: ViewAccess, before: BatchView | undefined, after: BatchView): void => {
-  const { batchId, accountId } = after.state.context;
+  const { batchId } = after.state.context;
   views.putBatch(batchId, after);
   if (before === undefined) views.putIndex('accountBatches', accountBatchKeyOf(after), '');
   const wasOpen = before !== undefined && !isFinalBatch(before.state.status);
   const isOpen = !isFinalBatch(after.state.status);
-  if (!wasOpen && isOpen) views.putIndex('openBatches', [batchId], accountId);
-  if (wasOpen && !isOpen) views.removeIndex('openBatches', [batchId]);
+  if (!wasOpen && isOpen) {
+    views.putIndex('accountOpenBatches', accountOpenBatchKeyOf(after), '');
+    views.putIndex('openBatchInputs', openBatchInputKeyOf(after), '');
+  }
+  if (wasOpen && !isOpen) {
+    views.removeIndex('accountOpenBatches', accountOpenBatchKeyOf(after));
+    views.removeIndex('openBatchInputs', openBatchInputKeyOf(after));
+  }
   addCountChange(
     (counter, delta) => views.addAccountCount(counter, delta),
     accountCountsOfBatch(before?.state),

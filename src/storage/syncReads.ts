@@ -59,6 +59,9 @@ export interface SyncReads {
   file(fileId: string): FileState | undefined;
   listOf(list: ListName, accountId: string, page: ListPage): string[];
   openBatches(limit: number): OpenBatch[];
+  openBatchAccounts(after: string | undefined, limit: number): string[];
+  openBatchesOf(accountId: string, after: string | undefined, limit: number): string[];
+  isOpenBatchInput(fileId: string): boolean;
   accountCount(counter: string): number;
   webhookEndpoint(endpointId: string): WebhookEndpointState | undefined;
   webhookEndpointsOf(accountId: string): WebhookEndpointState[];

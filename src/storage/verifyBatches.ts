@@ -14,7 +14,13 @@ import {
 import type { FileEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
 import type { RequestStatus } from '../domain/request/state.js';
-import { accountBatchKeyOf, accountFileKeyOf, type IndexKey } from './projection.js';
+import {
+  accountBatchKeyOf,
+  accountFileKeyOf,
+  accountOpenBatchKeyOf,
+  type IndexKey,
+  openBatchInputKeyOf,
+} from './projection.js';
 import { keyText } from './verifyReport.js';
 
 type MutableCounts = { -readonly [K in keyof BatchCounts]: BatchCounts[K] };
@@ -97,7 +103,8 @@ export type StoredBatchFileViews = {
   readonly files: Iterable<{ readonly id: string; readonly view: FileState }>;
   readonly accountBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly accountFiles: Iterable<{ readonly key: IndexKey; readonly value: string }>;
-  readonly openBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly accountOpenBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly openBatchInputs: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   /** The accounts' counters (domain/accountCounters.ts), counter → count. */
   readonly accountCounts: Iterable<{ readonly key: IndexKey; readonly value: number }>;
 };
@@ -147,10 +154,11 @@ const sameCounts = (a: BatchCounts, b: BatchCounts) =>
   a.outputTokens === b.outputTokens;
 
 /**
- * Compares the rebuilt batches, files and their three indexes with the stored ones, both ways. The indexes' entries
+ * Compares the rebuilt batches, files and their four indexes with the stored ones, both ways. The indexes' entries
  * are functions of the final states, as in the projection (projectBatchChange, projectFileEvent): a batch is among
- * its account's batches once made ([accountId, createdAt, batchId] → ''), among the open ones ([batchId] →
- * accountId) until it ends; a file that exists is among its account's files (→ its purpose).
+ * its account's batches once made ([accountId, createdAt, batchId] → ''), among its account's open ones
+ * ([accountId, batchId] → '') and by its input file ([inputFileId, batchId] → '') until it ends; a file that exists is
+ * among its account's files (→ its purpose).
  */
 export const compareBatchFileViews = (
   fold: BatchFileFold,
@@ -191,16 +199,19 @@ export const compareBatchFileViews = (
   for (const id of fold.files.keys()) if (!seenFiles.has(id)) differ(`file ${id}: produced by the log but not stored`);
 
   const accountBatches = new Map<string, string>();
-  const openBatches = new Map<string, string>();
+  const accountOpenBatches = new Map<string, string>();
+  const openBatchInputs = new Map<string, string>();
   for (const batch of made.values()) {
     accountBatches.set(keyText(accountBatchKeyOf(batch)), '');
-    if (!isFinalBatch(batch.state.status))
-      openBatches.set(keyText([batch.state.context.batchId]), batch.state.context.accountId);
+    if (isFinalBatch(batch.state.status)) continue;
+    accountOpenBatches.set(keyText(accountOpenBatchKeyOf(batch)), '');
+    openBatchInputs.set(keyText(openBatchInputKeyOf(batch)), '');
   }
   const accountFiles = new Map<string, string>();
   for (const file of fold.files.values()) accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
   compareIndex('accountBatches', stored.accountBatches, accountBatches, differ);
-  compareIndex('openBatches', stored.openBatches, openBatches, differ);
+  compareIndex('accountOpenBatches', stored.accountOpenBatches, accountOpenBatches, differ);
+  compareIndex('openBatchInputs', stored.openBatchInputs, openBatchInputs, differ);
   compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
   compareAccountCounts(
     stored.accountCounts,

@@ -4,7 +4,7 @@ import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { lastSeqKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import { accountsCountedKey } from '../../src/adapters/lmdb/migrations.js';
+import { accountsCountedKey, openBatchesIndexedKey } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
 import { dispatchLaneOf } from '../../src/domain/batch/lines.js';
@@ -64,17 +64,52 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
     expect(differences()).toEqual([`batch ${open}: the stored state differs from the log's`]);
   });
 
-  it('names an open batch missing from the index of open batches, and an ended one left in it', async () => {
+  it("names an open batch missing from its account's open batches, and an ended one left in them", async () => {
     const dbs = await written();
-    dbs.indexes.openBatches.removeSync([open]);
-    dbs.indexes.openBatches.putSync([done], 'acct_1');
+    expect(Array.from(dbs.indexes.accountOpenBatches.getKeys({}))).toEqual([['acct_1', open]]);
+    dbs.indexes.accountOpenBatches.removeSync(['acct_1', open]);
+    dbs.indexes.accountOpenBatches.putSync(['acct_1', done], '');
     expect(differences()).toEqual(
       expect.arrayContaining([
-        `index openBatches ${done}: stored but not produced by the log`,
-        `index openBatches ${open}: produced by the log but not stored`,
+        `index accountOpenBatches acct_1\u0001${done}: stored but not produced by the log`,
+        `index accountOpenBatches acct_1\u0001${open}: produced by the log but not stored`,
       ]),
     );
     expect(differences()).toHaveLength(2);
+  });
+
+  it('names an open batch missing from the index of the files open batches read, and an ended one left in it', async () => {
+    const dbs = await written();
+    expect(Array.from(dbs.indexes.openBatchInputs.getKeys({}))).toEqual([['file_in2', open]]);
+    dbs.indexes.openBatchInputs.removeSync(['file_in2', open]);
+    dbs.indexes.openBatchInputs.putSync(['file_in1', done], '');
+    expect(differences()).toEqual([
+      `index openBatchInputs file_in1\u0001${done}: stored but not produced by the log`,
+      `index openBatchInputs file_in2\u0001${open}: produced by the log but not stored`,
+    ]);
+  });
+
+  it('indexes the open batches of a data directory written before they were indexed by account and by input file, once, at its first open', async () => {
+    const dbs = await written();
+    // As an older airs left it: the open batches in `idx.openBatches` ([batchId] → accountId), no new index, no marker.
+    const old = dbs.root.openDB<string, [string]>({ name: 'idx.openBatches' });
+    dbs.root.transactionSync(() => {
+      for (const key of dbs.indexes.accountOpenBatches.getKeys({})) dbs.indexes.accountOpenBatches.remove(key);
+      for (const key of dbs.indexes.openBatchInputs.getKeys({})) dbs.indexes.openBatchInputs.remove(key);
+      old.put([open], 'acct_1');
+      dbs.meta.remove(openBatchesIndexedKey);
+    });
+    expect(differences()).toHaveLength(2);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect(differences()).toEqual([]);
+    expect(await store.reads.openBatchAccounts(undefined, 10)).toEqual(['acct_1']);
+    expect(await store.reads.openBatchesOf('acct_1', undefined, 10)).toEqual([open]);
+    expect(await store.reads.isOpenBatchInput('file_in2')).toBe(true);
+    expect(await store.reads.isOpenBatchInput('file_in1')).toBe(false);
+    // The old index is left empty.
+    const left = store.databases.root.openDB<string, [string]>({ name: 'idx.openBatches' });
+    expect(Array.from(left.getKeys({}))).toEqual([]);
   });
 
   it('names a batch missing from its account’s batches, and a view stored for a batch the log never made', async () => {

@@ -10,6 +10,7 @@ import { indexFeatures } from './features/indexes.js';
 import { leaseFeatures } from './features/leases.js';
 import { limitFeatures } from './features/limits.js';
 import { onChangeFeatures } from './features/onChange.js';
+import { openBatchFeatures } from './features/openBatches.js';
 import { orderingFeatures } from './features/ordering.js';
 import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
@@ -47,6 +48,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     readFeatures(contract);
     onChangeFeatures(contract);
     batchFeatures(contract);
+    openBatchFeatures(contract);
     accountLimitFeatures(contract);
     webhookFeatures(contract);
   });

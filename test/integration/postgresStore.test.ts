@@ -76,6 +76,16 @@ const undoLanes = (store: PostgresStore) =>
 const webhooksVersion = migrations.findIndex((text) => text.includes('CREATE TABLE webhook_endpoints')) + 1;
 const undoWebhooks = (store: PostgresStore) =>
   store.db.query({ text: 'DROP TABLE webhook_endpoints, webhook_deliveries', values: [] });
+/** The migration that indexed the open batches by account and by input file (issue 40), and its undoing. */
+const openBatchesVersion = migrations.findIndex((text) => text.includes('ADD COLUMN input_file_id')) + 1;
+const undoOpenBatchIndexes = (store: PostgresStore) =>
+  store.db.query({
+    text: `DROP INDEX batches_open_inputs;
+      DROP INDEX batches_open;
+      ALTER TABLE batches DROP COLUMN input_file_id;
+      CREATE INDEX batches_open ON batches (batch_id) WHERE open;`,
+    values: [],
+  });
 
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -221,7 +231,8 @@ describe('The PostgreSQL store', () => {
   it("counts each account's open batches and bytes of files kept when it upgrades a database of the schema before those counts", async () => {
     const countsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE account_counts')) + 1;
     expect(countsVersion).toBe(webhooksVersion - 1);
-    expect(webhooksVersion).toBe(schemaVersion);
+    expect(webhooksVersion).toBe(openBatchesVersion - 1);
+    expect(openBatchesVersion).toBe(schemaVersion);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -256,6 +267,7 @@ describe('The PostgreSQL store', () => {
     expect(await countsOf(store)).toEqual(wanted);
     // As the version before left it: no counts (nor the webhook tables of the version after).
     await store.db.query({ text: 'DROP TABLE account_counts', values: [] });
+    await undoOpenBatchIndexes(store);
     await undoWebhooks(store);
     await store.db.query(sql`UPDATE airs_schema_version SET version = ${countsVersion - 1}`);
     await store.close();
@@ -270,6 +282,53 @@ describe('The PostgreSQL store', () => {
       commands: [{ ...bounded, command: { ...bounded.command, maxInProgress: 2 } as typeof bounded.command }],
     });
     expect(outcome).toBeInstanceOf(AccountLimitReached);
+  });
+
+  it('indexes the open batches by account and by input file when it upgrades a database of the schema before them', async () => {
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createFile(fileIdOf(1)),
+        createFile(fileIdOf(2), { account: 2 }),
+        createBatch(batchIdOf(1), fileIdOf(1)),
+        createBatch(batchIdOf(2), fileIdOf(1)),
+        createBatch(batchIdOf(3), fileIdOf(2), { account: 2 }),
+        takeBatch(batchIdOf(2)),
+      ],
+    });
+    await commitOne(
+      store,
+      batchCommand(batchIdOf(2), { type: 'FailValidation', owner: batchRunner, errors: '[]', now: 500 }),
+    );
+    // As the version before left it: no input file column, the open batches indexed by id alone.
+    await undoOpenBatchIndexes(store);
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${openBatchesVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    expect(
+      await upgraded.db.query<{ batch_id: string; input_file_id: string }[]>(
+        sql`SELECT batch_id, input_file_id FROM batches ORDER BY batch_id`,
+      ),
+    ).toEqual([
+      { batch_id: batchIdOf(1), input_file_id: fileIdOf(1) },
+      { batch_id: batchIdOf(2), input_file_id: fileIdOf(1) },
+      { batch_id: batchIdOf(3), input_file_id: fileIdOf(2) },
+    ]);
+    const [index] = await upgraded.db.query<{ definition: string }[]>(
+      sql`SELECT pg_get_indexdef('batches_open'::regclass) AS definition`,
+    );
+    expect(index?.definition).toMatch(/\(account_id, batch_id\) WHERE open$/);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+    expect(await upgraded.reads.openBatchAccounts(undefined, 10)).toEqual(['acct_1', 'acct_2']);
+    expect(await upgraded.reads.openBatchesOf('acct_1', undefined, 10)).toEqual([batchIdOf(1)]);
+    expect(await upgraded.reads.isOpenBatchInput(fileIdOf(2))).toBe(true);
+    // A batch made after the upgrade has its input file in its row.
+    await upgraded.commit({ commands: [createBatch(batchIdOf(4), fileIdOf(2), { account: 2 })] });
+    expect(await upgraded.reads.openBatchesOf('acct_2', batchIdOf(3), 10)).toEqual([batchIdOf(4)]);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
   });
 
   it("decides a batch's lines in one round each time: their submits, a claim of them, their successes (a line's batch comes with its request)", async () => {

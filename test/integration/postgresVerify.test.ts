@@ -411,6 +411,14 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
     );
   });
 
+  it('names a batch whose input file column (what the index of the files open batches read is over) differs from its view', async () => {
+    expect(
+      await afterBreaking(`UPDATE batches SET input_file_id = 'file-other' WHERE batch_id = '${batchId}'`),
+    ).toEqual([
+      expect.stringMatching(new RegExp(`^batch ${batchId}: column input_file_id stored "file-other", the log gives "`)),
+    ]);
+  });
+
   it('names a file row missing, and a deleted file still stored', async () => {
     expect(
       await afterBreaking(`DELETE FROM files WHERE file_id = '${fileIdOf(1)}';

@@ -144,6 +144,9 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
   file: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
   listOf: indexReads.listOf,
   openBatches: indexReads.openBatches,
+  openBatchAccounts: indexReads.openBatchAccounts,
+  openBatchesOf: indexReads.openBatchesOf,
+  isOpenBatchInput: indexReads.isOpenBatchInput,
   accountCount: (counter) => dbs.accountCounts.get(counter) ?? 0,
   usageByDay: indexReads.usageByDay,
 });

@@ -11,6 +11,7 @@ import {
   countWaitingRequests,
   indexAccountRequests,
   indexAccountSessions,
+  indexOpenBatches,
 } from './migrations.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -148,7 +149,9 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       idempotency: db('idx.idempotency', 'string'),
       accountBatches: db('idx.accountBatches', 'string'),
       accountFiles: db('idx.accountFiles', 'string'),
-      openBatches: db('idx.openBatches', 'string'),
+      // Made empty in a data directory written before them, then built once (indexOpenBatches).
+      accountOpenBatches: db('idx.accountOpenBatches', 'string'),
+      openBatchInputs: db('idx.openBatchInputs', 'string'),
       accountWebhookEndpoints: db('idx.accountWebhookEndpoints', 'string'),
       webhookDue: db('idx.webhookDue', 'string'),
       endpointWebhookDeliveries: db('idx.endpointWebhookDeliveries', 'string'),
@@ -164,5 +167,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   countWaitingRequests(dbs);
   countAccounts(dbs);
   indexAccountSessions(dbs);
+  indexOpenBatches(dbs);
   return dbs;
 };

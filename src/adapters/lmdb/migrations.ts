@@ -1,11 +1,16 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { SessionState } from '../../domain/account/state.js';
 import { accountCountsOfBatch, accountCountsOfFile } from '../../domain/accountCounters.js';
-import type { BatchView } from '../../domain/batch/state.js';
+import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import type { FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import { isQueued } from '../../domain/request/state.js';
-import { accountRequestKeyOf, type IndexKey } from '../../storage/projection.js';
+import {
+  accountOpenBatchKeyOf,
+  accountRequestKeyOf,
+  type IndexKey,
+  openBatchInputKeyOf,
+} from '../../storage/projection.js';
 import { decodeMap, decodeView } from './codec.js';
 
 /**
@@ -22,7 +27,12 @@ type LmdbDatabases = {
   readonly queuedCounts: Database<number, string>;
   readonly processingCounts: Database<number, string>;
   readonly accountCounts: Database<number, string>;
-  readonly indexes: Readonly<Record<'dispatch' | 'accountRequests' | 'accountSessions', Database<string, IndexKey>>>;
+  readonly indexes: Readonly<
+    Record<
+      'dispatch' | 'accountRequests' | 'accountSessions' | 'accountOpenBatches' | 'openBatchInputs',
+      Database<string, IndexKey>
+    >
+  >;
 };
 
 /** Set once the index of requests by account holds the requests written before that index existed. */
@@ -151,5 +161,32 @@ export const countAccounts = (dbs: LmdbDatabases): void => {
     for (const { key } of dbs.accountCounts.getRange({})) dbs.accountCounts.remove(key);
     for (const [counter, count] of counts) if (count !== 0) dbs.accountCounts.put(counter, count);
     dbs.meta.put(accountsCountedKey, 1);
+  });
+};
+
+/** Set once the open batches are indexed by account and by input file (`idx.accountOpenBatches`,
+ * `idx.openBatchInputs`). */
+export const openBatchesIndexedKey = 'openBatchesIndexed';
+
+/**
+ * Data directories written before the open batches were indexed by account kept them in `idx.openBatches` ([batchId] →
+ * accountId), which the batch runner read oldest first, at most 1,000 at a time. The first open builds both new
+ * indexes from the batch views (by the same key functions as the projection) and empties the old one, once, in the
+ * same way as `indexAccountRequests` (a marker in the same transaction).
+ */
+export const indexOpenBatches = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(openBatchesIndexedKey) !== undefined) return;
+  const old = dbs.root.openDB<string, IndexKey>({ name: 'idx.openBatches', create: false } as { name: string });
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(openBatchesIndexedKey) !== undefined) return;
+    for (const { value } of dbs.batches.getRange({})) {
+      const view = decodeMap<BatchView>(value);
+      if (isFinalBatch(view.state.status)) continue;
+      dbs.indexes.accountOpenBatches.put(accountOpenBatchKeyOf(view), '');
+      dbs.indexes.openBatchInputs.put(openBatchInputKeyOf(view), '');
+    }
+    // The old index, left empty rather than dropped: a named database cannot be dropped inside this transaction.
+    if (old) for (const key of old.getKeys({})) old.remove(key);
+    dbs.meta.put(openBatchesIndexedKey, 1);
   });
 };

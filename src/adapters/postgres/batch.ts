@@ -475,11 +475,12 @@ export const requestColumns = (state: RequestState) => {
 };
 
 /** The columns of a batch's row its indexes are over: an account's batches (projection.ts, accountBatchKeyOf) and
- * the open ones (projectBatchChange). */
+ * the open ones, by account and by input file (accountOpenBatchKeyOf, openBatchInputKeyOf). */
 export const batchColumns = (view: BatchView) => ({
   account_id: view.state.context.accountId,
   created_at: view.state.context.createdAt,
   open: !isFinalBatch(view.state.status),
+  input_file_id: view.state.context.inputFileId,
 });
 
 /** The columns of a file's row its index is over: an account's files, with their purpose (accountFileKeyOf). */
@@ -570,14 +571,14 @@ export const writeAll = async (
     const columns = rows.map(([, view]) => batchColumns(view));
     work.push(
       query(sql`
-      INSERT INTO batches (batch_id, account_id, created_at, open, state)
-      SELECT id, account_id, created_at, open, state::json
+      INSERT INTO batches (batch_id, account_id, created_at, open, input_file_id, state)
+      SELECT id, account_id, created_at, open, input_file_id, state::json
       FROM unnest(${rows.map(([id]) => id)}::text[], ${columns.map((c) => c.account_id)}::text[],
         ${columns.map((c) => c.created_at)}::bigint[], ${columns.map((c) => c.open)}::boolean[],
-        ${rows.map(([, view]) => JSON.stringify(view))}::text[])
-        AS u(id, account_id, created_at, open, state)
+        ${columns.map((c) => c.input_file_id)}::text[], ${rows.map(([, view]) => JSON.stringify(view))}::text[])
+        AS u(id, account_id, created_at, open, input_file_id, state)
       ON CONFLICT (batch_id) DO UPDATE SET account_id = EXCLUDED.account_id, created_at = EXCLUDED.created_at,
-        open = EXCLUDED.open, state = EXCLUDED.state`),
+        open = EXCLUDED.open, input_file_id = EXCLUDED.input_file_id, state = EXCLUDED.state`),
     );
   }
   if (writes.files.size > 0) {

@@ -285,9 +285,9 @@ export const overlayTarget = (
         const [accountId, idempotencyKey] = key as [string, string];
         writes.idempotency.set(pairKey(accountId, idempotencyKey), { accountId, key: idempotencyKey, reqId: value });
       }
-      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, openBatches, accountWebhookEndpoints,
-      // webhookDue, endpointWebhookDeliveries: columns of the request, key, batch, file and webhook rows (schema.ts),
-      // written with them.
+      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, accountOpenBatches, openBatchInputs,
+      // accountWebhookEndpoints, webhookDue, endpointWebhookDeliveries: columns of the request, key, batch, file and
+      // webhook rows (schema.ts), written with them.
     },
     removeIndex: (index, key) => {
       if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), false);

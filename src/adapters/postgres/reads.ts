@@ -35,6 +35,27 @@ const listOf = async (query: Query, list: ListName, accountId: string, { from, o
 };
 
 /**
+ * Accounts with batches not ended whose id sorts after `after` and (when given) not after `until`, in id order, `limit`
+ * at most: a loose index scan (one hop of the open batches' index per account, however many batches each has).
+ */
+const openBatchAccountsBetween = async (query: Query, after: string, until: string | null, limit: number) => {
+  const rows = await query<{ account_id: string }[]>(sql`
+    WITH RECURSIVE open_accounts(account_id) AS (
+      (SELECT account_id FROM batches WHERE open AND account_id > ${after}::text COLLATE "C"
+        ORDER BY account_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT b.account_id FROM batches b WHERE b.open AND b.account_id > o.account_id
+        ORDER BY b.account_id LIMIT 1)
+      FROM open_accounts o
+      WHERE o.account_id IS NOT NULL AND (${until}::text IS NULL OR o.account_id < ${until}::text COLLATE "C")
+    )
+    SELECT account_id FROM open_accounts
+    WHERE account_id IS NOT NULL AND (${until}::text IS NULL OR account_id <= ${until}::text COLLATE "C")
+    LIMIT ${limit}`);
+  return rows.map((row) => row.account_id);
+};
+
+/**
  * The read model over PostgreSQL: each read one statement on the store's pool, so it sees everything committed before
  * it began, by any node (READ COMMITTED takes a snapshot per statement). Nothing is cached.
  */
@@ -47,8 +68,28 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
     openBatches: async (limit) =>
       (
         await query<{ batch_id: string; account_id: string }[]>(sql`
-          SELECT batch_id, account_id FROM batches WHERE open ORDER BY batch_id LIMIT ${Math.max(0, limit)}`)
+          SELECT batch_id, account_id FROM batches WHERE open ORDER BY account_id, batch_id
+          LIMIT ${Math.max(0, limit)}`)
       ).map((row): OpenBatch => ({ batchId: row.batch_id, accountId: row.account_id })),
+    openBatchAccounts: async (after, limit) => {
+      if (!(limit > 0)) return [];
+      const accounts = await openBatchAccountsBetween(query, after ?? '', null, limit);
+      // Wrap round: the accounts before and including `after`.
+      if (after === undefined || accounts.length >= limit) return accounts;
+      return [...accounts, ...(await openBatchAccountsBetween(query, '', after, limit - accounts.length))];
+    },
+    openBatchesOf: async (accountId, after, limit) => {
+      if (!(limit > 0)) return [];
+      const rows = await query<{ batch_id: string }[]>(sql`
+        SELECT batch_id FROM batches WHERE open AND account_id = ${accountId}
+          AND batch_id > ${after ?? ''}::text COLLATE "C"
+        ORDER BY batch_id LIMIT ${limit}`);
+      return rows.map((row) => row.batch_id);
+    },
+    isOpenBatchInput: async (fileId) =>
+      (await one<boolean>(
+        query(sql`SELECT EXISTS (SELECT 1 FROM batches WHERE open AND input_file_id = ${fileId}) AS value`),
+      )) === true,
     accountCount: async (counter) =>
       (await one<number>(query(sql`SELECT count AS value FROM account_counts WHERE counter = ${counter}`))) ?? 0,
     ...webhookReadsOf(query),

@@ -226,6 +226,17 @@ export const migrations: readonly string[] = [
     WHERE due_at IS NOT NULL;
   CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, delivery_id);
   `,
+  // 7: the open batches by account (each server's batch runner takes the accounts in turn, a bounded number a tick,
+  // where it read the 1,000 oldest) and by the file they read (whether a file's bytes may go is one lookup, where every
+  // open batch was read). A batch's input file is set from its view for what was stored before.
+  `
+  ALTER TABLE batches ADD COLUMN input_file_id text COLLATE "C";
+  UPDATE batches SET input_file_id = state->'state'->'context'->>'inputFileId';
+  ALTER TABLE batches ALTER COLUMN input_file_id SET NOT NULL;
+  DROP INDEX batches_open;
+  CREATE INDEX batches_open ON batches (account_id, batch_id) WHERE open;
+  CREATE INDEX batches_open_inputs ON batches (input_file_id) WHERE open;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

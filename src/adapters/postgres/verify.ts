@@ -350,11 +350,24 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   };
   compareRows(
     'batch',
-    await query<{ id: string; state: unknown; account_id: string; created_at: number | string; open: boolean }[]>(sql`
-      SELECT batch_id AS id, state, account_id, created_at, open FROM batches`),
+    await query<
+      {
+        id: string;
+        state: unknown;
+        account_id: string;
+        created_at: number | string;
+        open: boolean;
+        input_file_id: string;
+      }[]
+    >(sql`SELECT batch_id AS id, state, account_id, created_at, open, input_file_id FROM batches`),
     rebuiltBatches,
     batchColumns,
-    (row) => ({ account_id: row.account_id, created_at: numberOrNull(row.created_at), open: row.open }),
+    (row) => ({
+      account_id: row.account_id,
+      created_at: numberOrNull(row.created_at),
+      open: row.open,
+      input_file_id: row.input_file_id,
+    }),
   );
   compareRows(
     'file',

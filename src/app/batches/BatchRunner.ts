@@ -15,6 +15,7 @@ import { BatchEndpoints } from './BatchEndpoints.js';
 import { type BatchRunnerDeps, type BatchStep, batchSender, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
 import { sweepFiles } from './fileSweep.js';
+import { type Look, type OpenBatchTurnsBounds, openBatchTurns } from './openBatchTurns.js';
 import { finalizeBatch } from './outputFiles.js';
 import { queueLines } from './queueLines.js';
 import { validateBatch } from './validateBatch.js';
@@ -29,7 +30,10 @@ import { validateBatch } from './validateBatch.js';
  * The lines themselves are run by the pool like any request (fairness: claimFairly.ts).
  */
 export interface BatchRunnerShape {
-  /** Looks at every open batch now and starts the work each needs (what the timer and the store's changes do). */
+  /**
+   * Looks at open batches now, accounts in turn, a bounded number from where the last tick stopped, and starts the work
+   * each needs while this process has a place for it (what the timer and the store's changes do).
+   */
   tick(): Promise<void>;
   /** Resolves once no batch work is in flight in this process. */
   idle(): Promise<void>;
@@ -41,9 +45,21 @@ export interface BatchRunnerShape {
 
 export class BatchRunner extends Context.Service<BatchRunner, BatchRunnerShape>()('airs/BatchRunner') {}
 
-export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
+/** What bounds a process's batch work, and how a free place wakes the runner. */
+export type BatchWorkBounds = {
+  /** Batches worked on at once by this process, at most (`batches.maxConcurrentWork`). */
+  readonly maxConcurrentWork: number;
+  /** The open batches a tick looks at (openBatchTurns.ts). */
+  readonly turns?: OpenBatchTurnsBounds;
+  /** Asks for a tick soon: a place came free while a batch waited for one. */
+  readonly wake: () => void;
+};
+
+export const createBatchRunner = (deps: BatchRunnerDeps, bounds: BatchWorkBounds): BatchRunnerShape => {
   const { store, owner, log } = deps;
   const working = new Map<string, Promise<void>>();
+  const turns = openBatchTurns(store.reads, bounds.turns);
+  let waitingForPlace = false;
   let stopping = false;
   const sendBatch = batchSender(deps.send);
 
@@ -98,27 +114,48 @@ export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
     return view.counts.queued < total || linesDone(view.counts) === total;
   };
 
-  const tick = async () => {
-    for (const { batchId } of await store.reads.openBatches(1_000)) {
-      if (working.has(batchId)) continue;
-      const view = await store.reads.batch(batchId);
-      if (view === undefined) continue;
-      const now = deps.now();
-      // Past its window: closed by whichever process sees it first (the machine takes it once).
-      if (mayCloseWindow(view.state, now)) {
-        await deps.send({ type: 'Batch', batchId, command: { type: 'CloseWindow', now } });
-        continue;
-      }
-      if (!needsWork(view, now)) continue;
-      const job = work(batchId)
-        .catch((error: unknown) => {
-          if (error instanceof LostLease) return;
-          if (error instanceof StorageFault) log.debug({ batchId, reason: error.message }, 'batch work paused');
-          else log.error({ err: error, batchId }, 'batch work failed; it is taken up again');
-        })
-        .finally(() => working.delete(batchId));
-      working.set(batchId, job);
+  /** Starts the batch's work, and says when it ends (a place is free again). */
+  const start = (batchId: string) => {
+    const job = work(batchId)
+      .catch((error: unknown) => {
+        if (error instanceof LostLease) return;
+        if (error instanceof StorageFault) log.debug({ batchId, reason: error.message }, 'batch work paused');
+        else log.error({ err: error, batchId }, 'batch work failed; it is taken up again');
+      })
+      .finally(() => {
+        working.delete(batchId);
+        // A walk stopped for want of a place: the batch it stopped at takes this one.
+        if (waitingForPlace) {
+          waitingForPlace = false;
+          bounds.wake();
+        }
+      });
+    working.set(batchId, job);
+  };
+
+  /** A look at one open batch: its window closed, its work started, or nothing; `stop` when it needs work and every
+   * place is taken (the next walk starts with it). */
+  const look = async (batchId: string): Promise<Look> => {
+    if (working.has(batchId)) return 'next';
+    const view = await store.reads.batch(batchId);
+    if (view === undefined) return 'next';
+    const now = deps.now();
+    // Past its window: closed by whichever process sees it first (the machine takes it once).
+    if (mayCloseWindow(view.state, now)) {
+      await deps.send({ type: 'Batch', batchId, command: { type: 'CloseWindow', now } });
+      return 'next';
     }
+    if (!needsWork(view, now)) return 'next';
+    if (working.size >= bounds.maxConcurrentWork) {
+      waitingForPlace = true;
+      return 'stop';
+    }
+    start(batchId);
+    return 'next';
+  };
+
+  const tick = async () => {
+    await turns.walk(look);
   };
 
   return {
@@ -152,28 +189,31 @@ export const BatchRunnerLayer = Layer.effect(
     const models = yield* Models;
     const endpoints = yield* BatchEndpoints;
     const processor = Option.getOrUndefined(yield* Effect.serviceOption(Processor));
-    const runner = createBatchRunner({
-      store,
-      send: (command) => committer.send(command),
-      now: () => clock.now(),
-      log,
-      owner: store.owners?.name('batches') ?? `batches-${process.pid}-${ids.requestId().slice(-8)}`,
-      endpoints,
-      rules: {
-        modelIds: models.ids(),
-        maxPromptChars: config.maxPromptChars,
-        maxPromptBytes: config.maxPromptBytes,
+    const runner = createBatchRunner(
+      {
+        store,
+        send: (command) => committer.send(command),
+        now: () => clock.now(),
+        log,
+        owner: store.owners?.name('batches') ?? `batches-${process.pid}-${ids.requestId().slice(-8)}`,
+        endpoints,
+        rules: {
+          modelIds: models.ids(),
+          maxPromptChars: config.maxPromptChars,
+          maxPromptBytes: config.maxPromptBytes,
+        },
+        providerOf: (model) => models.get(model)?.config.provider,
+        newFileId: () => `file-${ids.requestId().slice('req_'.length)}`,
+        leaseMs: config.processing.leaseSeconds * 1000,
+        maxLines: config.batches.maxLines,
+        maxLineBytes: config.maxBodyBytes,
+        requestTtlMs: config.requestTtlSeconds * 1000,
+        maxAttempts: config.processing.maxAttempts,
+        outputExpiresAfterSeconds: config.batches.outputExpiresAfterSeconds,
+        cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
       },
-      providerOf: (model) => models.get(model)?.config.provider,
-      newFileId: () => `file-${ids.requestId().slice('req_'.length)}`,
-      leaseMs: config.processing.leaseSeconds * 1000,
-      maxLines: config.batches.maxLines,
-      maxLineBytes: config.maxBodyBytes,
-      requestTtlMs: config.requestTtlSeconds * 1000,
-      maxAttempts: config.processing.maxAttempts,
-      outputExpiresAfterSeconds: config.batches.outputExpiresAfterSeconds,
-      cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
-    });
+      { maxConcurrentWork: config.batches.maxConcurrentWork, wake: () => tick() },
+    );
     let ticking: Promise<void> | undefined;
     let again = false;
     let stopped = false;

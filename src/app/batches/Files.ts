@@ -196,8 +196,7 @@ export const createFiles = (deps: {
       if (!('events' in outcome)) return isRefusal(outcome) ? notFound(fileId) : outcome;
       // The deletion is durable: the bytes may go (a crash before this leaves them to the sweep), unless a batch not
       // ended yet reads them (a batch that read its file is not affected by its deletion; the sweep takes them later).
-      for (const { batchId } of await store.reads.openBatches(1_000_000))
-        if ((await store.reads.batch(batchId))?.state.context.inputFileId === fileId) return file;
+      if (await store.reads.isOpenBatchInput(fileId)) return file;
       await store.files.remove(fileId).catch(() => {});
       return file;
     },

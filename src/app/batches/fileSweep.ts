@@ -8,11 +8,6 @@ const orphanAgeMs = 60 * 60 * 1000;
 export const sweepFiles = async (deps: BatchRunnerDeps) => {
   const { store } = deps;
   const now = deps.now();
-  const inputs = new Set<string>();
-  for (const { batchId } of await store.reads.openBatches(1_000_000)) {
-    const view = await store.reads.batch(batchId);
-    if (view !== undefined) inputs.add(view.state.context.inputFileId);
-  }
   for await (const { blobId, startedAt } of store.files.list()) {
     const file = await store.reads.file(blobId);
     if (file !== undefined && file.expiresAt !== undefined && file.expiresAt <= now) {
@@ -24,6 +19,6 @@ export const sweepFiles = async (deps: BatchRunnerDeps) => {
       if (!('events' in outcome) || isRefusal(outcome)) continue;
     } else if (file !== undefined || startedAt > now - orphanAgeMs) continue;
     // An open batch still reads its input file, even once the file was deleted.
-    if (!inputs.has(blobId)) await store.files.remove(blobId);
+    if (!(await store.reads.isOpenBatchInput(blobId))) await store.files.remove(blobId);
   }
 };

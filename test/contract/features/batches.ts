@@ -259,7 +259,7 @@ export const batchFeatures = ({ open }: Contract) =>
       expect(await store.reads.openBatches(10)).toEqual([]);
     });
 
-    it('lists the open batches in id order, up to the limit, until each ends', async () => {
+    it('lists the open batches by account then id, up to the limit, until each ends', async () => {
       const store = await open();
       await store.commit({
         commands: [
@@ -271,9 +271,9 @@ export const batchFeatures = ({ open }: Contract) =>
         ],
       });
       expect(await store.reads.openBatches(10)).toEqual([
-        { batchId: batchIdOf(1), accountId: accountId(2) },
         { batchId: batchIdOf(2), accountId: accountId(1) },
         { batchId: batchIdOf(3), accountId: accountId(1) },
+        { batchId: batchIdOf(1), accountId: accountId(2) },
       ]);
       expect(await store.reads.openBatches(2)).toHaveLength(2);
       // A batch whose file fails validation ends at once.
@@ -283,7 +283,7 @@ export const batchFeatures = ({ open }: Contract) =>
         batchCommand(batchIdOf(2), { type: 'FailValidation', owner: runner, errors: '[]', now: 500 }),
       );
       expect(typesOf(failed)).toEqual(['BatchValidationFailed']);
-      expect((await store.reads.openBatches(10)).map((open) => open.batchId)).toEqual([batchIdOf(1), batchIdOf(3)]);
+      expect((await store.reads.openBatches(10)).map((open) => open.batchId)).toEqual([batchIdOf(3), batchIdOf(1)]);
       expect((await store.reads.batch(batchIdOf(2)))?.state.status).toBe('failed');
     });
 
