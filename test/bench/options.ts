@@ -185,7 +185,7 @@ const fullSizes: Sizes = {
     quietSec: 6,
     poisonedLines: { accounts: 3, batchesPerAccount: 2, depth: 2_000_000, watchSec: 20 },
     fileLists: { files: 5_000, uploadTimeoutSec: 90, listSec: 15 },
-    uploads: { uploads: 10, fileMiB: 199, quotaMiB: null, timeoutSec: 180 },
+    uploads: { uploads: 10, fileMiB: 199, quotaMiB: null, timeoutSec: 300 },
     diskFloor: { uploadMiB: 100 },
     largeBatches: { accounts: 1, batchesPerAccount: 2, lines: 190, promptChars: 990_000, watchSec: 90 },
     openBatches: { accounts: 6, batches: 1_005, probeTimeoutSec: 30 },

@@ -150,3 +150,6 @@ export const statusCounts = (counts: Readonly<Record<string, number>>): string =
     .join(', ') || 'none';
 
 export const mib = (bytes: number) => bytes / 1024 ** 2;
+
+/** `3 free accounts`, `1 free account`. */
+export const counted = (n: number, what: string) => `${n.toLocaleString('en')} ${what}${n === 1 ? '' : 's'}`;

@@ -5,7 +5,7 @@ import { largeBatches } from '../../support/attacks/largeBatches.js';
 import { manyOpenBatches } from '../../support/attacks/manyOpenBatches.js';
 import { poisonedLines } from '../../support/attacks/poisonedLines.js';
 import type { Context } from '../context.js';
-import { type AttackResult, runAttack, statusCounts } from './attack.js';
+import { type AttackResult, counted, runAttack, statusCounts } from './attack.js';
 import type { Bystander } from './harness.js';
 
 const freeQuota = defaultPlans.free.maxFileStorageBytes;
@@ -20,7 +20,7 @@ export const poisonedLinesAttack = (context: Context, bystander: Bystander): Pro
   const sizes = context.options.sizes.abuse.poisonedLines;
   return runAttack(context, bystander, {
     name: 'poisoned-lines',
-    title: `1. poisoned batch lines (${sizes.accounts} free accounts x ${sizes.batchesPerAccount} batches of one line nested ${sizes.depth.toLocaleString('en')} deep)`,
+    title: `1. poisoned batch lines (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch')} of one line nested ${sizes.depth.toLocaleString('en')} deep)`,
     label: 'poisoned-lines',
     config: {},
     attackers: sizes.accounts,
@@ -52,7 +52,7 @@ export const largeBatchesAttack = (context: Context, bystander: Bystander): Prom
   const sizes = context.options.sizes.abuse.largeBatches;
   return runAttack(context, bystander, {
     name: 'large-batches',
-    title: `4. large batches (${sizes.accounts} free accounts x ${sizes.batchesPerAccount} batches of ${sizes.lines} lines of ${(sizes.promptChars / 1000).toFixed(0)} KB prompts)`,
+    title: `4. large batches (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch')} of ${sizes.lines} lines of ${(sizes.promptChars / 1000).toFixed(0)} KB prompts)`,
     label: 'large-batches',
     config: {},
     attackers: sizes.accounts,
@@ -89,7 +89,7 @@ export const openBatchesAttack = (context: Context, bystander: Bystander): Promi
   const sizes = context.options.sizes.abuse.openBatches;
   return runAttack(context, bystander, {
     name: 'open-batches',
-    title: `5. many open batches (${sizes.batches.toLocaleString('en')} from ${sizes.accounts} enterprise accounts, then the bystander's 10-line batch)`,
+    title: `5. many open batches (${sizes.batches.toLocaleString('en')} from ${counted(sizes.accounts, 'enterprise account')}, then the bystander's 10-line batch)`,
     label: 'open-batches',
     config: { models: [echoModel, stuckModel] },
     attackers: sizes.accounts,
@@ -113,7 +113,7 @@ export const openBatchesAttack = (context: Context, bystander: Bystander): Promi
       met: context.options.smoke
         ? null
         : o.probeLeftValidatingAfterSeconds !== null && o.probeLeftValidatingAfterSeconds <= 5,
-      detail: `${o.opened} open batches made in ${o.createSeconds.toFixed(1)} s`,
+      detail: `${o.opened} open batches made in ${o.createSeconds.toFixed(1)} s${o.failedCreates > 0 ? ` (${o.failedCreates} creates failed)` : ''}`,
     }),
   });
 };

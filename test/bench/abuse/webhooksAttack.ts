@@ -6,7 +6,7 @@ import {
   type WebhookReceivers,
 } from '../../support/attacks/hangingWebhooks.js';
 import type { Context } from '../context.js';
-import { type AttackResult, runAttack } from './attack.js';
+import { type AttackResult, counted, runAttack } from './attack.js';
 import type { Bystander, Target } from './harness.js';
 import { withManagement } from './management.js';
 
@@ -26,7 +26,7 @@ export const webhooksAttack = (context: Context, bystander: Bystander): Promise<
   const sizes = context.options.sizes.abuse.webhooks;
   return runAttack(context, bystander, {
     name: 'webhooks',
-    title: `6. hanging webhook endpoints (${sizes.accounts} free accounts, ${sizes.requestsPerAttacker} deliveries each; the bystander's own deliveries timed)`,
+    title: `6. hanging webhook endpoints (${counted(sizes.accounts, 'free account')}, ${sizes.requestsPerAttacker} deliveries each; the bystander's own deliveries timed)`,
     label: 'webhooks',
     // The receivers are on 127.0.0.1 over plain HTTP: refused by default (SSRF rules), allowed here.
     config: { webhooks: { allowHttp: true, allowPrivateNetworks: true } },

@@ -7,6 +7,10 @@ import { request as httpRequest } from 'node:http';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A call's time bound: what is left until `deadline` (a `performance.now()` time), at most `atMostMs`, at least 1 ms. */
+export const timeLeft = (deadline: number, atMostMs: number): number =>
+  Math.max(1, Math.min(atMostMs, deadline - performance.now()));
+
 /** What one call got: its status (0 when no answer came: the reason is in `error`), its body and how long it took. */
 export type Answer = {
   readonly status: number;
@@ -187,12 +191,15 @@ export async function* repeatedBytes(bytes: number, chunk: Uint8Array): AsyncGen
 }
 
 /** Creates a chat-completions batch of an uploaded file. */
-export const createBatch = (base: string, key: string, inputFileId: string): Promise<Answer> =>
-  callJson(base, 'POST', '/v1/batches', key, {
-    input_file_id: inputFileId,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
+export const createBatch = (base: string, key: string, inputFileId: string, timeoutMs = 30_000): Promise<Answer> =>
+  callJson(
+    base,
+    'POST',
+    '/v1/batches',
+    key,
+    { input_file_id: inputFileId, endpoint: '/v1/chat/completions', completion_window: '24h' },
+    timeoutMs,
+  );
 
 /** What the drivers read of a batch. */
 export type BatchSeen = {
@@ -206,10 +213,11 @@ export type BatchSeen = {
  * The batch as `GET /v1/batches/{id}` shows it now (its id, status, counts and the first of its errors), or its status
  * as `http <status>` when it cannot be read.
  */
-export const readBatch = async (base: string, key: string, batchId: string): Promise<BatchSeen> => {
-  const answer = await callJson(base, 'GET', `/v1/batches/${batchId}`, key);
+export const readBatch = async (base: string, key: string, batchId: string, timeoutMs = 10_000): Promise<BatchSeen> => {
+  const answer = await callJson(base, 'GET', `/v1/batches/${batchId}`, key, undefined, timeoutMs);
   const batch = answer.status === 200 ? jsonOf<BatchSeen & { errors: { data?: unknown[] } | null }>(answer) : undefined;
-  if (batch === undefined) return { id: batchId, status: `http ${answer.status}`, errors: null };
+  if (batch === undefined)
+    return { id: batchId, status: answer.status === 0 ? 'no answer' : `http ${answer.status}`, errors: null };
   const errors = batch.errors?.data?.slice(0, 3) ?? null;
   return { id: batch.id, status: batch.status, errors, request_counts: batch.request_counts };
 };

@@ -80,7 +80,14 @@ export const hangingWebhooks = async (options: HangingWebhooksOptions): Promise<
   await Promise.all(
     options.attackerKeys.map(async (key, i) => {
       for (let n = 0; n < (options.requestsPerAttacker ?? 8) && performance.now() < until; ) {
-        const answer = await callJson(url, 'POST', '/v1/ai', key, { model: 'echo', prompt: `attacker ${i} ${n}` });
+        const answer = await callJson(
+          url,
+          'POST',
+          '/v1/ai',
+          key,
+          { model: 'echo', prompt: `attacker ${i} ${n}` },
+          10_000,
+        );
         if (answer.status === 202) {
           attackerRequests++;
           n++;
@@ -92,7 +99,14 @@ export const hangingWebhooks = async (options: HangingWebhooksOptions): Promise<
   const submitted = new Map<string, number>();
   const started = performance.now();
   for (let n = 0; performance.now() - started < options.durationMs; n++) {
-    const answer = await callJson(url, 'POST', '/v1/ai', options.probeKey, { model: 'echo', prompt: `probe ${n}` });
+    const answer = await callJson(
+      url,
+      'POST',
+      '/v1/ai',
+      options.probeKey,
+      { model: 'echo', prompt: `probe ${n}` },
+      10_000,
+    );
     const reqId = jsonOf<{ request_id: string }>(answer)?.request_id;
     // The receiver stamps arrivals with Date.now() (same machine, same clock).
     if (answer.status === 202 && reqId !== undefined) submitted.set(reqId, Date.now());

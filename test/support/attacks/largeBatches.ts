@@ -6,6 +6,7 @@ import {
   jsonOf,
   readBatch,
   sleep,
+  timeLeft,
   uploadFile,
 } from './client.js';
 
@@ -61,6 +62,7 @@ export const largeBatches = async (options: LargeBatchesOptions): Promise<LargeB
   // The prompt as the route stores it ({messages: [...]} as JSON) stays within maxPromptChars (1,000,000).
   const file = linesFile(options.linesPerBatch ?? 190, options.promptChars ?? 990_000, options.model ?? 'echo');
   const started = performance.now();
+  const deadline = started + options.watchMs;
   const uploads: number[] = [];
   const creates: number[] = [];
   const made: { key: string; batchId: string }[] = [];
@@ -70,12 +72,12 @@ export const largeBatches = async (options: LargeBatchesOptions): Promise<LargeB
         const uploaded = await uploadFile(url, key, file.stream(), {
           filename: `large-${i}.jsonl`,
           fileBytes: file.bytes,
-          timeoutMs: options.watchMs,
+          timeoutMs: timeLeft(deadline, options.watchMs),
         });
         uploads.push(uploaded.status);
         const fileId = jsonOf<{ id: string }>(uploaded)?.id;
         if (uploaded.status !== 200 || fileId === undefined) return;
-        const created = await createBatch(url, key, fileId);
+        const created = await createBatch(url, key, fileId, timeLeft(deadline, 30_000));
         creates.push(created.status);
         const batchId = jsonOf<{ id: string }>(created)?.id;
         if (created.status === 200 && batchId !== undefined) made.push({ key, batchId });
@@ -85,12 +87,14 @@ export const largeBatches = async (options: LargeBatchesOptions): Promise<LargeB
   let batches: BatchSeen[] = [];
   let allEndedAfterSeconds: number | null = null;
   for (;;) {
-    batches = await Promise.all(made.map(({ key, batchId }) => readBatch(url, key, batchId)));
+    batches = await Promise.all(
+      made.map(({ key, batchId }) => readBatch(url, key, batchId, timeLeft(deadline, 10_000))),
+    );
     if (batches.every((batch) => endedStatuses.includes(batch.status))) {
       allEndedAfterSeconds = (performance.now() - started) / 1000;
       break;
     }
-    if (performance.now() - started > options.watchMs) break;
+    if (performance.now() > deadline) break;
     await sleep(500);
   }
   const counts = (statuses: number[]) => countStatuses(statuses.map((status) => ({ status, text: '', ms: 0 })));

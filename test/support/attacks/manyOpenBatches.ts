@@ -1,4 +1,4 @@
-import { callJson, chatLine, createBatch, jsonOf, sleep, uploadFile } from './client.js';
+import { callJson, chatLine, createBatch, jsonOf, sleep, timeLeft, uploadFile } from './client.js';
 
 /**
  * Issue 40, finding 5: more open batches than the runner looks at (the issue: 1,005, from 5 enterprise accounts at
@@ -20,11 +20,15 @@ export type ManyOpenBatchesOptions = {
   readonly probeTimeoutMs: number;
   /** Creates in flight at once. */
   readonly concurrency?: number;
+  /** The creates stop after this long, however many are open (a server the attack stalls cannot stretch it). */
+  readonly createTimeoutMs?: number;
 };
 
 export type ManyOpenBatchesOutcome = {
   /** Batches the attackers made (refusals beyond an account's bound are skipped: the next account makes them). */
   readonly opened: number;
+  /** Creates answered otherwise than `200` or `429` (or not at all). */
+  readonly failedCreates: number;
   readonly createSeconds: number;
   /** Seconds from the probe's create until it was seen past `validating`; null when it was not within the timeout. */
   readonly probeLeftValidatingAfterSeconds: number | null;
@@ -47,17 +51,22 @@ export const manyOpenBatches = async (options: ManyOpenBatchesOptions): Promise<
   // Accounts in turn; an account whose bound refuses (429) is left out from then on.
   const full = new Set<string>();
   let opened = 0;
+  let failedCreates = 0;
   let turn = 0;
+  const createUntil = started + (options.createTimeoutMs ?? 120_000);
   const creator = async () => {
-    while (opened < options.openBatches && full.size < options.attackerKeys.length) {
+    while (opened < options.openBatches && full.size < options.attackerKeys.length && performance.now() < createUntil) {
       const key = options.attackerKeys[turn++ % options.attackerKeys.length] as string;
       if (full.has(key)) continue;
       opened++;
-      const created = await createBatch(url, key, files.get(key) as string);
+      const created = await createBatch(url, key, files.get(key) as string, timeLeft(createUntil, 30_000));
       if (created.status === 429) {
         full.add(key);
         opened--;
-      } else if (created.status !== 200) throw new Error(`a batch create answered ${created.status}: ${created.text}`);
+      } else if (created.status !== 200) {
+        opened--;
+        failedCreates++;
+      }
     }
   };
   await Promise.all(Array.from({ length: options.concurrency ?? 8 }, creator));
@@ -74,18 +83,27 @@ export const manyOpenBatches = async (options: ManyOpenBatchesOptions): Promise<
   const probeId = jsonOf<{ id: string }>(created)?.id;
   if (created.status !== 200 || probeId === undefined) throw new Error(`the probe's create answered ${created.status}`);
   const createdAt = performance.now();
+  const probeUntil = createdAt + options.probeTimeoutMs;
   let probeStatus = 'validating';
-  while (performance.now() - createdAt < options.probeTimeoutMs) {
-    const read = await callJson(url, 'GET', `/v1/batches/${probeId}`, options.probeKey);
+  while (performance.now() < probeUntil) {
+    const read = await callJson(
+      url,
+      'GET',
+      `/v1/batches/${probeId}`,
+      options.probeKey,
+      undefined,
+      timeLeft(probeUntil, 10_000),
+    );
     probeStatus = jsonOf<{ status: string }>(read)?.status ?? `http ${read.status}`;
     if (probeStatus !== 'validating')
       return {
         opened,
+        failedCreates,
         createSeconds,
         probeLeftValidatingAfterSeconds: (performance.now() - createdAt) / 1000,
         probeStatus,
       };
     await sleep(100);
   }
-  return { opened, createSeconds, probeLeftValidatingAfterSeconds: null, probeStatus };
+  return { opened, failedCreates, createSeconds, probeLeftValidatingAfterSeconds: null, probeStatus };
 };

