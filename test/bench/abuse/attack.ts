@@ -151,5 +151,6 @@ export const statusCounts = (counts: Readonly<Record<string, number>>): string =
 
 export const mib = (bytes: number) => bytes / 1024 ** 2;
 
-/** `3 free accounts`, `1 free account`. */
-export const counted = (n: number, what: string) => `${n.toLocaleString('en')} ${what}${n === 1 ? '' : 's'}`;
+/** `3 free accounts`, `1 free account`, `2 batches`. */
+export const counted = (n: number, what: string, plural = `${what}s`) =>
+  `${n.toLocaleString('en')} ${n === 1 ? what : plural}`;

@@ -1,6 +1,7 @@
 /** The attacks of `--only=abuse` made of batches: poisoned lines, large batches, many open batches, big answers. */
 import { defaultPlans } from '../../../src/domain/plans.js';
 import { bigAnswers, startBigAnswerUpstream } from '../../support/attacks/bigAnswers.js';
+import type { BatchSeen } from '../../support/attacks/client.js';
 import { largeBatches } from '../../support/attacks/largeBatches.js';
 import { manyOpenBatches } from '../../support/attacks/manyOpenBatches.js';
 import { poisonedLines } from '../../support/attacks/poisonedLines.js';
@@ -9,18 +10,22 @@ import { type AttackResult, counted, runAttack, statusCounts } from './attack.js
 import type { Bystander } from './harness.js';
 
 const freeQuota = defaultPlans.free.maxFileStorageBytes;
-const statusesOf = (batches: readonly { status: string }[]) => {
+/** The batches' statuses counted; when the server stopped answering, as they were last seen, said so. */
+const statusesOf = (batches: readonly BatchSeen[]) => {
   const counts: Record<string, number> = {};
   for (const { status } of batches) counts[status] = (counts[status] ?? 0) + 1;
-  return statusCounts(counts);
+  const unanswered = Math.max(0, ...batches.map((batch) => batch.unanswered ?? 0));
+  return `${statusCounts(counts)}${unanswered > 0 ? `, as last seen: the last ${unanswered} reads got no answer` : ''}`;
 };
+const lastSeen = (batch: BatchSeen) =>
+  `${batch.status}${(batch.unanswered ?? 0) > 0 ? ` (as last seen: the last ${batch.unanswered} reads got no answer)` : ''}`;
 const seconds = (value: number | null) => (value === null ? 'never' : `${value.toFixed(1)} s`);
 
 export const poisonedLinesAttack = (context: Context, bystander: Bystander): Promise<AttackResult> => {
   const sizes = context.options.sizes.abuse.poisonedLines;
   return runAttack(context, bystander, {
     name: 'poisoned-lines',
-    title: `1. poisoned batch lines (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch')} of one line nested ${sizes.depth.toLocaleString('en')} deep)`,
+    title: `1. poisoned batch lines (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch', 'batches')} of one line nested ${sizes.depth.toLocaleString('en')} deep)`,
     label: 'poisoned-lines',
     config: {},
     attackers: sizes.accounts,
@@ -52,7 +57,7 @@ export const largeBatchesAttack = (context: Context, bystander: Bystander): Prom
   const sizes = context.options.sizes.abuse.largeBatches;
   return runAttack(context, bystander, {
     name: 'large-batches',
-    title: `4. large batches (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch')} of ${sizes.lines} lines of ${(sizes.promptChars / 1000).toFixed(0)} KB prompts)`,
+    title: `4. large batches (${counted(sizes.accounts, 'free account')} x ${counted(sizes.batchesPerAccount, 'batch', 'batches')} of ${sizes.lines} lines of ${(sizes.promptChars / 1000).toFixed(0)} KB prompts)`,
     label: 'large-batches',
     config: {},
     attackers: sizes.accounts,
@@ -152,7 +157,7 @@ export const bigAnswersAttack = async (context: Context, bystander: Bystander): 
           target: `the batch ends (its lines failed as the upstream's fault), never finalizing for ${sizes.stuckSec} s`,
           measured:
             o.endedAfterSeconds === null
-              ? `${o.watched.status} after ${seconds(o.watchedSeconds)}; ${o.final.status} after the cancels`
+              ? `${lastSeen(o.watched)} after ${seconds(o.watchedSeconds)}; ${lastSeen(o.final)} after the cancels`
               : `${o.final.status} after ${seconds(o.endedAfterSeconds)}`,
           met: context.options.smoke ? null : o.endedAfterSeconds !== null,
           detail: `finalizing seen after ${seconds(o.finalizingAfterSeconds)}; counts ${JSON.stringify(o.final.request_counts ?? null)}; ${cancels}; upstream calls ${upstream.calls()}`,

@@ -119,9 +119,10 @@ export const diskFloorCheck = (context: Context): Promise<AttackResult> => {
     check: (target, fileId) =>
       diskFloor({ url: target.url, key: keyOf(target.attackers), uploadBytes, existingFileId: fileId as string }),
     outcome: (o) => ({
-      target: 'the upload and the batch create are refused as the submit is (503)',
+      target: 'the upload and the batch create are refused, as the submit is',
       measured: `submit ${o.submit.status}, upload ${o.upload.status}, batch create ${o.batchCreate.status}`,
-      met: o.submit.status === 503 && o.upload.status === 503 && o.batchCreate.status === 503,
+      // Refused however the fix answers (503 as the submit, or 507); no answer at all is no refusal.
+      met: [o.submit, o.upload, o.batchCreate].every((call) => call.status >= 400),
       detail:
         `upload: ${o.upload.code ?? '-'} ${o.upload.message ?? ''}; batch create: ${o.batchCreate.code ?? '-'} ${o.batchCreate.message ?? ''}`.slice(
           0,

@@ -5,9 +5,10 @@ import {
   callJson,
   chatLine,
   createBatch,
+  createdBatch,
   endedStatuses,
   jsonOf,
-  readBatch,
+  rereadBatch,
   sleep,
   uploadFile,
 } from './client.js';
@@ -109,10 +110,10 @@ export const bigAnswers = async (options: BigAnswersOptions): Promise<BigAnswers
   const since = () => (performance.now() - started) / 1000;
   let finalizingAfterSeconds: number | null = null;
   let endedAfterSeconds: number | null = null;
-  let watched = await readBatch(url, key, batchId);
+  let watched = createdBatch(batchId);
   const stuckSeconds = (options.stuckMs ?? 15_000) / 1000;
   while (since() * 1000 < options.watchMs) {
-    watched = await readBatch(url, key, batchId);
+    watched = await rereadBatch(url, key, watched);
     if (watched.status === 'finalizing' && finalizingAfterSeconds === null) finalizingAfterSeconds = since();
     if (finalizingAfterSeconds !== null && since() - finalizingAfterSeconds > stuckSeconds) break;
     if (endedStatuses.includes(watched.status)) {
@@ -131,7 +132,7 @@ export const bigAnswers = async (options: BigAnswersOptions): Promise<BigAnswers
   let final = watched;
   const afterUntil = performance.now() + (options.afterCancelMs ?? 5_000);
   while (performance.now() < afterUntil) {
-    final = await readBatch(url, key, batchId);
+    final = await rereadBatch(url, key, final);
     if (endedStatuses.includes(final.status)) break;
     await sleep(250);
   }

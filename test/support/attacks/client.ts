@@ -207,6 +207,8 @@ export type BatchSeen = {
   readonly status: string;
   readonly errors: unknown;
   readonly request_counts?: { readonly total: number; readonly completed: number; readonly failed: number };
+  /** Reads since the one this came from that got no answer (a stalled server): it is then the last one seen. */
+  readonly unanswered?: number;
 };
 
 /**
@@ -221,6 +223,22 @@ export const readBatch = async (base: string, key: string, batchId: string, time
   const errors = batch.errors?.data?.slice(0, 3) ?? null;
   return { id: batch.id, status: batch.status, errors, request_counts: batch.request_counts };
 };
+
+/** The batch read again; as it was last seen (its `unanswered` counted) when this read gets no answer. */
+export const rereadBatch = async (
+  base: string,
+  key: string,
+  seen: BatchSeen,
+  timeoutMs = 10_000,
+): Promise<BatchSeen> => {
+  const read = await readBatch(base, key, seen.id, timeoutMs);
+  return read.status === 'no answer' || read.status.startsWith('http ')
+    ? { ...seen, unanswered: (seen.unanswered ?? 0) + 1 }
+    : read;
+};
+
+/** A batch as its create answered it (`validating`). */
+export const createdBatch = (id: string): BatchSeen => ({ id, status: 'validating', errors: null });
 
 export const endedStatuses: readonly string[] = ['completed', 'failed', 'expired', 'cancelled'];
 

@@ -2,9 +2,10 @@ import {
   type BatchSeen,
   countStatuses,
   createBatch,
+  createdBatch,
   endedStatuses,
   jsonOf,
-  readBatch,
+  rereadBatch,
   sleep,
   timeLeft,
   uploadFile,
@@ -84,11 +85,11 @@ export const largeBatches = async (options: LargeBatchesOptions): Promise<LargeB
       }),
     ),
   );
-  let batches: BatchSeen[] = [];
+  let batches: BatchSeen[] = made.map(({ batchId }) => createdBatch(batchId));
   let allEndedAfterSeconds: number | null = null;
   for (;;) {
     batches = await Promise.all(
-      made.map(({ key, batchId }) => readBatch(url, key, batchId, timeLeft(deadline, 10_000))),
+      made.map(({ key }, i) => rereadBatch(url, key, batches[i] as BatchSeen, timeLeft(deadline, 10_000))),
     );
     if (batches.every((batch) => endedStatuses.includes(batch.status))) {
       allEndedAfterSeconds = (performance.now() - started) / 1000;

@@ -2,9 +2,10 @@ import {
   type BatchSeen,
   chatLine,
   createBatch,
+  createdBatch,
   endedStatuses,
   jsonOf,
-  readBatch,
+  rereadBatch,
   sleep,
   timeLeft,
   uploadFile,
@@ -79,11 +80,11 @@ export const poisonedLines = async (options: PoisonedLinesOptions): Promise<Pois
     ),
   );
   // Watched for the whole time even once they ended: the bench measures its bystander over the same window.
-  let batches: BatchSeen[] = [];
+  let batches: BatchSeen[] = made.map(({ batchId }) => createdBatch(batchId));
   let allEndedAfterSeconds: number | null = null;
   for (;;) {
     batches = await Promise.all(
-      made.map(({ key, batchId }) => readBatch(url, key, batchId, timeLeft(deadline, 10_000))),
+      made.map(({ key }, i) => rereadBatch(url, key, batches[i] as BatchSeen, timeLeft(deadline, 10_000))),
     );
     if (allEndedAfterSeconds === null && batches.every((batch) => endedStatuses.includes(batch.status)))
       allEndedAfterSeconds = (performance.now() - started) / 1000;
