@@ -41,13 +41,13 @@ export const poisonedLinesAttack = (context: Context, bystander: Bystander): Pro
         depth: sizes.depth,
         watchMs: sizes.watchSec * 1000,
       }),
-    outcome: (o, measured) => {
+    outcome: (o) => {
       const failed = o.batches.filter((batch) => batch.status === 'failed' && batch.errors !== null).length;
       return {
         target: 'every poisoned batch ends failed, with its errors, within the watch',
         measured: `${failed} of ${o.batches.length} failed (${statusesOf(o.batches)})`,
         met: context.options.smoke ? null : o.batches.length > 0 && failed === o.batches.length,
-        detail: `line of ${(o.lineBytes / 1e6).toFixed(1)} MB; all ended after ${seconds(o.allEndedAfterSeconds)}; ${measured.errorLines} error lines logged during the ${sizes.watchSec} s watch; first errors ${JSON.stringify(o.batches[0]?.errors ?? null).slice(0, 160)}`,
+        detail: `line of ${(o.lineBytes / 1e6).toFixed(1)} MB; all ended after ${seconds(o.allEndedAfterSeconds)}; first errors ${JSON.stringify(o.batches[0]?.errors ?? null).slice(0, 160)}`,
       };
     },
   });
