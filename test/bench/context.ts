@@ -33,6 +33,8 @@ export type ScenarioResult = {
   readonly notes: string[];
   /** Tables of their own (already laid out), printed after the targets. */
   readonly tables?: string[];
+  /** Parts of the scenario that could not run (the rest did): reported as failures, as a scenario that threw. */
+  readonly failures?: string[];
 };
 
 /** The node flags that profile an airs process (the server, or a CLI command) when `--cpu-prof` is given. */

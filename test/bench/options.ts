@@ -10,8 +10,23 @@ export const scenarioNames = [
   'cores',
   'deepqueue',
   'webhooks',
+  'abuse',
 ] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
+
+/** The attacks of `--only=abuse` (issue 40), each also runnable alone as `--only=abuse:<name>`. */
+export const abuseAttackNames = [
+  'poisoned-lines',
+  'file-lists',
+  'uploads',
+  'disk-floor',
+  'large-batches',
+  'open-batches',
+  'webhooks',
+  'big-answers',
+  'malformed-forms',
+] as const;
+export type AbuseAttackName = (typeof abuseAttackNames)[number];
 
 export type Sizes = {
   /** Concurrent connections of every HTTP load (the targets are stated at 64). */
@@ -83,6 +98,48 @@ export type Sizes = {
     readonly deliveryIdleSec: number;
     readonly deliveryTimeoutSec: number;
   };
+  /** `--only=abuse` (issue 40): each attack against a fresh server, a bystander account measured throughout. */
+  readonly abuse: {
+    /** The bystander on the quiet server, before each attack. */
+    readonly quietSec: number;
+    readonly poisonedLines: {
+      readonly accounts: number;
+      readonly batchesPerAccount: number;
+      readonly depth: number;
+      readonly watchSec: number;
+    };
+    readonly fileLists: { readonly files: number; readonly uploadTimeoutSec: number; readonly listSec: number };
+    /** `quotaMiB`: the free plan's `maxFileStorageBytes` for the run (null: its default, 1 GiB). */
+    readonly uploads: {
+      readonly uploads: number;
+      readonly fileMiB: number;
+      readonly quotaMiB: number | null;
+      readonly timeoutSec: number;
+    };
+    readonly diskFloor: { readonly uploadMiB: number };
+    readonly largeBatches: {
+      readonly accounts: number;
+      readonly batchesPerAccount: number;
+      readonly lines: number;
+      readonly promptChars: number;
+      readonly watchSec: number;
+    };
+    readonly openBatches: { readonly accounts: number; readonly batches: number; readonly probeTimeoutSec: number };
+    /** `drainSec`: how long the bystander's deliveries are waited for after its last probe. */
+    readonly webhooks: {
+      readonly accounts: number;
+      readonly requestsPerAttacker: number;
+      readonly durationSec: number;
+      readonly drainSec: number;
+    };
+    /** `stuckSec`: a batch finalizing this long is stuck (the cancels are tried); `watchSec` bounds the whole watch. */
+    readonly bigAnswers: {
+      readonly lines: number;
+      readonly answerMiB: number;
+      readonly watchSec: number;
+      readonly stuckSec: number;
+    };
+  };
 };
 
 export type Options = {
@@ -94,6 +151,8 @@ export type Options = {
   readonly keep: boolean;
   /** Server processes of the airs servers of the HTTP, end-to-end and batch scenarios (`airs serve --processes`). */
   readonly processes: number;
+  /** The attacks `--only=abuse` runs (all, or those named as `--only=abuse:<name>`). */
+  readonly abuseAttacks: readonly AbuseAttackName[];
   readonly sizes: Sizes;
 };
 
@@ -122,6 +181,17 @@ const fullSizes: Sizes = {
     deliveryIdleSec: 15,
     deliveryTimeoutSec: 600,
   },
+  abuse: {
+    quietSec: 6,
+    poisonedLines: { accounts: 3, batchesPerAccount: 2, depth: 2_000_000, watchSec: 20 },
+    fileLists: { files: 5_000, uploadTimeoutSec: 90, listSec: 15 },
+    uploads: { uploads: 10, fileMiB: 199, quotaMiB: null, timeoutSec: 300 },
+    diskFloor: { uploadMiB: 100 },
+    largeBatches: { accounts: 1, batchesPerAccount: 2, lines: 190, promptChars: 990_000, watchSec: 90 },
+    openBatches: { accounts: 6, batches: 1_005, probeTimeoutSec: 30 },
+    webhooks: { accounts: 20, requestsPerAttacker: 8, durationSec: 20, drainSec: 20 },
+    bigAnswers: { lines: 66, answerMiB: 8, watchSec: 120, stuckSec: 15 },
+  },
 };
 
 const smokeSizes: Sizes = {
@@ -149,11 +219,23 @@ const smokeSizes: Sizes = {
     deliveryIdleSec: 10,
     deliveryTimeoutSec: 60,
   },
+  abuse: {
+    quietSec: 1.5,
+    poisonedLines: { accounts: 1, batchesPerAccount: 1, depth: 2_000_000, watchSec: 3 },
+    fileLists: { files: 100, uploadTimeoutSec: 30, listSec: 2 },
+    uploads: { uploads: 4, fileMiB: 4, quotaMiB: 10, timeoutSec: 30 },
+    diskFloor: { uploadMiB: 2 },
+    largeBatches: { accounts: 1, batchesPerAccount: 2, lines: 5, promptChars: 20_000, watchSec: 20 },
+    openBatches: { accounts: 2, batches: 6, probeTimeoutSec: 5 },
+    webhooks: { accounts: 2, requestsPerAttacker: 2, durationSec: 3, drainSec: 5 },
+    bigAnswers: { lines: 3, answerMiB: 1, watchSec: 10, stuckSec: 5 },
+  },
 };
 
 export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]
   --smoke      tiny counts, about 30 s: keeps the harness working (figures mean nothing)
-  --only=LIST  run only these scenarios (comma-separated)
+  --only=LIST  run only these scenarios (comma-separated); abuse:NAME runs one attack of the abuse scenario
+               (${abuseAttackNames.join(', ')})
   --cpu-prof   run the airs servers under node --cpu-prof; profiles land beside the results
   --keep       keep the temporary data directories (printed at the end)
   --processes=N  run the HTTP, end-to-end and batch airs servers as airs serve --processes N (default 1)
@@ -171,6 +253,7 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
   let batchLines: number | undefined;
   let webhookRequests: number | undefined;
   let only: ScenarioName[] = [...scenarioNames];
+  let abuseAttacks: AbuseAttackName[] = [...abuseAttackNames];
   for (const arg of argv) {
     if (arg === '--smoke') smoke = true;
     else if (arg === '--cpu-prof') cpuProf = true;
@@ -188,7 +271,13 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
       if (!Number.isInteger(webhookRequests) || webhookRequests < 1 || webhookRequests > 10_000_000)
         return `--webhook-requests: expected an integer from 1 to 10,000,000\n${usage}`;
     } else if (arg.startsWith('--only=')) {
-      const names = arg.slice('--only='.length).split(',').filter(Boolean);
+      const given = arg.slice('--only='.length).split(',').filter(Boolean);
+      // abuse:NAME picks attacks of the abuse scenario; the scenario runs once, with those.
+      const attacks = given.filter((name) => name.startsWith('abuse:')).map((name) => name.slice('abuse:'.length));
+      const unknownAttacks = attacks.filter((name) => !(abuseAttackNames as readonly string[]).includes(name));
+      if (unknownAttacks.length > 0) return `unknown abuse attack(s): ${unknownAttacks.join(', ')}\n${usage}`;
+      if (attacks.length > 0) abuseAttacks = attacks as AbuseAttackName[];
+      const names = [...new Set(given.map((name) => (name.startsWith('abuse:') ? 'abuse' : name)))];
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
       if (unknown.length > 0) return `unknown scenario(s): ${unknown.join(', ')}\n${usage}`;
       only = names as ScenarioName[];
@@ -198,5 +287,5 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
   let sizes = smoke ? smokeSizes : fullSizes;
   if (batchLines !== undefined) sizes = { ...sizes, batch: { ...sizes.batch, lines: batchLines } };
   if (webhookRequests !== undefined) sizes = { ...sizes, webhooks: { ...sizes.webhooks, requests: webhookRequests } };
-  return { smoke, only, cpuProf, keep, processes, sizes };
+  return { smoke, only, cpuProf, keep, processes, abuseAttacks, sizes };
 };

@@ -4,10 +4,12 @@
  *   npm run bench                         the full run (about 20 minutes on 2 CPUs, the pg scenario about 11)
  *   npm run bench -- --smoke              tiny counts (about 30 s), to keep the harness working
  *   npm run bench -- --only=post,get      some scenarios only (post, get, e2e, storage, pg, batch, cores, deepqueue,
- *                                         webhooks);
+ *                                         webhooks, abuse);
  *                                         --cpu-prof profiles the airs servers
  *   npm run bench -- --only=cores         issue 28: airs serve --processes N against N bare servers (a few minutes)
  *   npm run bench -- --only=webhooks      issue 30: end to end with webhook deliveries vs without (--webhook-requests=N)
+ *   npm run bench -- --only=abuse         issue 40: the attacks replayed, a bystander measured (about 10 minutes);
+ *                                         --only=abuse:uploads,abuse:webhooks runs some of them
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
  * reported, never a failure. The exit status is non-zero only when a scenario could not run.
@@ -23,6 +25,7 @@ import { airsBin, root } from './paths.js';
 import { installExitHooks, stopAll } from './processes.js';
 import { type ProfileSummary, summarizeProfile } from './profile.js';
 import { printReport, type RunReport, writeReport } from './report.js';
+import { abuseScenario } from './scenarios/abuse.js';
 import { batchScenario } from './scenarios/batch.js';
 import { coresScenario } from './scenarios/cores.js';
 import { deepQueueScenario } from './scenarios/deepQueue.js';
@@ -50,6 +53,10 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
   webhooks: {
     title: 'end to end with a webhook endpoint on every account vs the same without (LMDB)',
     run: webhooksScenario,
+  },
+  abuse: {
+    title: "issue 40's attacks, each against a fresh server, with a bystander account measured (LMDB)",
+    run: abuseScenario,
   },
 };
 
@@ -101,7 +108,9 @@ const main = async (options: Options): Promise<number> => {
       log(`\n== ${name}: ${scenario.title}`);
       const started = performance.now();
       try {
-        results.push(await scenario.run(context));
+        const result = await scenario.run(context);
+        results.push(result);
+        for (const error of result.failures ?? []) failures.push({ scenario: name, error });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         failures.push({ scenario: name, error: message });

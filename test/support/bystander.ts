@@ -17,10 +17,13 @@ export type BystanderFigures = {
   readonly refused: Readonly<Record<string, number>>;
   readonly healthChecks: number;
   readonly healthP50Ms: number;
+  readonly healthP99Ms: number;
   readonly healthMaxMs: number;
   /** The server's resident set at its highest while watched (VmRSS samples), and at the end, in MiB. */
   readonly rssPeakMiB: number;
   readonly rssEndMiB: number;
+  /** Its anonymous memory at its highest (RssAnon samples: the heap and buffers, not LMDB's mapped file), in MiB. */
+  readonly anonPeakMiB: number;
   /** The server's CPU time while watched, as a share of one core (1 = a whole core all along). */
   readonly cpuShare: number;
   readonly seconds: number;
@@ -43,15 +46,24 @@ const percentile = (values: readonly number[], share: number): number => {
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-/** VmRSS of the process in MiB, or NaN once it is gone. */
-export const rssMiB = (pid: number): number => {
+/** A call not answered within this long counts as an error (and its time as this long), so a stop always ends. */
+const callTimeoutMs = 30_000;
+
+/** A field of /proc/PID/status in MiB (`VmRSS`, `RssAnon`), or NaN once the process is gone. */
+const statusMiB = (pid: number, field: string): number => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN) / 1024;
+    return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) / 1024;
   } catch {
     return Number.NaN;
   }
 };
+
+/** VmRSS of the process in MiB, or NaN once it is gone. */
+export const rssMiB = (pid: number): number => statusMiB(pid, 'VmRSS');
+
+/** RssAnon of the process in MiB (what it allocated, not the files it maps), or NaN once it is gone. */
+export const anonMiB = (pid: number): number => statusMiB(pid, 'RssAnon');
 
 /** User + system CPU time of the process, in seconds (clock ticks of 10 ms). */
 export const cpuSeconds = (pid: number): number => {
@@ -82,6 +94,7 @@ export const watchBystander = (options: BystanderOptions) => {
   const health: number[] = [];
   const refused: Record<string, number> = {};
   let rssPeak = rssMiB(options.pid);
+  let anonPeak = anonMiB(options.pid);
   const startedAt = performance.now();
   const cpuAtStart = cpuSeconds(options.pid);
 
@@ -94,6 +107,7 @@ export const watchBystander = (options: BystanderOptions) => {
           method: 'POST',
           headers: { authorization: `Bearer ${options.key}`, 'content-type': 'application/json' },
           body: JSON.stringify({ model, prompt: `bystander ${n++}` }),
+          signal: AbortSignal.timeout(callTimeoutMs),
         });
         await response.arrayBuffer();
         if (response.status !== 202) refused[response.status] = (refused[response.status] ?? 0) + 1;
@@ -108,7 +122,7 @@ export const watchBystander = (options: BystanderOptions) => {
     while (watching) {
       const began = performance.now();
       try {
-        const response = await fetch(`${options.url}/healthz`);
+        const response = await fetch(`${options.url}/healthz`, { signal: AbortSignal.timeout(callTimeoutMs) });
         await response.arrayBuffer();
       } catch {
         refused.healthz = (refused.healthz ?? 0) + 1;
@@ -121,6 +135,8 @@ export const watchBystander = (options: BystanderOptions) => {
     while (watching) {
       const rss = rssMiB(options.pid);
       if (rss > rssPeak) rssPeak = rss;
+      const anon = anonMiB(options.pid);
+      if (anon > anonPeak) anonPeak = anon;
       await sleep(200);
     }
   })();
@@ -140,9 +156,11 @@ export const watchBystander = (options: BystanderOptions) => {
         refused,
         healthChecks: health.length,
         healthP50Ms: percentile(health, 0.5),
+        healthP99Ms: percentile(health, 0.99),
         healthMaxMs: Math.max(...health),
         rssPeakMiB: Math.max(rssPeak, rssEnd),
         rssEndMiB: rssEnd,
+        anonPeakMiB: Math.max(anonPeak, anonMiB(options.pid)),
         cpuShare: (cpuSeconds(options.pid) - cpuAtStart) / seconds,
         seconds,
       };
@@ -161,5 +179,6 @@ export const watchFor = async (options: BystanderOptions, ms: number): Promise<B
 export const describeFigures = (label: string, f: BystanderFigures): string =>
   `${label}: ${f.submits} submits p50 ${f.submitP50Ms.toFixed(1)} ms p99 ${f.submitP99Ms.toFixed(1)} ms max ` +
   `${f.submitMaxMs.toFixed(0)} ms, refused ${JSON.stringify(f.refused)}; /healthz p50 ${f.healthP50Ms.toFixed(1)} ms ` +
-  `max ${f.healthMaxMs.toFixed(0)} ms; RSS peak ${f.rssPeakMiB.toFixed(0)} MiB end ${f.rssEndMiB.toFixed(0)} MiB; ` +
+  `p99 ${f.healthP99Ms.toFixed(1)} ms max ${f.healthMaxMs.toFixed(0)} ms; RSS peak ${f.rssPeakMiB.toFixed(0)} MiB ` +
+  `(anonymous ${f.anonPeakMiB.toFixed(0)} MiB) end ${f.rssEndMiB.toFixed(0)} MiB; ` +
   `CPU ${(f.cpuShare * 100).toFixed(0)} % of a core over ${f.seconds.toFixed(1)} s`;
