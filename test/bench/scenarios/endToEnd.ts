@@ -52,7 +52,7 @@ export const endToEndScenario = async (context: Context): Promise<ScenarioResult
     },
   ];
   notes.push(
-    `End to end: server CPU = user + system time of every process of the system under test (airs; redis-server and the BullMQ worker), all threads, from the first submit until the last request was seen completed, over the requests (${[airs.cpu?.source, bull?.cpu?.source].filter((s) => s !== undefined).join(' and ')}: see cpuTime.ts); each timed run starts once its servers are idle after the warm-up.`,
+    `End to end: server CPU = user + system time of every process of the system under test (airs; redis-server and the BullMQ worker), all threads, from the first submit until the last request was seen completed, over the requests (${[...new Set([airs.cpu?.source, bull?.cpu?.source].filter((s) => s !== undefined))].join(' and ')}: see cpuTime.ts); each timed run starts once its servers are idle after the warm-up.`,
   );
   const figures: Figure[] = [
     { key: 'e2e.airs.rps', label: 'e2e airs: req/s', value: airs.jobsPerSec, better: 'higher' },
