@@ -127,7 +127,7 @@ describe('the CPU meter of the bench', () => {
     const used = await work(burning);
     const use = meter.read();
     console.log(
-      `parent said ${used.self.toFixed(4)} s, its child ${used.child.toFixed(4)} s; the tree ${use.seconds.toFixed(4)} s`,
+      `parent said ${used.self.toFixed(4)} s, its child ${used.child.toFixed(4)} s; the tree ${use.seconds.toFixed(4)} s from ${use.source}, ${use.processes} processes read, ${use.lost} lost`,
     );
     expect(use.processes).toBe(2);
     expect(used.child).toBeGreaterThan(0.15);
