@@ -4,7 +4,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { airsBin } from './paths.js';
+import type * as LmdbStoreModule from '../../src/adapters/lmdb/LmdbStore.js';
+import { airsBin, airsModule } from './paths.js';
 import { type Child, runChild, startChild } from './processes.js';
 
 /** The config every bench server runs with: enough workers, and limits that never get in the way (the backlog's
@@ -39,7 +40,7 @@ export const airsJson = async <T>(
   args: readonly string[],
   options: { readonly timeoutMs?: number; readonly nodeArgs?: readonly string[]; readonly cpus?: string } = {},
 ): Promise<T> => {
-  const argv = [...(options.nodeArgs ?? []), airsBin, ...args, '--json'];
+  const argv = [...(options.nodeArgs ?? []), airsBin(), ...args, '--json'];
   const { exit, stdout, stderr } = await runChild('airs-cli', process.execPath, argv, {
     env: box.env,
     cwd: box.dir,
@@ -84,7 +85,7 @@ export const startAirs = async (
   const child = startChild(
     'airs serve',
     process.execPath,
-    [...(options.nodeArgs ?? []), airsBin, 'serve', '--processes', String(options.processes ?? 1)],
+    [...(options.nodeArgs ?? []), airsBin(), 'serve', '--processes', String(options.processes ?? 1)],
     {
       env: { ...box.env, ...options.env, PORT: String(options.port ?? 0), HOST: '127.0.0.1' },
       cwd: box.dir,
@@ -98,6 +99,15 @@ export const startAirs = async (
     await child.stop('SIGKILL');
     throw error;
   }
+};
+
+/**
+ * Opens the LMDB store of a data directory beside its running server (to read it) with the store code of the airs
+ * under test: under `--against` the other revision's data is read by that revision's own code.
+ */
+export const openAirsLmdbStore = async (dataDir: string): Promise<LmdbStoreModule.LmdbStore> => {
+  const module = (await import(airsModule('adapters/lmdb/LmdbStore'))) as typeof LmdbStoreModule;
+  return module.openLmdbStore(dataDir);
 };
 
 /** The headers of an authenticated call. */

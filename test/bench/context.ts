@@ -24,6 +24,18 @@ export type Row = {
   readonly met: boolean | null;
 };
 
+/**
+ * One figure of a scenario in a form that runs can be compared by (`--against`): the same `key` in every run of
+ * the scenario, a number, and which way is better.
+ */
+export type Figure = {
+  readonly key: string;
+  /** In words, with the unit: `POST airs: server CPU per request (µs)`. */
+  readonly label: string;
+  readonly value: number;
+  readonly better: 'higher' | 'lower';
+};
+
 export type ScenarioResult = {
   readonly name: ScenarioName;
   readonly rows: Row[];
@@ -35,6 +47,9 @@ export type ScenarioResult = {
   readonly tables?: string[];
   /** Parts of the scenario that could not run (the rest did): reported as failures, as a scenario that threw. */
   readonly failures?: string[];
+
+  /** The figures `--against` compares between two builds (rates, CPU per request). */
+  readonly figures?: Figure[];
 };
 
 /** The node flags that profile an airs process (the server, or a CLI command) when `--cpu-prof` is given. */

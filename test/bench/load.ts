@@ -20,7 +20,16 @@ const generator = (cpus: string | undefined) => {
   return current;
 };
 
-export const runLoad = async (spec: LoadSpec, cpus: string | undefined, timeoutMs?: number): Promise<LoadResult> => {
+/**
+ * Runs one load on the load generator. `onSend` is called just as the run is handed to it (the generator started
+ * and ready): where a caller starts measuring the server, so that starting the generator is not measured.
+ */
+export const runLoad = async (
+  spec: LoadSpec,
+  cpus: string | undefined,
+  timeoutMs?: number,
+  onSend?: () => void,
+): Promise<LoadResult> => {
   const bound = timeoutMs ?? ((spec.durationSec ?? 0) + 60) * 1000;
   const { child, ready } = generator(cpus);
   await ready;
@@ -48,6 +57,7 @@ export const runLoad = async (spec: LoadSpec, cpus: string | undefined, timeoutM
     };
     child.process.on('message', onMessage);
     child.process.on('exit', onExit);
+    onSend?.();
     child.process.send({ id, spec } satisfies LoadRequest);
   });
 };

@@ -154,7 +154,20 @@ export type Options = {
   /** The attacks `--only=abuse` runs (all, or those named as `--only=abuse:<name>`). */
   readonly abuseAttacks: readonly AbuseAttackName[];
   readonly sizes: Sizes;
+  /** `--against REV`: build that revision beside this checkout and alternate the two (against.ts). */
+  readonly against?: string;
+  /** Runs of each build under `--against` (A B A B ...). */
+  readonly rounds: number;
+  /** Measure the airs built in this checkout instead of this one (what `--against` gives each run). */
+  readonly airsRoot?: string;
+  /** Write the JSON here instead of test/bench/results/<timestamp>.json. */
+  readonly resultsFile?: string;
 };
+
+/** What `--against` and `--airs-root` can measure: the scenarios that talk to airs only through its CLI and HTTP. */
+export const comparableScenarios: readonly ScenarioName[] = ['post', 'get', 'e2e', 'webhooks'];
+/** What `--against` runs without `--only`: the hot path (docs/performance.md's rule). */
+export const againstDefault: readonly ScenarioName[] = ['post', 'get', 'e2e'];
 
 const fullSizes: Sizes = {
   connections: 64,
@@ -233,6 +246,7 @@ const smokeSizes: Sizes = {
 };
 
 export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.join(',')}] [--cpu-prof] [--keep]
+                         [--against REV [--rounds=N]]
   --smoke      tiny counts, about 30 s: keeps the harness working (figures mean nothing)
   --only=LIST  run only these scenarios (comma-separated); abuse:NAME runs one attack of the abuse scenario
                (${abuseAttackNames.join(', ')})
@@ -241,6 +255,12 @@ export const usage = `usage: npm run bench -- [--smoke] [--only=${scenarioNames.
   --processes=N  run the HTTP, end-to-end and batch airs servers as airs serve --processes N (default 1)
   --batch-lines=N  lines of the batch scenario's timed batch (default 100,000; to profile a shorter run)
   --webhook-requests=N  requests of each timed run of the webhooks scenario (default 20,000; a shorter run)
+  --against REV  build git revision REV in a temporary worktree and run the scenarios on this build (A) and on that
+               one (B) in turn, A B A B ...; prints each figure (rate, CPU per request) per run, the ratio of the
+               medians and the spread. Scenarios: ${comparableScenarios.join(', ')} (default --only=${againstDefault.join(',')})
+  --rounds=N   runs of each build under --against (default 2, at least 2)
+  --airs-root=DIR  measure the airs built in checkout DIR instead of this one (${comparableScenarios.join(', ')} only)
+  --results=FILE   write the JSON result to FILE instead of test/bench/results/<timestamp>.json
 environment: REDIS_SERVER=/path/to/redis-server (default: redis-server on PATH; without it the BullMQ baseline is skipped)
   the pg scenario (and the batch scenario's PostgreSQL row) needs PostgreSQL's server binaries
   (/usr/lib/postgresql/*/bin; Debian: apt-get install -y postgresql)`;
@@ -252,9 +272,14 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
   let processes = 1;
   let batchLines: number | undefined;
   let webhookRequests: number | undefined;
-  let only: ScenarioName[] = [...scenarioNames];
+  let only: ScenarioName[] | undefined;
   let abuseAttacks: AbuseAttackName[] = [...abuseAttackNames];
-  for (const arg of argv) {
+  let against: string | undefined;
+  let rounds = 2;
+  let airsRoot: string | undefined;
+  let resultsFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
     if (arg === '--smoke') smoke = true;
     else if (arg === '--cpu-prof') cpuProf = true;
     else if (arg === '--keep') keep = true;
@@ -281,11 +306,39 @@ export const parseOptions = (argv: readonly string[]): Options | string => {
       const unknown = names.filter((name) => !(scenarioNames as readonly string[]).includes(name));
       if (unknown.length > 0) return `unknown scenario(s): ${unknown.join(', ')}\n${usage}`;
       only = names as ScenarioName[];
-    } else if (arg === '--help' || arg === '-h') return usage;
+    } else if (arg === '--against' || arg.startsWith('--against=')) {
+      against = arg === '--against' ? argv[++i] : arg.slice('--against='.length);
+      if (against === undefined || against === '' || against.startsWith('-'))
+        return `--against: expected a git revision (a commit, a branch, HEAD~2)\n${usage}`;
+    } else if (arg.startsWith('--rounds=')) {
+      rounds = Number(arg.slice('--rounds='.length));
+      if (!Number.isInteger(rounds) || rounds < 2 || rounds > 100)
+        return `--rounds: expected an integer from 2 to 100 (runs of each build)\n${usage}`;
+    } else if (arg.startsWith('--airs-root=')) airsRoot = arg.slice('--airs-root='.length);
+    else if (arg.startsWith('--results=')) resultsFile = arg.slice('--results='.length);
+    else if (arg === '--help' || arg === '-h') return usage;
     else return `unknown option ${arg}\n${usage}`;
+  }
+  const chosen = only ?? (against === undefined ? [...scenarioNames] : [...againstDefault]);
+  if (against !== undefined || airsRoot !== undefined) {
+    const other = chosen.filter((name) => !comparableScenarios.includes(name));
+    if (other.length > 0)
+      return `${against !== undefined ? '--against' : '--airs-root'} measures ${comparableScenarios.join(', ')} only (not ${other.join(', ')}): the others read or seed the store with this checkout's code\n${usage}`;
   }
   let sizes = smoke ? smokeSizes : fullSizes;
   if (batchLines !== undefined) sizes = { ...sizes, batch: { ...sizes.batch, lines: batchLines } };
   if (webhookRequests !== undefined) sizes = { ...sizes, webhooks: { ...sizes.webhooks, requests: webhookRequests } };
-  return { smoke, only, cpuProf, keep, processes, abuseAttacks, sizes };
+  return {
+    smoke,
+    only: chosen,
+    cpuProf,
+    keep,
+    processes,
+    abuseAttacks,
+    sizes,
+    rounds,
+    ...(against === undefined ? {} : { against }),
+    ...(airsRoot === undefined ? {} : { airsRoot }),
+    ...(resultsFile === undefined ? {} : { resultsFile }),
+  };
 };

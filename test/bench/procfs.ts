@@ -1,5 +1,6 @@
 /** What Linux says about a process: its memory (/proc/PID/status) and CPU time used (/proc/PID/stat). */
 import { readFileSync } from 'node:fs';
+import { processTree, startCpuMeter } from './cpuTime.js';
 
 export type Memory = { readonly rssMiB: number; readonly anonMiB: number; readonly fileMiB: number };
 
@@ -29,19 +30,20 @@ export const cpuTicksOf = (pid: number): number | undefined => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Waits until the process has used less than `maxShare` of one CPU over a `windowMs` window (so that background
- * work, such as airs processing a backlog, does not run into the next measurement). Bounded by `timeoutMs`.
+ * Waits until the process and every process below it (the workers of `airs serve --processes N`) have used less than
+ * `maxShare` of one CPU together over a `windowMs` window (so that background work, such as airs processing a
+ * backlog, does not run into the next measurement). Bounded by `timeoutMs`.
  * Returns how long it waited, and whether it became idle.
  */
 export const waitForIdle = async (
   pid: number,
   options: { readonly windowMs?: number; readonly maxShare?: number; readonly timeoutMs: number },
-) => waitForIdleAll(() => [pid], options);
+) => waitForIdleAll(() => processTree(pid), options);
 
 /**
  * The same for a set of processes that may change (a PostgreSQL cluster's backends come and go): `pids` is asked at
- * the start of each window, and the window counts the CPU used by those of them still there at its end; idle means
- * all of them together used less than `maxShare` of one CPU. Ends at once when none of them is left.
+ * the start and at the end of each window (cpuTime.ts: to the nanosecond where it can); idle means all of them
+ * together used less than `maxShare` of one CPU over the window. Ends at once when none of them is left.
  */
 export const waitForIdleAll = async (
   pids: () => readonly number[],
@@ -51,24 +53,13 @@ export const waitForIdleAll = async (
   const maxShare = options.maxShare ?? 0.05;
   const started = performance.now();
   while (performance.now() - started < options.timeoutMs) {
-    const before = new Map<number, number>();
-    for (const pid of pids()) {
-      const ticks = cpuTicksOf(pid);
-      if (ticks !== undefined) before.set(pid, ticks);
-    }
-    if (before.size === 0) break;
+    if (pids().length === 0) break;
+    const meter = startCpuMeter(pids);
     await sleep(windowMs);
-    let used = 0;
-    let left = 0;
-    for (const [pid, ticks] of before) {
-      const after = cpuTicksOf(pid);
-      if (after === undefined) continue;
-      left++;
-      used += after - ticks;
-    }
-    if (left === 0) break;
-    // Ticks are 10 ms: the share of one CPU used during the window.
-    if ((used * 10) / windowMs <= maxShare) return { idle: true, waitedMs: Math.round(performance.now() - started) };
+    const use = meter.read();
+    if (use.processes === 0) break;
+    if (use.seconds / use.wallSeconds <= maxShare)
+      return { idle: true, waitedMs: Math.round(performance.now() - started) };
   }
   return { idle: false, waitedMs: Math.round(performance.now() - started) };
 };

@@ -1,6 +1,6 @@
 /** The readable table on stdout and the JSON file under test/bench/results/. */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Row, ScenarioResult } from './context.js';
 import type { Machine } from './machine.js';
 import { formatSummary, type ProfileSummary } from './profile.js';
@@ -31,6 +31,8 @@ export type RunReport = {
   readonly command: string;
   readonly machine: Machine;
   readonly pinning: string;
+  /** The checkout whose build was measured (this one, or another revision's under `--against`). */
+  readonly airsRoot?: string;
   readonly scenarios: readonly ScenarioResult[];
   readonly failures: readonly { readonly scenario: string; readonly error: string }[];
   readonly profiles?: readonly ProfileSummary[];
@@ -54,10 +56,11 @@ export const printReport = (report: RunReport) => {
   process.stdout.write(`${out.join('\n')}\n`);
 };
 
-/** Writes the run as `<dir>/<timestamp>.json` and returns the path. */
-export const writeReport = (dir: string, report: RunReport): string => {
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${report.startedAt.replace(/[:.]/g, '-')}${report.mode === 'smoke' ? '-smoke' : ''}.json`);
+/** Writes the run as `<dir>/<timestamp>.json` (or to `file`) and returns the path. */
+export const writeReport = (dir: string, report: RunReport, file?: string): string => {
+  mkdirSync(file === undefined ? dir : dirname(file), { recursive: true });
+  const path =
+    file ?? join(dir, `${report.startedAt.replace(/[:.]/g, '-')}${report.mode === 'smoke' ? '-smoke' : ''}.json`);
   writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
   return path;
 };

@@ -10,6 +10,8 @@
  *   npm run bench -- --only=webhooks      issue 30: end to end with webhook deliveries vs without (--webhook-requests=N)
  *   npm run bench -- --only=abuse         issue 40: the attacks replayed, a bystander measured (about 10 minutes);
  *                                         --only=abuse:uploads,abuse:webhooks runs some of them
+
+ *   npm run bench -- --against REV        this build against revision REV's, run after run (A B A B), figure by figure
  *
  * Prints a table and writes test/bench/results/<timestamp>.json. No figure is asserted: a missed target is
  * reported, never a failure. The exit status is non-zero only when a scenario could not run.
@@ -17,11 +19,12 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runAgainst } from './against.js';
 import type { Context, ScenarioResult } from './context.js';
 import { pinSelf, planCpus } from './cpus.js';
 import { describeMachine } from './machine.js';
 import { type Options, parseOptions, type ScenarioName } from './options.js';
-import { airsBin, root } from './paths.js';
+import { airsBin, root, setAirsRoot } from './paths.js';
 import { installExitHooks, stopAll } from './processes.js';
 import { type ProfileSummary, summarizeProfile } from './profile.js';
 import { printReport, type RunReport, writeReport } from './report.js';
@@ -73,8 +76,9 @@ const profileSummaries = (dir: string): ProfileSummary[] =>
     .map((file) => summarizeProfile(join(dir, file), 15));
 
 const main = async (options: Options): Promise<number> => {
-  if (!existsSync(airsBin)) {
-    log(`${airsBin} is missing: build first (npm run bench builds with tsc)`);
+  if (options.airsRoot !== undefined) setAirsRoot(options.airsRoot);
+  if (!existsSync(airsBin())) {
+    log(`${airsBin()} is missing: build first (npm run bench builds with tsc)`);
     return 2;
   }
   const startedAt = new Date().toISOString();
@@ -96,6 +100,7 @@ const main = async (options: Options): Promise<number> => {
   const cpus = planCpus();
   pinSelf(cpus.load);
   log(`airs bench (${options.smoke ? 'smoke' : 'full'}): ${options.only.join(', ')}`);
+  if (options.airsRoot !== undefined) log(`airs under test: the build in ${options.airsRoot}`);
   log(`${machine.nproc} CPUs (${machine.cpuModel}), node ${machine.node}, load average ${machine.loadAverage}`);
   log(cpus.note);
   const context: Context = { options, cpus, workDir, profileDir, log };
@@ -131,12 +136,13 @@ const main = async (options: Options): Promise<number> => {
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     machine,
     pinning: cpus.note,
+    airsRoot: options.airsRoot ?? root,
     scenarios: results,
     failures,
     ...(profileDir === undefined ? {} : { profiles: profileSummaries(profileDir) }),
   };
   printReport(report);
-  const path = writeReport(resultsDir, report);
+  const path = writeReport(resultsDir, report, options.resultsFile);
   log(`\nresults: ${path}`);
   if (report.profiles !== undefined) log(`profiles: ${profileDir}`);
   if (options.keep) log(`data kept in ${workDir}`);
@@ -148,7 +154,8 @@ if (typeof parsed === 'string') {
   log(parsed);
   process.exitCode = parsed.startsWith('usage') ? 0 : 2;
 } else {
-  main(parsed).then(
+  const { against } = parsed;
+  (against === undefined ? main(parsed) : runAgainst({ ...parsed, against }, process.argv.slice(2), log)).then(
     (code) => process.exit(code),
     async (error: unknown) => {
       log(`bench failed: ${error instanceof Error ? error.stack : String(error)}`);

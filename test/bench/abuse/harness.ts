@@ -90,7 +90,7 @@ export const startTarget = async (context: Context, spec: TargetSpec, existing?:
     bystander,
     attackers,
     airs: async (args) => {
-      const { exit, stdout, stderr } = await runChild('airs-cli', process.execPath, [airsBin, ...args], {
+      const { exit, stdout, stderr } = await runChild('airs-cli', process.execPath, [airsBin(), ...args], {
         env: box.env,
         cwd: box.dir,
         timeoutMs: 60_000,

@@ -8,12 +8,14 @@
  * allows it; the bench only reads); on PostgreSQL (the pg scenario) it reads the events table, a page of new rows per
  * look. Polling 100k requests over HTTP would add load the baselines do not have.
  */
-import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
-import { authHeaders, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
+import type { LmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { authHeaders, call, createAccountWithKey, openAirsLmdbStore, sandbox, startAirs } from '../airs.js';
 import { type Context, profileFlags } from '../context.js';
+import { type CpuMeter, type CpuUse, microsPer, processTree, startCpuMeter } from '../cpuTime.js';
 import { type LoadResult, runLoad } from '../load.js';
 import type { Sizes } from '../options.js';
 import type { Child } from '../processes.js';
+import { waitForIdleAll } from '../procfs.js';
 
 export type EndToEndRun = {
   readonly jobs: number;
@@ -27,6 +29,10 @@ export type EndToEndRun = {
   readonly startedAt?: number;
   /** The submitting loads (one per airs node). */
   readonly load?: LoadResult | readonly LoadResult[];
+  /** The servers' CPU time from the first submit until the last request was seen settled, where they were named. */
+  readonly cpu?: CpuUse;
+  /** `cpu` over the requests, in µs. */
+  readonly cpuUsPerRequest?: number;
 };
 
 /** What the bench needs of a log event. */
@@ -58,6 +64,13 @@ export type EndToEndTarget = {
   readonly onEvent?: (event: LogEntry) => void;
   /** Sizes other than the e2e scenario's (the webhooks scenario's; a warm-up of 0 skips it). */
   readonly sizes?: Partial<Sizes['e2e']>;
+  /**
+   * The server processes: when named, the timed run starts once they are idle (the warm-up and anything before it
+   * done), and their CPU time over it is measured.
+   */
+  readonly cpuOf?: () => readonly number[];
+  /** Gets the timed run's CPU meter as it starts, to read it again later (after the webhooks' deliveries). */
+  readonly onMeter?: (meter: CpuMeter) => void;
 };
 
 /** Warm-up, then the timed run, against airs servers already started. */
@@ -66,7 +79,7 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
   const { urls, key, follower, label } = target;
   const keys = target.keys ?? [key];
   const lanes = urls.flatMap((url) => keys.map((laneKey) => ({ url, key: laneKey })));
-  const submitTo = (url: string, laneKey: string, amount: number, connections: number) =>
+  const submitTo = (url: string, laneKey: string, amount: number, connections: number, onSend?: () => void) =>
     runLoad(
       {
         url,
@@ -79,14 +92,18 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
       },
       context.cpus.load,
       e2e.timeoutSec * 1000,
+      onSend,
     );
-  /** `amount` requests from `e2e.clients` clients, shared evenly by the nodes (and the keys). */
-  const submit = async (amount: number) => {
+  /**
+   * `amount` requests from `e2e.clients` clients, shared evenly by the nodes (and the keys); `onSend` is called as
+   * each share is handed to the load generator.
+   */
+  const submit = async (amount: number, onSend?: () => void) => {
     const loads = await Promise.all(
       lanes.map((lane, i) => {
         const share = Math.floor(amount / lanes.length) + (i < amount % lanes.length ? 1 : 0);
         const clients = Math.floor(e2e.clients / lanes.length) + (i < e2e.clients % lanes.length ? 1 : 0);
-        return submitTo(lane.url, lane.key, share, Math.max(1, clients));
+        return submitTo(lane.url, lane.key, share, Math.max(1, clients), onSend);
       }),
     );
     for (const load of loads) {
@@ -141,18 +158,34 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
     await follow(warmupFrom, e2e.warmup, performance.now() + e2e.timeoutSec * 1000);
   }
 
+  if (target.cpuOf !== undefined) {
+    const idle = await waitForIdleAll(target.cpuOf, { timeoutMs: e2e.timeoutSec * 1000 });
+    if (!idle.idle) context.log(`  ${label}: still busy ${idle.waitedMs} ms after the warm-up; measuring anyway`);
+  }
   const timedFrom = (await follower.lastSeq()) + 1;
+  // The meter starts as the first share is handed to the load generator.
+  let meter: CpuMeter | undefined;
+  const { cpuOf } = target;
+  const onSend =
+    cpuOf === undefined
+      ? undefined
+      : () => {
+          if (meter !== undefined) return;
+          meter = startCpuMeter(cpuOf);
+          target.onMeter?.(meter);
+        };
   const started = performance.now();
   context.log(
     `  ${label}: ${e2e.requests} requests from ${e2e.clients} clients${urls.length > 1 ? ` over ${urls.length} nodes` : ''}`,
   );
-  const loads = await submit(e2e.requests);
+  const loads = await submit(e2e.requests, onSend);
   const startedAt = Math.min(...loads.map((load) => load.startedAt));
   const { queued, completed, failed, lastQueuedAt, lastCompletedAt, sampleId } = await follow(
     timedFrom,
     e2e.requests,
     started + e2e.timeoutSec * 1000,
   );
+  const cpu = meter?.read();
   if (queued !== e2e.requests) throw new Error(`the log holds ${queued} new requests, expected ${e2e.requests}`);
   if (sampleId !== undefined) {
     // The sample is some account's: the first key that sees it (another account's request is unknown to a key).
@@ -175,6 +208,7 @@ export const timeEndToEnd = async (context: Context, target: EndToEndTarget): Pr
     failed,
     startedAt,
     load: loads.length === 1 ? loads[0] : loads,
+    ...(cpu === undefined ? {} : { cpu, cpuUsPerRequest: microsPer(cpu, e2e.requests) }),
   };
 };
 
@@ -216,13 +250,14 @@ export const airsEndToEnd = async (context: Context): Promise<EndToEndRun> => {
   });
   children.push(airs.child);
   // The bench only reads through this store (the server writes); it runs on the load CPUs.
-  const store = openLmdbStore(box.dataDir);
+  const store = await openAirsLmdbStore(box.dataDir);
   try {
     return await timeEndToEnd(context, {
       urls: [airs.url],
       key: credentials.key,
       label: 'airs',
       follower: lmdbFollower(store),
+      cpuOf: () => processTree(airs.child.pid),
     });
   } finally {
     await store.close();

@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { driver } from '../bullmq/connection.js';
 import type { Context } from '../context.js';
+import { processTree } from '../cpuTime.js';
 import { script } from '../paths.js';
 import { type Child, startChild } from '../processes.js';
 import { startRedis } from '../redis.js';
@@ -40,7 +41,10 @@ export const bullEndToEnd = async (
       count,
       producers: e2e.clients,
     }));
-    const run = await timeBaseline(context, 'BullMQ', worker, produce);
+    const run = await timeBaseline(context, 'BullMQ', worker, produce, () => [
+      ...processTree(redis.child.pid),
+      ...processTree(worker.pid),
+    ]);
     return { ...run, driver: driver(), redisVersion: redis.version };
   } finally {
     await Promise.all(children.map((child) => child.stop('SIGTERM', 10_000)));

@@ -1,7 +1,7 @@
 /** End to end, airs against BullMQ + Redis in the same run: time until all N requests are completed. */
-import type { Context, Row, ScenarioResult } from '../context.js';
+import type { Context, Figure, Row, ScenarioResult } from '../context.js';
 import { redisServerPath } from '../redis.js';
-import { ratio } from '../stats.js';
+import { ratio, round } from '../stats.js';
 import { airsEndToEnd } from './airsEndToEnd.js';
 import { bullEndToEnd } from './bullEndToEnd.js';
 
@@ -12,7 +12,7 @@ export const endToEndScenario = async (context: Context): Promise<ScenarioResult
   const notes: string[] = [];
   const airs = await airsEndToEnd(context);
   context.log(
-    `  airs: ${airs.jobs} in ${airs.seconds} s (${airs.jobsPerSec}/s; submitting took ${airs.submitSeconds} s)`,
+    `  airs: ${airs.jobs} in ${airs.seconds} s (${airs.jobsPerSec}/s; submitting took ${airs.submitSeconds} s), CPU ${airs.cpuUsPerRequest} µs/req`,
   );
 
   const redisServer = redisServerPath();
@@ -25,7 +25,7 @@ export const endToEndScenario = async (context: Context): Promise<ScenarioResult
   } else {
     bull = await bullEndToEnd(context, redisServer);
     context.log(
-      `  BullMQ: ${bull.jobs} in ${bull.seconds} s (${bull.jobsPerSec}/s; adding took ${bull.submitSeconds} s)`,
+      `  BullMQ: ${bull.jobs} in ${bull.seconds} s (${bull.jobsPerSec}/s; adding took ${bull.submitSeconds} s), CPU ${bull.cpuUsPerRequest} µs/job`,
     );
     notes.push(
       `End to end: BullMQ reached Redis ${bull.redisVersion} through ${bull.driver}; redis-server --appendonly yes --appendfsync always; ${e2e.clients} producers awaiting queue.add, one worker process with concurrency ${e2e.bullConcurrency}.`,
@@ -43,6 +43,37 @@ export const endToEndScenario = async (context: Context): Promise<ScenarioResult
       detail: `airs ${airs.seconds} s (${airs.jobsPerSec}/s)${bull === undefined ? '' : `, BullMQ ${bull.seconds} s (${bull.jobsPerSec}/s)`}`,
       met: bull === undefined || context.options.smoke ? null : speedup >= minRatio,
     },
+    {
+      scenario: 'End to end: server CPU per request',
+      target: 'none (reported)',
+      measured: `${airs.cpuUsPerRequest} µs`,
+      detail: `airs used ${round((airs.cpu?.seconds ?? Number.NaN) / (airs.cpu?.wallSeconds ?? Number.NaN), 2)} of a CPU${bull === undefined ? '' : `; BullMQ (redis-server + worker) ${bull.cpuUsPerRequest} µs per job (${ratio(airs.cpuUsPerRequest ?? Number.NaN, bull.cpuUsPerRequest ?? Number.NaN)} x)`}`,
+      met: null,
+    },
   ];
-  return { name: 'e2e', rows, notes, details: { airs, bullmq: bull ?? null, speedup } };
+  notes.push(
+    `End to end: server CPU = user + system time of every process of the system under test (airs; redis-server and the BullMQ worker), all threads, from the first submit until the last request was seen completed, over the requests (${[...new Set([airs.cpu?.source, bull?.cpu?.source].filter((s) => s !== undefined))].join(' and ')}: see cpuTime.ts); each timed run starts once its servers are idle after the warm-up.`,
+  );
+  const figures: Figure[] = [
+    { key: 'e2e.airs.rps', label: 'e2e airs: req/s', value: airs.jobsPerSec, better: 'higher' },
+    {
+      key: 'e2e.airs.cpuUs',
+      label: 'e2e airs: CPU µs/req',
+      value: airs.cpuUsPerRequest ?? Number.NaN,
+      better: 'lower',
+    },
+    ...(bull === undefined
+      ? []
+      : ([
+          { key: 'e2e.ratio', label: 'e2e airs/BullMQ speed', value: speedup, better: 'higher' },
+          { key: 'e2e.bullmq.rps', label: 'e2e BullMQ: jobs/s', value: bull.jobsPerSec, better: 'higher' },
+          {
+            key: 'e2e.bullmq.cpuUs',
+            label: 'e2e BullMQ: CPU µs/job',
+            value: bull.cpuUsPerRequest ?? Number.NaN,
+            better: 'lower',
+          },
+        ] satisfies Figure[])),
+  ];
+  return { name: 'e2e', rows, notes, figures, details: { airs, bullmq: bull ?? null, speedup } };
 };

@@ -5,11 +5,12 @@
  * requests a POST round queued) never runs into the next measurement, its own or the bare server's.
  */
 import { authHeaders, call, completedRequest, createAccountWithKey, sandbox, startAirs } from '../airs.js';
-import { type Context, profileFlags, type Row, type ScenarioResult } from '../context.js';
+import { type Context, type Figure, profileFlags, type Row, type ScenarioResult } from '../context.js';
+import { type CpuMeter, type CpuUse, microsPer, processTree, startCpuMeter } from '../cpuTime.js';
 import { type LoadResult, type LoadSpec, runLoad } from '../load.js';
 import { script } from '../paths.js';
 import { type Child, startChild } from '../processes.js';
-import { waitForIdle } from '../procfs.js';
+import { waitForIdleAll } from '../procfs.js';
 import { median, ratio, round } from '../stats.js';
 
 type Kind = 'post' | 'get';
@@ -31,7 +32,20 @@ export const startBare = async (cpus: string | undefined) => {
 };
 
 /** One server (or several loaded at once, the load split between them) in the interleaved rounds. */
-export type RoundSide<Name extends string = string> = { readonly name: Name; readonly specs: readonly LoadSpec[] };
+export type RoundSide<Name extends string = string> = {
+  readonly name: Name;
+  readonly specs: readonly LoadSpec[];
+  /** The server's processes, whose CPU time each round measures (from its first request to its last answer). */
+  readonly cpuOf?: () => readonly number[];
+  /**
+   * Awaited after each round with the CPU meter still running, so that `cpuDrained` also holds the work the round
+   * left behind (POST: processing the requests it queued).
+   */
+  readonly drain?: () => Promise<void>;
+};
+
+/** A round's load, with the server's CPU time over it where the side names its processes. */
+export type RoundResult = LoadResult & { readonly cpu?: CpuUse; readonly cpuDrained?: CpuUse };
 
 /** Several loads at once (one per node of a side) as one result: requests and rates added, latencies the worst. */
 const combine = (results: readonly LoadResult[]): LoadResult => {
@@ -84,15 +98,27 @@ export const interleavedRounds = async <Name extends string>(
     /** Runs each turn of a side (its warm-up, each of its rounds): to start a server before it and stop it after. */
     readonly around?: (side: RoundSide<Name>, turn: () => Promise<void>) => Promise<void>;
   } = {},
-): Promise<Record<Name, LoadResult[]>> => {
+): Promise<Record<Name, RoundResult[]>> => {
   const { sizes } = context.options;
   const measure = async (side: RoundSide<Name>, durationSec: number) => {
-    let result: LoadResult | undefined;
+    let result: RoundResult | undefined;
     const turn = async () => {
       await settle();
-      result = combine(
-        await Promise.all(side.specs.map((spec) => runLoad({ ...spec, durationSec }, context.cpus.load))),
+      // The meter starts as the first load is handed to the generator (whose own start-up is not measured).
+      let meter: CpuMeter | undefined;
+      const { cpuOf } = side;
+      const onSend = cpuOf === undefined ? undefined : () => (meter ??= startCpuMeter(cpuOf));
+      const load = combine(
+        await Promise.all(
+          side.specs.map((spec) => runLoad({ ...spec, durationSec }, context.cpus.load, undefined, onSend)),
+        ),
       );
+      const cpu = meter?.read();
+      if (meter === undefined || side.drain === undefined) result = cpu === undefined ? load : { ...load, cpu };
+      else {
+        await side.drain();
+        result = { ...load, cpu, cpuDrained: meter.read() } as RoundResult;
+      }
     };
     await (options.around === undefined ? turn() : options.around(side, turn));
     if (result === undefined) throw new Error(`no result for ${side.name}`);
@@ -102,18 +128,44 @@ export const interleavedRounds = async <Name extends string>(
     context.log(`  warm-up: ${sizes.http.warmupSec} s each`);
     for (const side of sides) await measure(side, sizes.http.warmupSec);
   }
-  const rounds = Object.fromEntries(sides.map((side) => [side.name, [] as LoadResult[]])) as Record<Name, LoadResult[]>;
+  const rounds = Object.fromEntries(sides.map((side) => [side.name, [] as RoundResult[]])) as Record<
+    Name,
+    RoundResult[]
+  >;
   const width = Math.max(...sides.map((side) => side.name.length));
   for (let round = 1; round <= sizes.http.rounds; round++) {
     for (const side of sides) {
       const result = await measure(side, sizes.http.roundSec);
       rounds[side.name].push(result);
       context.log(
-        `  round ${round} ${side.name.padEnd(width)} ${Math.round(result.rps).toString().padStart(6)} req/s  p99 ${result.latencyMs.p99} ms${result.non2xx + result.errors > 0 ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`,
+        `  round ${round} ${side.name.padEnd(width)} ${Math.round(result.rps).toString().padStart(6)} req/s  p99 ${result.latencyMs.p99} ms${result.cpu === undefined ? '' : `  CPU ${microsPer(result.cpu, result.requests)} µs/req`}${result.cpuDrained === undefined ? '' : ` (${microsPer(result.cpuDrained, result.requests)} with what it left)`}${result.non2xx + result.errors > 0 ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`,
       );
     }
   }
   return rounds;
+};
+
+/**
+ * CPU per request of one side's rounds (µs, medians; NaN where the side was not metered), and where the figures came
+ * from (cpuTime.ts).
+ */
+export const cpuSummary = (results: readonly RoundResult[]) => {
+  const perRound = results.map((r) => (r.cpu === undefined ? Number.NaN : microsPer(r.cpu, r.requests)));
+  const drainedPerRound = results.map((r) =>
+    r.cpuDrained === undefined ? Number.NaN : microsPer(r.cpuDrained, r.requests),
+  );
+  return {
+    usPerRequest: median(perRound),
+    drainedUsPerRequest: median(drainedPerRound),
+    perRound,
+    drainedPerRound,
+    /** Share of one CPU the server used during the rounds (medians). */
+    cpuShare: round(
+      median(results.map((r) => (r.cpu === undefined ? Number.NaN : r.cpu.seconds / r.cpu.wallSeconds))),
+      2,
+    ),
+    sources: [...new Set(results.flatMap((r) => [r.cpu?.source, r.cpuDrained?.source]).filter((s) => s !== undefined))],
+  };
 };
 
 /** Medians of the rounds of one side. */
@@ -159,15 +211,26 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
       connections: sizes.connections,
       durationSec: sizes.http.roundSec,
     });
+    // Every process of airs (all of them under --processes N), and the bare server: metered, and idle before a round.
+    const airsPids = () => processTree(airs.child.pid);
+    const idleBound = Math.max(30_000, sizes.http.roundSec * 20_000);
+    const untilAirsIdle = async () => {
+      const waited = await waitForIdleAll(airsPids, { timeoutMs: idleBound });
+      if (!waited.idle) context.log(`  airs still busy after ${waited.waitedMs} ms; measuring anyway`);
+    };
     const sides: RoundSide<'airs' | 'bare'>[] = [
-      { name: 'airs', specs: [spec(airs.url)] },
-      { name: 'bare', specs: [spec(bare.url)] },
+      {
+        name: 'airs',
+        specs: [spec(airs.url)],
+        cpuOf: airsPids,
+        ...(kind === 'post' ? { drain: untilAirsIdle } : {}),
+      },
+      { name: 'bare', specs: [spec(bare.url)], cpuOf: () => [bare.child.pid] },
     ];
 
-    const idleBound = Math.max(30_000, sizes.http.roundSec * 20_000);
     const idleWaits: number[] = [];
     const settle = async () => {
-      const waited = await waitForIdle(airs.child.pid, { timeoutMs: idleBound });
+      const waited = await waitForIdleAll(() => [...airsPids(), bare.child.pid], { timeoutMs: idleBound });
       idleWaits.push(waited.waitedMs);
       if (!waited.idle) context.log(`  airs still busy after ${waited.waitedMs} ms; measuring anyway`);
     };
@@ -178,6 +241,8 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
 
     const app = summarize(rounds.airs);
     const base = summarize(rounds.bare);
+    const appCpu = cpuSummary(rounds.airs);
+    const baseCpu = cpuSummary(rounds.bare);
     const throughputRatio = ratio(app.rps, base.rps);
     const pairRatios = rounds.airs.map((r, i) => ratio(r.rps, rounds.bare[i]?.rps ?? Number.NaN));
     const clean = app.non2xx === 0 && app.errors === 0;
@@ -197,6 +262,13 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
         detail: `p50 ${app.p50Ms} ms; bare p99 ${base.p99Ms} ms, p50 ${base.p50Ms} ms`,
         met: measured ? app.p99Ms < target.maxP99Ms : null,
       },
+      {
+        scenario: `${target.label}: server CPU per request`,
+        target: 'none (reported)',
+        measured: `${appCpu.usPerRequest} µs`,
+        detail: `bare ${baseCpu.usPerRequest} µs (${ratio(appCpu.usPerRequest, baseCpu.usPerRequest)} x); airs rounds ${appCpu.perRound.join(', ')} µs${kind === 'post' ? `; with processing what each round queued ${appCpu.drainedUsPerRequest} µs` : ''}; airs used ${appCpu.cpuShare} of a CPU`,
+        met: null,
+      },
     ];
     const notes = [
       `${target.label}: ${sizes.connections} connections, ${sizes.http.rounds} round(s) of ${sizes.http.roundSec} s per server${sizes.http.warmupSec > 0 ? ` after a ${sizes.http.warmupSec} s warm-up each` : ''}, interleaved airs/bare; per-round ratios airs/bare ${pairRatios.join(', ')}.`,
@@ -210,12 +282,54 @@ export const httpScenario = async (kind: Kind, context: Context): Promise<Scenar
             `POST: before each round airs was given time to finish processing what earlier rounds queued (waits: ${idleWaits.map((ms) => (ms / 1000).toFixed(1)).join(', ')} s).`,
           ]
         : []),
+      `${target.label}: server CPU = user + system time of ${context.options.processes > 1 ? 'every airs process' : 'the airs process'} (all threads) from the round's first request to its last answer, over the round's answers (${[...new Set([...appCpu.sources, ...baseCpu.sources])].join(' and ')}: see cpuTime.ts)${kind === 'post' ? '; "with processing" runs on until airs is idle again' : ''}.`,
+    ];
+    const figures: Figure[] = [
+      { key: `${kind}.airs.rps`, label: `${kind.toUpperCase()} airs: req/s`, value: app.rps, better: 'higher' },
+      {
+        key: `${kind}.airs.cpuUs`,
+        label: `${kind.toUpperCase()} airs: CPU µs/req`,
+        value: appCpu.usPerRequest,
+        better: 'lower',
+      },
+      ...(kind === 'post'
+        ? [
+            {
+              key: 'post.airs.cpuUsWithProcessing',
+              label: 'POST airs: CPU µs/req with processing',
+              value: appCpu.drainedUsPerRequest,
+              better: 'lower',
+            } as const,
+          ]
+        : []),
+      { key: `${kind}.airs.p99Ms`, label: `${kind.toUpperCase()} airs: p99 ms`, value: app.p99Ms, better: 'lower' },
+      {
+        key: `${kind}.ratio`,
+        label: `${kind.toUpperCase()} airs/bare req/s`,
+        value: throughputRatio,
+        better: 'higher',
+      },
+      { key: `${kind}.bare.rps`, label: `${kind.toUpperCase()} bare: req/s`, value: base.rps, better: 'higher' },
+      {
+        key: `${kind}.bare.cpuUs`,
+        label: `${kind.toUpperCase()} bare: CPU µs/req`,
+        value: baseCpu.usPerRequest,
+        better: 'lower',
+      },
     ];
     return {
       name: kind,
       rows,
       notes,
-      details: { airs: app, bare: base, ratio: throughputRatio, pairRatios, rounds, idleWaitsMs: idleWaits },
+      figures,
+      details: {
+        airs: { ...app, cpu: appCpu },
+        bare: { ...base, cpu: baseCpu },
+        ratio: throughputRatio,
+        pairRatios,
+        rounds,
+        idleWaitsMs: idleWaits,
+      },
     };
   } finally {
     await Promise.all(children.map((child) => child.stop('SIGTERM', 20_000)));

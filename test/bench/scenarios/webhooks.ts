@@ -14,21 +14,29 @@
  * completion (the `at` of its `RequestCompleted`, which the poll answer shows in seconds as `completed_at`) to its
  * arrival at the receiver.
  */
-import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
-import { airsJson, benchConfig, type Credentials, call, createAccountWithKey, sandbox, startAirs } from '../airs.js';
-import { type Context, profileFlags, type Row, type ScenarioResult } from '../context.js';
+import type { LmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import {
+  airsJson,
+  benchConfig,
+  type Credentials,
+  call,
+  createAccountWithKey,
+  openAirsLmdbStore,
+  sandbox,
+  startAirs,
+} from '../airs.js';
+import { type Context, profileFlags, type ScenarioResult } from '../context.js';
+import { type CpuMeter, type CpuUse, microsPer, processTree } from '../cpuTime.js';
 import { script } from '../paths.js';
 import { type Child, startChild } from '../processes.js';
-import { waitForIdle } from '../procfs.js';
-import { markdownTable } from '../report.js';
-import { ratio, round } from '../stats.js';
+import { waitForIdleAll } from '../procfs.js';
+import { round } from '../stats.js';
 import type { Receipt, ReceiverAnswer, ReceiverAsk } from '../webhookReceiver.js';
-import { type EndToEndRun, lmdbFollower, timeEndToEnd } from './airsEndToEnd.js';
+import { lmdbFollower, timeEndToEnd } from './airsEndToEnd.js';
+import { type DeliveryCheck, percentile, type Round, report, type SideName } from './webhooksReport.js';
 
-const minRatio = 0.8;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type SideName = 'without' | 'with';
 type AddedEndpoint = { readonly id: string; readonly url: string };
 
 /** The receiver, asked over IPC (one question at a time: answers come back in order). */
@@ -62,7 +70,7 @@ type Side = {
   readonly pid: number;
   readonly accounts: readonly Credentials[];
   readonly endpoints: readonly AddedEndpoint[];
-  readonly store: ReturnType<typeof openLmdbStore>;
+  readonly store: LmdbStore;
   readonly stop: () => Promise<void>;
 };
 
@@ -93,7 +101,7 @@ const startSide = async (context: Context, name: SideName, receiverUrl: string):
     processes: context.options.processes,
   });
   // The bench only reads through this store (the server writes).
-  const store = openLmdbStore(box.dataDir);
+  const store = await openAirsLmdbStore(box.dataDir);
   const stop = async () => {
     await store.close();
     await airs.child.stop('SIGTERM', 20_000);
@@ -111,12 +119,16 @@ const startSide = async (context: Context, name: SideName, receiverUrl: string):
   return { name, url: airs.url, pid: airs.child.pid, accounts, endpoints, store, stop };
 };
 
-/** One run on a side; `completions` gets the `at` of every request the run completed. */
+/**
+ * One run on a side; `completions` gets the `at` of every request the run completed, `meter` is the server's CPU
+ * meter started with the timed run (still running: the deliveries are read from it later).
+ */
 const runOn = async (context: Context, side: Side, requests: number, label: string) => {
   const { webhooks } = context.options.sizes;
   const completions = new Map<string, number>();
   const [first] = side.accounts;
   if (first === undefined) throw new Error('no account');
+  let meter: CpuMeter | undefined;
   const run = await timeEndToEnd(context, {
     urls: [side.url],
     key: first.key,
@@ -127,16 +139,26 @@ const runOn = async (context: Context, side: Side, requests: number, label: stri
       if (event.type === 'RequestCompleted' && event.reqId !== undefined) completions.set(event.reqId, event.at);
     },
     sizes: { requests, warmup: 0, clients: webhooks.clients, timeoutSec: webhooks.timeoutSec },
+    cpuOf: () => processTree(side.pid),
+    onMeter: (started) => {
+      meter = started;
+    },
   });
   if (run.failed > 0) throw new Error(`${label}: ${run.failed} requests failed`);
-  return { run, completions };
+  return { run, completions, meter };
 };
 
 /**
  * Waits until the receiver holds `expected` distinct deliveries, or none has come for `deliveryIdleSec`, or
  * `deliveryTimeoutSec` has passed; then 1 s more, so that a repeat sent right after shows up too.
  */
-const awaitDeliveries = async (context: Context, receiver: Receiver, expected: number) => {
+const awaitDeliveries = async (
+  context: Context,
+  receiver: Receiver,
+  expected: number,
+  /** Called once, when the last of the `expected` deliveries has arrived. */
+  onAllArrived?: () => void,
+) => {
   const { webhooks } = context.options.sizes;
   const started = performance.now();
   let lastDistinct = -1;
@@ -149,7 +171,10 @@ const awaitDeliveries = async (context: Context, receiver: Receiver, expected: n
       lastDistinct = distinct;
       lastProgress = now;
     }
-    if (distinct >= expected) break;
+    if (distinct >= expected) {
+      onAllArrived?.();
+      break;
+    }
     if (now - lastProgress > webhooks.deliveryIdleSec * 1000) break;
     if (now - started > webhooks.deliveryTimeoutSec * 1000) break;
     await sleep(100);
@@ -158,20 +183,6 @@ const awaitDeliveries = async (context: Context, receiver: Receiver, expected: n
   const answer = await receiver.ask({ type: 'take' });
   if (answer.type !== 'take') throw new Error('the webhook receiver answered out of turn');
   return { receipts: answer.receipts, malformed: answer.malformed, waitedSec: (performance.now() - started) / 1000 };
-};
-
-/** The value below which `share` of the sorted values lie (nearest rank). */
-const percentile = (sorted: readonly number[], share: number) =>
-  sorted.length === 0
-    ? Number.NaN
-    : (sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)] as number);
-
-type DeliveryCheck = {
-  readonly expected: number;
-  readonly received: number;
-  readonly repeated: number;
-  readonly latenciesMs: readonly number[];
-  readonly lastReceiptAt: number;
 };
 
 /** The deliveries of the requests in `completions`, from the receipts (one `request.completed` per request). */
@@ -205,13 +216,6 @@ const checkCompletedAt = async (side: Side, reqId: string, at: number) => {
   throw new Error(`${reqId} is unknown to every account of the ${side.name} side`);
 };
 
-type Round = {
-  readonly side: SideName;
-  readonly round: number;
-  readonly run: EndToEndRun;
-  readonly deliveries?: DeliveryCheck & { readonly waitedSec: number };
-};
-
 export const webhooksScenario = async (context: Context): Promise<ScenarioResult> => {
   const { webhooks } = context.options.sizes;
   const receiver = await startReceiver(context);
@@ -226,9 +230,9 @@ export const webhooksScenario = async (context: Context): Promise<ScenarioResult
     // Every request the webhooks side completed, for the exactly-once count (warm-up included).
     const allCompleted = new Map<string, number>();
     let malformed = 0;
-    const deliveredNow = async (completions: ReadonlyMap<string, number>) => {
+    const deliveredNow = async (completions: ReadonlyMap<string, number>, onAllArrived?: () => void) => {
       for (const [reqId, at] of completions) allCompleted.set(reqId, at);
-      const taken = await awaitDeliveries(context, receiver, allCompleted.size);
+      const taken = await awaitDeliveries(context, receiver, allCompleted.size, onAllArrived);
       malformed = taken.malformed;
       const byRequest = new Map(
         taken.receipts.filter((r) => r.type === 'request.completed').map((r) => [r.dataId, r] as const),
@@ -259,19 +263,34 @@ export const webhooksScenario = async (context: Context): Promise<ScenarioResult
       const order: SideName[] = i % 2 === 0 ? ['without', 'with'] : ['with', 'without'];
       for (const name of order) {
         const side = name === 'with' ? withHooks : without;
-        await waitForIdle(side.pid, { timeoutMs: 30_000 });
-        const { run, completions } = await runOn(context, side, webhooks.requests, `${name} webhooks`);
+        // Both servers idle (the other one's deliveries done too) before a run is measured.
+        await waitForIdleAll(() => sides.flatMap((s) => processTree(s.pid)), { timeoutMs: 30_000 });
+        const { run, completions, meter } = await runOn(context, side, webhooks.requests, `${name} webhooks`);
         let deliveries: Round['deliveries'];
+        let cpuToDelivery: CpuUse | undefined;
         if (name === 'with') {
-          const d = await deliveredNow(completions);
+          const d = await deliveredNow(completions, () => {
+            cpuToDelivery = meter?.read();
+          });
           unexpected = d.unexpected;
           deliveries = d;
           const [sample] = completions;
           if (sample !== undefined) await checkCompletedAt(side, sample[0], sample[1]);
         }
-        rounds.push({ side: name, round: i + 1, run, ...(deliveries === undefined ? {} : { deliveries }) });
+        const cpuUs = {
+          toCompletion: run.cpuUsPerRequest ?? Number.NaN,
+          ...(cpuToDelivery === undefined ? {} : { toDelivery: microsPer(cpuToDelivery, run.jobs) }),
+        };
+        rounds.push({
+          side: name,
+          round: i + 1,
+          run,
+          cpuUs,
+          ...(deliveries === undefined ? {} : { deliveries }),
+          ...(cpuToDelivery === undefined ? {} : { cpuToDelivery }),
+        });
         context.log(
-          `  ${name} webhooks, round ${i + 1}: ${run.jobs} in ${run.seconds} s (${run.jobsPerSec}/s)${
+          `  ${name} webhooks, round ${i + 1}: ${run.jobs} in ${run.seconds} s (${run.jobsPerSec}/s), CPU ${cpuUs.toCompletion} µs/req${cpuUs.toDelivery === undefined ? '' : ` (${cpuUs.toDelivery} to the last delivery)`}${
             deliveries === undefined
               ? ''
               : `; ${deliveries.received} of ${deliveries.expected} deliveries, ${deliveries.repeated} repeated, p50 ${percentile(deliveries.latenciesMs, 0.5)} ms, p99 ${percentile(deliveries.latenciesMs, 0.99)} ms`
@@ -284,121 +303,4 @@ export const webhooksScenario = async (context: Context): Promise<ScenarioResult
     for (const side of sides) await side.stop();
     await receiver.child.stop('SIGTERM', 5_000);
   }
-};
-
-const mean = (values: readonly number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
-
-const report = (
-  context: Context,
-  rounds: readonly Round[],
-  extra: {
-    readonly unexpected: number;
-    readonly malformed: number;
-    /** The warm-up's deliveries: counted for exactly once, left out of the latency. */
-    readonly warmupDeliveries: DeliveryCheck | undefined;
-  },
-): ScenarioResult => {
-  const { webhooks } = context.options.sizes;
-  const rate = (side: SideName) => round(mean(rounds.filter((r) => r.side === side).map((r) => r.run.jobsPerSec)));
-  const rates = (side: SideName) =>
-    rounds
-      .filter((r) => r.side === side)
-      .map((r) => `${r.run.jobsPerSec}/s`)
-      .join(', ');
-  const withRate = rate('with');
-  const withoutRate = rate('without');
-  const x = ratio(withRate, withoutRate);
-  const timed = rounds.flatMap((r) => (r.deliveries === undefined ? [] : [r.deliveries]));
-  const delivered = extra.warmupDeliveries === undefined ? timed : [extra.warmupDeliveries, ...timed];
-  const expected = delivered.reduce((sum, d) => sum + d.expected, 0);
-  const received = delivered.reduce((sum, d) => sum + d.received, 0);
-  const repeated = delivered.reduce((sum, d) => sum + d.repeated, 0);
-  const latencies = timed.flatMap((d) => d.latenciesMs).sort((a, b) => a - b);
-  const p50 = percentile(latencies, 0.5);
-  const p99 = percentile(latencies, 0.99);
-  const exactlyOnce = received === expected && repeated === 0 && extra.unexpected === 0 && extra.malformed === 0;
-  /** Requests per second from the first submit until the last delivery of the run arrived. */
-  const toLastDelivery = (r: Round) =>
-    r.deliveries === undefined || r.run.startedAt === undefined || r.deliveries.lastReceiptAt === 0
-      ? undefined
-      : round(r.run.jobs / ((r.deliveries.lastReceiptAt - r.run.startedAt) / 1000));
-  const rows: Row[] = [
-    {
-      scenario: `webhooks: ${webhooks.requests} echo requests end to end, ${webhooks.accounts} accounts each with an endpoint`,
-      target: `>= ${minRatio.toFixed(2)} x without webhooks`,
-      measured: `${x.toFixed(2)} x`,
-      detail: `with ${withRate}/s (${rates('with')}), without ${withoutRate}/s (${rates('without')})`,
-      met: context.options.smoke ? null : x >= minRatio,
-    },
-    {
-      scenario: 'webhooks: each completion delivered exactly once (warm-ups included)',
-      target: `${expected} of ${expected}, none repeated`,
-      measured: `${received} of ${expected}${repeated > 0 ? `, ${repeated} repeated` : ''}`,
-      detail: `${repeated} repeated, ${expected - received} missing, ${extra.unexpected} unexpected, ${extra.malformed} malformed`,
-      met: exactlyOnce,
-    },
-    {
-      scenario: 'webhooks: delivery latency, completion to receipt',
-      target: 'none (reported)',
-      measured: `p50 ${p50} ms, p99 ${p99} ms`,
-      detail: `max ${latencies.at(-1) ?? Number.NaN} ms over ${latencies.length} deliveries of the timed runs`,
-      met: null,
-    },
-  ];
-  const table = markdownTable(
-    [
-      'Run',
-      'Requests',
-      'Seconds',
-      'Req/s to last completion',
-      'Req/s to last delivery',
-      'Delivered',
-      'Repeated',
-      'p50 ms',
-      'p99 ms',
-    ],
-    rounds.map((r) => [
-      `${r.side} webhooks, round ${r.round}`,
-      String(r.run.jobs),
-      String(r.run.seconds),
-      String(r.run.jobsPerSec),
-      String(toLastDelivery(r) ?? '-'),
-      r.deliveries === undefined ? '-' : `${r.deliveries.received} of ${r.deliveries.expected}`,
-      r.deliveries === undefined ? '-' : String(r.deliveries.repeated),
-      r.deliveries === undefined ? '-' : String(percentile(r.deliveries.latenciesMs, 0.5)),
-      r.deliveries === undefined ? '-' : String(percentile(r.deliveries.latenciesMs, 0.99)),
-    ]),
-  );
-  const notes = [
-    `webhooks: two airs serve (LMDB, processing.concurrency 64, webhooks.allowHttp and allowPrivateNetworks on both), ${webhooks.accounts} enterprise accounts each with a key; on one, each account has an endpoint for every event type (airs webhooks add) at a bare node:http receiver on 127.0.0.1 answering 200 at once. ${webhooks.requests} echo requests per run from ${webhooks.clients} autocannon connections split over the keys, after an untimed warm-up of ${webhooks.warmup} on each server; runs alternate without, with, with, without; rate = requests / (first submit to last RequestCompleted), the mean of each side's runs. After each run with webhooks the bench waits for every delivery; latency = receipt (receiver clock) - the request's RequestCompleted time (server clock, same machine).`,
-  ];
-  return {
-    name: 'webhooks',
-    rows,
-    notes,
-    tables: [table],
-    details: {
-      rounds: rounds.map((r) => ({
-        side: r.side,
-        round: r.round,
-        run: r.run,
-        toLastDeliveryPerSec: toLastDelivery(r) ?? null,
-        deliveries:
-          r.deliveries === undefined
-            ? null
-            : {
-                expected: r.deliveries.expected,
-                received: r.deliveries.received,
-                repeated: r.deliveries.repeated,
-                waitedSec: r.deliveries.waitedSec,
-                p50: percentile(r.deliveries.latenciesMs, 0.5),
-                p99: percentile(r.deliveries.latenciesMs, 0.99),
-              },
-      })),
-      withRate,
-      withoutRate,
-      ratio: x,
-      deliveries: { expected, received, repeated, unexpected: extra.unexpected, malformed: extra.malformed, p50, p99 },
-    },
-  };
 };
