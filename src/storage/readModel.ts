@@ -51,6 +51,8 @@ export const readModelOf = (
     listOf: read(reads.listOf),
     openBatches: read(reads.openBatches),
     accountCount: read(reads.accountCount),
+    uploadsOf: read(reads.uploadsOf),
+    lapsedUploads: read(reads.lapsedUploads),
     webhookEndpoint: read(reads.webhookEndpoint),
     webhookEndpointsOf: read(reads.webhookEndpointsOf),
     webhookDelivery: read(reads.webhookDelivery),

@@ -11,10 +11,11 @@ import {
   initialBatchState,
   isFinalBatch,
 } from '../domain/batch/state.js';
-import type { FileEvent } from '../domain/file/events.js';
+import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
+import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import type { RequestStatus } from '../domain/request/state.js';
-import { accountBatchKeyOf, accountFileKeyOf, type IndexKey } from './projection.js';
+import { accountBatchKeyOf, accountFileKeyOf, filePurposeKeyOf, type IndexKey } from './projection.js';
 import { keyText } from './verifyReport.js';
 
 type MutableCounts = { -readonly [K in keyof BatchCounts]: BatchCounts[K] };
@@ -35,6 +36,8 @@ type LineState = {
 export const createBatchFileFold = () => {
   const batches = new Map<string, RebuiltBatch>();
   const files = new Map<string, FileState>();
+  /** Accounts' uploads whose reservation has not ended, by account. */
+  const uploads = new Map<string, AccountUploads>();
   /** Files the log made and then deleted: a view stored for one is named as such. */
   const deletedFiles = new Set<string>();
   /** The line's state before the event, as much as the rule reads: one object, reused. */
@@ -59,6 +62,7 @@ export const createBatchFileFold = () => {
   return {
     batches: batches as ReadonlyMap<string, { readonly state: BatchState; readonly counts: BatchCounts }>,
     files: files as ReadonlyMap<string, FileState>,
+    uploads: uploads as ReadonlyMap<string, AccountUploads>,
     deletedFiles: deletedFiles as ReadonlySet<string>,
     /** A line of `batchId` moved from `before` to `after` (one event): what that adds to the batch's counts. */
     line(batchId: string, before: RequestStatus, after: LineState): void {
@@ -81,6 +85,12 @@ export const createBatchFileFold = () => {
       return true;
     },
     fileEvent(event: FileEvent): void {
+      if (isUploadEvent(event)) {
+        const held = evolveUploads(uploads.get(event.accountId), event);
+        if (held === undefined) uploads.delete(event.accountId);
+        else uploads.set(event.accountId, held);
+        return;
+      }
       const after = evolveFile(files.get(event.fileId), event);
       if (after === undefined) {
         if (files.delete(event.fileId)) deletedFiles.add(event.fileId);
@@ -97,6 +107,9 @@ export type StoredBatchFileViews = {
   readonly files: Iterable<{ readonly id: string; readonly view: FileState }>;
   readonly accountBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly accountFiles: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly accountFilesByPurpose: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  /** Accounts' uploads whose reservation has not ended, by account id. */
+  readonly uploads: Iterable<{ readonly id: string; readonly view: AccountUploads }>;
   readonly openBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   /** The accounts' counters (domain/accountCounters.ts), counter → count. */
   readonly accountCounts: Iterable<{ readonly key: IndexKey; readonly value: number }>;
@@ -150,7 +163,8 @@ const sameCounts = (a: BatchCounts, b: BatchCounts) =>
  * Compares the rebuilt batches, files and their three indexes with the stored ones, both ways. The indexes' entries
  * are functions of the final states, as in the projection (projectBatchChange, projectFileEvent): a batch is among
  * its account's batches once made ([accountId, createdAt, batchId] → ''), among the open ones ([batchId] →
- * accountId) until it ends; a file that exists is among its account's files (→ its purpose).
+ * accountId) until it ends; a file that exists is among its account's files (→ its purpose), and among those of its
+ * purpose ([accountId, purpose, createdAt, fileId] → ''). Accounts' uploads are compared with the log's too.
  */
 export const compareBatchFileViews = (
   fold: BatchFileFold,
@@ -198,10 +212,16 @@ export const compareBatchFileViews = (
       openBatches.set(keyText([batch.state.context.batchId]), batch.state.context.accountId);
   }
   const accountFiles = new Map<string, string>();
-  for (const file of fold.files.values()) accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
+  const filesByPurpose = new Map<string, string>();
+  for (const file of fold.files.values()) {
+    accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
+    filesByPurpose.set(keyText(filePurposeKeyOf(file)), '');
+  }
   compareIndex('accountBatches', stored.accountBatches, accountBatches, differ);
   compareIndex('openBatches', stored.openBatches, openBatches, differ);
   compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
+  compareIndex('accountFilesByPurpose', stored.accountFilesByPurpose, filesByPurpose, differ);
+  compareUploads(stored.uploads, fold.uploads, differ);
   compareAccountCounts(
     stored.accountCounts,
     accountCountsOf(
@@ -211,6 +231,23 @@ export const compareBatchFileViews = (
     differ,
   );
   return { batches: made.size, files: fold.files.size };
+};
+
+/** Accounts' uploads as stored against those the log leaves, both ways. */
+export const compareUploads = (
+  stored: Iterable<{ readonly id: string; readonly view: AccountUploads }>,
+  rebuilt: ReadonlyMap<string, AccountUploads>,
+  differ: (message: string) => void,
+): void => {
+  const seen = new Set<string>();
+  for (const { id, view } of stored) {
+    seen.add(id);
+    const wanted = rebuilt.get(id);
+    if (wanted === undefined) differ(`uploads of ${id}: stored but the log leaves none`);
+    else if (!isDeepStrictEqual(view, wanted)) differ(`uploads of ${id}: the stored value differs from the log's`);
+  }
+  for (const id of rebuilt.keys())
+    if (!seen.has(id)) differ(`uploads of ${id}: the log leaves some but none are stored`);
 };
 
 export const compareIndex = (
