@@ -247,6 +247,9 @@ describe('files under attack: every upload and list bounded per account before i
     for (const line of malformed) expect(line).toMatchObject({ level: 30 });
     expect(log).not.toMatch(/"stack"/);
     expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    // Each broken upload gave its reservation back: the account's two places are free.
+    const next = await Promise.all([1, 2].map(() => pacedUpload(server.url, key, { fileBytes: 100, pauseMs: 0 })));
+    expect(next.map((answer) => answer.status)).toEqual([200, 200]);
   });
 });
 
