@@ -4,7 +4,7 @@ import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
-import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
 import type { Command } from '../../src/domain/commands.js';
 import { AccountLimitReached } from '../../src/domain/errors.js';
 import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
@@ -69,13 +69,24 @@ const undoLanes = (store: PostgresStore) =>
       DROP TABLE batches;
       DROP TABLE files;
       DROP TABLE account_counts;
-      DROP TABLE webhook_endpoints, webhook_deliveries;`,
+      DROP TABLE webhook_endpoints, webhook_deliveries;
+      DROP TABLE file_uploads;`,
     values: [],
   });
 /** The migration that brought webhook endpoints and deliveries, and its undoing (for the upgrades from before it). */
 const webhooksVersion = migrations.findIndex((text) => text.includes('CREATE TABLE webhook_endpoints')) + 1;
 const undoWebhooks = (store: PostgresStore) =>
   store.db.query({ text: 'DROP TABLE webhook_endpoints, webhook_deliveries', values: [] });
+/** The migration that bounded files per account (issue 40), and its undoing: no uploads' table, no index by purpose,
+ * no counts of files. */
+const fileBoundsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE file_uploads')) + 1;
+const undoFileBounds = (store: PostgresStore) =>
+  store.db.query({
+    text: `DROP TABLE file_uploads;
+      DROP INDEX files_by_purpose;
+      DELETE FROM account_counts WHERE counter LIKE 'files' || chr(31) || '%';`,
+    values: [],
+  });
 
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -221,7 +232,7 @@ describe('The PostgreSQL store', () => {
   it("counts each account's open batches and bytes of files kept when it upgrades a database of the schema before those counts", async () => {
     const countsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE account_counts')) + 1;
     expect(countsVersion).toBe(webhooksVersion - 1);
-    expect(webhooksVersion).toBe(schemaVersion);
+    expect(webhooksVersion).toBe(fileBoundsVersion - 1);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -252,9 +263,12 @@ describe('The PostgreSQL store', () => {
       [openBatchesCounter('acct_1'), 2],
       [storedBytesCounter('acct_1'), 1_234],
       [storedBytesCounter('acct_2'), 1_234],
+      [storedFilesCounter('acct_1'), 1],
+      [storedFilesCounter('acct_2'), 1],
     ]);
     expect(await countsOf(store)).toEqual(wanted);
-    // As the version before left it: no counts (nor the webhook tables of the version after).
+    // As the version before left it: no counts (nor the webhook tables and the bounds of files of the versions after).
+    await undoFileBounds(store);
     await store.db.query({ text: 'DROP TABLE account_counts', values: [] });
     await undoWebhooks(store);
     await store.db.query(sql`UPDATE airs_schema_version SET version = ${countsVersion - 1}`);
@@ -270,6 +284,37 @@ describe('The PostgreSQL store', () => {
       commands: [{ ...bounded, command: { ...bounded.command, maxInProgress: 2 } as typeof bounded.command }],
     });
     expect(outcome).toBeInstanceOf(AccountLimitReached);
+  });
+
+  it("counts each account's files and indexes them by purpose when it upgrades a database of the schema before files were bounded", async () => {
+    expect(fileBoundsVersion).toBe(schemaVersion);
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createFile(fileIdOf(1)),
+        createFile(fileIdOf(2), { purpose: 'batch_output' }),
+        createFile(fileIdOf(3), { account: 2 }),
+        createFile(fileIdOf(4), { now: 120 }),
+        fileCommand(fileIdOf(4), { type: 'DeleteFile', accountId: 'acct_1', now: 150 }),
+      ],
+    });
+    await undoFileBounds(store);
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${fileBoundsVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    expect(await upgraded.reads.accountCount(storedFilesCounter('acct_1'))).toBe(2);
+    expect(await upgraded.reads.accountCount(storedFilesCounter('acct_2'))).toBe(1);
+    expect(
+      await upgraded.reads.listOf('accountFiles', 'acct_1', { order: 'asc', limit: 10, purpose: 'batch_output' }),
+    ).toEqual([fileIdOf(2)]);
+    const [index] = await upgraded.db.query<{ definition: string }[]>(
+      sql`SELECT pg_get_indexdef('files_by_purpose'::regclass) AS definition`,
+    );
+    expect(index?.definition).toMatch(/\(account_id, purpose, created_at, file_id\)$/);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
   });
 
   it("decides a batch's lines in one round each time: their submits, a claim of them, their successes (a line's batch comes with its request)", async () => {
