@@ -263,10 +263,10 @@ const compiledByVersion: Record<number, typeof compiled> = {
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
   for (const event of events) {
-    if (event.type === 'FileUploadStarted' || event.type === 'FileUploadEnded') return 8;
     if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;
     else if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
       version = Math.max(version, 6);
+    else if (event.type === 'FileUploadStarted' || event.type === 'FileUploadEnded') return 8;
     else if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = Math.max(version, 5);
     else if (event.type !== 'RequestQueued') continue;
     else if (event.batchId !== undefined || event.customId !== undefined) version = Math.max(version, 5);
