@@ -93,6 +93,8 @@ const planOverride = z.strictObject({
   maxProcessing: positiveInt.nullable().optional(),
   maxBatchesInProgress: positiveInt.max(1_000_000).optional(),
   maxFileStorageBytes: positiveInt.optional(),
+  maxFiles: positiveInt.max(100_000_000).optional(),
+  maxConcurrentUploads: positiveInt.max(10_000).optional(),
   maxWebhookEndpoints: positiveInt.max(10_000).optional(),
 });
 

@@ -37,6 +37,9 @@ export const httpLatencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 /** Queue entries read per scrape at most: a scrape must stay cheap whatever the backlog. */
 export const queueScanLimit = 50_000;
 
+/** The lists whose reads are counted. */
+export type ListCall = 'files' | 'batches';
+
 /** What an attempt came to, as counted: a bounded set. */
 export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired' | 'cancelled' | 'taken_over';
 
@@ -62,6 +65,8 @@ export interface MetricsShape {
   attemptEnded(model: string, outcome: AttemptOutcome, seconds: number, usage?: Usage): void;
   /** A call refused by the rate limiter. */
   rateLimited(plan: string, budget: string): void;
+  /** A list call (`GET /v1/files`, `GET /v1/batches`) read `rows` rows of the store: its index entries and views. */
+  listRead(list: ListCall, rows: number): void;
   /** Exposes the process's long-lived calls (held, their bound, refusals); the last source given is the one read. */
   watchLongCalls(source: LongCallsSource): void;
   /** The Prometheus text exposition of this app's metrics and the process's. */
@@ -80,6 +85,7 @@ export const noMetricsLayer = Layer.succeed(
     attemptStarted: () => {},
     attemptEnded: () => {},
     rateLimited: () => {},
+    listRead: () => {},
     watchLongCalls: () => {},
     scrape: async () => '',
     contentType: 'text/plain; version=0.0.4; charset=utf-8',

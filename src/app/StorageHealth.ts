@@ -21,6 +21,8 @@ export interface StorageHealthShape {
   unreachable(reason: string): void;
   /** A batch holding `bytes` of text was committed. Called once per batch: cheap while nothing is wrong. */
   writeSucceeded(bytes: number): void;
+  /** `bytes` were written beside the log (an upload's parts): counted against the free space as committed text is. */
+  wrote(bytes: number): void;
   /** Reads the disk's free space now (the watch does it every second, and soon after writes). */
   check(): Promise<void>;
   /** Asks the store whether it can be reached (the watch does it every second where the store has a `ping`). */
@@ -146,6 +148,14 @@ export const createStorageHealth = (
     return reading;
   };
 
+  /** What was written since the last reading, taken off the free space (the next reading corrects it). */
+  const counted = (bytes: number) => {
+    if (minFreeBytes === 0 || bytes === 0) return;
+    writtenSince += bytes;
+    judge();
+    if (clock.now() - lastReadAt >= rereadAfterWritesMs) void check();
+  };
+
   const ping = () => {
     if (options.ping === undefined) return Promise.resolve();
     pinging ??= options
@@ -181,11 +191,9 @@ export const createStorageHealth = (
         log.warn({ failedForMs: clock.now() - failingSince }, 'writes to the data directory succeed again');
         failingSince = undefined;
       }
-      if (minFreeBytes === 0 || bytes === 0) return;
-      writtenSince += bytes;
-      judge();
-      if (clock.now() - lastReadAt >= rereadAfterWritesMs) void check();
+      counted(bytes);
     },
+    wrote: (bytes) => counted(bytes),
     check,
     problem: () => {
       if (unreachableSince !== undefined) return `the database cannot be reached (${unreachableReason})`;

@@ -243,6 +243,11 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     labelNames: ['plan', 'budget'],
     registers: [registry],
   });
+  const listRows = tallied(registry, {
+    name: 'airs_list_rows_read_total',
+    help: 'Rows of the store (index entries and views) read by list calls, by list (files, batches)',
+    labelNames: ['list'],
+  });
   /** Read at scrape time: nothing is counted on the calls' path but the open calls' own counters. */
   let longCalls: LongCallsSource | undefined;
   new Gauge({
@@ -323,6 +328,7 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
       }
     },
     rateLimited: (plan, budget) => refusals.inc({ plan, budget }),
+    listRead: (list, rows) => listRows.add(rows, list),
     watchLongCalls: (source) => {
       longCalls = source;
     },

@@ -1,6 +1,6 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
-import { openBatchesCounter, storedBytesCounter } from './accountCounters.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from './accountCounters.js';
 import { type BatchCommand, decideBatch } from './batch/decider.js';
 import { acceptsLines, type BatchView, initialBatchState, noCounts } from './batch/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
@@ -15,6 +15,8 @@ import {
 import type { DomainEvent } from './events.js';
 import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
+import { createFileRefusal, decideUpload, reservationTaken, type UploadFacts } from './file/uploadDecider.js';
+import type { AccountUploads } from './file/uploads.js';
 import { accountCounter, modelCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { isExpired } from './request/questions.js';
@@ -101,6 +103,8 @@ export interface DecisionReads extends ClaimReads, WebhookReads {
   /** A batch and its lines' counts, as committed plus what earlier commands of the batch of commands did. */
   batch(batchId: string): BatchView | undefined;
   file(fileId: string): FileState | undefined;
+  /** The account's uploads whose reservation has not ended (file/uploads.ts), as earlier commands left them. */
+  uploadsOf(accountId: string): AccountUploads;
 }
 
 export const isRefusal = (value: unknown): value is Refusal =>
@@ -288,22 +292,35 @@ const decideBatchCommand = (reads: DecisionReads, { batchId, command }: Extract<
   return { events: [...files, ...events] };
 };
 
+const uploadFacts = (reads: DecisionReads, accountId: string, file: FileState | undefined): UploadFacts => ({
+  file,
+  uploads: reads.uploadsOf(accountId),
+  storedBytes: reads.accountCount(storedBytesCounter(accountId)),
+  storedFiles: reads.accountCount(storedFilesCounter(accountId)),
+});
+
 const decideFileCommand = (reads: DecisionReads, { fileId, command }: Extract<Command, { type: 'File' }>) => {
   const file = reads.file(fileId);
-  // An upload whose bytes would take the account's files beyond its plan's bound is refused here (its bytes, stored
-  // already, are then removed by the caller): two uploads at once cannot both take the last room.
-  if (command.type === 'CreateFile' && command.maxStoredBytes !== undefined && file === undefined) {
-    const kept = reads.accountCount(storedBytesCounter(command.accountId));
-    if (kept + command.bytes > command.maxStoredBytes)
-      return new AccountLimitReached({
-        message: `this upload would take the account's files beyond its plan's ${command.maxStoredBytes} bytes (maxFileStorageBytes): delete files to upload more`,
-        budget: 'file_storage',
-        limit: command.maxStoredBytes,
-        count: kept,
-      });
+  // An upload's reservation, and its file, are decided against what the account keeps and the other uploads hold, in
+  // this write: two uploads at once (two processes, two nodes) cannot both take the last room or place.
+  if (command.type === 'StartUpload' || command.type === 'EndUpload') {
+    const events = decideUpload(fileId, uploadFacts(reads, command.accountId, file), command);
+    return Array.isArray(events) ? { events } : events;
+  }
+  // An upload's file (it carries its bounds; a batch's output files never do) takes its reservation; the bytes of one
+  // refused here, stored already, are then removed by the caller.
+  const facts =
+    command.type === 'CreateFile' && command.maxStoredBytes !== undefined && file === undefined
+      ? uploadFacts(reads, command.accountId, file)
+      : undefined;
+  if (facts !== undefined && command.type === 'CreateFile') {
+    const refused = createFileRefusal(fileId, facts, command);
+    if (refused !== undefined) return refused;
   }
   const events = decideFile(fileId, file, command);
-  return events instanceof Refused ? events : { events };
+  if (events instanceof Refused) return events;
+  if (facts === undefined || command.type !== 'CreateFile') return { events };
+  return { events: [...events, ...reservationTaken(fileId, facts, command)] };
 };
 
 const decideAlone = (reads: DecisionReads, command: Command): Decision | Refusal => {

@@ -59,12 +59,12 @@ export class QueueFull extends Data.TaggedError('QueueFull')<{
 
 /**
  * A batch or an upload refused inside the store's write because its account is at a bound of its plan: `count` of
- * `limit` taken already (open batches, bytes of files kept, or webhook endpoints; `budget` says which: `batches`,
- * `file_storage`, `webhook_endpoints`).
+ * `limit` taken already (open batches, bytes of files kept, files kept, uploads streaming, or webhook endpoints;
+ * `budget` says which: `batches`, `file_storage`, `files`, `concurrent_uploads`, `webhook_endpoints`).
  */
 export class AccountLimitReached extends Data.TaggedError('AccountLimitReached')<{
   readonly message: string;
-  readonly budget: 'batches' | 'file_storage' | 'webhook_endpoints';
+  readonly budget: 'batches' | 'file_storage' | 'files' | 'concurrent_uploads' | 'webhook_endpoints';
   readonly limit: number;
   readonly count: number;
 }> {}

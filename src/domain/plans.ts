@@ -18,6 +18,11 @@ export type PlanLimits = {
   readonly maxBatchesInProgress: number;
   /** Bytes of files (uploads and batch outputs) the account may keep stored at once (contract 16). */
   readonly maxFileStorageBytes: number;
+  /** Files (uploads and batch outputs) the account may keep at once; beyond, uploads are refused (a batch's own output
+   * files are counted, never refused): what bounds the rows an account's list of files can hold. */
+  readonly maxFiles: number;
+  /** Uploads of the account streaming at once, in all processes and nodes; beyond, an upload answers `429`. */
+  readonly maxConcurrentUploads: number;
   /** Webhook endpoints the account may have (enabled or disabled, not removed) at once (issue 30). */
   readonly maxWebhookEndpoints: number;
 };
@@ -34,6 +39,8 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 4,
     maxBatchesInProgress: 2,
     maxFileStorageBytes: 1024 ** 3,
+    maxFiles: 1_000,
+    maxConcurrentUploads: 2,
     maxWebhookEndpoints: 1,
   },
   starter: {
@@ -45,6 +52,8 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 16,
     maxBatchesInProgress: 10,
     maxFileStorageBytes: 10 * 1024 ** 3,
+    maxFiles: 10_000,
+    maxConcurrentUploads: 4,
     maxWebhookEndpoints: 3,
   },
   scale: {
@@ -56,6 +65,8 @@ export const defaultPlans: PlanTable = {
     maxProcessing: 64,
     maxBatchesInProgress: 50,
     maxFileStorageBytes: 100 * 1024 ** 3,
+    maxFiles: 100_000,
+    maxConcurrentUploads: 16,
     maxWebhookEndpoints: 10,
   },
   enterprise: {
@@ -67,6 +78,8 @@ export const defaultPlans: PlanTable = {
     maxProcessing: null,
     maxBatchesInProgress: 200,
     maxFileStorageBytes: 1024 ** 4,
+    maxFiles: 1_000_000,
+    maxConcurrentUploads: 64,
     maxWebhookEndpoints: 50,
   },
 };

@@ -5,6 +5,7 @@ import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
+import type { AccountUploads } from '../domain/file/uploads.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
@@ -47,12 +48,27 @@ export type RequestPage = {
 /** An account's batches, or its files (that exist), by creation time. */
 export type ListName = 'accountBatches' | 'accountFiles';
 
-/** A page of such a list: `limit` ids, newest first (`desc`) or oldest first, strictly beyond `from` when given. */
+/**
+ * A page of such a list: `limit` ids (at most `maxListRows`), newest first (`desc`) or oldest first, strictly beyond
+ * `from` when given; of the account's files, only those of `purpose` when given (read from an index of their own, so
+ * the page reads only the rows it returns).
+ */
 export type ListPage = {
   readonly from?: { readonly createdAt: number; readonly id: string } | undefined;
   readonly order: 'asc' | 'desc';
   readonly limit: number;
+  readonly purpose?: string | undefined;
 };
+
+/**
+ * The most ids one page of a list gives (a larger `limit` is read as this): one list call reads at most this many rows
+ * of its index, and the cursor's own. The files list's largest page (10,000) and the one more that says whether more
+ * is left.
+ */
+export const maxListRows = 10_001;
+
+/** An upload whose reservation is past its time and has not been ended (what the file sweep ends). */
+export type LapsedUpload = { readonly accountId: string; readonly fileId: string };
 
 /** A batch that has not ended, and its account. */
 export type OpenBatch = { readonly batchId: string; readonly accountId: string };
@@ -154,6 +170,10 @@ export interface ReadModel {
   isOpenBatchInput(fileId: string): Promise<boolean>;
   /** An account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept), as committed. */
   accountCount(counter: string): Promise<number>;
+  /** An account's uploads whose reservation has not ended (domain/file/uploads.ts). */
+  uploadsOf(accountId: string): Promise<AccountUploads>;
+  /** Up to `limit` uploads of any account whose reservation's time was up at `now` and that have not been ended. */
+  lapsedUploads(now: number, limit: number): Promise<LapsedUpload[]>;
   /** A webhook endpoint, removed ones too. */
   webhookEndpoint(endpointId: string): Promise<WebhookEndpointState | undefined>;
   /** An account's webhook endpoints that are not removed, oldest first. */

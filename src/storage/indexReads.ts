@@ -1,7 +1,14 @@
 import type { KeyState } from '../domain/account/state.js';
 import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { RequestState } from '../domain/request/state.js';
-import type { DailyTokens, ListName, ListPage, OpenBatch, RequestPage } from '../ports/Store.js';
+import {
+  type DailyTokens,
+  type ListName,
+  type ListPage,
+  maxListRows,
+  type OpenBatch,
+  type RequestPage,
+} from '../ports/Store.js';
 import { accountsInTurn } from './accountsInTurn.js';
 import type { OrderedIndexes } from './orderedIndexes.js';
 import { pastPrefix } from './orderedIndexes.js';
@@ -70,13 +77,15 @@ export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
     // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above
     // every key of the account; with one, at the cursor's own key, skipped. Forward (`after`), it runs from the
     // cursor's key up to the end of the account's keys.
+    // `limit` keys and the cursor's own at most: a row whose view is missing is not made up for by reading on.
     const range =
       after !== undefined
-        ? { start: [accountId, after.createdAt, after.reqId], end: [pastPrefix(accountId)] }
+        ? { start: [accountId, after.createdAt, after.reqId], end: [pastPrefix(accountId)], limit: limit + 1 }
         : {
             start: before === undefined ? [pastPrefix(accountId)] : [accountId, before.createdAt, before.reqId],
             end: [accountId],
             reverse: true,
+            limit: limit + 1,
           };
     for (const key of indexes.keys('accountRequests', range)) {
       const [, createdAt, reqId] = key as [string, number, string];
@@ -88,20 +97,30 @@ export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
     return after === undefined ? rows : rows.reverse();
   };
 
-  /** A page of an account's batches or files, by the index [accountId, createdAt, id]. */
-  const listOf = (list: ListName, accountId: string, { from, order, limit }: ListPage): string[] => {
+  /**
+   * A page of an account's batches or files, by the index [accountId, createdAt, id], or its files of one purpose by
+   * [accountId, purpose, createdAt, id]. Reads `limit` keys (at most `maxListRows`) and the cursor's own, no more.
+   */
+  const listOf = (list: ListName, accountId: string, { from, order, limit, purpose }: ListPage): string[] => {
     const ids: string[] = [];
-    if (!(limit > 0)) return ids;
-    const cursor: IndexKey | undefined = from === undefined ? undefined : [accountId, from.createdAt, from.id];
+    const rows = Math.min(limit, maxListRows);
+    if (!(rows > 0)) return ids;
+    const byPurpose = list === 'accountFiles' && purpose !== undefined;
+    const prefix: (string | number)[] = byPurpose ? [accountId, purpose] : [accountId];
+    // Every key that starts with the prefix sorts before the prefix with its last part past itself.
+    const past = byPurpose ? [accountId, pastPrefix(purpose)] : [pastPrefix(accountId)];
+    const cursor: IndexKey | undefined = from === undefined ? undefined : [...prefix, from.createdAt, from.id];
     const range =
       order === 'desc'
-        ? { start: cursor ?? [pastPrefix(accountId)], end: [accountId], reverse: true }
-        : { start: cursor ?? [accountId], end: [pastPrefix(accountId)] };
-    for (const key of indexes.keys(list, range)) {
-      const [, createdAt, id] = key as [string, number, string];
+        ? { start: cursor ?? past, end: prefix, reverse: true, limit: rows + 1 }
+        : { start: cursor ?? prefix, end: past, limit: rows + 1 };
+    for (const key of indexes.keys(byPurpose ? 'accountFilesByPurpose' : list, range)) {
+      const parts = key as (string | number)[];
+      const createdAt = parts[prefix.length] as number;
+      const id = parts[prefix.length + 1] as string;
       if (from !== undefined && createdAt === from.createdAt && id === from.id) continue;
       ids.push(id);
-      if (ids.length >= limit) break;
+      if (ids.length >= rows) break;
     }
     return ids;
   };

@@ -10,8 +10,9 @@ import {
 import { accountCountsOfBatch, accountCountsOfFile, addCountChange } from '../domain/accountCounters.js';
 import { dispatchLaneOf } from '../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../domain/batch/state.js';
-import type { FileEvent } from '../domain/file/events.js';
+import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
+import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import { countersOf } from '../domain/processingCounters.js';
 import { isQueued, type RequestState } from '../domain/request/state.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
@@ -32,6 +33,7 @@ export type IndexName =
   | 'accountFiles'
   | 'accountOpenBatches'
   | 'openBatchInputs'
+  | 'accountFilesByPurpose'
   | 'accountWebhookEndpoints'
   | 'webhookDue'
   | 'endpointWebhookDeliveries';
@@ -92,6 +94,9 @@ export interface ViewAccess {
   /** A file's view; `undefined` removes it (deleted). */
   getFile(fileId: string): FileState | undefined;
   putFile(fileId: string, state: FileState | undefined): void;
+  /** An account's uploads whose reservation has not ended (domain/file/uploads.ts); `undefined` removes the view. */
+  getUploads(accountId: string): AccountUploads | undefined;
+  putUploads(accountId: string, uploads: AccountUploads | undefined): void;
   /** A webhook endpoint's view (a removed one is kept: its deliveries must know it is gone). */
   getWebhookEndpoint(endpointId: string): WebhookEndpointState | undefined;
   putWebhookEndpoint(endpointId: string, state: WebhookEndpointState): void;
@@ -131,6 +136,14 @@ export const accountBatchKeyOf = (view: BatchView): IndexKey => [
 ];
 /** An account's files: [accountId, createdAt, fileId] → its purpose. */
 export const accountFileKeyOf = (file: FileState): IndexKey => [file.accountId, file.createdAt, file.fileId];
+/** An account's files of one purpose: [accountId, purpose, createdAt, fileId] → '' (what a list filtered by purpose
+ * reads: only the rows it returns). */
+export const filePurposeKeyOf = (file: FileState): IndexKey => [
+  file.accountId,
+  file.purpose,
+  file.createdAt,
+  file.fileId,
+];
 
 /**
  * A batch not ended among its account's open batches: [accountId, batchId] → ''. By account first, so that each server's
@@ -174,15 +187,25 @@ export const projectBatchChange = (views: ViewAccess, before: BatchView | undefi
   );
 };
 
-/** Applies a file event: its view, its entry among its account's files (removed with it) and its bytes in its
- * account's bytes kept. */
+/** Applies a file event: its view, its entries among its account's files (all, and of its purpose; removed with it)
+ * and its bytes and itself in its account's counts; or, for an upload's reservation, its account's uploads. */
 export const projectFileEvent = (views: ViewAccess, event: FileEvent): void => {
+  if (isUploadEvent(event)) {
+    views.putUploads(event.accountId, evolveUploads(views.getUploads(event.accountId), event));
+    return;
+  }
   const before = views.getFile(event.fileId);
   const after = evolveFile(before, event);
   if (after === before) return;
   views.putFile(event.fileId, after);
-  if (before !== undefined) views.removeIndex('accountFiles', accountFileKeyOf(before));
-  if (after !== undefined) views.putIndex('accountFiles', accountFileKeyOf(after), after.purpose);
+  if (before !== undefined) {
+    views.removeIndex('accountFiles', accountFileKeyOf(before));
+    views.removeIndex('accountFilesByPurpose', filePurposeKeyOf(before));
+  }
+  if (after !== undefined) {
+    views.putIndex('accountFiles', accountFileKeyOf(after), after.purpose);
+    views.putIndex('accountFilesByPurpose', filePurposeKeyOf(after), '');
+  }
   addCountChange(
     (counter, delta) => views.addAccountCount(counter, delta),
     accountCountsOfFile(before),

@@ -54,6 +54,8 @@ export const readModelOf = (
     openBatchesOf: read(reads.openBatchesOf),
     isOpenBatchInput: read(reads.isOpenBatchInput),
     accountCount: read(reads.accountCount),
+    uploadsOf: read(reads.uploadsOf),
+    lapsedUploads: read(reads.lapsedUploads),
     webhookEndpoint: read(reads.webhookEndpoint),
     webhookEndpointsOf: read(reads.webhookEndpointsOf),
     webhookDelivery: read(reads.webhookDelivery),

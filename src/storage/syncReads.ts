@@ -3,6 +3,7 @@ import type { BatchView } from '../domain/batch/state.js';
 import type { QueuedEntry } from '../domain/claimFairly.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
+import type { AccountUploads } from '../domain/file/uploads.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
@@ -11,6 +12,7 @@ import type {
   DeliveryPage,
   DueDeliveries,
   DueDeliveriesAsk,
+  LapsedUpload,
   ListName,
   ListPage,
   OpenBatch,
@@ -63,6 +65,8 @@ export interface SyncReads {
   openBatchesOf(accountId: string, after: string | undefined, limit: number): string[];
   isOpenBatchInput(fileId: string): boolean;
   accountCount(counter: string): number;
+  uploadsOf(accountId: string): AccountUploads;
+  lapsedUploads(now: number, limit: number): LapsedUpload[];
   webhookEndpoint(endpointId: string): WebhookEndpointState | undefined;
   webhookEndpointsOf(accountId: string): WebhookEndpointState[];
   webhookDelivery(deliveryId: string): DeliveryState | undefined;

@@ -11,13 +11,15 @@ import {
   initialBatchState,
   isFinalBatch,
 } from '../domain/batch/state.js';
-import type { FileEvent } from '../domain/file/events.js';
+import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
+import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import type { RequestStatus } from '../domain/request/state.js';
 import {
   accountBatchKeyOf,
   accountFileKeyOf,
   accountOpenBatchKeyOf,
+  filePurposeKeyOf,
   type IndexKey,
   openBatchInputKeyOf,
 } from './projection.js';
@@ -41,6 +43,8 @@ type LineState = {
 export const createBatchFileFold = () => {
   const batches = new Map<string, RebuiltBatch>();
   const files = new Map<string, FileState>();
+  /** Accounts' uploads whose reservation has not ended, by account. */
+  const uploads = new Map<string, AccountUploads>();
   /** Files the log made and then deleted: a view stored for one is named as such. */
   const deletedFiles = new Set<string>();
   /** The line's state before the event, as much as the rule reads: one object, reused. */
@@ -65,6 +69,7 @@ export const createBatchFileFold = () => {
   return {
     batches: batches as ReadonlyMap<string, { readonly state: BatchState; readonly counts: BatchCounts }>,
     files: files as ReadonlyMap<string, FileState>,
+    uploads: uploads as ReadonlyMap<string, AccountUploads>,
     deletedFiles: deletedFiles as ReadonlySet<string>,
     /** A line of `batchId` moved from `before` to `after` (one event): what that adds to the batch's counts. */
     line(batchId: string, before: RequestStatus, after: LineState): void {
@@ -87,6 +92,12 @@ export const createBatchFileFold = () => {
       return true;
     },
     fileEvent(event: FileEvent): void {
+      if (isUploadEvent(event)) {
+        const held = evolveUploads(uploads.get(event.accountId), event);
+        if (held === undefined) uploads.delete(event.accountId);
+        else uploads.set(event.accountId, held);
+        return;
+      }
       const after = evolveFile(files.get(event.fileId), event);
       if (after === undefined) {
         if (files.delete(event.fileId)) deletedFiles.add(event.fileId);
@@ -105,6 +116,9 @@ export type StoredBatchFileViews = {
   readonly accountFiles: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly accountOpenBatches: Iterable<{ readonly key: IndexKey; readonly value: string }>;
   readonly openBatchInputs: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  readonly accountFilesByPurpose: Iterable<{ readonly key: IndexKey; readonly value: string }>;
+  /** Accounts' uploads whose reservation has not ended, by account id. */
+  readonly uploads: Iterable<{ readonly id: string; readonly view: AccountUploads }>;
   /** The accounts' counters (domain/accountCounters.ts), counter → count. */
   readonly accountCounts: Iterable<{ readonly key: IndexKey; readonly value: number }>;
 };
@@ -154,11 +168,12 @@ const sameCounts = (a: BatchCounts, b: BatchCounts) =>
   a.outputTokens === b.outputTokens;
 
 /**
- * Compares the rebuilt batches, files and their four indexes with the stored ones, both ways. The indexes' entries
+ * Compares the rebuilt batches, files and their five indexes with the stored ones, both ways. The indexes' entries
  * are functions of the final states, as in the projection (projectBatchChange, projectFileEvent): a batch is among
  * its account's batches once made ([accountId, createdAt, batchId] → ''), among its account's open ones
  * ([accountId, batchId] → '') and by its input file ([inputFileId, batchId] → '') until it ends; a file that exists is
- * among its account's files (→ its purpose).
+ * among its account's files (→ its purpose), and among those of its purpose ([accountId, purpose, createdAt, fileId]
+ * → ''). Accounts' uploads are compared with the log's too.
  */
 export const compareBatchFileViews = (
   fold: BatchFileFold,
@@ -208,11 +223,17 @@ export const compareBatchFileViews = (
     openBatchInputs.set(keyText(openBatchInputKeyOf(batch)), '');
   }
   const accountFiles = new Map<string, string>();
-  for (const file of fold.files.values()) accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
+  const filesByPurpose = new Map<string, string>();
+  for (const file of fold.files.values()) {
+    accountFiles.set(keyText(accountFileKeyOf(file)), file.purpose);
+    filesByPurpose.set(keyText(filePurposeKeyOf(file)), '');
+  }
   compareIndex('accountBatches', stored.accountBatches, accountBatches, differ);
   compareIndex('accountOpenBatches', stored.accountOpenBatches, accountOpenBatches, differ);
   compareIndex('openBatchInputs', stored.openBatchInputs, openBatchInputs, differ);
   compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
+  compareIndex('accountFilesByPurpose', stored.accountFilesByPurpose, filesByPurpose, differ);
+  compareUploads(stored.uploads, fold.uploads, differ);
   compareAccountCounts(
     stored.accountCounts,
     accountCountsOf(
@@ -222,6 +243,23 @@ export const compareBatchFileViews = (
     differ,
   );
   return { batches: made.size, files: fold.files.size };
+};
+
+/** Accounts' uploads as stored against those the log leaves, both ways. */
+export const compareUploads = (
+  stored: Iterable<{ readonly id: string; readonly view: AccountUploads }>,
+  rebuilt: ReadonlyMap<string, AccountUploads>,
+  differ: (message: string) => void,
+): void => {
+  const seen = new Set<string>();
+  for (const { id, view } of stored) {
+    seen.add(id);
+    const wanted = rebuilt.get(id);
+    if (wanted === undefined) differ(`uploads of ${id}: stored but the log leaves none`);
+    else if (!isDeepStrictEqual(view, wanted)) differ(`uploads of ${id}: the stored value differs from the log's`);
+  }
+  for (const id of rebuilt.keys())
+    if (!seen.has(id)) differ(`uploads of ${id}: the log leaves some but none are stored`);
 };
 
 export const compareIndex = (

@@ -60,6 +60,8 @@ export const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => 
     putBatch: unexpected,
     getFile: unexpected,
     putFile: unexpected,
+    getUploads: unexpected,
+    putUploads: unexpected,
     getWebhookEndpoint: unexpected,
     putWebhookEndpoint: unexpected,
     getWebhookDelivery: unexpected,

@@ -24,8 +24,9 @@ export type BatchTarget = {
   readonly views: ViewAccess;
   /** The request's committed state (before this batch). */
   readonly committedRequest: (reqId: string) => RequestState | undefined;
-  /** The reads deciding needs that the views do not answer (webhook endpoints and deliveries come from the views). */
-  readonly reads: Omit<DecisionReads, 'request' | 'webhookEndpoint' | 'webhookDelivery'>;
+  /** The reads deciding needs that the views do not answer (webhook endpoints and deliveries, and accounts' uploads,
+   * come from the views). */
+  readonly reads: Omit<DecisionReads, 'request' | 'webhookEndpoint' | 'webhookDelivery' | 'uploadsOf'>;
   /** One log record for the whole batch, keyed by the sequence number of its last event. */
   readonly appendLog: (lastSeq: number, events: readonly StoredEvent[]) => void;
   /** Writes what the views gathered for the whole batch (the groups of grouped indexes). */
@@ -114,6 +115,8 @@ export const writeBatch = (
       return view.state.status === 'none' ? undefined : view;
     },
     file: (fileId) => target.views.getFile(fileId),
+    // Projected command by command, like files: an upload decided earlier in the batch holds its room for the next.
+    uploadsOf: (accountId) => target.views.getUploads(accountId) ?? [],
     webhookEndpoint: (endpointId) => target.views.getWebhookEndpoint(endpointId),
     webhookDelivery: (deliveryId) => target.views.getWebhookDelivery(deliveryId),
     idempotentRequest: (accountId, key) =>

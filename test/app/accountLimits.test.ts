@@ -15,6 +15,7 @@ const plans = {
     maxOpenCalls: 100,
     maxBatchesInProgress: 2,
     maxFileStorageBytes: 1_000,
+    maxConcurrentUploads: 10,
   },
 };
 const config = { models: [stuck], plans, processing: { concurrency: 1, maxAttempts: 3 } };
@@ -26,15 +27,28 @@ const line = `${JSON.stringify({
   body: { model: 'stuck', messages: [{ role: 'user', content: 'wait' }] },
 })}\n`;
 
+/** A form of `text` as the batch file, as a client sends it: its size is declared (Content-Length). */
+const boundary = 'airs-limits-boundary';
+const formOf = (text: string) =>
+  Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="lines.jsonl"\r\n\r\n${text}\r\n` +
+      `--${boundary}--\r\n`,
+  );
+/** What the form adds to its file's bytes: an upload holds room for its whole declared size. */
+const formBytes = formOf('').length;
+
 /** Uploads `text` as a batch file through the API (in process). */
 const upload = async (app: TestApp, key: string, text: string) => {
-  const form = new FormData();
-  form.append('purpose', 'batch');
-  form.append('file', new Blob([text]), 'lines.jsonl');
+  const body = formOf(text);
   const answer = await app.http.request('http://airs.test/v1/files', {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}` },
-    body: form,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(body.length),
+    },
+    body,
   });
   return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
 };
@@ -89,8 +103,12 @@ describe("An account's bounds of batches not ended and of bytes of files kept (p
     expect((await create(app, account.key, file.body.id as string)).status).toBe(200);
   });
 
-  it('keeps no more bytes than the bound of uploads sent at once, answering the others 429 naming maxFileStorageBytes and keeping none of their bytes', async () => {
-    const app = await start({ config });
+  it('keeps no more bytes than the bound of uploads sent at once, answering the others 429 naming maxFileStorageBytes before reading their bytes', async () => {
+    // Room for three uploads of 300 bytes as declared (their forms included), and a little.
+    const quota = 3 * (300 + formBytes) + 50;
+    const app = await start({
+      config: { ...config, plans: { ...plans, free: { ...plans.free, maxFileStorageBytes: quota } } },
+    });
     const account = await app.account('free');
     const text = line.padEnd(300, ' ');
     const answers = await Promise.all(Array.from({ length: 6 }, () => upload(app, account.key, text)));
@@ -103,19 +121,23 @@ describe("An account's bounds of batches not ended and of bytes of files kept (p
     }
     expect(await app.store.reads.accountCount(storedBytesCounter(account.accountId))).toBe(900);
     expect(await blobs(app)).toBe(3);
-    // Beyond what is left: refused while streaming.
-    const tooBig = await upload(app, account.key, 'x'.repeat(101));
+    // Beyond what is left, as declared: refused before any byte is read, and nothing kept.
+    const left = quota - 900;
+    const tooBig = await upload(app, account.key, 'x'.repeat(left - formBytes + 1));
     expect(tooBig.status).toBe(429);
-    expect(errorOf(tooBig).message).toMatch(/would take the account's files beyond its plan's 1000 bytes/);
+    expect(errorOf(tooBig).message).toMatch(
+      new RegExp(`this upload \\(${left + 1} bytes\\) would take the account's files beyond its plan's ${quota} bytes`),
+    );
+    expect(await blobs(app)).toBe(3);
+    // Exactly what is left is taken.
+    expect((await upload(app, account.key, 'x'.repeat(left - formBytes))).status).toBe(200);
+    expect(await app.store.reads.accountCount(storedBytesCounter(account.accountId))).toBe(quota - formBytes);
     // A file deleted frees its bytes.
     const deleted = answers.find((answer) => answer.status === 200)?.body.id as string;
     expect((await app.call('DELETE', `/v1/files/${deleted}`, { key: account.key })).status).toBe(200);
-    expect(await app.store.reads.accountCount(storedBytesCounter(account.accountId))).toBe(600);
+    expect(await app.store.reads.accountCount(storedBytesCounter(account.accountId))).toBe(quota - formBytes - 300);
     expect((await upload(app, account.key, text)).status).toBe(200);
-    // At the bound: refused before any byte is read.
-    expect((await upload(app, account.key, 'x'.repeat(100))).status).toBe(200);
-    const full = await upload(app, account.key, 'x');
-    expect(full.status).toBe(429);
-    expect(errorOf(full).message).toMatch(/this account keeps 1000 bytes of files; its plan allows 1000/);
+    // Nothing held any more: every upload's reservation ended with it.
+    expect(await app.store.reads.uploadsOf(account.accountId)).toEqual([]);
   });
 });

@@ -4,9 +4,13 @@ import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
 import { lastSeqKey } from '../../src/adapters/lmdb/databases.js';
 import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import { accountsCountedKey, openBatchesIndexedKey } from '../../src/adapters/lmdb/migrations.js';
+import {
+  accountsCountedKey,
+  filesByPurposeIndexedKey,
+  openBatchesIndexedKey,
+} from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
 import { dispatchLaneOf } from '../../src/domain/batch/lines.js';
 import type { BatchView } from '../../src/domain/batch/state.js';
 import type { Command } from '../../src/domain/commands.js';
@@ -39,6 +43,8 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
     return store.databases;
   };
   const differences = () => verifyViews(store.databases).differences;
+  /** The files the log leaves (two inputs and one batch's output). */
+  const files = 3;
   const storedBatch = (batchId: string) => decodeMap<BatchView>(store.databases.batches.get(batchId) as Buffer);
 
   it('finds nothing to report in a batch whose lines completed, failed and were cancelled, nor in its files', async () => {
@@ -162,17 +168,74 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
   it('counts the batches and files of a data directory written before the counts existed, once, at its first open', async () => {
     const dbs = await written();
     const counted = Array.from(dbs.accountCounts.getRange({}), ({ key, value }) => [key, value]);
-    expect(counted).toHaveLength(2);
+    // Open batches, bytes of files and files of acct_1.
+    expect(counted).toHaveLength(3);
     // As an older airs left it: no counts, no marker.
     dbs.root.transactionSync(() => {
       for (const key of dbs.accountCounts.getKeys({})) dbs.accountCounts.remove(key);
       dbs.meta.remove(accountsCountedKey);
     });
-    expect(differences()).toHaveLength(2);
+    expect(differences()).toHaveLength(3);
     await store.close();
     store = openLmdbStore(dir);
     expect(Array.from(store.databases.accountCounts.getRange({}), ({ key, value }) => [key, value])).toEqual(counted);
     expect(differences()).toEqual([]);
+  });
+
+  it('counts the files of a data directory counted before files were, once, at its first open', async () => {
+    const dbs = await written();
+    const counted = Array.from(dbs.accountCounts.getRange({}), ({ key, value }) => [key, value]);
+    // As the airs before issue 40 left it: open batches and bytes counted (marker 1), files not.
+    dbs.root.transactionSync(() => {
+      dbs.accountCounts.remove(storedFilesCounter('acct_1'));
+      dbs.meta.put(accountsCountedKey, 1);
+    });
+    expect(differences()).toEqual([`account count files of acct_1: stored 0 but the log gives ${files}`]);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect(Array.from(store.databases.accountCounts.getRange({}), ({ key, value }) => [key, value])).toEqual(counted);
+    expect(differences()).toEqual([]);
+  });
+
+  it('builds the index of files by purpose of a data directory written before it existed, once, at its first open', async () => {
+    const dbs = await written();
+    const indexed = Array.from(dbs.indexes.accountFilesByPurpose.getKeys({}));
+    expect(indexed.length).toBe(files);
+    dbs.root.transactionSync(() => {
+      for (const key of dbs.indexes.accountFilesByPurpose.getKeys({})) dbs.indexes.accountFilesByPurpose.remove(key);
+      dbs.meta.remove(filesByPurposeIndexedKey);
+    });
+    expect(differences()).toHaveLength(files);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect(Array.from(store.databases.indexes.accountFilesByPurpose.getKeys({}))).toEqual(indexed);
+    expect(differences()).toEqual([]);
+  });
+
+  it("names an account's upload reservations stored but left by no event, and those the log leaves but are missing", async () => {
+    const dbs = await written();
+    const held = [{ fileId: 'file_up', reservedBytes: 10, startedAt: 1_000, heldUntil: 61_000 }];
+    dbs.uploads.putSync('acct_1', encodeMap(held));
+    expect(differences()).toEqual(['uploads of acct_1: stored but the log leaves none']);
+    await commit({
+      type: 'File',
+      fileId: 'file_up2',
+      command: {
+        type: 'StartUpload',
+        accountId: 'acct_2',
+        bytes: 100,
+        shrinkToRoom: false,
+        now: 2_000,
+        heldUntil: 62_000,
+        maxStoredBytes: 1_000,
+        maxFiles: 10,
+        maxConcurrentUploads: 2,
+      },
+    });
+    dbs.uploads.removeSync('acct_1');
+    expect(differences()).toEqual([]);
+    dbs.uploads.removeSync('acct_2');
+    expect(differences()).toEqual(['uploads of acct_2: the log leaves some but none are stored']);
   });
 
   it('names a file whose stored view differs, and one missing', async () => {

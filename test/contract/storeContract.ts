@@ -4,6 +4,7 @@ import { accountBoundFeatures } from './features/accountBounds.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
 import { batchFeatures } from './features/batches.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
+import { fileBoundFeatures } from './features/fileBounds.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
@@ -50,5 +51,6 @@ export const describeStoreContract = (factory: StoreFactory) =>
     batchFeatures(contract);
     openBatchFeatures(contract);
     accountLimitFeatures(contract);
+    fileBoundFeatures(contract);
     webhookFeatures(contract);
   });

@@ -43,7 +43,8 @@ afterAll(() => stopTestCluster(), 60_000);
 
 const lines = 6;
 
-/** Two accounts' batches in every stage (lines completed, failed, cancelled, expired, waiting), and their files. */
+/** Two accounts' batches in every stage (lines completed, failed, cancelled, expired, waiting), their files, and an
+ * upload streaming. */
 const fill = async (store: StoreShape) => {
   const commit = async (...commands: Command[]) => {
     for (const outcome of await store.commit({ commands }))
@@ -67,6 +68,21 @@ const fill = async (store: StoreShape) => {
     startBatch(batchIdOf(2), 2),
     batchCommand(batchIdOf(3), { type: 'FailValidation', owner: batchRunner, errors: '[]', now: 500 }),
     fileCommand(fileIdOf(3), { type: 'DeleteFile', accountId: 'acct_1', now: 600 }),
+    // Two uploads streaming, one of which fails: their reservations (issue 40).
+    ...[4, 5].map((n) =>
+      fileCommand(fileIdOf(n), {
+        type: 'StartUpload',
+        accountId: 'acct_1',
+        bytes: 100 * n,
+        shrinkToRoom: false,
+        now: 610,
+        heldUntil: 60_610,
+        maxStoredBytes: 10_000,
+        maxFiles: 10,
+        maxConcurrentUploads: 2,
+      }),
+    ),
+    fileCommand(fileIdOf(4), { type: 'EndUpload', accountId: 'acct_1', now: 620 }),
   );
   await commit(
     ...oneToN(lines).map((n) => lineSubmit(batchIdOf(1), n)),
@@ -97,6 +113,12 @@ const readsOf = async (store: StoreShape, reqIds: readonly string[]) => ({
       ),
     ),
   ),
+  byPurpose: await Promise.all(
+    ['batch', 'batch_output'].map((purpose) =>
+      store.reads.listOf('accountFiles', 'acct_1', { order: 'asc', limit: 10, purpose }),
+    ),
+  ),
+  uploads: await Promise.all(['acct_1', 'acct_2'].map((accountId) => store.reads.uploadsOf(accountId))),
   open: await store.reads.openBatches(10),
   requests: await Promise.all(reqIds.map((reqId) => store.reads.request(reqId))),
   depths: await store.reads.queueDepths(10_000, 100),
@@ -123,6 +145,8 @@ describe('airs migrate of batches and files', () => {
         outputTokens: expect.any(Number),
       });
       expect(expected.open.map((open) => open.batchId)).toEqual([batchIdOf(1), batchIdOf(2)]);
+      expect(expected.uploads.map((uploads) => uploads.map((upload) => upload.fileId))).toEqual([[fileIdOf(5)], []]);
+      expect(expected.byPurpose).toEqual([[fileIdOf(1)], []]);
       await source.close();
 
       const dbs = openDatabases(dir);

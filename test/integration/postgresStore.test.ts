@@ -4,7 +4,7 @@ import { sql } from '../../src/adapters/postgres/db.js';
 import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
 import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
-import { openBatchesCounter, storedBytesCounter } from '../../src/domain/accountCounters.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
 import type { Command } from '../../src/domain/commands.js';
 import { AccountLimitReached } from '../../src/domain/errors.js';
 import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
@@ -69,7 +69,8 @@ const undoLanes = (store: PostgresStore) =>
       DROP TABLE batches;
       DROP TABLE files;
       DROP TABLE account_counts;
-      DROP TABLE webhook_endpoints, webhook_deliveries;`,
+      DROP TABLE webhook_endpoints, webhook_deliveries;
+      DROP TABLE file_uploads;`,
     values: [],
   });
 /** The migration that brought webhook endpoints and deliveries, and its undoing (for the upgrades from before it). */
@@ -84,6 +85,16 @@ const undoOpenBatchIndexes = (store: PostgresStore) =>
       DROP INDEX batches_open;
       ALTER TABLE batches DROP COLUMN input_file_id;
       CREATE INDEX batches_open ON batches (batch_id) WHERE open;`,
+    values: [],
+  });
+/** The migration that bounded files per account (issue 40), and its undoing: no uploads' table, no index by purpose,
+ * no counts of files. */
+const fileBoundsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE file_uploads')) + 1;
+const undoFileBounds = (store: PostgresStore) =>
+  store.db.query({
+    text: `DROP TABLE file_uploads;
+      DROP INDEX files_by_purpose;
+      DELETE FROM account_counts WHERE counter LIKE 'files' || chr(31) || '%';`,
     values: [],
   });
 
@@ -232,7 +243,7 @@ describe('The PostgreSQL store', () => {
     const countsVersion = migrations.findIndex((text) => text.includes('CREATE TABLE account_counts')) + 1;
     expect(countsVersion).toBe(webhooksVersion - 1);
     expect(webhooksVersion).toBe(openBatchesVersion - 1);
-    expect(openBatchesVersion).toBe(schemaVersion);
+    expect(openBatchesVersion).toBe(fileBoundsVersion - 1);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -263,9 +274,12 @@ describe('The PostgreSQL store', () => {
       [openBatchesCounter('acct_1'), 2],
       [storedBytesCounter('acct_1'), 1_234],
       [storedBytesCounter('acct_2'), 1_234],
+      [storedFilesCounter('acct_1'), 1],
+      [storedFilesCounter('acct_2'), 1],
     ]);
     expect(await countsOf(store)).toEqual(wanted);
     // As the version before left it: no counts (nor the webhook tables of the version after).
+    await undoFileBounds(store);
     await store.db.query({ text: 'DROP TABLE account_counts', values: [] });
     await undoOpenBatchIndexes(store);
     await undoWebhooks(store);
@@ -301,7 +315,9 @@ describe('The PostgreSQL store', () => {
       store,
       batchCommand(batchIdOf(2), { type: 'FailValidation', owner: batchRunner, errors: '[]', now: 500 }),
     );
-    // As the version before left it: no input file column, the open batches indexed by id alone.
+    // As the version before left it: no input file column, the open batches indexed by id alone (nor the bounds of
+    // files of the version after).
+    await undoFileBounds(store);
     await undoOpenBatchIndexes(store);
     await store.db.query(sql`UPDATE airs_schema_version SET version = ${openBatchesVersion - 1}`);
     await store.close();
@@ -328,6 +344,37 @@ describe('The PostgreSQL store', () => {
     // A batch made after the upgrade has its input file in its row.
     await upgraded.commit({ commands: [createBatch(batchIdOf(4), fileIdOf(2), { account: 2 })] });
     expect(await upgraded.reads.openBatchesOf('acct_2', batchIdOf(3), 10)).toEqual([batchIdOf(4)]);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+  });
+
+  it("counts each account's files and indexes them by purpose when it upgrades a database of the schema before files were bounded", async () => {
+    expect(fileBoundsVersion).toBe(schemaVersion);
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    await store.commit({
+      commands: [
+        createFile(fileIdOf(1)),
+        createFile(fileIdOf(2), { purpose: 'batch_output' }),
+        createFile(fileIdOf(3), { account: 2 }),
+        createFile(fileIdOf(4), { now: 120 }),
+        fileCommand(fileIdOf(4), { type: 'DeleteFile', accountId: 'acct_1', now: 150 }),
+      ],
+    });
+    await undoFileBounds(store);
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${fileBoundsVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    expect(await upgraded.reads.accountCount(storedFilesCounter('acct_1'))).toBe(2);
+    expect(await upgraded.reads.accountCount(storedFilesCounter('acct_2'))).toBe(1);
+    expect(
+      await upgraded.reads.listOf('accountFiles', 'acct_1', { order: 'asc', limit: 10, purpose: 'batch_output' }),
+    ).toEqual([fileIdOf(2)]);
+    const [index] = await upgraded.db.query<{ definition: string }[]>(
+      sql`SELECT pg_get_indexdef('files_by_purpose'::regclass) AS definition`,
+    );
+    expect(index?.definition).toMatch(/\(account_id, purpose, created_at, file_id\)$/);
     expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
   });
 

@@ -332,8 +332,8 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
 
   /**
    * A batch in progress with four lines (one completed with usage, one failed, one cancelled, one waiting in its
-   * batch lane), a batch whose validation failed (ended), a file kept, a file deleted, and an output file of another
-   * account.
+   * batch lane), a batch whose validation failed (ended), a file kept, a file deleted, an output file of another
+   * account, and an upload streaming (its reservation held).
    */
   beforeEach(async () => {
     url = await (await testCluster()).createDatabase();
@@ -348,6 +348,17 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
       createFile(fileIdOf(2)),
       createFile(fileIdOf(3), { account: 2, purpose: 'batch_output' }),
       fileCommand(fileIdOf(2), { type: 'DeleteFile', accountId: 'acct_1', now: 150 }),
+      fileCommand(fileIdOf(5), {
+        type: 'StartUpload',
+        accountId: 'acct_1',
+        bytes: 500,
+        shrinkToRoom: false,
+        now: 160,
+        heldUntil: 60_160,
+        maxStoredBytes: 10_000,
+        maxFiles: 10,
+        maxConcurrentUploads: 2,
+      }),
       createBatch(batchId, fileIdOf(1)),
       createBatch(batchIdOf(2), fileIdOf(1)),
       takeBatch(batchId),
@@ -437,6 +448,22 @@ describe('replay --verify on a PostgreSQL store with batches and files', () => {
     ).toEqual([
       'account count batches of acct_1: stored 2 but the log gives 1',
       'account count fileBytes of acct_2: stored 0 but the log gives 1234',
+    ]);
+  });
+
+  it("names an account's uploads missing or changed, and a count of its files off by one", async () => {
+    expect(
+      await afterBreaking(`UPDATE account_counts SET count = count + 1 WHERE counter = 'files' || chr(31) || 'acct_1';
+        UPDATE file_uploads SET uploads = '[]' WHERE account_id = 'acct_1';
+        INSERT INTO file_uploads (account_id, uploads) VALUES ('acct_2', '[]')`),
+    ).toEqual([
+      'account count files of acct_1: stored 2 but the log gives 1',
+      "uploads of acct_1: the stored value differs from the log's",
+      'uploads of acct_2: stored but the log leaves none',
+    ]);
+    expect(await afterBreaking('DELETE FROM file_uploads')).toEqual([
+      'account count files of acct_1: stored 2 but the log gives 1',
+      'uploads of acct_1: the log leaves some but none are stored',
     ]);
   });
 

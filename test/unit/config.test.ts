@@ -34,6 +34,8 @@ describe('Configuration', () => {
       maxProcessing: 4,
       maxBatchesInProgress: 2,
       maxFileStorageBytes: 1024 ** 3,
+      maxFiles: 1_000,
+      maxConcurrentUploads: 2,
       maxWebhookEndpoints: 1,
     });
     expect(config.plans.enterprise.maxKeys).toBeNull();
@@ -97,6 +99,8 @@ describe('Configuration', () => {
       maxProcessing: 4,
       maxBatchesInProgress: 2,
       maxFileStorageBytes: 1024 ** 3,
+      maxFiles: 1_000,
+      maxConcurrentUploads: 2,
       maxWebhookEndpoints: 1,
     });
   });

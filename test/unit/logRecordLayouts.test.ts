@@ -346,4 +346,28 @@ describe('Log records across layout versions', () => {
     expect(unpacked(bytes)[0]).toBe(7);
     expect(decodeLogRecord(bytes)).toEqual(webhooks);
   });
+  it("writes an upload's reservation events in layout 8 (which an airs before them refuses by its version), read back as written", () => {
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    const file = { fileId: 'file-a', accountId: 'acct_a' };
+    const events = [
+      { type: 'FileUploadStarted', ...file, reservedBytes: 1_024, at: 1, heldUntil: 60_001, seq: 1 },
+      {
+        type: 'FileCreated',
+        ...file,
+        purpose: 'batch',
+        filename: 'a.jsonl',
+        bytes: 900,
+        sha256: 'f'.repeat(64),
+        at: 1,
+        seq: 2,
+      },
+      { type: 'FileUploadEnded', ...file, at: 2, outcome: 'created', seq: 3 },
+      { type: 'FileUploadEnded', fileId: 'file-b', accountId: 'acct_a', at: 3, outcome: 'lapsed', seq: 4 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(events);
+    expect(unpacked(bytes)[0]).toBe(8);
+    expect(decodeLogRecord(bytes)).toEqual(events);
+    // A file's events alone stay in layout 5, as before.
+    expect(unpacked(encodeLogRecord([events[1] as StoredEvent]))[0]).toBe(5);
+  });
 });

@@ -54,13 +54,15 @@ const batchesOf = async (reads: ReadModel, accountId: string): Promise<BatchView
   let from: { createdAt: number; id: string } | undefined;
   for (;;) {
     const ids = await reads.listOf('accountBatches', accountId, { from, order: 'desc', limit: listChunk });
+    const before = from;
     for (const id of ids) {
       const view = await reads.batch(id);
       if (view === undefined) continue;
       views.push(view);
       from = { createdAt: view.state.context.createdAt, id };
     }
-    if (ids.length < listChunk || from === undefined) return views;
+    // A chunk that moved the cursor on nowhere (its views gone meanwhile) would be read again for ever: stop there.
+    if (ids.length < listChunk || from === before) return views;
   }
 };
 

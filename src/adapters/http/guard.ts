@@ -7,6 +7,7 @@ import { StorageFault } from '../../ports/Store.js';
 import type { Cors } from './cors.js';
 import { isApiError } from './errorResponse.js';
 import { airsFace, type Face, notAccepting } from './faces.js';
+import { MalformedUpload } from './multipartUpload.js';
 import { ClientGone } from './requestBody.js';
 import type { HeaderBag, Route } from './route.js';
 import type { Traffic } from './traffic.js';
@@ -54,6 +55,14 @@ export const createGuard = (deps: GuardDeps) => {
         if (error instanceof ClientGone) {
           deps.log.info({ path: event.url.pathname }, 'the client closed its connection before its body arrived');
           return counted(slot, startedAt, face.error(new InvalidRequest({ message: error.message }), headers));
+        }
+        // An upload's form broke off while its file was read (a second file part, no closing boundary): the client's
+        // body, told as such wherever in the upload it was met, and logged as a client's bad input (no stack).
+        if (error instanceof MalformedUpload) {
+          const { param, message } = error.refusal;
+          deps.log.info({ path: event.url.pathname, reason: message }, "an upload's form is malformed");
+          const details = param === null ? undefined : { param };
+          return counted(slot, startedAt, face.error(new InvalidRequest({ message, details }), headers));
         }
         // The store's disk fails, or its database cannot be reached: a 503 to retry, said once by StorageHealth.
         if (error instanceof StorageFault) return counted(slot, startedAt, face.error(unavailableFor(error), headers));

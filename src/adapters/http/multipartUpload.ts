@@ -34,6 +34,17 @@ export const defaultUploadLimits: UploadLimits = {
   maxFilenameChars: 255,
 };
 
+/** The most bytes of one part's headers busboy reads (its own bound). */
+const maxPartHeaderBytes = 16 * 1024;
+
+/**
+ * The most bytes a form within `limits` holds besides its file's: each part (the fields and the file) its boundary
+ * line (at most 70 characters and a few), its headers and, for a field, its value. A body that declares more than a
+ * file's bound and this is larger than any upload that could be taken.
+ */
+export const maxFormOverheadBytes = (limits: UploadLimits = defaultUploadLimits): number =>
+  (limits.maxFields + 1) * (maxPartHeaderBytes + limits.maxFieldBytes + 2 * 80) + 80;
+
 /** Why a form was refused: the caller answers 400, naming `param` (null: no one parameter is at fault). */
 export type UploadRefused = {
   readonly _tag: 'UploadRefused';

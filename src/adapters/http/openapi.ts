@@ -562,6 +562,15 @@ const batchRouteErrors = (budget: 'submits' | 'polls') => ({
   '503': openAi.stopping(),
 });
 
+/** A create that writes (an upload, a batch): the server stopping, or its disk under its free-space floor. */
+const diskFloor = () =>
+  openAiErrorAnswer(
+    'The server is stopping, its write queue is full, or the data directory’s disk is under its free-space floor ' +
+      '(`storage.minFreeMegabytes`; `Retry-After: 30`), told before the body is read; an upload that takes the disk ' +
+      'under the floor while it streams is stopped and nothing of it is kept. Nothing was created; try again.',
+    { 'Retry-After': 'required' },
+  );
+
 const unknownFile = () =>
   openAiErrorAnswer('Unknown id, one of another account, or a file deleted or expired (`not_found`).', rateLimited);
 const unknownBatch = () => openAiErrorAnswer('Unknown id, or one of another account (`not_found`).', rateLimited);
@@ -597,10 +606,13 @@ const batchPaths = {
         '413': openAiErrorAnswer('The file is larger than `batches.maxFileBytes` (nothing is kept).', rateLimited),
         ...batchRouteErrors('submits'),
         '429': openAiErrorAnswer(
-          'The account’s submits budget is spent, or its files would hold more than its plan’s ' +
-            '`maxFileStorageBytes` (`rate_limit_error`, code `rate_limited`).',
+          'The account’s submits budget is spent; or, decided before the body is read, its files would hold more ' +
+            'than its plan’s `maxFileStorageBytes` (a declared `Content-Length` is held whole), it keeps its plan’s ' +
+            '`maxFiles` files, or it has its plan’s `maxConcurrentUploads` uploads streaming; named in the message ' +
+            '(`rate_limit_error`, code `rate_limited`).',
           { 'Retry-After': 'required', ...rateLimited },
         ),
+        '503': diskFloor(),
       },
     },
     get: {
@@ -728,6 +740,7 @@ const batchPaths = {
             '(`rate_limit_error`, code `rate_limited`).',
           { 'Retry-After': 'required', ...rateLimited },
         ),
+        '503': diskFloor(),
       },
     },
     get: {

@@ -4,11 +4,13 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
+import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
 import type { DailyUsage, GroupName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
@@ -148,6 +150,13 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
   openBatchesOf: indexReads.openBatchesOf,
   isOpenBatchInput: indexReads.isOpenBatchInput,
   accountCount: (counter) => dbs.accountCounts.get(counter) ?? 0,
+  uploadsOf: (accountId) => decoded(dbs.uploads.getBinaryFast(accountId), decodeMap<AccountUploads>) ?? [],
+  lapsedUploads: (now, limit) =>
+    lapsedUploadsOf(
+      dbs.uploads.getRange({}).map(({ key, value }) => ({ accountId: key, uploads: decodeMap<AccountUploads>(value) })),
+      now,
+      limit,
+    ),
   usageByDay: indexReads.usageByDay,
 });
 
@@ -302,6 +311,9 @@ const viewsOf = (
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
   putFile: (fileId, state) =>
     void (state === undefined ? dbs.files.remove(fileId) : dbs.files.put(fileId, encodeMap(state))),
+  getUploads: (accountId) => decoded(dbs.uploads.getBinaryFast(accountId), decodeMap<AccountUploads>),
+  putUploads: (accountId, uploads) =>
+    void (uploads === undefined ? dbs.uploads.remove(accountId) : dbs.uploads.put(accountId, encodeMap(uploads))),
   getWebhookEndpoint: webhooks.getEndpoint,
   putWebhookEndpoint: webhooks.putEndpoint,
   getWebhookDelivery: webhooks.getDelivery,

@@ -11,6 +11,7 @@ import {
   countWaitingRequests,
   indexAccountRequests,
   indexAccountSessions,
+  indexFilesByPurpose,
   indexOpenBatches,
 } from './migrations.js';
 
@@ -37,6 +38,8 @@ export type LmdbDatabases = {
   /** Batches (their state and their lines' counts) by batch id, and files that exist by file id. */
   readonly batches: Database<Buffer, string>;
   readonly files: Database<Buffer, string>;
+  /** Each account's uploads whose reservation has not ended (domain/file/uploads.ts), by account id (a view). */
+  readonly uploads: Database<Buffer, string>;
   /** Webhook endpoints (removed ones too) by endpoint id, and webhook deliveries by delivery id (views). */
   readonly webhookEndpoints: Database<Buffer, string>;
   readonly webhookDeliveries: Database<Buffer, string>;
@@ -103,7 +106,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   checkDataFile(dataDir, environmentFile(dataDir));
   // overlappingSync off: a commit becomes visible only once it is on disk, so no reader (a poll, another process)
   // ever sees a state that a power cut could take back.
-  const root = open({ path: environmentFile(dataDir), maxDbs: 40, overlappingSync: false });
+  const root = open({ path: environmentFile(dataDir), maxDbs: 48, overlappingSync: false });
   const db = <V, K extends Key>(name: string, encoding?: 'binary' | 'string') =>
     root.openDB<V, K>({ name, ...(encoding === undefined ? {} : { encoding }) });
   const meta = db<number, string>('meta');
@@ -128,6 +131,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     sessions: db('sessions', 'binary'),
     batches: db('batches', 'binary'),
     files: db('files', 'binary'),
+    // Made empty in a data directory written before it: no upload held a reservation there.
+    uploads: db('file.uploads', 'binary'),
     // Made empty in a data directory written before them: no webhook event existed there.
     webhookEndpoints: db('webhook.endpoints', 'binary'),
     webhookDeliveries: db('webhook.deliveries', 'binary'),
@@ -152,6 +157,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
       // Made empty in a data directory written before them, then built once (indexOpenBatches).
       accountOpenBatches: db('idx.accountOpenBatches', 'string'),
       openBatchInputs: db('idx.openBatchInputs', 'string'),
+      // Built once from the file views in a data directory written before it (indexFilesByPurpose).
+      accountFilesByPurpose: db('idx.accountFilesByPurpose', 'string'),
       accountWebhookEndpoints: db('idx.accountWebhookEndpoints', 'string'),
       webhookDue: db('idx.webhookDue', 'string'),
       endpointWebhookDeliveries: db('idx.endpointWebhookDeliveries', 'string'),
@@ -168,5 +175,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   countAccounts(dbs);
   indexAccountSessions(dbs);
   indexOpenBatches(dbs);
+  indexFilesByPurpose(dbs);
   return dbs;
 };

@@ -127,6 +127,8 @@ const layouts = {
     'error',
   ],
   WebhookRedeliveryRequested: ['deliveryId', 'endpointId', 'giveUpAt', 'at'],
+  FileUploadStarted: ['fileId', 'accountId', 'reservedBytes', 'at', 'heldUntil'],
+  FileUploadEnded: ['fileId', 'accountId', 'at', 'outcome'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -227,6 +229,7 @@ const textFields: ReadonlySet<string> = new Set([
   'eventType',
   'dataId',
   'error',
+  'outcome',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -248,21 +251,22 @@ const compiledByVersion: Record<number, typeof compiled> = {
   5: compiledFive,
   6: compiledSix,
   7: compiled,
+  8: compiled,
 };
-
-const layoutVersion = 7;
 /**
  * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
- * request's face (7: an endpoint's `events` filter is written as the list it is). A data directory that
- * never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
+ * request's face (7: an endpoint's `events` filter is written as the list it is), or an upload's reservation (8: the
+ * same table; an airs before it refuses the record by its version rather than misread a type it lacks). A data
+ * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
   for (const event of events) {
-    if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined))
-      return layoutVersion;
-    if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined)) version = 6;
+    if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;
+    else if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
+      version = Math.max(version, 6);
+    else if (event.type === 'FileUploadStarted' || event.type === 'FileUploadEnded') return 8;
     else if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = Math.max(version, 5);
     else if (event.type !== 'RequestQueued') continue;
     else if (event.batchId !== undefined || event.customId !== undefined) version = Math.max(version, 5);
@@ -276,6 +280,7 @@ const tableOf: Record<number, typeof compiled> = {
   5: compiledFive,
   6: compiledSix,
   7: compiled,
+  8: compiled,
 };
 /** A string field the event does not have. */
 const absentText = -1;

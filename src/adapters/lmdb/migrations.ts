@@ -8,6 +8,7 @@ import { isQueued } from '../../domain/request/state.js';
 import {
   accountOpenBatchKeyOf,
   accountRequestKeyOf,
+  filePurposeKeyOf,
   type IndexKey,
   openBatchInputKeyOf,
 } from '../../storage/projection.js';
@@ -29,7 +30,12 @@ type LmdbDatabases = {
   readonly accountCounts: Database<number, string>;
   readonly indexes: Readonly<
     Record<
-      'dispatch' | 'accountRequests' | 'accountSessions' | 'accountOpenBatches' | 'openBatchInputs',
+      | 'dispatch'
+      | 'accountRequests'
+      | 'accountSessions'
+      | 'accountOpenBatches'
+      | 'openBatchInputs'
+      | 'accountFilesByPurpose',
       Database<string, IndexKey>
     >
   >;
@@ -139,18 +145,21 @@ export const countWaitingRequests = (dbs: LmdbDatabases): void => {
   });
 };
 
-/** Set once `cnt.account` counts the batches and files written before it existed. */
+/** In `meta`: 2 once `cnt.account` counts every counter of domain/accountCounters.ts (1: open batches and bytes of
+ * files, as written before files were counted; absent: nothing counted, as written before the counts existed). */
 export const accountsCountedKey = 'accountsCounted';
+const accountsCountedNow = 2;
 
 /**
  * Data directories written before `cnt.account` existed have batches and files and no counts of them: the first open
- * counts each account's open batches and bytes of files kept from the batch and file views (by the same functions the
- * projection counts with), once, in the same way as `countQueuedRequests` (a marker in the same transaction).
+ * counts each account's open batches, bytes of files kept and files kept from the batch and file views (by the same
+ * functions the projection counts with), once, in the same way as `countQueuedRequests` (a marker in the same
+ * transaction). A data directory counted by an older version is counted again whole, once.
  */
 export const countAccounts = (dbs: LmdbDatabases): void => {
-  if (dbs.meta.get(accountsCountedKey) !== undefined) return;
+  if (dbs.meta.get(accountsCountedKey) === accountsCountedNow) return;
   dbs.root.transactionSync(() => {
-    if (dbs.meta.get(accountsCountedKey) !== undefined) return;
+    if (dbs.meta.get(accountsCountedKey) === accountsCountedNow) return;
     const counts = new Map<string, number>();
     const add = ({ counter, count }: { counter: string; count: number }) =>
       counts.set(counter, (counts.get(counter) ?? 0) + count);
@@ -160,7 +169,24 @@ export const countAccounts = (dbs: LmdbDatabases): void => {
       for (const count of accountCountsOfFile(decodeMap<FileState>(value))) add(count);
     for (const { key } of dbs.accountCounts.getRange({})) dbs.accountCounts.remove(key);
     for (const [counter, count] of counts) if (count !== 0) dbs.accountCounts.put(counter, count);
-    dbs.meta.put(accountsCountedKey, 1);
+    dbs.meta.put(accountsCountedKey, accountsCountedNow);
+  });
+};
+
+/** Set once the index of files by account and purpose holds the files written before that index existed. */
+export const filesByPurposeIndexedKey = 'filesByPurposeIndexed';
+
+/**
+ * Data directories written before `idx.accountFilesByPurpose` existed have files and no entries for them: built once
+ * from the file views (by the projection's own key), as `indexAccountSessions` does for sessions.
+ */
+export const indexFilesByPurpose = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(filesByPurposeIndexedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(filesByPurposeIndexedKey) !== undefined) return;
+    for (const { value } of dbs.files.getRange({}))
+      dbs.indexes.accountFilesByPurpose.put(filePurposeKeyOf(decodeMap<FileState>(value)), '');
+    dbs.meta.put(filesByPurposeIndexedKey, 1);
   });
 };
 

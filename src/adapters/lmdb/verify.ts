@@ -6,6 +6,7 @@ import { passwordCredentialKey, sessionCredentialKey } from '../../domain/comman
 import type { StoredEvent } from '../../domain/events.js';
 import { isFileEvent } from '../../domain/file/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import {
@@ -38,6 +39,10 @@ import { waitingCountKey } from './migrations.js';
 import { createRequestColumns } from './requestColumns.js';
 
 export type { VerifyReport } from '../../storage/verifyReport.js';
+
+/** A database of views, each decoded, with its key as its id. */
+const storedViews = <V>(db: LmdbDatabases['files']) =>
+  db.getRange({}).map(({ key, value }) => ({ id: String(key), view: decodeMap<V>(value) }));
 
 const sameKey = (a: IndexKey, b: IndexKey | undefined): boolean =>
   Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
@@ -348,14 +353,14 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   const made = compareBatchFileViews(
     batchesAndFiles,
     {
-      batches: dbs.batches
-        .getRange({})
-        .map(({ key, value }) => ({ id: String(key), view: decodeMap<BatchView>(value) })),
-      files: dbs.files.getRange({}).map(({ key, value }) => ({ id: String(key), view: decodeMap<FileState>(value) })),
+      batches: storedViews<BatchView>(dbs.batches),
+      files: storedViews<FileState>(dbs.files),
       accountBatches: dbs.indexes.accountBatches.getRange({}),
       accountFiles: dbs.indexes.accountFiles.getRange({}),
       accountOpenBatches: dbs.indexes.accountOpenBatches.getRange({}),
       openBatchInputs: dbs.indexes.openBatchInputs.getRange({}),
+      accountFilesByPurpose: dbs.indexes.accountFilesByPurpose.getRange({}),
+      uploads: storedViews<AccountUploads>(dbs.uploads),
       accountCounts: dbs.accountCounts.getRange({}),
     },
     differ,
@@ -366,12 +371,8 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   const madeWebhooks = compareWebhookViews(
     webhooks,
     {
-      endpoints: dbs.webhookEndpoints
-        .getRange({})
-        .map(({ key, value }) => ({ id: String(key), view: decodeMap<WebhookEndpointState>(value) })),
-      deliveries: dbs.webhookDeliveries
-        .getRange({})
-        .map(({ key, value }) => ({ id: String(key), view: decodeMap<DeliveryState>(value) })),
+      endpoints: storedViews<WebhookEndpointState>(dbs.webhookEndpoints),
+      deliveries: storedViews<DeliveryState>(dbs.webhookDeliveries),
       indexes: {
         accountWebhookEndpoints: entries('accountWebhookEndpoints'),
         webhookDue: entries('webhookDue'),
@@ -384,9 +385,8 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   if (storedLastSeq !== expected - 1)
     differ(`meta lastSeq: stored ${storedLastSeq} but the log ends at ${expected - 1}`);
   const storedVersion = dbs.meta.get(accountsVersionKey) ?? 0;
-  if (storedVersion !== account.rebuilt.version) {
+  if (storedVersion !== account.rebuilt.version)
     differ(`meta accountsVersion: stored ${storedVersion} but the log gives ${account.rebuilt.version}`);
-  }
   return {
     events,
     requests: columns.size(),

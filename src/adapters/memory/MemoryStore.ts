@@ -3,6 +3,7 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
@@ -10,6 +11,7 @@ import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
+import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import { spendAll } from '../../storage/spend.js';
@@ -76,6 +78,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const dailyUsage = new Map<string, readonly [number, number]>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
+  const uploads = new Map<string, AccountUploads>();
   const webhookEndpoints = new Map<string, WebhookEndpointState>();
   const webhookDeliveries = new Map<string, DeliveryState>();
   const indexes: Record<IndexName, OrderedMap<string>> = {
@@ -90,6 +93,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     accountFiles: orderedMap(),
     accountOpenBatches: orderedMap(),
     openBatchInputs: orderedMap(),
+    accountFilesByPurpose: orderedMap(),
     accountWebhookEndpoints: orderedMap(),
     webhookDue: orderedMap(),
     endpointWebhookDeliveries: orderedMap(),
@@ -122,6 +126,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
+  const putUploads = setIn<string, AccountUploads>(uploads);
   const putWebhookEndpoint = setIn<string, WebhookEndpointState>(webhookEndpoints);
   const putWebhookDelivery = setIn<string, DeliveryState>(webhookDeliveries);
   const putIndex = (index: IndexName) => setIn<IndexKey, string>(indexes[index]);
@@ -171,6 +176,8 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     putBatch: (batchId, view) => putBatch(batchId, view),
     getFile: (fileId) => files.get(fileId),
     putFile: (fileId, state) => putFile(fileId, state),
+    getUploads: (accountId) => uploads.get(accountId),
+    putUploads: (accountId, state) => putUploads(accountId, state),
     getWebhookEndpoint: (endpointId) => webhookEndpoints.get(endpointId),
     putWebhookEndpoint: (endpointId, state) => putWebhookEndpoint(endpointId, state),
     getWebhookDelivery: (deliveryId) => webhookDeliveries.get(deliveryId),
@@ -267,6 +274,13 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     openBatchesOf: indexReads.openBatchesOf,
     isOpenBatchInput: indexReads.isOpenBatchInput,
     accountCount: (counter) => accountCounts.get(counter) ?? 0,
+    uploadsOf: (accountId) => uploads.get(accountId) ?? [],
+    lapsedUploads: (now, limit) =>
+      lapsedUploadsOf(
+        Array.from(uploads, ([accountId, held]) => ({ accountId, uploads: held })),
+        now,
+        limit,
+      ),
     webhookEndpoint: (endpointId) => webhookEndpoints.get(endpointId),
     webhookDelivery: (deliveryId) => webhookDeliveries.get(deliveryId),
     ...webhookReads,

@@ -1,10 +1,11 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
-import { openBatchesCounter, storedBytesCounter } from '../../domain/accountCounters.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../domain/accountCounters.js';
 import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { scanLimit } from '../../domain/claimFairly.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
@@ -93,9 +94,19 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       continue;
     }
     if (command.type === 'File') {
+      const inner = command.command;
       needs.push({ kind: 'file', id: command.fileId });
-      if (command.command.type === 'CreateFile' && command.command.maxStoredBytes !== undefined)
-        needs.push({ kind: 'accountCount', id: storedBytesCounter(command.command.accountId) });
+      // An upload's reservation, and its file: what the account keeps and its other uploads (uploadDecider.ts).
+      if (
+        inner.type === 'StartUpload' ||
+        inner.type === 'EndUpload' ||
+        (inner.type === 'CreateFile' && inner.maxStoredBytes !== undefined)
+      ) {
+        const accountId = inner.accountId as string;
+        needs.push({ kind: 'uploads', id: accountId });
+        needs.push({ kind: 'accountCount', id: storedBytesCounter(accountId) });
+        needs.push({ kind: 'accountCount', id: storedFilesCounter(accountId) });
+      }
       continue;
     }
     // A request's row comes with its batch's view when it is a batch's line (fetchInto): a line's change of status
@@ -140,7 +151,7 @@ const addBatchesOf = (fetched: Fetched, rows: readonly LineRow[]) => {
 const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[]): Promise<void> => {
   const work: Promise<void>[] = [];
   const byIds = <V>(
-    kind: 'account' | 'key' | 'session' | 'email' | 'credential' | 'batch' | 'file' | 'webhookEndpoint',
+    kind: 'account' | 'key' | 'session' | 'email' | 'credential' | 'batch' | 'file' | 'uploads' | 'webhookEndpoint',
     map: Map<string, V | null>,
     query: (ids: string[]) => Promise<readonly { id: string; value: V }[]>,
   ) => {
@@ -173,6 +184,9 @@ const fetchInto = async (query: Query, fetched: Fetched, needs: readonly Need[])
   );
   byIds<FileState>('file', fetched.files, (ids) =>
     query(sql`SELECT file_id AS id, state AS value FROM files WHERE file_id = ANY(${ids}::text[])`),
+  );
+  byIds<AccountUploads>('uploads', fetched.uploads, (ids) =>
+    query(sql`SELECT account_id AS id, uploads AS value FROM file_uploads WHERE account_id = ANY(${ids}::text[])`),
   );
   byIds<WebhookEndpointState>('webhookEndpoint', fetched.webhookEndpoints, (ids) =>
     query(sql`SELECT endpoint_id AS id, state AS value FROM webhook_endpoints WHERE endpoint_id = ANY(${ids}::text[])`),
@@ -599,6 +613,19 @@ export const writeAll = async (
       );
     }
     if (gone.length > 0) work.push(query(sql`DELETE FROM files WHERE file_id = ANY(${gone}::text[])`));
+  }
+  if (writes.uploads.size > 0) {
+    const kept = [...writes.uploads].filter((entry): entry is [string, AccountUploads] => entry[1] !== undefined);
+    const gone = [...writes.uploads].filter(([, uploads]) => uploads === undefined).map(([id]) => id);
+    if (kept.length > 0)
+      work.push(
+        query(sql`
+        INSERT INTO file_uploads (account_id, uploads)
+        SELECT id, uploads::json FROM unnest(${kept.map(([id]) => id)}::text[],
+          ${kept.map(([, uploads]) => JSON.stringify(uploads))}::text[]) AS u(id, uploads)
+        ON CONFLICT (account_id) DO UPDATE SET uploads = EXCLUDED.uploads`),
+      );
+    if (gone.length > 0) work.push(query(sql`DELETE FROM file_uploads WHERE account_id = ANY(${gone}::text[])`));
   }
   if (writes.webhookEndpoints.size > 0) {
     const rows = [...writes.webhookEndpoints];

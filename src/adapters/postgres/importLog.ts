@@ -4,8 +4,9 @@ import { type BatchEvent, isBatchEvent } from '../../domain/batch/events.js';
 import { addCounts, countsDeltaOf } from '../../domain/batch/lines.js';
 import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
-import { type FileEvent, isFileEvent } from '../../domain/file/events.js';
+import { type FileEvent, isFileEvent, isUploadEvent } from '../../domain/file/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import { isRequestEvent, type RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { initialRequestState, type RequestState, tryEvolve } from '../../domain/request/state.js';
@@ -238,6 +239,14 @@ const writePage = async (
       fileEvents.map((event) => event.fileId),
       fetched.files,
       (ids) => query<StateRow[]>(sql`SELECT file_id AS id, state FROM files WHERE file_id = ANY(${ids}::text[])`),
+    ),
+    byIds<AccountUploads>(
+      fileEvents.flatMap((event) => (isUploadEvent(event) ? [event.accountId] : [])),
+      fetched.uploads,
+      (ids) =>
+        query<StateRow[]>(
+          sql`SELECT account_id AS id, uploads AS state FROM file_uploads WHERE account_id = ANY(${ids}::text[])`,
+        ),
     ),
     byIds<WebhookEndpointState>(
       webhookEvents.map((event) => event.endpointId),

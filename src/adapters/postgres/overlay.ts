@@ -3,6 +3,7 @@ import type { BatchView } from '../../domain/batch/state.js';
 import { type QueuedEntry, scanLimit } from '../../domain/claimFairly.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -24,9 +25,9 @@ import type { BatchTarget } from '../../storage/writeBatch.js';
  * Like the LMDB and memory stores, reads for deciding see the committed state for requests and their indexes (the
  * batch's own request changes are projected after its last command: writeBatch keeps them meanwhile), and so for
  * batches' views (writeBatch keeps working copies, written after the last command), and the batch's own writes for
- * accounts, keys, sessions, credentials, files and account indexes (projected command by command), and webhook
- * endpoints and deliveries (projected command by command too: an endpoint added by a command is seen by the outbox
- * of the commands after it).
+ * accounts, keys, sessions, credentials, files, accounts' uploads and account indexes (projected command by command),
+ * and webhook endpoints and deliveries (projected command by command too: an endpoint added by a command is seen by
+ * the outbox of the commands after it).
  */
 
 /** Something a read needed that was not fetched yet. */
@@ -39,6 +40,8 @@ export type Need =
   | { readonly kind: 'credential'; readonly id: string }
   | { readonly kind: 'batch'; readonly id: string }
   | { readonly kind: 'file'; readonly id: string }
+  /** An account's uploads whose reservation has not ended (domain/file/uploads.ts). */
+  | { readonly kind: 'uploads'; readonly id: string }
   | { readonly kind: 'idempotency'; readonly accountId: string; readonly key: string }
   | { readonly kind: 'sessionsOf'; readonly id: string }
   | { readonly kind: 'queuedCount'; readonly id: string }
@@ -102,6 +105,7 @@ export class Fetched {
   readonly credentials = new Map<string, string | null>();
   readonly batches = new Map<string, BatchView | null>();
   readonly files = new Map<string, FileState | null>();
+  readonly uploads = new Map<string, AccountUploads | null>();
   readonly idempotency = new Map<string, string | null>();
   readonly sessionsOf = new Map<string, readonly string[]>();
   readonly queuedCounts = new Map<string, number>();
@@ -205,6 +209,8 @@ export class Writes {
   readonly batches = new Map<string, BatchView>();
   /** `undefined`: the file was deleted (its row goes). */
   readonly files = new Map<string, FileState | undefined>();
+  /** An account's uploads by account id; `undefined`: none left (its row goes). */
+  readonly uploads = new Map<string, AccountUploads | undefined>();
   /** `undefined`: the entry goes. */
   readonly idempotency = new Map<string, { accountId: string; key: string; reqId: string | undefined }>();
   /** Sessions started (true) or ended (false) by this batch, by [accountId, sessionId]. */
@@ -252,6 +258,11 @@ export const overlayTarget = (
         ? writes.files.get(fileId)
         : fetched.known(fetched.files, fileId, { kind: 'file', id: fileId }),
     putFile: (fileId, state) => void writes.files.set(fileId, state),
+    getUploads: (accountId) =>
+      writes.uploads.has(accountId)
+        ? writes.uploads.get(accountId)
+        : fetched.known(fetched.uploads, accountId, { kind: 'uploads', id: accountId }),
+    putUploads: (accountId, uploads) => void writes.uploads.set(accountId, uploads),
     getWebhookEndpoint: (endpointId) =>
       writes.webhookEndpoints.get(endpointId) ??
       fetched.known(fetched.webhookEndpoints, endpointId, { kind: 'webhookEndpoint', id: endpointId }),
@@ -285,9 +296,9 @@ export const overlayTarget = (
         const [accountId, idempotencyKey] = key as [string, string];
         writes.idempotency.set(pairKey(accountId, idempotencyKey), { accountId, key: idempotencyKey, reqId: value });
       }
-      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, accountOpenBatches, openBatchInputs,
-      // accountWebhookEndpoints, webhookDue, endpointWebhookDeliveries: columns of the request, key, batch, file and
-      // webhook rows (schema.ts), written with them.
+      // dispatch, accountRequests, accountKeys, accountBatches, accountFiles, accountFilesByPurpose, accountOpenBatches,
+      // openBatchInputs, accountWebhookEndpoints, webhookDue, endpointWebhookDeliveries: columns of the request, key,
+      // batch, file and webhook rows (schema.ts), written with them.
     },
     removeIndex: (index, key) => {
       if (index === 'accountSessions') writes.accountSessions.set(indexKeyOf(index, key), false);

@@ -2,8 +2,16 @@ import type { AccountState, KeyState, SessionState } from '../../domain/account/
 import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
+import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
-import type { DailyTokens, ListName, ListPage, OpenBatch, ReadModel } from '../../ports/Store.js';
+import {
+  type DailyTokens,
+  type ListName,
+  type ListPage,
+  maxListRows,
+  type OpenBatch,
+  type ReadModel,
+} from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
 import { tallyQueue } from '../../storage/queueDepths.js';
 import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
@@ -20,18 +28,27 @@ const lists = {
   accountFiles: { table: 'files', id: 'file_id' },
 } as const satisfies Record<ListName, { table: string; id: string }>;
 
-/** A page of an account's batches or files (ListPage): in the index's order or its reverse, strictly beyond `from`. */
-const listOf = async (query: Query, list: ListName, accountId: string, { from, order, limit }: ListPage) => {
-  if (!(limit > 0)) return [];
+/**
+ * A page of an account's batches or files (ListPage): in the index's order or its reverse, strictly beyond `from`; of
+ * one purpose by the index over (account_id, purpose, created_at, file_id). `limit` rows at most (`maxListRows`).
+ */
+const listOf = async (query: Query, list: ListName, accountId: string, { from, order, limit, purpose }: ListPage) => {
+  const rows = Math.min(limit, maxListRows);
+  if (!(rows > 0)) return [];
   const { table, id } = lists[list];
   const [beyond, direction] = order === 'desc' ? ['<', 'DESC'] : ['>', 'ASC'];
-  const after = from === undefined ? '' : `AND (created_at, ${id}) ${beyond} ($3::bigint, $4::text COLLATE "C")`;
-  const rows = await query<{ id: string }[]>({
-    text: `SELECT ${id} AS id FROM ${table} WHERE account_id = $1 ${after}
+  const values: unknown[] = [accountId, rows];
+  const ofPurpose = list === 'accountFiles' && purpose !== undefined ? `AND purpose = $${values.push(purpose)}` : '';
+  const after =
+    from === undefined
+      ? ''
+      : `AND (created_at, ${id}) ${beyond} ($${values.push(from.createdAt)}::bigint, $${values.push(from.id)}::text COLLATE "C")`;
+  const found = await query<{ id: string }[]>({
+    text: `SELECT ${id} AS id FROM ${table} WHERE account_id = $1 ${ofPurpose} ${after}
       ORDER BY created_at ${direction}, ${id} ${direction} LIMIT $2`,
-    values: from === undefined ? [accountId, limit] : [accountId, limit, from.createdAt, from.id],
+    values,
   });
-  return rows.map((row) => row.id);
+  return found.map((row) => row.id);
 };
 
 /**
@@ -92,6 +109,16 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       )) === true,
     accountCount: async (counter) =>
       (await one<number>(query(sql`SELECT count AS value FROM account_counts WHERE counter = ${counter}`))) ?? 0,
+    uploadsOf: async (accountId) =>
+      (await one<AccountUploads>(
+        query(sql`SELECT uploads AS value FROM file_uploads WHERE account_id = ${accountId}`),
+      )) ?? [],
+    lapsedUploads: async (now, limit) =>
+      query<{ accountId: string; fileId: string }[]>(sql`
+        SELECT f.account_id AS "accountId", u->>'fileId' AS "fileId"
+        FROM file_uploads f CROSS JOIN LATERAL json_array_elements(f.uploads) AS u
+        WHERE (u->>'heldUntil')::bigint <= ${now}
+        LIMIT ${Math.max(0, limit)}`),
     ...webhookReadsOf(query),
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
     requestWithText: async (reqId) => {

@@ -14,9 +14,9 @@ import { type Db, type Query, sql } from './db.js';
  *
  * The request indexes of the LMDB store (dispatch, by account, expiry, processing) are partial indexes over columns of
  * the request row, each a function of the request's state that the projection sets on every write (`requestColumns`);
- * so are the batch and file indexes (an account's batches, its files, the open batches) over the batch and file rows
- * (`batchColumns`, `fileColumns`), and the webhook indexes over the endpoint and delivery rows (`webhookEndpointColumns`,
- * `webhookDeliveryColumns`).
+ * so are the batch and file indexes (an account's batches, its files, of one purpose too, the open batches) over the
+ * batch and file rows (`batchColumns`, `fileColumns`), and the webhook indexes over the endpoint and delivery rows
+ * (`webhookEndpointColumns`, `webhookDeliveryColumns`).
  */
 
 /** Namespaces of this store's advisory locks (the first argument of the two-key form). */
@@ -236,6 +236,19 @@ export const migrations: readonly string[] = [
   DROP INDEX batches_open;
   CREATE INDEX batches_open ON batches (account_id, batch_id) WHERE open;
   CREATE INDEX batches_open_inputs ON batches (input_file_id) WHERE open;
+  `,
+  // 8: files bounded per account (issue 40). Each account's files counted (domain/accountCounters.ts names the counter:
+  // the name below must stay the same as its), for a plan's maxFiles, once for what was stored before; an account's
+  // uploads whose reservation has not ended (domain/file/uploads.ts), one row per account with uploads streaming; and
+  // an index by purpose, so that a list of an account's files of one purpose reads only the rows it returns.
+  `
+  INSERT INTO account_counts (counter, count)
+    SELECT 'files' || chr(31) || account_id, count(*) FROM files GROUP BY account_id;
+  CREATE TABLE file_uploads (
+    account_id text COLLATE "C" PRIMARY KEY,
+    uploads json NOT NULL
+  );
+  CREATE INDEX files_by_purpose ON files (account_id, purpose, created_at, file_id);
   `,
 ];
 

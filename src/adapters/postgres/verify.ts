@@ -11,15 +11,16 @@ import {
 } from '../../domain/batch/state.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { StoredEvent } from '../../domain/events.js';
-import { type FileEvent, isFileEvent } from '../../domain/file/events.js';
+import { type FileEvent, isFileEvent, isUploadEvent } from '../../domain/file/events.js';
 import { evolveFile, type FileState } from '../../domain/file/state.js';
+import { type AccountUploads, evolveUploads } from '../../domain/file/uploads.js';
 import { countersOf } from '../../domain/processingCounters.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import { isWebhookEvent } from '../../domain/webhook/events.js';
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
-import { accountCountsOf, compareAccountCounts } from '../../storage/verifyBatches.js';
+import { accountCountsOf, compareAccountCounts, compareUploads } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { createWebhookFold, webhookSecretKeysOf } from '../../storage/verifyWebhooks.js';
 import { batchColumns, fileColumns, requestColumns } from './batch.js';
@@ -143,7 +144,14 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     if (after === before) differ(`event ${seq}: ${event.type} is not accepted by the batch machine`);
     else batchStates.set(event.batchId, after);
   };
+  const uploads = new Map<string, AccountUploads>();
   const foldFile = (event: FileEvent) => {
+    if (isUploadEvent(event)) {
+      const held = evolveUploads(uploads.get(event.accountId), event);
+      if (held === undefined) uploads.delete(event.accountId);
+      else uploads.set(event.accountId, held);
+      return;
+    }
     const after = evolveFile(files.get(event.fileId), event);
     if (after === undefined) files.delete(event.fileId);
     else files.set(event.fileId, after);
@@ -494,6 +502,9 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     ),
     differ,
   );
+  const storedUploads = await query<{ id: string; view: AccountUploads }[]>(sql`
+    SELECT account_id AS id, uploads AS view FROM file_uploads`);
+  compareUploads(storedUploads, uploads, differ);
   const usage = await query<
     { account_id: string; day: number | string; input_tokens: number | string; output_tokens: number | string }[]
   >(sql`SELECT account_id, day, input_tokens, output_tokens FROM usage_daily`);

@@ -1,6 +1,7 @@
 import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
+import * as Option from 'effect/Option';
 import type { BatchView } from '../../domain/batch/state.js';
 import { isFinalBatch } from '../../domain/batch/state.js';
 import { isRefusal } from '../../domain/commands.js';
@@ -12,6 +13,8 @@ import { Store, type StoreShape } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
 import type { Principal } from '../Auth.js';
 import { Committer, type CommitterShape } from '../Committer.js';
+import { type ListCall, Metrics } from '../Metrics.js';
+import { StorageHealth } from '../StorageHealth.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 
 /** A batch to make, as the route understood its body. */
@@ -30,6 +33,9 @@ export interface BatchesShape {
     principal: Principal,
     create: BatchCreate,
   ): Promise<BatchView | InvalidRequest | NotFound | RateLimited | Unavailable>;
+  /** Why a create would be refused now whatever its body (the disk below its free-space floor): asked before the body
+   * is read. */
+  unavailable(): Unavailable | undefined;
   find(principal: Principal, batchId: string): Promise<BatchView | NotFound>;
   /** The account's batches, newest first, after `after` (an id). */
   list(
@@ -57,6 +63,10 @@ export const createBatches = (deps: {
   readonly endpoints: readonly string[];
   readonly windowMs: number;
   readonly maxInProgress: (principal: Principal) => number;
+  /** Why new work is refused now (StorageHealth's `refusal`). */
+  readonly refusal?: () => Unavailable | undefined;
+  /** Counts the rows a list call read (the Metrics service's `listRead`). */
+  readonly listRead?: (list: ListCall, rows: number) => void;
 }): BatchesShape => {
   const { store } = deps;
   const notFound = (batchId: string) => new NotFound({ message: `no batch ${idForMessage(batchId)}` });
@@ -81,25 +91,30 @@ export const createBatches = (deps: {
       if (!couldBeId('file', create.inputFileId))
         return new NotFound({ message: `no file ${idForMessage(create.inputFileId)}` });
       const batchId = deps.newId();
-      const outcome = await deps.send({
-        type: 'Batch',
-        batchId,
-        command: {
-          type: 'CreateBatch',
-          accountId: principal.accountId,
-          keyId: principal.keyId,
-          endpoint: create.endpoint,
-          inputFileId: create.inputFileId,
-          completionWindow: create.completionWindow,
-          windowMs: deps.windowMs,
-          metadata: create.metadata,
-          outputExpiresAfterSeconds: create.outputExpiresAfterSeconds,
-          // The plan's bound of batches not ended: decided inside the store's write, against the account's count
-          // there (exact across processes and nodes).
-          maxInProgress: deps.maxInProgress(principal),
-          now: deps.now(),
+      // The API's lane: refused (503) while the disk is below its free-space floor or the committer's queue is full,
+      // as a submit is.
+      const outcome = await deps.send(
+        {
+          type: 'Batch',
+          batchId,
+          command: {
+            type: 'CreateBatch',
+            accountId: principal.accountId,
+            keyId: principal.keyId,
+            endpoint: create.endpoint,
+            inputFileId: create.inputFileId,
+            completionWindow: create.completionWindow,
+            windowMs: deps.windowMs,
+            metadata: create.metadata,
+            outputExpiresAfterSeconds: create.outputExpiresAfterSeconds,
+            // The plan's bound of batches not ended: decided inside the store's write, against the account's count
+            // there (exact across processes and nodes).
+            maxInProgress: deps.maxInProgress(principal),
+            now: deps.now(),
+          },
         },
-      });
+        { fromApi: true },
+      );
       if (!('events' in outcome)) {
         if (!isRefusal(outcome)) return outcome;
         if (outcome instanceof AccountLimitReached)
@@ -112,6 +127,7 @@ export const createBatches = (deps: {
       }
       return (await store.reads.batch(batchId)) as BatchView;
     },
+    unavailable: () => deps.refusal?.(),
     find: async (principal, batchId) => (await own(principal, batchId)) ?? notFound(batchId),
     list: async (principal, page) => {
       let from: { createdAt: number; id: string } | undefined;
@@ -130,6 +146,7 @@ export const createBatches = (deps: {
         const view = await store.reads.batch(id);
         if (view !== undefined) batches.push(view);
       }
+      deps.listRead?.('batches', (page.after === undefined ? 0 : 1) + ids.length + Math.min(ids.length, page.limit));
       return { batches, hasMore: ids.length > page.limit };
     },
     cancel: async (principal, batchId) => {
@@ -161,12 +178,14 @@ export const BatchesLayer = Layer.effect(
     return Batches.of(
       createBatches({
         store,
-        send: (command) => committer.send(command),
+        send: (command, options) => committer.send(command, options),
         now: () => clock.now(),
         newId: () => `batch_${ids.requestId().slice('req_'.length)}`,
         endpoints: endpoints.endpoints,
         windowMs: config.batches.windowSeconds * 1000,
         maxInProgress: (principal) => config.plans[principal.plan].maxBatchesInProgress,
+        refusal: (yield* StorageHealth).refusal,
+        listRead: Option.getOrUndefined(yield* Effect.serviceOption(Metrics))?.listRead,
       }),
     );
   }),

@@ -1,11 +1,14 @@
 import { isRefusal } from '../../domain/commands.js';
 import type { BatchRunnerDeps } from './batchWork.js';
+import { endLapsedUploads } from './lapsedUploads.js';
 
 /** Bytes no file names are removed once this old (an upload still being written is younger). */
 const orphanAgeMs = 60 * 60 * 1000;
 
-/** Deletes expired files and removes bytes that no file names (an upload cut by a crash). */
+/** Ends lapsed uploads' reservations, deletes expired files and removes bytes that no file names (an upload cut by a
+ * crash). */
 export const sweepFiles = async (deps: BatchRunnerDeps) => {
+  await endLapsedUploads(deps);
   const { store } = deps;
   const now = deps.now();
   for await (const { blobId, startedAt } of store.files.list()) {

@@ -12,7 +12,9 @@ export type FileState = {
   readonly expiresAt?: number;
 };
 
+/** A file's view after `event`; an upload's reservation events leave it as it is (file/uploads.ts folds those). */
 export const evolveFile = (state: FileState | undefined, event: FileEvent): FileState | undefined => {
+  if (event.type === 'FileUploadStarted' || event.type === 'FileUploadEnded') return state;
   if (event.type === 'FileDeleted') return undefined;
   if (state !== undefined) return state;
   const created: { -readonly [K in keyof FileState]?: FileState[K] } = {

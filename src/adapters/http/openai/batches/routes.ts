@@ -1,12 +1,12 @@
 import type { H3Event } from 'h3';
 import type { Principal } from '../../../../app/Auth.js';
 import type { BatchesShape } from '../../../../app/batches/Batches.js';
-import { type FilesShape, purposeProblem, type UploadDetails } from '../../../../app/batches/Files.js';
+import { type FilesShape, purposeProblem, type UploadDetails, type UploadForm } from '../../../../app/batches/Files.js';
 import type { BudgetName } from '../../../../app/RateLimiter.js';
 import { type ApiError, InvalidRequest, NotFound } from '../../../../domain/errors.js';
 import { isApiError } from '../../errorResponse.js';
 import { fileDownload } from '../../fileDownload.js';
-import { readMultipartUpload } from '../../multipartUpload.js';
+import { maxFormOverheadBytes, readMultipartUpload } from '../../multipartUpload.js';
 import type { HeaderBag, Route } from '../../route.js';
 import { metadataOf } from '../metadata.js';
 import { batchCreateBodySchema, expiresAfterBounds, paramOf } from './bodies.js';
@@ -58,17 +58,17 @@ const uploadExpiry = (fields: ReadonlyMap<string, string>): number | undefined |
 };
 
 /**
- * OpenAI's Files and Batches routes (contract 16). Uploads stream: the form's fields before the file are read, then
- * the file's bytes go to the store as they arrive (never whole in memory), and the `200` comes once they are durable.
+ * OpenAI's Files and Batches routes (contract 16). Uploads stream: room for the upload is held first (its declared
+ * size, app/batches/upload.ts), then the form's fields before the file are read, then the file's bytes go to the store
+ * as they arrive (never whole in memory), and the `200` comes once they are durable.
  * Creating a batch spends a submit; reading and listing spend polls, as for requests.
  */
 export const batchRoutes = (deps: BatchRouteDeps) => {
   const { files, batches } = deps;
 
-  const uploadFile: Route = async (event, headers) => {
-    const principal = await deps.admit(event, 'submits', headers);
-    if (isApiError(principal)) return principal;
-    const form = await readMultipartUpload(event.req);
+  /** Reads an upload's form once its room is held: the fields before the file, then the file's bytes as they come. */
+  const openForm = async (request: Request): Promise<UploadForm | InvalidRequest> => {
+    const form = await readMultipartUpload(request);
     if (form._tag === 'UploadRefused') return invalid(form.param, form.message);
     // A purpose sent before the file is checked before its bytes are read; one sent after (as the official SDKs
     // send it) once they are stored, which are then removed if it is refused.
@@ -87,16 +87,20 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
       if (expiresAfterSeconds instanceof InvalidRequest) return expiresAfterSeconds;
       return { purpose, expiresAfterSeconds };
     };
+    return { filename: form.file.filename, chunks: form.file.chunks, details, discard: form.discard };
+  };
+
+  const uploadFile: Route = async (event, headers) => {
+    const principal = await deps.admit(event, 'submits', headers);
+    if (isApiError(principal)) return principal;
+    // What the body declares of its size is what the upload holds room for, before a byte of it is read.
+    const length = event.req.headers.get('content-length');
     const uploaded = await files.upload(principal, {
-      filename: form.file.filename,
-      chunks: form.file.chunks,
-      details,
+      declaredBytes: length !== null && /^\d{1,15}$/.test(length) ? Number(length) : undefined,
+      overheadBytes: maxFormOverheadBytes(),
+      open: () => openForm(event.req),
     });
-    if (isApiError(uploaded)) {
-      form.discard();
-      return uploaded;
-    }
-    return deps.json(200, fileObjectOf(uploaded), headers);
+    return isApiError(uploaded) ? uploaded : deps.json(200, fileObjectOf(uploaded), headers);
   };
 
   const listFiles: Route = async (event, headers) => {
@@ -144,6 +148,9 @@ export const batchRoutes = (deps: BatchRouteDeps) => {
   const createBatch: Route = async (event, headers) => {
     const principal = await deps.admit(event, 'submits', headers);
     if (isApiError(principal)) return principal;
+    // The disk below its free-space floor: the same 503 as a submit's, before the body is read.
+    const unavailable = batches.unavailable();
+    if (unavailable !== undefined) return unavailable;
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
     const parsed = batchCreateBodySchema.safeParse(body);
