@@ -127,6 +127,8 @@ const layouts = {
     'error',
   ],
   WebhookRedeliveryRequested: ['deliveryId', 'endpointId', 'giveUpAt', 'at'],
+  BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
+  BatchFinalizingCancelled: ['batchId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -227,6 +229,7 @@ const textFields: ReadonlySet<string> = new Set([
   'eventType',
   'dataId',
   'error',
+  'step',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
