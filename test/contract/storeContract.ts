@@ -3,6 +3,7 @@ import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
 import { batchFeatures } from './features/batches.js';
+import { batchFailureFeatures } from './features/batchFailures.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
 import { idempotencyFeatures } from './features/idempotency.js';
@@ -47,6 +48,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     readFeatures(contract);
     onChangeFeatures(contract);
     batchFeatures(contract);
+    batchFailureFeatures(contract);
     accountLimitFeatures(contract);
     webhookFeatures(contract);
   });

@@ -341,7 +341,9 @@ describe('airs batches while the server runs them', { timeout: 120_000 }, () => 
     expectOneLineFailure(
       refused,
       1,
-      new RegExp(`^airs: batch ${id} cannot be cancelled: it completed at .+; only a validating, in-progress or finalizing batch`),
+      new RegExp(
+        `^airs: batch ${id} cannot be cancelled: it completed at .+; only a validating, in-progress or finalizing batch`,
+      ),
     );
   });
 

@@ -12,7 +12,7 @@ import { Committer } from '../Committer.js';
 import { Models } from '../Models.js';
 import { Processor } from '../processing/Processor.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
-import { type BatchRunnerDeps, type BatchStep, batchSender, LostLease } from './batchWork.js';
+import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
 import { sweepFiles } from './fileSweep.js';
 import { finalizeBatch } from './outputFiles.js';
@@ -42,7 +42,8 @@ export interface BatchRunnerShape {
 
 export class BatchRunner extends Context.Service<BatchRunner, BatchRunnerShape>()('airs/BatchRunner') {}
 
-export const createBatchRunner = (deps: BatchRunnerDeps): BatchRunnerShape => {
+export const createBatchRunner = (given: BatchRunnerDeps): BatchRunnerShape => {
+  const deps: BatchRunnerDeps = { ...given, send: handledSends(given.send) };
   const { store, owner, log } = deps;
   const working = new Map<string, Promise<void>>();
   let stopping = false;

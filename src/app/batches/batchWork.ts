@@ -73,6 +73,19 @@ export async function* inChunks<T>(items: AsyncIterable<T>, size: number): Async
   if (chunk.length > 0) yield chunk;
 }
 
+/**
+ * The committer's send as a batch's steps use it: a failure is still seen where the step awaits the send, and is
+ * marked handled at once, because a step hands the event loop back (eventLoopPace) between sending and awaiting (a
+ * write of 1,000 lines is awaited once), and Node ends the process on a rejection that has no handler meanwhile.
+ */
+export const handledSends =
+  (send: CommitterShape['send']): CommitterShape['send'] =>
+  (command, options) => {
+    const sent = send(command, options);
+    sent.catch(() => undefined);
+    return sent;
+  };
+
 /** Sends a batch command; its outcome when the machine took it, undefined otherwise. */
 export const batchSender =
   (send: CommitterShape['send']) =>
@@ -82,13 +95,13 @@ export const batchSender =
   };
 
 /**
- * The batch's input lines, each checked as validation checked it (to queue them, the same input). A check that throws
- * (a bug, not the line's fault) fails its line with the reason, as a refusal would: the batch's validation ends
- * instead of failing the same way at every try. The event loop is handed back every few milliseconds.
+ * What a line of a batch for `endpoint` is checked against: the route's own check of a body, then the model and the
+ * size of the request it makes, as any submit's; and the bounds of a request's body.
  */
-export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
-  const { endpoint, inputFileId, batchId } = view.state.context;
-  const seen = new Set<string>();
+export const lineChecksOf = (
+  deps: Pick<BatchRunnerDeps, 'endpoints' | 'rules' | 'providerOf' | 'jsonBounds' | 'maxLineBytes'>,
+  endpoint: string,
+): LineChecks => {
   // The size of a conversation is named as each route names it.
   const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
   const checkBody = (body: unknown) => {
@@ -102,7 +115,18 @@ export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGen
     }
     return beyondModel(input, deps.providerOf(input.model)) ?? input;
   };
-  const checks: LineChecks = { endpoint, checkBody, bounds: deps.jsonBounds, maxLineBytes: deps.maxLineBytes };
+  return { endpoint, checkBody, bounds: deps.jsonBounds, maxLineBytes: deps.maxLineBytes };
+};
+
+/**
+ * The batch's input lines, each checked as validation checked it (to queue them, the same input). A check that throws
+ * (a bug, not the line's fault) fails its line with the reason, as a refusal would: the batch's validation ends
+ * instead of failing the same way at every try. The event loop is handed back every few milliseconds.
+ */
+export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
+  const { endpoint, inputFileId, batchId } = view.state.context;
+  const seen = new Set<string>();
+  const checks = lineChecksOf(deps, endpoint);
   const pace = eventLoopPace();
   let logged = false;
   for await (const source of jsonLines(deps.store.files.read(inputFileId), deps.maxLineBytes)) {
