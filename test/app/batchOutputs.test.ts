@@ -66,14 +66,15 @@ describe('a batch’s output, written as a stream', () => {
     // with pairs of surrogates where a piece of 65,536 characters would cut them.
     const prompt = (i: number) =>
       `${'a'.repeat(65_535)}😀${'"\\'.repeat(20_000)}\u0001${'é'.repeat(50_000)}😀${i}${'z'.repeat(i * 1_000)}`;
-    const prompts = Array.from({ length: 20 }, (_, i) => prompt(i));
+    // And one whose line alone is larger than any piece: 170,000 characters that JSON writes six bytes each.
+    const prompts = [...Array.from({ length: 20 }, (_, i) => prompt(i)), '\u0001'.repeat(170_000)];
     const fileId = await uploadLines(served.url, key, chatLines('echo', prompts));
     const { id } = await createBatch(served.url, key, fileId);
     const ended = await batchWhen(served.url, key, id, isEnded, 120_000);
-    expect(ended).toMatchObject({ status: 'completed', request_counts: { total: 20, completed: 20, failed: 0 } });
+    expect(ended).toMatchObject({ status: 'completed', request_counts: { total: 21, completed: 21, failed: 0 } });
     const text = (await fileContent(served.url, key, ended.output_file_id as string)).toString('utf8');
     const lines = text.split('\n').filter((line) => line !== '');
-    expect(lines).toHaveLength(20);
+    expect(lines).toHaveLength(21);
     const answers = new Map<string, string>();
     for (const line of lines) {
       const parsed = JSON.parse(line) as {
