@@ -119,6 +119,9 @@ export interface ReadModel {
   /** Many requests with their text at once, in the order asked (undefined where there is none): one statement on
    * PostgreSQL, where a batch's output would otherwise take a round trip per line. */
   requestsWithText(reqIds: readonly string[]): Promise<(StoredRequest | undefined)[]>;
+  /** Many requests' states at once, without their text, in the order asked: what a batch's lines are, read without
+   * their prompts and answers (one statement on PostgreSQL). */
+  requests(reqIds: readonly string[]): Promise<(RequestState | undefined)[]>;
   account(accountId: string): Promise<AccountState | undefined>;
   accountIdByEmail(email: string): Promise<string | undefined>;
   accounts(): Promise<AccountState[]>;

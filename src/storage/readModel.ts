@@ -32,6 +32,7 @@ export const readModelOf = (
     request: read(reads.request),
     requestWithText: read(reads.requestWithText),
     requestsWithText: read((reqIds: readonly string[]) => reqIds.map((reqId) => reads.requestWithText(reqId))),
+    requests: read((reqIds: readonly string[]) => reqIds.map((reqId) => reads.request(reqId))),
     account: read(reads.account),
     accountIdByEmail: read(reads.accountIdByEmail),
     accounts: read(() => [...reads.accounts()]),

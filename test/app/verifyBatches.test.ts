@@ -18,6 +18,7 @@ import { isRefusal } from '../../src/domain/commands.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { FileState } from '../../src/domain/file/state.js';
 import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatches.js';
+import { batchFailureEndings, batchFailureWrites } from '../support/batchFailureLog.js';
 import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../support/batchLog.js';
 import { tempDataDir } from '../support/testApp.js';
 
@@ -52,6 +53,16 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
     expect(storedBatch(done).state.status).toBe('completed');
     expect(storedBatch(done).counts).toEqual({ queued: 3, completed: 1, failed: 2, inputTokens: 10, outputTokens: 4 });
     expect(verifyViews(store.databases)).toMatchObject({ batches: 2, files: 3, differences: [] });
+  });
+
+  it('finds nothing to report in batches ended by their housekeeping’s failures, or by the operator while finalizing', async () => {
+    dir = tempDataDir('airs-verify-batches');
+    store = openLmdbStore(dir);
+    for (const commands of batchFailureWrites) await commit(...commands);
+    store.syncReads.refresh();
+    for (const [batchId, status] of Object.entries(batchFailureEndings))
+      expect(storedBatch(batchId).state.status).toBe(status);
+    expect(verifyViews(store.databases)).toMatchObject({ batches: 4, differences: [] });
   });
 
   it('names a batch whose stored counts differ from its lines’ events, with both counts', async () => {

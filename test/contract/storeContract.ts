@@ -3,6 +3,7 @@ import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
 import { batchFeatures } from './features/batches.js';
+import { batchFailureFeatures } from './features/batchFailures.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBoundFeatures } from './features/fileBounds.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
@@ -50,6 +51,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     onChangeFeatures(contract);
     batchFeatures(contract);
     openBatchFeatures(contract);
+    batchFailureFeatures(contract);
     accountLimitFeatures(contract);
     fileBoundFeatures(contract);
     webhookFeatures(contract);

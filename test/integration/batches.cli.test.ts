@@ -264,7 +264,7 @@ describe('airs batches on a data directory', { timeout: 120_000 }, () => {
       await runCli(box, ['batches', 'cancel', failed]),
       1,
       new RegExp(
-        `^airs: batch ${failed} cannot be cancelled: it failed validation at .+; only a validating or in-progress batch can be cancelled$`,
+        `^airs: batch ${failed} cannot be cancelled: it failed validation at .+; only a validating, in-progress or finalizing batch can be cancelled$`,
       ),
     );
     expect((await cliJson<ShownJson>(box, ['batches', 'show', failed])).status).toBe('failed');
@@ -341,7 +341,9 @@ describe('airs batches while the server runs them', { timeout: 120_000 }, () => 
     expectOneLineFailure(
       refused,
       1,
-      new RegExp(`^airs: batch ${id} cannot be cancelled: it completed at .+; only a validating or in-progress batch`),
+      new RegExp(
+        `^airs: batch ${id} cannot be cancelled: it completed at .+; only a validating, in-progress or finalizing batch`,
+      ),
     );
   });
 

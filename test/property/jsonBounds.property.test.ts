@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonBoundExceeded } from '../../src/adapters/http/jsonBounds.js';
+import { jsonBoundExceeded } from '../../src/domain/jsonBounds.js';
 
 /** Depth and value count of a parsed value, as contract 15 counts them (the reference the byte scan must match). */
 const measure = (value: unknown): { depth: number; values: number } => {

@@ -82,6 +82,8 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  *   `x-should-retry: true` too (which asks the OpenAI SDK to retry it);
  * - `huge <bytes>` is answered with that many `x`s (a misbehaving upstream), made and written 64 KiB at a time as the
  *   caller reads them, whole or as one event per 64 KiB: a caller that stops reading leaves the rest unmade;
+ * - `flood <n>` is answered with `n` characters U+0001 (a misbehaving upstream's huge answer, which JSON writes as
+ *   `\u0001`, six characters for each);
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
@@ -108,6 +110,25 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
     return gate;
   };
   const stringify = options.asciiJson === true ? asciiJson : JSON.stringify;
+  const floods = new Map<string, Buffer>();
+  const floodOf = (prompt: string): Buffer => {
+    let body = floods.get(prompt);
+    if (body === undefined) {
+      const content = '\u0001'.repeat(Number(prompt.slice('flood '.length)));
+      body = Buffer.from(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 0,
+          model: 'flood',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }],
+          usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
+        }),
+      );
+      floods.set(prompt, body);
+    }
+    return body;
+  };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body: Received['body'];
     const path = `${req.method} ${req.url}`;
@@ -162,6 +183,9 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
         status[2] === undefined ? {} : { 'x-should-retry': 'true' },
       );
     if (prompt === 'hang') return void hanging.add(res);
+    // Made once per size and kept: a test that floods must not hold its own event loop (a bystander measures from it).
+    if (/^flood \d+$/.test(prompt))
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(floodOf(prompt));
     if (prompt === 'malformed') return json(200, { id: 'x', object: 'chat.completion', choices: [] });
     if (prompt === 'not-json') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('hello?');
     const huge = /^huge (\d+)$/.exec(prompt);

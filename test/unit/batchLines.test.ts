@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonLines } from '../../src/app/batches/jsonLines.js';
-import { checkLine } from '../../src/app/batches/lineRules.js';
+import { checkLine, type LineChecks } from '../../src/app/batches/lineRules.js';
 import { InvalidRequest } from '../../src/domain/errors.js';
 
 const chunksOf = async function* (text: string, size: number) {
@@ -18,12 +18,14 @@ describe('the lines of a JSONL file', () => {
   it('come numbered as an editor numbers them, whatever the chunks, blank lines skipped', async () => {
     const text = '{"a":1}\r\n\n{"b":"é"}\n   \n{"c":3}';
     for (const size of [1, 2, 3, 7, 100]) {
-      const lines = await collect(jsonLines(chunksOf(text, size), 1_000));
-      expect(lines).toEqual([
+      const lines = (await collect(jsonLines(chunksOf(text, size), 1_000))).filter((line) => 'text' in line);
+      expect(lines.map(({ line, text }) => ({ line, text }))).toEqual([
         { line: 1, text: '{"a":1}\r' },
         { line: 3, text: '{"b":"é"}' },
         { line: 5, text: '{"c":3}' },
       ]);
+      // With the very bytes each was decoded from (the JSON bounds are checked on them).
+      for (const line of lines) expect(Buffer.from(line.bytes).toString('utf8')).toBe(line.text);
     }
   });
 
@@ -31,7 +33,7 @@ describe('the lines of a JSONL file', () => {
     const lines = await collect(jsonLines(chunksOf(`${'x'.repeat(50)}\n{"ok":true}\n`, 7), 20));
     expect(lines).toEqual([
       { line: 1, tooLong: true },
-      { line: 2, text: '{"ok":true}' },
+      { line: 2, text: '{"ok":true}', bytes: expect.anything() },
     ]);
   });
 
@@ -50,8 +52,15 @@ describe('a batch line', () => {
     (value as { model?: string }).model === 'echo'
       ? { model: 'echo', prompt: 'hi' }
       : new InvalidRequest({ message: 'unknown model', details: { param: 'model' } });
+  const checks: LineChecks = {
+    endpoint,
+    checkBody,
+    bounds: { maxDepth: 64, maxValues: 100_000 },
+    maxLineBytes: 4 * 1024 * 1024,
+  };
+  const sourceOf = (line: number, text: string) => ({ line, text, bytes: Buffer.from(text) });
   const check = (value: unknown, seen = new Set<string>()) =>
-    checkLine({ line: 7, text: JSON.stringify(value) }, endpoint, seen, checkBody);
+    checkLine(sourceOf(7, JSON.stringify(value)), checks, seen);
 
   it('is understood when it names its custom_id, POST, the batch endpoint and a body the route takes', () => {
     expect(check({ custom_id: 'a', method: 'POST', url: endpoint, body })).toMatchObject({ line: 7, customId: 'a' });
@@ -71,12 +80,42 @@ describe('a batch line', () => {
       param: 'body.model',
       message: 'unknown model',
     });
-    expect(checkLine({ line: 2, text: '{"a":' }, endpoint, new Set(), checkBody)).toMatchObject({
-      code: 'invalid_json',
-      line: 2,
+    expect(checkLine(sourceOf(2, '{"a":'), checks, new Set())).toMatchObject({ code: 'invalid_json', line: 2 });
+  });
+
+  it('longer than a request body may be, is refused naming maxBodyBytes, as its body would be', () => {
+    expect(checkLine({ line: 3, tooLong: true }, checks, new Set())).toEqual({
+      code: 'invalid_request',
+      line: 3,
+      message: 'line 3 is longer than 4194304 bytes, the limit of a request body (maxBodyBytes)',
+      param: 'body',
     });
-    expect(checkLine({ line: 3, tooLong: true }, endpoint, new Set(), checkBody)).toMatchObject({
-      code: 'invalid_json',
+  });
+
+  it('gets the bounds of depth and values its body would get from its route, from its bytes, before it is parsed', () => {
+    const line = { custom_id: 'a', method: 'POST', url: endpoint };
+    const nested = (depth: number): unknown => (depth === 0 ? 'x' : [nested(depth - 1)]);
+    // The body itself is one level: 63 more nested in one of its fields make a body of depth 64, the route's limit.
+    const deep = (levels: number) => ({ ...line, body: { ...body, model: 'echo', tools: nested(levels) } });
+    expect(check(deep(63))).toMatchObject({ customId: 'a' });
+    expect(check(deep(64))).toEqual({
+      code: 'invalid_request',
+      line: 7,
+      message: 'the JSON body is nested deeper than 64 levels, the limit (maxJsonDepth)',
+      param: 'body',
     });
+    // The body holds 1 + its members' values: with `model` and `messages` (2 + its one message's 1 + role and
+    // content), the rest fills up to 100,000 exactly.
+    const wide = (count: number) => ({ ...line, body: { ...body, tools: Array.from({ length: count }, () => 0) } });
+    const fixed = 1 + 2 + 1 + 2 + 1;
+    expect(check(wide(100_000 - fixed))).toMatchObject({ customId: 'a' });
+    expect(check(wide(100_001 - fixed))).toMatchObject({
+      code: 'invalid_request',
+      message: 'the JSON body holds more than 100000 values, the limit (maxJsonValues)',
+      param: 'body',
+    });
+    // What JSON.parse would have built is never built: a line nested 200,000 levels deep is refused from its bytes.
+    const text = `{"custom_id":"a","method":"POST","url":"${endpoint}","body":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    expect(checkLine(sourceOf(9, text), checks, new Set())).toMatchObject({ code: 'invalid_request', param: 'body' });
   });
 });

@@ -1,46 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decideBatch } from '../../src/domain/batch/decider.js';
-import type { BatchEvent } from '../../src/domain/batch/events.js';
 import { lineRequestId } from '../../src/domain/batch/lines.js';
-import {
-  type BatchCounts,
-  type BatchState,
-  evolveBatch,
-  initialBatchState,
-  noCounts,
-  publicBatchStatus,
-} from '../../src/domain/batch/state.js';
+import { type BatchCounts, noCounts, publicBatchStatus } from '../../src/domain/batch/state.js';
 import { Refused } from '../../src/domain/errors.js';
 import { couldBeId } from '../../src/domain/identifiers.js';
-
-const batchId = 'batch_0190f2a0b1c2AbCdEfGhIjKlMnOpQrStUv';
-const at = 1_000_000;
-const lease = 30_000;
-
-/** Decides and folds, as the store does; a refusal leaves the state as it was and is returned. */
-const step = (state: BatchState, command: Parameters<typeof decideBatch>[3], counts: BatchCounts = noCounts) => {
-  const events = decideBatch(batchId, state, counts, command);
-  if (events instanceof Refused) return { state, refused: events };
-  return { state: events.reduce<BatchState>((s, e: BatchEvent) => evolveBatch(s, e), state), refused: undefined };
-};
-
-const created = () =>
-  step(initialBatchState, {
-    type: 'CreateBatch',
-    accountId: 'acct_aaaaaaaaaaaaaaaa',
-    keyId: 'key_aaaaaaaaaaaaaaaa',
-    endpoint: '/v1/chat/completions',
-    inputFileId: 'file-0190f2a0b1c2AbCdEfGhIjKlMnOpQrStUv',
-    completionWindow: '24h',
-    windowMs: 86_400_000,
-    now: at,
-  }).state;
-
-const started = (owner = 'p1', total = 3) => {
-  let state = step(created(), { type: 'TakeBatch', owner, leaseMs: lease, now: at + 1 }).state;
-  state = step(state, { type: 'StartBatch', owner, total, model: 'echo', now: at + 2 }).state;
-  return state;
-};
+import { at, batchId, created, lease, started, step } from '../support/batchDecider.js';
 
 describe('the batch machine', () => {
   it('goes validating, in_progress, finalizing, completed when every line ended', () => {

@@ -105,8 +105,12 @@ const listLine = (view: BatchView, batch: BatchObject) => {
 };
 
 /** Why a batch that is not `in_progress` in the API's words is where it is (the machine's own status). */
-const statusNote = (status: BatchStatus): string =>
-  status === 'expiring' ? ' (its completion window has passed: its running lines finish, then it ends expired)' : '';
+const statusNote = (status: BatchStatus): string => {
+  if (status === 'expiring')
+    return ' (its completion window has passed: its running lines finish, then it ends expired)';
+  if (status === 'failing') return ' (its housekeeping failed: its running lines finish, then it ends failed)';
+  return '';
+};
 
 const showLines = (view: BatchView, batch: BatchObject): string[] => {
   const lines = linesJson(view, batch);
@@ -164,6 +168,8 @@ const cancelledLine = ({ view, batch, previous }: Cancelled): string => {
     return `batch ${batch.id} was already cancelled (at ${iso(batch.cancelled_at)}); nothing changed`;
   if (previous === 'cancelling')
     return `batch ${batch.id} was already being cancelled (since ${iso(batch.cancelling_at)}); nothing changed`;
+  if (previous === 'finalizing')
+    return `batch ${batch.id} is cancelled (it was finalizing, ${done} of ${total} lines done; its output and error files are not kept; ${who})`;
   const lines =
     previous === 'validating'
       ? 'it was validating; none of its lines will run'
@@ -171,19 +177,21 @@ const cancelledLine = ({ view, batch, previous }: Cancelled): string => {
   return `batch ${batch.id} is ${batch.status} (${lines}; ${who}); a running server writes its files and ends it cancelled`;
 };
 
-/** Why a batch cannot be cancelled (one that ended, or is ending, is answered as it is). */
+/** Why a batch cannot be cancelled (one that ended, or is ending otherwise, is answered as it is). */
 const notCancellable = (view: BatchView, batch: BatchObject): CliError | undefined => {
   const why: Partial<Record<BatchStatus, string>> = {
     completed: `completed at ${iso(batch.completed_at)}`,
-    failed: `failed validation at ${iso(batch.failed_at)}`,
+    failed: (batch.errors?.data ?? []).some((error: { code: string }) => error.code === 'batch_failed')
+      ? `failed at ${iso(batch.failed_at)}: its housekeeping failed (its errors say why)`
+      : `failed validation at ${iso(batch.failed_at)}`,
     expired: `expired at ${iso(batch.expired_at)}`,
     expiring: 'is past its completion window and ending as expired',
-    finalizing: 'is finalizing: every line has ended and its files are being written',
+    failing: 'is ending as failed: its housekeeping failed (its errors say why)',
   };
   const reason = why[view.state.status];
   if (reason === undefined) return undefined;
   return new CliError(
-    `batch ${batch.id} cannot be cancelled: it ${reason}; only a validating or in-progress batch can be cancelled`,
+    `batch ${batch.id} cannot be cancelled: it ${reason}; only a validating, in-progress or finalizing batch can be cancelled`,
   );
 };
 
@@ -212,10 +220,16 @@ const cancelBatch = async (
     if (before.state.status === 'cancelled' || before.state.status === 'cancelling')
       return { view: before, batch: shownBefore, previous: before.state.status, config };
 
+    // A finalizing batch (its files being written, or failing to be) ends cancelled at once, without its files: the
+    // operator's way out of a finalize that cannot finish. The API answers such a batch as it is (contract 16).
+    const now = clock.now();
     const outcome = await committer.send({
       type: 'Batch',
       batchId,
-      command: { type: 'CancelBatch', accountId: before.state.context.accountId, now: clock.now() },
+      command:
+        before.state.status === 'finalizing'
+          ? { type: 'CancelFinalizing', now }
+          : { type: 'CancelBatch', accountId: before.state.context.accountId, now },
     });
     if (outcome instanceof Unavailable) throw new CliError(`batch ${batchId} was not cancelled: ${outcome.message}`);
     const after = await batchOrFail(store.reads, batchId);
@@ -278,7 +292,9 @@ export const registerBatchCommands = (program: Command, output: Output) => {
     });
 
   command('cancel')
-    .description('cancel a validating or in-progress batch of any account (works while the server runs)')
+    .description(
+      'cancel a validating, in-progress or finalizing batch of any account (a finalizing one ends without its files; works while the server runs)',
+    )
     .argument('<batchId>', 'the batch id (batch_…)')
     .action(async (batchId: string, options: BatchOptions) => {
       if (batchId.trim() === '') throw new CliError('expected a batch id, got ""', 2);

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { type H3Event, HTTPError } from 'h3';
 import { type ApiError, InvalidRequest, PayloadTooLarge } from '../../domain/errors.js';
-import { type JsonBounds, jsonBoundExceeded } from './jsonBounds.js';
+import { type JsonBounds, jsonBoundExceeded } from '../../domain/jsonBounds.js';
 import { BodyTooLarge, readBodyBytes } from './requestBody.js';
 
 /** `application/json`, with parameters or in any case; the exact common form is recognised without splitting. */

@@ -129,6 +129,8 @@ const layouts = {
   WebhookRedeliveryRequested: ['deliveryId', 'endpointId', 'giveUpAt', 'at'],
   FileUploadStarted: ['fileId', 'accountId', 'reservedBytes', 'at', 'heldUntil'],
   FileUploadEnded: ['fileId', 'accountId', 'at', 'outcome'],
+  BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
+  BatchFinalizingCancelled: ['batchId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -230,6 +232,7 @@ const textFields: ReadonlySet<string> = new Set([
   'dataId',
   'error',
   'outcome',
+  'step',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -253,11 +256,19 @@ const compiledByVersion: Record<number, typeof compiled> = {
   7: compiled,
   8: compiled,
 };
+/** The event types layout 8 added (appended to the table: an older airs has no code for them). */
+const typesOfEight: ReadonlySet<string> = new Set([
+  'FileUploadStarted',
+  'FileUploadEnded',
+  'BatchWorkFailed',
+  'BatchFinalizingCancelled',
+]);
 /**
  * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
- * request's face (7: an endpoint's `events` filter is written as the list it is), or an upload's reservation (8: the
- * same table; an airs before it refuses the record by its version rather than misread a type it lacks). A data
+ * request's face (7: an endpoint's `events` filter is written as the list it is), or a type of issue 40 (8: an
+ * upload's reservation, a batch's recorded failure or an operator's cancel of its finalizing; the same table, but an
+ * airs before it refuses the record by its version rather than misread a type it lacks). A data
  * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
@@ -266,7 +277,7 @@ const versionFor = (events: readonly StoredEvent[]): number => {
     if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;
     else if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
       version = Math.max(version, 6);
-    else if (event.type === 'FileUploadStarted' || event.type === 'FileUploadEnded') return 8;
+    else if (typesOfEight.has(event.type)) return 8;
     else if (event.type.startsWith('Batch') || event.type.startsWith('File')) version = Math.max(version, 5);
     else if (event.type !== 'RequestQueued') continue;
     else if (event.batchId !== undefined || event.customId !== undefined) version = Math.max(version, 5);

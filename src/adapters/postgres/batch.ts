@@ -35,7 +35,7 @@ const maxRounds = 50;
 /** Request commands that may end their request (a webhook event: the outbox reads its account's endpoints). */
 const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'OwnerGone', 'Release']);
 /** Batch commands that may end their batch, or fail it. */
-const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch']);
+const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch', 'RecordWorkFailure', 'CancelFinalizing']);
 
 /** What the commands of a batch will most likely read: fetched right behind the writer's lock. */
 const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => {

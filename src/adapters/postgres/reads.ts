@@ -139,6 +139,13 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       );
       return reqIds.map((reqId) => found.get(reqId));
     },
+    requests: async (reqIds) => {
+      if (reqIds.length === 0) return [];
+      const rows = await query<{ req_id: string; state: RequestState }[]>(sql`
+        SELECT req_id, state FROM requests WHERE req_id = ANY(${[...reqIds]}::text[])`);
+      const found = new Map(rows.map((row) => [row.req_id, row.state]));
+      return reqIds.map((reqId) => found.get(reqId));
+    },
     account: (accountId) =>
       one<AccountState>(query(sql`SELECT state AS value FROM accounts WHERE account_id = ${accountId}`)),
     accountIdByEmail: (email) => one<string>(query(sql`SELECT account_id AS value FROM emails WHERE email = ${email}`)),

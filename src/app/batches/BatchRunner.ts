@@ -2,7 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
-import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch } from '../../domain/batch/state.js';
+import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch, stopsLines } from '../../domain/batch/state.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Log } from '../../ports/Logger.js';
@@ -12,13 +12,14 @@ import { Committer } from '../Committer.js';
 import { Models } from '../Models.js';
 import { Processor } from '../processing/Processor.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
-import { type BatchRunnerDeps, type BatchStep, batchSender, LostLease } from './batchWork.js';
+import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
 import { sweepFiles } from './fileSweep.js';
 import { type Look, type OpenBatchTurnsBounds, openBatchTurns } from './openBatchTurns.js';
 import { finalizeBatch } from './outputFiles.js';
 import { queueLines } from './queueLines.js';
 import { validateBatch } from './validateBatch.js';
+import { isWaitedOut, recordWorkFailure } from './workFailures.js';
 
 /**
  * Each server process looks after the batches that have not ended (contract 16): it validates a batch's input file,
@@ -55,7 +56,8 @@ export type BatchWorkBounds = {
   readonly wake: () => void;
 };
 
-export const createBatchRunner = (deps: BatchRunnerDeps, bounds: BatchWorkBounds): BatchRunnerShape => {
+export const createBatchRunner = (given: BatchRunnerDeps, bounds: BatchWorkBounds): BatchRunnerShape => {
+  const deps: BatchRunnerDeps = { ...given, send: handledSends(given.send) };
   const { store, owner, log } = deps;
   const working = new Map<string, Promise<void>>();
   const turns = openBatchTurns(store.reads, bounds.turns);
@@ -75,7 +77,34 @@ export const createBatchRunner = (deps: BatchRunnerDeps, bounds: BatchWorkBounds
     };
   };
 
-  /** Does whatever the batch needs next, step after step, while this process holds its lease. */
+  /**
+   * Does the step the batch needs now; whether another may follow at once (false: the batch waits for its lines, has
+   * ended, or is no longer this process's).
+   */
+  const stepOnce = async (step: BatchStep, view: BatchView): Promise<boolean> => {
+    const { batchId, total = 0 } = view.state.context;
+    const { status } = view.state;
+    if (status === 'validating') await validateBatch(step, view);
+    else if (status === 'in_progress' && view.counts.queued < total) await queueLines(step, view);
+    else if (status === 'in_progress' && linesDone(view.counts) === total)
+      await sendBatch(batchId, { type: 'FinalizeBatch', owner, now: deps.now() });
+    else if (stopsLines(status)) {
+      await cancelLines(step, view);
+      const after = await store.reads.batch(batchId);
+      if (after === undefined || linesDone(after.counts) !== after.counts.queued) return false;
+      await sendBatch(batchId, { type: 'FinalizeBatch', owner, now: deps.now() });
+    } else if (status === 'finalizing') {
+      await finalizeBatch(step, view);
+      return false;
+    } else return false;
+    return true;
+  };
+
+  /**
+   * Does whatever the batch needs next, step after step, while this process holds its lease. A step that fails for a
+   * reason waiting does not mend is recorded as the batch's (workFailures.ts), and the machine ends the batch after a
+   * few: nothing is retried forever.
+   */
   const work = async (batchId: string) => {
     let view = await store.reads.batch(batchId);
     if (view === undefined) return;
@@ -85,27 +114,21 @@ export const createBatchRunner = (deps: BatchRunnerDeps, bounds: BatchWorkBounds
     for (let turn = 0; turn < 8; turn++) {
       view = await store.reads.batch(batchId);
       if (view === undefined) return;
-      const { status, context } = view.state;
-      const total = context.total ?? 0;
-      if (status === 'validating') await validateBatch(step, view);
-      else if (status === 'in_progress' && view.counts.queued < total) await queueLines(step, view);
-      else if (status === 'in_progress' && linesDone(view.counts) === total)
-        await sendBatch(batchId, { type: 'FinalizeBatch', owner, now: deps.now() });
-      else if (status === 'expiring' || status === 'cancelling') {
-        await cancelLines(step, view);
-        const after = await store.reads.batch(batchId);
-        if (after === undefined || linesDone(after.counts) !== after.counts.queued) return;
-        await sendBatch(batchId, { type: 'FinalizeBatch', owner, now: deps.now() });
-      } else if (status === 'finalizing') {
-        await finalizeBatch(step, view);
+      try {
+        if (!(await stepOnce(step, view))) return;
+      } catch (error) {
+        // A process that stops leaves the work as it is: its errors then are the stop's, not the batch's.
+        if (stopping || isWaitedOut(error)) throw error;
+        await recordWorkFailure(step, view, error);
         return;
-      } else return;
+      }
     }
   };
 
   /**
    * Whether the batch needs this process now: this process may take its lease (the machine says so), and there is work:
-   * any in validating, cancelling, expiring or finalizing; in progress, lines left to queue or all of them ended.
+   * any in validating, cancelling, expiring, failing or finalizing; in progress, lines left to queue or all of them
+   * ended.
    */
   const needsWork = (view: BatchView, now: number): boolean => {
     if (!mayTakeBatch(view.state, owner, now)) return false;
@@ -207,6 +230,7 @@ export const BatchRunnerLayer = Layer.effect(
         leaseMs: config.processing.leaseSeconds * 1000,
         maxLines: config.batches.maxLines,
         maxLineBytes: config.maxBodyBytes,
+        jsonBounds: { maxDepth: config.maxJsonDepth, maxValues: config.maxJsonValues },
         requestTtlMs: config.requestTtlSeconds * 1000,
         maxAttempts: config.processing.maxAttempts,
         outputExpiresAfterSeconds: config.batches.outputExpiresAfterSeconds,

@@ -2,8 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
-import type { BatchView } from '../../domain/batch/state.js';
-import { isFinalBatch } from '../../domain/batch/state.js';
+import { type BatchView, mayCancelBatch } from '../../domain/batch/state.js';
 import { isRefusal } from '../../domain/commands.js';
 import { AccountLimitReached, InvalidRequest, NotFound, RateLimited, type Unavailable } from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
@@ -46,7 +45,7 @@ export interface BatchesShape {
     readonly hasMore: boolean;
   }>;
   /** Asks to cancel: no line is queued or started any more; answers the batch as it is then. A batch that ended (or is
-   * finalizing) is answered as it is. */
+   * ending: finalizing, past its window, cancelling or failing) is answered as it is. */
   cancel(principal: Principal, batchId: string): Promise<BatchView | NotFound | Unavailable>;
 }
 
@@ -152,13 +151,13 @@ export const createBatches = (deps: {
     cancel: async (principal, batchId) => {
       const view = await own(principal, batchId);
       if (view === undefined) return notFound(batchId);
-      const status = view.state.status;
-      if (isFinalBatch(status) || status === 'cancelling' || status === 'finalizing' || status === 'expiring')
-        return view;
+      // Only a validating or in-progress batch takes a cancel (the machine says so): any other is answered as it is.
+      const now = deps.now();
+      if (!mayCancelBatch(view.state, now)) return view;
       const outcome = await deps.send({
         type: 'Batch',
         batchId,
-        command: { type: 'CancelBatch', accountId: principal.accountId, now: deps.now() },
+        command: { type: 'CancelBatch', accountId: principal.accountId, now },
       });
       if (!('events' in outcome) && !isRefusal(outcome)) return outcome;
       return (await store.reads.batch(batchId)) ?? notFound(batchId);

@@ -3,13 +3,15 @@ import type { BatchCommand } from '../../domain/batch/decider.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import { InvalidRequest } from '../../domain/errors.js';
+import type { JsonBounds } from '../../domain/jsonBounds.js';
 import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
+import { eventLoopPace } from '../eventLoopPace.js';
 import { storedInputOf } from '../storedInput.js';
 import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
 import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import { jsonLines } from './jsonLines.js';
-import { type BatchLine, checkLine, type LineError } from './lineRules.js';
+import { type BatchLine, checkLine, type LineChecks, type LineError } from './lineRules.js';
 
 /** What the batch runner's steps need: the store, the committer, the clock, and the bounds a batch is held to. */
 export type BatchRunnerDeps = {
@@ -25,6 +27,8 @@ export type BatchRunnerDeps = {
   readonly leaseMs: number;
   readonly maxLines: number;
   readonly maxLineBytes: number;
+  /** The bounds a request's body gets (`maxJsonDepth`, `maxJsonValues`): each line's body gets them too. */
+  readonly jsonBounds: JsonBounds;
   readonly requestTtlMs: number;
   readonly maxAttempts: number;
   readonly outputExpiresAfterSeconds: number;
@@ -69,6 +73,19 @@ export async function* inChunks<T>(items: AsyncIterable<T>, size: number): Async
   if (chunk.length > 0) yield chunk;
 }
 
+/**
+ * The committer's send as a batch's steps use it: a failure is still seen where the step awaits the send, and is
+ * marked handled at once, because a step hands the event loop back (eventLoopPace) between sending and awaiting (a
+ * write of 1,000 lines is awaited once), and Node ends the process on a rejection that has no handler meanwhile.
+ */
+export const handledSends =
+  (send: CommitterShape['send']): CommitterShape['send'] =>
+  (command, options) => {
+    const sent = send(command, options);
+    sent.catch(() => undefined);
+    return sent;
+  };
+
 /** Sends a batch command; its outcome when the machine took it, undefined otherwise. */
 export const batchSender =
   (send: CommitterShape['send']) =>
@@ -77,10 +94,14 @@ export const batchSender =
     return 'events' in outcome ? outcome : undefined;
   };
 
-/** The batch's input lines, each checked as validation checked it (to queue them, the same input). */
-export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
-  const { endpoint, inputFileId } = view.state.context;
-  const seen = new Set<string>();
+/**
+ * What a line of a batch for `endpoint` is checked against: the route's own check of a body, then the model and the
+ * size of the request it makes, as any submit's; and the bounds of a request's body.
+ */
+export const lineChecksOf = (
+  deps: Pick<BatchRunnerDeps, 'endpoints' | 'rules' | 'providerOf' | 'jsonBounds' | 'maxLineBytes'>,
+  endpoint: string,
+): LineChecks => {
   // The size of a conversation is named as each route names it.
   const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
   const checkBody = (body: unknown) => {
@@ -94,13 +115,41 @@ export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGen
     }
     return beyondModel(input, deps.providerOf(input.model)) ?? input;
   };
-  for await (const source of jsonLines(deps.store.files.read(inputFileId), deps.maxLineBytes))
-    yield checkLine(source, endpoint, seen, checkBody);
+  return { endpoint, checkBody, bounds: deps.jsonBounds, maxLineBytes: deps.maxLineBytes };
+};
+
+/**
+ * The batch's input lines, each checked as validation checked it (to queue them, the same input). A check that throws
+ * (a bug, not the line's fault) fails its line with the reason, as a refusal would: the batch's validation ends
+ * instead of failing the same way at every try. The event loop is handed back every few milliseconds.
+ */
+export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
+  const { endpoint, inputFileId, batchId } = view.state.context;
+  const seen = new Set<string>();
+  const checks = lineChecksOf(deps, endpoint);
+  const pace = eventLoopPace();
+  let logged = false;
+  for await (const source of jsonLines(deps.store.files.read(inputFileId), deps.maxLineBytes)) {
+    await pace();
+    let checked: BatchLine | LineError;
+    try {
+      checked = checkLine(source, checks, seen);
+    } catch (error) {
+      // Logged once per pass: the same bug would otherwise log a stack per line.
+      if (!logged) deps.log.warn({ err: error, batchId, line: source.line }, 'a batch line could not be checked');
+      logged = true;
+      const message = `line ${source.line} could not be checked: ${String(error)}`.slice(0, 500);
+      checked = { code: 'invalid_request', line: source.line, message, param: 'body' };
+    }
+    yield checked;
+  }
 }
 
 /** The lines of a batch that passed validation, with only what names them: their line and custom_id. */
 export async function* namesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<LineName> {
+  const pace = eventLoopPace();
   for await (const source of jsonLines(deps.store.files.read(view.state.context.inputFileId), deps.maxLineBytes)) {
+    await pace();
     if (!('text' in source)) continue;
     const { custom_id: customId } = JSON.parse(source.text) as { custom_id: string };
     yield { line: source.line, customId };

@@ -2,7 +2,10 @@ import { lineRequestId } from '../../domain/batch/lines.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import { type BatchStep, inChunks, namesOf, readChunkLines } from './batchWork.js';
 
-/** Cancels the lines that wait (and, for a cancel, those running): a batch cancelled or past its window. */
+/**
+ * Cancels the lines that wait (and, for a cancel, those running): a batch cancelled, past its window, or whose
+ * housekeeping failed.
+ */
 export const cancelLines = async ({ deps, keep }: BatchStep, view: BatchView) => {
   const { batchId } = view.state.context;
   const running = view.state.status === 'cancelling';
@@ -10,9 +13,10 @@ export const cancelLines = async ({ deps, keep }: BatchStep, view: BatchView) =>
     // Lines that need nothing are read too: the lease must outlast the pass, however few it cancels.
     await keep();
     const reqIds = names.map((line) => lineRequestId(batchId, line.line));
-    const stored = await deps.store.reads.requestsWithText(reqIds);
+    // Their states only: a line's prompt or answer is no concern of a cancel.
+    const states = await deps.store.reads.requests(reqIds);
     const cancels = reqIds.flatMap((reqId, i) => {
-      const status = stored[i]?.state.status;
+      const status = states[i]?.status;
       if (status !== 'waiting' && !(running && status === 'processing')) return [];
       return [
         deps.send({ type: 'Cancel', reqId, now: deps.now() }).then((outcome) => {

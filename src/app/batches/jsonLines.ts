@@ -1,6 +1,9 @@
-/** One line of a JSONL file: its text, or the fact that it was longer than allowed (its text was never kept). */
+/**
+ * One line of a JSONL file: its text (and the bytes it was decoded from, which the JSON bounds are checked on), or the
+ * fact that it was longer than allowed (its text was never kept) or not UTF-8.
+ */
 export type JsonLine =
-  | { readonly line: number; readonly text: string }
+  | { readonly line: number; readonly text: string; readonly bytes: Uint8Array }
   | { readonly line: number; readonly tooLong: true }
   | { readonly line: number; readonly notUtf8: true };
 
@@ -33,7 +36,7 @@ export async function* jsonLines(chunks: AsyncIterable<Uint8Array>, maxLineBytes
       return { line, notUtf8: true };
     }
     if (text.trim().length === 0) return undefined;
-    return { line, text };
+    return { line, text, bytes };
   };
   for await (const chunk of chunks) {
     let start = 0;

@@ -1,5 +1,6 @@
 import { InvalidRequest } from '../../domain/errors.js';
 import { controlCharacters } from '../../domain/identifiers.js';
+import { type JsonBounds, lineBoundExceeded } from '../../domain/jsonBounds.js';
 import type { SubmitInput } from '../Requests.js';
 import type { JsonLine } from './jsonLines.js';
 
@@ -17,6 +18,18 @@ export type LineError = {
   readonly line: number | null;
   readonly message: string;
   readonly param: string | null;
+};
+
+/**
+ * What a line is checked against: its batch's endpoint, the body check of that endpoint's route (the same code the
+ * route runs, with the route's message), and the bounds the route gives a body (contract 15: bytes, depth, values).
+ */
+export type LineChecks = {
+  readonly endpoint: string;
+  readonly checkBody: (body: unknown) => SubmitInput | InvalidRequest;
+  readonly bounds: JsonBounds;
+  /** A request body's bytes, at most (`maxBodyBytes`): `jsonLines` reads no longer line. */
+  readonly maxLineBytes: number;
 };
 
 /** A line understood: its `custom_id` and the request its body makes. */
@@ -37,18 +50,24 @@ const error = (code: LineError['code'], line: number, message: string, param: st
 
 /**
  * Checks one line of a batch's input file as contract 16 says: `{custom_id, method: "POST", url: <the batch's
- * endpoint>, body}`, the body checked by `checkBody` (the same code its route runs, with the route's message).
- * `seen` holds the custom ids of the lines before it (uniqueness within the file).
+ * endpoint>, body}`, the body checked by the route's own code. A line beyond the bounds a body gets is refused from
+ * its bytes, before `JSON.parse` builds anything (a 4 MB line nested 2,000,000 levels deep would parse into about
+ * 116 MB, and later overflow the stack of whatever walks it). `seen` holds the custom ids of the lines before it
+ * (uniqueness within the file).
  */
-export const checkLine = (
-  source: JsonLine,
-  endpoint: string,
-  seen: Set<string>,
-  checkBody: (body: unknown) => SubmitInput | InvalidRequest,
-): BatchLine | LineError => {
+export const checkLine = (source: JsonLine, checks: LineChecks, seen: Set<string>): BatchLine | LineError => {
   const { line } = source;
-  if ('tooLong' in source) return error('invalid_json', line, `line ${line} is longer than a request body may be`);
+  const { endpoint } = checks;
+  if ('tooLong' in source)
+    return error(
+      'invalid_request',
+      line,
+      `line ${line} is longer than ${checks.maxLineBytes} bytes, the limit of a request body (maxBodyBytes)`,
+      'body',
+    );
   if ('notUtf8' in source) return error('invalid_json', line, `line ${line} is not valid UTF-8`);
+  const beyond = lineBoundExceeded(source.bytes, checks.bounds);
+  if (beyond !== undefined) return error('invalid_request', line, beyond.message, 'body');
   let parsed: unknown;
   try {
     parsed = JSON.parse(source.text);
@@ -80,7 +99,7 @@ export const checkLine = (
   if (!isObject(parsed.body)) return error('invalid_request', line, 'body must be a JSON object', 'body');
   if (parsed.body.stream === true)
     return error('invalid_request', line, 'stream is not supported in a batch', 'body.stream');
-  const input = checkBody(parsed.body);
+  const input = checks.checkBody(parsed.body);
   if (input instanceof InvalidRequest) {
     const param = input.details?.param;
     return error('invalid_request', line, input.message, typeof param === 'string' ? `body.${param}` : 'body');

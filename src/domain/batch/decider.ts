@@ -1,5 +1,5 @@
 import { Refused } from '../errors.js';
-import type { BatchEvent } from './events.js';
+import type { BatchEvent, WorkingStatus } from './events.js';
 import { type BatchCounts, type BatchState, canApplyToBatch, linesDone } from './state.js';
 
 /** Commands on one batch. Each carries the time it is issued at (`now`). */
@@ -41,7 +41,11 @@ export type BatchCommand =
       readonly completed: number;
       readonly failed: number;
       readonly now: number;
-    };
+    }
+  /** A step of its housekeeping failed (not for the store, nor a lost lease): `reason` says how. */
+  | { readonly type: 'RecordWorkFailure'; readonly owner: string; readonly reason: string; readonly now: number }
+  /** The operator ends a finalizing batch cancelled, without its files (`airs batches cancel`). */
+  | { readonly type: 'CancelFinalizing'; readonly now: number };
 
 /** A file a batch wrote: its bytes are stored under `fileId`; the end of the batch makes it exist. */
 export type WrittenFile = {
@@ -52,7 +56,7 @@ export type WrittenFile = {
   readonly expiresAt?: number | undefined;
 };
 
-const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): BatchEvent => {
+const eventFor = (batchId: string, state: BatchState, counts: BatchCounts, command: BatchCommand): BatchEvent => {
   const at = command.now;
   switch (command.type) {
     case 'CreateBatch': {
@@ -101,8 +105,34 @@ const eventFor = (batchId: string, counts: BatchCounts, command: BatchCommand): 
       if (ended.errorFileId === undefined) delete ended.errorFileId;
       return ended;
     }
+    case 'RecordWorkFailure':
+      // The step is the status the store holds in this write (a status no step works in is refused by the machine).
+      return {
+        type: 'BatchWorkFailed',
+        batchId,
+        owner: command.owner,
+        step: state.status as WorkingStatus,
+        reason: reasonText(command.reason),
+        at,
+      };
+    case 'CancelFinalizing':
+      return { type: 'BatchFinalizingCancelled', batchId, at };
   }
 };
+
+/** A failure's reason is kept (in the log, and in the batch's errors) to this length. */
+export const maxReasonChars = 500;
+
+/**
+ * A reason as it may be kept and shown: at most `maxReasonChars`, control characters (which a terminal would act on)
+ * as spaces, and an unpaired surrogate (which storage would turn into U+FFFD, so the log would differ from the
+ * decision) as U+FFFD already.
+ */
+const reasonText = (reason: string): string =>
+  reason
+    .slice(0, maxReasonChars)
+    .replace(/\p{Cc}/gu, ' ')
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
 
 /**
  * Decides a batch command: the event it means, if the batch machine accepts it in the batch's state (guards
@@ -116,7 +146,7 @@ export const decideBatch = (
 ): BatchEvent[] | Refused => {
   if (command.type === 'CancelBatch' && state.context.accountId !== command.accountId)
     return new Refused({ message: `no batch ${batchId}` });
-  const event = eventFor(batchId, counts, command);
+  const event = eventFor(batchId, state, counts, command);
   if (!canApplyToBatch(state, event))
     return new Refused({ message: `batch ${batchId} is ${state.status}: ${event.type} is not allowed now` });
   return [event];

@@ -85,7 +85,7 @@ export type BatchFinalizing = {
   readonly at: number;
 };
 
-/** The output files are written: the batch ends (completed, expired or cancelled, as it was finalizing for). */
+/** The output files are written: the batch ends (completed, expired, cancelled or failed, as it was finalizing for). */
 export type BatchEnded = {
   readonly type: 'BatchEnded';
   readonly batchId: string;
@@ -98,6 +98,34 @@ export type BatchEnded = {
   readonly at: number;
 };
 
+/** The statuses in which a batch's housekeeping works (a step of it may fail in each). */
+export type WorkingStatus = 'validating' | 'in_progress' | 'expiring' | 'cancelling' | 'failing' | 'finalizing';
+
+/**
+ * A step of the batch's housekeeping failed for a reason that waiting does not mend (a bug, a `RangeError`, a line
+ * that no longer validates; not a fault of the store, nor a lost lease): `step` is the status it was in (decided in
+ * the write), `reason` what went wrong. Counted per status; the machine fails the batch after `maxWorkFailures` of
+ * them in one status (machine.ts), so that nothing is retried forever.
+ */
+export type BatchWorkFailed = {
+  readonly type: 'BatchWorkFailed';
+  readonly batchId: string;
+  readonly owner: string;
+  readonly step: WorkingStatus;
+  readonly reason: string;
+  readonly at: number;
+};
+
+/**
+ * The operator cancelled the batch while its output files were being written (`airs batches cancel`): it ends
+ * cancelled without files; a finalize in flight is refused its end, and removes what it wrote.
+ */
+export type BatchFinalizingCancelled = {
+  readonly type: 'BatchFinalizingCancelled';
+  readonly batchId: string;
+  readonly at: number;
+};
+
 export type BatchEvent =
   | BatchCreated
   | BatchTaken
@@ -107,6 +135,8 @@ export type BatchEvent =
   | BatchCancelRequested
   | BatchWindowClosed
   | BatchFinalizing
-  | BatchEnded;
+  | BatchEnded
+  | BatchWorkFailed
+  | BatchFinalizingCancelled;
 
 export const isBatchEvent = (event: { type: string }): event is BatchEvent => event.type.startsWith('Batch');

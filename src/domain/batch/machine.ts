@@ -1,5 +1,5 @@
 import { assign, setup } from 'xstate';
-import type { BatchEvent } from './events.js';
+import type { BatchEvent, BatchWorkFailed, WorkingStatus } from './events.js';
 
 /** What the log knows of a batch, folded from its own events (its lines' counts are kept beside, see state.ts). */
 export type BatchContext = {
@@ -19,14 +19,20 @@ export type BatchContext = {
   /** Lines in the input file, once validated; and their one model, when they all name the same. */
   readonly total?: number;
   readonly model?: string;
-  /** The validation's errors (JSON text of `[{code, line, message, param}]`). */
+  /**
+   * Why it failed (JSON text of `[{code, line, message, param}]`): the validation's errors, or the failures of its
+   * housekeeping that ended it (`batch_failed`).
+   */
   readonly errors?: string;
   readonly inProgressAt?: number;
   readonly cancellingAt?: number;
   readonly windowClosedAt?: number;
   readonly finalizingAt?: number;
   /** What the batch ends as once its files are written. */
-  readonly ending?: 'completed' | 'expired' | 'cancelled';
+  readonly ending?: 'completed' | 'expired' | 'cancelled' | 'failed';
+  /** Failures of its housekeeping (BatchWorkFailed) counted in the status `failedStep`, the last one that had any. */
+  readonly failedStep?: WorkingStatus;
+  readonly stepFailures?: number;
   readonly endedAt?: number;
   readonly failedAt?: number;
   readonly outputFileId?: string;
@@ -52,6 +58,34 @@ const owns = (context: BatchContext, event: BatchEvent) =>
   'owner' in event && context.owner === (event as Owned).owner && event.at < (context.leaseUntil ?? 0);
 const free = (context: BatchContext, event: BatchEvent) =>
   context.owner === undefined || owns(context, event) || (context.leaseUntil ?? 0) <= event.at;
+
+/**
+ * Failures of one step of a batch's housekeeping that end it: a bug or an input that cannot be handled fails the
+ * same way every time, and three tries tell it from a fault that came once. Counted per status, so each step (validate,
+ * queue, stop the lines, write the files) has its own tries.
+ */
+export const maxWorkFailures = 3;
+
+/** The failures of `event`'s step once it is counted. */
+const failuresAfter = (context: BatchContext, event: BatchWorkFailed): number =>
+  context.failedStep === event.step ? (context.stepFailures ?? 0) + 1 : 1;
+
+/** The words for a step in a failed batch's error. */
+const stepWords: Record<WorkingStatus, string> = {
+  validating: 'validating its input file',
+  in_progress: 'queueing its lines',
+  expiring: 'stopping its lines',
+  cancelling: 'stopping its lines',
+  failing: 'stopping its lines',
+  finalizing: 'writing its output files',
+};
+
+/** The batch's errors with the failure that ends its step added (`batch_failed`, as `errors.data` lists them). */
+const errorsWith = (context: BatchContext, event: BatchWorkFailed): string => {
+  const earlier = context.errors === undefined ? [] : (JSON.parse(context.errors) as unknown[]);
+  const message = `${stepWords[event.step]} failed ${failuresAfter(context, event)} times; the last time: ${event.reason}`;
+  return JSON.stringify([...earlier, { code: 'batch_failed', line: null, message, param: null }]);
+};
 
 const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContext> => {
   switch (event.type) {
@@ -87,11 +121,32 @@ const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContex
       };
       if (event.outputFileId !== undefined) ended.outputFileId = event.outputFileId;
       if (event.errorFileId !== undefined) ended.errorFileId = event.errorFileId;
-      void context;
+      if (context.ending === 'failed') ended.failedAt = event.at;
       return ended;
     }
+    case 'BatchWorkFailed':
+      return { failedStep: event.step, stepFailures: failuresAfter(context, event) };
+    case 'BatchFinalizingCancelled':
+      return { ending: 'cancelled', endedAt: event.at, cancellingAt: context.cancellingAt ?? event.at };
   }
 };
+
+/** A step's last failure: the batch's errors name it (and, when it ends at once, when it failed). */
+const failureOf = (context: BatchContext, event: BatchEvent, endsNow: boolean): Partial<BatchContext> => {
+  if (event.type !== 'BatchWorkFailed') return {};
+  const errors = errorsWith(context, event);
+  return endsNow ? { errors, failedAt: event.at } : { errors, ending: 'failed' };
+};
+
+/** A step's failures: the last one its status allows ends it (to `failed` or `failing`), the others are counted. */
+const workFailed = (then: 'failed' | 'failing') => [
+  {
+    guard: 'lastTry' as const,
+    target: then,
+    actions: [then === 'failed' ? ('failNow' as const) : ('failStep' as const), 'update' as const],
+  },
+  { guard: 'owns' as const, actions: 'update' as const },
+];
 
 /**
  * A batch's life (contract 16), the only place its rules live:
@@ -100,6 +155,12 @@ const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContex
  *                  validating ─ValidationFailed→ failed
  *   validating | in_progress ─CancelRequested→ cancelling ─Finalizing→ finalizing ─Ended→ cancelled
  *   in_progress ─WindowClosed (at or after expiresAt)→ expiring ─Finalizing→ finalizing ─Ended→ expired
+ *   finalizing ─FinalizingCancelled (the operator)→ cancelled
+ *
+ * A step of the housekeeping that fails (BatchWorkFailed) is tried again; its `maxWorkFailures`-th failure in one
+ * status ends it: validating → failed; in_progress | expiring | cancelling → failing (its waiting lines are cancelled,
+ * its running ones finish) ─Finalizing→ finalizing ─Ended→ failed with its files; failing | finalizing → failed at
+ * once, without files. Nothing is retried forever.
  *
  * Finalizing needs every line that was queued to have ended: all `total` of them from in_progress; from cancelling
  * or expiring, those queued (no more are). Each step of the housekeeping is accepted only from the process that holds
@@ -118,9 +179,14 @@ export const batchMachine = setup({
     queuedLinesDone: ({ context, event }) =>
       owns(context, event) && event.type === 'BatchFinalizing' && event.done === event.queued,
     windowPassed: ({ context, event }) => event.at >= context.expiresAt,
+    lastTry: ({ context, event }) =>
+      owns(context, event) && event.type === 'BatchWorkFailed' && failuresAfter(context, event) >= maxWorkFailures,
   },
   actions: {
     update: assign(({ context, event }) => changeOf(context, event)),
+    // Before `update`, which counts the failure: the message reads the count the same way.
+    failStep: assign(({ context, event }) => failureOf(context, event, false)),
+    failNow: assign(({ context, event }) => failureOf(context, event, true)),
     endCompleted: assign({ ending: 'completed' as const }),
     endExpired: assign({ ending: 'expired' as const }),
     endCancelled: assign({ ending: 'cancelled' as const }),
@@ -138,6 +204,7 @@ export const batchMachine = setup({
         BatchValidationFailed: { guard: 'owns', target: 'failed', actions: 'update' },
         BatchStarted: { guard: 'owns', target: 'in_progress', actions: 'update' },
         BatchCancelRequested: { target: 'cancelling', actions: 'update' },
+        BatchWorkFailed: workFailed('failed'),
       },
     },
     in_progress: {
@@ -147,6 +214,7 @@ export const batchMachine = setup({
         BatchCancelRequested: { target: 'cancelling', actions: 'update' },
         BatchWindowClosed: { guard: 'windowPassed', target: 'expiring', actions: 'update' },
         BatchFinalizing: { guard: 'allLinesDone', target: 'finalizing', actions: ['update', 'endCompleted'] },
+        BatchWorkFailed: workFailed('failing'),
       },
     },
     expiring: {
@@ -154,6 +222,7 @@ export const batchMachine = setup({
         BatchTaken: { guard: 'free', actions: 'update' },
         BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchFinalizing: { guard: 'queuedLinesDone', target: 'finalizing', actions: ['update', 'endExpired'] },
+        BatchWorkFailed: workFailed('failing'),
       },
     },
     cancelling: {
@@ -161,12 +230,24 @@ export const batchMachine = setup({
         BatchTaken: { guard: 'free', actions: 'update' },
         BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchFinalizing: { guard: 'queuedLinesDone', target: 'finalizing', actions: ['update', 'endCancelled'] },
+        BatchWorkFailed: workFailed('failing'),
+      },
+    },
+    // Its housekeeping failed: its waiting lines are cancelled, its running ones finish, then its files are written.
+    failing: {
+      on: {
+        BatchTaken: { guard: 'free', actions: 'update' },
+        BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
+        BatchFinalizing: { guard: 'queuedLinesDone', target: 'finalizing', actions: 'update' },
+        BatchWorkFailed: workFailed('failed'),
       },
     },
     finalizing: {
       on: {
         BatchTaken: { guard: 'free', actions: 'update' },
         BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
+        BatchWorkFailed: workFailed('failed'),
+        BatchFinalizingCancelled: { target: 'cancelled', actions: 'update' },
         BatchEnded: [
           {
             guard: ({ context, event }) => owns(context, event) && context.ending === 'completed',
@@ -181,6 +262,11 @@ export const batchMachine = setup({
           {
             guard: ({ context, event }) => owns(context, event) && context.ending === 'cancelled',
             target: 'cancelled',
+            actions: 'update',
+          },
+          {
+            guard: ({ context, event }) => owns(context, event) && context.ending === 'failed',
+            target: 'failed',
             actions: 'update',
           },
         ],

@@ -9,6 +9,7 @@ export type BatchStatus =
   | 'in_progress'
   | 'expiring'
   | 'cancelling'
+  | 'failing'
   | 'finalizing'
   | 'completed'
   | 'failed'
@@ -71,8 +72,28 @@ export const isFinalBatch = (status: BatchStatus): boolean =>
 /** Lines may be queued only while the batch is in progress (not once cancelled or past its window). */
 export const acceptsLines = (status: BatchStatus): boolean => status === 'in_progress';
 
-/** The status OpenAI's clients see: a batch past its window shows `in_progress` until it ends `expired`. */
-export const publicBatchStatus = (status: BatchStatus): string => (status === 'expiring' ? 'in_progress' : status);
+/**
+ * The status OpenAI's clients see (OpenAI has no word for airs' two stopping states): a batch past its window shows
+ * `in_progress` until it ends `expired`, one whose housekeeping failed `in_progress` until it ends `failed` (its
+ * `errors` say why meanwhile).
+ */
+export const publicBatchStatus = (status: BatchStatus): string =>
+  status === 'expiring' || status === 'failing' ? 'in_progress' : status;
+
+/** The account may cancel the batch at `now` (validating or in progress): the machine says so. */
+export const mayCancelBatch = (state: BatchState, now: number): boolean =>
+  canApplyToBatch(state, { type: 'BatchCancelRequested', batchId: state.context.batchId, at: now });
+
+/** The operator may end the batch cancelled at `now`, its files unwritten (it is finalizing): the machine says so. */
+export const mayCancelFinalizing = (state: BatchState, now: number): boolean =>
+  canApplyToBatch(state, { type: 'BatchFinalizingCancelled', batchId: state.context.batchId, at: now });
+
+/**
+ * Its lines are being stopped before its files are written: the waiting ones are cancelled (and, for a cancel, the
+ * running ones too); then it finalizes once those queued have ended.
+ */
+export const stopsLines = (status: BatchStatus): boolean =>
+  status === 'expiring' || status === 'cancelling' || status === 'failing';
 
 /** Lines that have ended, of those queued. */
 export const linesDone = (counts: BatchCounts): number => counts.completed + counts.failed;

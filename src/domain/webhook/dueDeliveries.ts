@@ -71,17 +71,24 @@ export const requestWebhookEvents = (
   return made;
 };
 
+/** The batch events that may end a batch: its file refused, its files written, its housekeeping failed, the operator. */
+const batchEndings: ReadonlySet<BatchEvent['type']> = new Set([
+  'BatchValidationFailed',
+  'BatchEnded',
+  'BatchWorkFailed',
+  'BatchFinalizingCancelled',
+]);
+
 /**
- * The webhook event a batch's event makes, given the batch's state after it: `batch.failed` when its file is refused,
- * `batch.completed|expired|cancelled` when it ends so (its output files are written by then).
+ * The webhook event a batch's event makes, given the batch's state after it: `batch.completed|failed|expired|
+ * cancelled` when it ends so (its file refused, its files written, its housekeeping failed for good, or cancelled by
+ * the operator while finalizing).
  */
 export const batchWebhookEvents = (event: BatchEvent, after: BatchState): readonly WebhookEventFacts[] => {
   const { batchId, accountId } = after.context;
-  if (event.type === 'BatchValidationFailed' && after.status === 'failed')
-    return [facts(batchId, 'batch.failed', accountId, batchId, event.at)];
-  if (event.type !== 'BatchEnded') return [];
+  if (!batchEndings.has(event.type)) return [];
   const status = after.status;
-  if (status !== 'completed' && status !== 'expired' && status !== 'cancelled') return [];
+  if (status !== 'completed' && status !== 'failed' && status !== 'expired' && status !== 'cancelled') return [];
   return [facts(batchId, `batch.${status}`, accountId, batchId, event.at)];
 };
 

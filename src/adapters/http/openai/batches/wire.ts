@@ -19,10 +19,23 @@ export const fileObjectOf = (file: FileState) => ({
   status_details: null,
 });
 
+/**
+ * `request_counts`: once its files are written, their counts (every line in exactly one); once ended without them (it
+ * failed, or the operator cancelled it while finalizing), the lines that completed and every other line as failed;
+ * before, the store's counts of its lines.
+ */
+const requestCountsOf = (view: BatchView) => {
+  const { status, context } = view.state;
+  const total = context.total ?? 0;
+  if (context.completed !== undefined) return { total, completed: context.completed, failed: context.failed ?? 0 };
+  if (isFinalBatch(status))
+    return { total, completed: view.counts.completed, failed: Math.max(0, total - view.counts.completed) };
+  return { total, completed: view.counts.completed, failed: view.counts.failed };
+};
+
 /** A batch as OpenAI's Batch API shows it (contract 16): its status, times, files, counts and usage. */
 export const batchObjectOf = (view: BatchView) => {
   const { status, context } = view.state;
-  const final = isFinalBatch(status) && status !== 'failed';
   const endedAs = (ending: string) => (context.ending === ending ? seconds(context.endedAt) : null);
   const errors = context.errors === undefined ? null : { object: 'list' as const, data: JSON.parse(context.errors) };
   const { inputTokens, outputTokens } = view.counts;
@@ -46,12 +59,7 @@ export const batchObjectOf = (view: BatchView) => {
     expired_at: endedAs('expired'),
     cancelling_at: seconds(context.cancellingAt),
     cancelled_at: endedAs('cancelled'),
-    request_counts: {
-      total: context.total ?? 0,
-      // Once ended, the counts of its files (every line in exactly one); before, the store's counts of its lines.
-      completed: final ? (context.completed ?? 0) : view.counts.completed,
-      failed: final ? (context.failed ?? 0) : view.counts.failed,
-    },
+    request_counts: requestCountsOf(view),
     usage: {
       input_tokens: inputTokens,
       input_tokens_details: { cached_tokens: 0 },

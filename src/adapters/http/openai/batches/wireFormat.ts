@@ -53,7 +53,7 @@ const listOfSchema = <T extends z.ZodType>(item: T, description: string) =>
 
 export const fileListSchema = listOfSchema(fileObjectSchema, 'A page of the account’s files.');
 
-/** The statuses a Batch shows (`expiring` is shown as `in_progress` until the batch ends). */
+/** The statuses a Batch shows (`expiring` and `failing` are shown as `in_progress` until the batch ends). */
 export const batchStatuses = [
   'validating',
   'in_progress',
@@ -65,7 +65,10 @@ export const batchStatuses = [
   'cancelled',
 ] as const;
 
-/** The codes of a failed batch's `errors.data` (app/batches/lineRules.ts, LineError). */
+/**
+ * The codes of a failed batch's `errors.data`: its lines' (app/batches/lineRules.ts, LineError), and `batch_failed`
+ * for a step of its housekeeping that failed for good (domain/batch/machine.ts).
+ */
 export const batchLineErrorCodes = [
   'invalid_json',
   'invalid_custom_id',
@@ -75,6 +78,7 @@ export const batchLineErrorCodes = [
   'invalid_request',
   'too_many_lines',
   'empty_file',
+  'batch_failed',
 ] as const;
 
 const batchLineError = z.looseObject({

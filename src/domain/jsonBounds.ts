@@ -1,4 +1,7 @@
-/** How deep and how wide a JSON body may be (contract 15): checked on its bytes, before it is parsed. */
+/**
+ * How deep and how wide a JSON body may be (contract 15): checked on its bytes, before it is parsed. The same check
+ * for a request's body (adapters/http/jsonBody.ts) and a batch's line (app/batches/lineRules.ts).
+ */
 export type JsonBounds = {
   /** Levels of nesting: `{}` and `[]` are one level, `{"a": []}` two. */
   readonly maxDepth: number;
@@ -26,7 +29,7 @@ const carriageReturn = 0x0d;
  * odd number of backslashes stands right before it; found with the native `indexOf`, so a long prompt costs little.
  * Each backslash is counted back at most once (it lies between two quotes), so the scan stays linear.
  */
-const closingQuote = (bytes: Buffer, from: number): number => {
+const closingQuote = (bytes: Uint8Array, from: number): number => {
   for (let at = bytes.indexOf(quote, from); at !== -1; at = bytes.indexOf(quote, at + 1)) {
     let backslashes = 0;
     while (at - backslashes - 1 >= from && bytes[at - backslashes - 1] === backslash) backslashes++;
@@ -43,7 +46,7 @@ const closingQuote = (bytes: Buffer, from: number): number => {
  * one per comma); strings, keys included, are skipped whole, escapes and all. Text that is not valid JSON may be
  * counted loosely; the parser refuses it afterwards anyway. Stops at the first bound passed.
  */
-export const jsonBoundExceeded = (bytes: Buffer, bounds: JsonBounds): JsonBoundExceeded | undefined => {
+export const jsonBoundExceeded = (bytes: Uint8Array, bounds: JsonBounds): JsonBoundExceeded | undefined => {
   let depth = 0;
   let values = 1;
   // Just after `[` or `{`: the next token, unless it closes the container, is the container's first item.
@@ -82,3 +85,20 @@ const tooManyValues = (bounds: JsonBounds): JsonBoundExceeded => ({
   bound: 'maxJsonValues',
   message: `the JSON body holds more than ${bounds.maxValues} values, the limit (maxJsonValues)`,
 });
+
+/**
+ * A batch's line holds a request's body one level down, beside three values of its own: `{"custom_id", "method",
+ * "url", "body": <body>}`. Checked with one more level and four more values, the body it holds gets the very bounds
+ * its route gives a body (contract 16: each body is checked as its route checks it).
+ */
+export const lineBoundsOf = (bounds: JsonBounds): JsonBounds => ({
+  maxDepth: bounds.maxDepth + 1,
+  maxValues: bounds.maxValues + 4,
+});
+
+/** Whether a batch's line is beyond the bounds its body gets (`bounds`, a body's), named as a body's would be. */
+export const lineBoundExceeded = (bytes: Uint8Array, bounds: JsonBounds): JsonBoundExceeded | undefined => {
+  const beyond = jsonBoundExceeded(bytes, lineBoundsOf(bounds));
+  if (beyond === undefined) return undefined;
+  return beyond.bound === 'maxJsonDepth' ? tooDeep(bounds) : tooManyValues(bounds);
+};
