@@ -160,6 +160,14 @@ export const fileSchema = z.strictObject({
       outputExpiresAfterSeconds: positiveInt.max(315_360_000).optional(),
       /** Batches one server process works on at once (validating, queueing, cancelling, finalizing), at most. */
       maxConcurrentWork: positiveInt.max(10_000).optional(),
+      /** Batches' lines handed to the committer and not durable yet, per process, at most (app/batches/lineBudget.ts). */
+      maxLinesInFlight: positiveInt.max(100_000).optional(),
+      /** Bytes of those lines (their text as the committer counts it), per process, at most. */
+      maxLineBytesInFlight: positiveInt.max(1024 * 1024 * 1024).optional(),
+      /** The share of those two bounds one account's lines may hold. */
+      maxAccountShareInFlight: z.number().gt(0).max(1).optional(),
+      /** A batch's lines queued and not ended, at most: more are queued as they end (app/batches/queueLines.ts). */
+      maxLinesAhead: positiveInt.max(100_000).optional(),
     })
     .optional(),
   /** Where the store is when not LMDB under `dataDir`: a PostgreSQL database shared by every node (contract 14). */
@@ -267,6 +275,10 @@ export type Config = {
     readonly minShare: number;
     readonly outputExpiresAfterSeconds: number;
     readonly maxConcurrentWork: number;
+    readonly maxLinesInFlight: number;
+    readonly maxLineBytesInFlight: number;
+    readonly maxAccountShareInFlight: number;
+    readonly maxLinesAhead: number;
   };
   readonly shutdownGraceSeconds: number;
   /** How long a stopping server answers 503 on an open port before the drain (0: drains at once). */
@@ -458,6 +470,10 @@ export const loadConfig = (
       minShare: file.batches?.minShare ?? 0.1,
       outputExpiresAfterSeconds: file.batches?.outputExpiresAfterSeconds ?? 30 * 86_400,
       maxConcurrentWork: file.batches?.maxConcurrentWork ?? 8,
+      maxLinesInFlight: file.batches?.maxLinesInFlight ?? 2_000,
+      maxLineBytesInFlight: file.batches?.maxLineBytesInFlight ?? 16 * 1024 * 1024,
+      maxAccountShareInFlight: file.batches?.maxAccountShareInFlight ?? 0.5,
+      maxLinesAhead: file.batches?.maxLinesAhead ?? 256,
     },
     shutdownGraceSeconds: file.shutdownGraceSeconds ?? 10,
     shutdownDelaySeconds: file.shutdownDelaySeconds ?? 2,

@@ -14,6 +14,7 @@ import { BatchEndpoints } from './app/batches/BatchEndpoints.js';
 import { Batches, BatchesLayer, type BatchesShape } from './app/batches/Batches.js';
 import { BatchRunner, BatchRunnerLayer, type BatchRunnerShape } from './app/batches/BatchRunner.js';
 import { Files, FilesLayer, type FilesShape } from './app/batches/Files.js';
+import { LineReaderLayer } from './app/batches/lineInput.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, type MetricsShape } from './app/Metrics.js';
@@ -41,6 +42,8 @@ export const appLayer = (options: AppOptions, upstreams?: UpstreamStates) => {
   const base = baseLayer(options, options.config.storage.minFreeBytes, MetricsLayer, true);
   return Layer.mergeAll(RequestsLayer, SessionsLayer, FilesLayer, BatchesLayer, BatchRunnerLayer).pipe(
     Layer.provideMerge(ProcessorLayer),
+    // Batches' lines, read from their input files when their attempts start (app/batches/lineInput.ts).
+    Layer.provideMerge(LineReaderLayer),
     Layer.provideMerge(
       Layer.mergeAll(
         AuthLayer,

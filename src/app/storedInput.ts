@@ -5,7 +5,9 @@ import type { ChatMessage, Generation, GenerationParams, ToolCall } from '../por
  *
  * Input: a plain prompt as itself; a conversation, or a prompt with generation parameters, as the JSON of
  * `{messages, params?}` (`input: 'chat'` in its `RequestQueued`), so that every attempt sends the upstream exactly
- * what the caller sent. Requests of the first OpenAI face (`input: 'messages'`) hold a bare array of messages.
+ * what the caller sent. Requests of the first OpenAI face (`input: 'messages'`) hold a bare array of messages. A
+ * batch's line (`input: 'line'`) holds no copy of its input: where the line lies in its batch's input file, read when
+ * an attempt starts (batches/lineInput.ts).
  *
  * Answer: its text as itself; an answer that calls tools as the JSON of the assistant message
  * (`{content, tool_calls}`, `output: 'message'` in its `RequestCompleted`).
@@ -44,7 +46,7 @@ export const storedInputOf = (input: ModelInput): { readonly kind: 'chat' | unde
   };
 };
 
-/** What a model is called with, read back from the stored text. */
+/** What a model is called with, read back from the stored text (a line's is read from its file: lineInput.ts). */
 export const modelInputOf = (text: string, kind: 'messages' | 'chat' | undefined): ModelInput => {
   if (kind === undefined) return { prompt: text };
   if (kind === 'messages') {
@@ -53,6 +55,18 @@ export const modelInputOf = (text: string, kind: 'messages' | 'chat' | undefined
   }
   const { messages, params } = JSON.parse(text) as { messages: ChatMessage[]; params?: GenerationParams };
   return { prompt: lastUserText(messages), messages, params };
+};
+
+/**
+ * What a model is called with for an input that was never stored (a batch's line, read from its file): the same as
+ * `modelInputOf(storedInputOf(input))` gives, without writing and parsing the text.
+ */
+export const modelInputFrom = (input: ModelInput): ModelInput => {
+  if (input.messages === undefined && !hasParams(input.params)) return { prompt: input.prompt };
+  const messages = input.messages ?? [{ role: 'user', content: input.prompt }];
+  return hasParams(input.params)
+    ? { prompt: lastUserText(messages), messages, params: input.params }
+    : { prompt: lastUserText(messages), messages };
 };
 
 /** An answer as the request keeps it: its text, or the assistant message when it calls tools. */

@@ -1,6 +1,12 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
-import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from './accountCounters.js';
+import {
+  linesAheadCounter,
+  linesWithRoom,
+  openBatchesCounter,
+  storedBytesCounter,
+  storedFilesCounter,
+} from './accountCounters.js';
 import { type BatchCommand, decideBatch } from './batch/decider.js';
 import { acceptsLines, type BatchView, initialBatchState, noCounts } from './batch/state.js';
 import { type Claim, type ClaimReads, decideClaim } from './claim.js';
@@ -40,6 +46,11 @@ export type Command =
       readonly modelLimit?: number | undefined;
       /** With `startNow`: the account's bound of requests being processed at once, in all processes (its plan's). */
       readonly maxProcessing?: number | undefined;
+      /** A batch's line: its account's bound of stored bytes (its plan's `maxFileStorageBytes`), and the room each
+       * line not ended holds for its answer (twice the most an answer may take): the line is queued only while the
+       * account has room for it (accountCounters.ts, `linesWithRoom`; its batch waits: app/batches/queueLines.ts). */
+      readonly maxStoredBytes?: number | undefined;
+      readonly answerRoom?: number | undefined;
     })
   | Extract<
       RequestCommand,
@@ -151,6 +162,26 @@ const textOf = (command: RequestCommandOf): string | undefined => {
   return undefined;
 };
 
+/**
+ * A batch's line is queued only while its account has room for the answers of its lines not ended, this one's too
+ * (accountCounters.ts, `linesWithRoom`: files and batches' answers against its plan's bound), decided inside the write
+ * (exact across processes and nodes); its batch waits for room. Only a new line: one queued already is refused as
+ * such by the machine.
+ */
+const storageFull = (reads: DecisionReads, command: Submit): AccountLimitReached | undefined => {
+  if (command.batchId === undefined || command.maxStoredBytes === undefined) return undefined;
+  if ((reads.request(command.reqId)?.status ?? 'none') !== 'none') return undefined;
+  const kept = reads.accountCount(storedBytesCounter(command.accountId));
+  const ahead = reads.accountCount(linesAheadCounter(command.accountId));
+  if (linesWithRoom({ kept, ahead }, command.answerRoom ?? 0, command.maxStoredBytes) > 0) return undefined;
+  return new AccountLimitReached({
+    message: `this account keeps ${kept} bytes of files and batch answers, and ${ahead} batch lines are still to answer; its plan allows ${command.maxStoredBytes} (maxFileStorageBytes): the batch's lines wait for room`,
+    budget: 'file_storage',
+    limit: command.maxStoredBytes,
+    count: kept,
+  });
+};
+
 /** A new request beyond the account's bound of requests waiting or being processed is refused, inside the write. */
 const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined => {
   if (command.maxQueued === undefined || reads.queuedCount(command.accountId) < command.maxQueued) return undefined;
@@ -187,7 +218,11 @@ const batchClosed = (reads: DecisionReads, command: Submit): Refused | undefined
 const decideRequest = (reads: DecisionReads, command: RequestCommandOf): Decision | Refusal => {
   let current = command;
   if (command.type === 'Submit') {
-    const earlier = earlierSubmit(reads, command) ?? batchClosed(reads, command) ?? queueFull(reads, command);
+    const earlier =
+      earlierSubmit(reads, command) ??
+      batchClosed(reads, command) ??
+      storageFull(reads, command) ??
+      queueFull(reads, command);
     if (earlier !== undefined) return earlier;
     current = mayStartNow(reads, command);
   }

@@ -56,6 +56,12 @@ export interface FileBytesShape {
   /** The bytes in order, a part at a time (never the whole blob in memory). Unknown blob: rejects (`BlobNotFound`),
    * also when the blob is removed while it is read (never a blob cut short). */
   read(blobId: string): AsyncIterable<Uint8Array>;
+  /**
+   * The `length` bytes from byte `offset` of the blob (fewer when the blob ends first, none past its end), read from
+   * the parts that hold them only: a batch's line is read again where its input file holds it (app/batches/
+   * lineInput.ts). Unknown blob: rejects (`BlobNotFound`).
+   */
+  readRange(blobId: string, offset: number, length: number): Promise<Uint8Array>;
   /** Size and digest recomputed by reading the blob through (for `replay --verify`), undefined when absent. */
   digest(blobId: string): Promise<StoredBytes | undefined>;
   /** Removes the blob (nothing when there is none). */

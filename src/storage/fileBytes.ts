@@ -27,8 +27,13 @@ export interface BlobParts {
    */
   put(blobId: string, index: number, bytes: Uint8Array): Promise<boolean>;
   /** Part `index` and whether the blob exists, read together (one snapshot): its bytes, `pastEnd` when the blob has
-   * no such part, undefined when there is no blob. */
-  part(blobId: string, index: number): Promise<Uint8Array | typeof pastEnd | undefined>;
+   * no such part, undefined when there is no blob. With `slice`, only its bytes from `from` up to `to` (fewer when
+   * the part ends first): a store reads no more of it than that where it can. */
+  part(
+    blobId: string,
+    index: number,
+    slice?: { readonly from: number; readonly to: number },
+  ): Promise<Uint8Array | typeof pastEnd | undefined>;
   /** Removes the blob's parts and entry together. */
   remove(blobId: string): Promise<void>;
   /** Up to `limit` entries with ids after `after` (all from the first when undefined), in id order. */
@@ -120,9 +125,35 @@ export const fileBytesOver = (parts: BlobParts): FileBytesShape => {
     }
   };
 
+  const readRange = async (blobId: string, offset: number, length: number): Promise<Uint8Array> => {
+    checkBlobId(blobId);
+    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0)
+      throw new RangeError(`not a byte range: ${offset} for ${length}`);
+    const end = offset + length;
+    let bytes: Buffer | undefined;
+    let filled = 0;
+    // Every part but the last holds `partBytes` exactly (write): the range's bytes lie in the parts it covers.
+    for (let index = Math.floor(offset / partBytes); filled < length; index++) {
+      const from = Math.max(offset - index * partBytes, 0);
+      const to = Math.min(end - index * partBytes, partBytes);
+      const part = await parts.part(blobId, index, { from, to });
+      if (part === undefined) throw new BlobNotFound(blobId);
+      if (part === pastEnd) break;
+      // A range within one part (most lines) is that part's slice, copied once.
+      if (bytes === undefined && part.byteLength === length) return part;
+      bytes ??= Buffer.allocUnsafe(length);
+      bytes.set(part, filled);
+      filled += part.byteLength;
+      // Shorter than asked: the blob ends in this part.
+      if (part.byteLength < to - from) break;
+    }
+    return bytes === undefined ? new Uint8Array(0) : bytes.subarray(0, filled);
+  };
+
   return {
     write,
     read,
+    readRange,
     async digest(blobId) {
       const hash = createHash('sha256');
       let bytes = 0;

@@ -182,8 +182,8 @@ export const projectBatchChange = (views: ViewAccess, before: BatchView | undefi
   }
   addCountChange(
     (counter, delta) => views.addAccountCount(counter, delta),
-    accountCountsOfBatch(before?.state),
-    accountCountsOfBatch(after.state),
+    accountCountsOfBatch(before),
+    accountCountsOfBatch(after),
   );
 };
 

@@ -10,6 +10,7 @@ import {
   evolveBatch,
   initialBatchState,
   isFinalBatch,
+  noCounts,
 } from '../domain/batch/state.js';
 import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
@@ -32,7 +33,11 @@ type RebuiltBatch = { state: BatchState; readonly counts: MutableCounts };
 /** A line's state after an event, as much of it as its batch's counts read. */
 type LineState = {
   readonly status: RequestStatus;
-  readonly context: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined };
+  readonly context: {
+    readonly inputTokens?: number | undefined;
+    readonly outputTokens?: number | undefined;
+    readonly responseChars?: number | undefined;
+  };
 };
 
 /**
@@ -58,7 +63,7 @@ export const createBatchFileFold = () => {
     if (batch === undefined) {
       batch = {
         state: initialBatchState,
-        counts: { queued: 0, completed: 0, failed: 0, inputTokens: 0, outputTokens: 0 },
+        counts: { ...noCounts },
       };
       batches.set(batchId, batch);
     }
@@ -83,6 +88,8 @@ export const createBatchFileFold = () => {
       counts.failed += delta.failed;
       counts.inputTokens += delta.inputTokens;
       counts.outputTokens += delta.outputTokens;
+      counts.answerChars += delta.answerChars;
+      counts.keptAnswerChars += delta.keptAnswerChars;
     },
     /** Folds a batch's event; false when the machine does not accept it (the decider emits none such). */
     batchEvent(event: BatchEvent): boolean {
@@ -125,13 +132,13 @@ export type StoredBatchFileViews = {
 
 /** The accounts' counters the batches and files call for (domain/accountCounters.ts), none at zero. */
 export const accountCountsOf = (
-  batches: Iterable<BatchState>,
+  batches: Iterable<BatchView>,
   files: Iterable<FileState>,
 ): ReadonlyMap<string, number> => {
   const counts = new Map<string, number>();
   const add = ({ counter, count }: { counter: string; count: number }) =>
     counts.set(counter, (counts.get(counter) ?? 0) + count);
-  for (const state of batches) for (const count of accountCountsOfBatch(state)) add(count);
+  for (const view of batches) for (const count of accountCountsOfBatch(view)) add(count);
   for (const file of files) for (const count of accountCountsOfFile(file)) add(count);
   for (const [counter, count] of counts) if (count === 0) counts.delete(counter);
   return counts;
@@ -159,13 +166,16 @@ export const compareAccountCounts = (
 };
 
 const countsText = (c: BatchCounts) =>
-  `queued ${c.queued}, completed ${c.completed}, failed ${c.failed}, tokens ${c.inputTokens}/${c.outputTokens}`;
+  `queued ${c.queued}, completed ${c.completed}, failed ${c.failed}, tokens ${c.inputTokens}/${c.outputTokens}, ` +
+  `answers ${c.answerChars} characters (${c.keptAnswerChars} kept)`;
 const sameCounts = (a: BatchCounts, b: BatchCounts) =>
   a.queued === b.queued &&
   a.completed === b.completed &&
   a.failed === b.failed &&
   a.inputTokens === b.inputTokens &&
-  a.outputTokens === b.outputTokens;
+  a.outputTokens === b.outputTokens &&
+  a.answerChars === b.answerChars &&
+  a.keptAnswerChars === b.keptAnswerChars;
 
 /**
  * Compares the rebuilt batches, files and their five indexes with the stored ones, both ways. The indexes' entries
@@ -234,14 +244,7 @@ export const compareBatchFileViews = (
   compareIndex('accountFiles', stored.accountFiles, accountFiles, differ);
   compareIndex('accountFilesByPurpose', stored.accountFilesByPurpose, filesByPurpose, differ);
   compareUploads(stored.uploads, fold.uploads, differ);
-  compareAccountCounts(
-    stored.accountCounts,
-    accountCountsOf(
-      [...made.values()].map((batch) => batch.state),
-      fold.files.values(),
-    ),
-    differ,
-  );
+  compareAccountCounts(stored.accountCounts, accountCountsOf(made.values(), fold.files.values()), differ);
   return { batches: made.size, files: fold.files.size };
 };
 

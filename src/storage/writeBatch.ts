@@ -181,7 +181,10 @@ export const writeBatch = (
         const delta = countsDeltaOf(entry.after, request.state);
         if (delta !== undefined) {
           const batch = batchEntryOf(batchId);
-          batch.after = { state: batch.after.state, counts: addCounts(batch.after.counts, delta) };
+          const after = { state: batch.after.state, counts: addCounts(batch.after.counts, delta) };
+          // Its answers count in its account's stored bytes (accountCounters.ts): the commands after it read them.
+          addCountChange(addAccountDelta, accountCountsOfBatch(batch.after), accountCountsOfBatch(after));
+          batch.after = after;
         }
       }
       entry.after = request.state;
@@ -203,9 +206,9 @@ export const writeBatch = (
         );
       } else if (isBatchEvent(event)) {
         const batch = batchEntryOf(event.batchId);
-        const state = evolveBatch(batch.after.state, event);
-        addCountChange(addAccountDelta, accountCountsOfBatch(batch.after.state), accountCountsOfBatch(state));
-        batch.after = { state, counts: batch.after.counts };
+        const after = { state: evolveBatch(batch.after.state, event), counts: batch.after.counts };
+        addCountChange(addAccountDelta, accountCountsOfBatch(batch.after), accountCountsOfBatch(after));
+        batch.after = after;
       }
     }
     for (const { key, value } of decision.credentials ?? []) target.views.putCredential(key, value);

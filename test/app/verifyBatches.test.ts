@@ -6,6 +6,7 @@ import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore
 import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
 import {
   accountsCountedKey,
+  batchAnswersCountedKey,
   filesByPurposeIndexedKey,
   openBatchesIndexedKey,
 } from '../../src/adapters/lmdb/migrations.js';
@@ -51,7 +52,15 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
   it('finds nothing to report in a batch whose lines completed, failed and were cancelled, nor in its files', async () => {
     await written();
     expect(storedBatch(done).state.status).toBe('completed');
-    expect(storedBatch(done).counts).toEqual({ queued: 3, completed: 1, failed: 2, inputTokens: 10, outputTokens: 4 });
+    expect(storedBatch(done).counts).toEqual({
+      queued: 3,
+      completed: 1,
+      failed: 2,
+      inputTokens: 10,
+      outputTokens: 4,
+      answerChars: 3,
+      keptAnswerChars: 0,
+    });
     expect(verifyViews(store.databases)).toMatchObject({ batches: 2, files: 3, differences: [] });
   });
 
@@ -70,7 +79,7 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
     const view = storedBatch(done);
     dbs.batches.putSync(done, encodeMap({ ...view, counts: { ...view.counts, completed: 2, failed: 1 } }));
     expect(differences()).toEqual([
-      `batch ${done}: the stored counts differ from the log's (stored queued 3, completed 2, failed 1, tokens 10/4; the log gives queued 3, completed 1, failed 2, tokens 10/4)`,
+      `batch ${done}: the stored counts differ from the log's (stored queued 3, completed 2, failed 1, tokens 10/4, answers 3 characters (0 kept); the log gives queued 3, completed 1, failed 2, tokens 10/4, answers 3 characters (0 kept))`,
     ]);
   });
 
@@ -179,14 +188,14 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
   it('counts the batches and files of a data directory written before the counts existed, once, at its first open', async () => {
     const dbs = await written();
     const counted = Array.from(dbs.accountCounts.getRange({}), ({ key, value }) => [key, value]);
-    // Open batches, bytes of files and files of acct_1.
-    expect(counted).toHaveLength(3);
+    // Open batches, stored bytes, files and lines not ended (the open batch's waiting line) of acct_1.
+    expect(counted).toHaveLength(4);
     // As an older airs left it: no counts, no marker.
     dbs.root.transactionSync(() => {
       for (const key of dbs.accountCounts.getKeys({})) dbs.accountCounts.remove(key);
       dbs.meta.remove(accountsCountedKey);
     });
-    expect(differences()).toHaveLength(3);
+    expect(differences()).toHaveLength(4);
     await store.close();
     store = openLmdbStore(dir);
     expect(Array.from(store.databases.accountCounts.getRange({}), ({ key, value }) => [key, value])).toEqual(counted);
@@ -247,6 +256,55 @@ describe("LMDB's replay --verify of batches and files (rebuilt from the log and 
     expect(differences()).toEqual([]);
     dbs.uploads.removeSync('acct_2');
     expect(differences()).toEqual(['uploads of acct_2: the log leaves some but none are stored']);
+  });
+
+  it("counts the answers of a data directory's batches written before answers were counted, once, at its first open", async () => {
+    const dbs = await written();
+    // A line of the open batch answered (its answer kept, and its room in the output file to come).
+    await commit({
+      type: 'Submit',
+      reqId: line(open, 2),
+      accountId: 'acct_1',
+      keyId: 'key_1',
+      model: 'echo',
+      promptChars: 5,
+      prompt: 'hello',
+      ttlMs: 60_000,
+      now: 1_800,
+      batchId: open,
+      customId: 'line-2',
+    });
+    await commit({ type: 'StartAttempt', reqId: line(open, 2), now: 1_900, owner, leaseMs: 30_000 });
+    await commit({
+      type: 'RecordSuccess',
+      reqId: line(open, 2),
+      responseChars: 6,
+      response: 'hello!',
+      now: 2_000,
+      owner,
+      attempt: 1,
+    });
+    store.syncReads.refresh();
+    const bytes = dbs.accountCounts.get(storedBytesCounter('acct_1')) as number;
+    const counted = { done: storedBatch(done).counts, open: storedBatch(open).counts };
+    expect(counted.open).toMatchObject({ answerChars: 6, keptAnswerChars: 6 });
+    expect(differences()).toEqual([]);
+    // As an older airs left it: batch views without the answers, stored bytes of files alone, no marker.
+    dbs.root.transactionSync(() => {
+      for (const batchId of [done, open]) {
+        const { state, counts } = storedBatch(batchId);
+        const { answerChars: _a, keptAnswerChars: _k, ...older } = counts;
+        dbs.batches.put(batchId, encodeMap({ state, counts: older }));
+      }
+      dbs.accountCounts.put(storedBytesCounter('acct_1'), bytes - 2 * 6);
+      dbs.meta.remove(batchAnswersCountedKey);
+    });
+    expect(differences().length).toBeGreaterThan(0);
+    await store.close();
+    store = openLmdbStore(dir);
+    expect({ done: storedBatch(done).counts, open: storedBatch(open).counts }).toEqual(counted);
+    expect(store.databases.accountCounts.get(storedBytesCounter('acct_1'))).toBe(bytes);
+    expect(differences()).toEqual([]);
   });
 
   it('names a file whose stored view differs, and one missing', async () => {

@@ -4,6 +4,7 @@ import { accountBoundFeatures } from './features/accountBounds.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
 import { batchFeatures } from './features/batches.js';
 import { batchFailureFeatures } from './features/batchFailures.js';
+import { batchStorageFeatures } from './features/batchStorage.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBoundFeatures } from './features/fileBounds.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
@@ -54,5 +55,6 @@ export const describeStoreContract = (factory: StoreFactory) =>
     batchFailureFeatures(contract);
     accountLimitFeatures(contract);
     fileBoundFeatures(contract);
+    batchStorageFeatures(contract);
     webhookFeatures(contract);
   });

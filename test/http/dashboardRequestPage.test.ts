@@ -1,11 +1,14 @@
 import { Effect } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
+import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { submit } from '../support/submit.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
+
+const lineRequestIdOf = (batchId: string) => lineRequestId(batchId, 1);
 
 /** `GET /dashboard/requests/:id`: one of the account's own requests, its texts bounded, its history from the log. */
 
@@ -175,5 +178,51 @@ describe('The dashboard request page', () => {
     } finally {
       await upstream.close();
     }
+  });
+
+  it("shows a waiting batch line's start, read from the batch's input file (never copied into its request), bounded, with where it lies", async () => {
+    app = await startTestApp({
+      clock: systemClock,
+      config: { models: [{ id: 'stuck', provider: 'echo', delayMs: 600_000, timeoutMs: 600_000 }] },
+    });
+    const { visitor, key } = await signedUp('lines@example.com');
+    const content = `<b>${'y'.repeat(30_000)}</b>`;
+    const line = JSON.stringify({
+      custom_id: 'first',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'stuck', messages: [{ role: 'user', content }] },
+    });
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([`${line}\n`]), 'lines.jsonl');
+    const uploaded = await app.http.request('http://airs.test/v1/files', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    const fileId = ((await uploaded.json()) as { id: string }).id;
+    const created = await app.call('POST', '/v1/batches', {
+      key,
+      body: { input_file_id: fileId, endpoint: '/v1/chat/completions', completion_window: '24h' },
+    });
+    const batchId = ((await created.json()) as { id: string }).id;
+    const reqId = await eventually(async () => {
+      const view = await app.store.reads.batch(batchId);
+      return view !== undefined && view.counts.queued === 1 ? lineRequestIdOf(batchId) : undefined;
+    });
+    // Its request keeps where the line lies, not its 30,000 characters.
+    const stored = await app.store.reads.requestWithText(reqId);
+    expect(stored?.state.context.input).toBe('line');
+    expect(stored?.text?.length).toBeLessThan(200);
+    const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
+    expect(html).toContain('<h2 id="input-h">Batch line (JSON)</h2>');
+    expect(html).toContain(
+      `Line 1 of the batch's input file <code>${fileId}</code> (${line.length.toLocaleString('en-US')} bytes)`,
+    );
+    // The line's start as text (escaped), bounded as any text is.
+    expect(html).toContain('<pre class="text-box" id="prompt">{&quot;custom_id&quot;:&quot;first&quot;');
+    expect(html).not.toContain('<b>yyy');
+    expect(html).toContain('Showing the first 10,000 characters of the line.');
   });
 });

@@ -6,6 +6,7 @@ import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js'
 import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
 import { openDb, sql } from '../../src/adapters/postgres/db.js';
 import { importLog } from '../../src/adapters/postgres/importLog.js';
+import { lineRequestId } from '../../src/domain/batch/lines.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { stopTestCluster, testCluster } from '../support/postgres.js';
 import {
@@ -129,6 +130,8 @@ describe('airs migrate', { timeout: 180_000 }, () => {
   /** What the LMDB server answered to each request's poll, before it was stopped. */
   const answered = new Map<Name, { status: number; body: unknown }>();
   let session = new Map<string, string>();
+  /** A batch whose one line waits, its input file deleted: the line is read from the file's bytes when it runs. */
+  let batchId = '';
   let config: (ttl?: number, concurrency?: number) => unknown = () => ({});
 
   beforeAll(async () => {
@@ -204,6 +207,28 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     ids.queued = String((await submit(server.url, keys.a, 'llm', 'still waiting')).body.request_id);
     ids.cancelled = String((await submit(server.url, keys.a, 'echo', 'never mind')).body.request_id);
     expect((await runCli(box, ['requests', 'cancel', ids.cancelled])).code).toBe(0);
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    const line = { custom_id: 'one', method: 'POST', url: '/v1/chat/completions' };
+    const body = { model: 'llm', messages: [{ role: 'user', content: 'from the file' }] };
+    form.append('file', new Blob([`${JSON.stringify({ ...line, body })}\n`]), 'lines.jsonl');
+    const auth = { authorization: `Bearer ${keys.a}` };
+    const file = (await (
+      await fetch(`${server.url}/v1/files`, { method: 'POST', headers: auth, body: form })
+    ).json()) as {
+      id: string;
+    };
+    const created = await call(server.url, 'POST', '/v1/batches', keys.a, {
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    batchId = String((created.body as { id: string }).id);
+    await until('the line queued', async () => {
+      const log = await cliJson<Replay>(box, ['replay', '--request', lineRequestId(batchId, 1)]);
+      return log.final_states[lineRequestId(batchId, 1)] === 'waiting';
+    });
+    expect((await fetch(`${server.url}/v1/files/${file.id}`, { method: 'DELETE', headers: auth })).status).toBe(200);
 
     for (const [name, reqId] of Object.entries(ids) as [Name, string][]) {
       const answer = await poll(server.url, keys.a, reqId);
@@ -235,7 +260,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     const migrated = await runCli(box, ['migrate', '--from', box.dataDir, '--to', url]);
     expect(migrated.code, migrated.stderr).toBe(0);
     expect(migrated.stdout.trim()).toMatch(
-      /^migrated \d+ events \(8 requests, 3 accounts, 4 keys, 0 files\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
+      /^migrated \d+ events \(9 requests, 3 accounts, 4 keys, 1 files\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
     );
     expect(migrated.stdout + migrated.stderr).not.toContain('hidden');
     const lmdbLog = await cliJson<Replay>(box, ['replay']);
@@ -291,6 +316,18 @@ describe('airs migrate', { timeout: 180_000 }, () => {
         const log = (await onCopy(['replay', '--request', ids.processing as string])) as Replay;
         return log.events.some((e) => e.type === 'RequestProcessingStarted' && e.attempt === 2);
       });
+      // The batch's line, read from its deleted input file's bytes (copied with the batch not ended), is answered.
+      await until('the batch to complete', async () => {
+        const batch = await call(copy.url, 'GET', `/v1/batches/${batchId}`, keys.a);
+        return (batch.body as { status: string }).status === 'completed';
+      });
+      const output = (await call(copy.url, 'GET', `/v1/batches/${batchId}`, keys.a)).body as { output_file_id: string };
+      const content = await fetch(`${copy.url}/v1/files/${output.output_file_id}/content`, {
+        headers: { authorization: `Bearer ${keys.a}` },
+      });
+      expect(JSON.parse(await content.text()).response.body.choices[0].message.content).toBe(
+        'upstream says: from the file',
+      );
       const fresh = await submit(copy.url, keys.a, 'echo', 'on postgres');
       expect(fresh.status).toBe(202);
     } finally {
@@ -319,7 +356,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     expect(await tablesIn(target)).toContain('events');
     const empty = await runCli(box, ['migrate', '--from', box.dataDir, '--to', target, '--json']);
     expect(empty.code, empty.stderr).toBe(0);
-    expect(JSON.parse(empty.stdout)).toMatchObject({ requests: 8, accounts: 3, keys: 4, credentials: 2 });
+    expect(JSON.parse(empty.stdout)).toMatchObject({ requests: 9, accounts: 3, keys: 4, credentials: 2 });
     expect((await runCli(box, ['replay', '--verify', '--database-url', target])).code).toBe(0);
   });
 
@@ -376,7 +413,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
             chunkBytes,
             onProgress: ({ phase }) => void phases.add(phase),
           });
-          expect(summary).toMatchObject({ requests: 8, accounts: 3, keys: 4, credentials: 2, differences: [] });
+          expect(summary).toMatchObject({ requests: 9, accounts: 3, keys: 4, credentials: 2, differences: [] });
           expect(phases.has('events')).toBe(true);
         } finally {
           await db.end();

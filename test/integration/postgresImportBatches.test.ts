@@ -143,6 +143,8 @@ describe('airs migrate of batches and files', () => {
         failed: expect.any(Number),
         inputTokens: expect.any(Number),
         outputTokens: expect.any(Number),
+        answerChars: expect.any(Number),
+        keptAnswerChars: expect.any(Number),
       });
       expect(expected.open.map((open) => open.batchId)).toEqual([batchIdOf(1), batchIdOf(2)]);
       expect(expected.uploads.map((uploads) => uploads.map((upload) => upload.fileId))).toEqual([[fileIdOf(5)], []]);

@@ -5,6 +5,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgr
 import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
 import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
 import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
+import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
 import { AccountLimitReached } from '../../src/domain/errors.js';
 import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
@@ -97,6 +98,8 @@ const undoFileBounds = (store: PostgresStore) =>
       DELETE FROM account_counts WHERE counter LIKE 'files' || chr(31) || '%';`,
     values: [],
   });
+/** The migration that counted batches' answers in their views and their accounts' stored bytes (issue 40). */
+const answersVersion = migrations.findIndex((text) => text.includes('{counts,answerChars}')) + 1;
 
 // Databases and schemas made per test: seconds on a busy 2-core machine, beyond vitest's default of 5.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -244,6 +247,7 @@ describe('The PostgreSQL store', () => {
     expect(countsVersion).toBe(webhooksVersion - 1);
     expect(webhooksVersion).toBe(openBatchesVersion - 1);
     expect(openBatchesVersion).toBe(fileBoundsVersion - 1);
+    expect(fileBoundsVersion).toBe(answersVersion - 1);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -348,7 +352,8 @@ describe('The PostgreSQL store', () => {
   });
 
   it("counts each account's files and indexes them by purpose when it upgrades a database of the schema before files were bounded", async () => {
-    expect(fileBoundsVersion).toBe(schemaVersion);
+    expect(fileBoundsVersion).toBe(answersVersion - 1);
+    expect(answersVersion).toBe(schemaVersion);
     const url = await (await testCluster()).createDatabase();
     const store = await open(url);
     await store.commit({
@@ -375,6 +380,75 @@ describe('The PostgreSQL store', () => {
       sql`SELECT pg_get_indexdef('files_by_purpose'::regclass) AS definition`,
     );
     expect(index?.definition).toMatch(/\(account_id, purpose, created_at, file_id\)$/);
+    expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
+  });
+
+  it("counts each batch's answers, and its account's stored bytes with them, when it upgrades a database of the schema before answers were counted", async () => {
+    const url = await (await testCluster()).createDatabase();
+    const store = await open(url);
+    const [endedId, openId] = [batchIdOf(1), batchIdOf(2)];
+    await store.commit({
+      commands: [createFile(fileIdOf(1)), createBatch(endedId, fileIdOf(1)), createBatch(openId, fileIdOf(1))],
+    });
+    await store.commit({ commands: [takeBatch(endedId), takeBatch(openId)] });
+    await store.commit({ commands: [startBatch(endedId, 1), startBatch(openId, 2)] });
+    await store.commit({ commands: [lineSubmit(endedId, 1), lineSubmit(openId, 1), lineSubmit(openId, 2)] });
+    const queue = queueOf(store);
+    const held = await queue.claim(ask('A', 2_000, { max: 3 }));
+    expect(held.started).toHaveLength(3);
+    // The ended batch's line answers 10 characters, the open batch's two 20 each.
+    const endedLine = lineRequestId(endedId, 1);
+    for (const started of held.started)
+      await queue.recordSuccess(
+        { ...started, owner: 'A' },
+        { text: 'x'.repeat(started.reqId === endedLine ? 10 : 20) },
+        2_100,
+      );
+    // The ended batch wrote an output file of 77 bytes.
+    await commitOne(store, batchCommand(endedId, { type: 'FinalizeBatch', owner: batchRunner, now: 2_200 }));
+    await commitOne(
+      store,
+      batchCommand(endedId, {
+        type: 'EndBatch',
+        owner: batchRunner,
+        outputFile: { fileId: fileIdOf(9), filename: 'out.jsonl', bytes: 77, sha256: 'a'.repeat(64) },
+        completed: 1,
+        failed: 0,
+        now: 2_300,
+      }),
+    );
+    const storedBytesOf = async (of: PostgresStore) =>
+      Number(
+        (
+          await of.db.query<{ count: number }[]>(
+            sql`SELECT count FROM account_counts WHERE counter = ${storedBytesCounter('acct_1')}`,
+          )
+        )[0]?.count,
+      );
+    const viewsOf = async (of: PostgresStore) => ({
+      ended: (await of.reads.batch(endedId))?.counts,
+      open: (await of.reads.batch(openId))?.counts,
+    });
+    const counted = await viewsOf(store);
+    // The two files; the ended batch's answer, kept; the open batch's two, kept and as room for its output file.
+    expect(await storedBytesOf(store)).toBe(1_234 + 77 + 10 + 2 * 40);
+    expect(counted).toMatchObject({
+      ended: { answerChars: 10, keptAnswerChars: 10 },
+      open: { answerChars: 40, keptAnswerChars: 40 },
+    });
+    // As the version before left it: views without the answers, stored bytes of files alone.
+    await store.db.query({
+      text: `UPDATE batches SET state = ((state::jsonb #- '{counts,answerChars}') #- '{counts,keptAnswerChars}')::json;
+        UPDATE account_counts SET count = 1234 + 77 WHERE counter = 'fileBytes' || chr(31) || 'acct_1';`,
+      values: [],
+    });
+    await store.db.query(sql`UPDATE airs_schema_version SET version = ${answersVersion - 1}`);
+    await store.close();
+    opened.splice(opened.indexOf(store), 1);
+
+    const upgraded = await open(url);
+    expect(await viewsOf(upgraded)).toEqual(counted);
+    expect(await storedBytesOf(upgraded)).toBe(1_234 + 77 + 10 + 2 * 40);
     expect((await verifyPostgres(upgraded.db)).differences).toEqual([]);
   });
 

@@ -113,7 +113,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
     const tampered = await runCli(box, ['replay', '--verify', '--json']);
     expect(tampered.code).toBe(3);
     expect((JSON.parse(tampered.stdout) as { differences: string[] }).differences).toEqual([
-      `batch ${done}: the stored counts differ from the log's (stored queued 4, completed 1, failed 2, tokens 10/4; the log gives queued 3, completed 1, failed 2, tokens 10/4)`,
+      `batch ${done}: the stored counts differ from the log's (stored queued 4, completed 1, failed 2, tokens 10/4, answers 3 characters (0 kept); the log gives queued 3, completed 1, failed 2, tokens 10/4, answers 3 characters (0 kept))`,
     ]);
   });
 

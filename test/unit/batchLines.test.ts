@@ -19,13 +19,26 @@ describe('the lines of a JSONL file', () => {
     const text = '{"a":1}\r\n\n{"b":"é"}\n   \n{"c":3}';
     for (const size of [1, 2, 3, 7, 100]) {
       const lines = (await collect(jsonLines(chunksOf(text, size), 1_000))).filter((line) => 'text' in line);
-      expect(lines.map(({ line, text }) => ({ line, text }))).toEqual([
-        { line: 1, text: '{"a":1}\r' },
-        { line: 3, text: '{"b":"é"}' },
-        { line: 5, text: '{"c":3}' },
+      expect(lines.map(({ line, text, offset, bytes }) => ({ line, text, offset, bytes: bytes.byteLength }))).toEqual([
+        { line: 1, text: '{"a":1}\r', offset: 0, bytes: 8 },
+        { line: 3, text: '{"b":"é"}', offset: 10, bytes: 10 },
+        { line: 5, text: '{"c":3}', offset: 25, bytes: 7 },
       ]);
       // With the very bytes each was decoded from (the JSON bounds are checked on them).
       for (const line of lines) expect(Buffer.from(line.bytes).toString('utf8')).toBe(line.text);
+    }
+  });
+
+  it('say where each line lies in the file: its bytes there are its text, whatever the chunks', async () => {
+    const text = `{"a":"ü"}\n\n{"b":2}\r\n{"c":"${'z'.repeat(40)}"}\n{"d":"日本"}`;
+    const file = Buffer.from(text);
+    for (const size of [1, 5, 16, 1_000]) {
+      const lines = await collect(jsonLines(chunksOf(text, size), 1_000));
+      expect(lines.map((line) => line.line)).toEqual([1, 3, 4, 5]);
+      for (const line of lines) {
+        if (!('text' in line)) throw new Error(`line ${line.line} has no text`);
+        expect(file.subarray(line.offset, line.offset + line.bytes.byteLength).toString('utf8')).toBe(line.text);
+      }
     }
   });
 
@@ -33,7 +46,7 @@ describe('the lines of a JSONL file', () => {
     const lines = await collect(jsonLines(chunksOf(`${'x'.repeat(50)}\n{"ok":true}\n`, 7), 20));
     expect(lines).toEqual([
       { line: 1, tooLong: true },
-      { line: 2, text: '{"ok":true}', bytes: expect.anything() },
+      { line: 2, text: '{"ok":true}', offset: 51, bytes: expect.anything() },
     ]);
   });
 
@@ -58,7 +71,7 @@ describe('a batch line', () => {
     bounds: { maxDepth: 64, maxValues: 100_000 },
     maxLineBytes: 4 * 1024 * 1024,
   };
-  const sourceOf = (line: number, text: string) => ({ line, text, bytes: Buffer.from(text) });
+  const sourceOf = (line: number, text: string) => ({ line, text, bytes: Buffer.from(text), offset: 0 });
   const check = (value: unknown, seen = new Set<string>()) =>
     checkLine(sourceOf(7, JSON.stringify(value)), checks, seen);
 

@@ -90,8 +90,14 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
         ]);
         const from = lmdbFileBytes(dbs);
         const to = postgresFileBytes(db.query);
-        for (const { key } of dbs.files.getRange({})) {
-          const fileId = String(key);
+        // And the input files of the batches not ended, deleted or not: their lines are read from them as they run.
+        const blobs = new Set(Array.from(dbs.files.getKeys({}), String));
+        for (const { key } of dbs.indexes.openBatchInputs.getRange({})) {
+          // [inputFileId, batchId]: the open batch's input file.
+          const inputFileId = Array.isArray(key) ? String(key[0]) : undefined;
+          if (inputFileId !== undefined && dbs.fileBlobs.get(inputFileId) !== undefined) blobs.add(inputFileId);
+        }
+        for (const fileId of blobs) {
           try {
             await to.write(fileId, from.read(fileId), Number.MAX_SAFE_INTEGER, Date.now());
           } catch (error) {

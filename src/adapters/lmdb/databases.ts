@@ -6,6 +6,7 @@ import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
 import {
   countAccounts,
+  countBatchAnswers,
   countProcessingRequests,
   countQueuedRequests,
   countWaitingRequests,
@@ -172,6 +173,7 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   countQueuedRequests(dbs);
   countProcessingRequests(dbs);
   countWaitingRequests(dbs);
+  countBatchAnswers(dbs);
   countAccounts(dbs);
   indexAccountSessions(dbs);
   indexOpenBatches(dbs);

@@ -45,12 +45,14 @@ export const lmdbFileBytes = (dbs: LmdbDatabases): FileBytesShape => {
           return true;
         }),
       ),
-    part: async (blobId, index) => {
+    part: async (blobId, index, slice) => {
       // A fresh snapshot for each part (another process may have written or removed the blob), and both reads in it.
-      // A part is copied out of the map (getBinary): a long download holds no snapshot, so LMDB can reuse pages.
+      // A part is copied out of the map (getBinary): a long download holds no snapshot, so LMDB can reuse pages. A
+      // slice is copied alone, from the map's own bytes (getBinaryFast: valid until the next read).
       root.resetReadTxn();
-      const bytes = fileParts.getBinary([blobId, index]);
-      if (bytes !== undefined) return bytes;
+      const bytes =
+        slice === undefined ? fileParts.getBinary([blobId, index]) : fileParts.getBinaryFast([blobId, index]);
+      if (bytes !== undefined) return slice === undefined ? bytes : Buffer.from(bytes.subarray(slice.from, slice.to));
       return fileBlobs.get(blobId) === undefined ? undefined : pastEnd;
     },
     remove: async (blobId) => {

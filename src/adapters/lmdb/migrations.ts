@@ -12,7 +12,7 @@ import {
   type IndexKey,
   openBatchInputKeyOf,
 } from '../../storage/projection.js';
-import { decodeMap, decodeView } from './codec.js';
+import { decodeMap, decodeView, encodeMap } from './codec.js';
 
 /**
  * The databases the migrations read and write, named here rather than imported from databases.ts (which opens them
@@ -160,15 +160,55 @@ export const countAccounts = (dbs: LmdbDatabases): void => {
   if (dbs.meta.get(accountsCountedKey) === accountsCountedNow) return;
   dbs.root.transactionSync(() => {
     if (dbs.meta.get(accountsCountedKey) === accountsCountedNow) return;
-    const counts = new Map<string, number>();
-    const add = ({ counter, count }: { counter: string; count: number }) =>
-      counts.set(counter, (counts.get(counter) ?? 0) + count);
-    for (const { value } of dbs.batches.getRange({}))
-      for (const count of accountCountsOfBatch(decodeMap<BatchView>(value).state)) add(count);
-    for (const { value } of dbs.files.getRange({}))
-      for (const count of accountCountsOfFile(decodeMap<FileState>(value))) add(count);
-    for (const { key } of dbs.accountCounts.getRange({})) dbs.accountCounts.remove(key);
-    for (const [counter, count] of counts) if (count !== 0) dbs.accountCounts.put(counter, count);
+    recountAccounts(dbs);
+    dbs.meta.put(accountsCountedKey, accountsCountedNow);
+  });
+};
+
+/** Counts every account's counters again from the batch and file views (inside the caller's write transaction). */
+const recountAccounts = (dbs: LmdbDatabases): void => {
+  const counts = new Map<string, number>();
+  const add = ({ counter, count }: { counter: string; count: number }) =>
+    counts.set(counter, (counts.get(counter) ?? 0) + count);
+  for (const { value } of dbs.batches.getRange({}))
+    for (const count of accountCountsOfBatch(decodeMap<BatchView>(value))) add(count);
+  for (const { value } of dbs.files.getRange({}))
+    for (const count of accountCountsOfFile(decodeMap<FileState>(value))) add(count);
+  for (const { key } of dbs.accountCounts.getRange({})) dbs.accountCounts.remove(key);
+  for (const [counter, count] of counts) if (count !== 0) dbs.accountCounts.put(counter, count);
+};
+
+/** Set once the batch views count their lines' answers, and the accounts' stored bytes hold them (issue 40). */
+export const batchAnswersCountedKey = 'batchAnswersCounted';
+
+/**
+ * Data directories written before batches counted their lines' answers (`answerChars`, `keptAnswerChars`:
+ * domain/batch/state.ts) have batch views without them and stored bytes without the answers: the first open counts
+ * them from the request records (a completed line's answer, kept until it expired; what `countsDeltaOf` adds line by
+ * line), writes every batch view with them, and counts every account's counters again, once, with a marker in the
+ * same transaction (as `countQueuedRequests`). It runs before `countAccounts`, which it makes needless.
+ */
+export const countBatchAnswers = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(batchAnswersCountedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(batchAnswersCountedKey) !== undefined) return;
+    const answers = new Map<string, { answerChars: number; keptAnswerChars: number }>();
+    for (const { value } of dbs.requests.getRange({})) {
+      const { status, context } = decodeView(value);
+      if (context.batchId === undefined || context.completedAt === undefined) continue;
+      const sum = answers.get(context.batchId) ?? { answerChars: 0, keptAnswerChars: 0 };
+      const chars = context.responseChars ?? 0;
+      sum.answerChars += chars;
+      if (status === 'completed') sum.keptAnswerChars += chars;
+      answers.set(context.batchId, sum);
+    }
+    for (const { key, value } of Array.from(dbs.batches.getRange({}))) {
+      const view = decodeMap<BatchView>(value);
+      const sum = answers.get(key as string) ?? { answerChars: 0, keptAnswerChars: 0 };
+      dbs.batches.put(key, encodeMap({ state: view.state, counts: { ...view.counts, ...sum } }));
+    }
+    recountAccounts(dbs);
+    dbs.meta.put(batchAnswersCountedKey, 1);
     dbs.meta.put(accountsCountedKey, accountsCountedNow);
   });
 };

@@ -62,7 +62,7 @@ export const createRequestColumns = () => {
   let leaseUntil = new Float64Array(capacity);
   let maxAttempts = new Float64Array(capacity);
   /** Fields few requests have (conversations, idempotency keys, answers that call tools): by slot, where present. */
-  const inputs = new Map<number, 'messages' | 'chat'>();
+  const inputs = new Map<number, NonNullable<RequestContext['input']>>();
   const outputs = new Map<number, 'message'>();
   const idempotencyKeys = new Map<number, string>();
   const requestHashes = new Map<number, string>();

@@ -17,12 +17,13 @@ export const memoryFileBytes = (): FileBytesShape => {
       blob.parts[index] = Uint8Array.prototype.slice.call(bytes);
       return true;
     },
-    part: async (blobId, index) => {
+    part: async (blobId, index, slice) => {
       const blob = blobs.get(blobId);
       if (blob === undefined) return undefined;
       // A copy, as the other stores give: the reader may keep or change it.
       const part = blob.parts[index];
-      return part === undefined ? pastEnd : part.slice();
+      if (part === undefined) return pastEnd;
+      return slice === undefined ? part.slice() : part.slice(slice.from, slice.to);
     },
     remove: async (blobId) => {
       blobs.delete(blobId);

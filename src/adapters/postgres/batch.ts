@@ -1,5 +1,10 @@
 import type { AccountState, KeyState, SessionState } from '../../domain/account/state.js';
-import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../domain/accountCounters.js';
+import {
+  linesAheadCounter,
+  openBatchesCounter,
+  storedBytesCounter,
+  storedFilesCounter,
+} from '../../domain/accountCounters.js';
 import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { scanLimit } from '../../domain/claimFairly.js';
@@ -118,6 +123,11 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     if (command.idempotency !== undefined)
       needs.push({ kind: 'idempotency', accountId: command.accountId, key: command.idempotency.key });
     if (command.maxQueued !== undefined) needs.push({ kind: 'queuedCount', id: command.accountId });
+    if (command.maxStoredBytes !== undefined)
+      needs.push(
+        { kind: 'accountCount', id: storedBytesCounter(command.accountId) },
+        { kind: 'accountCount', id: linesAheadCounter(command.accountId) },
+      );
     if (command.startNow !== undefined) {
       needs.push({ kind: 'anyWaiting' });
       if (command.modelLimit !== undefined) needs.push({ kind: 'processingCount', id: modelCounter(command.model) });

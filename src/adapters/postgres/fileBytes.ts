@@ -49,13 +49,18 @@ export const postgresFileBytes = (query: Query): FileBytesShape => {
         throw fault(error);
       }
     },
-    // One statement, so the part and the blob's entry are read in one snapshot.
-    part: async (blobId, index) => {
+    // One statement, so the part and the blob's entry are read in one snapshot. A slice is cut by the server: parts
+    // are stored uncompressed out of line (schema.ts), so it reads only the chunks that hold the slice.
+    part: async (blobId, index, slice) => {
       const [row] = await run<{ data: Buffer | null }[]>(
         query,
-        sql`SELECT p.data FROM file_blobs b
-            LEFT JOIN file_parts p ON p.blob_id = b.blob_id AND p.part = ${index}
-            WHERE b.blob_id = ${blobId}`,
+        slice === undefined
+          ? sql`SELECT p.data FROM file_blobs b
+              LEFT JOIN file_parts p ON p.blob_id = b.blob_id AND p.part = ${index}
+              WHERE b.blob_id = ${blobId}`
+          : sql`SELECT substring(p.data FROM ${slice.from + 1}::int FOR ${slice.to - slice.from}::int) AS data
+              FROM file_blobs b LEFT JOIN file_parts p ON p.blob_id = b.blob_id AND p.part = ${index}
+              WHERE b.blob_id = ${blobId}`,
       );
       if (row === undefined) return undefined;
       return row.data ?? pastEnd;

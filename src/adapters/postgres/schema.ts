@@ -250,6 +250,41 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX files_by_purpose ON files (account_id, purpose, created_at, file_id);
   `,
+  // 9: a batch counts its lines' answers (domain/batch/state.ts: `answerChars`, and `keptAnswerChars` until each
+  // line's request expires), and they count in the account's stored bytes (domain/accountCounters.ts, issue 40):
+  // counted here once for what was stored before, from the request rows (a line that completed has `completedAt`),
+  // then every account's stored bytes counted again from its files and its batches (twice an open batch's answers:
+  // kept, and the room of its output file to come), and its batch lines queued and not ended.
+  `
+  WITH answers AS (
+    SELECT state->'context'->>'batchId' AS batch_id,
+      sum((state->'context'->>'responseChars')::bigint) AS answer_chars,
+      coalesce(sum((state->'context'->>'responseChars')::bigint) FILTER (WHERE status = 'completed'), 0) AS kept
+    FROM requests
+    WHERE state->'context'->>'batchId' IS NOT NULL AND state->'context'->>'completedAt' IS NOT NULL
+    GROUP BY 1
+  )
+  UPDATE batches b SET state = jsonb_set(
+      jsonb_set(b.state::jsonb, '{counts,answerChars}', to_jsonb(coalesce(a.answer_chars, 0))),
+      '{counts,keptAnswerChars}', to_jsonb(coalesce(a.kept, 0)))::json
+    FROM batches b2 LEFT JOIN answers a ON a.batch_id = b2.batch_id COLLATE "C"
+    WHERE b.batch_id = b2.batch_id;
+  DELETE FROM account_counts WHERE left(counter, 10) = 'fileBytes' || chr(31);
+  INSERT INTO account_counts (counter, count)
+    SELECT 'fileBytes' || chr(31) || account_id, sum(n) FROM (
+      SELECT account_id, (state->>'bytes')::bigint AS n FROM files
+      UNION ALL
+      SELECT account_id, (state->'counts'->>'keptAnswerChars')::bigint
+        + CASE WHEN open THEN (state->'counts'->>'answerChars')::bigint ELSE 0 END FROM batches
+    ) kept GROUP BY account_id HAVING sum(n) <> 0;
+  DELETE FROM account_counts WHERE left(counter, 11) = 'linesAhead' || chr(31);
+  INSERT INTO account_counts (counter, count)
+    SELECT 'linesAhead' || chr(31) || account_id, sum((state->'counts'->>'queued')::bigint
+      - (state->'counts'->>'completed')::bigint - (state->'counts'->>'failed')::bigint)
+    FROM batches GROUP BY account_id
+    HAVING sum((state->'counts'->>'queued')::bigint
+      - (state->'counts'->>'completed')::bigint - (state->'counts'->>'failed')::bigint) <> 0;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

@@ -496,10 +496,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     SELECT counter, count FROM account_counts`);
   compareAccountCounts(
     accountCounts.map((row) => ({ key: row.counter, value: Number(row.count) })),
-    accountCountsOf(
-      [...rebuiltBatches.values()].map((view) => view.state),
-      files.values(),
-    ),
+    accountCountsOf(rebuiltBatches.values(), files.values()),
     differ,
   );
   const storedUploads = await query<{ id: string; view: AccountUploads }[]>(sql`

@@ -2,6 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
+import { defaultMaxAnswerBytes, maxAnswerBytesOf } from '../../config.js';
 import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch, stopsLines } from '../../domain/batch/state.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
@@ -15,6 +16,7 @@ import { BatchEndpoints } from './BatchEndpoints.js';
 import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
 import { sweepFiles } from './fileSweep.js';
+import { createLineBudget } from './lineBudget.js';
 import { type Look, type OpenBatchTurnsBounds, openBatchTurns } from './openBatchTurns.js';
 import { finalizeBatch } from './outputFiles.js';
 import { queueLines } from './queueLines.js';
@@ -234,6 +236,21 @@ export const BatchRunnerLayer = Layer.effect(
         requestTtlMs: config.requestTtlSeconds * 1000,
         maxAttempts: config.processing.maxAttempts,
         outputExpiresAfterSeconds: config.batches.outputExpiresAfterSeconds,
+        lineBudget: createLineBudget({
+          maxLines: config.batches.maxLinesInFlight,
+          maxBytes: config.batches.maxLineBytesInFlight,
+          accountShare: config.batches.maxAccountShareInFlight,
+        }),
+        maxLinesAhead: config.batches.maxLinesAhead,
+        // Twice what the line's model may answer (models[].maxAnswerBytes): the answer kept, and its output line.
+        answerRoom: (model) => {
+          const configured = models.get(model)?.config;
+          return 2 * (configured === undefined ? defaultMaxAnswerBytes : maxAnswerBytesOf(configured));
+        },
+        maxStoredBytes: async (accountId) => {
+          const plan = (await store.reads.account(accountId))?.plan;
+          return plan === undefined ? undefined : config.plans[plan].maxFileStorageBytes;
+        },
         cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
       },
       { maxConcurrentWork: config.batches.maxConcurrentWork, wake: () => tick() },

@@ -2,16 +2,15 @@ import type { Logger } from 'pino';
 import type { BatchCommand } from '../../domain/batch/decider.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
-import { InvalidRequest } from '../../domain/errors.js';
 import type { JsonBounds } from '../../domain/jsonBounds.js';
 import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
 import { eventLoopPace } from '../eventLoopPace.js';
-import { storedInputOf } from '../storedInput.js';
-import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
+import type { SubmissionRules } from '../submission.js';
 import type { BatchEndpointsShape } from './BatchEndpoints.js';
-import { jsonLines } from './jsonLines.js';
-import { type BatchLine, checkLine, type LineChecks, type LineError } from './lineRules.js';
+import { type JsonLine, jsonLines } from './jsonLines.js';
+import type { LineBudgetShape } from './lineBudget.js';
+import { type BatchLine, checkLine, type LineError, lineChecksOf } from './lineRules.js';
 
 /** What the batch runner's steps need: the store, the committer, the clock, and the bounds a batch is held to. */
 export type BatchRunnerDeps = {
@@ -32,6 +31,15 @@ export type BatchRunnerDeps = {
   readonly requestTtlMs: number;
   readonly maxAttempts: number;
   readonly outputExpiresAfterSeconds: number;
+  /** This process's budget of batches' lines handed to the committer and not durable yet (lineBudget.ts). */
+  readonly lineBudget: LineBudgetShape;
+  /** A batch's lines queued and not ended, at most (`batches.maxLinesAhead`). */
+  readonly maxLinesAhead: number;
+  /** The account's bound of stored bytes (its plan's `maxFileStorageBytes`; undefined: no such account). */
+  readonly maxStoredBytes: (accountId: string) => Promise<number | undefined>;
+  /** The room a line of `model` holds in its account's stored bytes until it ends: twice the most its answer may
+   * take (kept, and its line of the output file). */
+  readonly answerRoom: (model: string) => number;
   /** Aborts a line's model call in this process, if it runs here (a cancelled batch's lines). */
   readonly cancelRunning?: ((reqId: string) => void) | undefined;
 };
@@ -95,35 +103,14 @@ export const batchSender =
   };
 
 /**
- * What a line of a batch for `endpoint` is checked against: the route's own check of a body, then the model and the
- * size of the request it makes, as any submit's; and the bounds of a request's body.
+ * The batch's input lines, each checked as validation checked it (lineChecksOf), with where it lies in the file. A
+ * check that throws (a bug, not the line's fault) fails its line with the reason, as a refusal would: the batch's
+ * validation ends instead of failing the same way at every try. The event loop is handed back every few milliseconds.
  */
-export const lineChecksOf = (
-  deps: Pick<BatchRunnerDeps, 'endpoints' | 'rules' | 'providerOf' | 'jsonBounds' | 'maxLineBytes'>,
-  endpoint: string,
-): LineChecks => {
-  // The size of a conversation is named as each route names it.
-  const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
-  const checkBody = (body: unknown) => {
-    const input = deps.endpoints.check(endpoint, body);
-    if (!('model' in input)) return input;
-    const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
-    if (refused !== undefined) {
-      // The submit's checks name no field (`/v1/ai` has two): the line's error does.
-      const param = refused.details?.known_models !== undefined ? 'model' : textParam;
-      return new InvalidRequest({ message: refused.message, details: { ...refused.details, param } });
-    }
-    return beyondModel(input, deps.providerOf(input.model)) ?? input;
-  };
-  return { endpoint, checkBody, bounds: deps.jsonBounds, maxLineBytes: deps.maxLineBytes };
-};
-
-/**
- * The batch's input lines, each checked as validation checked it (to queue them, the same input). A check that throws
- * (a bug, not the line's fault) fails its line with the reason, as a refusal would: the batch's validation ends
- * instead of failing the same way at every try. The event loop is handed back every few milliseconds.
- */
-export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGenerator<BatchLine | LineError> {
+export async function* linesOf(
+  deps: BatchRunnerDeps,
+  view: BatchView,
+): AsyncGenerator<(BatchLine & { readonly source: JsonLine }) | LineError> {
   const { endpoint, inputFileId, batchId } = view.state.context;
   const seen = new Set<string>();
   const checks = lineChecksOf(deps, endpoint);
@@ -141,7 +128,7 @@ export async function* linesOf(deps: BatchRunnerDeps, view: BatchView): AsyncGen
       const message = `line ${source.line} could not be checked: ${String(error)}`.slice(0, 500);
       checked = { code: 'invalid_request', line: source.line, message, param: 'body' };
     }
-    yield checked;
+    yield 'code' in checked ? checked : { ...checked, source };
   }
 }
 

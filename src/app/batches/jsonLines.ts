@@ -1,9 +1,10 @@
 /**
- * One line of a JSONL file: its text (and the bytes it was decoded from, which the JSON bounds are checked on), or the
- * fact that it was longer than allowed (its text was never kept) or not UTF-8.
+ * One line of a JSONL file: its text, the bytes it was decoded from (which the JSON bounds are checked on) and where
+ * they lie in the file (`offset` of its first byte; they end before its newline: what a batch's line keeps to read it
+ * again, lineInput.ts), or the fact that it was longer than allowed (its text was never kept) or not UTF-8.
  */
 export type JsonLine =
-  | { readonly line: number; readonly text: string; readonly bytes: Uint8Array }
+  | { readonly line: number; readonly text: string; readonly bytes: Uint8Array; readonly offset: number }
   | { readonly line: number; readonly tooLong: true }
   | { readonly line: number; readonly notUtf8: true };
 
@@ -20,8 +21,12 @@ export async function* jsonLines(chunks: AsyncIterable<Uint8Array>, maxLineBytes
   let pending = 0;
   let skipping = false;
   let line = 0;
+  /** Bytes of the file before the current chunk, and where the current line began. */
+  let consumed = 0;
+  let lineStart = 0;
   const finish = (): JsonLine | undefined => {
     line++;
+    const offset = lineStart;
     if (skipping) {
       skipping = false;
       return { line, tooLong: true };
@@ -36,7 +41,7 @@ export async function* jsonLines(chunks: AsyncIterable<Uint8Array>, maxLineBytes
       return { line, notUtf8: true };
     }
     if (text.trim().length === 0) return undefined;
-    return { line, text, bytes };
+    return { line, text, bytes, offset };
   };
   for await (const chunk of chunks) {
     let start = 0;
@@ -56,9 +61,11 @@ export async function* jsonLines(chunks: AsyncIterable<Uint8Array>, maxLineBytes
       }
       if (end === -1) break;
       const done = finish();
+      lineStart = consumed + end + 1;
       if (done !== undefined) yield done;
       start = end + 1;
     }
+    consumed += chunk.length;
   }
   if (pending > 0 || skipping) {
     const done = finish();

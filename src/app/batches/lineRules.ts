@@ -2,6 +2,9 @@ import { InvalidRequest } from '../../domain/errors.js';
 import { controlCharacters } from '../../domain/identifiers.js';
 import { type JsonBounds, lineBoundExceeded } from '../../domain/jsonBounds.js';
 import type { SubmitInput } from '../Requests.js';
+import { storedInputOf } from '../storedInput.js';
+import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
+import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import type { JsonLine } from './jsonLines.js';
 
 /** One entry of a failed batch's `errors.data` (contract 16). */
@@ -105,4 +108,37 @@ export const checkLine = (source: JsonLine, checks: LineChecks, seen: Set<string
     return error('invalid_request', line, input.message, typeof param === 'string' ? `body.${param}` : 'body');
   }
   return { line, customId, input };
+};
+
+/** What a line's body is checked against: the routes' own parsers, the submit's rules, each model's provider, and the
+ * bounds of a request's body. */
+export type LineCheckRules = {
+  readonly endpoints: BatchEndpointsShape;
+  readonly rules: SubmissionRules;
+  readonly providerOf: (model: string) => string | undefined;
+  readonly jsonBounds: JsonBounds;
+  readonly maxLineBytes: number;
+};
+
+/**
+ * How a line of a batch for `endpoint` is checked (`checkLine`): its body by the route's own code, then by the rules
+ * every submit meets (a known model, the sizes) and what its model can do; the bounds of a request's body. Validation,
+ * queueing and the start of each line's attempt (lineInput.ts) all check with this, so a line runs only as validation
+ * took it.
+ */
+export const lineChecksOf = (deps: LineCheckRules, endpoint: string): LineChecks => {
+  // The size of a conversation is named as each route names it.
+  const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
+  const checkBody = (body: unknown) => {
+    const input = deps.endpoints.check(endpoint, body);
+    if (!('model' in input)) return input;
+    const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
+    if (refused !== undefined) {
+      // The submit's checks name no field (`/v1/ai` has two): the line's error does.
+      const param = refused.details?.known_models !== undefined ? 'model' : textParam;
+      return new InvalidRequest({ message: refused.message, details: { ...refused.details, param } });
+    }
+    return beyondModel(input, deps.providerOf(input.model)) ?? input;
+  };
+  return { endpoint, checkBody, bounds: deps.jsonBounds, maxLineBytes: deps.maxLineBytes };
 };

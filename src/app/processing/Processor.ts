@@ -21,6 +21,7 @@ import { createAdmission } from './admission.js';
 import { type Attempt, createAttemptRunner, logAttemptFault } from './attempts.js';
 import { createDispatcher } from './dispatcher.js';
 import { createLeaseKeeper } from './leaseKeeper.js';
+import { type LineInputs, LineReader } from './lineReader.js';
 import { createModelCaller } from './modelCall.js';
 import { createSlots } from './slots.js';
 import { createWaiters } from './waiters.js';
@@ -96,6 +97,8 @@ export type ProcessorDeps = {
   readonly maxBacklog?: number | undefined;
   readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
   readonly live?: LiveOutputShape | undefined;
+  /** Batches' lines, read from their input files when their attempts start (batches/lineInput.ts). */
+  readonly lineInputs?: LineInputs | undefined;
 };
 
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
@@ -155,6 +158,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     cancelledEarly: (reqId) => cancelledEarly.has(reqId),
     leaseLapsing: (reqId) => leaseKeeper.giveUpIfLapsing(reqId),
     leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
+    lineInputs: deps.lineInputs,
     workerFree: () => {
       slots.letGo();
       dispatcher.workerFree();
@@ -388,6 +392,7 @@ export const ProcessorLayer = Layer.effect(
           maxBacklog: config.processing.maxBacklog,
           metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
           live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),
+          lineInputs: Option.getOrUndefined(yield* Effect.serviceOption(LineReader))?.inputOf,
         });
       }),
       (p) => Effect.promise(() => p.stop()),

@@ -9,7 +9,8 @@ import type { CommitterShape } from '../Committer.js';
 import type { MetricsShape } from '../Metrics.js';
 import type { ModelsShape } from '../Models.js';
 import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
-import type { CallOutcome, ModelCaller } from './modelCall.js';
+import type { LineInputs } from './lineReader.js';
+import type { CallFailure, CallOutcome, ModelCaller } from './modelCall.js';
 
 /** How long an outcome whose write failed waits before it is written again. */
 const faultRetryMs = 1_000;
@@ -66,18 +67,29 @@ export const createAttemptRunner = (deps: {
   readonly leaseGivenUp: (reqId: string) => boolean;
   /** The model has answered (or the call ended): its worker is free. */
   readonly workerFree: () => void;
+  /** A batch's line read from its input file (batches/lineInput.ts); absent, a line cannot be run here. */
+  readonly lineInputs?: LineInputs | undefined;
 }) => {
   const { store, committer, clock, log, owner } = deps;
 
-  /** What the attempt is given, and by which model, read from the store (a claimed request). */
+  /**
+   * What the attempt is given, and by which model, read from the store (a claimed request): its input, or (a batch's
+   * line that cannot run) why not.
+   */
   const inputOf = async (
     attempt: Attempt,
-  ): Promise<{ readonly model: string | undefined; readonly input: ModelInput | undefined }> => {
+  ): Promise<{ readonly model: string | undefined; readonly input: ModelInput | CallFailure | undefined }> => {
     const stored = await store.reads.requestWithText(attempt.reqId);
-    return {
-      model: attempt.model ?? stored?.state.context.model,
-      input: stored?.text === undefined ? undefined : modelInputOf(stored.text, stored.state.context.input),
-    };
+    const model = attempt.model ?? stored?.state.context.model;
+    const kind = stored?.state.context.input;
+    if (stored?.text === undefined) return { model, input: undefined };
+    if (kind !== 'line') return { model, input: modelInputOf(stored.text, kind) };
+    // A batch's line: read from its input file now (held only while its attempt runs).
+    const input =
+      deps.lineInputs === undefined
+        ? { reason: 'batch lines are not run by this process', said: 'this line could not be read' }
+        : await deps.lineInputs(stored.text);
+    return { model, input };
   };
 
   /** Why an outcome was refused, read from the request as it is now. */
@@ -120,7 +132,9 @@ export const createAttemptRunner = (deps: {
       modelId = given.model ?? modelId;
       const model = deps.models.get(modelId);
       const { input } = given;
-      if (model === undefined) outcome = { ok: false, reason: 'model is no longer configured' };
+      // A line that cannot run says why first (its model may be the one no longer configured).
+      if (input !== undefined && 'reason' in input) outcome = { ok: false, ...input };
+      else if (model === undefined) outcome = { ok: false, reason: 'model is no longer configured' };
       else if (input === undefined) outcome = { ok: false, reason: 'prompt is missing' };
       else if (deps.cancelledEarly(reqId)) outcome = { ok: false, reason: 'cancelled' };
       else if (deps.leaseLapsing(reqId)) outcome = { ok: false, reason: 'lease lapsing' };

@@ -40,26 +40,34 @@ const ended = (status: RequestStatus) =>
 
 /**
  * What a line's move from `before` to `after` adds to its batch's counts: queued when it is made; completed (with its
- * tokens) or failed (failed, cancelled, expired unfinished) when it ends. A completed line that later expires
- * changes nothing.
+ * tokens and its answer's characters, kept) or failed (failed, cancelled, expired unfinished) when it ends. A
+ * completed line that later expires has its answer deleted: it is kept no more.
  */
 export const countsDeltaOf = (
   before: { readonly status: RequestStatus },
   after: {
     readonly status: RequestStatus;
-    readonly context: { readonly inputTokens?: number; readonly outputTokens?: number };
+    readonly context: {
+      readonly inputTokens?: number | undefined;
+      readonly outputTokens?: number | undefined;
+      readonly responseChars?: number | undefined;
+    };
   },
 ): BatchCounts | undefined => {
   const queued = before.status === 'none' && after.status !== 'none' ? 1 : 0;
   const ends = !ended(before.status) && ended(after.status);
-  if (queued === 0 && !ends) return undefined;
+  const answerDropped = before.status === 'completed' && after.status !== 'completed';
+  if (queued === 0 && !ends && !answerDropped) return undefined;
   const completed = ends && after.status === 'completed';
+  const answer = after.context.responseChars ?? 0;
   return {
     queued,
     completed: completed ? 1 : 0,
     failed: ends && !completed ? 1 : 0,
     inputTokens: completed ? (after.context.inputTokens ?? 0) : 0,
     outputTokens: completed ? (after.context.outputTokens ?? 0) : 0,
+    answerChars: completed ? answer : 0,
+    keptAnswerChars: completed ? answer : answerDropped ? -answer : 0,
   };
 };
 
@@ -69,4 +77,6 @@ export const addCounts = (a: BatchCounts, b: BatchCounts): BatchCounts => ({
   failed: a.failed + b.failed,
   inputTokens: a.inputTokens + b.inputTokens,
   outputTokens: a.outputTokens + b.outputTokens,
+  answerChars: a.answerChars + b.answerChars,
+  keptAnswerChars: a.keptAnswerChars + b.keptAnswerChars,
 });

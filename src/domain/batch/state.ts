@@ -21,7 +21,9 @@ export type BatchState = { readonly status: BatchStatus; readonly context: Batch
 /**
  * What the store counts of a batch's lines as they change (decided in the same write as the change): lines queued,
  * lines ended (completed; failed, cancelled or expired), and the tokens of the completed ones. `request_counts` and
- * `usage` are read from here, exact at every read.
+ * `usage` are read from here, exact at every read. The characters of the completed lines' answers, and of those
+ * whose requests still keep them (until they expire), are what the batch makes its account's storage keep
+ * (accountCounters.ts).
  */
 export type BatchCounts = {
   readonly queued: number;
@@ -29,12 +31,22 @@ export type BatchCounts = {
   readonly failed: number;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  readonly answerChars: number;
+  readonly keptAnswerChars: number;
 };
 
 /** A batch as the store keeps it: its folded state and its lines' counts. */
 export type BatchView = { readonly state: BatchState; readonly counts: BatchCounts };
 
-export const noCounts: BatchCounts = { queued: 0, completed: 0, failed: 0, inputTokens: 0, outputTokens: 0 };
+export const noCounts: BatchCounts = {
+  queued: 0,
+  completed: 0,
+  failed: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  answerChars: 0,
+  keptAnswerChars: 0,
+};
 
 type Snapshot = ReturnType<typeof batchMachine.resolveState>;
 

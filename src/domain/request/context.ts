@@ -29,7 +29,7 @@ export type RequestContext = {
   readonly failureSaid?: string;
   readonly expiredAt?: number;
   /** What the stored input text is (see events.ts). */
-  readonly input?: 'messages' | 'chat';
+  readonly input?: 'messages' | 'chat' | 'line';
   readonly idempotencyKey?: string;
   readonly requestHash?: string;
   readonly cancelledAt?: number;

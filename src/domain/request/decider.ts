@@ -30,7 +30,7 @@ export type RequestCommand =
       /** A worker of this process is free: start the first attempt in the same write if nothing waits before it. */
       readonly startNow?: Lease | undefined;
       /** What the stored text is (see RequestQueued.input). */
-      readonly input?: 'messages' | 'chat' | undefined;
+      readonly input?: 'messages' | 'chat' | 'line' | undefined;
       /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
       readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined;
       /** The most requests the account may have waiting or being processed (its plan's); absent: no bound. */

@@ -16,9 +16,10 @@ export type RequestQueued = {
   /**
    * What the stored text is: absent, a prompt; `messages`, a conversation (JSON of `{role, content}` messages, the
    * first OpenAI face); `chat`, a conversation with its generation parameters (JSON of `ChatInput`, in the shape of
-   * a chat-completions request).
+   * a chat-completions request); `line`, a batch's line: where the line lies in its batch's input file (JSON of
+   * `{file, offset, bytes, line, endpoint}`), read from there when an attempt starts, never copied (issue 40).
    */
-  readonly input?: 'messages' | 'chat' | undefined;
+  readonly input?: 'messages' | 'chat' | 'line' | undefined;
   /** The `Idempotency-Key` the submit came with, kept with the request so that a repeat finds it (after a crash too). */
   readonly idempotencyKey?: string | undefined;
   /** What identifies the submit's body (a hash): a repeat with the same key must carry the same. */

@@ -132,7 +132,15 @@ export const batchFeatures = ({ open }: Contract) =>
             expiresAt: 200 + 86_400_000,
           },
         },
-        counts: { queued: 0, completed: 0, failed: 0, inputTokens: 0, outputTokens: 0 },
+        counts: {
+          queued: 0,
+          completed: 0,
+          failed: 0,
+          inputTokens: 0,
+          outputTokens: 0,
+          answerChars: 0,
+          keptAnswerChars: 0,
+        },
       });
       // A batch id is made once.
       expect(await commitOne(store, createBatch(batchIdOf(6), fileIdOf(6)))).toBeInstanceOf(Refused);
@@ -233,10 +241,17 @@ export const batchFeatures = ({ open }: Contract) =>
         failed: 3,
         inputTokens: 23,
         outputTokens: 45,
+        answerChars: 'done'.length + 'five'.length + 'six'.length,
+        keptAnswerChars: 'done'.length + 'five'.length + 'six'.length,
       });
-      // A completed line that expires later changes nothing.
+      // A completed line that expires later changes none of its batch's lines' counts: only its answer is kept no more.
       await commitOne(store, { type: 'Expire', reqId: one, now: 1_001 + 60_000 });
-      expect((await store.reads.batch(batchId))?.counts).toMatchObject({ completed: 3, failed: 3 });
+      expect((await store.reads.batch(batchId))?.counts).toMatchObject({
+        completed: 3,
+        failed: 3,
+        answerChars: 11,
+        keptAnswerChars: 7,
+      });
       // Every line ended: it finalizes, then ends, and is open no more.
       expect(typesOf(await commitOne(store, finalize(2_600)))).toEqual(['BatchFinalizing']);
       expect(await store.reads.openBatches(10)).toEqual([{ batchId, accountId: accountId(1) }]);

@@ -147,6 +147,35 @@ export const fileBytesFeatures = ({ open, itWith, factory }: Contract) =>
       expect(await readOrError(store, 'file-swept')).toBeInstanceOf(BlobNotFound);
     });
 
+    it('reads a range of a blob exactly: within a part, across a part boundary, at its end and cut at it, none past it', async () => {
+      const store = await open();
+      const bytes = randomBytes(twoParts);
+      await store.files.write('file-range', inOddChunks(bytes), 200 * mib, 1);
+      const range = async (offset: number, length: number) =>
+        Buffer.from(await store.files.readRange('file-range', offset, length));
+      const ranges: [number, number][] = [
+        [0, 1],
+        [5, 1_000],
+        [partBytes - 10, 20],
+        [partBytes, 7],
+        [partBytes - 1, partBytes / 2 + 1],
+        [0, twoParts],
+        [twoParts - 3, 3],
+      ];
+      for (const [offset, length] of ranges)
+        expect(
+          (await range(offset, length)).equals(bytes.subarray(offset, offset + length)),
+          `${offset}+${length}`,
+        ).toBe(true);
+      // A range the blob ends in is cut at its end; one past its end is empty.
+      expect((await range(twoParts - 3, 100)).equals(bytes.subarray(twoParts - 3))).toBe(true);
+      expect(await range(twoParts, 10)).toHaveLength(0);
+      expect(await range(3 * partBytes, 10)).toHaveLength(0);
+      await expect(store.files.readRange('file-none', 0, 10)).rejects.toBeInstanceOf(BlobNotFound);
+      await store.files.remove('file-range');
+      await expect(store.files.readRange('file-range', 0, 10)).rejects.toBeInstanceOf(BlobNotFound);
+    });
+
     it('rejects the read of a blob never written with BlobNotFound, and has no digest for it', async () => {
       const store = await open();
       await expect(store.files.read('file-none')[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(BlobNotFound);

@@ -36,6 +36,7 @@ import {
   sessionToken,
   setSessionCookie,
 } from './security.js';
+import { shownLine, shownText } from './shownText.js';
 import { plural } from './views/format.js';
 import {
   type BatchRow,
@@ -115,13 +116,6 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
       return unknown;
     }
   }
-};
-
-/** The start of a text, at most `max` UTF-16 units, never cutting a character in two. */
-const shownText = (text: string, max: number) => {
-  let end = Math.min(text.length, max);
-  if (end < text.length && /[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
-  return { text: text.slice(0, end), totalChars: text.length };
 };
 
 /** A batch as the Batches page shows it: what the API shows of it (status, counts, files). */
@@ -613,6 +607,11 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     // The record holds the input while the request is queued, the answer once it is completed (decisions.md).
     const queued = state.status === 'waiting' || state.status === 'processing';
     const shown = text === undefined ? undefined : shownText(text, shownChars);
+    // A batch's line keeps where it lies in its input file, not a copy: its start is read from there.
+    const line =
+      queued && c.input === 'line' && text !== undefined
+        ? await shownLine(deps.store.files, text, shownChars)
+        : undefined;
     return send(
       event,
       200,
@@ -624,7 +623,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         status,
         input: c.input ?? 'prompt',
         promptChars: c.promptChars,
-        prompt: queued ? shown : undefined,
+        prompt: c.input === 'line' ? line : queued ? shown : undefined,
         answer: state.status === 'completed' ? shown : undefined,
         responseChars: c.responseChars,
         attempts: c.attempts,

@@ -39,10 +39,21 @@ const Text = ({ id, shown }: { id: string; shown: ShownText }) => (
     <pre class="text-box" id={id}>
       {shown.text}
     </pre>
-    {shown.text.length < shown.totalChars && (
-      <p class="hint">
-        Showing the first {grouped(shown.text.length)} of {plural(shown.totalChars, 'character')}.
+    {shown.line !== undefined && (
+      <p class="hint" id={`${id}-line`}>
+        Line {grouped(shown.line)} of the batch's input file <code>{shown.file}</code> (
+        {plural(shown.totalBytes ?? 0, 'byte')}
+        ), read from the file: a batch's lines are not copied into their requests.
       </p>
+    )}
+    {Number.isNaN(shown.totalChars) ? (
+      <p class="hint">Showing the first {plural(shown.text.length, 'character')} of the line.</p>
+    ) : (
+      shown.text.length < shown.totalChars && (
+        <p class="hint">
+          Showing the first {grouped(shown.text.length)} of {plural(shown.totalChars, 'character')}.
+        </p>
+      )
     )}
   </>
 );
@@ -56,7 +67,8 @@ const Moment = ({ at }: { at: number | undefined }) =>
  */
 export const requestPage = (view: RequestDetailView): string => {
   const { csrf, email, id, status } = view;
-  const inputName = view.input === 'prompt' ? 'Prompt' : 'Conversation (JSON)';
+  const inputName =
+    view.input === 'prompt' ? 'Prompt' : view.input === 'line' ? 'Batch line (JSON)' : 'Conversation (JSON)';
   return renderDocument(
     <Layout title={`Request ${id}`} session={{ csrf, email }} current="requests">
       <p>

@@ -96,7 +96,15 @@ export type RequestsView = SessionView & {
 };
 
 /** A text shown on a page, cut to a bound: `text` is its start, `totalChars` its whole length. */
-export type ShownText = { readonly text: string; readonly totalChars: number };
+export type ShownText = {
+  readonly text: string;
+  /** The whole text's length (NaN: not known, only its bytes were counted: a batch's line read in part). */
+  readonly totalChars: number;
+  /** A batch's line read from its input file: its size there, and where it is. */
+  readonly totalBytes?: number;
+  readonly line?: number;
+  readonly file?: string;
+};
 
 /** One event of a request's history, as its page lists it. */
 export type RequestEventRow = {
@@ -117,8 +125,9 @@ export type RequestDetailView = SessionView & {
   readonly id: string;
   readonly model: string;
   readonly status: RequestStatusView;
-  /** What the request's input is: a prompt, or a conversation (as JSON). */
-  readonly input: 'prompt' | 'messages' | 'chat';
+  /** What the request's input is: a prompt, a conversation (as JSON), or a batch's line (its JSON, read from the
+   * batch's input file). */
+  readonly input: 'prompt' | 'messages' | 'chat' | 'line';
   readonly promptChars: number;
   /** The input while the request is queued (the store keeps it only until the request settles). */
   readonly prompt?: ShownText;
