@@ -64,11 +64,16 @@ const accountWithKey = async (box: Sandbox, email: string, plan: string) => {
   return { accountId: account.id, key: key.key };
 };
 
-/** A GET that tries again when a kept-alive connection was closed under it (the server closes idle ones). */
+/**
+ * A GET that tries again when a kept-alive connection was closed under it (the server closes idle ones), and after a
+ * `429` once its `Retry-After` has passed, as a client keeping to its plan's poll budget does.
+ */
 const getJson = async (url: string, key: string, path: string): Promise<Record<string, unknown>> => {
   for (let attempt = 1; ; attempt++) {
     try {
-      return (await call(url, 'GET', path, key)).body;
+      const answer = await call(url, 'GET', path, key);
+      if (answer.status !== 429) return answer.body;
+      await sleep(Number(answer.headers.get('retry-after') ?? 1) * 1_000);
     } catch (error) {
       if (attempt >= 3) throw error;
       await sleep(100);
@@ -145,7 +150,8 @@ describe('batches under attack (issue 40): every batch ends, whatever its lines 
     keys.bystander = (await accountWithKey(box, 'bystander@example.com', 'enterprise')).key;
     for (const n of [1, 2, 3]) keys.deep.push((await accountWithKey(box, `deep${n}@example.com`, 'free')).key);
     keys.flood = (await accountWithKey(box, 'flood@example.com', 'free')).key;
-    keys.finalizing = (await accountWithKey(box, 'finalizing@example.com', 'free')).key;
+    // Its batch is looked at every 10 ms, beyond the free plan's poll budget (10 a second).
+    keys.finalizing = (await accountWithKey(box, 'finalizing@example.com', 'scale')).key;
     server = await startServer(box, { timeoutMs: cliTimeoutMs });
     server.child.stderr?.on('data', (chunk: Buffer) => {
       const text = chunk.toString('utf8');
