@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { answerReadChars } from '../../src/app/batches/outputFiles.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { batchWhen, chatLines, createBatch, fileContent, isEnded, uploadLines } from '../support/batches.js';
 import { call } from '../support/processes.js';
-import { listen, startTestApp, type TestApp } from '../support/testApp.js';
+import { servedTestApps } from '../support/testApp.js';
 
 /**
  * Issue 40: a batch's output file is written a line at a time, a long answer a piece at a time (no answer's size, nor
@@ -48,19 +48,11 @@ const watched = () => {
 };
 
 describe('a batch’s output, written as a stream', () => {
-  let app: TestApp | undefined;
-  let served: Awaited<ReturnType<typeof listen>> | undefined;
-  afterEach(async () => {
-    served?.close();
-    await app?.stop();
-    app = undefined;
-    served = undefined;
-  });
+  const startApp = servedTestApps();
 
   it('goes to the store a line, or a piece of a long answer, at a time, byte for byte the JSON of each line', async () => {
     const { seen, wrap } = watched();
-    app = await startTestApp({ clock: systemClock, wrapStore: wrap });
-    served = await listen(app);
+    const { app, served } = await startApp({ clock: systemClock, wrapStore: wrap });
     const { key } = await app.account('enterprise');
     // Twenty answers of some 200,000 characters that JSON writes longer (quotes, backslashes, a control character),
     // with pairs of surrogates where a piece of 65,536 characters would cut them.
@@ -101,7 +93,7 @@ describe('a batch’s output, written as a stream', () => {
     // The validation's pass over the input file, seen from the store: from its first read of the file to its end.
     let inputFile: string | undefined;
     const pass = { reads: 0, running: false };
-    app = await startTestApp({
+    const { app, served } = await startApp({
       clock: systemClock,
       wrapStore: (store) => ({
         ...store,
@@ -121,7 +113,6 @@ describe('a batch’s output, written as a stream', () => {
         },
       }),
     });
-    served = await listen(app);
     const { key } = await app.account('enterprise');
     const lines = chatLines(
       'echo',
@@ -139,9 +130,8 @@ describe('a batch’s output, written as a stream', () => {
       }
     })();
     const { id } = await createBatch(url, key, inputFile);
-    const running = app;
     for (;;) {
-      const view = await running.store.reads.batch(id);
+      const view = await app.store.reads.batch(id);
       if (view !== undefined && view.state.status !== 'validating') break;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }

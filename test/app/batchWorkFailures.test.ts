@@ -1,12 +1,12 @@
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { Command } from '../../src/domain/commands.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { batchWhen, chatLines, createBatch, fileContent, isEnded, uploadLines } from '../support/batches.js';
 import { call } from '../support/processes.js';
-import { listen, loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
+import { loggedEvents, servedTestApps, type TestApp } from '../support/testApp.js';
 
 /**
  * Issue 40: a step of a batch's housekeeping that fails for a reason waiting does not mend (a bug: here a store that
@@ -24,24 +24,16 @@ const lineSubmitFrom = (command: Command, batchId: () => string | undefined, fro
   command.reqId >= lineRequestId(command.batchId, fromLine);
 
 describe("a batch whose housekeeping keeps failing (the machine's count of BatchWorkFailed)", () => {
-  let app: TestApp | undefined;
-  let served: Awaited<ReturnType<typeof listen>> | undefined;
-  afterEach(async () => {
-    served?.close();
-    await app?.stop();
-    app = undefined;
-    served = undefined;
-  });
+  const startApp = servedTestApps();
 
   /** An app over the memory store seen through `wrap`, its log kept, served on a socket; an account's key. */
   const start = async (wrap: (store: StoreShape) => StoreShape) => {
     const lines: LogLine[] = [];
-    app = await startTestApp({
+    const { app, served } = await startApp({
       clock: systemClock,
       wrapStore: wrap,
       logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }),
     });
-    served = await listen(app);
     const { key } = await app.account('enterprise');
     return { app, url: served.url, key, lines };
   };

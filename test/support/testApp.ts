@@ -189,6 +189,25 @@ export const testApps = () => {
   };
 };
 
+/**
+ * Apps for one test file served on real sockets: each call starts one (`testApps`) and listens on 127.0.0.1; after
+ * each test its sockets are closed, then the app is stopped and its data removed.
+ */
+export const servedTestApps = () => {
+  const startApp = testApps();
+  const servers: Array<{ close: () => unknown }> = [];
+  // Registered after testApps' hook, so run before it (vitest runs afterEach hooks as a stack).
+  afterEach(() => {
+    for (const served of servers.splice(0)) served.close();
+  });
+  return async (options?: TestAppOptions) => {
+    const app = await startApp(options);
+    const served = await listen(app);
+    servers.push(served);
+    return { app, served };
+  };
+};
+
 /** The store's log, in order (from `fromSeq`), read through the port: on every store. */
 export const loggedEvents = async (app: { readonly store: StoreShape }, fromSeq?: number): Promise<StoredEvent[]> => {
   const events: StoredEvent[] = [];
