@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.js';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
+import { passThroughSchema } from './modelPassThrough.js';
 
 const positiveInt = z.number().int().positive();
 
@@ -48,6 +49,8 @@ const openAiModel = z.strictObject({
   /** Retries of upstream 429/5xx inside one attempt (the SDK's backoff, honouring Retry-After). */
   maxRetries: z.number().int().min(0).max(10).default(2),
   maxAnswerBytes,
+  /** Extra body fields a client may send for this model, sent upstream as given (modelPassThrough.ts). */
+  passThrough: passThroughSchema.optional(),
 });
 
 export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {

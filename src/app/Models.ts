@@ -2,6 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import type { ModelConfig } from '../config.js';
+import type { PassThroughOf } from '../modelPassThrough.js';
 import type { ModelProvider } from '../ports/ModelProvider.js';
 import { AppConfig } from './AppConfig.js';
 
@@ -23,6 +24,14 @@ export const modelsFrom = (configs: readonly ModelConfig[], createProvider: Prov
   const ids = [...byId.keys()];
   return { get: (id) => byId.get(id), ids: () => ids };
 };
+
+/** The fields each model passes through (only an `openai` model has any). */
+export const passThroughOfModels =
+  (models: ModelsShape): PassThroughOf =>
+  (model) => {
+    const config = models.get(model)?.config;
+    return config?.provider === 'openai' ? config.passThrough : undefined;
+  };
 
 export const ModelsLayer = (createProvider: ProviderFactory) =>
   Layer.effect(

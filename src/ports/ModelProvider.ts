@@ -62,6 +62,11 @@ export type GenerationParams = {
   readonly tool_choice?: ToolChoice;
   readonly parallel_tool_calls?: boolean;
   readonly user?: string;
+  /**
+   * Fields the model passes through (its `passThrough`), as the client gave them: sent in the body beside the others.
+   * None is a name of the fields above (the config refuses such names).
+   */
+  readonly extraBody?: Readonly<Record<string, unknown>>;
 };
 
 /**

@@ -20,7 +20,7 @@ import { h3ErrorAnswer } from './h3Errors.js';
 import { json } from './jsonAnswer.js';
 import { readJsonBody } from './jsonBody.js';
 import { mountMetrics } from './metricsRoute.js';
-import { mountOpenAi, unknownPathError } from './openai/routes.js';
+import { type FaceModel, mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import type { OpenCallsShape } from './openCalls.js';
 import { mountProbes } from './probes.js';
@@ -51,8 +51,8 @@ export type HttpDeps = {
   readonly upstreams?: () => Readonly<Record<string, UpstreamSeen>>;
   /** Counts calls by route and status and serves `GET /metrics`; without it nothing is counted or served. */
   readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
-  /** The configured models (ids and timeouts): with them the OpenAI-compatible face is served. */
-  readonly models?: readonly { readonly id: string; readonly timeoutMs: number }[];
+  /** The configured models (ids, timeouts, fields passed through): with them the OpenAI-compatible face is served. */
+  readonly models?: readonly FaceModel[];
   /** Text of attempts in flight, for callers streaming them (the OpenAI face). */
   readonly live?: LiveOutputShape;
   /** Browser origins allowed to call /v1/* (`cors.allowedOrigins`); none: no CORS header. */

@@ -229,8 +229,11 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
   };
   return {
     generate: async ({ prompt, messages, params, signal, onDelta }) => {
+      // The model's passed-through fields go as extra fields of the body (the SDK sends what it is given).
+      const { extraBody, ...known } = params ?? {};
       const body = {
-        ...(params as Omit<CompletionParams, 'model' | 'messages'>),
+        ...extraBody,
+        ...(known as Omit<CompletionParams, 'model' | 'messages'>),
         model: options.upstreamModel,
         messages: upstreamMessages(messages ?? [{ role: 'user', content: prompt }]),
       } as CompletionParams;

@@ -1,5 +1,6 @@
 import * as Context from 'effect/Context';
 import type { InvalidRequest } from '../../domain/errors.js';
+import type { PassThroughOf } from '../../modelPassThrough.js';
 import type { RequestView, SubmitInput } from '../Requests.js';
 
 /**
@@ -10,8 +11,11 @@ import type { RequestView, SubmitInput } from '../Requests.js';
 export interface BatchEndpointsShape {
   /** The endpoints a batch may name. */
   readonly endpoints: readonly string[];
-  /** A line's body as its route understands it (model and sizes are checked after, as for any submit). */
-  check(endpoint: string, body: unknown): SubmitInput | InvalidRequest;
+  /**
+   * A line's body as its route understands it, with the fields its model passes through (model and sizes are checked
+   * after, as for any submit).
+   */
+  check(endpoint: string, body: unknown, passThroughOf?: PassThroughOf): SubmitInput | InvalidRequest;
   /** The route's answer for a completed line. */
   answer(endpoint: string, view: RequestView): unknown;
   /** The route's error body for a line that failed for good. */

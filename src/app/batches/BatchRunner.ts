@@ -10,7 +10,7 @@ import { Log } from '../../ports/Logger.js';
 import { StorageFault, Store } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer } from '../Committer.js';
-import { Models } from '../Models.js';
+import { Models, passThroughOfModels } from '../Models.js';
 import { Processor } from '../processing/Processor.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
@@ -228,6 +228,7 @@ export const BatchRunnerLayer = Layer.effect(
           maxPromptBytes: config.maxPromptBytes,
         },
         providerOf: (model) => models.get(model)?.config.provider,
+        passThroughOf: passThroughOfModels(models),
         newFileId: () => `file-${ids.requestId().slice('req_'.length)}`,
         leaseMs: config.processing.leaseSeconds * 1000,
         maxLines: config.batches.maxLines,

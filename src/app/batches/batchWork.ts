@@ -3,6 +3,7 @@ import type { BatchCommand } from '../../domain/batch/decider.js';
 import type { BatchView } from '../../domain/batch/state.js';
 import type { Command } from '../../domain/commands.js';
 import type { JsonBounds } from '../../domain/jsonBounds.js';
+import type { PassThroughOf } from '../../modelPassThrough.js';
 import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
 import { eventLoopPace } from '../eventLoopPace.js';
@@ -22,6 +23,8 @@ export type BatchRunnerDeps = {
   readonly endpoints: BatchEndpointsShape;
   readonly rules: SubmissionRules;
   readonly providerOf: (model: string) => string | undefined;
+  /** The fields each model passes through. */
+  readonly passThroughOf?: PassThroughOf | undefined;
   readonly newFileId: () => string;
   readonly leaseMs: number;
   readonly maxLines: number;

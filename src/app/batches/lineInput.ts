@@ -3,7 +3,7 @@ import * as Layer from 'effect/Layer';
 import { BlobNotFound, type FileBytesShape } from '../../ports/FileBytes.js';
 import { Store } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
-import { Models } from '../Models.js';
+import { Models, passThroughOfModels } from '../Models.js';
 import { type LineInputs, LineReader } from '../processing/lineReader.js';
 import type { CallFailure } from '../processing/modelCall.js';
 import { modelInputFrom } from '../storedInput.js';
@@ -120,6 +120,7 @@ export const LineReaderLayer = Layer.effect(
         endpoints,
         rules: { modelIds: models.ids(), maxPromptChars: config.maxPromptChars, maxPromptBytes: config.maxPromptBytes },
         providerOf: (model) => models.get(model)?.config.provider,
+        passThroughOf: passThroughOfModels(models),
         maxLineBytes: config.maxBodyBytes,
         jsonBounds: { maxDepth: config.maxJsonDepth, maxValues: config.maxJsonValues },
       }),

@@ -1,6 +1,7 @@
 import { InvalidRequest } from '../../domain/errors.js';
 import { controlCharacters } from '../../domain/identifiers.js';
 import { type JsonBounds, lineBoundExceeded } from '../../domain/jsonBounds.js';
+import type { PassThroughOf } from '../../modelPassThrough.js';
 import type { SubmitInput } from '../Requests.js';
 import { storedInputOf } from '../storedInput.js';
 import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
@@ -110,12 +111,14 @@ export const checkLine = (source: JsonLine, checks: LineChecks, seen: Set<string
   return { line, customId, input };
 };
 
-/** What a line's body is checked against: the routes' own parsers, the submit's rules, each model's provider, and the
- * bounds of a request's body. */
+/** What a line's body is checked against: the routes' own parsers, the submit's rules, each model's provider and the
+ * fields it passes through, and the bounds of a request's body. */
 export type LineCheckRules = {
   readonly endpoints: BatchEndpointsShape;
   readonly rules: SubmissionRules;
   readonly providerOf: (model: string) => string | undefined;
+  /** The fields each model passes through (none: a line's unknown fields are refused or ignored as its route does). */
+  readonly passThroughOf?: PassThroughOf | undefined;
   readonly jsonBounds: JsonBounds;
   readonly maxLineBytes: number;
 };
@@ -130,7 +133,7 @@ export const lineChecksOf = (deps: LineCheckRules, endpoint: string): LineChecks
   // The size of a conversation is named as each route names it.
   const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
   const checkBody = (body: unknown) => {
-    const input = deps.endpoints.check(endpoint, body);
+    const input = deps.endpoints.check(endpoint, body, deps.passThroughOf);
     if (!('model' in input)) return input;
     const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
     if (refused !== undefined) {

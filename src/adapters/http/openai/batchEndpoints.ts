@@ -14,13 +14,13 @@ import { failureOf, responseObjectOf } from './responseObject.js';
  */
 export const batchEndpoints: BatchEndpointsShape = {
   endpoints: batchEndpointPaths,
-  check: (endpoint, body) => {
+  check: (endpoint, body, passThroughOf) => {
     if (endpoint === '/v1/chat/completions') {
-      const parsed = parseChatCreate(body);
+      const parsed = parseChatCreate(body, passThroughOf);
       return parsed instanceof InvalidRequest ? parsed : parsed.input;
     }
     // No earlier Response can be named from a batch: item references are refused.
-    const parsed = parseResponsesCreate(body);
+    const parsed = parseResponsesCreate(body, undefined, passThroughOf);
     return parsed instanceof InvalidRequest ? parsed : parsed.input;
   },
   answer: (endpoint, view) => (endpoint === '/v1/chat/completions' ? chatCompletionOf(view) : responseObjectOf(view)),

@@ -1,11 +1,13 @@
 import type { SubmitInput } from '../../../app/Requests.js';
 import { lastUserText } from '../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../domain/errors.js';
+import type { PassThroughOf } from '../../../modelPassThrough.js';
 import { checkOrderOf, refusalOf } from './bodyRefusal.js';
 import { generationSettingsOf, type ResponseSettings } from './generationSettings.js';
 import { givenFieldsReader } from './givenFields.js';
 import { type ItemResolver, resolvedInputOf } from './inputItems.js';
 import { keptMetadataOf } from './metadata.js';
+import { withPassThrough } from './passThrough.js';
 import {
   type ResponsesCreateBody,
   responsesConversationOf,
@@ -63,17 +65,22 @@ const createOf = (body: Record<string, unknown>, data: ResponsesCreateBody): Res
  * Reads a `POST /v1/responses` body as OpenAI's SDKs send it, with the body's schema (openai/wireFormat.ts,
  * `responsesCreateBodySchema`): `model`, `input` (a string, or a list of messages and tool-call items), optional
  * `instructions` (a leading system message), `background`, `stream`, the generation settings (generationSettings.ts),
- * and `metadata` (kept with the request and shown with it). Each `item_reference` that `resolve` finds (an output item
- * of one of the caller's Responses) is read as that item (inputItems.ts); the schema refuses any other. Fields that do
- * not change the answer are accepted and ignored; fields that would change it unseen are refused with the field named
- * in `param`.
+ * `metadata` (kept with the request and shown with it), and the fields the model passes through (`passThroughOf`:
+ * passThrough.ts). Each `item_reference` that `resolve` finds (an output item of one of the caller's Responses) is
+ * read as that item (inputItems.ts); the schema refuses any other. Fields that do not change the answer are accepted
+ * and ignored; fields that would change it unseen are refused with the field named in `param`.
  */
-export const parseResponsesCreate = (body: unknown, resolve?: ItemResolver): ResponsesCreate | InvalidRequest => {
-  const given = resolvedInputOf(body, resolve);
-  const read = readGiven(given);
-  if (read !== undefined) return createOf(given as Record<string, unknown>, read);
-  const parsed = responsesCreateBodySchema.safeParse(given);
-  return parsed.success
-    ? createOf(given as Record<string, unknown>, parsed.data)
-    : refusalOf(parsed.error.issues, order);
-};
+export const parseResponsesCreate = (
+  body: unknown,
+  resolve?: ItemResolver,
+  passThroughOf?: PassThroughOf,
+): ResponsesCreate | InvalidRequest =>
+  withPassThrough(body, passThroughOf, (rest) => {
+    const given = resolvedInputOf(rest, resolve);
+    const read = readGiven(given);
+    if (read !== undefined) return createOf(given as Record<string, unknown>, read);
+    const parsed = responsesCreateBodySchema.safeParse(given);
+    return parsed.success
+      ? createOf(given as Record<string, unknown>, parsed.data)
+      : refusalOf(parsed.error.issues, order);
+  });

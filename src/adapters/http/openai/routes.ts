@@ -8,6 +8,7 @@ import { HttpRoute } from '../../../app/Metrics.js';
 import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
+import type { PassThroughOf } from '../../../modelPassThrough.js';
 import { isApiError } from '../errorResponse.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
@@ -21,11 +22,18 @@ import { itemPlaceOf, referencedItemOf, requestIdOf, responseObjectOf } from './
 import { responseStreamAnswer } from './responseStream.js';
 import { cancelWhenCallerLeaves, waitUntilFinal } from './waitFinal.js';
 
+/** A model as the OpenAI face sees it. */
+export type FaceModel = {
+  readonly id: string;
+  readonly timeoutMs: number;
+  readonly passThrough?: readonly string[] | undefined;
+};
+
 /** What the OpenAI face takes from the HTTP app: the same front (auth, limits, body) as `/v1/ai`, and its services. */
 export type OpenAiFaceDeps = {
   readonly requests: RequestsShape;
-  /** The configured models: their ids, and how long a waiting create waits for each. */
-  readonly models: readonly { readonly id: string; readonly timeoutMs: number }[];
+  /** The configured models: their ids, how long a waiting create waits for each, and the fields each passes through. */
+  readonly models: readonly FaceModel[];
   /** Auth, then the rate limit of `budget` (its headers go into `headers`). */
   admit(event: H3Event, budget: BudgetName, headers: HeaderBag): Promise<Principal | ApiError>;
   readJsonBody(event: H3Event): Promise<unknown | ApiError>;
@@ -134,6 +142,12 @@ const streamQueryOf = (
   return { stream: true, startingAfter: Number(after) };
 };
 
+/** The fields each model passes through, by id (a lookup in a map: it runs for every create). */
+export const passThroughLookup = (models: readonly FaceModel[]): PassThroughOf => {
+  const byId = new Map(models.flatMap((m) => (m.passThrough === undefined ? [] : [[m.id, m.passThrough] as const])));
+  return (model) => byId.get(model);
+};
+
 /**
  * The OpenAI-compatible face (contract 11): `GET /v1/models`, `POST /v1/responses` (background or waiting),
  * `GET /v1/responses/{id}` and `POST /v1/responses/{id}/cancel`, over the same Requests service, limits, queue and
@@ -141,6 +155,7 @@ const streamQueryOf = (
  */
 export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const { requests } = deps;
+  const passThroughOf = passThroughLookup(deps.models);
   const answerView = (view: RequestView | ApiError, headers: HeaderBag, settings?: ResponseSettings) =>
     isApiError(view)
       ? inResponseTerms(view)
@@ -165,7 +180,11 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
       const view = await requests.find(principal, reqId);
       if (!isApiError(view)) referenced.set(reqId, view);
     }
-    const parsed = parseResponsesCreate(body, (id) => referencedItemOf(id, (reqId) => referenced.get(reqId)));
+    const parsed = parseResponsesCreate(
+      body,
+      (id) => referencedItemOf(id, (reqId) => referenced.get(reqId)),
+      passThroughOf,
+    );
     if (parsed instanceof InvalidRequest) return parsed;
     // A create that holds its connection (a stream, or one that waits for its answer) takes its place among the open
     // calls now, once its body says so and before anything is queued: a refused one leaves no request behind.
@@ -340,7 +359,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   path('/v1/responses', { POST: [create, HttpRoute.responsesCreate] });
   path('/v1/responses/:id', { GET: [retrieve, HttpRoute.responsesRetrieve] });
   path('/v1/responses/:id/cancel', { POST: [cancel, HttpRoute.responsesCancel] });
-  path('/v1/chat/completions', { POST: [chatCompletionsRoute(deps), HttpRoute.chatCompletions] });
+  path('/v1/chat/completions', { POST: [chatCompletionsRoute({ ...deps, passThroughOf }), HttpRoute.chatCompletions] });
   if (deps.files !== undefined && deps.batches !== undefined) {
     const batch = batchRoutes({ ...deps, files: deps.files, batches: deps.batches, pathId: pathIdOf });
     path('/v1/files', { POST: [batch.uploadFile, HttpRoute.files], GET: [batch.listFiles, HttpRoute.files] });

@@ -2,10 +2,12 @@ import type { z } from 'zod';
 import type { SubmitInput } from '../../../../app/Requests.js';
 import { lastUserText } from '../../../../app/storedInput.js';
 import type { InvalidRequest } from '../../../../domain/errors.js';
+import type { PassThroughOf } from '../../../../modelPassThrough.js';
 import type { GenerationParams } from '../../../../ports/ModelProvider.js';
 import { checkOrderOf, refusalOf } from '../bodyRefusal.js';
 import { givenFieldsReader } from '../givenFields.js';
 import { keptMetadataOf } from '../metadata.js';
+import { withPassThrough } from '../passThrough.js';
 import {
   chatCompletionCreateBodySchema,
   chatMessageOf,
@@ -87,16 +89,20 @@ const createOf = (body: unknown, data: ChatBody): ChatCreate => {
   };
 };
 
-/**
- * Reads a `POST /v1/chat/completions` body as OpenAI's SDKs, Vercel's AI SDK and LangChain send it (contract 13),
- * with the body's schema (chat/wireFormat.ts): `model`, `messages` (system, developer, user, assistant with tool
- * calls, tool), generation parameters and function tools (kept with the request and forwarded), `stream` and
- * `stream_options`, `metadata` (kept). What would change the answer and cannot be honoured is refused naming the
- * field in `param`; so is any unknown field.
- */
-export const parseChatCreate = (body: unknown): ChatCreate | InvalidRequest => {
+const parseBody = (body: unknown): ChatCreate | InvalidRequest => {
   const given = readGiven(body);
   if (given !== undefined) return createOf(body, given);
   const parsed = chatCompletionCreateBodySchema.safeParse(body);
   return parsed.success ? createOf(body, parsed.data) : refusalOf(parsed.error.issues, order);
 };
+
+/**
+ * Reads a `POST /v1/chat/completions` body as OpenAI's SDKs, Vercel's AI SDK and LangChain send it (contract 13),
+ * with the body's schema (chat/wireFormat.ts): `model`, `messages` (system, developer, user, assistant with tool
+ * calls, tool), generation parameters and function tools (kept with the request and forwarded), `stream` and
+ * `stream_options`, `metadata` (kept), and the fields the model passes through (`passThroughOf`: passThrough.ts).
+ * What would change the answer and cannot be honoured is refused naming the field in `param`; so is any other
+ * unknown field.
+ */
+export const parseChatCreate = (body: unknown, passThroughOf?: PassThroughOf): ChatCreate | InvalidRequest =>
+  withPassThrough(body, passThroughOf, parseBody);

@@ -4,6 +4,7 @@ import { createLiveOutput, type LiveOutputShape } from '../../../../app/LiveOutp
 import type { BudgetName } from '../../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
 import { type ApiError, InvalidRequest, type NotFound } from '../../../../domain/errors.js';
+import type { PassThroughOf } from '../../../../modelPassThrough.js';
 import { isApiError } from '../../errorResponse.js';
 import { idempotencyKeyOf } from '../../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../../openCalls.js';
@@ -27,6 +28,8 @@ export type ChatDeps = {
   readonly keepAliveMs: number;
   /** The places of long-lived calls, per account and for the process (contract 18). */
   readonly openCalls: OpenCallsShape;
+  /** The fields each model passes through (none: every unknown field is refused). */
+  readonly passThroughOf?: PassThroughOf | undefined;
 };
 
 /** The service names a conversation's size `input`; chat completions call it `messages`. */
@@ -54,7 +57,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
   const queueChat = async (event: H3Event, principal: Principal, key: string | undefined) => {
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
-    const parsed = parseChatCreate(body);
+    const parsed = parseChatCreate(body, deps.passThroughOf);
     if (parsed instanceof InvalidRequest) return parsed;
     // A streaming caller listens before the commit, so that an attempt started with the submit is heard whole.
     const listening = parsed.stream ? stoppableFollower(live) : undefined;

@@ -498,7 +498,8 @@ export const chatCompletionCreateBodySchema = z
   .meta({
     description:
       'An OpenAI chat completions body. The generation parameters are forwarded to `openai`-provider upstreams and ' +
-      'kept with the request. Any other field is refused (400), naming it.',
+      'kept with the request. Any other field is refused (400), naming it, unless the model passes it through (its ' +
+      '`passThrough`): then it is sent to the upstream as given.',
   });
 
 // ---- The answer ----
