@@ -10,7 +10,7 @@ import { createAccountWithKey, fileSandboxes, type ServerProcess, startServer } 
  * - `llm`: the `openai` provider against the fake upstream (upstream model `tiny-chat`), which streams, calls tools
  *   and reports usage; no retries inside an attempt, so a failed call is a failed attempt, and two attempts per
  *   request, so a retry is an attempt that sends the stored request again;
- * plus `extraModels`.
+ * plus the extra models given (a function of the fake upstream's base URL for models of it).
  */
 export type ServedAirs = {
   readonly server: ServerProcess;
@@ -27,8 +27,13 @@ export type ServedAirs = {
 
 export const servedAirs = () => {
   const newBox = fileSandboxes();
-  return async (label: string, extraModels: readonly Record<string, unknown>[] = []): Promise<ServedAirs> => {
+  return async (
+    label: string,
+    extra: readonly Record<string, unknown>[] | ((baseUrl: string) => readonly Record<string, unknown>[]) = [],
+  ): Promise<ServedAirs> => {
     const upstream = await startFakeOpenAi();
+    // Models of the fake upstream are given its base URL.
+    const extraModels = typeof extra === 'function' ? extra(upstream.baseUrl) : extra;
     const box = newBox(label);
     box.writeConfig({
       models: [
