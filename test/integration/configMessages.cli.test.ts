@@ -44,6 +44,21 @@ describe('A config that cannot be used, said in words', { timeout: 60_000 }, () 
       { models: [{ id: 'echo', provider: 'echo' }, { id: 'plain' }] },
       'models[1].provider (model "plain"): is required (this version supports: echo, openai)',
     ],
+    [
+      'a field airs sets itself in a model’s passThrough',
+      {
+        models: [
+          {
+            id: 'vllm',
+            provider: 'openai',
+            baseUrl: 'http://127.0.0.1:9/v1',
+            upstreamModel: 'llama',
+            passThrough: ['top_k', 'messages'],
+          },
+        ],
+      },
+      'models[0].passThrough[1] (model "vllm"): "messages" is a field airs sets or checks itself; it cannot be passed through',
+    ],
   ])('%s is one line naming the field as the file has it, exit 2', async (_, config, words) => {
     const result = await serveWith(config);
     expect(result.stderr).toBe(`airs: bad configuration: config file ${result.path}: ${words}\n`);
