@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, startServer } from '../support/processes.js';
 import { type ServedAirs, servedAirs } from '../support/servedAirs.js';
 
 /**
@@ -14,6 +15,8 @@ import { type ServedAirs, servedAirs } from '../support/servedAirs.js';
 const serve = servedAirs();
 let airs: ServedAirs;
 let client: OpenAI;
+/** The server started again after a kill (the last case), stopped after all. */
+let restarted: ServerProcess | undefined;
 beforeAll(async () => {
   airs = await serve('airs-pass-through', (baseUrl) => [
     {
@@ -27,7 +30,11 @@ beforeAll(async () => {
   ]);
   client = new OpenAI({ baseURL: `${airs.url}/v1`, apiKey: airs.key, maxRetries: 0 });
 }, 60_000);
-afterAll(() => airs?.stop());
+afterAll(async () => {
+  // Killed: its call to the fake never ends, and a drain would wait for it.
+  await restarted?.stop('SIGKILL');
+  await airs?.stop();
+}, 30_000);
 
 const guidedJson = {
   type: 'object',
@@ -213,5 +220,36 @@ describe('a model’s passThrough fields', { timeout: 60_000 }, () => {
       error: { param: 'top_k', message: 'top_k: must be a JSON value; it holds a number too large for JSON' },
     });
     for (const prompt of ['too deep', 'too large', 'an overflowing number']) expect(airs.sentFor(prompt)).toEqual([]);
+  });
+
+  it('sends the passed-through fields again after airs serve is killed mid-call and started again', async () => {
+    // The fake never answers `hang`: the call is in flight when the server dies.
+    const created = await client.responses.create({
+      model: 'vllm',
+      input: 'hang',
+      background: true,
+      top_k: 9,
+      guided_json: guidedJson,
+    } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const until = async (count: number) => {
+      for (const deadline = Date.now() + 20_000; airs.sentFor('hang').length < count; ) {
+        if (Date.now() > deadline) throw new Error(`the upstream got ${airs.sentFor('hang').length} calls`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    await until(1);
+    await airs.server.stop('SIGKILL');
+    restarted = await startServer(airs.box);
+    // The dead process's lease is ended at the start (LMDB): the request's next attempt reads it from the store.
+    await until(2);
+    expect(airs.sentFor('hang')).toEqual(
+      Array.from({ length: 2 }, () => ({
+        model: 'meta-llama/Llama-3.1-8B-Instruct',
+        messages: [{ role: 'user', content: 'hang' }],
+        top_k: 9,
+        guided_json: guidedJson,
+      })),
+    );
+    expect(created.status).toBe('queued');
   });
 });
