@@ -3,7 +3,8 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import type { ModelConfig } from '../config.js';
 import type { ModelProvider } from '../ports/ModelProvider.js';
-import { AppConfig } from './AppConfig.js';
+import { LiveConfig } from './LiveConfig.js';
+import { reloadableModels } from './reloadableModels.js';
 
 export type Model = { readonly config: ModelConfig; readonly provider: ModelProvider };
 
@@ -24,11 +25,11 @@ export const modelsFrom = (configs: readonly ModelConfig[], createProvider: Prov
   return { get: (id) => byId.get(id), ids: () => ids };
 };
 
+/** The live config's models: a reload (SIGHUP, `airs models reload`) adds and removes them (reloadableModels.ts). */
 export const ModelsLayer = (createProvider: ProviderFactory) =>
   Layer.effect(
     Models,
     Effect.gen(function* () {
-      const config = yield* AppConfig;
-      return Models.of(modelsFrom(config.models, createProvider));
+      return Models.of(reloadableModels(yield* LiveConfig, createProvider));
     }),
   );
