@@ -170,6 +170,21 @@ describe('airs serve applies a changed config without a restart (contract 19)', 
     expect(await untilFinal(server.url, key, String(answer.body.request_id))).toMatchObject(completed);
   });
 
+  it('applies a plan changed in the file from the next call: a lower submit rate refuses what the old one took', async () => {
+    const box = newBox('airs-reload-plans');
+    box.writeConfig({});
+    const server = await serve(box);
+    const { key } = await createAccountWithKey(box, 'plans@example.com', 'free');
+    for (let i = 0; i < 3; i++) expect((await submit(server.url, key, 'echo', `before ${i}`)).status).toBe(202);
+
+    box.writeConfig({ plans: { free: { submitsPerMinute: 1 } } });
+    server.child.kill('SIGHUP');
+    await stderrShowing(server, /config reloaded/);
+    expect(logLines(server, reloaded)).toEqual([expect.objectContaining({ plans: ['free'], added: [], removed: [] })]);
+    const refusedSubmit = await submit(server.url, key, 'echo', 'after');
+    expect(refusedSubmit.status).toBe(429);
+  });
+
   it('under --processes 2, SIGHUP to the primary has every server process apply the file (both answer for the new model)', async () => {
     const fake = await upstream(10);
     const box = newBox('airs-reload-processes');
