@@ -19,12 +19,6 @@ export class Models extends Context.Service<Models, ModelsShape>()('airs/Models'
 /** Makes the provider a model's config names (the adapters' `createProvider`, given by the composition root). */
 export type ProviderFactory = (config: ModelConfig) => ModelProvider;
 
-export const modelsFrom = (configs: readonly ModelConfig[], createProvider: ProviderFactory): ModelsShape => {
-  const byId = new Map(configs.map((config) => [config.id, { config, provider: createProvider(config) }]));
-  const ids = [...byId.keys()];
-  return { get: (id) => byId.get(id), ids: () => ids };
-};
-
 /** The live config's models: a reload (SIGHUP, `airs models reload`) adds and removes them (reloadableModels.ts). */
 export const ModelsLayer = (createProvider: ProviderFactory) =>
   Layer.effect(
