@@ -3,8 +3,9 @@ import type { Logger } from 'pino';
 import { freeBytesOf } from './adapters/lmdb/freeSpace.js';
 import { webhookUrlProblem } from './adapters/webhooks/urlCheck.js';
 import { AccountsLayer } from './app/Accounts.js';
-import { type AppConfig, AppConfigLayer } from './app/AppConfig.js';
+import { AppConfig } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
+import { createLiveConfig, LiveConfig, type LiveConfigShape } from './app/LiveConfig.js';
 import { type Metrics, noMetricsLayer } from './app/Metrics.js';
 import { PasswordHashingLayer } from './app/PasswordHashing.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
@@ -39,6 +40,8 @@ export type AppOptions = {
   readonly streamKeepAliveMs?: number;
   /** How webhook URLs are checked on the network (default: the system's resolver); tests resolve names themselves. */
   readonly webhookDestinations?: WebhookDestinationsShape;
+  /** The holder a reload applies to (server.ts makes it over `config`); none: one made here, never reloaded. */
+  readonly liveConfig?: LiveConfigShape;
 };
 
 /** The network check of webhook URLs: adapters/webhooks/urlCheck.ts, with the system's resolver. */
@@ -56,8 +59,11 @@ export const baseLayer = (
   /** Whether a store on another machine is asked every second if it can be reached (a server's readiness). */
   watchStore = false,
 ) => {
+  // AppConfig is the live config's view: `models` and `plans` read what the last reload applied (LiveConfig.ts).
+  const live = options.liveConfig ?? createLiveConfig(options.config);
   const ground = Layer.mergeAll(
-    AppConfigLayer(options.config),
+    Layer.succeed(LiveConfig, live),
+    Layer.succeed(AppConfig, live.config),
     options.storeLayer ?? configuredStoreLayer(options.config),
     Layer.succeed(AppClock, options.clock ?? systemClock),
     Layer.succeed(Ids, options.ids ?? randomIds),

@@ -16,6 +16,7 @@ import { BatchRunner, BatchRunnerLayer, type BatchRunnerShape } from './app/batc
 import { Files, FilesLayer, type FilesShape } from './app/batches/Files.js';
 import { LineReaderLayer } from './app/batches/lineInput.js';
 import { Committer, type CommitterShape } from './app/Committer.js';
+import { createLiveConfig, type LiveConfigShape } from './app/LiveConfig.js';
 import { LiveOutput, LiveOutputLayer, type LiveOutputShape } from './app/LiveOutput.js';
 import { Metrics, type MetricsShape } from './app/Metrics.js';
 import { ModelsLayer } from './app/Models.js';
@@ -105,6 +106,8 @@ export type App = {
   readonly upstreams: UpstreamStates;
   /** The long-lived calls (streams, waiting creates) held now, per account and in all (contract 18). */
   readonly openCalls: Pick<OpenCallsShape, 'held' | 'heldBy' | 'maxLongCalls'>;
+  /** The config in force; a reload applies a new file's `models` and `plans` to it (adapters/cli/configReload.ts). */
+  readonly liveConfig: LiveConfigShape;
   /** From now on every call answers 503 (the server is draining). */
   stopAccepting(): void;
   /**
@@ -119,7 +122,10 @@ export type App = {
 /** A draining server keeps listening until no call has come for this long (clients still sending get their 503). */
 const drainQuietMs = 1_000;
 
-export const startApp = async (options: AppOptions): Promise<App> => {
+export const startApp = async (given: AppOptions): Promise<App> => {
+  // Every read of `options.config` below goes through the live config: a reload is seen where models and plans are read.
+  const liveConfig = given.liveConfig ?? createLiveConfig(given.config);
+  const options: AppOptions = { ...given, config: liveConfig.config, liveConfig };
   const upstreams = createUpstreamStates(
     options.config.models.filter((model) => model.provider === 'openai').map((model) => model.id),
   );
@@ -157,7 +163,9 @@ export const startApp = async (options: AppOptions): Promise<App> => {
   };
   const traffic = createTraffic();
   const openCalls = createOpenCalls({
-    plans: options.config.plans,
+    get plans() {
+      return options.config.plans;
+    },
     maxConnections: options.config.http.maxConnections,
     maxLongCallsShare: options.config.http.maxLongCallsShare,
     retryAfterSeconds: options.config.pollIntervalSeconds,
@@ -169,7 +177,9 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     maxBodyBytes: options.config.maxBodyBytes,
     jsonBounds: { maxDepth: options.config.maxJsonDepth, maxValues: options.config.maxJsonValues },
     pollIntervalSeconds: options.config.pollIntervalSeconds,
-    models: options.config.models,
+    get models() {
+      return options.config.models;
+    },
     corsOrigins: options.config.cors.allowedOrigins,
     streamKeepAliveMs: options.streamKeepAliveMs,
     accepting: () => accepting,
@@ -198,6 +208,7 @@ export const startApp = async (options: AppOptions): Promise<App> => {
     traffic,
     openCalls,
     upstreams,
+    liveConfig,
     stopAccepting,
     drain: async (graceMs) => {
       stopAccepting();

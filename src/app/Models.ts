@@ -4,7 +4,8 @@ import * as Layer from 'effect/Layer';
 import type { ModelConfig } from '../config.js';
 import type { PassThroughOf } from '../modelPassThrough.js';
 import type { ModelProvider } from '../ports/ModelProvider.js';
-import { AppConfig } from './AppConfig.js';
+import { LiveConfig } from './LiveConfig.js';
+import { reloadableModels } from './reloadableModels.js';
 
 export type Model = { readonly config: ModelConfig; readonly provider: ModelProvider };
 
@@ -19,12 +20,6 @@ export class Models extends Context.Service<Models, ModelsShape>()('airs/Models'
 /** Makes the provider a model's config names (the adapters' `createProvider`, given by the composition root). */
 export type ProviderFactory = (config: ModelConfig) => ModelProvider;
 
-export const modelsFrom = (configs: readonly ModelConfig[], createProvider: ProviderFactory): ModelsShape => {
-  const byId = new Map(configs.map((config) => [config.id, { config, provider: createProvider(config) }]));
-  const ids = [...byId.keys()];
-  return { get: (id) => byId.get(id), ids: () => ids };
-};
-
 /** The fields each model passes through (only an `openai` model has any). */
 export const passThroughOfModels =
   (models: ModelsShape): PassThroughOf =>
@@ -33,11 +28,11 @@ export const passThroughOfModels =
     return config?.provider === 'openai' ? config.passThrough : undefined;
   };
 
+/** The live config's models: a reload (SIGHUP, `airs models reload`) adds and removes them (reloadableModels.ts). */
 export const ModelsLayer = (createProvider: ProviderFactory) =>
   Layer.effect(
     Models,
     Effect.gen(function* () {
-      const config = yield* AppConfig;
-      return Models.of(modelsFrom(config.models, createProvider));
+      return Models.of(reloadableModels(yield* LiveConfig, createProvider));
     }),
   );

@@ -130,7 +130,10 @@ export const RequestsLayer = Layer.effect(
     const committer = yield* Committer;
     const ttlMs = config.requestTtlSeconds * 1000;
     const rules = {
-      modelIds: models.ids(),
+      // Read at each use: a reload adds and removes models.
+      get modelIds() {
+        return models.ids();
+      },
       maxPromptChars: config.maxPromptChars,
       maxPromptBytes: config.maxPromptBytes,
     };

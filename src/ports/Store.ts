@@ -325,7 +325,21 @@ export interface StoreShape {
    * (PostgreSQL) has none, and its leases only lapse.
    */
   readonly owners?: LeaseOwners;
+  /** Notices to every server of this store (StoreNotices); a store no server shares (memory) has none. */
+  readonly notices?: StoreNotices;
   close(): Promise<void>;
+}
+
+/**
+ * Asks that every server of this store hears (LMDB: every process on the data directory; PostgreSQL: every node),
+ * beside the log: they change nothing of the product's state, so they are no event. Heard within a second or so, by
+ * the servers running then; one that starts later reads its config anyway.
+ */
+export interface StoreNotices {
+  /** Asks every server to read its config file again and apply its `models` and `plans` (`airs models reload`). */
+  askReload(): Promise<void>;
+  /** Hears each ask made after this call. Returns the way to stop hearing. */
+  onReloadAsked(listener: () => void): () => void;
 }
 
 /**

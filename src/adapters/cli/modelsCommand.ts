@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configOrFail } from './context.js';
+import { configOrFail, requireDatabase, type StoreOptions, withCommitter, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 type CheckOptions = { readonly config?: string; readonly json?: boolean };
@@ -43,6 +43,27 @@ const check = async (options: CheckOptions, output: Output) => {
     throw new CliError(`${problems} of ${checks.size} upstreams ${problems === 1 ? 'has' : 'have'} a problem`, 1);
 };
 
+/**
+ * `airs models reload`: asks every server of this data directory or database (each process of `--processes N`, each
+ * PostgreSQL node) to read its config file again and apply its `models` and `plans`, as SIGHUP does to one server,
+ * through the store's notices (ports/Store.ts `StoreNotices`). Each server logs what it applied. This command's own
+ * config must load first: a file that does not validate here is refused before anything is asked.
+ */
+const reload = async (options: StoreOptions, output: Output) => {
+  const config = await configOrFail(options);
+  await requireDatabase(config, output);
+  const { storeName } = await import('../../storeLocation.js');
+  const asked = await withCommitter(config, async ({ store }) => {
+    if (store.notices === undefined) return false;
+    await store.notices.askReload();
+    return true;
+  });
+  if (!asked) throw new CliError(`the store of ${storeName(config)} cannot tell its servers to reload`, 1);
+  output.out(
+    `asked every server of the ${storeName(config)} to reload its config; each logs what it applied ("config reloaded")`,
+  );
+};
+
 export const registerModelsCommand = (program: Command, output: Output) => {
   const models = program.command('models').description('the configured models');
   models
@@ -53,4 +74,9 @@ export const registerModelsCommand = (program: Command, output: Output) => {
     .option('--config <file>', 'the config file (default: $AIRS_CONFIG, else ./airs.config.json if present)')
     .option('--json', 'print the result as one JSON document')
     .action((options: CheckOptions) => check(options, output));
+  withStoreOptions(models.command('reload'))
+    .description(
+      'ask every server of this data directory or database (every process, every node) to read its config file again and apply its models and plans without a restart, as SIGHUP does to one; each server logs what it applied, or why it changed nothing',
+    )
+    .action((options: StoreOptions) => reload(options, output));
 };

@@ -9,7 +9,9 @@ import type { Output } from './output.js';
  */
 export const registerServeCommand = (program: Command, output: Output) => {
   withStoreOptions(program.command('serve'))
-    .description('run the server; prints the URL it listens on (each setting: flag, else environment, else config)')
+    .description(
+      'run the server; prints the URL it listens on (each setting: flag, else environment, else config). SIGHUP (to the primary under --processes) reads the config file again and applies its models and plans without a restart; other settings need one',
+    )
     .option(
       '--port <port>',
       'the port to listen on, 0 for any free one (default: $PORT, else port of the config, else 8080)',
@@ -28,6 +30,7 @@ export const registerServeCommand = (program: Command, output: Output) => {
         return serveMany(config, output);
       }
       const { serveOne } = await import('./serveOne.js');
-      return serveOne(config, output);
+      // A reload reads the file as this start did: the same flags, environment and checks.
+      return serveOne(config, output, () => serveConfigOrFail(options));
     });
 };

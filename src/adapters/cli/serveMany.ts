@@ -2,7 +2,12 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../../config.js';
 import type { UpstreamCheck } from '../models/upstreamCheck.js';
 import { CliError, type Output } from './output.js';
-import { isServerMessage, type SiblingGoneMessage, type UpstreamsCheckedMessage } from './serveOne.js';
+import {
+  isServerMessage,
+  type ReloadMessage,
+  type SiblingGoneMessage,
+  type UpstreamsCheckedMessage,
+} from './serveOne.js';
 
 /** A server process that dies is replaced after this long, doubling while they keep dying, up to `maxRespawnMs`. */
 const firstRespawnMs = 1_000;
@@ -16,7 +21,7 @@ const stableMs = 60_000;
  * prints the URL once all of them listen, replaces one that dies, and on SIGINT or SIGTERM stops them all (each
  * drains as a single server does) and exits when they have. The first process starts alone, so that the store is
  * created or migrated once; a process that fails to start (a damaged data directory, a bad model secret) stops the
- * whole start with its own exit status.
+ * whole start with its own exit status. SIGHUP is passed on to every server process, which reloads its config.
  */
 export const serveMany = async (config: Config, output: Output): Promise<void> => {
   const [{ createLogger, flushLogger, logLevelFromEnv }, { listenProblem, listenFailureMessage }, { openToOthers }] =
@@ -125,6 +130,14 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   };
   process.on('SIGINT', () => stopAll('SIGINT'));
   process.on('SIGTERM', () => stopAll('SIGTERM'));
+  // A reload is each server process's own (each holds its models and plans): the primary passes the signal on, and
+  // each process reads the file and logs what it applied. One started later reads the file as it is then.
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    const reload: ReloadMessage = { airs: 'reload', cause: 'SIGHUP' };
+    for (const worker of listening) if (worker.isConnected()) worker.send(reload, undefined, () => {});
+    logger.info({ processes: listening.size }, 'SIGHUP: every server process reads the config file again');
+  });
 
   let url: string;
   try {

@@ -21,6 +21,12 @@ const isUpstreamsChecked = (message: unknown): message is UpstreamsCheckedMessag
 /** What the primary tells its server processes when one of them died: its leases can be taken up now. */
 export type SiblingGoneMessage = { readonly airs: 'sibling-gone'; readonly pid: number };
 
+/** What the primary tells its server processes on SIGHUP: read the config file again and apply it (configReload.ts). */
+export type ReloadMessage = { readonly airs: 'reload'; readonly cause: string };
+
+const isReload = (message: unknown): message is ReloadMessage =>
+  typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'reload';
+
 export const isSiblingGone = (message: unknown): message is SiblingGoneMessage =>
   typeof message === 'object' && message !== null && (message as { airs?: unknown }).airs === 'sibling-gone';
 
@@ -28,9 +34,10 @@ export const isSiblingGone = (message: unknown): message is SiblingGoneMessage =
  * One server process: the HTTP server, the worker pool and the sweeper on the store, until SIGINT or SIGTERM. Alone
  * (`processes` 1) it checks the port, warns of an open data directory and prints the URL; forked by a primary
  * (serveMany.ts), the primary did the first two and prints the URL once every process listens, and the process stops
- * when its primary goes.
+ * when its primary goes. SIGHUP, the primary's word, or `airs models reload` (the store's notice) has it read its
+ * config again (`loadAgain`) and apply the models and plans (configReload.ts).
  */
-export const serveOne = async (config: Config, output: Output) => {
+export const serveOne = async (config: Config, output: Output, loadAgain: () => Promise<Config>) => {
   const forked = cluster.isWorker;
   // Loaded here, not at the top: other commands (ask, keys) start faster without the server's modules.
   const [
@@ -132,12 +139,18 @@ export const serveOne = async (config: Config, output: Output) => {
   // which ends the process without a drain).
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  const { configReloader } = await import('./configReload.js');
+  const reload = configReloader(app.liveConfig, loadAgain, logger);
+  process.on('SIGHUP', () => void reload('SIGHUP'));
+  // Every server of this data directory or database hears `airs models reload` by itself.
+  app.store.notices?.onReloadAsked(() => void reload('airs models reload'));
   if (forked) {
     // A primary that is gone (killed) leaves nobody to stop this process: it stops by itself.
     process.on('disconnect', () => void stop('primary gone'));
     // A sibling died: what it held is taken up now, not once its leases lapse (contract 17).
     process.on('message', (message: unknown) => {
       if (isSiblingGone(message) && !stopping) void app.goneOwners.takeUp();
+      if (isReload(message) && !stopping) void reload(message.cause);
       // The primary checked the upstreams once for all its processes: what it found is this one's `/readyz` too.
       if (isUpstreamsChecked(message))
         for (const check of message.checks) app.upstreams.see(check.model, check.problem);

@@ -110,10 +110,14 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
     maxPollWaitSeconds: deps.maxPollWaitSeconds,
     stopping: deps.stopping,
   });
-  if (deps.models !== undefined)
+  const { models } = deps;
+  if (models !== undefined)
     mountOpenAi(app, {
       requests: deps.requests,
-      models: deps.models,
+      // Read at each call: a reload changes the models (deps.models is then a getter over the live config).
+      get models() {
+        return deps.models ?? models;
+      },
       admit,
       readJsonBody: readBody,
       guard: (route, slot) => guard(route, slot, openAiFace),

@@ -42,6 +42,7 @@ import { lmdbIndexes } from './indexes.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
 import { waitingCountKey } from './migrations.js';
+import { fileNotices } from './notices.js';
 import { processOwners } from './processOwners.js';
 import { classifyWriteError, guardAgainstLmdbCommitRejections } from './storageFault.js';
 import { createWrittenStates } from './writtenStates.js';
@@ -470,6 +471,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
     files: lmdbFileBytes(dbs),
     // Every process of a data directory is on this machine: it can tell which lease owners' processes are gone.
     owners: processOwners,
+    notices: fileNotices(dataDir),
     close: async () => {
       changes.close();
       await limits.close();

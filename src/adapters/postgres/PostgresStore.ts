@@ -7,6 +7,7 @@ import {
   type Spend,
   StorageFault,
   Store,
+  type StoreNotices,
   type StoreShape,
   type ThrottleAsk,
   type ThrottleCounter,
@@ -23,7 +24,7 @@ import {
   type ThrottleTable,
   throttlePrunePerReserve,
 } from '../../storage/throttleCounts.js';
-import { changesChannel, commitInTransaction } from './batch.js';
+import { changesChannel, commitInTransaction, reloadAskedPayload } from './batch.js';
 import { type Db, openDb, type Query, sql } from './db.js';
 import { isDiskFault, withConnectionFaults } from './faults.js';
 import { postgresFileBytes } from './fileBytes.js';
@@ -99,7 +100,23 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
       for (const listener of [...listeners]) listener();
     });
   };
-  const listen = await db.listen(changesChannel, tell, tell);
+  // An ask to reload (`airs models reload`) comes on the same channel, told apart by its payload (a commit's is its
+  // last seq): one LISTEN connection per node hears both.
+  const reloadListeners = new Set<() => void>();
+  const heard = (payload: string | undefined) => {
+    if (payload !== reloadAskedPayload) return tell();
+    for (const listener of [...reloadListeners]) listener();
+  };
+  const listen = await db.listen(changesChannel, heard, tell);
+  const notices: StoreNotices = {
+    askReload: async () => {
+      await db.query(sql`SELECT pg_notify(${changesChannel}, ${reloadAskedPayload})`);
+    },
+    onReloadAsked: (listener) => {
+      reloadListeners.add(listener);
+      return () => void reloadListeners.delete(listener);
+    },
+  };
 
   const reads = readsOf(db.query, (listener) => {
     listeners.add(listener);
@@ -252,10 +269,12 @@ export const openPostgresStore = async (url: string, options: PostgresStoreOptio
     spend,
     throttle,
     files: postgresFileBytes(db.query),
+    notices,
     close: async () => {
       if (closed) return;
       closed = true;
       listeners.clear();
+      reloadListeners.clear();
       await queue;
       await listen.stop();
       await db.end();

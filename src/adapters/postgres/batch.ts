@@ -797,6 +797,8 @@ export const writeAll = async (
 
 /** The channel every node LISTENs on; each commit that appends events NOTIFYs it. */
 export const changesChannel = 'airs_changes';
+/** The payload on that channel of an ask to reload the config (`airs models reload`); a commit's is its last seq. */
+export const reloadAskedPayload = 'reload-asked';
 
 /**
  * Decides and writes one batch inside the transaction `query(sql`: takes the log's writer lock, fetches what the batch reads,

@@ -46,7 +46,11 @@ export type Db = {
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it rejects. */
   begin<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Hears NOTIFYs on `channel` on a connection of its own, opened again (with `onListening` then) after a loss. */
-  listen(channel: string, onNotify: () => void, onListening: () => void): Promise<{ stop(): Promise<void> }>;
+  listen(
+    channel: string,
+    onNotify: (payload: string | undefined) => void,
+    onListening: () => void,
+  ): Promise<{ stop(): Promise<void> }>;
   end(): Promise<void>;
 };
 
@@ -103,7 +107,7 @@ export const openDb = (url: string, max: number): Db => {
       let retry: NodeJS.Timeout | undefined;
       const connect = async (): Promise<void> => {
         const next = new pg.Client(connectionConfig(url));
-        next.on('notification', () => onNotify());
+        next.on('notification', (message) => onNotify(message.payload));
         next.on('error', () => {});
         next.on('end', () => {
           if (stopped || client !== next) return;

@@ -223,7 +223,10 @@ export const BatchRunnerLayer = Layer.effect(
         owner: store.owners?.name('batches') ?? `batches-${process.pid}-${ids.requestId().slice(-8)}`,
         endpoints,
         rules: {
-          modelIds: models.ids(),
+          // Read at each use: a reload adds and removes models.
+          get modelIds() {
+            return models.ids();
+          },
           maxPromptChars: config.maxPromptChars,
           maxPromptBytes: config.maxPromptBytes,
         },

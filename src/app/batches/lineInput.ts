@@ -118,7 +118,14 @@ export const LineReaderLayer = Layer.effect(
       inputOf: createLineInputs({
         files: store.files,
         endpoints,
-        rules: { modelIds: models.ids(), maxPromptChars: config.maxPromptChars, maxPromptBytes: config.maxPromptBytes },
+        rules: {
+          // Read at each use: a reload adds and removes models.
+          get modelIds() {
+            return models.ids();
+          },
+          maxPromptChars: config.maxPromptChars,
+          maxPromptBytes: config.maxPromptBytes,
+        },
         providerOf: (model) => models.get(model)?.config.provider,
         passThroughOf: passThroughOfModels(models),
         maxLineBytes: config.maxBodyBytes,

@@ -87,7 +87,7 @@ export type ProcessorDeps = {
   /** This process's name on the leases it takes (new at every start). */
   readonly owner?: string;
   /** Each plan's bound of an account's requests being processed at once, in all processes (maxProcessingByPlan). */
-  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  readonly maxProcessing?: Readonly<Record<string, number>> | (() => Readonly<Record<string, number>>) | undefined;
   /** The most of a model's workers one account holds while another account has work of that model due. */
   readonly accountShare?: number | undefined;
   /** The share of a model's workers batches' lines always get (`batches.minShare`). */
@@ -121,11 +121,15 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const admission = createAdmission(deps.maxBacklog ?? Number.POSITIVE_INFINITY);
   const waiters = createWaiters();
   const caller = createModelCaller(deps.live);
-  const modelLimits: Record<string, number> = {};
-  for (const id of deps.models.ids()) {
-    const limit = deps.models.get(id)?.config.maxConcurrency;
-    if (limit !== undefined) modelLimits[id] = limit;
-  }
+  // Each model's bound, read from the models at each claim: a reload adds, removes and changes them.
+  const modelLimits = (): Record<string, number> => {
+    const limits: Record<string, number> = {};
+    for (const id of deps.models.ids()) {
+      const limit = deps.models.get(id)?.config.maxConcurrency;
+      if (limit !== undefined) limits[id] = limit;
+    }
+    return limits;
+  };
   /** Attempts this process runs, until their outcome is durable. */
   const working = new Map<string, Attempt & { done: Promise<void> }>();
   /** Requests cancelled while their start was being recorded, before their model call began: it never begins. */
@@ -220,12 +224,17 @@ export const createProcessor = (deps: ProcessorDeps) => {
     clock,
     slots,
     log,
+    // Getters: the claim is spread at each look, so it takes the bounds in force then (a reload changes them).
     claim: {
       owner,
       leaseMs: deps.leaseMs,
-      modelLimits,
+      get modelLimits() {
+        return modelLimits();
+      },
       policy: deps.policy,
-      maxProcessing: deps.maxProcessing,
+      get maxProcessing() {
+        return typeof deps.maxProcessing === 'function' ? deps.maxProcessing() : deps.maxProcessing;
+      },
       accountShare: deps.accountShare,
       batchShare: deps.batchShare,
       workers: deps.concurrency,
@@ -301,7 +310,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
 
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
-    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model] };
+    return { owner, leaseMs: deps.leaseMs, modelLimit: deps.models.get(model)?.config.maxConcurrency };
   };
 
   const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started, queued = false) => {
@@ -386,7 +395,8 @@ export const ProcessorLayer = Layer.effect(
           concurrency: config.processing.concurrency,
           policy: { ...defaultRetryPolicy, maxAttempts: config.processing.maxAttempts },
           leaseMs: config.processing.leaseSeconds * 1000,
-          maxProcessing: maxProcessingByPlan(config.plans),
+          // The plans in force at each claim (a reload changes them).
+          maxProcessing: () => maxProcessingByPlan(config.plans),
           accountShare: config.processing.maxAccountShare,
           batchShare: config.batches.minShare,
           maxBacklog: config.processing.maxBacklog,

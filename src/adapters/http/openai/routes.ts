@@ -142,10 +142,21 @@ const streamQueryOf = (
   return { stream: true, startingAfter: Number(after) };
 };
 
-/** The fields each model passes through, by id (a lookup in a map: it runs for every create). */
-export const passThroughLookup = (models: readonly FaceModel[]): PassThroughOf => {
-  const byId = new Map(models.flatMap((m) => (m.passThrough === undefined ? [] : [[m.id, m.passThrough] as const])));
-  return (model) => byId.get(model);
+/**
+ * The fields each model passes through, by id: a lookup in a map, since it runs for every create, built again when
+ * the models change (a reload gives a new list).
+ */
+export const passThroughLookup = (models: () => readonly FaceModel[]): PassThroughOf => {
+  let seen: readonly FaceModel[] | undefined;
+  let byId = new Map<string, readonly string[]>();
+  return (model) => {
+    const current = models();
+    if (current !== seen) {
+      seen = current;
+      byId = new Map(current.flatMap((m) => (m.passThrough === undefined ? [] : [[m.id, m.passThrough] as const])));
+    }
+    return byId.get(model);
+  };
 };
 
 /**
@@ -155,7 +166,7 @@ export const passThroughLookup = (models: readonly FaceModel[]): PassThroughOf =
  */
 export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const { requests } = deps;
-  const passThroughOf = passThroughLookup(deps.models);
+  const passThroughOf = passThroughLookup(() => deps.models);
   const answerView = (view: RequestView | ApiError, headers: HeaderBag, settings?: ResponseSettings) =>
     isApiError(view)
       ? inResponseTerms(view)
