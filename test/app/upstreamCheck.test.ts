@@ -77,7 +77,9 @@ describe('The check of an upstream', () => {
     // Ollama lists the tag it serves a bare name as.
     const ollama = await listing(['llama3:latest', 'qwen2:7b']);
     expect(await checkUpstream(ollama, undefined, 'llama3', 3_000)).toEqual({});
-    expect(await checkUpstream(ollama, undefined, 'qwen2', 3_000)).toMatchObject({ problem: { kind: 'modelNotServed' } });
+    expect(await checkUpstream(ollama, undefined, 'qwen2', 3_000)).toMatchObject({
+      problem: { kind: 'modelNotServed' },
+    });
     // Many models, and ids made to break a log line: a few are named, each short and on one line.
     const crowded = await listing([`evil\n${'x'.repeat(300)}`, ...Array.from({ length: 50 }, (_, i) => `m${i}`)]);
     const found = await checkUpstream(crowded, undefined, 'absent', 3_000);
