@@ -49,7 +49,7 @@ describe('Calls an upstream and an operator can trace', { timeout: 60_000 }, () 
     ({ key, accountId } = await createAccountWithKey(box, 'trace@example.com'));
     server = await startServer(box, { env: { LOG_LEVEL: 'debug' } });
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key, maxRetries: 0 });
-  });
+  }, 60_000);
   afterAll(async () => {
     await server?.stop();
     await upstream?.close();
