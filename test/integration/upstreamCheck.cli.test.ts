@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
@@ -109,6 +111,27 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
       await server.stop();
     } finally {
       await vllm.close();
+    }
+  });
+
+  it('airs models check says it could not confirm the model of an upstream whose /models is no list, and exits 0', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>a proxy</h1>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    try {
+      const box = newBox('airs-models-check-unconfirmed');
+      box.writeConfig({ models: [{ id: 'proxied', provider: 'openai', baseUrl, upstreamModel: 'llama-3-8b' }] });
+      const result = await runCli(box, ['models', 'check']);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(
+        `proxied: unconfirmed: its upstream ${baseUrl} answers, but the check could not confirm that it serves the model (its /models answer is not JSON)\n`,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 
