@@ -102,6 +102,22 @@ describe('Calls an upstream and an operator can trace', { timeout: 60_000 }, () 
       expect.objectContaining({ method: 'GET', path: '/v1/ai', status: 200, account: accountId, model: 'llama' }),
     ]);
     expect(answered[1]?.callerTraceId).toBeUndefined();
+
+    // The Responses face alike: the create that made the request, and the retrieve that read it.
+    const created = await client.responses.create({ model: 'llama', input: 'traced response' });
+    await client.responses.retrieve(created.id);
+    await sleep(200);
+    const responseReqId = `req_${created.id.slice('resp_'.length)}`;
+    const lines = logLines(server).filter((line) => line.msg === 'answered' && line.reqId === responseReqId);
+    expect(lines).toEqual([
+      expect.objectContaining({ method: 'POST', path: '/v1/responses', account: accountId, model: 'llama' }),
+      expect.objectContaining({
+        method: 'GET',
+        path: `/v1/responses/${created.id}`,
+        account: accountId,
+        model: 'llama',
+      }),
+    ]);
   });
 
   it("a request its upstream refuses keeps the upstream's own words in its failure's reason, in the log and in airs replay, and tells its caller no more than before", async () => {
