@@ -37,10 +37,18 @@ export const causeOf = (problem: UpstreamProblem, withDetail = true): string => 
   }
   if (problem.kind === 'timeout') return `did not answer within ${problem.afterMs / 1000} s`;
   if (problem.kind === 'answerTooLarge') return `answered more than maxAnswerBytes (${problem.maxAnswerBytes} bytes)`;
-  if (problem.status === 404) return 'answered 404: is `/v1` missing from its baseUrl?';
+  if (problem.kind === 'modelNotServed') {
+    if (!withDetail) return "does not serve the model's upstreamModel";
+    const served = problem.served.length === 0 ? 'no model' : problem.served.map((id) => `"${id}"`).join(', ');
+    return `does not serve "${problem.upstreamModel}" (the model's upstreamModel): it serves ${served}${problem.more ? ' and more' : ''}`;
+  }
+  // The upstream's own words say what no status can (which model it lacks, what it could not take), but only to
+  // an operator: `/readyz` (no detail) is read by anybody.
+  const said = withDetail && problem.said !== undefined ? ` (the upstream said: ${problem.said})` : '';
+  if (problem.status === 404) return `answered 404: is \`/v1\` missing from its baseUrl?${said}`;
   if (problem.status === 401 || problem.status === 403)
-    return `answered ${problem.status}: the key was refused (is the variable apiKeyEnv names set, and right?)`;
-  return `answered ${problem.status}`;
+    return `answered ${problem.status}: the key was refused (is the variable apiKeyEnv names set, and right?)${said}`;
+  return `answered ${problem.status}${said}`;
 };
 
 /**

@@ -76,6 +76,8 @@ export type GenerationParams = {
  * writes it; the pieces, joined, are exactly the answer's `text`.
  */
 export type GenerateInput = {
+  /** The request's id: an upstream call carries it (`X-Request-Id`, and the trace of its `traceparent`). */
+  readonly requestId?: string | undefined;
   readonly prompt: string;
   readonly messages?: readonly ChatMessage[] | undefined;
   readonly params?: GenerationParams | undefined;
@@ -108,13 +110,22 @@ export interface ModelProvider {
 
 /**
  * Why an upstream gave no answer, as airs tells the causes apart: no connection (refused, a host name not found),
- * no answer in time, an answer with an error status, or an answer larger than the model's `maxAnswerBytes`.
+ * no answer in time, an answer with an error status (and the upstream's own words, `said`, bounded and without
+ * control characters, when its body had any), or an answer larger than the model's `maxAnswerBytes`. The check of an
+ * upstream (upstreamCheck.ts) may also find that it serves other models than the model's `upstreamModel`: `served`
+ * names a few of them, `more` says whether it serves others too.
  */
 export type UpstreamProblem =
   | { readonly kind: 'unreachable'; readonly refused: boolean; readonly detail: string }
   | { readonly kind: 'timeout'; readonly afterMs: number }
-  | { readonly kind: 'status'; readonly status: number }
-  | { readonly kind: 'answerTooLarge'; readonly maxAnswerBytes: number };
+  | { readonly kind: 'status'; readonly status: number; readonly said?: string | undefined }
+  | { readonly kind: 'answerTooLarge'; readonly maxAnswerBytes: number }
+  | {
+      readonly kind: 'modelNotServed';
+      readonly upstreamModel: string;
+      readonly served: readonly string[];
+      readonly more: boolean;
+    };
 
 /** A model call that failed at its upstream: the message is for the log (it names the upstream), `problem` says why. */
 export class UpstreamFailed extends Error {

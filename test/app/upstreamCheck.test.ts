@@ -22,10 +22,12 @@ const serve = async (handle: Parameters<typeof createServer>[1]) => {
 describe('The check of an upstream', () => {
   it('says an upstream that never answers did not answer in time, once its bound has passed', async () => {
     const baseUrl = await serve(() => {});
-    expect(await checkUpstream(baseUrl, undefined, 300)).toEqual({ kind: 'timeout', afterMs: 300 });
+    expect(await checkUpstream(baseUrl, undefined, 'llama-3-8b', 300)).toEqual({
+      problem: { kind: 'timeout', afterMs: 300 },
+    });
   });
 
-  it('reads a bounded part of an endless answer, and finds the upstream answering', async () => {
+  it('reads a bounded part of an endless answer, and says it could not confirm the model', async () => {
     let written = 0;
     const baseUrl = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -36,7 +38,9 @@ describe('The check of an upstream', () => {
       };
       more();
     });
-    expect(await checkUpstream(baseUrl, undefined, 3_000)).toBeUndefined();
+    expect(await checkUpstream(baseUrl, undefined, 'llama-3-8b', 3_000)).toEqual({
+      unconfirmed: 'its /models answer is larger than 1 MiB',
+    });
     // Well under what an endless answer would have sent in the check's 3 s.
     expect(written).toBeLessThan(16 * 1024 * 1024);
   });
@@ -47,7 +51,52 @@ describe('The check of an upstream', () => {
       seen.push(`${req.method} ${req.url} ${req.headers.authorization}`);
       res.writeHead(403).end();
     });
-    expect(await checkUpstream(`${baseUrl}/`, 'sk-check', 3_000)).toEqual({ kind: 'status', status: 403 });
+    expect(await checkUpstream(`${baseUrl}/`, 'sk-check', 'llama-3-8b', 3_000)).toEqual({
+      problem: { kind: 'status', status: 403 },
+    });
     expect(seen).toEqual(['GET /v1/models Bearer sk-check']);
+  });
+
+  it('finds an upstream that lists the model serving it, and one that lists other models not serving it, naming a few of those', async () => {
+    const listing = (ids: readonly string[]) =>
+      serve((_req, res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ object: 'list', data: ids.map((id) => ({ id, object: 'model' })) })),
+      );
+    const vllm = await listing(['meta-llama/Llama-3.1-8B-Instruct']);
+    expect(await checkUpstream(vllm, undefined, 'meta-llama/Llama-3.1-8B-Instruct', 3_000)).toEqual({});
+    expect(await checkUpstream(vllm, undefined, 'llama-wrongname', 3_000)).toEqual({
+      problem: {
+        kind: 'modelNotServed',
+        upstreamModel: 'llama-wrongname',
+        served: ['meta-llama/Llama-3.1-8B-Instruct'],
+        more: false,
+      },
+    });
+    // Ollama lists the tag it serves a bare name as.
+    const ollama = await listing(['llama3:latest', 'qwen2:7b']);
+    expect(await checkUpstream(ollama, undefined, 'llama3', 3_000)).toEqual({});
+    expect(await checkUpstream(ollama, undefined, 'qwen2', 3_000)).toMatchObject({
+      problem: { kind: 'modelNotServed' },
+    });
+    // Many models, and ids made to break a log line: a few are named, each short and on one line.
+    const crowded = await listing([`evil\n${'x'.repeat(300)}`, ...Array.from({ length: 50 }, (_, i) => `m${i}`)]);
+    const found = await checkUpstream(crowded, undefined, 'absent', 3_000);
+    expect(found.problem).toMatchObject({ kind: 'modelNotServed', more: true });
+    const served = (found.problem as { served: readonly string[] }).served;
+    expect(served).toHaveLength(5);
+    expect(served[0]).toBe(`evil ${'x'.repeat(95)}`);
+  });
+
+  it('says it could not confirm the model when the upstream answers something that is not a list of models', async () => {
+    const notAList = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>hi</h1>'));
+    expect(await checkUpstream(notAList, undefined, 'llama-3-8b', 3_000)).toEqual({
+      unconfirmed: 'its /models answer is not JSON',
+    });
+    const noData = await serve((_req, res) => res.writeHead(200).end('{"models":["llama-3-8b"]}'));
+    expect(await checkUpstream(noData, undefined, 'llama-3-8b', 3_000)).toEqual({
+      unconfirmed: 'its /models answer is not a list of models',
+    });
   });
 });

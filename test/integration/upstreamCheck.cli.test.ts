@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
@@ -51,7 +53,7 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
     expect(result.code, result.stderr).toBe(1);
     expect(result.stdout.trimEnd().split('\n')).toEqual([
       'echo: ok (echo, built in: no upstream to check)',
-      `good: ok (its upstream ${upstream.baseUrl} answers)`,
+      `good: ok (its upstream ${upstream.baseUrl} answers and serves it)`,
       `no-v1: problem: its upstream ${upstream.rootUrl} answered 404: is \`/v1\` missing from its baseUrl?`,
       expect.stringMatching(
         new RegExp(
@@ -71,6 +73,80 @@ describe("Each openai model's upstream checked and named", { timeout: 60_000 }, 
         { model: 'good', provider: 'openai', upstream: upstream.baseUrl, state: 'ok' },
       ],
     });
+  });
+
+  it('airs models check says an upstream serving other models than the upstreamModel does not serve it, names what it serves, and exits 1', async () => {
+    const vllm = await startFakeOpenAi({ models: ['meta-llama/Llama-3.1-8B-Instruct'] });
+    try {
+      const box = newBox('airs-models-check-name');
+      box.writeConfig({
+        models: [
+          { id: 'wrong', provider: 'openai', baseUrl: vllm.baseUrl, upstreamModel: 'llama-wrongname' },
+          { id: 'right', provider: 'openai', baseUrl: vllm.baseUrl, upstreamModel: 'meta-llama/Llama-3.1-8B-Instruct' },
+        ],
+      });
+      const result = await runCli(box, ['models', 'check']);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout.trimEnd().split('\n')).toEqual([
+        `wrong: problem: its upstream ${vllm.baseUrl} does not serve "llama-wrongname" (the model's upstreamModel): it serves "meta-llama/Llama-3.1-8B-Instruct"`,
+        `right: ok (its upstream ${vllm.baseUrl} answers and serves it)`,
+      ]);
+      expect(result.stderr).toBe('airs: 1 of 2 upstreams has a problem\n');
+
+      // The same at the start of `airs serve`: one warn line, and the server serves anyway.
+      const server = await startServer(box);
+      await stderrShowing(server, /model wrong: its upstream/);
+      const lines = logLines(server).filter((line) => line.level === 40 && line.msg.startsWith('model '));
+      expect(lines.map((line) => line.msg)).toEqual([
+        `model wrong: its upstream ${vllm.baseUrl} does not serve "llama-wrongname" (the model's upstreamModel): it serves "meta-llama/Llama-3.1-8B-Instruct"`,
+      ]);
+      const ready = (await (await fetch(`${server.url}/readyz`)).json()) as {
+        upstreams: Record<string, { state: string; cause?: string }>;
+      };
+      expect(ready.upstreams.wrong).toMatchObject({
+        state: 'problem',
+        cause: "does not serve the model's upstreamModel",
+      });
+      expect(ready.upstreams.right).toMatchObject({ state: 'ok' });
+      await server.stop();
+    } finally {
+      await vllm.close();
+    }
+  });
+
+  it('airs models check says it could not confirm the model of an upstream whose /models is no list, and exits 0', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>a proxy</h1>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    try {
+      const box = newBox('airs-models-check-unconfirmed');
+      box.writeConfig({ models: [{ id: 'proxied', provider: 'openai', baseUrl, upstreamModel: 'llama-3-8b' }] });
+      const result = await runCli(box, ['models', 'check']);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(
+        `proxied: unconfirmed: its upstream ${baseUrl} answers, but the check could not confirm that it serves the model (its /models answer is not JSON)\n`,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('airs models check names an apiKeyEnv whose variable is unset as airs serve does, and exits 2 as it does', async () => {
+    const box = newBox('airs-models-check-unset');
+    box.writeConfig({ models: models().filter((model) => model.id === 'good') });
+    const checked = await runCli(box, ['models', 'check']);
+    const served = await runCli(box, ['serve', '--port', '0']);
+    expect(checked.code).toBe(2);
+    expect(checked.stdout).toBe('');
+    expect(checked.stderr).toMatch(
+      /^airs: bad configuration: config file \S+: models\[0\]\.apiKeyEnv \(model "good"\): environment variable UPSTREAM_KEY is not set\n$/,
+    );
+    expect(served.code).toBe(2);
+    expect(checked.stderr).toBe(served.stderr);
   });
 
   it('airs serve logs one line per upstream problem at start, serves anyway, shows each state on /readyz, and airs ask says the upstream refused the request', async () => {

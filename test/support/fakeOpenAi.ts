@@ -11,6 +11,9 @@ type SentMessage = {
 /** What the fake server received: enough to check the request an OpenAI-compatible server sees. */
 export type Received = {
   readonly authorization: string | undefined;
+  /** The `X-Request-Id` and `traceparent` headers the call carried. */
+  readonly requestId: string | undefined;
+  readonly traceparent: string | undefined;
   /** The whole body as sent: model, messages, and any parameters, tools, `stream` and `stream_options`. */
   readonly body: { model: string; messages: SentMessage[]; [param: string]: unknown };
 };
@@ -24,6 +27,8 @@ export type FakeOpenAiOptions = {
   readonly modelsKey?: string;
   /** Writes JSON as Python's `json.dumps` does by default: every character beyond ASCII as a `\uXXXX` escape. */
   readonly asciiJson?: boolean;
+  /** The ids `GET /v1/models` lists (default: `llama-3-8b`). */
+  readonly models?: readonly string[];
 };
 
 /** JSON with every character beyond ASCII escaped (`€` as `\u20ac`, an emoji as two escapes). */
@@ -78,6 +83,7 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  * - `gated …` streams its first piece, then waits for `openGate()` before the rest;
  * - `break-stream-once …` streams its first piece and drops the connection the first time;
  * - `verbatim <text>` is answered with `<text>` exactly (a JSON document for structured output, say);
+ * - `vllm 404` is answered 404 with vLLM's own error body (`{"object":"error","message":"The model … does not exist."}`);
  * - `answer <status>` is answered with that status (`answer 422`), and `answer <status> retry me` with the header
  *   `x-should-retry: true` too (which asks the OpenAI SDK to retry it);
  * - `huge <bytes>` is answered with that many `x`s (a misbehaving upstream), made and written 64 KiB at a time as the
@@ -87,7 +93,7 @@ const words = (text: string | null | undefined) => (text ?? '').split(/\s+/).fil
  * - anything else is answered with `upstream says: <prompt>`.
  * With `stream: true` the answer comes as `chat.completion.chunk` events, one per word, then `[DONE]`, with a usage
  * chunk when `stream_options.include_usage`; a whole answer always reports usage (words of the messages and answer).
- * `GET /v1/models` lists one model; any other path answers 404 (a base URL without `/v1`). Every call is counted by
+ * `GET /v1/models` lists one model (or `models`); any other path answers 404 (a base URL without `/v1`). Every call is counted by
  * its method and path (`hits`).
  */
 export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
@@ -144,7 +150,7 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
         res.end(
           JSON.stringify(
             allowed
-              ? { object: 'list', data: [{ id: 'llama-3-8b', object: 'model' }] }
+              ? { object: 'list', data: (options.models ?? ['llama-3-8b']).map((id) => ({ id, object: 'model' })) }
               : { error: { message: 'bad key' } },
           ),
         );
@@ -159,7 +165,16 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
       // A caller killed mid-request: what arrived is no call.
       return void res.destroy();
     }
-    received.push({ authorization: req.headers.authorization, body });
+    const header = (name: string) => {
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
+    received.push({
+      authorization: req.headers.authorization,
+      requestId: header('x-request-id'),
+      traceparent: header('traceparent'),
+      body,
+    });
     // A caller that gives up (an aborted call) closes the connection before the answer is written.
     res.on('close', () => {
       if (!res.writableEnded) abandoned++;
@@ -182,6 +197,14 @@ export const startFakeOpenAi = async (options: FakeOpenAiOptions = {}) => {
         { error: { message: `answered ${status[1]}` } },
         status[2] === undefined ? {} : { 'x-should-retry': 'true' },
       );
+    if (prompt === 'vllm 404')
+      return json(404, {
+        object: 'error',
+        message: `The model \`${body.model}\` does not exist.`,
+        type: 'NotFoundError',
+        param: null,
+        code: 404,
+      });
     if (prompt === 'hang') return void hanging.add(res);
     // Made once per size and kept: a test that floods must not hold its own event loop (a bystander measures from it).
     if (/^flood \d+$/.test(prompt))

@@ -1,16 +1,26 @@
 import type { Command } from 'commander';
-import { configOrFail, requireDatabase, type StoreOptions, withCommitter, withStoreOptions } from './context.js';
+import {
+  configOrFail,
+  requireDatabase,
+  type StoreOptions,
+  serveConfigOrFail,
+  withCommitter,
+  withStoreOptions,
+} from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 type CheckOptions = { readonly config?: string; readonly json?: boolean };
 
 /**
  * `airs models check`: asks each `openai` model's upstream for its models (`GET {baseUrl}/models`, with its key, at most
- * 5 s), as `airs serve` does at start, and prints one line per model: `ok`, or the problem and what to look at.
- * Exit 1 when any upstream has a problem, so that a deployment script can stop on it.
+ * 5 s), as `airs serve` does at start, and prints one line per model: `ok` when the upstream lists the model's
+ * `upstreamModel`, else the problem and what to look at, or `unconfirmed` when its answer cannot tell (no list). Its
+ * configuration is read as `serve` reads it: an `apiKeyEnv` whose variable is unset is named, as `serve` names it.
+ * Exit 1 when any upstream has a problem, so that a deployment script can stop on it (not when one is unconfirmed:
+ * the upstream answers, and a server without a model list may serve the model all the same).
  */
 const check = async (options: CheckOptions, output: Output) => {
-  const config = await configOrFail({ config: options.config });
+  const config = await serveConfigOrFail({ config: options.config });
   const [{ checkModels }, { causeOf }] = await Promise.all([
     import('../models/upstreamCheck.js'),
     import('../../app/upstreamProblems.js'),
@@ -19,24 +29,19 @@ const check = async (options: CheckOptions, output: Output) => {
   const rows = config.models.map((model) => {
     const found = checks.get(model.id);
     if (found === undefined) return { model: model.id, provider: model.provider, state: 'built in' as const };
-    if (found.problem === undefined)
-      return { model: model.id, provider: model.provider, upstream: found.url, state: 'ok' as const };
-    return {
-      model: model.id,
-      provider: model.provider,
-      upstream: found.url,
-      state: 'problem' as const,
-      cause: causeOf(found.problem),
-    };
+    const at = { model: model.id, provider: model.provider, upstream: found.url };
+    if (found.problem !== undefined) return { ...at, state: 'problem' as const, cause: causeOf(found.problem) };
+    if (found.unconfirmed !== undefined) return { ...at, state: 'unconfirmed' as const, cause: found.unconfirmed };
+    return { ...at, state: 'ok' as const };
   });
   emit(output, options.json, { models: rows }, () =>
-    rows.map((row) =>
-      row.state === 'built in'
-        ? `${row.model}: ok (${row.provider}, built in: no upstream to check)`
-        : row.state === 'ok'
-          ? `${row.model}: ok (its upstream ${row.upstream} answers)`
-          : `${row.model}: problem: its upstream ${row.upstream} ${row.cause}`,
-    ),
+    rows.map((row) => {
+      if (row.state === 'built in') return `${row.model}: ok (${row.provider}, built in: no upstream to check)`;
+      if (row.state === 'ok') return `${row.model}: ok (its upstream ${row.upstream} answers and serves it)`;
+      if (row.state === 'unconfirmed')
+        return `${row.model}: unconfirmed: its upstream ${row.upstream} answers, but the check could not confirm that it serves the model (${row.cause})`;
+      return `${row.model}: problem: its upstream ${row.upstream} ${row.cause}`;
+    }),
   );
   const problems = rows.filter((row) => row.state === 'problem').length;
   if (problems > 0)
@@ -69,7 +74,7 @@ export const registerModelsCommand = (program: Command, output: Output) => {
   models
     .command('check')
     .description(
-      "check each openai model's upstream (GET {baseUrl}/models with its key, at most 5 s); exit 1 on a problem",
+      "check that each openai model's upstream serves its upstreamModel (GET {baseUrl}/models with its key, at most 5 s); exit 1 on a problem",
     )
     .option('--config <file>', 'the config file (default: $AIRS_CONFIG, else ./airs.config.json if present)')
     .option('--json', 'print the result as one JSON document')

@@ -2,6 +2,7 @@ import type { H3Event } from 'h3';
 import type { AuthShape, Principal } from '../../app/Auth.js';
 import type { BudgetName, RateLimiterShape, RateLimitStatus } from '../../app/RateLimiter.js';
 import type { ApiError } from '../../domain/errors.js';
+import { noteAccess } from './accessNote.js';
 import { isApiError } from './errorResponse.js';
 import type { HeaderBag } from './route.js';
 
@@ -25,6 +26,7 @@ export const createAdmit =
   async (event, budget, headers, refusesNow) => {
     const principal = await deps.auth.authenticate(event.req.headers.get('authorization'));
     if (isApiError(principal)) return principal;
+    noteAccess(event, { account: principal.accountId });
     // A submit the server would refuse whatever its body (processing/admission.ts) is refused before it spends the
     // caller's budget and before its body is read: under a flood, a refusal must cost the workers little.
     const refused = refusesNow?.();

@@ -3,7 +3,9 @@ import { type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 
 import type { Duplex } from 'node:stream';
 import { type H3, serve } from 'h3';
 import type { Logger } from 'pino';
+import { traceIdFromHeader, traceIdOf } from '../../app/traceContext.js';
 import type { HttpLimits } from '../../config.js';
+import { accessNoteOf, keepAccessNotes } from './accessNote.js';
 
 /** A whole HTTP/1.1 answer in the contract's error shape, for what is answered below h3 (on the raw socket). */
 const rawErrorResponse = (status: string, code: string, message: string, extra = ''): string => {
@@ -70,9 +72,12 @@ const hasHostHeader = (raw: readonly string[]) => {
  * `CONNECT` (405: airs is no proxy).
  */
 /**
- * One `debug` line per answered call: method, path, the polled `req_id`, status and latency. Off at the default
- * level: a line per call costs the hot path more than a few percent (docs/decisions.md), and the events that matter
- * (errors, faults, lifecycle) are logged at info and above anyway.
+ * One `debug` line per answered call: method, path, status and latency; the request the route made or read (`reqId`:
+ * noted by the route, else the polled `req_id`), the account and the model it noted (accessNote.ts); the trace of an
+ * incoming `traceparent` (`callerTraceId`), and the trace airs gives the request's upstream calls (`traceId`,
+ * traceContext.ts), so that the two can be joined. Off at the default level: a line per call costs the hot path more
+ * than a few percent (docs/decisions.md), and the events that matter (errors, faults, lifecycle) are logged at info
+ * and above anyway.
  */
 const logAccess = (log: Logger, req: IncomingMessage, res: ServerResponse) => {
   const started = performance.now();
@@ -80,14 +85,21 @@ const logAccess = (log: Logger, req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
-    const reqId = query === -1 ? null : new URLSearchParams(url.slice(query)).get('req_id');
+    const note = accessNoteOf(req);
+    const polled = query === -1 ? null : new URLSearchParams(url.slice(query)).get('req_id');
+    const reqId = (note?.reqId ?? polled ?? undefined)?.slice(0, 128);
+    const header = req.headers.traceparent;
     log.debug(
       {
         method: req.method,
         path: path.slice(0, 200),
-        reqId: reqId?.slice(0, 128),
+        reqId,
+        account: note?.account,
+        model: note?.model,
         status: res.statusCode,
         ms: Math.round((performance.now() - started) * 10) / 10,
+        callerTraceId: traceIdFromHeader(typeof header === 'string' ? header : undefined),
+        traceId: note?.reqId === undefined ? undefined : traceIdOf(note.reqId),
       },
       'answered',
     );
@@ -96,6 +108,7 @@ const logAccess = (log: Logger, req: IncomingMessage, res: ServerResponse) => {
 
 const answerBelowH3 = (server: Server & { requireHostHeader: boolean }, log: Logger | undefined) => {
   const accessLog = log?.isLevelEnabled('debug') === true ? log : undefined;
+  if (accessLog !== undefined) keepAccessNotes();
   // Node would answer an empty 400 itself; the check moves in front of srvx's handler instead.
   server.requireHostHeader = false;
   const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { answerBytes, answerCounter, answerTooLarge } from '../../app/answerBound.js';
+import { traceparentFor } from '../../app/traceContext.js';
 import { isPermanent } from '../../app/upstreamProblems.js';
 import type {
   ChatMessage,
@@ -13,6 +14,7 @@ import { UpstreamFailed } from '../../ports/ModelProvider.js';
 import { boundedBody } from './boundedBody.js';
 import { connectionFailure } from './connectionFailure.js';
 import { upstreamName } from './upstreamName.js';
+import { readErrorBody, wordsOf } from './upstreamWords.js';
 
 export type OpenAiOptions = {
   /** The server's API root, as OpenAI clients take it: `http://localhost:11434/v1`, `https://api.openai.com/v1`. */
@@ -42,8 +44,11 @@ const envelopeBytes = 64 * 1024;
  */
 const upstreamFailure = (error: unknown, upstream: string, timeoutMs: number): unknown => {
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const message = `upstream ${upstream} answered ${error.status}: ${error.message}`.slice(0, 500);
-    return new UpstreamFailed(message, { kind: 'status', status: error.status });
+    // The words upstreamFetch read from the error body (bounded and cleaned there), or none.
+    const said = (error.error as { message?: unknown } | undefined)?.message;
+    const words = typeof said === 'string' && said !== '' ? said : undefined;
+    const message = `upstream ${upstream} answered ${error.status}${words === undefined ? ' (no body)' : `: ${words}`}`;
+    return new UpstreamFailed(message.slice(0, 800), { kind: 'status', status: error.status, said: words });
   }
   if (error instanceof OpenAI.APIConnectionTimeoutError)
     return new UpstreamFailed(`upstream ${upstream} timed out`, { kind: 'timeout', afterMs: timeoutMs });
@@ -58,18 +63,37 @@ const upstreamFailure = (error: unknown, upstream: string, timeoutMs: number): u
 };
 
 /**
- * `fetch` as the SDK is given it. An answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an
+ * An error answer as the SDK reads it: the upstream's own words (upstreamWords.ts: bounded, cleaned) in OpenAI's
+ * shape, whatever shape the upstream wrote them in (vLLM's top-level `message` the SDK would not see), or no body.
+ */
+const errorAnswer = async (response: Response, headers: Headers): Promise<Response> => {
+  const words = response.body === null ? undefined : wordsOf(await readErrorBody(response.body));
+  headers.delete('content-length');
+  headers.delete('content-encoding');
+  if (words !== undefined) headers.set('content-type', 'application/json');
+  const init = { status: response.status, statusText: response.statusText, headers };
+  return new Response(words === undefined ? null : JSON.stringify({ error: { message: words } }), init);
+};
+
+/**
+ * `fetch` as the SDK is given it. Each call carries a `traceparent` of the request (traceContext.ts) with a span of
+ * its own, retries included. An answer no retry mends (`isPermanent`: 400, 401, 403, 404, 422) loses an
  * `x-should-retry` header: the SDK would otherwise retry whatever an upstream marks so, and a wrong base URL or key is
- * refused every time. And the body is cut off past `maxBytes` decoded (boundedBody.ts), of the whole body or of each
- * event of a stream (`perEvent`), erroring with `passed()`: the SDK reads either whole, and the cut comes after its
- * retries, so an upstream that answers too much is not asked again within the attempt.
+ * refused every time. An error answer's words are kept (`errorAnswer`). And the body is cut off past `maxBytes`
+ * decoded (boundedBody.ts), of the whole body or of each event of a stream (`perEvent`), erroring with `passed()`:
+ * the SDK reads either whole, and the cut comes after its retries, so an upstream that answers too much is not asked
+ * again within the attempt.
  */
 const upstreamFetch =
   (maxBytes: number, perEvent: boolean, passed: () => Error): typeof fetch =>
   async (input, init) => {
-    const response = await fetch(input, init);
+    const sent = new Headers(init?.headers);
+    const reqId = sent.get('x-request-id');
+    if (reqId !== null) sent.set('traceparent', traceparentFor(reqId));
+    const response = await fetch(input, { ...init, headers: sent });
     const headers = new Headers(response.headers);
     if (isPermanent({ kind: 'status', status: response.status })) headers.delete('x-should-retry');
+    if (response.status >= 400) return errorAnswer(response, headers);
     if (response.body === null) return response;
     return new Response(boundedBody(response.body, maxBytes, perEvent, passed), {
       status: response.status,
@@ -192,10 +216,10 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     });
   const whole = clientFor(false);
   const streaming = clientFor(true);
-  const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
+  const streamed = async (body: CompletionParams, call: OpenAI.RequestOptions, onDelta: (text: string) => void) => {
     const stream = await streaming.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal },
+      call,
     );
     let text = '';
     let finish: string | null | undefined;
@@ -228,7 +252,9 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     return generation;
   };
   return {
-    generate: async ({ prompt, messages, params, signal, onDelta }) => {
+    generate: async ({ requestId, prompt, messages, params, signal, onDelta }) => {
+      // The request's id, for the upstream's logs; upstreamFetch adds the trace.
+      const headers = requestId === undefined ? undefined : { 'x-request-id': requestId };
       // The model's passed-through fields go as extra fields of the body (the SDK sends what it is given).
       const { extraBody, ...known } = params ?? {};
       const body = {
@@ -238,8 +264,8 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
         messages: upstreamMessages(messages ?? [{ role: 'user', content: prompt }]),
       } as CompletionParams;
       try {
-        if (onDelta !== undefined) return await streamed(body, signal, onDelta);
-        return generationOf(await whole.chat.completions.create(body, { signal }), maxAnswerBytes, tooLarge);
+        if (onDelta !== undefined) return await streamed(body, { signal, headers }, onDelta);
+        return generationOf(await whole.chat.completions.create(body, { signal, headers }), maxAnswerBytes, tooLarge);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;

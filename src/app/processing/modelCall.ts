@@ -145,7 +145,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
         return outcomeOf(
           reqId,
           model,
-          (onDelta) => model.provider.generate({ ...input, signal: stopping.signal, onDelta }),
+          (onDelta) => model.provider.generate({ ...input, requestId: reqId, signal: stopping.signal, onDelta }),
           describe,
         );
       const group = join(model);
@@ -156,7 +156,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
         return await outcomeOf(
           reqId,
           model,
-          (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta }), signal),
+          (onDelta) => settledBy(model.provider.generate({ ...input, requestId: reqId, signal, onDelta }), signal),
           (error) => {
             if (own.signal.aborted) return { reason: 'cancelled' };
             const timedOut = signal.aborted && !stopping.signal.aborted;

@@ -3,6 +3,7 @@ import type { Principal } from '../../../app/Auth.js';
 import { HttpRoute } from '../../../app/Metrics.js';
 import type { RequestsShape } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed } from '../../../domain/errors.js';
+import { noteAccess } from '../accessNote.js';
 import type { Admit } from '../admit.js';
 import { isApiError } from '../errorResponse.js';
 import type { Guard } from '../guard.js';
@@ -60,6 +61,7 @@ export const mountAi = (app: H3, deps: AiDeps) => {
     if (isApiError(key)) return key;
     const accepted = await readAndSubmit(event, principal, key);
     if (isApiError(accepted)) return accepted;
+    noteAccess(event, { reqId: accepted.reqId, model: accepted.model });
     headers.Location = `${aiPath}?req_id=${accepted.reqId}`;
     if (accepted.replayed) headers['Idempotent-Replayed'] = 'true';
     return json(202, acceptedBody(accepted), headers);
@@ -136,6 +138,7 @@ export const mountAi = (app: H3, deps: AiDeps) => {
     }
     const view = await deps.requests.poll(principal, reqId);
     if (isApiError(view)) return view;
+    noteAccess(event, { reqId: view.state.context.reqId, model: view.state.context.model });
     if (view.status === 'queued') headers['Retry-After'] = String(deps.pollIntervalSeconds);
     return json(200, pollBody(view), headers);
   };

@@ -9,6 +9,7 @@ import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import type { PassThroughOf } from '../../../modelPassThrough.js';
+import { noteSubmitted } from '../accessNote.js';
 import { isApiError } from '../errorResponse.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
@@ -286,6 +287,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     if (isApiError(key)) return key;
     const queued = await queueCreate(event, principal, key);
     if (isApiError(queued)) return queued;
+    noteSubmitted(event, queued.submitted);
     try {
       return await answerCreate(principal, queued, headers, signal);
     } finally {

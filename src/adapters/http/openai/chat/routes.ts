@@ -5,6 +5,7 @@ import type { BudgetName } from '../../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
 import { type ApiError, InvalidRequest, type NotFound } from '../../../../domain/errors.js';
 import type { PassThroughOf } from '../../../../modelPassThrough.js';
+import { noteAccess } from '../../accessNote.js';
 import { isApiError } from '../../errorResponse.js';
 import { idempotencyKeyOf } from '../../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../../openCalls.js';
@@ -99,6 +100,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
     if (isApiError(submitted) || submitted.replayed) queued.listening?.stop();
     if (isApiError(submitted)) return inChatTerms(submitted);
     const reqId = submitted.reqId;
+    noteAccess(event, { reqId, model: submitted.model });
     headers['x-request-id'] = reqId;
     if (submitted.replayed) headers['Idempotent-Replayed'] = 'true';
     const callerLeft = cancelWhenCallerLeaves(requests, deps.accepting, principal, reqId);
