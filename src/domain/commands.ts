@@ -184,9 +184,9 @@ const storageFull = (reads: DecisionReads, command: Submit): AccountLimitReached
 };
 
 /** A new request beyond the account's bound of requests waiting or being processed is refused, inside the write (a
- * batch's line is never: it does not count there, and carries no bound; queuedCounter.ts). */
+ * batch's line never is: lines do not count there, and have bounds of their own; queuedCounter.ts). */
 const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined => {
-  if (command.maxQueued === undefined) return undefined;
+  if (command.maxQueued === undefined || command.batchId !== undefined) return undefined;
   const count = reads.queuedCount(command.accountId);
   if (count < command.maxQueued) return undefined;
   return new QueueFull({ message: queueFullMessage(count, command.maxQueued), maxQueued: command.maxQueued, count });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import type { Command } from '../../../src/domain/commands.js';
 import { QueueFull } from '../../../src/domain/errors.js';
 import type { StoreShape } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
@@ -77,8 +78,9 @@ export const queuedCountFeatures = ({ open }: Contract) =>
         count: 3,
         maxQueued: 2,
       });
-      // A line is queued whatever the count (it carries no bound, and the account is full).
-      expect(typesOf(await commitOne(store, lineSubmit(batchId, 7)))).toEqual(['RequestQueued']);
+      // A line is queued whatever the count, even one sent with a bound (lines have bounds of their own).
+      const line = lineSubmit(batchId, 7) as Extract<Command, { type: 'Submit' }>;
+      expect(typesOf(await commitOne(store, { ...line, maxQueued: 1 }))).toEqual(['RequestQueued']);
       expect(await statusOf(store, lineRequestId(batchId, 7))).toBe('waiting');
     });
 
