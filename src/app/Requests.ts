@@ -12,6 +12,7 @@ import {
   Unavailable,
 } from '../domain/errors.js';
 import { couldBeId, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
+import { queueFullMessage } from '../domain/queuedCounter.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import { isCancellable } from '../domain/request/questions.js';
 import type { RequestState } from '../domain/request/state.js';
@@ -204,7 +205,7 @@ export const RequestsLayer = Layer.effect(
         if (outcome instanceof IdempotencyKeyReused) return outcome;
         if (outcome instanceof QueueFull) {
           return new RateLimited({
-            message: `${outcome.message} (the ${principal.plan} plan allows ${outcome.maxQueued} at once)`,
+            message: queueFullMessage(outcome.count, outcome.maxQueued, `the ${principal.plan} plan`),
             retryAfterSeconds: config.pollIntervalSeconds,
             budget: 'queued',
           });

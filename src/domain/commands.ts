@@ -24,6 +24,7 @@ import type { FileState } from './file/state.js';
 import { createFileRefusal, decideUpload, reservationTaken, type UploadFacts } from './file/uploadDecider.js';
 import type { AccountUploads } from './file/uploads.js';
 import { accountCounter, modelCounter } from './processingCounters.js';
+import { queueFullMessage } from './queuedCounter.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
@@ -107,7 +108,7 @@ export interface DecisionReads extends ClaimReads, WebhookReads {
   credential(key: string): string | undefined;
   /** The request an account made with an idempotency key (index entry; the window is checked here). */
   idempotentRequest(accountId: string, key: string): string | undefined;
-  /** How many of the account's requests are waiting or being processed. */
+  /** How many of the account's interactive requests are waiting or being processed (queuedCounter.ts). */
   queuedCount(accountId: string): number;
   /** An account's counter (domain/accountCounters.ts: open batches, bytes of files kept). */
   accountCount(counter: string): number;
@@ -182,13 +183,13 @@ const storageFull = (reads: DecisionReads, command: Submit): AccountLimitReached
   });
 };
 
-/** A new request beyond the account's bound of requests waiting or being processed is refused, inside the write. */
+/** A new request beyond the account's bound of requests waiting or being processed is refused, inside the write (a
+ * batch's line never is: lines do not count there, and have bounds of their own; queuedCounter.ts). */
 const queueFull = (reads: DecisionReads, command: Submit): QueueFull | undefined => {
-  if (command.maxQueued === undefined || reads.queuedCount(command.accountId) < command.maxQueued) return undefined;
-  return new QueueFull({
-    message: `the queue is full: this account already has ${command.maxQueued} requests waiting or being processed; wait for some to finish (or cancel some) and retry`,
-    maxQueued: command.maxQueued,
-  });
+  if (command.maxQueued === undefined || command.batchId !== undefined) return undefined;
+  const count = reads.queuedCount(command.accountId);
+  if (count < command.maxQueued) return undefined;
+  return new QueueFull({ message: queueFullMessage(count, command.maxQueued), maxQueued: command.maxQueued, count });
 };
 
 /**

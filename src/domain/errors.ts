@@ -51,10 +51,14 @@ export class IdempotencyKeyReused extends Data.TaggedError('IdempotencyKeyReused
 /** A management command the rules refuse (key limit reached, email taken, unknown account...). */
 export class Refused extends Data.TaggedError('Refused')<{ readonly message: string }> {}
 
-/** A submit refused because the account already has as many requests waiting or being processed as its plan allows. */
+/**
+ * A submit refused because the account already has as many requests waiting or being processed as its plan allows
+ * (`count` of them, at least `maxQueued`).
+ */
 export class QueueFull extends Data.TaggedError('QueueFull')<{
   readonly message: string;
   readonly maxQueued: number;
+  readonly count: number;
 }> {}
 
 /**

@@ -14,7 +14,8 @@ import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
 import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import { countersOf } from '../domain/processingCounters.js';
-import { isQueued, type RequestState } from '../domain/request/state.js';
+import { queuedDelta } from '../domain/queuedCounter.js';
+import type { RequestState } from '../domain/request/state.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
@@ -76,7 +77,8 @@ export interface ViewAccess {
   putSession(sessionId: string, state: SessionState | undefined): void;
   /** Counts account and key events: a reader that sees the count unchanged knows no account or key changed. */
   bumpAccountsVersion(): void;
-  /** Changes how many of the account's requests are waiting or being processed (what `maxQueued` bounds). */
+  /** Changes how many of the account's interactive requests are waiting or being processed (what `maxQueued`
+   * bounds: domain/queuedCounter.ts). */
   addQueued(accountId: string, delta: number): void;
   /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
   addUsage(accountId: string, day: number, usage: DailyUsage): void;
@@ -291,7 +293,7 @@ export const projectRequestChange = (
   moveIdempotencyEntry(views, before, after);
   moveGroup(views, 'expiry', before, after);
   moveGroup(views, 'processing', before, after);
-  const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
+  const queued = queuedDelta(before, after);
   if (queued !== 0) views.addQueued(after.context.accountId, queued);
   const processing = Number(after.status === 'processing') - Number(before.status === 'processing');
   if (processing !== 0) for (const counter of countersOf(after.context)) views.addProcessing(counter, processing);

@@ -7,7 +7,8 @@ import { type Command, type DecisionReads, decideCommand, isRefusal } from '../d
 import type { DomainEvent, StoredEvent } from '../domain/events.js';
 import { isFileEvent } from '../domain/file/events.js';
 import { countersOf } from '../domain/processingCounters.js';
-import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
+import { queuedDelta } from '../domain/queuedCounter.js';
+import { initialRequestState, type RequestState } from '../domain/request/state.js';
 import { isWebhookEvent } from '../domain/webhook/events.js';
 import type { CommandOutcome } from '../ports/Store.js';
 import {
@@ -172,7 +173,7 @@ export const writeBatch = (
       const { status } = request.state;
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
-      count(queuedDeltas, accountId, Number(isQueued(status)) - Number(isQueued(entry.after.status)));
+      count(queuedDeltas, accountId, queuedDelta(entry.after, request.state));
       const processing = Number(status === 'processing') - Number(entry.after.status === 'processing');
       for (const counter of countersOf(request.state.context)) count(processingDeltas, counter, processing);
       if (status === 'waiting') madeWaiting = true;

@@ -15,6 +15,7 @@ import { limitFeatures } from './features/limits.js';
 import { onChangeFeatures } from './features/onChange.js';
 import { openBatchFeatures } from './features/openBatches.js';
 import { orderingFeatures } from './features/ordering.js';
+import { queuedCountFeatures } from './features/queuedCount.js';
 import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
@@ -56,5 +57,6 @@ export const describeStoreContract = (factory: StoreFactory) =>
     accountLimitFeatures(contract);
     fileBoundFeatures(contract);
     batchStorageFeatures(contract);
+    queuedCountFeatures(contract);
     webhookFeatures(contract);
   });

@@ -24,7 +24,7 @@ const everyError: readonly Error[] = [
   new errors.Unavailable({ message: 'busy', retryAfterSeconds: 1 }),
   new errors.IdempotencyKeyReused({ message: 'reused' }),
   new errors.Refused({ message: 'refused' }),
-  new errors.QueueFull({ message: 'full', maxQueued: 100 }),
+  new errors.QueueFull({ message: 'full', maxQueued: 100, count: 120 }),
   new errors.AccountLimitReached({ message: 'at the bound', budget: 'file_storage', limit: 10, count: 10 }),
   new errors.LifecycleViolation({ reqId: 'req_1', from: 'completed', event: 'Cancel', message: 'cannot' }),
   new errors.DeliveryLifecycleViolation({
@@ -57,7 +57,7 @@ describe('the outcome codec of the shared writer (IPC)', () => {
   );
 
   it('a structured clone alone would lose the classes (why the codec exists)', () => {
-    const cloned = acrossIpc(new errors.QueueFull({ message: 'full', maxQueued: 1 }));
+    const cloned = acrossIpc(new errors.QueueFull({ message: 'full', maxQueued: 1, count: 1 }));
     expect(cloned).not.toBeInstanceOf(errors.QueueFull);
   });
 

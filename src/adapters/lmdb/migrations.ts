@@ -4,7 +4,7 @@ import { accountCountsOfBatch, accountCountsOfFile } from '../../domain/accountC
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import type { FileState } from '../../domain/file/state.js';
 import { countersOf } from '../../domain/processingCounters.js';
-import { isQueued } from '../../domain/request/state.js';
+import { countsAsQueued } from '../../domain/queuedCounter.js';
 import {
   accountOpenBatchKeyOf,
   accountRequestKeyOf,
@@ -63,24 +63,29 @@ export const indexAccountRequests = (dbs: LmdbDatabases): void => {
   });
 };
 
-/** Set once `cnt.queued` counts the requests written before it existed. */
+/** In `meta`: 2 once `cnt.queued` counts only interactive requests (domain/queuedCounter.ts; 1: batch lines too, as
+ * written before issue 41; absent: nothing counted, as written before the count existed). */
 export const queuedCountedKey = 'queuedCounted';
+const queuedCountedNow = 2;
 
 /**
- * Data directories written before `cnt.queued` existed have requests waiting and no counts: the first open counts
- * them from the request records, once, in the same way as `indexAccountRequests` (a marker in the same transaction).
+ * Data directories written before `cnt.queued` existed have requests waiting and no counts; those written before
+ * issue 41 counted batch lines too, and a line that ends now takes nothing off (the count would stay too high for
+ * good). The first open counts them again whole from the request records (by the projection's own rule), once, in the
+ * same way as `indexAccountRequests` (a marker in the same transaction).
  */
 export const countQueuedRequests = (dbs: LmdbDatabases): void => {
-  if (dbs.meta.get(queuedCountedKey) !== undefined) return;
+  if (dbs.meta.get(queuedCountedKey) === queuedCountedNow) return;
   dbs.root.transactionSync(() => {
-    if (dbs.meta.get(queuedCountedKey) !== undefined) return;
+    if (dbs.meta.get(queuedCountedKey) === queuedCountedNow) return;
     const counts = new Map<string, number>();
     for (const { value } of dbs.requests.getRange({})) {
       const state = decodeView(value);
-      if (isQueued(state.status)) counts.set(state.context.accountId, (counts.get(state.context.accountId) ?? 0) + 1);
+      if (countsAsQueued(state)) counts.set(state.context.accountId, (counts.get(state.context.accountId) ?? 0) + 1);
     }
+    for (const { key } of dbs.queuedCounts.getRange({})) dbs.queuedCounts.remove(key);
     for (const [accountId, count] of counts) dbs.queuedCounts.put(accountId, count);
-    dbs.meta.put(queuedCountedKey, 1);
+    dbs.meta.put(queuedCountedKey, queuedCountedNow);
   });
 };
 

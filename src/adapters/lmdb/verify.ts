@@ -8,11 +8,11 @@ import { isFileEvent } from '../../domain/file/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import { countersOf } from '../../domain/processingCounters.js';
+import { countsAsQueued } from '../../domain/queuedCounter.js';
 import { isRequestEvent } from '../../domain/request/events.js';
 import {
   evolveInPlace,
   initialRequestState,
-  isQueued,
   type MutableRequestState,
   type RequestStatus,
 } from '../../domain/request/state.js';
@@ -215,7 +215,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     if (rebuilt.status === 'processing')
       for (const counter of countersOf(rebuilt.context))
         processingPerCounter.set(counter, (processingPerCounter.get(counter) ?? 0) + 1);
-    if (isQueued(rebuilt.status)) {
+    if (countsAsQueued(rebuilt)) {
       const { accountId } = rebuilt.context;
       queuedPerAccount.set(accountId, (queuedPerAccount.get(accountId) ?? 0) + 1);
     }

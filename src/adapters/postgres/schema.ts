@@ -285,6 +285,15 @@ export const migrations: readonly string[] = [
     HAVING sum((state->'counts'->>'queued')::bigint
       - (state->'counts'->>'completed')::bigint - (state->'counts'->>'failed')::bigint) <> 0;
   `,
+  // 10: an account's queued count counts only its interactive requests (domain/queuedCounter.ts, issue 41): counted
+  // again from the request rows, since a line counted before would never be taken off when it ends.
+  `
+  DELETE FROM queued_counts;
+  INSERT INTO queued_counts (account_id, count)
+    SELECT account_id, count(*) FROM requests
+    WHERE status IN ('waiting', 'processing') AND state->'context'->>'batchId' IS NULL
+    GROUP BY account_id;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

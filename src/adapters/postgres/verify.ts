@@ -15,6 +15,7 @@ import { type FileEvent, isFileEvent, isUploadEvent } from '../../domain/file/ev
 import { evolveFile, type FileState } from '../../domain/file/state.js';
 import { type AccountUploads, evolveUploads } from '../../domain/file/uploads.js';
 import { countersOf } from '../../domain/processingCounters.js';
+import { countsAsQueued } from '../../domain/queuedCounter.js';
 import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
@@ -234,7 +235,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     if (rebuilt.status === 'none') return;
     requests++;
     const { accountId } = rebuilt.context;
-    if (isQueued(rebuilt.status)) add(queuedPerAccount, accountId);
+    if (countsAsQueued(rebuilt)) add(queuedPerAccount, accountId);
     if (rebuilt.status === 'processing')
       for (const counter of countersOf(rebuilt.context)) add(processingPerCounter, counter);
     const used = usageOf(rebuilt);
