@@ -30,6 +30,14 @@ const logLines = (server: ServerProcess) =>
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
+/** The access lines of a request once `count` of them are written (a line is written once its answer has gone, which
+ * on a busy machine may take a while), or whatever is there after 10 s. */
+const accessLinesOf = async (server: ServerProcess, reqId: string, count: number) => {
+  const lines = () => logLines(server).filter((line) => line.msg === 'answered' && line.reqId === reqId);
+  for (let i = 0; i < 100 && lines().length < count; i++) await sleep(100);
+  return lines();
+};
+
 describe('Calls an upstream and an operator can trace', { timeout: 60_000 }, () => {
   let upstream: Awaited<ReturnType<typeof startFakeOpenAi>>;
   let box: Sandbox;
@@ -86,9 +94,7 @@ describe('Calls an upstream and an operator can trace', { timeout: 60_000 }, () 
     const reqId = response.headers.get('x-request-id') ?? '';
     const polled = await fetch(`${server.url}/v1/ai?req_id=${reqId}`, { headers: { authorization: `Bearer ${key}` } });
     expect(polled.status).toBe(200);
-    // The line is written once the answer has gone.
-    await sleep(200);
-    const answered = logLines(server).filter((line) => line.msg === 'answered' && line.reqId === reqId);
+    const answered = await accessLinesOf(server, reqId, 2);
     expect(answered).toEqual([
       expect.objectContaining({
         method: 'POST',
@@ -106,9 +112,8 @@ describe('Calls an upstream and an operator can trace', { timeout: 60_000 }, () 
     // The Responses face alike: the create that made the request, and the retrieve that read it.
     const created = await client.responses.create({ model: 'llama', input: 'traced response' });
     await client.responses.retrieve(created.id);
-    await sleep(200);
     const responseReqId = `req_${created.id.slice('resp_'.length)}`;
-    const lines = logLines(server).filter((line) => line.msg === 'answered' && line.reqId === responseReqId);
+    const lines = await accessLinesOf(server, responseReqId, 2);
     expect(lines).toEqual([
       expect.objectContaining({ method: 'POST', path: '/v1/responses', account: accountId, model: 'llama' }),
       expect.objectContaining({
