@@ -9,7 +9,7 @@ import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import type { PassThroughOf } from '../../../modelPassThrough.js';
-import { noteSubmitted } from '../accessNote.js';
+import { noteAccess, noteSubmitted } from '../accessNote.js';
 import { isApiError } from '../errorResponse.js';
 import { idempotencyKeyOf } from '../idempotencyKey.js';
 import type { OpenCall, OpenCallsShape } from '../openCalls.js';
@@ -173,6 +173,11 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
       ? inResponseTerms(view)
       : deps.json(200, responseObjectOf(view, settings === undefined ? {} : { settings }), headers);
   const idOf = (event: H3Event) => requestIdOf(pathIdOf(event));
+  /** A request read by a retrieve or a cancel, named on the call's access line. */
+  const noted = <V extends RequestView | ApiError>(event: H3Event, view: V): V => {
+    if (!isApiError(view)) noteAccess(event, { reqId: view.state.context.reqId, model: view.state.context.model });
+    return view;
+  };
   // Without the process's live output, streams hear nobody and get each answer whole when it is done.
   const live = deps.live ?? createLiveOutput();
   const follower = () => followRequest(live);
@@ -301,12 +306,12 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     if (isApiError(principal)) return principal;
     const query = streamQueryOf(event);
     if (isApiError(query)) return query;
-    if (!query.stream) return answerView(await requests.find(principal, idOf(event)), headers);
+    if (!query.stream) return answerView(noted(event, await requests.find(principal, idOf(event))), headers);
     // A stream holds its connection until the request is final: it takes its place before the lookup.
     const openCall = deps.openCalls.take(principal);
     if (isApiError(openCall)) return openCall;
     try {
-      const view = await requests.find(principal, idOf(event));
+      const view = noted(event, await requests.find(principal, idOf(event)));
       if (isApiError(view)) return answerView(view, headers);
       return responseStreamAnswer(view, {
         requests,
@@ -327,7 +332,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
   const cancel: Route = async (event, headers) => {
     const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
-    return answerView(await requests.cancel(principal, idOf(event)), headers);
+    return answerView(noted(event, await requests.cancel(principal, idOf(event))), headers);
   };
 
   const listModels: Route = async (event, headers) => {
