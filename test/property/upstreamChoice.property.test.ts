@@ -46,4 +46,30 @@ describe('The upstream choice, for any fleet (property)', () => {
       { numRuns: 2_000 },
     );
   });
+  it('keeps an affine upstream only while it is at most a quarter of its places fuller than the least full', () => {
+    const loaded = fc
+      .array(
+        fc.record({ places: fc.integer({ min: 1, max: 32 }), load: fc.double({ min: 0, max: 0.99, noNaN: true }) }),
+        {
+          minLength: 2,
+          maxLength: 6,
+        },
+      )
+      .map((list): UpstreamStanding[] =>
+        list.map(({ places, load }, i) => ({
+          name: `u${i}`,
+          places,
+          weight: 1,
+          inFlight: Math.floor(load * places),
+          state: 'in_service',
+        })),
+      );
+    fc.assert(
+      fc.property(loaded, fc.integer({ min: 0, max: 0xffffffff }), (upstreams, key) => {
+        const chosen = upstreams.find((u) => u.name === chooseUpstream(upstreams, key)) as UpstreamStanding;
+        expect(fullness(chosen) - Math.min(...upstreams.map(fullness))).toBeLessThanOrEqual(affinitySlack + 1e-9);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
 });
