@@ -142,8 +142,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     const fallbacks = claim.fallbacks?.[entry.model];
     if (fallbacks === undefined) return undefined;
     const spills = fallbacks.spillAfterMs !== undefined && claim.now - entry.availableAt >= fallbacks.spillAfterMs;
-    const own = standingsOfModel(entry.model);
-    if (!spills && !(own !== undefined && own.every((upstream) => upstream.state !== 'in_service'))) return undefined;
+    const noneInService = standingsOfModel(entry.model)?.every((upstream) => upstream.state !== 'in_service') ?? false;
+    if (!spills && !noneInService) return undefined;
     return fallbacks.models.find(
       (model) => model !== entry.model && running(model) < limitOf(model) && upstreamOpen(model),
     );
