@@ -1,5 +1,5 @@
 import type { AccountState } from './account/state.js';
-import { claimFairly, type DispatchReads, scanLimit } from './claimFairly.js';
+import { claimFairly, type DispatchReads, type QueuedEntry, scanLimit } from './claimFairly.js';
 import { LifecycleViolation } from './errors.js';
 import {
   accountCounter,
@@ -7,12 +7,21 @@ import {
   batchLinesCounter,
   countersOf,
   modelCounter,
+  upstreamCounter,
 } from './processingCounters.js';
-import { decideRequest, type RequestDecision } from './request/decider.js';
+import { decideRequest, type Placement, type RequestDecision } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
+import {
+  chooseUpstream,
+  standingsOf,
+  takesACall,
+  type UpstreamPlace,
+  type UpstreamStanding,
+} from './upstreamChoice.js';
+import { stateAt, type UpstreamHealth } from './upstreamHealth.js';
 
 /**
  * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
@@ -47,7 +56,15 @@ export type Claim = {
   /** The share of a model's workers (its bound, else `workers`) batches' lines get even while interactive work of
    * it is due (`batches.minShare`; absent: lines are like any request). */
   readonly batchShare?: number | undefined;
+  /** Each model's upstreams, from the claiming process's config (a model absent: it has none). Each call goes to one
+   * with a free place (upstreamChoice.ts), counted in all processes: places are exact. */
+  readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
+  /** Each model's fallback models, and after how long a waiting request spills over to them (absent: none). */
+  readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
 };
+
+/** A model's fallbacks (contract 19): in order, and the wait after which a request spills over to them. */
+export type Fallbacks = { readonly models: readonly string[]; readonly spillAfterMs?: number | undefined };
 
 /** What a claim reads, inside the write (with what earlier commands of the batch did). */
 export type ClaimReads = DispatchReads & {
@@ -58,6 +75,8 @@ export type ClaimReads = DispatchReads & {
   account(accountId: string): AccountState | undefined;
   /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
   lapsedLeases(now: number, limit: number): readonly string[];
+  /** An upstream's health as the store keeps it (upstreamHealth.ts); absent (or a store without the view): in service. */
+  upstreamHealth?(model: string, upstream: string): UpstreamHealth | undefined;
 };
 
 /** How far a claim looks among lapsed leases (the rest wait for the next claim). */
@@ -95,6 +114,52 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   };
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
   let started = 0;
+  /** The model's upstreams as this claim finds them (places taken by earlier moves of the claim included). */
+  const standingsOfModel = (model: string): UpstreamStanding[] | undefined => {
+    const places = claim.upstreams?.[model];
+    if (places === undefined) return undefined;
+    return standingsOf(
+      places,
+      (name) => count(upstreamCounter(model, name)),
+      (name) => stateAt(reads.upstreamHealth?.(model, name), claim.now),
+    );
+  };
+  const upstreamOpen = (model: string) => standingsOfModel(model)?.some(takesACall) ?? true;
+  /** Chooses the upstream a request's call goes to and takes its place (undefined: the model has none, or none may
+   * take a call). */
+  const place = (model: string, reqId: string): string | undefined => {
+    const standings = standingsOfModel(model);
+    if (standings === undefined) return undefined;
+    const chosen = chooseUpstream(standings, reads.request(reqId)?.context.affinity);
+    if (chosen !== undefined) counted.set(upstreamCounter(model, chosen), count(upstreamCounter(model, chosen)) + 1);
+    return chosen;
+  };
+  /**
+   * The fallback a queued request may run on now: while none of its model's upstreams is in service, or (spill-over)
+   * once it has waited `spillAfterMs`; the first fallback under its bound with an upstream that takes a call.
+   */
+  const fallbackFor = (entry: QueuedEntry): string | undefined => {
+    const fallbacks = claim.fallbacks?.[entry.model];
+    if (fallbacks === undefined) return undefined;
+    const spills = fallbacks.spillAfterMs !== undefined && claim.now - entry.availableAt >= fallbacks.spillAfterMs;
+    const noneInService = standingsOfModel(entry.model)?.every((upstream) => upstream.state !== 'in_service') ?? false;
+    if (!spills && !noneInService) return undefined;
+    return fallbacks.models.find(
+      (model) => model !== entry.model && running(model) < limitOf(model) && upstreamOpen(model),
+    );
+  };
+  /** Where a request taken from the queue runs: its own model's upstream, else a fallback's (its place taken). */
+  const placeEntry = (entry: QueuedEntry, own: boolean): Placement | undefined => {
+    if (own) {
+      const upstream = place(entry.model, entry.reqId);
+      return upstream === undefined ? undefined : { upstream };
+    }
+    const servedBy = fallbackFor(entry);
+    if (servedBy === undefined) return undefined;
+    counted.set(modelCounter(servedBy), running(servedBy) + 1);
+    const upstream = place(servedBy, entry.reqId);
+    return upstream === undefined ? { servedBy } : { servedBy, upstream };
+  };
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
   const expireIfDue = (state: RequestState) => {
     if (!isExpired(state, claim.now)) return;
@@ -110,7 +175,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (state === undefined || state.status !== 'processing' || ownsLease(state.context, claim.owner)) continue;
     const { model } = state.context;
     const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
-    if (!exhausted && (started >= claim.max || running(model) > limitOf(model))) continue;
+    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model))) continue;
+    const upstream = exhausted ? undefined : place(model, reqId);
     const decision = exhausted
       ? decideRequest(state, {
           type: 'RecordFailure',
@@ -120,13 +186,21 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
           now: claim.now,
           owner: claim.owner,
         })
-      : decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+      : decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, upstream });
     if (decision instanceof LifecycleViolation) {
+      if (upstream !== undefined)
+        counted.set(upstreamCounter(model, upstream), count(upstreamCounter(model, upstream)) - 1);
       expireIfDue(state);
       continue;
     }
     decisions.push(decision);
     taken.add(reqId);
+    // A takeover on another upstream frees its place on the one it was on (the new one was taken by `place`).
+    const { upstream: before } = state.context;
+    if (upstream !== undefined && before !== undefined) {
+      const was = upstreamCounter(state.context.servedBy ?? model, before);
+      counted.set(was, count(was) - 1);
+    }
     // A takeover keeps its counts (it was being processed and still is); a give-up frees one of each.
     if (exhausted) for (const counter of countersOf(state.context)) counted.set(counter, count(counter) - 1);
     else started++;
@@ -143,13 +217,22 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
           count(model === undefined ? accountCounter(accountId) : accountModelCounter(accountId, model)),
         runningOfBatches: (model) => count(batchLinesCounter(model)),
       },
-      { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf, batchShare: batchShareOf },
+      {
+        free: claim.max - started,
+        modelLimit: limitOf,
+        accountLimit,
+        accountShare: shareOf,
+        batchShare: batchShareOf,
+        upstreamOpen,
+        fallbackOpen: (entry) => fallbackFor(entry) !== undefined,
+        place: placeEntry,
+      },
       claim.now,
     );
-    for (const { reqId } of fromQueue.claimed) {
+    for (const { reqId, placement } of fromQueue.claimed) {
       const state = reads.request(reqId);
       if (state === undefined) continue;
-      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, ...placement });
       if (decision instanceof LifecycleViolation) {
         expireIfDue(state);
         continue;

@@ -1,4 +1,5 @@
 import { accountOfLane, isBatchLane } from './batch/lines.js';
+import type { Placement } from './request/decider.js';
 
 /** A request waiting for a worker, as the dispatch index holds it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
@@ -38,10 +39,22 @@ export type ClaimLimits = {
   /** Workers of the model that batches' lines get even while interactive work of it is due (`batches.minShare`);
    * beyond them a line waits while such work is due (absent: lines are like any request). */
   readonly batchShare?: (model: string) => number;
+  /** Whether one of the model's upstreams may take a call now (absent: a model without upstreams always may). */
+  readonly upstreamOpen?: (model: string) => boolean;
+  /** Whether the entry may run on a fallback model now (claim.ts: spill-over, or no upstream of its own in service). */
+  readonly fallbackOpen?: (entry: QueuedEntry) => boolean;
+  /** Takes the place the entry's call goes to (its model's upstream, or a fallback's), once it is claimed. */
+  readonly place?: (entry: QueuedEntry, own: boolean) => Placement | undefined;
 };
 
 /** A waiting request the claim takes. */
-export type ClaimedEntry = { readonly reqId: string; readonly accountId: string; readonly model: string };
+export type ClaimedEntry = {
+  readonly reqId: string;
+  readonly accountId: string;
+  readonly model: string;
+  /** Where its call goes (limits.place): an upstream of its model, or a fallback model's. */
+  readonly placement?: Placement | undefined;
+};
 
 /** What the claim takes from the queue, and where it stopped. */
 export type FairClaim = {
@@ -112,8 +125,9 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   const waitingHere = (entry: QueuedEntry) => !state.running.has(entry.reqId) && !taken.has(entry.reqId);
   const eligible = (entry: QueuedEntry, accountId: string) =>
     waitingHere(entry) &&
-    runningNow(entry.model) < limits.modelLimit(entry.model) &&
-    ofAccount(accountId) < accountLimit(accountId);
+    ofAccount(accountId) < accountLimit(accountId) &&
+    ((runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true)) ||
+      (limits.fallbackOpen?.(entry) ?? false));
   const overShare = (entry: QueuedEntry, accountId: string, batch: boolean) =>
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
     (batch && batchesNow(entry.model) >= batchShare(entry.model));
@@ -188,7 +202,14 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
         const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);
-        claimed.push({ reqId: entry.reqId, accountId, model: entry.model });
+        const own =
+          runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true);
+        const placement = limits.place?.(entry, own);
+        claimed.push(
+          placement === undefined
+            ? { reqId: entry.reqId, accountId, model: entry.model }
+            : { reqId: entry.reqId, accountId, model: entry.model, placement },
+        );
         taken.add(entry.reqId);
         add(perModel, entry.model);
         if (isBatchLane(lane)) add(perModel, `\u0000batch\u0000${entry.model}`);

@@ -19,15 +19,17 @@ import {
   Refused,
 } from './errors.js';
 import type { DomainEvent } from './events.js';
+import { type FailOver, failOverDecision } from './failOver.js';
 import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
 import { createFileRefusal, decideUpload, reservationTaken, type UploadFacts } from './file/uploadDecider.js';
 import type { AccountUploads } from './file/uploads.js';
-import { accountCounter, modelCounter } from './processingCounters.js';
+import { accountCounter, modelCounter, upstreamCounter } from './processingCounters.js';
 import { queueFullMessage } from './queuedCounter.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
+import { chooseUpstream, standingsOf, type UpstreamPlace } from './upstreamChoice.js';
 import {
   decideWebhookCommand,
   type WebhookCommand,
@@ -47,6 +49,8 @@ export type Command =
       readonly modelLimit?: number | undefined;
       /** With `startNow`: the account's bound of requests being processed at once, in all processes (its plan's). */
       readonly maxProcessing?: number | undefined;
+      /** With `startNow`: the model's upstreams (its call goes to one with a free place, chosen in the write). */
+      readonly upstreams?: readonly UpstreamPlace[] | undefined;
       /** A batch's line: its account's bound of stored bytes (its plan's `maxFileStorageBytes`), and the room each
        * line not ended holds for its answer (twice the most an answer may take): the line is queued only while the
        * account has room for it (accountCounters.ts, `linesWithRoom`; its batch waits: app/batches/queueLines.ts). */
@@ -59,6 +63,7 @@ export type Command =
     >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim
+  | FailOver
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand }
   | { readonly type: 'Batch'; readonly batchId: string; readonly command: BatchCommand }
   | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand }
@@ -154,7 +159,7 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
 
 type RequestCommandOf = Exclude<
   Command,
-  { type: 'Account' | 'Claim' | 'Batch' | 'File' | 'WebhookEndpoint' | 'WebhookDelivery' }
+  { type: 'Account' | 'Claim' | 'FailOver' | 'Batch' | 'File' | 'WebhookEndpoint' | 'WebhookDelivery' }
 >;
 
 const textOf = (command: RequestCommandOf): string | undefined => {
@@ -205,7 +210,14 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
     under(command.modelLimit, modelCounter(command.model)) &&
     under(command.maxProcessing, accountCounter(command.accountId)) &&
     !reads.anyWaiting();
-  return mayStart ? command : { ...command, startNow: undefined };
+  if (!mayStart) return { ...command, startNow: undefined };
+  if (command.upstreams === undefined) return command;
+  // On an upstream with a free place, as a claim would choose it; none: it waits in the queue.
+  const inFlight = (name: string) => reads.processingCount(upstreamCounter(command.model, name));
+  const upstream = chooseUpstream(standingsOf(command.upstreams, inFlight), command.affinity);
+  return upstream === undefined
+    ? { ...command, startNow: undefined }
+    : { ...command, startNow: { ...command.startNow, upstream } };
 };
 
 /** A batch's line is queued only while its batch takes lines (in progress: not cancelled, not past its window). */
@@ -364,6 +376,7 @@ const decideAlone = (reads: DecisionReads, command: Command): Decision | Refusal
   if (command.type === 'Batch') return decideBatchCommand(reads, command);
   if (command.type === 'File') return decideFileCommand(reads, command);
   if (command.type === 'Claim') return decideClaimCommand(reads, command);
+  if (command.type === 'FailOver') return failOverDecision(reads, command);
   if (command.type === 'WebhookEndpoint' || command.type === 'WebhookDelivery')
     return decideWebhookCommand(reads, command) as Decision | Refusal;
   return decideRequest(reads, command);

@@ -1,4 +1,6 @@
+import type { Fallbacks } from '../domain/claim.js';
 import type { RetryPolicy } from '../domain/request/retryPolicy.js';
+import type { UpstreamPlace } from '../domain/upstreamChoice.js';
 
 /**
  * The third part of the storage port, beside the event log (`Store.commit`) and the read model (`Store.reads`): the
@@ -24,6 +26,11 @@ export interface WorkQueueShape {
    * Records an attempt's failure: a retry after the policy's backoff, or a failure for good once no attempt is left
    * or when no retry could mend it (`told.permanent`); `told.said` is what the caller is told if it fails for good.
    */
+  /**
+   * Moves the attempt to another upstream of its model after a failure that is the upstream's (`moved`: call it now),
+   * or, with none left in service with a free place, records the failure as `recordFailure` does.
+   */
+  failOver(held: Held, ask: FailOverAsk, now: number): Promise<{ readonly moved: string } | Recorded>;
   recordFailure(
     held: Held,
     reason: string,
@@ -32,6 +39,17 @@ export interface WorkQueueShape {
     told?: FailureTold | undefined,
   ): Promise<Recorded>;
 }
+
+/** What a failover asks (domain/failOver.ts): the model the attempt runs on, the upstream that failed, those tried. */
+export type FailOverAsk = {
+  readonly model: string;
+  readonly from: string;
+  readonly tried: readonly string[];
+  readonly upstreams: readonly UpstreamPlace[];
+  readonly reason: string;
+  readonly policy: RetryPolicy;
+  readonly said?: string | undefined;
+};
 
 /** Beside its reason for the log: what a failure tells the caller, and whether a retry could mend it (modelCall.ts). */
 export type FailureTold = {
@@ -61,10 +79,21 @@ export type ClaimAsk = {
   readonly workers?: number | undefined;
   /** The share of a model's workers batches' lines always get, even while interactive work of it is due. */
   readonly batchShare?: number | undefined;
+  /** Each model's upstreams, from this process's config (domain/claim.ts chooses among them). */
+  readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
+  /** Each model's fallbacks (domain/claim.ts). */
+  readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
 };
 
-/** A request a claim took: started under the claimant's lease, in attempt `attempt`. */
-export type ClaimedAttempt = { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number };
+/** A request a claim took: started under the claimant's lease, in attempt `attempt`, on `upstream` of its model (the
+ * model `servedBy` when not its own). */
+export type ClaimedAttempt = {
+  readonly reqId: string;
+  readonly attempt: number;
+  readonly leaseUntil: number;
+  readonly upstream?: string | undefined;
+  readonly servedBy?: string | undefined;
+};
 
 export type Claimed = {
   /** The attempts now held, in the order taken. */

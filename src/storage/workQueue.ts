@@ -26,7 +26,15 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
     return {
       started: events.flatMap((event) =>
         event.type === 'RequestProcessingStarted'
-          ? [{ reqId: event.reqId, attempt: event.attempt, leaseUntil: event.leaseUntil ?? ask.now + ask.leaseMs }]
+          ? [
+              {
+                reqId: event.reqId,
+                attempt: event.attempt,
+                leaseUntil: event.leaseUntil ?? ask.now + ask.leaseMs,
+                upstream: event.upstream,
+                servedBy: event.servedBy,
+              },
+            ]
           : [],
       ),
       gaveUp: events.flatMap((event) => (event.type === 'RequestFailed' ? [event.reqId] : [])),
@@ -57,6 +65,12 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
         now,
       }),
     );
+  },
+  async failOver({ reqId, attempt, owner }, ask, now) {
+    const outcome = await send({ type: 'FailOver', reqId, owner, attempt, now, ...ask });
+    const moved = eventsOf(outcome).find((event) => event.type === 'RequestUpstreamChanged');
+    if (moved !== undefined && moved.type === 'RequestUpstreamChanged') return { moved: moved.to };
+    return recorded(outcome);
   },
   async recordFailure({ reqId, attempt, owner }, reason, policy, now, { said, permanent } = {}) {
     const command = { type: 'RecordFailure' as const, reqId, reason, policy, now, owner, attempt };

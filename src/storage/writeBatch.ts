@@ -6,7 +6,7 @@ import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../dom
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../domain/commands.js';
 import type { DomainEvent, StoredEvent } from '../domain/events.js';
 import { isFileEvent } from '../domain/file/events.js';
-import { countersOf } from '../domain/processingCounters.js';
+import { counterMoves } from '../domain/processingCounters.js';
 import { queuedDelta } from '../domain/queuedCounter.js';
 import { initialRequestState, type RequestState } from '../domain/request/state.js';
 import { isWebhookEvent } from '../domain/webhook/events.js';
@@ -174,8 +174,9 @@ export const writeBatch = (
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
       count(queuedDeltas, accountId, queuedDelta(entry.after, request.state));
-      const processing = Number(status === 'processing') - Number(entry.after.status === 'processing');
-      for (const counter of countersOf(request.state.context)) count(processingDeltas, counter, processing);
+      if (status === 'processing' || entry.after.status === 'processing')
+        for (const [counter, delta] of counterMoves(entry.after, request.state))
+          count(processingDeltas, counter, delta);
       if (status === 'waiting') madeWaiting = true;
       const { batchId } = request.state.context;
       if (batchId !== undefined) {

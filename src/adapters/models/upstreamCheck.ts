@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { causeOf } from '../../app/upstreamProblems.js';
-import type { ModelConfig } from '../../config.js';
+import { type ModelConfig, upstreamsOf } from '../../config.js';
 import type { UpstreamProblem } from '../../ports/ModelProvider.js';
 import { connectionFailure } from './connectionFailure.js';
 import { upstreamName } from './upstreamName.js';
@@ -113,14 +113,14 @@ export const checkModels = (
   Promise.all(
     models.flatMap((model) =>
       model.provider === 'openai'
-        ? [
+        ? upstreamsOf(model).map((upstream) =>
             checkUpstream(
-              model.baseUrl,
-              model.apiKeyEnv === undefined ? undefined : env[model.apiKeyEnv],
-              model.upstreamModel,
+              upstream.baseUrl,
+              upstream.apiKeyEnv === undefined ? undefined : env[upstream.apiKeyEnv],
+              upstream.upstreamModel,
               timeoutMs,
-            ).then((found) => ({ model: model.id, url: upstreamName(model.baseUrl), ...found })),
-          ]
+            ).then((found) => ({ model: model.id, url: upstreamName(upstream.baseUrl), ...found })),
+          )
         : [],
     ),
   );

@@ -11,7 +11,7 @@ import { scanLimit } from '../../domain/claimFairly.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
-import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
+import { accountCounter, modelCounter, upstreamCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -38,7 +38,7 @@ import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from
 const maxRounds = 50;
 
 /** Request commands that may end their request (a webhook event: the outbox reads its account's endpoints). */
-const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'OwnerGone', 'Release']);
+const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'FailOver', 'OwnerGone', 'Release']);
 /** Batch commands that may end their batch, or fail it. */
 const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch', 'RecordWorkFailure', 'CancelFinalizing']);
 
@@ -118,6 +118,9 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     // changes its batch's counts.
     needs.push({ kind: 'request', id: command.reqId });
     if (mayEnd.has(command.type)) needs.push({ kind: 'outboxOf', source: 'request', id: command.reqId });
+    if (command.type === 'FailOver')
+      for (const upstream of command.upstreams)
+        needs.push({ kind: 'processingCount', id: upstreamCounter(command.model, upstream.name) });
     if (command.type !== 'Submit') continue;
     if (command.batchId !== undefined) needs.push({ kind: 'batch', id: command.batchId });
     if (command.idempotency !== undefined)
@@ -133,6 +136,8 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       if (command.modelLimit !== undefined) needs.push({ kind: 'processingCount', id: modelCounter(command.model) });
       if (command.maxProcessing !== undefined)
         needs.push({ kind: 'processingCount', id: accountCounter(command.accountId) });
+      for (const upstream of command.upstreams ?? [])
+        needs.push({ kind: 'processingCount', id: upstreamCounter(command.model, upstream.name) });
     }
   }
   return needs;

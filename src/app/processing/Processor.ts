@@ -4,9 +4,12 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
+import { upstreamsOf } from '../../config.js';
+import type { Fallbacks } from '../../domain/claim.js';
 import type { Unavailable } from '../../domain/errors.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
+import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
@@ -28,7 +31,13 @@ import { createWaiters } from './waiters.js';
 import { summaryOf } from './wakeups.js';
 
 /** What a submit may start under when a worker of this process is free for it (the store decides whether it does). */
-export type StartNow = { readonly owner: string; readonly leaseMs: number; readonly modelLimit?: number | undefined };
+export type StartNow = {
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly modelLimit?: number | undefined;
+  /** The model's upstreams (the submit's write chooses one with a free place). */
+  readonly upstreams?: readonly UpstreamPlace[] | undefined;
+};
 
 export interface ProcessorShape {
   /** There may be work to take (a restart, a change by another process). Cheap; coalesced. */
@@ -55,7 +64,12 @@ export interface ProcessorShape {
     model: string,
     reserved: boolean,
     started:
-      | { readonly attempt: number; readonly leaseUntil?: number | undefined; readonly input: ModelInput }
+      | {
+          readonly attempt: number;
+          readonly leaseUntil?: number | undefined;
+          readonly input: ModelInput;
+          readonly upstream?: string | undefined;
+        }
       | undefined,
     queued?: boolean,
   ): void;
@@ -101,6 +115,35 @@ export type ProcessorDeps = {
   readonly lineInputs?: LineInputs | undefined;
 };
 
+/** Each model's upstreams as the claim weighs them, for models of two or more (with one there is nothing to choose:
+ * the model's own bound is its places, and its events stay as before). Places only where bounded: the claim travels
+ * as JSON, which has no Infinity. */
+export const upstreamPlacesOf = (models: ModelsShape): Record<string, readonly UpstreamPlace[]> => {
+  const places: Record<string, readonly UpstreamPlace[]> = {};
+  for (const id of models.ids()) {
+    const config = models.get(id)?.config;
+    if (config?.provider !== 'openai' || upstreamsOf(config).length < 2) continue;
+    places[id] = upstreamsOf(config).map(({ name, places: bound, weight }) =>
+      Number.isFinite(bound) ? { name, places: bound, weight } : { name, weight },
+    );
+  }
+  return places;
+};
+
+/** Each model's fallbacks as the claim takes them (contract 19; a model without is absent). */
+export const fallbacksOf = (models: ModelsShape): Record<string, Fallbacks> => {
+  const fallbacks: Record<string, Fallbacks> = {};
+  for (const id of models.ids()) {
+    const config = models.get(id)?.config;
+    if (config?.provider !== 'openai' || config.fallbacks === undefined) continue;
+    fallbacks[id] =
+      config.spillAfterSeconds === undefined
+        ? { models: config.fallbacks }
+        : { models: config.fallbacks, spillAfterMs: config.spillAfterSeconds * 1000 };
+  }
+  return fallbacks;
+};
+
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
 export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
 
@@ -121,14 +164,25 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const admission = createAdmission(deps.maxBacklog ?? Number.POSITIVE_INFINITY);
   const waiters = createWaiters();
   const caller = createModelCaller(deps.live);
-  // Each model's bound, read from the models at each claim: a reload adds, removes and changes them.
-  const modelLimits = (): Record<string, number> => {
-    const limits: Record<string, number> = {};
-    for (const id of deps.models.ids()) {
+  // Each model's bound, upstreams and fallbacks, read from the models again after a reload (which adds, removes and
+  // changes them, and makes a new list of ids): kept until then, since every claim reads them.
+  let seenIds: readonly string[] | undefined;
+  let bounds = {
+    modelLimits: {} as Record<string, number>,
+    upstreams: {} as Record<string, readonly UpstreamPlace[]>,
+    fallbacks: {} as Record<string, Fallbacks>,
+  };
+  const current = () => {
+    const ids = deps.models.ids();
+    if (ids === seenIds) return bounds;
+    seenIds = ids;
+    const modelLimits: Record<string, number> = {};
+    for (const id of ids) {
       const limit = deps.models.get(id)?.config.maxConcurrency;
-      if (limit !== undefined) limits[id] = limit;
+      if (limit !== undefined) modelLimits[id] = limit;
     }
-    return limits;
+    bounds = { modelLimits, upstreams: upstreamPlacesOf(deps.models), fallbacks: fallbacksOf(deps.models) };
+    return bounds;
   };
   /** Attempts this process runs, until their outcome is durable. */
   const working = new Map<string, Attempt & { done: Promise<void> }>();
@@ -163,6 +217,9 @@ export const createProcessor = (deps: ProcessorDeps) => {
     leaseLapsing: (reqId) => leaseKeeper.giveUpIfLapsing(reqId),
     leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
     lineInputs: deps.lineInputs,
+    get upstreams() {
+      return current().upstreams;
+    },
     workerFree: () => {
       slots.letGo();
       dispatcher.workerFree();
@@ -229,7 +286,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
       owner,
       leaseMs: deps.leaseMs,
       get modelLimits() {
-        return modelLimits();
+        return current().modelLimits;
       },
       policy: deps.policy,
       get maxProcessing() {
@@ -238,10 +295,16 @@ export const createProcessor = (deps: ProcessorDeps) => {
       accountShare: deps.accountShare,
       batchShare: deps.batchShare,
       workers: deps.concurrency,
+      get upstreams() {
+        return current().upstreams;
+      },
+      get fallbacks() {
+        return current().fallbacks;
+      },
     },
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
-    run: (claimed) => run(claimed),
+    run: (claimed) => run(claimed.servedBy === undefined ? claimed : { ...claimed, model: claimed.servedBy }),
     started: admission.started,
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
@@ -310,13 +373,17 @@ export const createProcessor = (deps: ProcessorDeps) => {
 
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
-    return { owner, leaseMs: deps.leaseMs, modelLimit: deps.models.get(model)?.config.maxConcurrency };
+    const { modelLimits, upstreams } = current();
+    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model], upstreams: upstreams[model] };
   };
 
   const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started, queued = false) => {
     admission.written(!reserved, queued);
     if (started !== undefined && reserved)
-      return run({ reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model }, started.input);
+      return run(
+        { reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model, upstream: started.upstream },
+        started.input,
+      );
     if (reserved) slots.letGo();
     // The request waits in the queue now: look at it.
     dispatcher.schedule();
