@@ -174,7 +174,8 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
         return outcomeOf(
           reqId,
           model,
-          (onDelta) => model.provider.generate({ ...input, requestId: reqId, signal: stopping.signal, onDelta, upstream }),
+          (onDelta) =>
+            model.provider.generate({ ...input, requestId: reqId, signal: stopping.signal, onDelta, upstream }),
           describe,
         );
       const group = join(model);
@@ -185,7 +186,8 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
         return await outcomeOf(
           reqId,
           model,
-          (onDelta) => settledBy(model.provider.generate({ ...input, requestId: reqId, signal, onDelta, upstream }), signal),
+          (onDelta) =>
+            settledBy(model.provider.generate({ ...input, requestId: reqId, signal, onDelta, upstream }), signal),
           (error) => {
             if (own.signal.aborted) return { reason: 'cancelled' };
             const timedOut = signal.aborted && !stopping.signal.aborted;
