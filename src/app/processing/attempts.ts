@@ -43,6 +43,10 @@ const answerOf = (generation: Generation): StoredAnswer => {
 const outcomeLabel = (outcome: CallOutcome) =>
   outcome.ok ? 'completed' : outcome.reason.startsWith('timed out') ? 'timed_out' : 'failed';
 
+/** The upstream call's outcome as counted (a failover counts its own calls `failed_over`). */
+const upstreamOutcome = (outcome: CallOutcome) =>
+  outcome.ok ? 'ok' : outcome.reason === 'cancelled' ? 'cancelled' : 'failed';
+
 /**
  * One attempt, from its durable start to its durable outcome: call the model once (the worker is let go as soon as it
  * answers), then record the outcome in the name of the attempt's owner. The machine records it only while that owner
@@ -60,7 +64,7 @@ export const createAttemptRunner = (deps: {
   readonly owner: string;
   readonly policy: RetryPolicy;
   readonly caller: ModelCaller;
-  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
+  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled'> | undefined;
   /** Cancelled while its start was being recorded: its model is never called. */
   readonly cancelledEarly: (reqId: string) => boolean;
   /** The lease is gone or about to be (see leaseKeeper.ts): the model is not called; the attempt is given back. */
@@ -145,6 +149,8 @@ export const createAttemptRunner = (deps: {
         const calledAt = performance.now();
         outcome = await deps.caller.call(reqId, model, input, attempt.upstream);
         seconds = (performance.now() - calledAt) / 1000;
+        if (attempt.upstream !== undefined)
+          deps.metrics?.upstreamCalled(modelId, attempt.upstream, upstreamOutcome(outcome));
       }
     } finally {
       deps.workerFree();
