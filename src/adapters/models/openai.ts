@@ -192,7 +192,13 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     });
   const whole = clientFor(false);
   const streaming = clientFor(true);
-  const streamed = async (body: CompletionParams, signal: AbortSignal, onDelta: (text: string) => void) => {
+  const streamed = async (
+    body: CompletionParams,
+    signal: AbortSignal,
+    onDelta: (text: string) => void,
+    startedAt: number,
+  ) => {
+    let firstTokenMs: number | undefined;
     const stream = await streaming.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       { signal },
@@ -208,6 +214,9 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       const choice = chunk.choices?.[0];
       if (choice === undefined) continue;
       const piece = choice.delta?.content;
+      // The first token: the first piece of text or of a tool call (a role-only first chunk is no token yet).
+      if (firstTokenMs === undefined && ((typeof piece === 'string' && piece !== '') || choice.delta?.tool_calls))
+        firstTokenMs = performance.now() - startedAt;
       if (typeof piece === 'string' && piece !== '') {
         if (!count.add(piece)) throw tooLarge();
         text += piece;
@@ -222,6 +231,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       toolCalls: toolCalls.length === 0 ? undefined : toolCalls,
       finishReason: finishOf(finish),
       usage,
+      firstTokenMs,
     };
     // Exactly, as a whole answer is: ids airs gave to calls that came without one count too.
     if (answerBytes(generation) > maxAnswerBytes) throw tooLarge();
@@ -234,9 +244,20 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
         model: options.upstreamModel,
         messages: upstreamMessages(messages ?? [{ role: 'user', content: prompt }]),
       } as CompletionParams;
+      const startedAt = performance.now();
       try {
-        if (onDelta !== undefined) return await streamed(body, signal, onDelta);
-        return generationOf(await whole.chat.completions.create(body, { signal }), maxAnswerBytes, tooLarge);
+        if (onDelta !== undefined) return await streamed(body, signal, onDelta, startedAt);
+        // A whole answer's first token is seen with its first byte: when its headers came (the body follows them).
+        const call = whole.chat.completions.create(body, { signal });
+        let firstTokenMs: number | undefined;
+        call.asResponse().then(
+          () => {
+            firstTokenMs = performance.now() - startedAt;
+          },
+          () => {},
+        );
+        const generation = generationOf(await call, maxAnswerBytes, tooLarge);
+        return { ...generation, firstTokenMs };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;

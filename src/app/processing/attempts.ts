@@ -37,6 +37,7 @@ const answerOf = (generation: Generation): StoredAnswer => {
     outputTokens: generation.usage?.outputTokens,
     finishReason: generation.finishReason === 'stop' ? undefined : generation.finishReason,
     output: answer.output,
+    firstTokenMs: generation.firstTokenMs,
   };
 };
 
