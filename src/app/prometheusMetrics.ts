@@ -152,7 +152,12 @@ export type MetricsSources = {
  * (one read per upstream of the config, as `airs models list` does); calls ended, by outcome, counted by this process.
  * Only the config's models × upstreams are labels: a call on an upstream removed from the config is not counted.
  */
-const upstreamCollectors = (registry: Registry, models: readonly ModelConfig[], reads: ReadModel | undefined) => {
+const upstreamCollectors = (
+  registry: Registry,
+  models: readonly ModelConfig[],
+  reads: ReadModel | undefined,
+  now: () => number,
+) => {
   const key = (model: string, upstream: string) => `${model}\u0000${upstream}`;
   const configured = new Set(
     models.flatMap((model) =>
@@ -179,7 +184,7 @@ const upstreamCollectors = (registry: Registry, models: readonly ModelConfig[], 
   let reading: Promise<UpstreamRow[]> | undefined;
   const rowsShared = () => {
     if (reads === undefined) return Promise.resolve([]);
-    reading ??= upstreamRows(models, reads).finally(() => {
+    reading ??= upstreamRows(models, reads, now()).finally(() => {
       reading = undefined;
     });
     return reading;
@@ -226,7 +231,7 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
 
   const reads = sources.reads;
   const now = sources.now ?? Date.now;
-  const upstreamCalled = upstreamCollectors(registry, sources.models ?? [], reads);
+  const upstreamCalled = upstreamCollectors(registry, sources.models ?? [], reads, now);
   /** The queue as of the last scrape, by model; read once per scrape by both gauges. */
   let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>(
     (sources.modelIds ?? []).map((model) => [model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY }]),

@@ -1,17 +1,8 @@
 import { type ModelConfig, upstreamsOf } from '../config.js';
 import { upstreamCounter } from '../domain/processingCounters.js';
+import type { UpstreamState } from '../domain/upstreamChoice.js';
+import { stateAt, type UpstreamHealth } from '../domain/upstreamHealth.js';
 import type { ReadModel } from '../ports/Store.js';
-
-/** An upstream's state as contract 19 names it: taking calls, out for a cool-down, or open to one trial call. */
-export type UpstreamStateName = 'in_service' | 'out_of_service' | 'trying';
-
-/** What the store says of an upstream's health (the core's view), as the list shows it. */
-export type UpstreamHealthSeen = {
-  readonly state: UpstreamStateName;
-  /** Out of service until then (epoch ms). */
-  readonly until?: number | undefined;
-  readonly lastError?: string | undefined;
-};
 
 /** One upstream of a configured model, as `airs models list` and `/metrics` show it: never its key. */
 export type UpstreamRow = {
@@ -22,16 +13,17 @@ export type UpstreamRow = {
   readonly maxConcurrency: number | null;
   /** Calls on it now, in all processes and nodes (the store's processing counter). */
   readonly inFlight: number;
-  readonly state: UpstreamStateName;
+  /** `in_service`, `out_of_service` (its cool-down runs until `until`) or `trying` (one trial call may test it). */
+  readonly state: UpstreamState;
   readonly until?: number | undefined;
   readonly lastError?: string | undefined;
 };
 
-/** Reads an upstream's health; undefined: nothing recorded against it (in service). */
-export type HealthRead = (model: string, upstream: string) => Promise<UpstreamHealthSeen | undefined>;
-
-/** No health read yet: every upstream without a recorded failure is in service. */
-const noHealth: HealthRead = async () => undefined;
+/** The store's reads the list needs: the processing counters, and each upstream's health where the store keeps it
+ * (upstreamHealth.ts; absent, or nothing recorded: in service, as the claim takes it). */
+export type UpstreamReads = Pick<ReadModel, 'processingCount'> & {
+  upstreamHealth?(model: string, upstream: string): Promise<UpstreamHealth | undefined>;
+};
 
 /**
  * Every upstream of the configured `openai` models (echo has none), in config order, with its calls in flight and
@@ -39,8 +31,8 @@ const noHealth: HealthRead = async () => undefined;
  */
 export const upstreamRows = async (
   models: readonly ModelConfig[],
-  reads: Pick<ReadModel, 'processingCount'>,
-  health: HealthRead = noHealth,
+  reads: UpstreamReads,
+  now: number,
 ): Promise<UpstreamRow[]> => {
   const places = models.flatMap((model) =>
     model.provider === 'openai' ? upstreamsOf(model).map((upstream) => ({ model: model.id, upstream })) : [],
@@ -49,7 +41,7 @@ export const upstreamRows = async (
     places.map(async ({ model, upstream }) => {
       const [inFlight, seen] = await Promise.all([
         reads.processingCount(upstreamCounter(model, upstream.name)),
-        health(model, upstream.name),
+        reads.upstreamHealth?.(model, upstream.name),
       ]);
       return {
         model,
@@ -57,8 +49,8 @@ export const upstreamRows = async (
         baseUrl: upstream.baseUrl,
         maxConcurrency: Number.isFinite(upstream.places) ? upstream.places : null,
         inFlight,
-        state: seen?.state ?? 'in_service',
-        ...(seen?.until === undefined ? {} : { until: seen.until }),
+        state: stateAt(seen, now),
+        ...(seen?.outUntil === undefined ? {} : { until: seen.outUntil }),
         ...(seen?.lastError === undefined ? {} : { lastError: seen.lastError }),
       };
     }),

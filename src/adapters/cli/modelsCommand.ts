@@ -62,7 +62,7 @@ const list = async (options: ListOptions, output: Output) => {
   const store = await openConfiguredStore(config);
   let rows: Awaited<ReturnType<typeof upstreamRows>>;
   try {
-    rows = await upstreamRows(config.models, store.reads);
+    rows = await upstreamRows(config.models, store.reads, Date.now());
   } finally {
     await store.close();
   }
