@@ -1,5 +1,5 @@
 import { type ModelConfig, upstreamsOf } from '../config.js';
-import { upstreamCounter } from '../domain/processingCounters.js';
+import { modelCounter, upstreamCounter } from '../domain/processingCounters.js';
 import type { UpstreamState } from '../domain/upstreamChoice.js';
 import { stateAt, type UpstreamHealth } from '../domain/upstreamHealth.js';
 import type { ReadModel } from '../ports/Store.js';
@@ -34,13 +34,20 @@ export const upstreamRows = async (
   reads: UpstreamReads,
   now: number,
 ): Promise<UpstreamRow[]> => {
-  const places = models.flatMap((model) =>
-    model.provider === 'openai' ? upstreamsOf(model).map((upstream) => ({ model: model.id, upstream })) : [],
-  );
+  const places = models.flatMap((model) => {
+    if (model.provider !== 'openai') return [];
+    const upstreams = upstreamsOf(model);
+    // A model of one upstream is not placed (its calls count only in the model's counter): all of them are on it.
+    return upstreams.map((upstream) => ({
+      model: model.id,
+      upstream,
+      counter: upstreams.length === 1 ? modelCounter(model.id) : upstreamCounter(model.id, upstream.name),
+    }));
+  });
   return Promise.all(
-    places.map(async ({ model, upstream }) => {
+    places.map(async ({ model, upstream, counter }) => {
       const [inFlight, seen] = await Promise.all([
-        reads.processingCount(upstreamCounter(model, upstream.name)),
+        reads.processingCount(counter),
         reads.upstreamHealth?.(model, upstream.name),
       ]);
       return {

@@ -59,7 +59,9 @@ const until = async (what: string, done: () => boolean | Promise<boolean>, timeo
 describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
   let a: Awaited<ReturnType<typeof startFakeOpenAi>>;
   let b: Awaited<ReturnType<typeof startFakeOpenAi>>;
+  let c: Awaited<ReturnType<typeof startFakeOpenAi>>;
   beforeAll(async () => {
+    c = await startFakeOpenAi();
     // Each call waits 150 ms before its answer: a time to first token that can be told from nothing.
     a = await startFakeOpenAi({ delayMs: 150 });
     b = await startFakeOpenAi({ delayMs: 150 });
@@ -67,6 +69,7 @@ describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
   afterAll(async () => {
     await a.close();
     await b.close();
+    await c.close();
   });
   const config = () => ({
     models: [
@@ -80,6 +83,8 @@ describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
           { name: 'b', baseUrl: b.baseUrl, maxConcurrency: 2 },
         ],
       },
+      // One upstream: its calls are not placed, and count in the model's own counter.
+      { id: 'solo', provider: 'openai', upstreamModel: 'llama-3-8b', baseUrl: c.baseUrl, maxConcurrency: 4 },
     ],
   });
 
@@ -93,19 +98,23 @@ describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
     const sent = await Promise.all([
       ...[1, 2].map(() => submit(first.url, key, 'fleet', 'hang')),
       ...[1, 2, 3].map(() => submit(second.url, key, 'fleet', 'hang')),
+      submit(second.url, key, 'solo', 'hang'),
     ]);
     for (const answer of sent) expect(answer.status).toBe(202);
-    await until('five calls held by the upstreams', () => a.calls('hang') + b.calls('hang') === 5);
+    await until('six calls held by the upstreams', () => a.calls('hang') + b.calls('hang') + c.calls('hang') === 6);
 
     const listed = await runCli(box, ['models', 'list', '--json']);
     expect(listed.code, listed.stderr).toBe(0);
     const document = JSON.parse(listed.stdout) as Listed;
-    expect(document.models.map((model) => model.id)).toEqual(['echo', 'fleet']);
+    expect(document.models.map((model) => model.id)).toEqual(['echo', 'fleet', 'solo']);
     expect(document.models[0]?.upstreams).toEqual([]);
     // What the store counts is what the upstreams themselves hold.
     expect(document.models[1]?.upstreams).toEqual([
       { name: 'a', baseUrl: a.baseUrl, maxConcurrency: 3, inFlight: a.calls('hang'), state: 'in_service' },
       { name: 'b', baseUrl: b.baseUrl, maxConcurrency: 2, inFlight: b.calls('hang'), state: 'in_service' },
+    ]);
+    expect(document.models[2]?.upstreams).toEqual([
+      { name: '0', baseUrl: c.baseUrl, maxConcurrency: 4, inFlight: 1, state: 'in_service' },
     ]);
     expect(a.calls('hang')).toBe(3);
     expect(b.calls('hang')).toBe(2);
@@ -116,6 +125,7 @@ describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
       'echo: echo, built in: no upstream',
       `fleet a ${a.baseUrl} in_flight=3/3 in_service`,
       `fleet b ${b.baseUrl} in_flight=2/2 in_service`,
+      `solo 0 ${c.baseUrl} in_flight=1/4 in_service`,
     ]);
 
     // Either process's /metrics reads the same store: the calls in flight in all processes.
@@ -125,12 +135,14 @@ describe("A model's upstreams seen from outside", { timeout: 90_000 }, () => {
         new Map([
           ['{model="fleet",upstream="a"}', 3],
           ['{model="fleet",upstream="b"}', 2],
+          ['{model="solo",upstream="0"}', 1],
         ]),
       );
       expect(samples(metrics, 'airs_upstream_in_service')).toEqual(
         new Map([
           ['{model="fleet",upstream="a"}', 1],
           ['{model="fleet",upstream="b"}', 1],
+          ['{model="solo",upstream="0"}', 1],
         ]),
       );
     }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { upstreamsOf } from '../../config.js';
 import { isExpired } from '../../domain/request/questions.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
 import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
@@ -7,7 +8,7 @@ import type { Generation } from '../../ports/ModelProvider.js';
 import { StorageFault, type StoreShape } from '../../ports/Store.js';
 import type { Held, Recorded, StoredAnswer, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { CommitterShape } from '../Committer.js';
-import type { MetricsShape } from '../Metrics.js';
+import type { MetricsShape, UpstreamCallOutcome } from '../Metrics.js';
 import type { Model, ModelsShape } from '../Models.js';
 import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
 import type { LineInputs } from './lineReader.js';
@@ -45,8 +46,15 @@ const answerOf = (generation: Generation): StoredAnswer => {
 const outcomeLabel = (outcome: CallOutcome) =>
   outcome.ok ? 'completed' : outcome.reason.startsWith('timed out') ? 'timed_out' : 'failed';
 
+/** The one upstream of a model that has only one (its calls are not placed, so their starts name none). */
+const soleUpstream = (model: Model): string | undefined => {
+  if (model.config.provider !== 'openai') return undefined;
+  const upstreams = upstreamsOf(model.config);
+  return upstreams.length === 1 ? upstreams[0]?.name : undefined;
+};
+
 /** The upstream call's outcome as counted (a failover counts its own calls `failed_over`). */
-const upstreamOutcome = (outcome: CallOutcome) =>
+const upstreamOutcome = (outcome: CallOutcome): UpstreamCallOutcome =>
   outcome.ok ? 'ok' : outcome.reason === 'cancelled' ? 'cancelled' : 'failed';
 
 /**
@@ -142,6 +150,11 @@ export const createAttemptRunner = (deps: {
     const places = deps.upstreams?.[model.config.id];
     let upstream = first;
     let outcome = await deps.caller.call(held.reqId, model, input, upstream);
+    /** Each upstream call counted once, on the upstream it went to (a model of one upstream is not placed: its one). */
+    const counted = (how: UpstreamCallOutcome = upstreamOutcome(outcome)) => {
+      const on = upstream ?? soleUpstream(model);
+      if (on !== undefined) deps.metrics?.upstreamCalled(model.config.id, on, how);
+    };
     const tried: string[] = [];
     while (
       !outcome.ok &&
@@ -158,8 +171,11 @@ export const createAttemptRunner = (deps: {
         .failOver(held, { ...ask, policy: deps.policy, said: outcome.said }, clock.now())
         .catch(() => undefined);
       // The write failed: the failure is recorded as any other (below).
-      if (moved === undefined) return { outcome };
-      if (typeof moved !== 'object') return { outcome, settled: moved };
+      if (moved === undefined || typeof moved !== 'object') {
+        counted();
+        return moved === undefined ? { outcome } : { outcome, settled: moved };
+      }
+      counted('failed_over');
       log.warn(
         { reqId: held.reqId, from: upstream, to: moved.moved, reason: outcome.reason },
         'attempt moved to another upstream',
@@ -167,6 +183,7 @@ export const createAttemptRunner = (deps: {
       upstream = moved.moved;
       outcome = await deps.caller.call(held.reqId, model, input, upstream);
     }
+    counted();
     return { outcome };
   };
 
@@ -203,8 +220,6 @@ export const createAttemptRunner = (deps: {
         outcome = called.outcome;
         settled = called.settled;
         seconds = (performance.now() - calledAt) / 1000;
-        if (attempt.upstream !== undefined)
-          deps.metrics?.upstreamCalled(modelId, attempt.upstream, upstreamOutcome(outcome));
       }
     } finally {
       deps.workerFree();
