@@ -19,6 +19,7 @@ import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { throttleFeatures } from './features/throttle.js';
+import { upstreamCountFeatures } from './features/upstreamCounts.js';
 import { upstreamPlaceFeatures } from './features/upstreamPlaces.js';
 import { visibilityFeatures } from './features/visibility.js';
 import { webhookFeatures } from './features/webhooks.js';
@@ -59,4 +60,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     batchStorageFeatures(contract);
     webhookFeatures(contract);
     upstreamPlaceFeatures(contract);
+    upstreamCountFeatures(contract);
   });
