@@ -43,6 +43,13 @@ export type ListCall = 'files' | 'batches';
 /** What an attempt came to, as counted: a bounded set. */
 export type AttemptOutcome = 'completed' | 'failed' | 'timed_out' | 'expired' | 'cancelled' | 'taken_over';
 
+/**
+ * What one call of an upstream came to (contract 19): `ok` (it answered), `failed` (an error, a timeout or an answer
+ * too large, and the attempt stayed on it), `failed_over` (it failed and the attempt moved to another upstream),
+ * `cancelled` (the request was cancelled during the call).
+ */
+export type UpstreamCallOutcome = 'ok' | 'failed' | 'failed_over' | 'cancelled';
+
 /** The long-lived calls of the process (contract 18), read at scrape time. */
 export type LongCallsSource = {
   /** Held now, all accounts. */
@@ -63,6 +70,8 @@ export interface MetricsShape {
   /** A model call ended after `seconds` with this outcome; a completed one with the tokens it read and wrote, when
    * the model told them. */
   attemptEnded(model: string, outcome: AttemptOutcome, seconds: number, usage?: Usage): void;
+  /** A call of one of a model's upstreams ended (counted only for upstreams of the config: bounded labels). */
+  upstreamCalled(model: string, upstream: string, outcome: UpstreamCallOutcome): void;
   /** A call refused by the rate limiter. */
   rateLimited(plan: string, budget: string): void;
   /** A list call (`GET /v1/files`, `GET /v1/batches`) read `rows` rows of the store: its index entries and views. */
@@ -84,6 +93,7 @@ export const noMetricsLayer = Layer.succeed(
     committed: () => {},
     attemptStarted: () => {},
     attemptEnded: () => {},
+    upstreamCalled: () => {},
     rateLimited: () => {},
     listRead: () => {},
     watchLongCalls: () => {},

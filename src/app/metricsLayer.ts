@@ -18,7 +18,12 @@ export const MetricsLayer = Layer.effect(
     const config = yield* AppConfig;
     const { createMetrics } = yield* Effect.promise(() => import('./prometheusMetrics.js'));
     return Metrics.of(
-      createMetrics({ reads: store.reads, now: () => clock.now(), modelIds: config.models.map((m) => m.id) }),
+      createMetrics({
+        reads: store.reads,
+        now: () => clock.now(),
+        modelIds: config.models.map((m) => m.id),
+        models: config.models,
+      }),
     );
   }),
 );

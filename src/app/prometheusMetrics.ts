@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, Registry } from 'prom-client';
+import { type ModelConfig, upstreamsOf } from '../config.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { ReadModel } from '../ports/Store.js';
 import {
@@ -7,7 +8,9 @@ import {
   type LongCallsSource,
   type MetricsShape,
   queueScanLimit,
+  type UpstreamCallOutcome,
 } from './Metrics.js';
+import { type UpstreamRow, upstreamRows } from './upstreamList.js';
 
 /* The Metrics service on prom-client (see Metrics.ts): loaded by the server only. */
 
@@ -140,6 +143,84 @@ export type MetricsSources = {
   readonly now?: () => number;
   /** The configured models: each has a queue series from the first scrape (0 when empty), so alerts see it. */
   readonly modelIds?: readonly string[];
+  /** The configured models: their upstreams' series (contract 19), labelled by the config's models × upstreams only. */
+  readonly models?: readonly ModelConfig[];
+};
+
+/**
+ * The upstreams' series: calls in flight (all processes and nodes) and in service, read from the store at scrape time
+ * (one read per upstream of the config, as `airs models list` does); calls ended, by outcome, counted by this process.
+ * Only the config's models × upstreams are labels: a call on an upstream removed from the config is not counted.
+ */
+const upstreamCollectors = (
+  registry: Registry,
+  models: readonly ModelConfig[],
+  reads: ReadModel | undefined,
+  now: () => number,
+) => {
+  const key = (model: string, upstream: string) => `${model}\u0000${upstream}`;
+  const configured = new Set(
+    models.flatMap((model) =>
+      model.provider === 'openai' ? upstreamsOf(model).map((upstream) => key(model.id, upstream.name)) : [],
+    ),
+  );
+  /** Per model and upstream (configured ones only), per outcome: calls ended. */
+  const calls = new Map<
+    string,
+    { readonly model: string; readonly upstream: string; readonly counts: Map<string, number> }
+  >();
+  new Counter({
+    name: 'airs_upstream_calls_total',
+    help: "Calls of a model's upstream this process made, by model, upstream and outcome (ok, failed, failed_over: failed and moved to another upstream, cancelled)",
+    labelNames: ['model', 'upstream', 'outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { model, upstream, counts } of calls.values())
+        for (const [outcome, count] of counts) this.inc({ model, upstream, outcome }, count);
+    },
+  });
+  /** The store's rows as of this scrape: both gauges share one read. */
+  let reading: Promise<UpstreamRow[]> | undefined;
+  const rowsShared = () => {
+    if (reads === undefined) return Promise.resolve([]);
+    reading ??= upstreamRows(models, reads, now()).finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  new Gauge({
+    name: 'airs_upstream_in_flight',
+    help: "Calls on a model's upstream now, in all processes and nodes (the store's counters), by model and upstream",
+    labelNames: ['model', 'upstream'],
+    registers: [registry],
+    async collect() {
+      const rows = await rowsShared();
+      this.reset();
+      for (const row of rows) this.set({ model: row.model, upstream: row.name }, row.inFlight);
+    },
+  });
+  new Gauge({
+    name: 'airs_upstream_in_service',
+    help: "1 while a model's upstream is in service (takes calls), 0 while it is out of service or waits for its trial call",
+    labelNames: ['model', 'upstream'],
+    registers: [registry],
+    async collect() {
+      const rows = await rowsShared();
+      this.reset();
+      for (const row of rows) this.set({ model: row.model, upstream: row.name }, row.state === 'in_service' ? 1 : 0);
+    },
+  });
+  return (model: string, upstream: string, outcome: UpstreamCallOutcome) => {
+    const at = key(model, upstream);
+    if (!configured.has(at)) return;
+    let entry = calls.get(at);
+    if (entry === undefined) {
+      entry = { model, upstream, counts: new Map() };
+      calls.set(at, entry);
+    }
+    entry.counts.set(outcome, (entry.counts.get(outcome) ?? 0) + 1);
+  };
 };
 
 export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
@@ -150,6 +231,7 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
 
   const reads = sources.reads;
   const now = sources.now ?? Date.now;
+  const upstreamCalled = upstreamCollectors(registry, sources.models ?? [], reads, now);
   /** The queue as of the last scrape, by model; read once per scrape by both gauges. */
   let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>(
     (sources.modelIds ?? []).map((model) => [model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY }]),
@@ -327,6 +409,7 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
         tokens.add(usage.outputTokens, model, 'output');
       }
     },
+    upstreamCalled,
     rateLimited: (plan, budget) => refusals.inc({ plan, budget }),
     listRead: (list, rows) => listRows.add(rows, list),
     watchLongCalls: (source) => {

@@ -14,8 +14,26 @@ export type ReplayFilter = {
   readonly since?: number;
 };
 
+/** Which upstream (of which model: a fallback's) ran the attempt an answer or a failure ends, and, for an answer, its
+ * time to first token. */
+export type Served = { readonly model: string; readonly upstream: string; readonly firstTokenMs?: number | undefined };
+
 /** One line of a timeline: the event and the state its request or batch (if any) reached by it. */
-export type TimelineEntry = { readonly event: StoredEvent; readonly state?: RequestStatus | BatchStatus };
+export type TimelineEntry = {
+  readonly event: StoredEvent;
+  readonly state?: RequestStatus | BatchStatus;
+  /** On an attempt's end (answered or failed), the upstream it ran on, as the fold knows it. */
+  readonly served?: Served | undefined;
+};
+
+/** The upstream the attempt that `event` ends ran on (the fold's context after it), if the model has upstreams. */
+export const servedOf = (event: StoredEvent, after: RequestState): Served | undefined => {
+  if (event.type !== 'RequestCompleted' && event.type !== 'RequestAttemptFailed') return undefined;
+  const { upstream, servedBy, model } = after.context;
+  if (upstream === undefined) return undefined;
+  const firstTokenMs = event.type === 'RequestCompleted' ? event.firstTokenMs : undefined;
+  return { model: servedBy ?? model, upstream, ...(firstTokenMs === undefined ? {} : { firstTokenMs }) };
+};
 
 export type Replay = {
   readonly entries: TimelineEntry[];
@@ -65,11 +83,13 @@ export const replay = async (reads: ReadModel, filter: ReplayFilter): Promise<Re
     if (filter.batch !== undefined && !ofBatch(event, filter.batch, lines)) continue;
     let state: RequestStatus | BatchStatus | undefined;
     let id: string | undefined;
+    let served: Served | undefined;
     if (isRequestEvent(event)) {
       const next = evolve(states.get(event.reqId) ?? initialRequestState, event);
       states.set(event.reqId, next);
       state = next.status;
       id = event.reqId;
+      served = servedOf(event, next);
     } else if (isBatchEvent(event)) {
       const next = evolveBatch(batches.get(event.batchId) ?? initialBatchState, event);
       batches.set(event.batchId, next);
@@ -77,7 +97,7 @@ export const replay = async (reads: ReadModel, filter: ReplayFilter): Promise<Re
       id = event.batchId;
     }
     if (filter.since === undefined || event.at >= filter.since) {
-      entries.push({ event, state });
+      entries.push(served === undefined ? { event, state } : { event, state, served });
       if (id !== undefined) shown.add(id);
     }
   }

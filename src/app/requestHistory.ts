@@ -93,6 +93,8 @@ const reachedView = (folded: RequestState, view: RequestState): boolean => {
     a.completedAt === b.completedAt &&
     a.failedAt === b.failedAt &&
     a.cancelledAt === b.cancelledAt &&
-    a.expiredAt === b.expiredAt
+    a.expiredAt === b.expiredAt &&
+    // A failover moves a running attempt without changing the times above.
+    a.upstream === b.upstream
   );
 };

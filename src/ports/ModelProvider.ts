@@ -98,6 +98,9 @@ export type Generation = {
   readonly toolCalls?: readonly ToolCall[] | undefined;
   readonly finishReason: FinishReason;
   readonly usage?: Usage | undefined;
+  /** Milliseconds from the call's start to its first token (a stream's first piece of text or tool call; a whole
+   * answer's first byte), when the provider saw it. */
+  readonly firstTokenMs?: number | undefined;
 };
 
 /** A model backend. Adding a provider means one file in adapters/models and one entry in its table. */

@@ -171,6 +171,9 @@ export interface ReadModel {
   openBatchesOf(accountId: string, after: string | undefined, limit: number): Promise<string[]>;
   /** Whether a batch not ended reads the file as its input (its bytes must stay, even once the file is deleted). */
   isOpenBatchInput(fileId: string): Promise<boolean>;
+  /** Requests being processed, in all processes and nodes, that count in a counter (domain/processingCounters.ts), as
+   * committed: what `airs models list` and the metrics show as an upstream's calls in flight. */
+  processingCount(counter: string): Promise<number>;
   /** An account's counter (domain/accountCounters.ts: its open batches, the bytes of its files kept), as committed. */
   accountCount(counter: string): Promise<number>;
   /** An account's uploads whose reservation has not ended (domain/file/uploads.ts). */

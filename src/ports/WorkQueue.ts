@@ -111,6 +111,8 @@ export type StoredAnswer = {
   readonly finishReason?: string | undefined;
   /** The answer is a whole assistant message (tool calls), stored as JSON. */
   readonly output?: 'message' | undefined;
+  /** Milliseconds from the upstream call's start to its first token (see RequestCompleted). */
+  readonly firstTokenMs?: number | undefined;
 };
 
 export type Recorded = 'recorded' | 'refused';

@@ -54,6 +54,7 @@ export const readModelOf = (
     openBatchAccounts: read(reads.openBatchAccounts),
     openBatchesOf: read(reads.openBatchesOf),
     isOpenBatchInput: read(reads.isOpenBatchInput),
+    processingCount: read(reads.processingCount),
     accountCount: read(reads.accountCount),
     uploadsOf: read(reads.uploadsOf),
     lapsedUploads: read(reads.lapsedUploads),

@@ -64,6 +64,7 @@ export interface SyncReads {
   openBatchAccounts(after: string | undefined, limit: number): string[];
   openBatchesOf(accountId: string, after: string | undefined, limit: number): string[];
   isOpenBatchInput(fileId: string): boolean;
+  processingCount(counter: string): number;
   accountCount(counter: string): number;
   uploadsOf(accountId: string): AccountUploads;
   lapsedUploads(now: number, limit: number): LapsedUpload[];

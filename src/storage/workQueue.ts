@@ -60,6 +60,8 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
         outputTokens: answer.outputTokens,
         finishReason: answer.finishReason,
         output: answer.output,
+        // Only when known: commands travel to a writer process, and the same command is the same bytes.
+        ...(answer.firstTokenMs === undefined ? {} : { firstTokenMs: answer.firstTokenMs }),
         owner,
         attempt,
         now,

@@ -20,6 +20,7 @@ import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { throttleFeatures } from './features/throttle.js';
+import { upstreamCountFeatures } from './features/upstreamCounts.js';
 import { upstreamPlaceFeatures } from './features/upstreamPlaces.js';
 import { visibilityFeatures } from './features/visibility.js';
 import { webhookFeatures } from './features/webhooks.js';
@@ -61,4 +62,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     queuedCountFeatures(contract);
     webhookFeatures(contract);
     upstreamPlaceFeatures(contract);
+    upstreamCountFeatures(contract);
   });

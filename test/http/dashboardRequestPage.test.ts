@@ -5,6 +5,7 @@ import type { StoredEvent } from '../../src/domain/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { unusedPort } from '../support/ports.js';
 import { submit } from '../support/submit.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
@@ -224,5 +225,53 @@ describe('The dashboard request page', () => {
     expect(html).toContain('<pre class="text-box" id="prompt">{&quot;custom_id&quot;:&quot;first&quot;');
     expect(html).not.toContain('<b>yyy');
     expect(html).toContain('Showing the first 10,000 characters of the line.');
+  });
+
+  it('names the upstream that served each attempt, the move off an upstream that refused the connection, and the time to first token', async () => {
+    const live = await startFakeOpenAi({ delayMs: 120 });
+    const dead = `http://127.0.0.1:${await unusedPort()}/v1`;
+    try {
+      app = await startTestApp({
+        clock: systemClock,
+        config: {
+          models: [
+            {
+              id: 'fleet',
+              provider: 'openai',
+              upstreamModel: 'm',
+              timeoutMs: 5_000,
+              upstreams: [
+                { name: 'gone', baseUrl: dead, maxConcurrency: 4 },
+                { name: 'live', baseUrl: live.baseUrl, maxConcurrency: 4 },
+              ],
+            },
+          ],
+        },
+      });
+      const { visitor, key } = await signedUp('fleet@example.com');
+      const reqId = await submit(app, key, { model: 'fleet', prompt: 'which replica?' });
+      await completed(key, reqId);
+      const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
+      expect(html).toMatch(/<dt>Upstream<\/dt><dd id="served-by"><code>live<\/code><\/dd>/);
+      const firstToken = Number(/<dd id="first-token">([\d,]+) ms<\/dd>/.exec(html)?.[1]?.replaceAll(',', ''));
+      // The live upstream waits 120 ms before its first byte.
+      expect(firstToken).toBeGreaterThanOrEqual(110);
+      const rows = eventRows(html);
+      // This prompt's affinity (a fixed hash) lands on the dead upstream: the attempt is moved off it, not spent.
+      expect(rows.slice(1, 3)).toEqual([
+        expect.stringMatching(/ Attempt 1 started on upstream gone processing RequestProcessingStarted$/),
+        expect.stringMatching(
+          / Attempt 1 moved from upstream gone to live \(its upstream failed\) processing RequestUpstreamChanged$/,
+        ),
+      ]);
+      expect(rows.at(-1)).toMatch(
+        new RegExp(
+          `Answered \\(first token after ${firstToken.toLocaleString('en-US')} ms\\) completed RequestCompleted$`,
+        ),
+      );
+      expect(html).not.toContain(live.baseUrl);
+    } finally {
+      await live.close();
+    }
   });
 });

@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
-import { startTestApp, type TestApp } from '../support/testApp.js';
+import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { unusedPort } from '../support/ports.js';
+import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 
 /**
  * A strict reader of the Prometheus text format (version 0.0.4): every line is a HELP, a TYPE, an empty line or a
@@ -274,6 +276,41 @@ describe('GET /metrics', () => {
     expect(sampleValue(families.get('airs_queue_depth'), { model: 'echo-slow' })).toBe(1);
     expect(sampleValue(families.get('airs_queue_oldest_age_seconds'), { model: 'echo' })).toBe(7);
     expect(labelSets(families.get('airs_queue_depth'))).toEqual([JSON.stringify(['model'])]);
+  });
+
+  it('counts each upstream call by model, upstream and outcome: the call moved off a dead upstream as failed_over, the answer as ok', async () => {
+    const live = await startFakeOpenAi();
+    try {
+      const app = await start({
+        clock: systemClock,
+        config: {
+          models: [
+            {
+              id: 'fleet',
+              provider: 'openai',
+              upstreamModel: 'm',
+              timeoutMs: 5_000,
+              upstreams: [
+                { name: 'gone', baseUrl: `http://127.0.0.1:${await unusedPort()}/v1`, maxConcurrency: 4 },
+                { name: 'live', baseUrl: live.baseUrl, maxConcurrency: 4 },
+              ],
+            },
+          ],
+        },
+      });
+      const { key } = await app.account('scale');
+      // This prompt's affinity (a fixed hash) lands on the dead upstream first.
+      const created = await app.call('POST', '/v1/ai', { key, body: { model: 'fleet', prompt: 'which replica?' } });
+      const reqId = ((await created.json()) as { request_id: string }).request_id;
+      await eventually(async () => ((await app.store.reads.request(reqId))?.status === 'completed' ? true : undefined));
+      const calls = (await scrape(app)).families.get('airs_upstream_calls_total');
+      expect(calls?.samples.map(({ labels, value }) => ({ ...labels, value }))).toEqual([
+        { model: 'fleet', upstream: 'gone', outcome: 'failed_over', value: 1 },
+        { model: 'fleet', upstream: 'live', outcome: 'ok', value: 1 },
+      ]);
+    } finally {
+      await live.close();
+    }
   });
 
   it('needs no key and is not rate limited or counted as API traffic, also while the server drains', async () => {

@@ -370,4 +370,29 @@ describe('Log records across layout versions', () => {
     // A file's events alone stay in layout 5, as before.
     expect(unpacked(encodeLogRecord([events[1] as StoredEvent]))[0]).toBe(5);
   });
+
+  it("writes an answer's time to first token in layout 9, read back as written, and an answer without one as before", () => {
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    const timed = [
+      {
+        type: 'RequestCompleted',
+        reqId: 'req_t',
+        responseChars: 3,
+        at: 5,
+        owner: 'p',
+        attempt: 1,
+        firstTokenMs: 412,
+        seq: 1,
+      },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(timed);
+    expect(unpacked(bytes)[0]).toBe(9);
+    expect(decodeLogRecord(bytes)).toEqual(timed);
+    // Without one, the record stays in layout 3: an airs before issue 41 reads it.
+    const plain = [
+      { type: 'RequestCompleted', reqId: 'req_u', responseChars: 3, at: 5, seq: 2 },
+    ] as unknown as StoredEvent[];
+    expect(unpacked(encodeLogRecord(plain))[0]).toBe(3);
+    expect(decodeLogRecord(encodeLogRecord(plain))).toEqual(plain);
+  });
 });

@@ -69,6 +69,52 @@ const reload = async (options: StoreOptions, output: Output) => {
   );
 };
 
+type ListOptions = StoreOptions & { readonly json?: boolean };
+
+/**
+ * `airs models list`: each configured model's upstreams, one line each: its name and base URL (no user, password or
+ * query: never a key), places, calls in flight in all processes and nodes (the store's counters), and state. Reads
+ * the store as `replay` does, while servers run.
+ */
+const list = async (options: ListOptions, output: Output) => {
+  const config = await configOrFail(options);
+  // Reading never creates: a data directory without a database is a mistyped setting.
+  await requireDatabase(config, output);
+  const [{ openConfiguredStore }, { upstreamRows }, { upstreamName }] = await Promise.all([
+    import('../../storeLocation.js'),
+    import('../../app/upstreamList.js'),
+    import('../models/upstreamName.js'),
+  ]);
+  const store = await openConfiguredStore(config);
+  let rows: Awaited<ReturnType<typeof upstreamRows>>;
+  try {
+    rows = await upstreamRows(config.models, store.reads, Date.now());
+  } finally {
+    await store.close();
+  }
+  const shown = rows.map((row) => ({
+    ...row,
+    baseUrl: upstreamName(row.baseUrl),
+    ...(row.until === undefined ? {} : { until: new Date(row.until).toISOString() }),
+  }));
+  const models = config.models.map((model) => ({
+    id: model.id,
+    provider: model.provider,
+    upstreams: shown.filter((row) => row.model === model.id).map(({ model: _model, ...upstream }) => upstream),
+  }));
+  emit(output, options.json, { models }, () =>
+    models.flatMap((model) =>
+      model.upstreams.length === 0
+        ? [`${model.id}: ${model.provider}, built in: no upstream`]
+        : model.upstreams.map(
+            (up) =>
+              `${model.id} ${up.name} ${up.baseUrl} in_flight=${up.inFlight}/${up.maxConcurrency ?? 'unbounded'} ${up.state}` +
+              `${up.until === undefined ? '' : ` until=${up.until}`}${up.lastError === undefined ? '' : ` last_error=${JSON.stringify(up.lastError)}`}`,
+          ),
+    ),
+  );
+};
+
 export const registerModelsCommand = (program: Command, output: Output) => {
   const models = program.command('models').description('the configured models');
   models
@@ -84,4 +130,10 @@ export const registerModelsCommand = (program: Command, output: Output) => {
       'ask every server of this data directory or database (every process, every node) to read its config file again and apply its models and plans without a restart, as SIGHUP does to one; each server logs what it applied, or why it changed nothing',
     )
     .action((options: StoreOptions) => reload(options, output));
+  withStoreOptions(models.command('list'))
+    .description(
+      "each model's upstreams: base URL, places, calls in flight in all processes and nodes, state (works while servers run)",
+    )
+    .option('--json', 'print the result as one JSON document')
+    .action((options: ListOptions) => list(options, output));
 };

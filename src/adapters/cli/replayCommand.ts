@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Served } from '../../app/replay.js';
 import type { Config } from '../../config.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
@@ -24,6 +25,12 @@ const detailsOf = (event: StoredEvent): string =>
         `${name}=${typeof value === 'number' && name.endsWith('At') ? new Date(value).toISOString() : String(value)}`,
     )
     .join(' ');
+
+/** The upstream an attempt ran on, at the end of the line that ends it. */
+const servedInWords = (served: Served | undefined): string =>
+  served === undefined
+    ? ''
+    : `  (upstream ${served.upstream} of ${served.model}${served.firstTokenMs === undefined ? '' : `, first token after ${served.firstTokenMs} ms`})`;
 
 /** Every view rebuilt from the log and compared with the stored one, by the store's own verifier. */
 const verifyStore = async (config: Config): Promise<VerifyReport> => {
@@ -126,17 +133,18 @@ export const registerReplayCommand = (program: Command, output: Output) => {
           output,
           options.json,
           {
-            events: result.entries.map(({ event, state }) => ({
+            events: result.entries.map(({ event, state, served }) => ({
               ...event,
               at: new Date(event.at).toISOString(),
               state,
+              ...(served === undefined ? {} : { served }),
             })),
             final_states: result.finalStates,
           },
           () => [
             ...result.entries.map(
-              ({ event, state }) =>
-                `${new Date(event.at).toISOString()}  #${event.seq}  ${event.type.padEnd(24)} ${state === undefined ? '' : `→ ${state.padEnd(10)} `}${detailsOf(event)}`,
+              ({ event, state, served }) =>
+                `${new Date(event.at).toISOString()}  #${event.seq}  ${event.type.padEnd(24)} ${state === undefined ? '' : `→ ${state.padEnd(10)} `}${detailsOf(event)}${servedInWords(served)}`,
             ),
             ...(result.entries.length === 0 ? ['no events match'] : []),
             ...Object.entries(result.finalStates).map(([reqId, state]) => `${reqId}: ${state}`),

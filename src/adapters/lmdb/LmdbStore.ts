@@ -150,6 +150,7 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
   openBatchAccounts: indexReads.openBatchAccounts,
   openBatchesOf: indexReads.openBatchesOf,
   isOpenBatchInput: indexReads.isOpenBatchInput,
+  processingCount: (counter) => dbs.processingCounts.get(counter) ?? 0,
   accountCount: (counter) => dbs.accountCounts.get(counter) ?? 0,
   uploadsOf: (accountId) => decoded(dbs.uploads.getBinaryFast(accountId), decodeMap<AccountUploads>) ?? [],
   lapsedUploads: (now, limit) =>

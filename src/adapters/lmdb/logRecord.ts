@@ -48,6 +48,7 @@ const layouts = {
     'output',
     'owner',
     'attempt',
+    'firstTokenMs',
   ],
   RequestFailed: ['reqId', 'reason', 'at', 'owner', 'attempt', 'said', 'permanent'],
   RequestExpired: ['reqId', 'at'],
@@ -140,15 +141,18 @@ const layouts = {
 /** Layouts 7 and 8 (before a model's upstreams: issue 41): what differs. Issue 41's types are never read with them. */
 const queuedOfEight = layouts.RequestQueued.filter((field) => field !== 'affinity');
 const startedOfEight = layouts.RequestProcessingStarted.filter((field) => field !== 'upstream' && field !== 'servedBy');
+const completedOfEight = layouts.RequestCompleted.filter((field) => field !== 'firstTokenMs');
 const layoutEightChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   RequestQueued: queuedOfEight,
   RequestProcessingStarted: startedOfEight,
+  RequestCompleted: completedOfEight,
 };
 /** Layout 6 (before webhooks, and a request's face): what differs. Webhook events are never read with it. */
 const queuedOfSix = queuedOfEight.filter((field) => field !== 'face');
 const layoutSixChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   RequestQueued: queuedOfSix,
   RequestProcessingStarted: startedOfEight,
+  RequestCompleted: completedOfEight,
 };
 /** Layout 5 (before a failure said what the caller is told, and whether it was for good at once): what differs. */
 const layoutFiveChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
@@ -283,11 +287,12 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
-/** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model. */
+/** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
   typesOfNine.has(event.type) ||
   (event.type === 'RequestQueued' && event.affinity !== undefined) ||
-  (event.type === 'RequestProcessingStarted' && (event.upstream !== undefined || event.servedBy !== undefined));
+  (event.type === 'RequestProcessingStarted' && (event.upstream !== undefined || event.servedBy !== undefined)) ||
+  (event.type === 'RequestCompleted' && event.firstTokenMs !== undefined);
 /**
  * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a

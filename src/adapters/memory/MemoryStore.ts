@@ -273,6 +273,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     openBatchAccounts: indexReads.openBatchAccounts,
     openBatchesOf: indexReads.openBatchesOf,
     isOpenBatchInput: indexReads.isOpenBatchInput,
+    processingCount: (counter) => processingCounts.get(counter) ?? 0,
     accountCount: (counter) => accountCounts.get(counter) ?? 0,
     uploadsOf: (accountId) => uploads.get(accountId) ?? [],
     lapsedUploads: (now, limit) =>

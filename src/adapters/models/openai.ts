@@ -216,7 +216,13 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
     });
   const whole = clientFor(false);
   const streaming = clientFor(true);
-  const streamed = async (body: CompletionParams, call: OpenAI.RequestOptions, onDelta: (text: string) => void) => {
+  const streamed = async (
+    body: CompletionParams,
+    call: OpenAI.RequestOptions,
+    onDelta: (text: string) => void,
+    startedAt: number,
+  ) => {
+    let firstTokenMs: number | undefined;
     const stream = await streaming.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       call,
@@ -232,6 +238,9 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       const choice = chunk.choices?.[0];
       if (choice === undefined) continue;
       const piece = choice.delta?.content;
+      // The first token: the first piece of text or of a tool call (a role-only first chunk is no token yet).
+      if (firstTokenMs === undefined && ((typeof piece === 'string' && piece !== '') || choice.delta?.tool_calls))
+        firstTokenMs = performance.now() - startedAt;
       if (typeof piece === 'string' && piece !== '') {
         if (!count.add(piece)) throw tooLarge();
         text += piece;
@@ -246,6 +255,7 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
       toolCalls: toolCalls.length === 0 ? undefined : toolCalls,
       finishReason: finishOf(finish),
       usage,
+      firstTokenMs,
     };
     // Exactly, as a whole answer is: ids airs gave to calls that came without one count too.
     if (answerBytes(generation) > maxAnswerBytes) throw tooLarge();
@@ -263,9 +273,20 @@ export const openAiProvider = (options: OpenAiOptions): ModelProvider => {
         model: options.upstreamModel,
         messages: upstreamMessages(messages ?? [{ role: 'user', content: prompt }]),
       } as CompletionParams;
+      const startedAt = performance.now();
       try {
-        if (onDelta !== undefined) return await streamed(body, { signal, headers }, onDelta);
-        return generationOf(await whole.chat.completions.create(body, { signal, headers }), maxAnswerBytes, tooLarge);
+        if (onDelta !== undefined) return await streamed(body, { signal, headers }, onDelta, startedAt);
+        // A whole answer's first token is seen with its first byte: when its headers came (the body follows them).
+        const call = whole.chat.completions.create(body, { signal, headers });
+        let firstTokenMs: number | undefined;
+        call.asResponse().then(
+          () => {
+            firstTokenMs = performance.now() - startedAt;
+          },
+          () => {},
+        );
+        const generation = generationOf(await call, maxAnswerBytes, tooLarge);
+        return { ...generation, firstTokenMs };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         if (error instanceof Error && error.message.startsWith('upstream answer')) throw error;

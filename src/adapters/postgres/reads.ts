@@ -107,6 +107,8 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       (await one<boolean>(
         query(sql`SELECT EXISTS (SELECT 1 FROM batches WHERE open AND input_file_id = ${fileId}) AS value`),
       )) === true,
+    processingCount: async (counter) =>
+      (await one<number>(query(sql`SELECT count AS value FROM processing_counts WHERE counter = ${counter}`))) ?? 0,
     accountCount: async (counter) =>
       (await one<number>(query(sql`SELECT count AS value FROM account_counts WHERE counter = ${counter}`))) ?? 0,
     uploadsOf: async (accountId) =>

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { upstreamsOf } from '../../config.js';
 import { isExpired } from '../../domain/request/questions.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
 import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
@@ -7,7 +8,7 @@ import type { Generation } from '../../ports/ModelProvider.js';
 import { StorageFault, type StoreShape } from '../../ports/Store.js';
 import type { Held, Recorded, StoredAnswer, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { CommitterShape } from '../Committer.js';
-import type { MetricsShape } from '../Metrics.js';
+import type { MetricsShape, UpstreamCallOutcome } from '../Metrics.js';
 import type { Model, ModelsShape } from '../Models.js';
 import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
 import type { LineInputs } from './lineReader.js';
@@ -38,11 +39,23 @@ const answerOf = (generation: Generation): StoredAnswer => {
     outputTokens: generation.usage?.outputTokens,
     finishReason: generation.finishReason === 'stop' ? undefined : generation.finishReason,
     output: answer.output,
+    firstTokenMs: generation.firstTokenMs,
   };
 };
 
 const outcomeLabel = (outcome: CallOutcome) =>
   outcome.ok ? 'completed' : outcome.reason.startsWith('timed out') ? 'timed_out' : 'failed';
+
+/** The one upstream of a model that has only one (its calls are not placed, so their starts name none). */
+const soleUpstream = (model: Model): string | undefined => {
+  if (model.config.provider !== 'openai') return undefined;
+  const upstreams = upstreamsOf(model.config);
+  return upstreams.length === 1 ? upstreams[0]?.name : undefined;
+};
+
+/** The upstream call's outcome as counted (a failover counts its own calls `failed_over`). */
+const upstreamOutcome = (outcome: CallOutcome): UpstreamCallOutcome =>
+  outcome.ok ? 'ok' : outcome.reason === 'cancelled' ? 'cancelled' : 'failed';
 
 /**
  * One attempt, from its durable start to its durable outcome: call the model once (the worker is let go as soon as it
@@ -61,7 +74,7 @@ export const createAttemptRunner = (deps: {
   readonly owner: string;
   readonly policy: RetryPolicy;
   readonly caller: ModelCaller;
-  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded'> | undefined;
+  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled'> | undefined;
   /** Cancelled while its start was being recorded: its model is never called. */
   readonly cancelledEarly: (reqId: string) => boolean;
   /** The lease is gone or about to be (see leaseKeeper.ts): the model is not called; the attempt is given back. */
@@ -137,6 +150,11 @@ export const createAttemptRunner = (deps: {
     const places = deps.upstreams?.[model.config.id];
     let upstream = first;
     let outcome = await deps.caller.call(held.reqId, model, input, upstream);
+    /** Each upstream call counted once, on the upstream it went to (a model of one upstream is not placed: its one). */
+    const counted = (how: UpstreamCallOutcome = upstreamOutcome(outcome)) => {
+      const on = upstream ?? soleUpstream(model);
+      if (on !== undefined) deps.metrics?.upstreamCalled(model.config.id, on, how);
+    };
     const tried: string[] = [];
     while (
       !outcome.ok &&
@@ -153,8 +171,11 @@ export const createAttemptRunner = (deps: {
         .failOver(held, { ...ask, policy: deps.policy, said: outcome.said }, clock.now())
         .catch(() => undefined);
       // The write failed: the failure is recorded as any other (below).
-      if (moved === undefined) return { outcome };
-      if (typeof moved !== 'object') return { outcome, settled: moved };
+      if (moved === undefined || typeof moved !== 'object') {
+        counted();
+        return moved === undefined ? { outcome } : { outcome, settled: moved };
+      }
+      counted('failed_over');
       log.warn(
         { reqId: held.reqId, from: upstream, to: moved.moved, reason: outcome.reason },
         'attempt moved to another upstream',
@@ -162,6 +183,7 @@ export const createAttemptRunner = (deps: {
       upstream = moved.moved;
       outcome = await deps.caller.call(held.reqId, model, input, upstream);
     }
+    counted();
     return { outcome };
   };
 

@@ -63,6 +63,7 @@ export type RequestCommand =
       readonly outputTokens?: number | undefined;
       readonly finishReason?: string | undefined;
       readonly output?: 'message' | undefined;
+      readonly firstTokenMs?: number | undefined;
     } & AttemptRef)
   | ({
       readonly type: 'RecordFailure';
@@ -183,6 +184,7 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       if (command.outputTokens !== undefined) completed.outputTokens = command.outputTokens;
       if (command.finishReason !== undefined) completed.finishReason = command.finishReason;
       if (command.output !== undefined) completed.output = command.output;
+      if (command.firstTokenMs !== undefined) completed.firstTokenMs = Math.max(0, Math.round(command.firstTokenMs));
       return withAttempt(completed, command);
     }
     case 'RecordFailure': {

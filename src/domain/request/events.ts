@@ -135,6 +135,9 @@ export type RequestCompleted = {
   /** The worker and attempt that answered (absent in events of older versions). */
   readonly owner?: string | undefined;
   readonly attempt?: number | undefined;
+  /** Milliseconds from the upstream call's start to its first token, as the provider saw it (its upstream is the
+   * attempt's: RequestProcessingStarted, RequestUpstreamChanged). Absent: not seen (echo), or older versions. */
+  readonly firstTokenMs?: number | undefined;
 };
 
 export type RequestFailed = {

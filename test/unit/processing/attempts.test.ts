@@ -99,6 +99,7 @@ const runnerOver = (options: {
     metrics: {
       attemptStarted: () => {},
       attemptEnded: (_model, how) => ended.push(how),
+      upstreamCalled: () => {},
     },
     workerFree: () => happened.push('worker free'),
   });

@@ -15,6 +15,7 @@ import type { AccountState } from '../../../domain/account/state.js';
 import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
+import type { RequestEvent } from '../../../domain/request/events.js';
 import { isExpired } from '../../../domain/request/questions.js';
 import type { RequestState } from '../../../domain/request/state.js';
 import type { DeliveryState } from '../../../domain/webhook/delivery.js';
@@ -86,6 +87,24 @@ const historyBounds = { maxEventsRead: 20_000, maxEntries: 200 } as const;
 const usageDays = 7;
 const dayMs = 86_400_000;
 const hourMs = 3_600_000;
+
+/** The upstream an event names (contract 19): an attempt's start on it, a move between two, an answer's first token. */
+const eventUpstream = (e: RequestEvent) => {
+  if (e.type === 'RequestProcessingStarted')
+    return {
+      ...(e.upstream === undefined ? {} : { upstream: e.upstream }),
+      ...(e.servedBy === undefined ? {} : { servedBy: e.servedBy }),
+    };
+  if (e.type === 'RequestUpstreamChanged') return { upstream: e.to, fromUpstream: e.from };
+  if (e.type === 'RequestCompleted' && e.firstTokenMs !== undefined) return { firstTokenMs: e.firstTokenMs };
+  return {};
+};
+
+/** The answer's time to first token, from its history's RequestCompleted (absent: not seen, or not answered). */
+const firstTokenOf = (entries: readonly { readonly event: RequestEvent }[]): number | undefined => {
+  for (const { event } of entries) if (event.type === 'RequestCompleted') return event.firstTokenMs;
+  return undefined;
+};
 
 const send = (event: H3Event, status: number, markup: string) => {
   event.res.status = status;
@@ -641,6 +660,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         expiredAt: c.expiredAt,
         batchId: c.batchId,
         customId: c.customId,
+        upstream: c.upstream,
+        servedBy: c.servedBy,
+        firstTokenMs: firstTokenOf(history.entries),
         events: history.entries.map(({ event: e, state: after }) => ({
           seq: e.seq,
           at: e.at,
@@ -648,6 +670,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
           attempt: 'attempt' in e ? e.attempt : undefined,
           retryAt: e.type === 'RequestAttemptFailed' ? e.retryAt : undefined,
           state: after,
+          ...eventUpstream(e),
         })),
         eventsCutShort: history.cutShort,
       }),

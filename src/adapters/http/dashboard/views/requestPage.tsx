@@ -11,7 +11,9 @@ const eventInWords = (row: RequestEventRow) => {
     case 'RequestQueued':
       return 'Submitted and queued';
     case 'RequestProcessingStarted':
-      return `Attempt${attempt} started`;
+      return `Attempt${attempt} started${row.upstream === undefined ? '' : ` on upstream ${row.upstream}`}${row.servedBy === undefined ? '' : ` of ${row.servedBy} (a fallback model)`}`;
+    case 'RequestUpstreamChanged':
+      return `Attempt${attempt} moved from upstream ${row.fromUpstream} to ${row.upstream} (its upstream failed)`;
     case 'RequestLeaseExtended':
       return `Attempt${attempt} still running`;
     case 'RequestReleased':
@@ -21,7 +23,9 @@ const eventInWords = (row: RequestEventRow) => {
     case 'RequestAttemptFailed':
       return `Attempt${attempt} failed; to be tried again`;
     case 'RequestCompleted':
-      return 'Answered';
+      return row.firstTokenMs === undefined
+        ? 'Answered'
+        : `Answered (first token after ${grouped(row.firstTokenMs)} ms)`;
     case 'RequestFailed':
       return 'Failed for good';
     case 'RequestExpired':
@@ -89,6 +93,26 @@ export const requestPage = (view: RequestDetailView): string => {
             </dd>
             <dt>Model</dt>
             <dd>{view.model}</dd>
+            {view.upstream !== undefined && (
+              <>
+                <dt>Upstream</dt>
+                <dd id="served-by">
+                  <code>{view.upstream}</code>
+                  {view.servedBy !== undefined && (
+                    <>
+                      {' '}
+                      of <code>{view.servedBy}</code> (a fallback model)
+                    </>
+                  )}
+                </dd>
+              </>
+            )}
+            {view.firstTokenMs !== undefined && (
+              <>
+                <dt>Time to first token</dt>
+                <dd id="first-token">{grouped(view.firstTokenMs)} ms</dd>
+              </>
+            )}
             <dt>Attempts</dt>
             <dd>
               {grouped(view.attempts)}

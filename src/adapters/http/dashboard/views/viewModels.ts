@@ -118,6 +118,12 @@ export type RequestEventRow = {
   readonly retryAt?: number;
   /** The request's state after it, as `airs replay` names it (`waiting`, `processing`, `completed`, ...). */
   readonly state: string;
+  /** The upstream an attempt started on or moved to (and the one it moved from), the model it ran on when a fallback,
+   * an answer's time to first token (ms). */
+  readonly upstream?: string;
+  readonly fromUpstream?: string;
+  readonly servedBy?: string;
+  readonly firstTokenMs?: number;
 };
 
 /** `GET /dashboard/requests/:id`: one of the account's own requests. */
@@ -150,6 +156,11 @@ export type RequestDetailView = SessionView & {
   readonly expiredAt?: number;
   readonly batchId?: string;
   readonly customId?: string;
+  /** The upstream its last attempt ran on, the model that ran it when not its own (a fallback), and its answer's time
+   * to first token (ms), when known. */
+  readonly upstream?: string;
+  readonly servedBy?: string;
+  readonly firstTokenMs?: number;
   /** Its events from the log, oldest first, and whether that list stops short of the whole history. */
   readonly events: readonly RequestEventRow[];
   readonly eventsCutShort: boolean;
