@@ -1,74 +1,21 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+
+export {
+  defaultMaxAnswerBytes,
+  type ModelConfig,
+  maxAnswerBytesOf,
+  modelSchema,
+  type UpstreamConfig,
+  upstreamsOf,
+} from './modelConfig.js';
+
 import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.js';
 import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
+import { type ModelConfig, modelSchema, modelsChecked, normalizeModel } from './modelConfig.js';
 
 const positiveInt = z.number().int().positive();
-
-/** `models[].maxAnswerBytes` unless the model says otherwise (4 MiB; docs/decisions.md, "Issue 40: an upstream's answer is bounded"). */
-export const defaultMaxAnswerBytes = 4 * 1024 * 1024;
-/**
- * The most bytes of answer one call may produce (its text, and its tool calls' names and arguments, in UTF-8), for
- * every provider; beyond it the attempt fails as the upstream's. At most 64 MiB: an answer is one string in memory, and
- * JSON-escaped into a poll's body or a batch's output line it may take six bytes per byte, within V8's longest string.
- */
-const maxAnswerBytes = positiveInt.max(64 * 1024 * 1024).default(defaultMaxAnswerBytes);
-/** A model's id is shown in pages and the operator's terminal: no control characters (product contract 15). */
-const modelId = z
-  .string()
-  .min(1)
-  .regex(/^\P{Cc}*$/u, 'must not contain control characters');
-
-const echoModel = z.strictObject({
-  id: modelId,
-  provider: z.literal('echo'),
-  /** Simulated generation time. */
-  delayMs: z.number().int().min(0).default(0),
-  /** One attempt is abandoned after this long. */
-  timeoutMs: positiveInt.default(60_000),
-  /** Requests of this model processed at once, at most (within `processing.concurrency`). */
-  maxConcurrency: positiveInt.optional(),
-  maxAnswerBytes,
-});
-
-const openAiModel = z.strictObject({
-  id: modelId,
-  provider: z.literal('openai'),
-  /** The API root as OpenAI clients take it, e.g. `http://127.0.0.1:11434/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
-  /** The name of the environment variable that holds the upstream key (the key itself is never in the file). */
-  apiKeyEnv: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
-    .optional(),
-  upstreamModel: z.string().min(1),
-  timeoutMs: positiveInt.default(120_000),
-  maxConcurrency: positiveInt.optional(),
-  /** Retries of upstream 429/5xx inside one attempt (the SDK's backoff, honouring Retry-After). */
-  maxRetries: z.number().int().min(0).max(10).default(2),
-  maxAnswerBytes,
-});
-
-export const modelSchema = z.discriminatedUnion('provider', [echoModel, openAiModel], {
-  error: (issue) => {
-    if (issue.code !== 'invalid_union') return undefined;
-    const given = typeof issue.input === 'object' && issue.input !== null && 'provider' in issue.input;
-    return `${given ? 'unknown provider' : 'is required'} (this version supports: echo, openai)`;
-  },
-});
-/** Each provider's entry, its `maxAnswerBytes` optional. */
-type AnswerBoundOptional<M> = M extends unknown
-  ? Omit<M, 'maxAnswerBytes'> & { readonly maxAnswerBytes?: number | undefined }
-  : never;
-/**
- * A model as airs runs it: the file's entry with its defaults. `maxAnswerBytes` may be left out where code builds one
- * (the built-in models, tests): `maxAnswerBytesOf` gives its default then.
- */
-export type ModelConfig = AnswerBoundOptional<z.infer<typeof modelSchema>>;
-
-/** The most bytes of answer one call of `model` may produce. */
-export const maxAnswerBytesOf = (model: ModelConfig): number => model.maxAnswerBytes ?? defaultMaxAnswerBytes;
 
 /** A browser origin as browsers send it (`https://app.example.com`, `http://localhost:3000`), or `*`. */
 const corsOrigin = z
@@ -130,6 +77,7 @@ export const fileSchema = z.strictObject({
     .array(modelSchema)
     .min(1)
     .refine((models) => new Set(models.map((m) => m.id)).size === models.length, 'model ids must be unique')
+    .superRefine(modelsChecked)
     .optional(),
   processing: z
     .strictObject({
@@ -427,7 +375,7 @@ export const loadConfig = (
   if (!parsed.success)
     throw new ConfigError(describeConfigIssues(`config file ${source}`, parsed.error.issues, raw, fileSchema));
   const file = parsed.data;
-  const models = file.models ?? defaultModels;
+  const models = file.models?.map(normalizeModel) ?? defaultModels;
   const http = {
     headersTimeoutSeconds: file.http?.headersTimeoutSeconds ?? 20,
     requestTimeoutSeconds: file.http?.requestTimeoutSeconds ?? 60,
@@ -512,11 +460,17 @@ export const loadConfig = (
  */
 export const checkModelSecrets = (config: Config, env: NodeJS.ProcessEnv = process.env): void => {
   config.models.forEach((model, index) => {
-    if (model.provider === 'openai' && model.apiKeyEnv !== undefined && !env[model.apiKeyEnv]) {
+    if (model.provider !== 'openai') return;
+    const missing = (name: string | undefined, path: (string | number)[]) => {
+      if (name === undefined || env[name]) return;
       throw new ConfigError(
-        `config file ${config.source}: ${fieldPath(['models', index, 'apiKeyEnv'], config)}: environment variable ${model.apiKeyEnv} is not set`,
+        `config file ${config.source}: ${fieldPath(['models', index, ...path], config)}: environment variable ${name} is not set`,
       );
-    }
+    };
+    missing(model.apiKeyEnv, ['apiKeyEnv']);
+    model.upstreams?.forEach((upstream, at) => {
+      missing(upstream.apiKeyEnv, ['upstreams', at, 'apiKeyEnv']);
+    });
   });
 };
 

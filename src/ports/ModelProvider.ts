@@ -76,6 +76,8 @@ export type GenerateInput = {
   readonly params?: GenerationParams | undefined;
   readonly signal: AbortSignal;
   readonly onDelta?: ((text: string) => void) | undefined;
+  /** Which of the model's upstreams the call goes to (the one its attempt holds a place on); absent: the first. */
+  readonly upstream?: string | undefined;
 };
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

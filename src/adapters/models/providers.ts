@@ -1,4 +1,4 @@
-import { type ModelConfig, maxAnswerBytesOf } from '../../config.js';
+import { type ModelConfig, maxAnswerBytesOf, upstreamsOf } from '../../config.js';
 import type { ModelProvider } from '../../ports/ModelProvider.js';
 import { echoProvider } from './echo.js';
 import type { OpenAiOptions } from './openai.js';
@@ -8,16 +8,31 @@ const factories: {
   readonly [P in ModelConfig['provider']]: (model: Extract<ModelConfig, { provider: P }>) => ModelProvider;
 } = {
   echo: (model) => echoProvider({ delayMs: model.delayMs }),
-  openai: (model) =>
-    loadedOnFirstCall({
-      baseUrl: model.baseUrl,
-      // Read at start-up from the variable the config names; never stored, logged or written to the log.
-      apiKey: model.apiKeyEnv === undefined ? undefined : process.env[model.apiKeyEnv],
-      upstreamModel: model.upstreamModel,
-      timeoutMs: model.timeoutMs,
-      maxRetries: model.maxRetries,
-      maxAnswerBytes: maxAnswerBytesOf(model),
-    }),
+  openai: (model) => {
+    const upstreams = upstreamsOf(model);
+    // With several upstreams a failure goes to failover, not to the SDK's retries on the same upstream
+    // (docs/decisions.md, "Issue 41: the SDK's retries").
+    const maxRetries = upstreams.length > 1 ? 0 : (model.maxRetries ?? 2);
+    const byName = new Map(
+      upstreams.map((upstream) => [
+        upstream.name,
+        loadedOnFirstCall({
+          baseUrl: upstream.baseUrl,
+          // Read at start-up from the variable the config names; never stored, logged or written to the log.
+          apiKey: upstream.apiKeyEnv === undefined ? undefined : process.env[upstream.apiKeyEnv],
+          upstreamModel: upstream.upstreamModel,
+          timeoutMs: upstream.timeoutMs,
+          maxRetries,
+          maxAnswerBytes: maxAnswerBytesOf(model),
+        }),
+      ]),
+    );
+    const first = byName.get(upstreams[0]?.name ?? '0') as ModelProvider;
+    return {
+      // An upstream no longer configured (its call was chosen under an older config) goes to the first.
+      generate: (input) => (byName.get(input.upstream ?? '') ?? first).generate(input),
+    };
+  },
 };
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { causeOf } from '../../app/upstreamProblems.js';
-import type { ModelConfig } from '../../config.js';
+import { type ModelConfig, upstreamsOf } from '../../config.js';
 import type { UpstreamProblem } from '../../ports/ModelProvider.js';
 import { connectionFailure } from './connectionFailure.js';
 import { upstreamName } from './upstreamName.js';
@@ -66,13 +66,13 @@ export const checkModels = (
   Promise.all(
     models.flatMap((model) =>
       model.provider === 'openai'
-        ? [
+        ? upstreamsOf(model).map((upstream) =>
             checkUpstream(
-              model.baseUrl,
-              model.apiKeyEnv === undefined ? undefined : env[model.apiKeyEnv],
+              upstream.baseUrl,
+              upstream.apiKeyEnv === undefined ? undefined : env[upstream.apiKeyEnv],
               timeoutMs,
-            ).then((problem) => ({ model: model.id, url: upstreamName(model.baseUrl), problem })),
-          ]
+            ).then((problem) => ({ model: model.id, url: upstreamName(upstream.baseUrl), problem })),
+          )
         : [],
     ),
   );
