@@ -211,8 +211,8 @@ const fullSizes: Sizes = {
     deliveryTimeoutSec: 600,
   },
   fleet: {
-    requests: 3_000,
-    warmup: 300,
+    requests: 1_500,
+    warmup: 200,
     clients: 64,
     delayMs: 100,
     rounds: 2,

@@ -167,7 +167,7 @@ export const startFakeReplica = async (options: FakeReplicaOptions) => {
       end: 'open',
       at: Date.now(),
     };
-    callCount++;
+    const number = ++callCount;
     lastCallAt = call.at;
     if (calls.length < keptCalls) calls.push(call);
     open.add(call);
@@ -205,7 +205,7 @@ export const startFakeReplica = async (options: FakeReplicaOptions) => {
     const usage = { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 };
     if (!chat)
       return json(200, {
-        id: `resp_${callCount}`,
+        id: `resp_${number}`,
         object: 'response',
         created_at: Math.floor(Date.now() / 1000),
         status: 'completed',
@@ -213,7 +213,7 @@ export const startFakeReplica = async (options: FakeReplicaOptions) => {
         output: [
           {
             type: 'message',
-            id: `msg_${callCount}`,
+            id: `msg_${number}`,
             status: 'completed',
             role: 'assistant',
             content: [{ type: 'output_text', text: answer, annotations: [] }],
@@ -223,7 +223,7 @@ export const startFakeReplica = async (options: FakeReplicaOptions) => {
       });
     if (!stream)
       return json(200, {
-        id: `chatcmpl-${callCount}`,
+        id: `chatcmpl-${number}`,
         object: 'chat.completion',
         created: 0,
         model,
@@ -232,7 +232,7 @@ export const startFakeReplica = async (options: FakeReplicaOptions) => {
       });
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const chunk = (delta: unknown, finish: string | null = null) =>
-      `data: ${JSON.stringify({ id: `chatcmpl-${callCount}`, object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      `data: ${JSON.stringify({ id: `chatcmpl-${number}`, object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
     res.write(chunk({ role: 'assistant', content: '' }));
     res.write(chunk({ content: answer }));
     res.end(`${chunk({}, 'stop')}data: ${JSON.stringify({ choices: [], usage })}\n\ndata: [DONE]\n\n`);
