@@ -66,6 +66,18 @@ describe('a fleet with a replica that dies and one that fails (contract 19)', { 
       expect(its.length, prompt).toBe(failedOnes.length + 1);
       for (const failed of failedOnes) expect(failed.end === 'error' || cut.has(prompt), prompt).toBe(true);
     }
+    // Where the calls carry the request's id, the same holds per id: one id, one prompt, answered once.
+    if (calls.every((call) => call.requestId !== undefined)) {
+      const promptsOfId = new Map<string, Set<string>>();
+      for (const call of calls)
+        promptsOfId.set(
+          call.requestId as string,
+          (promptsOfId.get(call.requestId as string) ?? new Set()).add(call.prompt),
+        );
+      for (const [id, its] of promptsOfId) expect(its.size, id).toBe(1);
+      const answeredIds = calls.filter((call) => call.end === 'answered').map((call) => call.requestId);
+      expect(new Set(answeredIds).size).toBe(answeredIds.length);
+    }
     // The dead one's dropped calls are exactly those it had open when it died.
     expect(doomed.calls().filter((call) => call.end === 'dropped').length).toBe(cut.size);
     // The failing one is out of service after its failures in a row: it got far fewer than its share.
