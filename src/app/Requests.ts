@@ -24,6 +24,7 @@ import type { Principal } from './Auth.js';
 import { Committer } from './Committer.js';
 import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
+import { affinityOf } from './promptPrefix.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
 import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
@@ -171,7 +172,9 @@ export const RequestsLayer = Layer.effect(
         if (refused !== undefined) return refused;
       }
       let queued = false;
-      let started: { attempt: number; leaseUntil: number | undefined; input: SubmitInput } | undefined;
+      let started:
+        | { attempt: number; leaseUntil: number | undefined; upstream?: string | undefined; input: SubmitInput }
+        | undefined;
       try {
         const outcome = await committer.send(
           {
@@ -186,6 +189,8 @@ export const RequestsLayer = Layer.effect(
             now: clock.now(),
             startNow: startNow === undefined ? undefined : { owner: startNow.owner, leaseMs: startNow.leaseMs },
             modelLimit: startNow?.modelLimit,
+            upstreams: startNow?.upstreams,
+            affinity: affinityOf(models.get(model)?.config, input),
             maxProcessing:
               startNow === undefined ? undefined : (config.plans[principal.plan].maxProcessing ?? undefined),
             input: stored.kind,
@@ -214,6 +219,7 @@ export const RequestsLayer = Layer.effect(
           started = {
             attempt: start.attempt,
             leaseUntil: start.leaseUntil,
+            upstream: start.upstream,
             input: { model, prompt, messages, params },
           };
         else queued = true;

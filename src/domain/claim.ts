@@ -7,12 +7,14 @@ import {
   batchLinesCounter,
   countersOf,
   modelCounter,
+  upstreamCounter,
 } from './processingCounters.js';
 import { decideRequest, type RequestDecision } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
+import { chooseUpstream, takesACall, type UpstreamPlace, type UpstreamStanding } from './upstreamChoice.js';
 
 /**
  * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
@@ -47,6 +49,9 @@ export type Claim = {
   /** The share of a model's workers (its bound, else `workers`) batches' lines get even while interactive work of
    * it is due (`batches.minShare`; absent: lines are like any request). */
   readonly batchShare?: number | undefined;
+  /** Each model's upstreams, from the claiming process's config (a model absent: it has none). Each call goes to one
+   * with a free place (upstreamChoice.ts), counted in all processes: places are exact. */
+  readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
 };
 
 /** What a claim reads, inside the write (with what earlier commands of the batch did). */
@@ -95,6 +100,25 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   };
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
   let started = 0;
+  /** The model's upstreams as this claim finds them (places taken by earlier moves of the claim included). */
+  const standingsOf = (model: string): UpstreamStanding[] | undefined =>
+    claim.upstreams?.[model]?.map((upstream) => ({
+      name: upstream.name,
+      places: upstream.places ?? Number.POSITIVE_INFINITY,
+      weight: upstream.weight ?? 1,
+      inFlight: count(upstreamCounter(model, upstream.name)),
+      state: 'in_service',
+    }));
+  const upstreamOpen = (model: string) => standingsOf(model)?.some(takesACall) ?? true;
+  /** Chooses the upstream a request's call goes to and takes its place (undefined: the model has none, or none may
+   * take a call). */
+  const place = (model: string, reqId: string): string | undefined => {
+    const standings = standingsOf(model);
+    if (standings === undefined) return undefined;
+    const chosen = chooseUpstream(standings, reads.request(reqId)?.context.affinity);
+    if (chosen !== undefined) counted.set(upstreamCounter(model, chosen), count(upstreamCounter(model, chosen)) + 1);
+    return chosen;
+  };
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
   const expireIfDue = (state: RequestState) => {
     if (!isExpired(state, claim.now)) return;
@@ -110,7 +134,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (state === undefined || state.status !== 'processing' || ownsLease(state.context, claim.owner)) continue;
     const { model } = state.context;
     const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
-    if (!exhausted && (started >= claim.max || running(model) > limitOf(model))) continue;
+    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model))) continue;
+    const upstream = exhausted ? undefined : place(model, reqId);
     const decision = exhausted
       ? decideRequest(state, {
           type: 'RecordFailure',
@@ -120,13 +145,21 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
           now: claim.now,
           owner: claim.owner,
         })
-      : decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+      : decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, upstream });
     if (decision instanceof LifecycleViolation) {
+      if (upstream !== undefined)
+        counted.set(upstreamCounter(model, upstream), count(upstreamCounter(model, upstream)) - 1);
       expireIfDue(state);
       continue;
     }
     decisions.push(decision);
     taken.add(reqId);
+    // A takeover on another upstream frees its place on the one it was on (the new one was taken by `place`).
+    const { upstream: before } = state.context;
+    if (upstream !== undefined && before !== undefined) {
+      const was = upstreamCounter(state.context.servedBy ?? model, before);
+      counted.set(was, count(was) - 1);
+    }
     // A takeover keeps its counts (it was being processed and still is); a give-up frees one of each.
     if (exhausted) for (const counter of countersOf(state.context)) counted.set(counter, count(counter) - 1);
     else started++;
@@ -143,13 +176,21 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
           count(model === undefined ? accountCounter(accountId) : accountModelCounter(accountId, model)),
         runningOfBatches: (model) => count(batchLinesCounter(model)),
       },
-      { free: claim.max - started, modelLimit: limitOf, accountLimit, accountShare: shareOf, batchShare: batchShareOf },
+      {
+        free: claim.max - started,
+        modelLimit: limitOf,
+        accountLimit,
+        accountShare: shareOf,
+        batchShare: batchShareOf,
+        upstreamOpen,
+        place: (entry) => place(entry.model, entry.reqId),
+      },
       claim.now,
     );
-    for (const { reqId } of fromQueue.claimed) {
+    for (const { reqId, upstream } of fromQueue.claimed) {
       const state = reads.request(reqId);
       if (state === undefined) continue;
-      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease });
+      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, upstream });
       if (decision instanceof LifecycleViolation) {
         expireIfDue(state);
         continue;

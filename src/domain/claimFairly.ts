@@ -38,10 +38,20 @@ export type ClaimLimits = {
   /** Workers of the model that batches' lines get even while interactive work of it is due (`batches.minShare`);
    * beyond them a line waits while such work is due (absent: lines are like any request). */
   readonly batchShare?: (model: string) => number;
+  /** Whether one of the model's upstreams may take a call now (absent: a model without upstreams always may). */
+  readonly upstreamOpen?: (model: string) => boolean;
+  /** Takes the place the entry's call goes to (the upstream choice), once it is claimed; returns it. */
+  readonly place?: (entry: QueuedEntry) => string | undefined;
 };
 
 /** A waiting request the claim takes. */
-export type ClaimedEntry = { readonly reqId: string; readonly accountId: string; readonly model: string };
+export type ClaimedEntry = {
+  readonly reqId: string;
+  readonly accountId: string;
+  readonly model: string;
+  /** The upstream its call goes to (limits.place). */
+  readonly upstream?: string | undefined;
+};
 
 /** What the claim takes from the queue, and where it stopped. */
 export type FairClaim = {
@@ -113,7 +123,8 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   const eligible = (entry: QueuedEntry, accountId: string) =>
     waitingHere(entry) &&
     runningNow(entry.model) < limits.modelLimit(entry.model) &&
-    ofAccount(accountId) < accountLimit(accountId);
+    ofAccount(accountId) < accountLimit(accountId) &&
+    (limits.upstreamOpen?.(entry.model) ?? true);
   const overShare = (entry: QueuedEntry, accountId: string, batch: boolean) =>
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
     (batch && batchesNow(entry.model) >= batchShare(entry.model));
@@ -188,7 +199,12 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
         const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);
-        claimed.push({ reqId: entry.reqId, accountId, model: entry.model });
+        const upstream = limits.place?.(entry);
+        claimed.push(
+          upstream === undefined
+            ? { reqId: entry.reqId, accountId, model: entry.model }
+            : { reqId: entry.reqId, accountId, model: entry.model, upstream },
+        );
         taken.add(entry.reqId);
         add(perModel, entry.model);
         if (isBatchLane(lane)) add(perModel, `\u0000batch\u0000${entry.model}`);

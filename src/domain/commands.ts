@@ -23,10 +23,11 @@ import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
 import { createFileRefusal, decideUpload, reservationTaken, type UploadFacts } from './file/uploadDecider.js';
 import type { AccountUploads } from './file/uploads.js';
-import { accountCounter, modelCounter } from './processingCounters.js';
+import { accountCounter, modelCounter, upstreamCounter } from './processingCounters.js';
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
+import { chooseUpstream, type UpstreamPlace } from './upstreamChoice.js';
 import {
   decideWebhookCommand,
   type WebhookCommand,
@@ -46,6 +47,8 @@ export type Command =
       readonly modelLimit?: number | undefined;
       /** With `startNow`: the account's bound of requests being processed at once, in all processes (its plan's). */
       readonly maxProcessing?: number | undefined;
+      /** With `startNow`: the model's upstreams (its call goes to one with a free place, chosen in the write). */
+      readonly upstreams?: readonly UpstreamPlace[] | undefined;
       /** A batch's line: its account's bound of stored bytes (its plan's `maxFileStorageBytes`), and the room each
        * line not ended holds for its answer (twice the most an answer may take): the line is queued only while the
        * account has room for it (accountCounters.ts, `linesWithRoom`; its batch waits: app/batches/queueLines.ts). */
@@ -204,7 +207,22 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
     under(command.modelLimit, modelCounter(command.model)) &&
     under(command.maxProcessing, accountCounter(command.accountId)) &&
     !reads.anyWaiting();
-  return mayStart ? command : { ...command, startNow: undefined };
+  if (!mayStart) return { ...command, startNow: undefined };
+  if (command.upstreams === undefined) return command;
+  // On an upstream with a free place, as a claim would choose it; none: it waits in the queue.
+  const upstream = chooseUpstream(
+    command.upstreams.map((place) => ({
+      name: place.name,
+      places: place.places ?? Number.POSITIVE_INFINITY,
+      weight: place.weight ?? 1,
+      inFlight: reads.processingCount(upstreamCounter(command.model, place.name)),
+      state: 'in_service' as const,
+    })),
+    command.affinity,
+  );
+  return upstream === undefined
+    ? { ...command, startNow: undefined }
+    : { ...command, startNow: { ...command.startNow, upstream } };
 };
 
 /** A batch's line is queued only while its batch takes lines (in progress: not cancelled, not past its window). */

@@ -16,12 +16,44 @@ export const accountModelCounter = (accountId: string, model: string): string =>
  * `acct_`, so this name is never an account's. */
 export const batchLinesCounter = (model: string): string => `${separator}batch${separator}${model}`;
 
-/** The counters a request being processed counts in. */
-export const countersOf = (context: {
+/** Calls of a model on one of its upstreams (what the upstream's `maxConcurrency` bounds: contract 19). An upstream
+ * removed from the config still counts down by its name. */
+export const upstreamCounter = (model: string, upstream: string): string =>
+  `${separator}up${separator}${model}${separator}${upstream}`;
+
+type Counted = {
   readonly accountId: string;
   readonly model: string;
   readonly batchId?: string | undefined;
-}): readonly string[] =>
+  readonly upstream?: string | undefined;
+  readonly servedBy?: string | undefined;
+};
+
+/** The counters a request being processed counts in. */
+export const countersOf = (context: Counted): readonly string[] =>
+  context.upstream === undefined
+    ? withoutUpstream(context)
+    : [...withoutUpstream(context), upstreamCounter(context.servedBy ?? context.model, context.upstream)];
+
+/**
+ * What a request's move does to the counters: one less in each it counted in while processing before, one more in
+ * each it counts in while processing after. A move within processing (a takeover or a failover to another upstream)
+ * moves only what changed.
+ */
+export const counterMoves = (
+  before: { readonly status: string; readonly context: Counted },
+  after: { readonly status: string; readonly context: Counted },
+): Map<string, number> => {
+  const moves = new Map<string, number>();
+  if (before.status === 'processing')
+    for (const counter of countersOf(before.context)) moves.set(counter, (moves.get(counter) ?? 0) - 1);
+  if (after.status === 'processing')
+    for (const counter of countersOf(after.context)) moves.set(counter, (moves.get(counter) ?? 0) + 1);
+  for (const [counter, delta] of moves) if (delta === 0) moves.delete(counter);
+  return moves;
+};
+
+const withoutUpstream = (context: Counted): readonly string[] =>
   context.batchId === undefined
     ? [
         modelCounter(context.model),

@@ -17,6 +17,10 @@ export type UpstreamStanding = {
   readonly state: UpstreamState;
 };
 
+/** An upstream as the claiming process's config gives it (places absent: no bound; weight absent: 1). Plain data:
+ * it travels in the claim command, to a writer process too. */
+export type UpstreamPlace = { readonly name: string; readonly places?: number | undefined; readonly weight?: number };
+
 /** How much fuller than the least full the affine upstream may be, as a share of its places. */
 export const affinitySlack = 0.25;
 

@@ -1,4 +1,5 @@
 import type { RetryPolicy } from '../domain/request/retryPolicy.js';
+import type { UpstreamPlace } from '../domain/upstreamChoice.js';
 
 /**
  * The third part of the storage port, beside the event log (`Store.commit`) and the read model (`Store.reads`): the
@@ -61,10 +62,19 @@ export type ClaimAsk = {
   readonly workers?: number | undefined;
   /** The share of a model's workers batches' lines always get, even while interactive work of it is due. */
   readonly batchShare?: number | undefined;
+  /** Each model's upstreams, from this process's config (domain/claim.ts chooses among them). */
+  readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
 };
 
-/** A request a claim took: started under the claimant's lease, in attempt `attempt`. */
-export type ClaimedAttempt = { readonly reqId: string; readonly attempt: number; readonly leaseUntil: number };
+/** A request a claim took: started under the claimant's lease, in attempt `attempt`, on `upstream` of its model (the
+ * model `servedBy` when not its own). */
+export type ClaimedAttempt = {
+  readonly reqId: string;
+  readonly attempt: number;
+  readonly leaseUntil: number;
+  readonly upstream?: string | undefined;
+  readonly servedBy?: string | undefined;
+};
 
 export type Claimed = {
   /** The attempts now held, in the order taken. */

@@ -13,7 +13,7 @@ import { type BatchView, isFinalBatch } from '../domain/batch/state.js';
 import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
 import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
-import { countersOf } from '../domain/processingCounters.js';
+import { counterMoves } from '../domain/processingCounters.js';
 import { isQueued, type RequestState } from '../domain/request/state.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
@@ -293,8 +293,8 @@ export const projectRequestChange = (
   moveGroup(views, 'processing', before, after);
   const queued = Number(isQueued(after.status)) - Number(isQueued(before.status));
   if (queued !== 0) views.addQueued(after.context.accountId, queued);
-  const processing = Number(after.status === 'processing') - Number(before.status === 'processing');
-  if (processing !== 0) for (const counter of countersOf(after.context)) views.addProcessing(counter, processing);
+  if (before.status === 'processing' || after.status === 'processing')
+    for (const [counter, delta] of counterMoves(before, after)) views.addProcessing(counter, delta);
   // Completed within this change (it may have expired in the same batch too).
   if (before.context.completedAt === undefined && after.context.completedAt !== undefined) {
     const used = usageOf(after);

@@ -26,7 +26,15 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
     return {
       started: events.flatMap((event) =>
         event.type === 'RequestProcessingStarted'
-          ? [{ reqId: event.reqId, attempt: event.attempt, leaseUntil: event.leaseUntil ?? ask.now + ask.leaseMs }]
+          ? [
+              {
+                reqId: event.reqId,
+                attempt: event.attempt,
+                leaseUntil: event.leaseUntil ?? ask.now + ask.leaseMs,
+                upstream: event.upstream,
+                servedBy: event.servedBy,
+              },
+            ]
           : [],
       ),
       gaveUp: events.flatMap((event) => (event.type === 'RequestFailed' ? [event.reqId] : [])),

@@ -6,7 +6,7 @@ import { type BatchView, evolveBatch, initialBatchState, noCounts } from '../dom
 import { type Command, type DecisionReads, decideCommand, isRefusal } from '../domain/commands.js';
 import type { DomainEvent, StoredEvent } from '../domain/events.js';
 import { isFileEvent } from '../domain/file/events.js';
-import { countersOf } from '../domain/processingCounters.js';
+import { counterMoves } from '../domain/processingCounters.js';
 import { initialRequestState, isQueued, type RequestState } from '../domain/request/state.js';
 import { isWebhookEvent } from '../domain/webhook/events.js';
 import type { CommandOutcome } from '../ports/Store.js';
@@ -173,8 +173,9 @@ export const writeBatch = (
       if (idempotencyKey !== undefined && entry.after.status === 'none')
         keysTaken.set(`${accountId}\u0000${idempotencyKey}`, reqId);
       count(queuedDeltas, accountId, Number(isQueued(status)) - Number(isQueued(entry.after.status)));
-      const processing = Number(status === 'processing') - Number(entry.after.status === 'processing');
-      for (const counter of countersOf(request.state.context)) count(processingDeltas, counter, processing);
+      if (status === 'processing' || entry.after.status === 'processing')
+        for (const [counter, delta] of counterMoves(entry.after, request.state))
+          count(processingDeltas, counter, delta);
       if (status === 'waiting') madeWaiting = true;
       const { batchId } = request.state.context;
       if (batchId !== undefined) {

@@ -19,6 +19,7 @@ import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { throttleFeatures } from './features/throttle.js';
+import { upstreamPlaceFeatures } from './features/upstreamPlaces.js';
 import { visibilityFeatures } from './features/visibility.js';
 import { webhookFeatures } from './features/webhooks.js';
 import type { StoreFactory } from './storeFactory.js';
@@ -57,4 +58,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     fileBoundFeatures(contract);
     batchStorageFeatures(contract);
     webhookFeatures(contract);
+    upstreamPlaceFeatures(contract);
   });

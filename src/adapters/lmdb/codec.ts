@@ -125,6 +125,9 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.servedBy !== undefined) return 19;
+  if (c.upstream !== undefined) return 18;
+  if (c.affinity !== undefined) return 17;
   if (c.face !== undefined) return 16;
   if (c.failureSaid !== undefined) return 15;
   if (c.customId !== undefined) return 14;
@@ -164,7 +167,9 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.batchId?.length ?? 0) +
         (c.customId?.length ?? 0) +
         (c.failureSaid?.length ?? 0) +
-        (c.face?.length ?? 0));
+        (c.face?.length ?? 0) +
+        (c.upstream?.length ?? 0) +
+        (c.servedBy?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -204,6 +209,9 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 13) writeOptional(c.customId);
   if (trailing > 14) writeOptional(c.failureSaid);
   if (trailing > 15) writeOptional(c.face);
+  if (trailing > 16) writeOptional(c.affinity);
+  if (trailing > 17) writeOptional(c.upstream);
+  if (trailing > 18) writeOptional(c.servedBy);
   return at;
 };
 
@@ -262,6 +270,9 @@ const optionalFields = [
   'customId',
   'failureSaid',
   'face',
+  'affinity',
+  'upstream',
+  'servedBy',
 ] as const;
 const firstOptional = 11;
 

@@ -34,8 +34,9 @@ const layouts = {
     'batchId',
     'customId',
     'face',
+    'affinity',
   ],
-  RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil'],
+  RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil', 'upstream', 'servedBy'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
   RequestCompleted: [
     'reqId',
@@ -131,13 +132,24 @@ const layouts = {
   FileUploadEnded: ['fileId', 'accountId', 'at', 'outcome'],
   BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
   BatchFinalizingCancelled: ['batchId', 'at'],
+  RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
+/** Layouts 7 and 8 (before a model's upstreams: issue 41): what differs. Issue 41's types are never read with them. */
+const queuedOfEight = layouts.RequestQueued.filter((field) => field !== 'affinity');
+const startedOfEight = layouts.RequestProcessingStarted.filter((field) => field !== 'upstream' && field !== 'servedBy');
+const layoutEightChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: queuedOfEight,
+  RequestProcessingStarted: startedOfEight,
+};
 /** Layout 6 (before webhooks, and a request's face): what differs. Webhook events are never read with it. */
-const queuedOfSix = layouts.RequestQueued.filter((field) => field !== 'face');
-const layoutSixChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = { RequestQueued: queuedOfSix };
+const queuedOfSix = queuedOfEight.filter((field) => field !== 'face');
+const layoutSixChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: queuedOfSix,
+  RequestProcessingStarted: startedOfEight,
+};
 /** Layout 5 (before a failure said what the caller is told, and whether it was for good at once): what differs. */
 const layoutFiveChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   ...layoutSixChanges,
@@ -233,6 +245,10 @@ const textFields: ReadonlySet<string> = new Set([
   'error',
   'outcome',
   'step',
+  'upstream',
+  'servedBy',
+  'from',
+  'to',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -245,6 +261,7 @@ const compiledThree = compile((type) => layoutThreeChanges[type] ?? layouts[type
 const compiledFour = compile((type) => layoutFourChanges[type] ?? layouts[type]);
 const compiledFive = compile((type) => layoutFiveChanges[type] ?? layouts[type]);
 const compiledSix = compile((type) => layoutSixChanges[type] ?? layouts[type]);
+const compiledEight = compile((type) => layoutEightChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
@@ -253,8 +270,9 @@ const compiledByVersion: Record<number, typeof compiled> = {
   4: compiledFour,
   5: compiledFive,
   6: compiledSix,
-  7: compiled,
-  8: compiled,
+  7: compiledEight,
+  8: compiledEight,
+  9: compiled,
 };
 /** The event types layout 8 added (appended to the table: an older airs has no code for them). */
 const typesOfEight: ReadonlySet<string> = new Set([
@@ -263,6 +281,13 @@ const typesOfEight: ReadonlySet<string> = new Set([
   'BatchWorkFailed',
   'BatchFinalizingCancelled',
 ]);
+/** The event types layout 9 added (issue 41: a model's upstreams). */
+const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
+/** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model. */
+const ofNine = (event: StoredEvent): boolean =>
+  typesOfNine.has(event.type) ||
+  (event.type === 'RequestQueued' && event.affinity !== undefined) ||
+  (event.type === 'RequestProcessingStarted' && (event.upstream !== undefined || event.servedBy !== undefined));
 /**
  * The oldest layout that holds the record: 3 unless a request keeps metadata (4), the record holds a batch's or a
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
@@ -274,6 +299,7 @@ const typesOfEight: ReadonlySet<string> = new Set([
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
   for (const event of events) {
+    if (ofNine(event)) return 9;
     if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;
     else if (event.type === 'RequestFailed' && (event.said !== undefined || event.permanent !== undefined))
       version = Math.max(version, 6);
@@ -290,8 +316,9 @@ const tableOf: Record<number, typeof compiled> = {
   4: compiledFour,
   5: compiledFive,
   6: compiledSix,
-  7: compiled,
-  8: compiled,
+  7: compiledEight,
+  8: compiledEight,
+  9: compiled,
 };
 /** A string field the event does not have. */
 const absentText = -1;

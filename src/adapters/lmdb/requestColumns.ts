@@ -71,6 +71,9 @@ export const createRequestColumns = () => {
   const customIds = new Map<number, string>();
   const failureSaids = new Map<number, string>();
   const faces = new Map<number, 'responses'>();
+  const affinities = new Map<number, number>();
+  const upstreams = new Map<number, string>();
+  const servedBys = new Map<number, string>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -173,6 +176,9 @@ export const createRequestColumns = () => {
     keepRare(customIds, slot, c.customId);
     keepRare(failureSaids, slot, c.failureSaid);
     keepRare(faces, slot, c.face);
+    keepRare(affinities, slot, c.affinity);
+    keepRare(upstreams, slot, c.upstream);
+    keepRare(servedBys, slot, c.servedBy);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -225,6 +231,9 @@ export const createRequestColumns = () => {
       c.customId = from.customId;
       c.failureSaid = from.failureSaid;
       c.face = from.face;
+      c.affinity = from.affinity;
+      c.upstream = from.upstream;
+      c.servedBy = from.servedBy;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -263,6 +272,9 @@ export const createRequestColumns = () => {
       c.customId = customIds.get(slot);
       c.failureSaid = failureSaids.get(slot);
       c.face = faces.get(slot);
+      c.affinity = affinities.get(slot);
+      c.upstream = upstreams.get(slot);
+      c.servedBy = servedBys.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -319,6 +331,9 @@ export const createRequestColumns = () => {
       if (customIds.has(slot)) context.customId = customIds.get(slot);
       if (failureSaids.has(slot)) context.failureSaid = failureSaids.get(slot);
       if (faces.has(slot)) context.face = faces.get(slot);
+      if (affinities.has(slot)) context.affinity = affinities.get(slot);
+      if (upstreams.has(slot)) context.upstream = upstreams.get(slot);
+      if (servedBys.has(slot)) context.servedBy = servedBys.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -362,6 +377,9 @@ type Covered =
   | 'batchId'
   | 'customId'
   | 'failureSaid'
-  | 'face';
+  | 'face'
+  | 'affinity'
+  | 'upstream'
+  | 'servedBy';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

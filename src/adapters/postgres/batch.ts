@@ -11,7 +11,7 @@ import { scanLimit } from '../../domain/claimFairly.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
-import { accountCounter, modelCounter } from '../../domain/processingCounters.js';
+import { accountCounter, modelCounter, upstreamCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -133,6 +133,8 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
       if (command.modelLimit !== undefined) needs.push({ kind: 'processingCount', id: modelCounter(command.model) });
       if (command.maxProcessing !== undefined)
         needs.push({ kind: 'processingCount', id: accountCounter(command.accountId) });
+      for (const upstream of command.upstreams ?? [])
+        needs.push({ kind: 'processingCount', id: upstreamCounter(command.model, upstream.name) });
     }
   }
   return needs;

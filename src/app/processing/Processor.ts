@@ -4,9 +4,11 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
+import { upstreamsOf } from '../../config.js';
 import type { Unavailable } from '../../domain/errors.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
+import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
@@ -28,7 +30,13 @@ import { createWaiters } from './waiters.js';
 import { summaryOf } from './wakeups.js';
 
 /** What a submit may start under when a worker of this process is free for it (the store decides whether it does). */
-export type StartNow = { readonly owner: string; readonly leaseMs: number; readonly modelLimit?: number | undefined };
+export type StartNow = {
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly modelLimit?: number | undefined;
+  /** The model's upstreams (the submit's write chooses one with a free place). */
+  readonly upstreams?: readonly UpstreamPlace[] | undefined;
+};
 
 export interface ProcessorShape {
   /** There may be work to take (a restart, a change by another process). Cheap; coalesced. */
@@ -55,7 +63,12 @@ export interface ProcessorShape {
     model: string,
     reserved: boolean,
     started:
-      | { readonly attempt: number; readonly leaseUntil?: number | undefined; readonly input: ModelInput }
+      | {
+          readonly attempt: number;
+          readonly leaseUntil?: number | undefined;
+          readonly input: ModelInput;
+          readonly upstream?: string | undefined;
+        }
       | undefined,
     queued?: boolean,
   ): void;
@@ -101,6 +114,20 @@ export type ProcessorDeps = {
   readonly lineInputs?: LineInputs | undefined;
 };
 
+/** Each model's upstreams as the claim weighs them (a model without upstreams, echo, is absent). Places only where
+ * bounded: the claim travels as JSON, which has no Infinity. */
+export const upstreamPlacesOf = (models: ModelsShape): Record<string, readonly UpstreamPlace[]> => {
+  const places: Record<string, readonly UpstreamPlace[]> = {};
+  for (const id of models.ids()) {
+    const config = models.get(id)?.config;
+    if (config?.provider !== 'openai') continue;
+    places[id] = upstreamsOf(config).map(({ name, places: bound, weight }) =>
+      Number.isFinite(bound) ? { name, places: bound, weight } : { name, weight },
+    );
+  }
+  return places;
+};
+
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
 export const newOwner = () => `proc_${randomBytes(9).toString('base64url')}`;
 
@@ -126,6 +153,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     const limit = deps.models.get(id)?.config.maxConcurrency;
     if (limit !== undefined) modelLimits[id] = limit;
   }
+  const upstreams = upstreamPlacesOf(deps.models);
   /** Attempts this process runs, until their outcome is durable. */
   const working = new Map<string, Attempt & { done: Promise<void> }>();
   /** Requests cancelled while their start was being recorded, before their model call began: it never begins. */
@@ -229,10 +257,11 @@ export const createProcessor = (deps: ProcessorDeps) => {
       accountShare: deps.accountShare,
       batchShare: deps.batchShare,
       workers: deps.concurrency,
+      upstreams,
     },
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
-    run: (claimed) => run(claimed),
+    run: (claimed) => run(claimed.servedBy === undefined ? claimed : { ...claimed, model: claimed.servedBy }),
     started: admission.started,
     giveBack: ({ reqId, attempt }) => {
       slots.letGo();
@@ -301,13 +330,16 @@ export const createProcessor = (deps: ProcessorDeps) => {
 
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
-    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model] };
+    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model], upstreams: upstreams[model] };
   };
 
   const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started, queued = false) => {
     admission.written(!reserved, queued);
     if (started !== undefined && reserved)
-      return run({ reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model }, started.input);
+      return run(
+        { reqId, attempt: started.attempt, leaseUntil: started.leaseUntil, model, upstream: started.upstream },
+        started.input,
+      );
     if (reserved) slots.letGo();
     // The request waits in the queue now: look at it.
     dispatcher.schedule();

@@ -24,6 +24,8 @@ export type Attempt = {
   readonly attempt: number;
   readonly leaseUntil?: number | undefined;
   readonly model?: string;
+  /** The upstream of its model it holds a place on (chosen in the claim), if the model has upstreams. */
+  readonly upstream?: string | undefined;
 };
 
 /** A model's answer as it is stored: its text (or the whole message, with tool calls), usage and ending. */
@@ -141,7 +143,7 @@ export const createAttemptRunner = (deps: {
       else {
         deps.metrics?.attemptStarted(modelId);
         const calledAt = performance.now();
-        outcome = await deps.caller.call(reqId, model, input);
+        outcome = await deps.caller.call(reqId, model, input, attempt.upstream);
         seconds = (performance.now() - calledAt) / 1000;
       }
     } finally {

@@ -140,12 +140,12 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
   const cancellers = new Map<string, AbortController>();
 
   return {
-    call: async (reqId: string, model: Model, input: ModelInput): Promise<CallOutcome> => {
+    call: async (reqId: string, model: Model, input: ModelInput, upstream?: string): Promise<CallOutcome> => {
       if (instant(model))
         return outcomeOf(
           reqId,
           model,
-          (onDelta) => model.provider.generate({ ...input, signal: stopping.signal, onDelta }),
+          (onDelta) => model.provider.generate({ ...input, signal: stopping.signal, onDelta, upstream }),
           describe,
         );
       const group = join(model);
@@ -156,7 +156,7 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
         return await outcomeOf(
           reqId,
           model,
-          (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta }), signal),
+          (onDelta) => settledBy(model.provider.generate({ ...input, signal, onDelta, upstream }), signal),
           (error) => {
             if (own.signal.aborted) return { reason: 'cancelled' };
             const timedOut = signal.aborted && !stopping.signal.aborted;

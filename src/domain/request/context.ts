@@ -50,6 +50,12 @@ export type RequestContext = {
   readonly customId?: string;
   /** Made by the Responses face (see RequestQueued.face). */
   readonly face?: 'responses';
+  /** The prompt prefix's affinity key (see RequestQueued.affinity). */
+  readonly affinity?: number;
+  /** The upstream the running (or last) attempt holds a place on, and the model it runs on when not its own (a
+   * fallback's): see RequestProcessingStarted, RequestUpstreamChanged. */
+  readonly upstream?: string;
+  readonly servedBy?: string;
 };
 
 /** The context before the first event. */

@@ -34,6 +34,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.batchId !== undefined) change.batchId = event.batchId;
     if (event.customId !== undefined) change.customId = event.customId;
     if (event.face !== undefined) change.face = event.face;
+    if (event.affinity !== undefined) change.affinity = event.affinity;
     return change;
   },
   RequestProcessingStarted: (context, event) => {
@@ -43,8 +44,12 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     };
     if (event.owner !== undefined) change.owner = event.owner;
     if (event.leaseUntil !== undefined) change.leaseUntil = event.leaseUntil;
+    // Only when present (a view holds no field it does not have): a start after a fallback's names its own model.
+    if (event.upstream !== undefined) change.upstream = event.upstream;
+    if (event.servedBy !== undefined) change.servedBy = event.servedBy;
     return change;
   },
+  RequestUpstreamChanged: (_context, event) => ({ upstream: event.to }),
   RequestLeaseExtended: (_context, event) => ({ leaseUntil: event.leaseUntil }),
   // Back in the queue at once: its worker stopped, nothing failed.
   RequestReleased: (_context, event) => ({ availableAt: event.at }),

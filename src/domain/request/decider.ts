@@ -13,6 +13,10 @@ import { type RequestState, tryEvolve } from './state.js';
 /** Who works on a request: the process that owns the attempt, and how long its lease lasts from the start. */
 export type Lease = { readonly owner: string; readonly leaseMs: number };
 
+/** Where an attempt runs: the upstream of its model it holds a place on, and the model when not the request's own
+ * (a fallback). Absent: a model without upstreams. */
+export type Placement = { readonly upstream?: string | undefined; readonly servedBy?: string | undefined };
+
 /** The attempt an outcome is for: recorded only while its owner still holds it (the machine fences it). */
 export type AttemptRef = { readonly owner?: string | undefined; readonly attempt?: number | undefined };
 
@@ -27,8 +31,11 @@ export type RequestCommand =
       readonly promptChars: number;
       readonly ttlMs: number;
       readonly now: number;
-      /** A worker of this process is free: start the first attempt in the same write if nothing waits before it. */
-      readonly startNow?: Lease | undefined;
+      /** A worker of this process is free: start the first attempt in the same write if nothing waits before it
+       * (on `upstream`, chosen in the write: commands.ts). */
+      readonly startNow?: (Lease & Placement) | undefined;
+      /** The prompt prefix's affinity key (promptAffinity.ts). */
+      readonly affinity?: number | undefined;
       /** What the stored text is (see RequestQueued.input). */
       readonly input?: 'messages' | 'chat' | 'line' | undefined;
       /** The submit's `Idempotency-Key` and the hash of what it was sent with (see commands.ts). */
@@ -45,7 +52,7 @@ export type RequestCommand =
       /** The face it came in by, when it is the Responses face (see RequestQueued.face). */
       readonly face?: 'responses' | undefined;
     }
-  | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease>)
+  | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease> & Placement)
   | ({
       readonly type: 'RecordSuccess';
       readonly reqId: string;
@@ -97,7 +104,12 @@ export type RequestCommand =
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-const startOf = (state: RequestState, reqId: string, at: number, lease: Partial<Lease>): RequestProcessingStarted => {
+const startOf = (
+  state: RequestState,
+  reqId: string,
+  at: number,
+  lease: Partial<Lease> & Placement,
+): RequestProcessingStarted => {
   const started: Mutable<RequestProcessingStarted> = {
     type: 'RequestProcessingStarted',
     reqId,
@@ -106,6 +118,10 @@ const startOf = (state: RequestState, reqId: string, at: number, lease: Partial<
   };
   if (lease.owner !== undefined) started.owner = lease.owner;
   if (lease.leaseMs !== undefined) started.leaseUntil = at + lease.leaseMs;
+  if (lease.upstream !== undefined) started.upstream = lease.upstream;
+  // On its own model after a fallback's attempt: named, so the view no longer says the fallback serves it.
+  const servedBy = lease.servedBy ?? (state.context.servedBy === undefined ? undefined : state.context.model);
+  if (servedBy !== undefined) started.servedBy = servedBy;
   return started;
 };
 
@@ -141,6 +157,7 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       if (command.batchId !== undefined) queued.batchId = command.batchId;
       if (command.customId !== undefined) queued.customId = command.customId;
       if (command.face !== undefined) queued.face = command.face;
+      if (command.affinity !== undefined) queued.affinity = command.affinity;
       return queued;
     }
     case 'StartAttempt':

@@ -37,6 +37,9 @@ export type RequestQueued = {
   /** `responses`: made by `POST /v1/responses` (its webhooks are also `response.*`, about its `resp_…` id). Absent:
    * any other face. */
   readonly face?: 'responses' | undefined;
+  /** A 32-bit hash of its instructions and the start of its input (promptAffinity.ts): which upstream has its prefix
+   * cached. Absent: no affinity (batch lines, events of older versions). */
+  readonly affinity?: number | undefined;
 };
 
 /**
@@ -51,6 +54,26 @@ export type RequestProcessingStarted = {
   readonly at: number;
   readonly owner?: string | undefined;
   readonly leaseUntil?: number | undefined;
+  /** The upstream of its model the attempt holds a place on (chosen in the claim: upstreamChoice.ts); absent: a model
+   * without upstreams (echo), or events of older versions. */
+  readonly upstream?: string | undefined;
+  /** The model the attempt runs on when it is not the request's own (a fallback: contract 19). */
+  readonly servedBy?: string | undefined;
+};
+
+/**
+ * The attempt's holder moved it to another upstream of the model (failover: the one it was on failed in a way that is
+ * the upstream's), without spending an attempt; its place moves with it.
+ */
+export type RequestUpstreamChanged = {
+  readonly type: 'RequestUpstreamChanged';
+  readonly reqId: string;
+  readonly owner: string;
+  readonly attempt: number;
+  readonly from: string;
+  readonly to: string;
+  readonly reason: string;
+  readonly at: number;
 };
 
 /** The owner of the current attempt keeps it longer. */
@@ -154,7 +177,8 @@ export type RequestEvent =
   | RequestCompleted
   | RequestFailed
   | RequestExpired
-  | RequestCancelled;
+  | RequestCancelled
+  | RequestUpstreamChanged;
 
 /** Every request event's type starts with `Request` and no other's does (a string compare is cheaper than a set
  * lookup for the millions of events a verification reads). */

@@ -82,6 +82,8 @@ export const requestMachine = setup({
               actions: 'update',
             },
             RequestLeaseExtended: { guard: 'heldBeforeExpiry', actions: 'update' },
+            // Failover: the attempt's holder moves it to another upstream (no attempt spent).
+            RequestUpstreamChanged: { guard: 'heldBeforeExpiry', actions: 'update' },
             RequestReleased: { guard: 'held', target: 'waiting', actions: 'update' },
             // The attempt's process is known to be gone (same machine): its lease ends now, so that the request is
             // taken over (or given up, with no attempt left) at once, as a lapsed lease would be later. Only for the
