@@ -15,6 +15,7 @@ import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
 import { chooseUpstream, takesACall, type UpstreamPlace, type UpstreamStanding } from './upstreamChoice.js';
+import { stateAt, type UpstreamHealth } from './upstreamHealth.js';
 
 /**
  * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
@@ -63,6 +64,8 @@ export type ClaimReads = DispatchReads & {
   account(accountId: string): AccountState | undefined;
   /** Up to `limit` requests being processed whose lease lapsed at or before `now`, earliest lapse first. */
   lapsedLeases(now: number, limit: number): readonly string[];
+  /** An upstream's health as the store keeps it (upstreamHealth.ts); absent (or a store without the view): in service. */
+  upstreamHealth?(model: string, upstream: string): UpstreamHealth | undefined;
 };
 
 /** How far a claim looks among lapsed leases (the rest wait for the next claim). */
@@ -107,7 +110,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
       places: upstream.places ?? Number.POSITIVE_INFINITY,
       weight: upstream.weight ?? 1,
       inFlight: count(upstreamCounter(model, upstream.name)),
-      state: 'in_service',
+      state: stateAt(reads.upstreamHealth?.(model, upstream.name), claim.now),
     }));
   const upstreamOpen = (model: string) => standingsOf(model)?.some(takesACall) ?? true;
   /** Chooses the upstream a request's call goes to and takes its place (undefined: the model has none, or none may

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { type ClaimReads, decideClaim } from '../../src/domain/claim.js';
+import type { RequestProcessingStarted } from '../../src/domain/request/events.js';
+import { foldRequest } from '../../src/domain/request/state.js';
+import type { UpstreamHealth } from '../../src/domain/upstreamHealth.js';
+
+const now = 100_000;
+const queued = Array.from({ length: 6 }, (_, i) => `req_${i}`);
+/** Six requests of `llama` due, one account, nothing in flight; each upstream's health as given. */
+const readsWith = (health: Record<string, UpstreamHealth>): ClaimReads => {
+  const states = new Map(
+    queued.map((reqId, i) => [
+      reqId,
+      foldRequest([
+        {
+          type: 'RequestQueued',
+          reqId,
+          accountId: 'acct_a',
+          keyId: 'key_a',
+          model: 'llama',
+          promptChars: 1,
+          at: i,
+          expiresAt: 10 * now,
+          maxAttempts: 3,
+        },
+      ]),
+    ]),
+  );
+  return {
+    queuedAccounts: () => ['acct_a'],
+    queuedOf: () => queued.map((reqId, i) => ({ reqId, availableAt: i, model: 'llama' })),
+    request: (reqId) => states.get(reqId),
+    processingCount: () => 0,
+    account: () => undefined,
+    lapsedLeases: () => [],
+    upstreamHealth: (_model, upstream) => health[upstream],
+  };
+};
+const claimWith = (health: Record<string, UpstreamHealth>) =>
+  decideClaim(readsWith(health), {
+    type: 'Claim',
+    owner: 'proc_a',
+    now,
+    leaseMs: 30_000,
+    max: 10,
+    modelLimits: {},
+    policy: { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000 },
+    upstreams: {
+      llama: [
+        { name: 'a', places: 2 },
+        { name: 'b', places: 2 },
+      ],
+    },
+  }).flatMap((decision) => decision.events as RequestProcessingStarted[]);
+
+const out = (until: number): UpstreamHealth => ({ failures: 3, outUntil: until, coolDownMs: 10_000 });
+
+describe("The claim and its model's upstreams' health", () => {
+  it('sends no call to an upstream out of service: the work goes to the others', () => {
+    const started = claimWith({ a: out(now + 5_000) });
+    expect(started.map((event) => event.upstream)).toEqual(['b', 'b']);
+  });
+  it('holds the work of a model with no upstream in service: nothing starts, no attempt is spent', () => {
+    expect(claimWith({ a: out(now + 1), b: out(now + 60_000) })).toEqual([]);
+  });
+  it('gives an upstream whose cool-down is over one call, its trial', () => {
+    const started = claimWith({ a: out(now - 1), b: out(now + 60_000) });
+    expect(started.map((event) => event.upstream)).toEqual(['a']);
+  });
+});
