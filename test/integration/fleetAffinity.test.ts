@@ -2,13 +2,13 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FakeReplica, startFleet } from '../support/fakeReplica.js';
 import { fleetConfig, fleetModel, logOf, serveFleet } from '../support/fleet.js';
-import { fileSandboxes, type ServerProcess } from '../support/processes.js';
+import { fileSandboxes, type ServerProcess, sleep } from '../support/processes.js';
 
 /**
  * Contract 19, the choice: prompts that share a prefix keep landing on the replica that has it cached while the load
  * stays even. Waves of chat completions (the official `openai` SDK through `airs serve`), one per system prompt at
  * once, three system prompts of 3,000 characters; the replicas have far more places than a wave takes, so none is
- * ever full. Sent at once, the calls of a wave would spread over the replicas by load alone; each replica records
+ * ever full. Sent in another order each wave, the calls would spread over the replicas by load alone; each replica records
  * the system prompt of every call it gets.
  */
 
@@ -21,6 +21,15 @@ afterEach(async () => {
 });
 
 const waves = 20;
+/** The six orders of three. */
+const orders = [
+  [0, 1, 2],
+  [2, 0, 1],
+  [1, 2, 0],
+  [0, 2, 1],
+  [1, 0, 2],
+  [2, 1, 0],
+];
 /** Three system prompts of 3,000 characters, told apart in their first words. */
 const systems = ['alpha', 'bravo', 'charlie'].map((word) =>
   `You are the ${word} assistant. `.concat(`${word} knows the manual by heart. `.repeat(200)).slice(0, 3_000),
@@ -45,6 +54,8 @@ describe('prefix affinity over three replicas (contract 19)', { timeout: 120_000
     for (let wave = 0; wave < waves; wave++)
       await Promise.all(
         systems.map(async (system, i) => {
+          // Each wave in another order: by load alone, each prompt would land on a different replica each time.
+          await sleep(10 * (orders[wave % orders.length]?.[i] ?? 0));
           const answer = await client.chat.completions.create({
             model: 'fleet',
             messages: [
