@@ -14,7 +14,13 @@ import { isExpired } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
-import { chooseUpstream, takesACall, type UpstreamPlace, type UpstreamStanding } from './upstreamChoice.js';
+import {
+  chooseUpstream,
+  standingsOf,
+  takesACall,
+  type UpstreamPlace,
+  type UpstreamStanding,
+} from './upstreamChoice.js';
 import { stateAt, type UpstreamHealth } from './upstreamHealth.js';
 
 /**
@@ -104,19 +110,20 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
   let started = 0;
   /** The model's upstreams as this claim finds them (places taken by earlier moves of the claim included). */
-  const standingsOf = (model: string): UpstreamStanding[] | undefined =>
-    claim.upstreams?.[model]?.map((upstream) => ({
-      name: upstream.name,
-      places: upstream.places ?? Number.POSITIVE_INFINITY,
-      weight: upstream.weight ?? 1,
-      inFlight: count(upstreamCounter(model, upstream.name)),
-      state: stateAt(reads.upstreamHealth?.(model, upstream.name), claim.now),
-    }));
-  const upstreamOpen = (model: string) => standingsOf(model)?.some(takesACall) ?? true;
+  const standingsOfModel = (model: string): UpstreamStanding[] | undefined => {
+    const places = claim.upstreams?.[model];
+    if (places === undefined) return undefined;
+    return standingsOf(
+      places,
+      (name) => count(upstreamCounter(model, name)),
+      (name) => stateAt(reads.upstreamHealth?.(model, name), claim.now),
+    );
+  };
+  const upstreamOpen = (model: string) => standingsOfModel(model)?.some(takesACall) ?? true;
   /** Chooses the upstream a request's call goes to and takes its place (undefined: the model has none, or none may
    * take a call). */
   const place = (model: string, reqId: string): string | undefined => {
-    const standings = standingsOf(model);
+    const standings = standingsOfModel(model);
     if (standings === undefined) return undefined;
     const chosen = chooseUpstream(standings, reads.request(reqId)?.context.affinity);
     if (chosen !== undefined) counted.set(upstreamCounter(model, chosen), count(upstreamCounter(model, chosen)) + 1);

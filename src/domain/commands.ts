@@ -19,6 +19,7 @@ import {
   Refused,
 } from './errors.js';
 import type { DomainEvent } from './events.js';
+import { type FailOver, failOverDecision } from './failOver.js';
 import { decideFile, type FileCommand } from './file/decider.js';
 import type { FileState } from './file/state.js';
 import { createFileRefusal, decideUpload, reservationTaken, type UploadFacts } from './file/uploadDecider.js';
@@ -27,7 +28,7 @@ import { accountCounter, modelCounter, upstreamCounter } from './processingCount
 import { decideRequest as decideOnRequest, type RequestCommand } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
-import { chooseUpstream, type UpstreamPlace } from './upstreamChoice.js';
+import { chooseUpstream, standingsOf, type UpstreamPlace } from './upstreamChoice.js';
 import {
   decideWebhookCommand,
   type WebhookCommand,
@@ -61,6 +62,7 @@ export type Command =
     >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim
+  | FailOver
   | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand }
   | { readonly type: 'Batch'; readonly batchId: string; readonly command: BatchCommand }
   | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand }
@@ -156,7 +158,7 @@ const earlierSubmit = (reads: DecisionReads, command: Submit): Decision | Idempo
 
 type RequestCommandOf = Exclude<
   Command,
-  { type: 'Account' | 'Claim' | 'Batch' | 'File' | 'WebhookEndpoint' | 'WebhookDelivery' }
+  { type: 'Account' | 'Claim' | 'FailOver' | 'Batch' | 'File' | 'WebhookEndpoint' | 'WebhookDelivery' }
 >;
 
 const textOf = (command: RequestCommandOf): string | undefined => {
@@ -210,16 +212,8 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
   if (!mayStart) return { ...command, startNow: undefined };
   if (command.upstreams === undefined) return command;
   // On an upstream with a free place, as a claim would choose it; none: it waits in the queue.
-  const upstream = chooseUpstream(
-    command.upstreams.map((place) => ({
-      name: place.name,
-      places: place.places ?? Number.POSITIVE_INFINITY,
-      weight: place.weight ?? 1,
-      inFlight: reads.processingCount(upstreamCounter(command.model, place.name)),
-      state: 'in_service' as const,
-    })),
-    command.affinity,
-  );
+  const inFlight = (name: string) => reads.processingCount(upstreamCounter(command.model, name));
+  const upstream = chooseUpstream(standingsOf(command.upstreams, inFlight), command.affinity);
   return upstream === undefined
     ? { ...command, startNow: undefined }
     : { ...command, startNow: { ...command.startNow, upstream } };
@@ -381,6 +375,7 @@ const decideAlone = (reads: DecisionReads, command: Command): Decision | Refusal
   if (command.type === 'Batch') return decideBatchCommand(reads, command);
   if (command.type === 'File') return decideFileCommand(reads, command);
   if (command.type === 'Claim') return decideClaimCommand(reads, command);
+  if (command.type === 'FailOver') return failOverDecision(reads, command);
   if (command.type === 'WebhookEndpoint' || command.type === 'WebhookDelivery')
     return decideWebhookCommand(reads, command) as Decision | Refusal;
   return decideRequest(reads, command);

@@ -21,6 +21,20 @@ export type UpstreamStanding = {
  * it travels in the claim command, to a writer process too. */
 export type UpstreamPlace = { readonly name: string; readonly places?: number | undefined; readonly weight?: number };
 
+/** The config's upstreams as the choice sees them, with their calls in flight and their state. */
+export const standingsOf = (
+  places: readonly UpstreamPlace[],
+  inFlight: (upstream: string) => number,
+  state: (upstream: string) => UpstreamState = () => 'in_service',
+): UpstreamStanding[] =>
+  places.map((upstream) => ({
+    name: upstream.name,
+    places: upstream.places ?? Number.POSITIVE_INFINITY,
+    weight: upstream.weight ?? 1,
+    inFlight: inFlight(upstream.name),
+    state: state(upstream.name),
+  }));
+
 /** How much fuller than the least full the affine upstream may be, as a share of its places. */
 export const affinitySlack = 0.25;
 

@@ -25,6 +25,11 @@ export interface WorkQueueShape {
    * Records an attempt's failure: a retry after the policy's backoff, or a failure for good once no attempt is left
    * or when no retry could mend it (`told.permanent`); `told.said` is what the caller is told if it fails for good.
    */
+  /**
+   * Moves the attempt to another upstream of its model after a failure that is the upstream's (`moved`: call it now),
+   * or, with none left in service with a free place, records the failure as `recordFailure` does.
+   */
+  failOver(held: Held, ask: FailOverAsk, now: number): Promise<{ readonly moved: string } | Recorded>;
   recordFailure(
     held: Held,
     reason: string,
@@ -33,6 +38,17 @@ export interface WorkQueueShape {
     told?: FailureTold | undefined,
   ): Promise<Recorded>;
 }
+
+/** What a failover asks (domain/failOver.ts): the model the attempt runs on, the upstream that failed, those tried. */
+export type FailOverAsk = {
+  readonly model: string;
+  readonly from: string;
+  readonly tried: readonly string[];
+  readonly upstreams: readonly UpstreamPlace[];
+  readonly reason: string;
+  readonly policy: RetryPolicy;
+  readonly said?: string | undefined;
+};
 
 /** Beside its reason for the log: what a failure tells the caller, and whether a retry could mend it (modelCall.ts). */
 export type FailureTold = {

@@ -66,6 +66,12 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
       }),
     );
   },
+  async failOver({ reqId, attempt, owner }, ask, now) {
+    const outcome = await send({ type: 'FailOver', reqId, owner, attempt, now, ...ask });
+    const moved = eventsOf(outcome).find((event) => event.type === 'RequestUpstreamChanged');
+    if (moved !== undefined && moved.type === 'RequestUpstreamChanged') return { moved: moved.to };
+    return recorded(outcome);
+  },
   async recordFailure({ reqId, attempt, owner }, reason, policy, now, { said, permanent } = {}) {
     const command = { type: 'RecordFailure' as const, reqId, reason, policy, now, owner, attempt };
     // Only the fields it has: commands travel to a writer process, and the same command is the same bytes.

@@ -3,6 +3,7 @@ import type { ModelConfig } from '../../src/config.js';
 import type { RequestEvent } from '../../src/domain/request/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { unusedPort } from '../support/ports.js';
 import { syncReads, testApps } from '../support/testApp.js';
 
 describe('Calls of a model with several upstreams', () => {
@@ -70,6 +71,53 @@ describe('Calls of a model with several upstreams', () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+
+  it('move an attempt whose upstream refuses connections to another upstream, spending no attempt, so none fails', async () => {
+    const alive = await startFakeOpenAi({ delayMs: 20 });
+    try {
+      const app = await start({
+        clock: systemClock,
+        config: {
+          models: [
+            {
+              id: 'llama',
+              provider: 'openai',
+              upstreamModel: 'm',
+              timeoutMs: 60_000,
+              maxRetries: 2,
+              upstreams: [
+                { name: 'dead', baseUrl: `http://127.0.0.1:${await unusedPort()}/v1`, maxConcurrency: 4 },
+                { name: 'alive', baseUrl: alive.baseUrl, maxConcurrency: 4 },
+              ],
+            } as ModelConfig,
+          ],
+          // One attempt each: without failover, a request whose attempt lands on the dead upstream fails for good.
+          processing: { concurrency: 8, maxAttempts: 1 },
+        },
+      });
+      const account = await app.account('scale');
+      const ids: string[] = [];
+      for (let n = 0; n < 8; n++) {
+        const answer = await app.call('POST', '/v1/ai', {
+          key: account.key,
+          body: { model: 'llama', prompt: `p ${n}` },
+        });
+        ids.push(((await answer.json()) as { request_id: string }).request_id);
+      }
+      await app.processor.idle();
+      const events = [...syncReads(app).events()] as RequestEvent[];
+      const moves = events.filter((event) => event.type === 'RequestUpstreamChanged');
+      expect(moves.length).toBeGreaterThan(0);
+      expect(
+        moves.every((move) => move.type === 'RequestUpstreamChanged' && move.from === 'dead' && move.to === 'alive'),
+      ).toBe(true);
+      for (const reqId of ids)
+        expect(syncReads(app).request(reqId)).toMatchObject({ status: 'completed', context: { attempts: 1 } });
+      expect(alive.received).toHaveLength(8);
+    } finally {
+      await alive.close();
     }
   });
 });

@@ -38,7 +38,7 @@ import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from
 const maxRounds = 50;
 
 /** Request commands that may end their request (a webhook event: the outbox reads its account's endpoints). */
-const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'OwnerGone', 'Release']);
+const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'FailOver', 'OwnerGone', 'Release']);
 /** Batch commands that may end their batch, or fail it. */
 const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch', 'RecordWorkFailure', 'CancelFinalizing']);
 
@@ -118,6 +118,9 @@ const prefetchOf = (commands: readonly Command[], sizes: FetchSizes): Need[] => 
     // changes its batch's counts.
     needs.push({ kind: 'request', id: command.reqId });
     if (mayEnd.has(command.type)) needs.push({ kind: 'outboxOf', source: 'request', id: command.reqId });
+    if (command.type === 'FailOver')
+      for (const upstream of command.upstreams)
+        needs.push({ kind: 'processingCount', id: upstreamCounter(command.model, upstream.name) });
     if (command.type !== 'Submit') continue;
     if (command.batchId !== undefined) needs.push({ kind: 'batch', id: command.batchId });
     if (command.idempotency !== undefined)

@@ -187,6 +187,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     leaseLapsing: (reqId) => leaseKeeper.giveUpIfLapsing(reqId),
     leaseGivenUp: (reqId) => leaseKeeper.gaveUp(reqId),
     lineInputs: deps.lineInputs,
+    upstreams,
     workerFree: () => {
       slots.letGo();
       dispatcher.workerFree();

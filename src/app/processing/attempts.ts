@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
 import { isExpired } from '../../domain/request/questions.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
+import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import type { Generation } from '../../ports/ModelProvider.js';
 import { StorageFault, type StoreShape } from '../../ports/Store.js';
 import type { Held, Recorded, StoredAnswer, WorkQueueShape } from '../../ports/WorkQueue.js';
 import type { CommitterShape } from '../Committer.js';
 import type { MetricsShape } from '../Metrics.js';
-import type { ModelsShape } from '../Models.js';
+import type { Model, ModelsShape } from '../Models.js';
 import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
 import type { LineInputs } from './lineReader.js';
 import type { CallFailure, CallOutcome, ModelCaller } from './modelCall.js';
@@ -71,6 +72,8 @@ export const createAttemptRunner = (deps: {
   readonly workerFree: () => void;
   /** A batch's line read from its input file (batches/lineInput.ts); absent, a line cannot be run here. */
   readonly lineInputs?: LineInputs | undefined;
+  /** Each model's upstreams (Processor.ts, upstreamPlacesOf): with two or more, a call fails over. */
+  readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
 }) => {
   const { store, committer, clock, log, owner } = deps;
 
@@ -120,9 +123,52 @@ export const createAttemptRunner = (deps: {
     }
   };
 
+  /**
+   * Calls the model; while a call fails in a way that is its upstream's before anything of it was streamed, moves the
+   * attempt to another upstream (decided in the store's write: failOver.ts) and calls that one. `settled`: the write
+   * that found no upstream left recorded the failure itself.
+   */
+  const callWithFailover = async (
+    held: Held,
+    model: Model,
+    input: ModelInput,
+    first: string | undefined,
+  ): Promise<{ outcome: CallOutcome; settled?: Recorded }> => {
+    const places = deps.upstreams?.[model.config.id];
+    let upstream = first;
+    let outcome = await deps.caller.call(held.reqId, model, input, upstream);
+    const tried: string[] = [];
+    while (
+      !outcome.ok &&
+      outcome.upstreams === true &&
+      outcome.streamed !== true &&
+      upstream !== undefined &&
+      places !== undefined &&
+      places.length > 1 &&
+      !deps.caller.stopped()
+    ) {
+      tried.push(upstream);
+      const ask = { model: model.config.id, from: upstream, tried, upstreams: places, reason: outcome.reason };
+      const moved = await deps.queue
+        .failOver(held, { ...ask, policy: deps.policy, said: outcome.said }, clock.now())
+        .catch(() => undefined);
+      // The write failed: the failure is recorded as any other (below).
+      if (moved === undefined) return { outcome };
+      if (typeof moved !== 'object') return { outcome, settled: moved };
+      log.warn(
+        { reqId: held.reqId, from: upstream, to: moved.moved, reason: outcome.reason },
+        'attempt moved to another upstream',
+      );
+      upstream = moved.moved;
+      outcome = await deps.caller.call(held.reqId, model, input, upstream);
+    }
+    return { outcome };
+  };
+
   return async (attempt: Attempt, known: ModelInput | undefined): Promise<void> => {
     const { reqId } = attempt;
     let outcome: CallOutcome;
+    let settled: Recorded | undefined;
     let seconds = 0;
     let modelId = attempt.model ?? '';
     try {
@@ -143,7 +189,14 @@ export const createAttemptRunner = (deps: {
       else {
         deps.metrics?.attemptStarted(modelId);
         const calledAt = performance.now();
-        outcome = await deps.caller.call(reqId, model, input, attempt.upstream);
+        const called = await callWithFailover(
+          { reqId, attempt: attempt.attempt, owner },
+          model,
+          input,
+          attempt.upstream,
+        );
+        outcome = called.outcome;
+        settled = called.settled;
         seconds = (performance.now() - calledAt) / 1000;
       }
     } finally {
@@ -160,11 +213,13 @@ export const createAttemptRunner = (deps: {
       await deps.queue.release(held, clock.now()).catch(() => {});
       return;
     }
-    const result = await recordUntilWritten(held, (now) =>
-      outcome.ok
-        ? deps.queue.recordSuccess(held, answerOf(outcome.generation), now)
-        : deps.queue.recordFailure(held, outcome.reason, deps.policy, now, outcome),
-    );
+    const result =
+      settled ??
+      (await recordUntilWritten(held, (now) =>
+        outcome.ok
+          ? deps.queue.recordSuccess(held, answerOf(outcome.generation), now)
+          : deps.queue.recordFailure(held, outcome.reason, deps.policy, now, outcome),
+      ));
     if (result === undefined) return;
     if (result === 'recorded') {
       deps.metrics?.attemptEnded(

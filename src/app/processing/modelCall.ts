@@ -1,6 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import { maxAnswerBytesOf } from '../../config.js';
-import { type GenerateInput, type Generation, UpstreamFailed } from '../../ports/ModelProvider.js';
+import {
+  type GenerateInput,
+  type Generation,
+  UpstreamFailed,
+  type UpstreamProblem,
+} from '../../ports/ModelProvider.js';
 import { answerTooLarge, answerWithin } from '../answerBound.js';
 import type { LiveOutputShape } from '../LiveOutput.js';
 import type { Model } from '../Models.js';
@@ -15,7 +20,17 @@ export type CallFailure = {
   readonly reason: string;
   readonly said?: string | undefined;
   readonly permanent?: boolean | undefined;
+  /** The upstream's failure (connection refused or reset, no answer in time, 5xx, 429): another upstream may answer. */
+  readonly upstreams?: boolean | undefined;
+  /** Some of the answer reached whoever streams the request: the call cannot move to another upstream. */
+  readonly streamed?: boolean | undefined;
 };
+
+/** Whether a problem is the upstream's rather than the request's (contract 19). */
+const theUpstreams = (problem: UpstreamProblem): boolean =>
+  problem.kind === 'unreachable' ||
+  problem.kind === 'timeout' ||
+  (problem.kind === 'status' && (problem.status >= 500 || problem.status === 429 || problem.status === 408));
 
 /** How one model call ended: the model's answer, or why there is none. */
 export type CallOutcome =
@@ -49,7 +64,12 @@ export const settledBy = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
 const describe = (error: unknown): CallFailure => {
   const reason = (error instanceof Error ? error.message : String(error)).slice(0, 500);
   if (!(error instanceof UpstreamFailed)) return { reason };
-  return { reason, said: saidOf(error.problem), permanent: isPermanent(error.problem) };
+  return {
+    reason,
+    said: saidOf(error.problem),
+    permanent: isPermanent(error.problem),
+    upstreams: theUpstreams(error.problem),
+  };
 };
 
 /**
@@ -124,14 +144,23 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
   ): Promise<CallOutcome> => {
     const heard = live?.listened(reqId) === true ? live.begin(reqId) : undefined;
     let answered = false;
+    let streamed = false;
+    const delta =
+      heard === undefined
+        ? undefined
+        : (text: string) => {
+            streamed = true;
+            heard.delta(text);
+          };
     try {
-      const generation = await generate(heard?.delta);
+      const generation = await generate(delta);
       const bound = maxAnswerBytesOf(model.config);
       if (!answerWithin(generation, bound)) return { ok: false, ...describe(answerTooLarge(bound)) };
       answered = true;
       return { ok: true, generation };
     } catch (error) {
-      return { ok: false, ...failure(error) };
+      const failed = failure(error);
+      return { ok: false, ...failed, ...(streamed ? { streamed } : {}) };
     } finally {
       heard?.end(answered);
     }
@@ -160,7 +189,9 @@ export const createModelCaller = (live: LiveOutputShape | undefined) => {
           (error) => {
             if (own.signal.aborted) return { reason: 'cancelled' };
             const timedOut = signal.aborted && !stopping.signal.aborted;
-            return timedOut ? { reason: `timed out after ${model.config.timeoutMs} ms` } : describe(error);
+            return timedOut
+              ? { reason: `timed out after ${model.config.timeoutMs} ms`, upstreams: true }
+              : describe(error);
           },
         );
       } finally {

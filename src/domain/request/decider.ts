@@ -99,6 +99,16 @@ export type RequestCommand =
       readonly attempt: number;
       readonly now: number;
     }
+  | {
+      /** Failover (domain/failOver.ts decides where to): the holder's attempt moves to upstream `to`. */
+      readonly type: 'MoveUpstream';
+      readonly reqId: string;
+      readonly owner: string;
+      readonly attempt: number;
+      readonly now: number;
+      readonly to: string;
+      readonly reason: string;
+    }
   | { readonly type: 'Expire'; readonly reqId: string; readonly now: number }
   | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number };
 
@@ -209,6 +219,17 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       return { type: 'RequestReleased', reqId, owner: command.owner, attempt: command.attempt, at };
     case 'OwnerGone':
       return { type: 'RequestOwnerGone', reqId, owner: command.owner, attempt: command.attempt, at };
+    case 'MoveUpstream':
+      return {
+        type: 'RequestUpstreamChanged',
+        reqId,
+        owner: command.owner,
+        attempt: command.attempt,
+        from: state.context.upstream ?? '',
+        to: command.to,
+        reason: command.reason,
+        at,
+      };
     case 'Expire':
       return { type: 'RequestExpired', reqId, at };
     case 'Cancel':

@@ -95,4 +95,37 @@ export const upstreamPlaceFeatures = ({ pair, open }: Contract) =>
       // Both full: queued, not started.
       expect(await started(3)).toEqual([]);
     });
+
+    it('moves a failed-over attempt with its place to a free upstream not tried, and records a failure when none is left', async () => {
+      const store = await open();
+      const queue = queueOf(store);
+      const two = {
+        llama: [
+          { name: 'a', places: 1 },
+          { name: 'b', places: 2 },
+        ],
+      };
+      await store.commit({ commands: [createAccount(1), ...submits(3)] });
+      const first = await queue.claim(ask('A', 2_000, { max: 2, upstreams: two }));
+      expect(upstreamsOf(first)).toEqual(['a', 'b']);
+      const [onA, onB] = first.started;
+      if (onA === undefined || onB === undefined) throw new Error('two calls should have started');
+      const failOver = (held: { reqId: string; attempt: number }, owner: string, from: string, tried: string[]) =>
+        queue.failOver(
+          { ...held, owner },
+          { model: 'llama', from, tried, upstreams: two.llama, reason: 'connection refused', policy },
+          2_100,
+        );
+      // Only the attempt's holder may move it.
+      expect(await failOver(onA, 'B', 'a', [])).toBe('refused');
+      expect(await failOver(onA, 'A', 'a', [])).toEqual({ moved: 'b' });
+      expect(await inFlight(store)).toEqual({ b: 2 });
+      expect((await store.reads.request(onA.reqId))?.context).toMatchObject({ upstream: 'b', attempts: 1 });
+      // Its place on `a` is free: the next request goes there.
+      expect(upstreamsOf(await queue.claim(ask('A', 2_200, { max: 10, upstreams: two })))).toEqual(['a']);
+      // Every upstream tried or full: the attempt fails as any failure does (a retry later), and frees its place.
+      expect(await failOver(onB, 'A', 'b', ['a'])).toBe('recorded');
+      expect((await store.reads.request(onB.reqId))?.status).toBe('waiting');
+      expect(await inFlight(store)).toEqual({ a: 1, b: 1 });
+    });
   });

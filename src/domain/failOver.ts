@@ -1,0 +1,91 @@
+import { LifecycleViolation } from './errors.js';
+import { upstreamCounter } from './processingCounters.js';
+import { decideRequest, type RequestDecision } from './request/decider.js';
+import type { RetryPolicy } from './request/retryPolicy.js';
+import type { RequestState } from './request/state.js';
+import { chooseUpstream, standingsOf, type UpstreamPlace } from './upstreamChoice.js';
+import { stateAt, type UpstreamHealth } from './upstreamHealth.js';
+
+/**
+ * Failover inside an attempt (contract 19): the attempt's holder, whose call failed in a way that is the upstream's,
+ * asks to move the attempt to another upstream of the model. Decided in the store's write, fenced by attempt and owner
+ * like a failure's record: to an upstream in service with a free place not yet tried in this attempt
+ * (`RequestUpstreamChanged`, its place moving with it, no attempt spent); with none, the attempt fails as any failure
+ * does (`RecordFailure`: a retry after backoff, or failed for good once no attempt is left).
+ */
+export type FailOver = {
+  readonly type: 'FailOver';
+  readonly reqId: string;
+  readonly owner: string;
+  readonly attempt: number;
+  readonly now: number;
+  /** The model the attempt runs on (the request's own, or its fallback's). */
+  readonly model: string;
+  /** The upstream whose call failed, and every upstream this attempt has tried (it included). */
+  readonly from: string;
+  readonly tried: readonly string[];
+  /** The model's upstreams, from the holder's config. */
+  readonly upstreams: readonly UpstreamPlace[];
+  readonly reason: string;
+  /** As RecordFailure's, for when no upstream is left to move to. */
+  readonly policy: RetryPolicy;
+  readonly said?: string | undefined;
+};
+
+/** What failover reads inside the write. */
+export type FailOverReads = {
+  request(reqId: string): RequestState | undefined;
+  processingCount(counter: string): number;
+  upstreamHealth?(model: string, upstream: string): UpstreamHealth | undefined;
+};
+
+export const decideFailOver = (reads: FailOverReads, command: FailOver): RequestDecision | LifecycleViolation => {
+  const state = reads.request(command.reqId);
+  if (state === undefined)
+    return new LifecycleViolation({
+      reqId: command.reqId,
+      from: 'none',
+      event: 'RequestUpstreamChanged',
+      message: `request ${command.reqId} does not exist`,
+    });
+  const { owner, attempt, now, model } = command;
+  const to = chooseUpstream(
+    standingsOf(
+      command.upstreams,
+      (name) => reads.processingCount(upstreamCounter(model, name)),
+      (name) => stateAt(reads.upstreamHealth?.(model, name), now),
+    ),
+    state.context.affinity,
+    new Set([...command.tried, command.from]),
+  );
+  if (to !== undefined && state.context.upstream === command.from) {
+    const moved = decideRequest(state, {
+      type: 'MoveUpstream',
+      reqId: command.reqId,
+      owner,
+      attempt,
+      now,
+      to,
+      reason: command.reason,
+    });
+    if (!(moved instanceof LifecycleViolation)) return moved;
+  }
+  return decideRequest(state, {
+    type: 'RecordFailure',
+    reqId: command.reqId,
+    reason: command.reason,
+    policy: command.policy,
+    now,
+    owner,
+    attempt,
+    ...(command.said === undefined ? {} : { said: command.said }),
+  });
+};
+
+/** The command's decision as the store writes it: its events, and the request's state after them. */
+export const failOverDecision = (reads: FailOverReads, command: FailOver) => {
+  const decision = decideFailOver(reads, command);
+  return decision instanceof LifecycleViolation
+    ? decision
+    : { events: decision.events, requests: [{ state: decision.state }] };
+};
