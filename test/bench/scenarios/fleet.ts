@@ -104,6 +104,8 @@ export const fleetScenario = async (context: Context): Promise<ScenarioResult> =
     upstreamModel: 'fleet-model',
     timeoutMs: 30_000,
     maxRetries: 0,
+    // Every side bounded alike: the model's places are its upstreams' (32), whatever the one-upstream form implies.
+    maxConcurrency: 32,
     upstreams: names.map((name) => ({ name, baseUrl: baseUrls[name], maxConcurrency: name === 'single' ? 32 : 8 })),
   });
   const box = sandbox(context.workDir, 'fleet-airs', {
