@@ -89,7 +89,8 @@ describe('Calls of a model with several upstreams', () => {
               maxRetries: 2,
               upstreams: [
                 { name: 'dead', baseUrl: `http://127.0.0.1:${await unusedPort()}/v1`, maxConcurrency: 4 },
-                { name: 'alive', baseUrl: alive.baseUrl, maxConcurrency: 4 },
+                // Room for every call: a failover finds a free place (with none, the attempt fails as before).
+                { name: 'alive', baseUrl: alive.baseUrl, maxConcurrency: 8 },
               ],
             } as ModelConfig,
           ],

@@ -114,13 +114,14 @@ export type ProcessorDeps = {
   readonly lineInputs?: LineInputs | undefined;
 };
 
-/** Each model's upstreams as the claim weighs them (a model without upstreams, echo, is absent). Places only where
- * bounded: the claim travels as JSON, which has no Infinity. */
+/** Each model's upstreams as the claim weighs them, for models of two or more (with one there is nothing to choose:
+ * the model's own bound is its places, and its events stay as before). Places only where bounded: the claim travels
+ * as JSON, which has no Infinity. */
 export const upstreamPlacesOf = (models: ModelsShape): Record<string, readonly UpstreamPlace[]> => {
   const places: Record<string, readonly UpstreamPlace[]> = {};
   for (const id of models.ids()) {
     const config = models.get(id)?.config;
-    if (config?.provider !== 'openai') continue;
+    if (config?.provider !== 'openai' || upstreamsOf(config).length < 2) continue;
     places[id] = upstreamsOf(config).map(({ name, places: bound, weight }) =>
       Number.isFinite(bound) ? { name, places: bound, weight } : { name, weight },
     );

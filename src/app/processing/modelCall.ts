@@ -68,7 +68,7 @@ const describe = (error: unknown): CallFailure => {
     reason,
     said: saidOf(error.problem),
     permanent: isPermanent(error.problem),
-    upstreams: theUpstreams(error.problem),
+    ...(theUpstreams(error.problem) ? { upstreams: true } : {}),
   };
 };
 
