@@ -310,8 +310,8 @@ export const fleetScenario = async (context: Context): Promise<ScenarioResult> =
       {
         scenario: 'Fleet: server CPU per request',
         target: 'none (reported)',
-        measured: `${median((runs.four ?? []).map((run) => run.cpuUsPerRequest))} µs (4 replicas)`,
-        detail: `1 upstream ${median((runs.single ?? []).map((run) => run.cpuUsPerRequest))} µs, with 500s ${median(failingRuns.map((run) => run.cpuUsPerRequest))} µs`,
+        measured: `${round(median((runs.four ?? []).map((run) => run.cpuUsPerRequest)), 1)} µs (4 replicas)`,
+        detail: `1 upstream ${round(median((runs.single ?? []).map((run) => run.cpuUsPerRequest)), 1)} µs, with 500s ${round(median(failingRuns.map((run) => run.cpuUsPerRequest)), 1)} µs`,
         met: null,
       },
     ];
