@@ -1,5 +1,5 @@
 import type { AccountState } from './account/state.js';
-import { claimFairly, type DispatchReads, scanLimit } from './claimFairly.js';
+import { claimFairly, type DispatchReads, type QueuedEntry, scanLimit } from './claimFairly.js';
 import { LifecycleViolation } from './errors.js';
 import {
   accountCounter,
@@ -9,7 +9,7 @@ import {
   modelCounter,
   upstreamCounter,
 } from './processingCounters.js';
-import { decideRequest, type RequestDecision } from './request/decider.js';
+import { decideRequest, type Placement, type RequestDecision } from './request/decider.js';
 import { isExpired } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
@@ -59,7 +59,12 @@ export type Claim = {
   /** Each model's upstreams, from the claiming process's config (a model absent: it has none). Each call goes to one
    * with a free place (upstreamChoice.ts), counted in all processes: places are exact. */
   readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
+  /** Each model's fallback models, and after how long a waiting request spills over to them (absent: none). */
+  readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
 };
+
+/** A model's fallbacks (contract 19): in order, and the wait after which a request spills over to them. */
+export type Fallbacks = { readonly models: readonly string[]; readonly spillAfterMs?: number | undefined };
 
 /** What a claim reads, inside the write (with what earlier commands of the batch did). */
 export type ClaimReads = DispatchReads & {
@@ -129,6 +134,32 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (chosen !== undefined) counted.set(upstreamCounter(model, chosen), count(upstreamCounter(model, chosen)) + 1);
     return chosen;
   };
+  /**
+   * The fallback a queued request may run on now: while none of its model's upstreams is in service, or (spill-over)
+   * once it has waited `spillAfterMs`; the first fallback under its bound with an upstream that takes a call.
+   */
+  const fallbackFor = (entry: QueuedEntry): string | undefined => {
+    const fallbacks = claim.fallbacks?.[entry.model];
+    if (fallbacks === undefined) return undefined;
+    const spills = fallbacks.spillAfterMs !== undefined && claim.now - entry.availableAt >= fallbacks.spillAfterMs;
+    const noneInService = standingsOfModel(entry.model)?.every((upstream) => upstream.state !== 'in_service') ?? false;
+    if (!spills && !noneInService) return undefined;
+    return fallbacks.models.find(
+      (model) => model !== entry.model && running(model) < limitOf(model) && upstreamOpen(model),
+    );
+  };
+  /** Where a request taken from the queue runs: its own model's upstream, else a fallback's (its place taken). */
+  const placeEntry = (entry: QueuedEntry, own: boolean): Placement | undefined => {
+    if (own) {
+      const upstream = place(entry.model, entry.reqId);
+      return upstream === undefined ? undefined : { upstream };
+    }
+    const servedBy = fallbackFor(entry);
+    if (servedBy === undefined) return undefined;
+    counted.set(modelCounter(servedBy), running(servedBy) + 1);
+    const upstream = place(servedBy, entry.reqId);
+    return upstream === undefined ? { servedBy } : { servedBy, upstream };
+  };
   /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
   const expireIfDue = (state: RequestState) => {
     if (!isExpired(state, claim.now)) return;
@@ -193,14 +224,15 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
         accountShare: shareOf,
         batchShare: batchShareOf,
         upstreamOpen,
-        place: (entry) => place(entry.model, entry.reqId),
+        fallbackOpen: (entry) => fallbackFor(entry) !== undefined,
+        place: placeEntry,
       },
       claim.now,
     );
-    for (const { reqId, upstream } of fromQueue.claimed) {
+    for (const { reqId, placement } of fromQueue.claimed) {
       const state = reads.request(reqId);
       if (state === undefined) continue;
-      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, upstream });
+      const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, ...placement });
       if (decision instanceof LifecycleViolation) {
         expireIfDue(state);
         continue;

@@ -1,4 +1,5 @@
 import { accountOfLane, isBatchLane } from './batch/lines.js';
+import type { Placement } from './request/decider.js';
 
 /** A request waiting for a worker, as the dispatch index holds it. */
 export type QueuedEntry = { readonly reqId: string; readonly availableAt: number; readonly model: string };
@@ -40,8 +41,10 @@ export type ClaimLimits = {
   readonly batchShare?: (model: string) => number;
   /** Whether one of the model's upstreams may take a call now (absent: a model without upstreams always may). */
   readonly upstreamOpen?: (model: string) => boolean;
-  /** Takes the place the entry's call goes to (the upstream choice), once it is claimed; returns it. */
-  readonly place?: (entry: QueuedEntry) => string | undefined;
+  /** Whether the entry may run on a fallback model now (claim.ts: spill-over, or no upstream of its own in service). */
+  readonly fallbackOpen?: (entry: QueuedEntry) => boolean;
+  /** Takes the place the entry's call goes to (its model's upstream, or a fallback's), once it is claimed. */
+  readonly place?: (entry: QueuedEntry, own: boolean) => Placement | undefined;
 };
 
 /** A waiting request the claim takes. */
@@ -49,8 +52,8 @@ export type ClaimedEntry = {
   readonly reqId: string;
   readonly accountId: string;
   readonly model: string;
-  /** The upstream its call goes to (limits.place). */
-  readonly upstream?: string | undefined;
+  /** Where its call goes (limits.place): an upstream of its model, or a fallback model's. */
+  readonly placement?: Placement | undefined;
 };
 
 /** What the claim takes from the queue, and where it stopped. */
@@ -122,9 +125,9 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   const waitingHere = (entry: QueuedEntry) => !state.running.has(entry.reqId) && !taken.has(entry.reqId);
   const eligible = (entry: QueuedEntry, accountId: string) =>
     waitingHere(entry) &&
-    runningNow(entry.model) < limits.modelLimit(entry.model) &&
     ofAccount(accountId) < accountLimit(accountId) &&
-    (limits.upstreamOpen?.(entry.model) ?? true);
+    ((runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true)) ||
+      (limits.fallbackOpen?.(entry) ?? false));
   const overShare = (entry: QueuedEntry, accountId: string, batch: boolean) =>
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
     (batch && batchesNow(entry.model) >= batchShare(entry.model));
@@ -199,11 +202,13 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
         const entry = firstEligible(lane, sharing);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);
-        const upstream = limits.place?.(entry);
+        const own =
+          runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true);
+        const placement = limits.place?.(entry, own);
         claimed.push(
-          upstream === undefined
+          placement === undefined
             ? { reqId: entry.reqId, accountId, model: entry.model }
-            : { reqId: entry.reqId, accountId, model: entry.model, upstream },
+            : { reqId: entry.reqId, accountId, model: entry.model, placement },
         );
         taken.add(entry.reqId);
         add(perModel, entry.model);

@@ -53,15 +53,16 @@ export const counterMoves = (
   return moves;
 };
 
+/** A request served by a fallback counts in the fallback's bound (its account's share stays its own model's). */
 const withoutUpstream = (context: Counted): readonly string[] =>
   context.batchId === undefined
     ? [
-        modelCounter(context.model),
+        modelCounter(context.servedBy ?? context.model),
         accountCounter(context.accountId),
         accountModelCounter(context.accountId, context.model),
       ]
     : [
-        modelCounter(context.model),
+        modelCounter(context.servedBy ?? context.model),
         accountCounter(context.accountId),
         accountModelCounter(context.accountId, context.model),
         batchLinesCounter(context.model),

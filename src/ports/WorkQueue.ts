@@ -1,3 +1,4 @@
+import type { Fallbacks } from '../domain/claim.js';
 import type { RetryPolicy } from '../domain/request/retryPolicy.js';
 import type { UpstreamPlace } from '../domain/upstreamChoice.js';
 
@@ -80,6 +81,8 @@ export type ClaimAsk = {
   readonly batchShare?: number | undefined;
   /** Each model's upstreams, from this process's config (domain/claim.ts chooses among them). */
   readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
+  /** Each model's fallbacks (domain/claim.ts). */
+  readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
 };
 
 /** A request a claim took: started under the claimant's lease, in attempt `attempt`, on `upstream` of its model (the

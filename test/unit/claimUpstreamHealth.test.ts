@@ -36,8 +36,12 @@ const readsWith = (health: Record<string, UpstreamHealth>): ClaimReads => {
     upstreamHealth: (_model, upstream) => health[upstream],
   };
 };
-const claimWith = (health: Record<string, UpstreamHealth>) =>
+const claimWith = (
+  health: Record<string, UpstreamHealth>,
+  more: { fallbacks?: Record<string, { models: string[] }> } = {},
+) =>
   decideClaim(readsWith(health), {
+    ...more,
     type: 'Claim',
     owner: 'proc_a',
     now,
@@ -66,5 +70,18 @@ describe("The claim and its model's upstreams' health", () => {
   it('gives an upstream whose cool-down is over one call, its trial', () => {
     const started = claimWith({ a: out(now - 1), b: out(now + 60_000) });
     expect(started.map((event) => event.upstream)).toEqual(['a']);
+  });
+  it('starts the work of a model with no upstream in service on its first fallback, named as the model that serves', () => {
+    const started = claimWith(
+      { a: out(now + 1), b: out(now + 60_000) },
+      { fallbacks: { llama: { models: ['hosted'] } } },
+    );
+    expect(started.map((event) => event.servedBy)).toEqual(Array(6).fill('hosted'));
+    // While one upstream is in service, nothing goes to the fallback.
+    const own = claimWith({ a: out(now + 1) }, { fallbacks: { llama: { models: ['hosted'] } } });
+    expect(own.map((event) => [event.upstream, event.servedBy])).toEqual([
+      ['b', undefined],
+      ['b', undefined],
+    ]);
   });
 });

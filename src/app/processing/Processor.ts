@@ -5,6 +5,7 @@ import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import type { Logger } from 'pino';
 import { upstreamsOf } from '../../config.js';
+import type { Fallbacks } from '../../domain/claim.js';
 import type { Unavailable } from '../../domain/errors.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
@@ -127,6 +128,20 @@ export const upstreamPlacesOf = (models: ModelsShape): Record<string, readonly U
     );
   }
   return places;
+};
+
+/** Each model's fallbacks as the claim takes them (contract 19; a model without is absent). */
+export const fallbacksOf = (models: ModelsShape): Record<string, Fallbacks> => {
+  const fallbacks: Record<string, Fallbacks> = {};
+  for (const id of models.ids()) {
+    const config = models.get(id)?.config;
+    if (config?.provider !== 'openai' || config.fallbacks === undefined) continue;
+    fallbacks[id] =
+      config.spillAfterSeconds === undefined
+        ? { models: config.fallbacks }
+        : { models: config.fallbacks, spillAfterMs: config.spillAfterSeconds * 1000 };
+  }
+  return fallbacks;
 };
 
 /** A name for this process's leases: new at every start, so a restarted process takes nothing for its own. */
@@ -260,6 +275,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
       batchShare: deps.batchShare,
       workers: deps.concurrency,
       upstreams,
+      fallbacks: fallbacksOf(deps.models),
     },
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.

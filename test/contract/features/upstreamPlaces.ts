@@ -128,4 +128,36 @@ export const upstreamPlaceFeatures = ({ pair, open }: Contract) =>
       expect((await store.reads.request(onB.reqId))?.status).toBe('waiting');
       expect(await inFlight(store)).toEqual({ a: 1, b: 1 });
     });
+
+    it('spills a request that waited spillAfterSeconds while its upstreams are full over to a fallback, within its bound', async () => {
+      const store = await open();
+      const queue = queueOf(store);
+      const spill = {
+        upstreams: {
+          llama: [
+            { name: 'a', places: 1 },
+            { name: 'b', places: 1 },
+          ],
+        },
+        fallbacks: { llama: { models: ['hosted'], spillAfterMs: 5_000 } },
+        modelLimits: { llama: 2, hosted: 1 },
+        max: 10,
+      };
+      await store.commit({ commands: [createAccount(1), ...submits(4)] });
+      expect(upstreamsOf(await queue.claim(ask('A', 2_000, spill)))).toEqual(['a', 'b']);
+      // Full, and not waited long enough: nothing.
+      expect((await queue.claim(ask('A', 4_000, spill))).started).toEqual([]);
+      const spilled = await queue.claim(ask('A', 7_000, spill));
+      expect(spilled.started.map(({ servedBy }) => servedBy)).toEqual(['hosted']);
+      const [onHosted] = spilled.started;
+      if (onHosted === undefined) throw new Error('nothing spilled');
+      expect((await store.reads.request(onHosted.reqId))?.context).toMatchObject({
+        model: 'llama',
+        servedBy: 'hosted',
+      });
+      // The fallback's bound holds: one at a time.
+      expect((await queue.claim(ask('A', 7_100, spill))).started).toEqual([]);
+      expect(await queue.recordSuccess({ ...onHosted, owner: 'A' }, answer('from hosted'), 7_200)).toBe('recorded');
+      expect((await queue.claim(ask('A', 7_300, spill))).started.map(({ servedBy }) => servedBy)).toEqual(['hosted']);
+    });
   });

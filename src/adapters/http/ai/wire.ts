@@ -37,7 +37,9 @@ const secondsOf = (ms: number) => Math.floor(ms / 1000);
 /** A polled request's body. */
 export const pollBody = (view: PollView): PollBody => {
   const { context } = view.state;
-  const { reqId, model } = context;
+  const { reqId } = context;
+  // The model that served it: a fallback's when one did (contract 19).
+  const model = context.servedBy ?? context.model;
   const created_at = secondsOf(context.createdAt);
   if (view.status === 'queued') return { req_id: reqId, status: 'queued', model, created_at };
   const { inputTokens, outputTokens } = context;

@@ -154,7 +154,7 @@ export const responseObjectOf = (
     status,
     background: settings.background,
     completed_at: completed ? seconds(context.completedAt) : null,
-    model: context.model,
+    model: context.servedBy ?? context.model,
     output: completed ? outputOf(view) : [],
     error: final && view.status === 'failed' ? failureOf(context.reqId, context.failureSaid) : null,
     incomplete_details: final ? incompleteDetailsOf(view) : null,

@@ -28,7 +28,7 @@ export const chatCompletionOf = (view: RequestView) => {
     id: completionIdOf(context.reqId),
     object: 'chat.completion',
     created: seconds(context.createdAt),
-    model: context.model,
+    model: context.servedBy ?? context.model,
     choices: [
       {
         index: 0,
