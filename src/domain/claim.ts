@@ -138,6 +138,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
    * The fallback a queued request may run on now: while none of its model's upstreams is in service, or (spill-over)
    * once it has waited `spillAfterMs`; the first fallback under its bound with an upstream that takes a call.
    */
+  /** Requests this claim started on their own model, per model (what `running` does not count yet). */
+  const ownPlaced = new Map<string, number>();
   const fallbackFor = (entry: QueuedEntry): string | undefined => {
     const fallbacks = claim.fallbacks?.[entry.model];
     if (fallbacks === undefined) return undefined;
@@ -145,12 +147,15 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     const noneInService = standingsOfModel(entry.model)?.every((upstream) => upstream.state !== 'in_service') ?? false;
     if (!spills && !noneInService) return undefined;
     return fallbacks.models.find(
-      (model) => model !== entry.model && running(model) < limitOf(model) && upstreamOpen(model),
+      (model) =>
+        model !== entry.model && running(model) + (ownPlaced.get(model) ?? 0) < limitOf(model) && upstreamOpen(model),
     );
   };
   /** Where a request taken from the queue runs: its own model's upstream, else a fallback's (its place taken). */
   const placeEntry = (entry: QueuedEntry, own: boolean): Placement | undefined => {
     if (own) {
+      // claimFairly counts these for its own checks; a fallback's bound must see them too.
+      ownPlaced.set(entry.model, (ownPlaced.get(entry.model) ?? 0) + 1);
       const upstream = place(entry.model, entry.reqId);
       return upstream === undefined ? undefined : { upstream };
     }

@@ -160,4 +160,31 @@ export const upstreamPlaceFeatures = ({ pair, open }: Contract) =>
       expect(await queue.recordSuccess({ ...onHosted, owner: 'A' }, answer('from hosted'), 7_200)).toBe('recorded');
       expect((await queue.claim(ask('A', 7_300, spill))).started.map(({ servedBy }) => servedBy)).toEqual(['hosted']);
     });
+
+    it("never spills beyond the fallback's bound, counting the fallback's own requests started by the same claim", async () => {
+      const store = await open();
+      const spill = {
+        upstreams: {
+          llama: [
+            { name: 'a', places: 1 },
+            { name: 'b', places: 1 },
+          ],
+        },
+        fallbacks: { llama: { models: ['hosted'], spillAfterMs: 1_000 } },
+        modelLimits: { llama: 2, hosted: 1 },
+        max: 10,
+      };
+      await store.commit({
+        commands: [createAccount(1), submit('req_hosted', { model: 'hosted', now: 500 }), ...submits(3)],
+      });
+      const claimed = await queueOf(store).claim(ask('A', 9_000, spill));
+      const onHosted = await Promise.all(
+        claimed.started.map(async ({ reqId }) => {
+          const context = (await store.reads.request(reqId))?.context;
+          return (context?.servedBy ?? context?.model) === 'hosted';
+        }),
+      );
+      expect(onHosted.filter(Boolean)).toHaveLength(1);
+      expect(claimed.started).toHaveLength(3);
+    });
   });
