@@ -26,6 +26,8 @@ export type LoadSpec = {
    * instead of `body`.
    */
   readonly numberedBody?: string;
+  /** With `numberedBody`: `{{g}}` stands for the request's number modulo this (its group: a shared prompt prefix). */
+  readonly groups?: number;
 };
 
 export type LoadResult = {
@@ -65,7 +67,12 @@ const run = async (spec: LoadSpec): Promise<LoadResult> => {
       : {
           setupRequest: (raw: { path?: string; body?: string }) => {
             if (cyclePaths) raw.path = paths[next++ % paths.length] as string;
-            if (numberedBody !== undefined) raw.body = numberedBody.replaceAll('{{i}}', String(numbered++));
+            if (numberedBody !== undefined) {
+              const i = numbered++;
+              raw.body = numberedBody
+                .replaceAll('{{i}}', String(i))
+                .replaceAll('{{g}}', String(i % (spec.groups ?? 1)));
+            }
             return raw;
           },
         }),

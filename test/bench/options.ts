@@ -11,6 +11,7 @@ export const scenarioNames = [
   'deepqueue',
   'webhooks',
   'abuse',
+  'fleet',
 ] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
@@ -97,6 +98,21 @@ export type Sizes = {
     /** Waiting for deliveries after a run: given up when none arrives for `idleSec`, or after `timeoutSec` in all. */
     readonly deliveryIdleSec: number;
     readonly deliveryTimeoutSec: number;
+  };
+  /**
+   * `--only=fleet` (issue 41): end to end over 4 fake replicas of 8 places against 1 fake upstream of 32, each answering
+   * after `delayMs`; `rounds` runs of each model of `requests` (after a warm-up of `warmup`), the prompts in `groups`
+   * prefix groups; `probeWaves` light-load waves (one request per group) measure the affinity share.
+   */
+  readonly fleet: {
+    readonly requests: number;
+    readonly warmup: number;
+    readonly clients: number;
+    readonly delayMs: number;
+    readonly rounds: number;
+    readonly groups: number;
+    readonly probeWaves: number;
+    readonly timeoutSec: number;
   };
   /** `--only=abuse` (issue 40): each attack against a fresh server, a bystander account measured throughout. */
   readonly abuse: {
@@ -194,6 +210,16 @@ const fullSizes: Sizes = {
     deliveryIdleSec: 15,
     deliveryTimeoutSec: 600,
   },
+  fleet: {
+    requests: 1_500,
+    warmup: 200,
+    clients: 64,
+    delayMs: 100,
+    rounds: 2,
+    groups: 8,
+    probeWaves: 10,
+    timeoutSec: 120,
+  },
   abuse: {
     quietSec: 6,
     poisonedLines: { accounts: 3, batchesPerAccount: 2, depth: 2_000_000, watchSec: 20 },
@@ -232,6 +258,7 @@ const smokeSizes: Sizes = {
     deliveryIdleSec: 10,
     deliveryTimeoutSec: 60,
   },
+  fleet: { requests: 200, warmup: 20, clients: 16, delayMs: 20, rounds: 1, groups: 8, probeWaves: 2, timeoutSec: 60 },
   abuse: {
     quietSec: 1.5,
     poisonedLines: { accounts: 1, batchesPerAccount: 1, depth: 2_000_000, watchSec: 3 },

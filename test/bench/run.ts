@@ -10,6 +10,7 @@
  *   npm run bench -- --only=webhooks      issue 30: end to end with webhook deliveries vs without (--webhook-requests=N)
  *   npm run bench -- --only=abuse         issue 40: the attacks replayed, a bystander measured (about 10 minutes);
  *                                         --only=abuse:uploads,abuse:webhooks runs some of them
+ *   npm run bench -- --only=fleet         issue 41: 4 fake replicas vs 1 upstream, with 500s, a death (about 2 minutes)
 
  *   npm run bench -- --against REV        this build against revision REV's, run after run (A B A B), figure by figure
  *
@@ -33,6 +34,7 @@ import { batchScenario } from './scenarios/batch.js';
 import { coresScenario } from './scenarios/cores.js';
 import { deepQueueScenario } from './scenarios/deepQueue.js';
 import { endToEndScenario } from './scenarios/endToEnd.js';
+import { fleetScenario } from './scenarios/fleet.js';
 import { httpScenario } from './scenarios/http.js';
 import { pgScenario } from './scenarios/pg.js';
 import { storageScenario } from './scenarios/storage.js';
@@ -60,6 +62,10 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
   abuse: {
     title: "issue 40's attacks, each against a fresh server, with a bystander account measured (LMDB)",
     run: abuseScenario,
+  },
+  fleet: {
+    title: 'one model over 4 fake replicas x 8 places vs 1 fake upstream x 32; 500s, a death, affinity (LMDB)',
+    run: fleetScenario,
   },
 };
 
