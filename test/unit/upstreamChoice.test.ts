@@ -42,9 +42,11 @@ describe('Choosing an upstream', () => {
     for (let i = 0; i < 60; i++) seen.add(chooseUpstream(idle, affinityKeyOf(`system prompt ${i}`, 'hello')) as string);
     expect([...seen].sort()).toEqual(['a', 'b', 'c']);
   });
-  it('keys a request by its instructions and the first 2,000 characters of its input only', () => {
+  it('keys a request by the first 2,000 characters of its prompt, instructions first, so questions under one long system prompt share a key', () => {
     const long = 'x'.repeat(2_000);
     expect(affinityKeyOf('sys', `${long}tail one`)).toBe(affinityKeyOf('sys', `${long}tail two`));
     expect(affinityKeyOf('sys', 'a')).not.toBe(affinityKeyOf('other', 'a'));
+    const system = 'You are a support agent. '.repeat(120);
+    expect(affinityKeyOf(system, 'How do I reset my password?')).toBe(affinityKeyOf(system, 'Where is my invoice?'));
   });
 });
