@@ -136,12 +136,13 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (states.includes('out_of_service')) return 'out_of_service';
     return states.includes('trying') ? 'trying' : 'in_service';
   };
-  const upstreamOpen = (model: string) => {
+  /** `itself`: the request asking is counted in flight already (a lapsed lease taken over). */
+  const upstreamOpen = (model: string, itself = 0) => {
     const standings = standingsOfModel(model);
     if (standings !== undefined) return standings.some(takesACall);
     const state = soleState(model);
     // `trying`: one trial call, only while none of the model is in flight.
-    return state === 'in_service' || (state === 'trying' && running(model) + (ownPlaced.get(model) ?? 0) === 0);
+    return state === 'in_service' || (state === 'trying' && running(model) - itself + (ownPlaced.get(model) ?? 0) === 0);
   };
   const noneInService = (model: string) =>
     standingsOfModel(model)?.every((upstream) => upstream.state !== 'in_service') ?? soleState(model) !== 'in_service';
@@ -197,7 +198,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (state === undefined || state.status !== 'processing' || ownsLease(state.context, claim.owner)) continue;
     const { model } = state.context;
     const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
-    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model))) continue;
+    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model, 1))) continue;
     const upstream = exhausted ? undefined : place(model, reqId);
     const decision = exhausted
       ? decideRequest(state, {

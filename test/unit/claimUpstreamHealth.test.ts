@@ -151,3 +151,45 @@ describe("The claim and the process's health view", () => {
     );
   });
 });
+
+describe('A lapsed lease of a model of one upstream', () => {
+  it('is taken over as the trial call once the cool-down is over (it counts in flight itself)', () => {
+    const lapsed = foldRequest([
+      {
+        type: 'RequestQueued',
+        reqId: 'req_lapsed',
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        model: 'llama',
+        promptChars: 1,
+        at: 0,
+        expiresAt: 10 * now,
+        maxAttempts: 3,
+      },
+      { type: 'RequestProcessingStarted', reqId: 'req_lapsed', attempt: 1, at: 1, owner: 'proc_b', leaseUntil: 2 },
+    ]);
+    const claimAt = (health: UpstreamHealth) =>
+      decideClaim(
+        {
+          queuedAccounts: () => [],
+          queuedOf: () => [],
+          request: () => lapsed,
+          processingCount: (counter) => (counter.includes('llama') ? 1 : 0),
+          account: () => undefined,
+          lapsedLeases: () => ['req_lapsed'],
+        },
+        {
+          type: 'Claim',
+          owner: 'proc_a',
+          now,
+          leaseMs: 30_000,
+          max: 10,
+          modelLimits: {},
+          policy: { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          health: { llama: { '0': health } },
+        },
+      ).flatMap((decision) => decision.events.map((event) => event.type));
+    expect(claimAt(out(now - 1))).toEqual(['RequestProcessingStarted']);
+    expect(claimAt(out(now + 5_000))).toEqual([]);
+  });
+});
