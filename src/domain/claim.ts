@@ -142,7 +142,9 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (standings !== undefined) return standings.some(takesACall);
     const state = soleState(model);
     // `trying`: one trial call, only while none of the model is in flight.
-    return state === 'in_service' || (state === 'trying' && running(model) - itself + (ownPlaced.get(model) ?? 0) === 0);
+    return (
+      state === 'in_service' || (state === 'trying' && running(model) - itself + (ownPlaced.get(model) ?? 0) === 0)
+    );
   };
   const noneInService = (model: string) =>
     standingsOfModel(model)?.every((upstream) => upstream.state !== 'in_service') ?? soleState(model) !== 'in_service';
