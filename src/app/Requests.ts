@@ -194,6 +194,7 @@ export const RequestsLayer = Layer.effect(
             startNow: startNow === undefined ? undefined : { owner: startNow.owner, leaseMs: startNow.leaseMs },
             modelLimit: startNow?.modelLimit,
             upstreams: startNow?.upstreams,
+            health: startNow?.health,
             affinity: affinityOf(models.get(model)?.config, input),
             maxProcessing:
               startNow === undefined ? undefined : (config.plans[principal.plan].maxProcessing ?? undefined),

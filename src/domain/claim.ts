@@ -21,7 +21,7 @@ import {
   type UpstreamPlace,
   type UpstreamStanding,
 } from './upstreamChoice.js';
-import { stateAt, type UpstreamHealth } from './upstreamHealth.js';
+import { type HealthView, stateAt, type UpstreamHealth } from './upstreamHealth.js';
 
 /**
  * A claim: a worker process takes work, up to `max` requests, each started under a lease of `leaseMs` in its name (a
@@ -61,6 +61,8 @@ export type Claim = {
   readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
   /** Each model's fallback models, and after how long a waiting request spills over to them (absent: none). */
   readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
+  /** The claiming process's upstream health (its book: those not in service), read before the store's view. */
+  readonly health?: HealthView | undefined;
 };
 
 /** A model's fallbacks (contract 19): in order, and the wait after which a request spills over to them. */
@@ -121,10 +123,31 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     return standingsOf(
       places,
       (name) => count(upstreamCounter(model, name)),
-      (name) => stateAt(reads.upstreamHealth?.(model, name), claim.now),
+      (name) => stateAt(claim.health?.[model]?.[name] ?? reads.upstreamHealth?.(model, name), claim.now),
     );
   };
-  const upstreamOpen = (model: string) => standingsOfModel(model)?.some(takesACall) ?? true;
+  /** Requests this claim started on their own model, per model (what `running` does not count yet). */
+  const ownPlaced = new Map<string, number>();
+  /** A model of one upstream is not placed: its upstream's state is the health view's, its in flight the model's. */
+  const soleState = (model: string) => {
+    const upstreams = claim.health?.[model];
+    if (upstreams === undefined) return 'in_service';
+    const states = Object.values(upstreams).map((health) => stateAt(health, claim.now));
+    if (states.includes('out_of_service')) return 'out_of_service';
+    return states.includes('trying') ? 'trying' : 'in_service';
+  };
+  /** `itself`: the request asking is counted in flight already (a lapsed lease taken over). */
+  const upstreamOpen = (model: string, itself = 0) => {
+    const standings = standingsOfModel(model);
+    if (standings !== undefined) return standings.some(takesACall);
+    const state = soleState(model);
+    // `trying`: one trial call, only while none of the model is in flight.
+    return (
+      state === 'in_service' || (state === 'trying' && running(model) - itself + (ownPlaced.get(model) ?? 0) === 0)
+    );
+  };
+  const noneInService = (model: string) =>
+    standingsOfModel(model)?.every((upstream) => upstream.state !== 'in_service') ?? soleState(model) !== 'in_service';
   /** Chooses the upstream a request's call goes to and takes its place (undefined: the model has none, or none may
    * take a call). */
   const place = (model: string, reqId: string): string | undefined => {
@@ -138,14 +161,11 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
    * The fallback a queued request may run on now: while none of its model's upstreams is in service, or (spill-over)
    * once it has waited `spillAfterMs`; the first fallback under its bound with an upstream that takes a call.
    */
-  /** Requests this claim started on their own model, per model (what `running` does not count yet). */
-  const ownPlaced = new Map<string, number>();
   const fallbackFor = (entry: QueuedEntry): string | undefined => {
     const fallbacks = claim.fallbacks?.[entry.model];
     if (fallbacks === undefined) return undefined;
     const spills = fallbacks.spillAfterMs !== undefined && claim.now - entry.availableAt >= fallbacks.spillAfterMs;
-    const noneInService = standingsOfModel(entry.model)?.every((upstream) => upstream.state !== 'in_service') ?? false;
-    if (!spills && !noneInService) return undefined;
+    if (!spills && !noneInService(entry.model)) return undefined;
     return fallbacks.models.find(
       (model) =>
         model !== entry.model && running(model) + (ownPlaced.get(model) ?? 0) < limitOf(model) && upstreamOpen(model),
@@ -180,7 +200,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (state === undefined || state.status !== 'processing' || ownsLease(state.context, claim.owner)) continue;
     const { model } = state.context;
     const exhausted = !attemptsRemain(state.context, claim.policy.maxAttempts);
-    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model))) continue;
+    if (!exhausted && (started >= claim.max || running(model) > limitOf(model) || !upstreamOpen(model, 1))) continue;
     const upstream = exhausted ? undefined : place(model, reqId);
     const decision = exhausted
       ? decideRequest(state, {

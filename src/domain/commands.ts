@@ -30,6 +30,7 @@ import { decideRequest as decideOnRequest, type RequestCommand } from './request
 import { isExpired } from './request/questions.js';
 import { initialRequestState, type RequestState } from './request/state.js';
 import { chooseUpstream, standingsOf, type UpstreamPlace } from './upstreamChoice.js';
+import { type HealthView, stateAt } from './upstreamHealth.js';
 import {
   decideWebhookCommand,
   type WebhookCommand,
@@ -51,6 +52,8 @@ export type Command =
       readonly maxProcessing?: number | undefined;
       /** With `startNow`: the model's upstreams (its call goes to one with a free place, chosen in the write). */
       readonly upstreams?: readonly UpstreamPlace[] | undefined;
+      /** With `startNow`: the submitting process's upstream health (those not in service; upstreamHealth.ts). */
+      readonly health?: HealthView | undefined;
       /** A batch's line: its account's bound of stored bytes (its plan's `maxFileStorageBytes`), and the room each
        * line not ended holds for its answer (twice the most an answer may take): the line is queued only while the
        * account has room for it (accountCounters.ts, `linesWithRoom`; its batch waits: app/batches/queueLines.ts). */
@@ -211,10 +214,19 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
     under(command.maxProcessing, accountCounter(command.accountId)) &&
     !reads.anyWaiting();
   if (!mayStart) return { ...command, startNow: undefined };
-  if (command.upstreams === undefined) return command;
+  const health = command.health?.[command.model];
+  if (command.upstreams === undefined)
+    // A model of one upstream starts at once only while it is in service (a trial call is the claim's to make).
+    return health !== undefined && Object.values(health).some((h) => stateAt(h, command.now) !== 'in_service')
+      ? { ...command, startNow: undefined }
+      : command;
   // On an upstream with a free place, as a claim would choose it; none: it waits in the queue.
   const inFlight = (name: string) => reads.processingCount(upstreamCounter(command.model, name));
-  const upstream = chooseUpstream(standingsOf(command.upstreams, inFlight), command.affinity);
+  const { now } = command;
+  const upstream = chooseUpstream(
+    standingsOf(command.upstreams, inFlight, (name) => stateAt(health?.[name], now)),
+    command.affinity,
+  );
   return upstream === undefined
     ? { ...command, startNow: undefined }
     : { ...command, startNow: { ...command.startNow, upstream } };

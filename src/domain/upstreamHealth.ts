@@ -16,6 +16,13 @@ export type UpstreamHealth = {
 };
 
 export const inService: UpstreamHealth = { failures: 0 };
+
+/**
+ * Health as a process's book hands it to a claim, a failover or a submit (app/processing/upstreamHealthBook.ts): per
+ * model and upstream, only those not in service. Plain JSON (commands may travel to a writer process).
+ */
+export type HealthView = Readonly<Record<string, Readonly<Record<string, UpstreamHealth>>>>;
+
 /** The first cool-down, and the longest it doubles to. */
 export const firstCoolDownMs = 10_000;
 export const longestCoolDownMs = 5 * 60_000;

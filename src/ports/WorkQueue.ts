@@ -1,6 +1,7 @@
 import type { Fallbacks } from '../domain/claim.js';
 import type { RetryPolicy } from '../domain/request/retryPolicy.js';
 import type { UpstreamPlace } from '../domain/upstreamChoice.js';
+import type { HealthView } from '../domain/upstreamHealth.js';
 
 /**
  * The third part of the storage port, beside the event log (`Store.commit`) and the read model (`Store.reads`): the
@@ -30,7 +31,11 @@ export interface WorkQueueShape {
    * Moves the attempt to another upstream of its model after a failure that is the upstream's (`moved`: call it now),
    * or, with none left in service with a free place, records the failure as `recordFailure` does.
    */
-  failOver(held: Held, ask: FailOverAsk, now: number): Promise<{ readonly moved: string } | Recorded>;
+  failOver(
+    held: Held,
+    ask: FailOverAsk,
+    now: number,
+  ): Promise<{ readonly moved: string } | { readonly released: true } | Recorded>;
   recordFailure(
     held: Held,
     reason: string,
@@ -49,6 +54,10 @@ export type FailOverAsk = {
   readonly reason: string;
   readonly policy: RetryPolicy;
   readonly said?: string | undefined;
+  /** The holder's upstream health (domain/upstreamHealth.ts, HealthView). */
+  readonly health?: HealthView | undefined;
+  /** No upstream left to move to: give the attempt back rather than record the failure (work held, not burnt). */
+  readonly hold?: boolean | undefined;
 };
 
 /** Beside its reason for the log: what a failure tells the caller, and whether a retry could mend it (modelCall.ts). */
@@ -83,6 +92,8 @@ export type ClaimAsk = {
   readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
   /** Each model's fallbacks (domain/claim.ts). */
   readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
+  /** This process's upstream health (its book: those not in service), read before the store's view. */
+  readonly health?: HealthView | undefined;
 };
 
 /** A request a claim took: started under the claimant's lease, in attempt `attempt`, on `upstream` of its model (the

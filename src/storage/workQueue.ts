@@ -72,6 +72,8 @@ export const workQueueOver = (send: SendCommand): WorkQueueShape => ({
     const outcome = await send({ type: 'FailOver', reqId, owner, attempt, now, ...ask });
     const moved = eventsOf(outcome).find((event) => event.type === 'RequestUpstreamChanged');
     if (moved !== undefined && moved.type === 'RequestUpstreamChanged') return { moved: moved.to };
+    // Given back unspent: it waits in the queue for a place, or for an upstream back in service.
+    if (eventsOf(outcome).some((event) => event.type === 'RequestReleased')) return { released: true };
     return recorded(outcome);
   },
   async recordFailure({ reqId, attempt, owner }, reason, policy, now, { said, permanent } = {}) {

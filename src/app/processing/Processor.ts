@@ -10,6 +10,7 @@ import type { Unavailable } from '../../domain/errors.js';
 import { maxProcessingByPlan } from '../../domain/plans.js';
 import { defaultRetryPolicy, type RetryPolicy } from '../../domain/request/retryPolicy.js';
 import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
+import type { HealthView } from '../../domain/upstreamHealth.js';
 import { AppClock, type ClockShape } from '../../ports/Clock.js';
 import { Log } from '../../ports/Logger.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
@@ -27,6 +28,7 @@ import { createLeaseKeeper } from './leaseKeeper.js';
 import { type LineInputs, LineReader } from './lineReader.js';
 import { createModelCaller } from './modelCall.js';
 import { createSlots } from './slots.js';
+import { createUpstreamHealthBook } from './upstreamHealthBook.js';
 import { createWaiters } from './waiters.js';
 import { summaryOf } from './wakeups.js';
 
@@ -37,6 +39,8 @@ export type StartNow = {
   readonly modelLimit?: number | undefined;
   /** The model's upstreams (the submit's write chooses one with a free place). */
   readonly upstreams?: readonly UpstreamPlace[] | undefined;
+  /** This process's upstream health (those not in service): the submit starts only on one in service. */
+  readonly health?: HealthView | undefined;
 };
 
 export interface ProcessorShape {
@@ -164,6 +168,14 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const admission = createAdmission(deps.maxBacklog ?? Number.POSITIVE_INFINITY);
   const waiters = createWaiters();
   const caller = createModelCaller(deps.live);
+  // Upstream health as this process learns it from its calls (docs/decisions.md: "health kept by each process").
+  const health = createUpstreamHealthBook({
+    log,
+    threshold: (model) => {
+      const config = deps.models.get(model)?.config;
+      return (config?.provider === 'openai' ? config.upstreamFailures : undefined) ?? 3;
+    },
+  });
   // Each model's bound, upstreams and fallbacks, read from the models again after a reload (which adds, removes and
   // changes them, and makes a new list of ids): kept until then, since every claim reads them.
   let seenIds: readonly string[] | undefined;
@@ -220,6 +232,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
     get upstreams() {
       return current().upstreams;
     },
+    health,
     workerFree: () => {
       slots.letGo();
       dispatcher.workerFree();
@@ -301,7 +314,12 @@ export const createProcessor = (deps: ProcessorDeps) => {
       get fallbacks() {
         return current().fallbacks;
       },
+      get health() {
+        return health.view(clock.now());
+      },
     },
+    // Work held while no upstream is in service starts when a cool-down ends, with nothing else to wake the pool.
+    nextWake: health.nextEnd,
     takesNoWork,
     // The model is read with the request's input, once the attempt runs.
     run: (claimed) => run(claimed.servedBy === undefined ? claimed : { ...claimed, model: claimed.servedBy }),
@@ -374,7 +392,13 @@ export const createProcessor = (deps: ProcessorDeps) => {
   const reserve: ProcessorShape['reserve'] = (model) => {
     if (takesNoWork() || !slots.hold()) return undefined;
     const { modelLimits, upstreams } = current();
-    return { owner, leaseMs: deps.leaseMs, modelLimit: modelLimits[model], upstreams: upstreams[model] };
+    return {
+      owner,
+      leaseMs: deps.leaseMs,
+      modelLimit: modelLimits[model],
+      upstreams: upstreams[model],
+      health: health.view(clock.now()),
+    };
   };
 
   const submitted: ProcessorShape['submitted'] = (reqId, model, reserved, started, queued = false) => {

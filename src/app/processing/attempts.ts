@@ -13,6 +13,7 @@ import type { Model, ModelsShape } from '../Models.js';
 import { type ModelInput, modelInputOf, storedAnswerOf } from '../storedInput.js';
 import type { LineInputs } from './lineReader.js';
 import type { CallFailure, CallOutcome, ModelCaller } from './modelCall.js';
+import type { UpstreamHealthBook } from './upstreamHealthBook.js';
 
 /** How long an outcome whose write failed waits before it is written again. */
 const faultRetryMs = 1_000;
@@ -87,6 +88,8 @@ export const createAttemptRunner = (deps: {
   readonly lineInputs?: LineInputs | undefined;
   /** Each model's upstreams (Processor.ts, upstreamPlacesOf): with two or more, a call fails over. */
   readonly upstreams?: Readonly<Record<string, readonly UpstreamPlace[]>> | undefined;
+  /** This process's upstream health: every call's outcome that is its upstream's goes into it. */
+  readonly health?: UpstreamHealthBook | undefined;
 }) => {
   const { store, committer, clock, log, owner } = deps;
 
@@ -136,6 +139,34 @@ export const createAttemptRunner = (deps: {
     }
   };
 
+  /** Each call's outcome, in the health book (a failure only when it is the upstream's; a cancel changes nothing). */
+  const learn = (model: Model, upstream: string | undefined, outcome: CallOutcome) => {
+    const book = deps.health;
+    if (book === undefined || upstream === undefined) return;
+    if (outcome.ok) book.succeeded(model.config.id, upstream);
+    else if (outcome.upstreams === true) book.failed(model.config.id, upstream, outcome.reason, clock.now());
+  };
+
+  /** The names of a model's upstreams (none: not an `openai` model, nothing to hold for). */
+  const upstreamNames = (id: string): readonly string[] => {
+    const config = deps.models.get(id)?.config;
+    return config?.provider === 'openai' ? upstreamsOf(config).map((upstream) => upstream.name) : [];
+  };
+
+  /**
+   * Work is held, not burnt (contract 19): after a failure that is the upstream's, while no upstream of the model nor
+   * of any of its fallbacks is in service (as this process's book has it), its attempt is given back unspent by the
+   * failure (the request waits for one to be back, its deadline, TTL or batch window).
+   */
+  const holds = (model: Model, outcome: CallOutcome): boolean => {
+    const book = deps.health;
+    if (book === undefined || outcome.ok || outcome.upstreams !== true || outcome.streamed === true) return false;
+    const now = clock.now();
+    const config = model.config;
+    const fallbacks = config.provider === 'openai' ? (config.fallbacks ?? []) : [];
+    return [config.id, ...fallbacks].every((id) => book.noneInService(id, upstreamNames(id), now));
+  };
+
   /**
    * Calls the model; while a call fails in a way that is its upstream's before anything of it was streamed, moves the
    * attempt to another upstream (decided in the store's write: failOver.ts) and calls that one. `settled`: the write
@@ -146,10 +177,11 @@ export const createAttemptRunner = (deps: {
     model: Model,
     input: ModelInput,
     first: string | undefined,
-  ): Promise<{ outcome: CallOutcome; settled?: Recorded }> => {
+  ): Promise<{ outcome: CallOutcome; settled?: Recorded; held?: boolean; released?: boolean }> => {
     const places = deps.upstreams?.[model.config.id];
     let upstream = first;
     let outcome = await deps.caller.call(held.reqId, model, input, upstream);
+    learn(model, upstream ?? soleUpstream(model), outcome);
     /** Each upstream call counted once, on the upstream it went to (a model of one upstream is not placed: its one). */
     const counted = (how: UpstreamCallOutcome = upstreamOutcome(outcome)) => {
       const on = upstream ?? soleUpstream(model);
@@ -166,7 +198,16 @@ export const createAttemptRunner = (deps: {
       !deps.caller.stopped()
     ) {
       tried.push(upstream);
-      const ask = { model: model.config.id, from: upstream, tried, upstreams: places, reason: outcome.reason };
+      const hold = holds(model, outcome);
+      const ask = {
+        model: model.config.id,
+        from: upstream,
+        tried,
+        upstreams: places,
+        reason: outcome.reason,
+        health: deps.health?.view(clock.now()),
+        ...(hold ? { hold } : {}),
+      };
       const moved = await deps.queue
         .failOver(held, { ...ask, policy: deps.policy, said: outcome.said }, clock.now())
         .catch(() => undefined);
@@ -175,6 +216,10 @@ export const createAttemptRunner = (deps: {
         counted();
         return moved === undefined ? { outcome } : { outcome, settled: moved };
       }
+      if ('released' in moved) {
+        counted();
+        return { outcome, released: true };
+      }
       counted('failed_over');
       log.warn(
         { reqId: held.reqId, from: upstream, to: moved.moved, reason: outcome.reason },
@@ -182,15 +227,19 @@ export const createAttemptRunner = (deps: {
       );
       upstream = moved.moved;
       outcome = await deps.caller.call(held.reqId, model, input, upstream);
+      learn(model, upstream, outcome);
     }
     counted();
-    return { outcome };
+    // Not moved (one upstream, or the write failed): held when nothing is in service.
+    return holds(model, outcome) ? { outcome, held: true } : { outcome };
   };
 
   return async (attempt: Attempt, known: ModelInput | undefined): Promise<void> => {
     const { reqId } = attempt;
     let outcome: CallOutcome;
     let settled: Recorded | undefined;
+    let heldBack = false;
+    let released = false;
     let seconds = 0;
     let modelId = attempt.model ?? '';
     try {
@@ -219,6 +268,8 @@ export const createAttemptRunner = (deps: {
         );
         outcome = called.outcome;
         settled = called.settled;
+        heldBack = called.held === true;
+        released = called.released === true;
         seconds = (performance.now() - calledAt) / 1000;
       }
     } finally {
@@ -233,6 +284,17 @@ export const createAttemptRunner = (deps: {
       log.warn({ reqId }, 'attempt given back: its lease could not be kept');
       deps.metrics?.attemptEnded(modelId, 'taken_over', seconds);
       await deps.queue.release(held, clock.now()).catch(() => {});
+      return;
+    }
+    if (heldBack || released) {
+      // Back in the queue, its failure not recorded: no upstream in service (it waits for the dispatcher's timer at a
+      // cool-down's end), or none with a free place (it waits for one).
+      log.warn(
+        { reqId, reason: outcome.ok ? '' : outcome.reason },
+        heldBack ? 'attempt held: no upstream of its model is in service' : 'attempt given back: no upstream had room',
+      );
+      deps.metrics?.attemptEnded(modelId, 'failed', seconds);
+      if (!released) await deps.queue.release(held, clock.now()).catch(() => {});
       return;
     }
     const result =

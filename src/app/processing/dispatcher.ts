@@ -32,6 +32,8 @@ export const createDispatcher = (deps: {
   readonly giveBack: (claimed: ClaimedAttempt) => Promise<void>;
   /** Requests the claim gave up (no attempt left for a lapsed lease): their outcome is durable. */
   readonly gaveUp: (reqId: string) => void;
+  /** When something this process knows of (an upstream's cool-down ending) may make held work due: a look then. */
+  readonly nextWake?: ((now: number) => number | undefined) | undefined;
   /** A look found nothing due now. */
   readonly nothingDue?: () => void;
 }) => {
@@ -68,8 +70,10 @@ export const createDispatcher = (deps: {
     lookSoon();
   };
 
-  const wakeAt = (at: number | undefined, now: number) => {
+  const wakeAt = (due: number | undefined, now: number) => {
     if (timer !== undefined) clearTimeout(timer);
+    const other = deps.nextWake?.(now);
+    const at = due === undefined ? other : other === undefined ? due : Math.min(due, other);
     timer = at === undefined ? undefined : setTimeout(schedule, Math.max(0, at - now) + 1);
     timer?.unref();
   };

@@ -96,6 +96,30 @@ export const upstreamPlaceFeatures = ({ pair, open }: Contract) =>
       expect(await started(3)).toEqual([]);
     });
 
+    it("starts a submit at once only on an upstream in service in the submitting process's health view", async () => {
+      const store = await open();
+      await store.commit({ commands: [createAccount(1)] });
+      const out = { failures: 3, outUntil: 60_000, coolDownMs: 10_000 };
+      const startNow = (n: number, more: Record<string, unknown>) =>
+        commitOne(store, {
+          ...submit(`req_view_${n}`, { model: 'llama', now: 1_000 + n }),
+          startNow: { owner: 'A', leaseMs: 10_000 },
+          ...more,
+        } as Command);
+      const started = async (n: number, more: Record<string, unknown>) =>
+        eventsOf(await startNow(n, more)).flatMap((event) =>
+          event.type === 'RequestProcessingStarted' ? [event.upstream ?? 'unplaced'] : [],
+        );
+      const two = [
+        { name: 'x', places: 4 },
+        { name: 'y', places: 4 },
+      ];
+      expect(await started(1, { upstreams: two, health: { llama: { x: out } } })).toEqual(['y']);
+      // A model of one upstream (not placed) in service: started at once; out of service: queued, not started.
+      expect(await started(2, {})).toEqual(['unplaced']);
+      expect(await started(3, { health: { llama: { '0': out } } })).toEqual([]);
+    });
+
     it('moves a failed-over attempt with its place to a free upstream not tried, and records a failure when none is left', async () => {
       const store = await open();
       const queue = queueOf(store);
