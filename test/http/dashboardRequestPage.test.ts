@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { lineRequestId } from '../../src/domain/batch/lines.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import { systemClock } from '../../src/ports/Clock.js';
+import { promptAffineTo } from '../support/affinePrompt.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { unusedPort } from '../support/ports.js';
@@ -249,7 +250,7 @@ describe('The dashboard request page', () => {
         },
       });
       const { visitor, key } = await signedUp('fleet@example.com');
-      const reqId = await submit(app, key, { model: 'fleet', prompt: 'which replica?' });
+      const reqId = await submit(app, key, { model: 'fleet', prompt: promptAffineTo('gone', ['gone', 'live']) });
       await completed(key, reqId);
       const html = (await visitor.get(`/dashboard/requests/${reqId}`)).text;
       expect(html).toMatch(/<dt>Upstream<\/dt><dd id="served-by"><code>live<\/code><\/dd>/);
@@ -257,7 +258,7 @@ describe('The dashboard request page', () => {
       // The live upstream waits 120 ms before its first byte.
       expect(firstToken).toBeGreaterThanOrEqual(110);
       const rows = eventRows(html);
-      // This prompt's affinity (a fixed hash) lands on the dead upstream: the attempt is moved off it, not spent.
+      // The prompt's affinity lands on the dead upstream: the attempt is moved off it, not spent.
       expect(rows.slice(1, 3)).toEqual([
         expect.stringMatching(/ Attempt 1 started on upstream gone processing RequestProcessingStarted$/),
         expect.stringMatching(

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { affinityKeyOf } from '../../src/domain/promptAffinity.js';
-import { chooseUpstream } from '../../src/domain/upstreamChoice.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
+import { promptAffineTo } from '../support/affinePrompt.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
 import { unusedPort } from '../support/ports.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
@@ -301,11 +300,8 @@ describe('GET /metrics', () => {
         },
       });
       const { key } = await app.account('scale');
-      // A prompt whose affinity lands on the dead upstream first (both idle: the affine one is chosen).
-      const idle = (name: string) => ({ name, places: 4, weight: 1, inFlight: 0, state: 'in_service' as const });
-      const prompt = Array.from({ length: 64 }, (_, i) => `which replica? ${i}`).find(
-        (text) => chooseUpstream([idle('gone'), idle('live')], affinityKeyOf('', text)) === 'gone',
-      );
+      // A prompt whose affinity lands on the dead upstream first.
+      const prompt = promptAffineTo('gone', ['gone', 'live']);
       const created = await app.call('POST', '/v1/ai', { key, body: { model: 'fleet', prompt } });
       const reqId = ((await created.json()) as { request_id: string }).request_id;
       await eventually(async () => ((await app.store.reads.request(reqId))?.status === 'completed' ? true : undefined));
