@@ -141,7 +141,15 @@ describe('airs migrate', { timeout: 180_000 }, () => {
       ...(ttl === undefined ? {} : { requestTtlSeconds: ttl }),
       models: [
         { id: 'echo', provider: 'echo' },
-        { id: 'llm', provider: 'openai', baseUrl: upstream.baseUrl, upstreamModel: 'tiny', maxRetries: 0 },
+        // Its 500s are the prompts' doing here: they must not take the one upstream out of service (contract 19).
+        {
+          id: 'llm',
+          provider: 'openai',
+          baseUrl: upstream.baseUrl,
+          upstreamModel: 'tiny',
+          maxRetries: 0,
+          upstreamFailures: 1_000,
+        },
       ],
       // One worker: a request that hangs upstream holds it, so what is submitted after stays waiting.
       processing: { concurrency, maxAttempts: 2, leaseSeconds: 3 },
