@@ -12,7 +12,15 @@ export {
 } from './modelConfig.js';
 
 import { configErrorMap, describeConfigIssues, fieldPath } from './configIssues.js';
-import { defaultPlans, type PlanLimits, type PlanName, type PlanTable, planNames } from './domain/plans.js';
+import {
+  defaultPlans,
+  fallbackPlan,
+  type PlanLimits,
+  type PlanName,
+  type PlanTable,
+  planNamePattern,
+  planNames,
+} from './domain/plans.js';
 import { type ModelConfig, modelSchema, modelsChecked, normalizeModel } from './modelConfig.js';
 
 const positiveInt = z.number().int().positive();
@@ -31,7 +39,8 @@ const corsOrigin = z
     }
   }, 'expected an origin such as https://app.example.com (scheme, host and port only, lower case, no trailing slash), or *');
 
-const planOverride = z.strictObject({
+/** A plan's limits as the config file (and an account's own limits) give them: any of them, each optional. */
+export const planLimitFields = {
   maxKeys: positiveInt.nullable().optional(),
   submitsPerMinute: positiveInt.optional(),
   pollsPerMinute: positiveInt.optional(),
@@ -43,7 +52,13 @@ const planOverride = z.strictObject({
   maxFiles: positiveInt.max(100_000_000).optional(),
   maxConcurrentUploads: positiveInt.max(10_000).optional(),
   maxWebhookEndpoints: positiveInt.max(10_000).optional(),
-});
+  tokensPerMinute: positiveInt.nullable().optional(),
+  tokensPerDay: positiveInt.nullable().optional(),
+  tokensPerMonth: positiveInt.nullable().optional(),
+};
+const planOverride = z.strictObject(planLimitFields);
+/** The most plans the config may define besides the four built-in ones. */
+const maxCustomPlans = 1_000;
 
 /** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */
 export const isPostgresUrl = (value: string): boolean => {
@@ -72,7 +87,17 @@ export const fileSchema = z.strictObject({
   maxJsonDepth: positiveInt.max(100_000).optional(),
   maxJsonValues: positiveInt.optional(),
   pollIntervalSeconds: positiveInt.optional(),
-  plans: z.strictObject(Object.fromEntries(planNames.map((name) => [name, planOverride.optional()]))).optional(),
+  // Plans of any name (contract 21): the four built-in ones are always there; others start from `free`'s limits.
+  plans: z
+    .record(
+      z.string().regex(planNamePattern, 'a plan name is 1 to 40 lower-case letters, digits and dashes'),
+      planOverride,
+    )
+    .refine(
+      (plans) => Object.keys(plans).length <= maxCustomPlans + planNames.length,
+      `at most ${maxCustomPlans} plans besides the four built-in ones`,
+    )
+    .optional(),
   models: z
     .array(modelSchema)
     .min(1)
@@ -348,10 +373,17 @@ const readFile = (path: string): unknown => {
   }
 };
 
-const mergePlans = (overrides: Partial<Record<PlanName, Partial<PlanLimits>>> | undefined): PlanTable =>
-  Object.fromEntries(
+/** The four built-in plans (their defaults, overridden by the file), then the file's own plans, each starting from
+ * the resulting `free` plan's limits. */
+const mergePlans = (overrides: Readonly<Record<PlanName, Partial<PlanLimits>>> | undefined): PlanTable => {
+  const plans: Record<string, PlanLimits> = Object.fromEntries(
     planNames.map((name) => [name, { ...defaultPlans[name], ...stripUndefined(overrides?.[name] ?? {}) }]),
-  ) as unknown as PlanTable;
+  );
+  const base = plans[fallbackPlan] as PlanLimits;
+  for (const [name, limits] of Object.entries(overrides ?? {}))
+    if (!Object.hasOwn(plans, name)) plans[name] = { ...base, ...stripUndefined(limits) };
+  return plans as PlanTable;
+};
 
 const stripUndefined = <T extends object>(value: T): Partial<T> =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
@@ -401,7 +433,7 @@ export const loadConfig = (
     maxJsonDepth: file.maxJsonDepth ?? 64,
     maxJsonValues: file.maxJsonValues ?? 100_000,
     pollIntervalSeconds: file.pollIntervalSeconds ?? 5,
-    plans: mergePlans(file.plans as Partial<Record<PlanName, Partial<PlanLimits>>> | undefined),
+    plans: mergePlans(file.plans as Readonly<Record<PlanName, Partial<PlanLimits>>> | undefined),
     models,
     processing: {
       concurrency: file.processing?.concurrency ?? defaultWorkers(models),

@@ -2,11 +2,12 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import { type AccountCommand, keyNameProblem } from '../domain/account/decider.js';
+import type { AccountLimitsChange } from '../domain/account/limits.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Refused } from '../domain/errors.js';
 import { couldBeId, emailProblem, idForMessage } from '../domain/identifiers.js';
-import type { PlanName } from '../domain/plans.js';
+import { isPlanName, type PlanName } from '../domain/plans.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
 import { Store } from '../ports/Store.js';
@@ -23,6 +24,8 @@ export type CreatedKey = {
   readonly prefix: string;
   readonly account_id: string;
   readonly name?: string;
+  /** When the key stops working, in ms since the epoch (absent: never). */
+  readonly expiresAt?: number;
 };
 
 export interface AccountsShape {
@@ -31,8 +34,11 @@ export interface AccountsShape {
   changePlan(accountId: string, plan: PlanName): Effect.Effect<AccountState, Refused>;
   suspend(accountId: string): Effect.Effect<AccountState, Refused>;
   resume(accountId: string): Effect.Effect<AccountState, Refused>;
-  /** Creates a key, named if `name` is given (trimmed here; 1 to 100 characters, no control characters). */
-  createKey(accountId: string, name?: string): Effect.Effect<CreatedKey, Refused>;
+  /** Creates a key, named if `name` is given (trimmed here; 1 to 100 characters, no control characters), ending at
+   * `expiresAt` (ms since the epoch; refused unless in the future) if given. */
+  createKey(accountId: string, name?: string, expiresAt?: number): Effect.Effect<CreatedKey, Refused>;
+  /** Changes the account's own limits key by key (`null` removes an override; see accountLimitsChangeSchema). */
+  setLimits(accountId: string, limits: AccountLimitsChange): Effect.Effect<AccountState, Refused>;
   listKeys(accountId: string): Effect.Effect<KeyState[], Refused>;
   revokeKey(keyId: string): Effect.Effect<KeyState, Refused>;
   /** Sets the account holder's password (at least 12 characters); only its scrypt hash is kept, beside the log. */
@@ -77,8 +83,16 @@ export const AccountsLayer = Layer.effect(
     const accountCommand = (accountId: string, make: (now: number) => AccountCommand) =>
       Effect.flatMap(withAccount(accountId), () => run(accountId, make(clock.now()), existing(accountId)));
 
+    /** A plan the config in force does not define is refused (a typo would otherwise hold the account to `free`). */
+    const unknownPlan = (plan: PlanName) =>
+      isPlanName(config.plans, plan)
+        ? undefined
+        : new Refused({ message: `unknown plan "${plan}"; plans are ${Object.keys(config.plans).join(', ')}` });
+
     return Accounts.of({
       createAccount: (email, plan) => {
+        const noPlan = unknownPlan(plan);
+        if (noPlan !== undefined) return Effect.fail(noPlan);
         const normalized = email.trim().toLowerCase();
         const problem = emailProblem(normalized);
         if (problem !== undefined) return Effect.fail(new Refused({ message: problem }));
@@ -90,10 +104,15 @@ export const AccountsLayer = Layer.effect(
         );
       },
       listAccounts: () => Effect.promise(() => store.reads.accounts()),
-      changePlan: (accountId, plan) => accountCommand(accountId, (now) => ({ type: 'ChangePlan', plan, now })),
+      changePlan: (accountId, plan) => {
+        const noPlan = unknownPlan(plan);
+        if (noPlan !== undefined) return Effect.fail(noPlan);
+        return accountCommand(accountId, (now) => ({ type: 'ChangePlan', plan, now }));
+      },
+      setLimits: (accountId, limits) => accountCommand(accountId, (now) => ({ type: 'SetLimits', limits, now })),
       suspend: (accountId) => accountCommand(accountId, (now) => ({ type: 'Suspend', now })),
       resume: (accountId) => accountCommand(accountId, (now) => ({ type: 'Resume', now })),
-      createKey: (accountId, name) =>
+      createKey: (accountId, name, expiresAt) =>
         Effect.flatMap(withAccount(accountId), () => {
           const trimmed = name?.trim();
           const problem = trimmed === undefined ? undefined : keyNameProblem(trimmed);
@@ -111,6 +130,7 @@ export const AccountsLayer = Layer.effect(
               plans: config.plans,
               now: clock.now(),
               ...(trimmed === undefined ? {} : { name: trimmed }),
+              ...(expiresAt === undefined ? {} : { expiresAt }),
             },
             () => ({
               id: keyId,
@@ -118,6 +138,7 @@ export const AccountsLayer = Layer.effect(
               prefix,
               account_id: accountId,
               ...(trimmed === undefined ? {} : { name: trimmed }),
+              ...(expiresAt === undefined ? {} : { expiresAt }),
             }),
           );
         }),

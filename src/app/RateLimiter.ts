@@ -3,12 +3,12 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import { RateLimited } from '../domain/errors.js';
-import type { PlanName } from '../domain/plans.js';
+import type { PlanLimits } from '../domain/plans.js';
 import { peekGcra } from '../domain/rateLimit/gcra.js';
 import { AppClock } from '../ports/Clock.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
-import type { Principal } from './Auth.js';
+import { limitsOf, type Principal } from './Auth.js';
 import { Metrics } from './Metrics.js';
 import { spendBatches } from './spendBatches.js';
 
@@ -31,7 +31,7 @@ export interface RateLimiterShape {
    * every process and server of the installation. */
   take(principal: Principal, budget: BudgetName): Promise<Spent>;
   /** What is left of an account's budget right now, spending nothing (the dashboard shows it). */
-  peek(accountId: string, plan: PlanName, budget: BudgetName): Promise<RateLimitStatus>;
+  peek(accountId: string, limits: PlanLimits, budget: BudgetName): Promise<RateLimitStatus>;
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()('airs/RateLimiter') {}
@@ -51,10 +51,10 @@ export const RateLimiterLayer = Layer.effect(
     const store = yield* Store;
     const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
     const spend = spendBatches(store);
-    const limitOf = (plan: PlanName, budget: BudgetName) =>
-      budget === 'submits' ? config.plans[plan].submitsPerMinute : config.plans[plan].pollsPerMinute;
-    const peek: RateLimiterShape['peek'] = async (accountId, plan, budget) => {
-      const limit = limitOf(plan, budget);
+    const limitOf = (limits: PlanLimits, budget: BudgetName) =>
+      budget === 'submits' ? limits.submitsPerMinute : limits.pollsPerMinute;
+    const peek: RateLimiterShape['peek'] = async (accountId, limits, budget) => {
+      const limit = limitOf(limits, budget);
       const left = peekGcra({ limit, windowMs }, await store.reads.limiterState(accountId, budget), clock.now());
       return {
         budget,
@@ -65,7 +65,7 @@ export const RateLimiterLayer = Layer.effect(
       };
     };
     const take: RateLimiterShape['take'] = async (principal, budget) => {
-      const limit = limitOf(principal.plan, budget);
+      const limit = limitOf(limitsOf(config.plans, principal), budget);
       const decision = await spend({ accountId: principal.accountId, budget, limit, windowMs, now: clock.now() });
       const status: RateLimitStatus = {
         budget,

@@ -21,7 +21,7 @@ import { Ids } from '../ports/Ids.js';
 import type { ChatMessage, GenerationParams, ToolCall } from '../ports/ModelProvider.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
-import type { Principal } from './Auth.js';
+import { limitsOf, type Principal } from './Auth.js';
 import { Committer } from './Committer.js';
 import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
@@ -197,10 +197,10 @@ export const RequestsLayer = Layer.effect(
             health: startNow?.health,
             affinity: affinityOf(models.get(model)?.config, input),
             maxProcessing:
-              startNow === undefined ? undefined : (config.plans[principal.plan].maxProcessing ?? undefined),
+              startNow === undefined ? undefined : (limitsOf(config.plans, principal).maxProcessing ?? undefined),
             input: stored.kind,
             idempotency,
-            maxQueued: config.plans[principal.plan].maxQueued,
+            maxQueued: limitsOf(config.plans, principal).maxQueued,
             maxAttempts: config.processing.maxAttempts,
             metadata: input.metadata,
             face,

@@ -1,6 +1,7 @@
 import type { AccountState } from './account/state.js';
 import { claimFairly, type DispatchReads, type QueuedEntry, scanLimit } from './claimFairly.js';
 import { LifecycleViolation } from './errors.js';
+import { fallbackPlan } from './plans.js';
 import {
   accountCounter,
   accountModelCounter,
@@ -46,8 +47,9 @@ export type Claim = {
   readonly after?: string | undefined;
   /** Bounds requests that carry no attempt bound of their own (written by older versions). */
   readonly policy: RetryPolicy;
-  /** Requests an account may have being processed at once, in all processes, by plan (a plan absent: no bound). */
-  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  /** Requests an account may have being processed at once, in all processes, by plan (`null`: no bound; a plan
+   * absent, no longer in the config: `fallbackPlan`'s bound). An account's own `maxProcessing` comes first. */
+  readonly maxProcessing?: Readonly<Record<string, number | null>> | undefined;
   /** The most of a model's workers (its bound, else `workers`) one account holds while another account has work of
    * that model due (absent: no share). */
   readonly accountShare?: number | undefined;
@@ -84,6 +86,14 @@ export type ClaimReads = DispatchReads & {
 /** How far a claim looks among lapsed leases (the rest wait for the next claim). */
 const lapsedScan = scanLimit;
 
+/** An account's bound of requests being processed at once: its own `maxProcessing`, else its plan's. */
+const accountBound = (account: AccountState, byPlan: Readonly<Record<string, number | null>>): number => {
+  const own = account.limits?.maxProcessing;
+  if (own !== undefined && own !== null) return own;
+  const planBound = Object.hasOwn(byPlan, account.plan) ? byPlan[account.plan] : byPlan[fallbackPlan];
+  return planBound ?? Number.POSITIVE_INFINITY;
+};
+
 export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] => {
   const decisions: RequestDecision[] = [];
   const taken = new Set<string>();
@@ -97,8 +107,8 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   const accountLimit = (accountId: string) => {
     let bound = boundOf.get(accountId);
     if (bound === undefined) {
-      const plan = reads.account(accountId)?.plan;
-      bound = (plan === undefined ? undefined : maxProcessing[plan]) ?? Number.POSITIVE_INFINITY;
+      const account = reads.account(accountId);
+      bound = account === undefined ? Number.POSITIVE_INFINITY : accountBound(account, maxProcessing);
       boundOf.set(accountId, bound);
     }
     return bound;

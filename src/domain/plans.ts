@@ -1,6 +1,15 @@
-/** The plans an account can be on, and what each allows. Numbers are defaults; the config file may override them. */
+/**
+ * The plans an account can be on, and what each allows. The four built-in plans are always there with these
+ * defaults; the config file may override them and define plans of any other name (`planNamePattern`).
+ */
 export const planNames = ['free', 'starter', 'scale', 'enterprise'] as const;
-export type PlanName = (typeof planNames)[number];
+export type BuiltInPlanName = (typeof planNames)[number];
+/** A plan's name: one of the four, or one the config file defines. */
+export type PlanName = string;
+/** What a plan's name may be (the config's `plans` keys). */
+export const planNamePattern = /^[a-z0-9-]{1,40}$/;
+/** The plan whose limits an account on a plan the config no longer defines is held to (docs/decisions.md). */
+export const fallbackPlan: BuiltInPlanName = 'free';
 
 export type PlanLimits = {
   /** Active (not revoked) API keys the account may hold; `null` is unlimited. */
@@ -25,9 +34,26 @@ export type PlanLimits = {
   readonly maxConcurrentUploads: number;
   /** Webhook endpoints the account may have (enabled or disabled, not removed) at once (issue 30). */
   readonly maxWebhookEndpoints: number;
+  /** Tokens (input and output) the account's requests that ended in the last 60 s may hold; `null`: no bound. */
+  readonly tokensPerMinute: number | null;
+  /** Tokens the account may use in a UTC day; `null`: no budget. */
+  readonly tokensPerDay: number | null;
+  /** Tokens the account may use in a calendar month (UTC); `null`: no budget. */
+  readonly tokensPerMonth: number | null;
 };
 
-export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
+/** The plan limits that are numbers or `null` (unbounded), as opposed to those that are always a number. */
+export const nullablePlanLimits = [
+  'maxKeys',
+  'maxProcessing',
+  'tokensPerMinute',
+  'tokensPerDay',
+  'tokensPerMonth',
+] as const;
+
+/** The plans in force: the four built-in ones always, and any the config defines. */
+export type PlanTable = Readonly<Record<BuiltInPlanName, PlanLimits>> &
+  Readonly<Record<string, PlanLimits | undefined>>;
 
 export const defaultPlans: PlanTable = {
   free: {
@@ -42,6 +68,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 1_000,
     maxConcurrentUploads: 2,
     maxWebhookEndpoints: 1,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   starter: {
     maxKeys: 3,
@@ -55,6 +84,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 10_000,
     maxConcurrentUploads: 4,
     maxWebhookEndpoints: 3,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   scale: {
     maxKeys: 10,
@@ -68,6 +100,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 100_000,
     maxConcurrentUploads: 16,
     maxWebhookEndpoints: 10,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   enterprise: {
     maxKeys: null,
@@ -81,17 +116,26 @@ export const defaultPlans: PlanTable = {
     maxFiles: 1_000_000,
     maxConcurrentUploads: 64,
     maxWebhookEndpoints: 50,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
 };
 
-export const isPlanName = (value: string): value is PlanName => (planNames as readonly string[]).includes(value);
+/** Whether `value` names a plan of the table (a built-in one or one the config defines). */
+export const isPlanName = (plans: PlanTable, value: string): boolean =>
+  Object.hasOwn(plans, value) && plans[value] !== undefined;
 
-/** Each plan's bound of requests being processed at once (plans without one are absent), as a claim takes it. */
-export const maxProcessingByPlan = (plans: PlanTable): Record<string, number> => {
-  const bounds: Record<string, number> = {};
-  for (const name of planNames) {
-    const bound = plans[name].maxProcessing;
-    if (bound !== null) bounds[name] = bound;
-  }
+/** A plan's limits; a plan the table does not define (removed from the config since) is held to `fallbackPlan`'s. */
+export const planLimitsOf = (plans: PlanTable, plan: PlanName): PlanLimits =>
+  (Object.hasOwn(plans, plan) ? plans[plan] : undefined) ?? plans[fallbackPlan];
+
+/**
+ * Each plan's bound of requests being processed at once (`null`: none), as a claim takes it. A plan absent from it (no
+ * longer in the config) is held to `fallbackPlan`'s bound, as everywhere else.
+ */
+export const maxProcessingByPlan = (plans: PlanTable): Record<string, number | null> => {
+  const bounds: Record<string, number | null> = {};
+  for (const [name, limits] of Object.entries(plans)) if (limits !== undefined) bounds[name] = limits.maxProcessing;
   return bounds;
 };

@@ -80,8 +80,9 @@ export type ClaimAsk = {
   readonly after?: string | undefined;
   /** Bounds requests that carry no attempt bound of their own (written by older versions). */
   readonly policy: RetryPolicy;
-  /** Requests an account may have being processed at once, in all processes, by plan (a plan absent: no bound). */
-  readonly maxProcessing?: Readonly<Record<string, number>> | undefined;
+  /** Requests an account may have being processed at once, in all processes, by plan (`null`: no bound; a plan
+   * absent, no longer in the config: `fallbackPlan`'s bound). An account's own `maxProcessing` comes first. */
+  readonly maxProcessing?: Readonly<Record<string, number | null>> | undefined;
   /** The most of a model's workers one account holds while another account has work of that model due. */
   readonly accountShare?: number | undefined;
   /** The claiming process's workers (the workers of a model without a bound of its own). */

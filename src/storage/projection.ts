@@ -318,7 +318,12 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);
   if (event.type === 'AccountCreated') views.putIndex('emails', event.email, event.accountId);
-  if (event.type === 'ApiKeyCreated' || event.type === 'ApiKeyNamed' || event.type === 'ApiKeyRevoked') {
+  if (
+    event.type === 'ApiKeyCreated' ||
+    event.type === 'ApiKeyNamed' ||
+    event.type === 'ApiKeyExpiresAt' ||
+    event.type === 'ApiKeyRevoked'
+  ) {
     const key = evolveKey(views.getKey(event.keyId), event);
     if (key !== undefined) views.putKey(event.keyId, key);
   }

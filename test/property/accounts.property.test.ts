@@ -1,11 +1,11 @@
 import { Effect, Result } from 'effect';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultPlans, type PlanName, planNames } from '../../src/domain/plans.js';
+import { type BuiltInPlanName, defaultPlans, planNames } from '../../src/domain/plans.js';
 import { startTestApp, type TestApp } from '../support/testApp.js';
 
 /** What a simple model says about one account: its plan, whether it is suspended, and its keys. */
-type Model = { plan: PlanName; suspended: boolean; keys: { id: string; key: string; revoked: boolean }[] };
+type Model = { plan: BuiltInPlanName; suspended: boolean; keys: { id: string; key: string; revoked: boolean }[] };
 type Real = { app: TestApp; accountId: string };
 
 const activeKeys = (m: Model) => m.keys.filter((k) => !k.revoked).length;
@@ -41,7 +41,7 @@ class SetSuspended implements fc.AsyncCommand<Model, Real> {
   toString = () => (this.suspended ? 'Suspend' : 'Resume');
 }
 class ChangePlan implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly plan: PlanName) {}
+  constructor(readonly plan: BuiltInPlanName) {}
   check = () => true;
   async run(m: Model, r: Real) {
     await Effect.runPromise(r.app.accounts.changePlan(r.accountId, this.plan));

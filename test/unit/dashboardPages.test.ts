@@ -18,6 +18,7 @@ import {
   requestsPage,
   signupPage,
 } from '../../src/adapters/http/dashboard/views/pages.js';
+import { effectiveLimits } from '../../src/domain/account/limits.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 
 const evil = `<script>alert(1)</script>"'&`;
@@ -30,6 +31,7 @@ const overview = (over: Partial<OverviewView> = {}): OverviewView => ({
   email: 'ada@example.org',
   plan: 'starter',
   plans: defaultPlans,
+  limits: effectiveLimits(defaultPlans, { plan: 'starter' }),
   keysUsed: 2,
   maxKeys: 3,
   rate: {

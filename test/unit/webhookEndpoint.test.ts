@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AccountLimitReached, Refused } from '../../src/domain/errors.js';
 import { couldBeId } from '../../src/domain/identifiers.js';
-import { defaultPlans, type PlanName, planNames } from '../../src/domain/plans.js';
+import { type BuiltInPlanName, defaultPlans, planNames } from '../../src/domain/plans.js';
 import {
   countsTowardLimit,
   rotationOverlapMs,
@@ -41,7 +41,7 @@ describe('Adding a webhook endpoint', () => {
 
   it.each(planNames.map((plan) => [plan, { free: 1, starter: 3, scale: 10, enterprise: 50 }[plan]] as const))(
     'allows the %s plan %i endpoints and refuses one more, naming the bound',
-    (plan: PlanName, limit: number) => {
+    (plan: BuiltInPlanName, limit: number) => {
       expect(defaultPlans[plan].maxWebhookEndpoints).toBe(limit);
       const below = stepEndpoint(
         endpointIds[0],

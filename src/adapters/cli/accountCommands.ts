@@ -1,13 +1,28 @@
 import type { Command } from 'commander';
+import { maxLimitsJsonBytes, parseLimitsChange } from '../../app/accountLimitsSchema.js';
+import { effectiveLimits } from '../../domain/account/limits.js';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
-import { isPlanName, type PlanName, planNames } from '../../domain/plans.js';
+import { type PlanName, planNamePattern } from '../../domain/plans.js';
 import { runAccounts, type StoreOptions, withAccounts, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
+/** A plan's name as typed; whether the config defines it is the service's to say (it knows the plans in force). */
 const plan = (value: string): PlanName => {
-  if (!isPlanName(value)) throw new CliError(`unknown plan "${value}"; plans are ${planNames.join(', ')}`);
+  if (!planNamePattern.test(value))
+    throw new CliError(`unknown plan "${value}": a plan name is 1 to 40 lower-case letters, digits and dashes`);
   return value;
 };
+
+/** A key's expiry as given to `keys create --expires-at` (an ISO 8601 time), in ms since the epoch. */
+const expiryOf = (value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  const at = /^\d{4}-\d{2}-\d{2}T/.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(at))
+    throw new CliError(`--expires-at "${value}" is not an ISO 8601 time, e.g. 2027-01-31T00:00:00Z`, 2);
+  return at;
+};
+
+const iso = (at: number | undefined) => (at === undefined ? null : new Date(at).toISOString());
 
 const accountJson = (a: AccountState) => ({
   id: a.accountId,
@@ -16,6 +31,7 @@ const accountJson = (a: AccountState) => ({
   suspended: a.suspended,
   created_at: new Date(a.createdAt).toISOString(),
   active_keys: a.activeKeys,
+  limits: a.limits ?? {},
 });
 const accountLine = (a: AccountState) =>
   `${a.accountId}  ${a.email}  ${a.plan}${a.suspended ? '  suspended' : ''}  keys: ${a.activeKeys}`;
@@ -27,9 +43,10 @@ const keyJson = (k: KeyState) => ({
   account_id: k.accountId,
   created_at: new Date(k.createdAt).toISOString(),
   revoked_at: k.revokedAt === undefined ? null : new Date(k.revokedAt).toISOString(),
+  expires_at: iso(k.expiresAt),
 });
 const keyLine = (k: KeyState) =>
-  `${k.keyId}  ${k.prefix}…${k.name === undefined ? '' : `  "${k.name}"`}  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}`;
+  `${k.keyId}  ${k.prefix}…${k.name === undefined ? '' : `  "${k.name}"`}  created ${new Date(k.createdAt).toISOString()}${k.revokedAt === undefined ? '' : `  revoked ${new Date(k.revokedAt).toISOString()}`}${k.expiresAt === undefined ? '' : `  ${k.expiresAt <= Date.now() ? 'expired' : 'expires'} ${iso(k.expiresAt)}`}`;
 
 /**
  * After a move to a plan that allows fewer keys than the account holds: its keys keep working (nothing is revoked
@@ -45,6 +62,21 @@ const overLimitLine = (account: AccountState, maxKeys: number | null): string[] 
 };
 
 type JsonOption = { json?: boolean };
+
+/** The limits change given on the command line, checked (bounded in size, known keys only). */
+const limitsFromJson = (text: string) => {
+  if (Buffer.byteLength(text) > maxLimitsJsonBytes)
+    throw new CliError(`the limits JSON has more than ${maxLimitsJsonBytes} bytes`, 2);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`the limits are not valid JSON: ${(error as Error).message}`, 2);
+  }
+  const change = parseLimitsChange(value);
+  if (typeof change === 'string') throw new CliError(`invalid limits: ${change}`, 2);
+  return change;
+};
 
 /**
  * The password, piped on stdin (one trailing newline removed, as `echo` adds it). A terminal is refused: what is
@@ -70,7 +102,7 @@ export const registerAccountCommands = (program: Command, output: Output) => {
   command('create')
     .description('create an account (on the free plan unless --plan says otherwise)')
     .requiredOption('--email <email>', 'the account holder’s email')
-    .option('--plan <plan>', `one of ${planNames.join(', ')}`, 'free')
+    .option('--plan <plan>', 'free, starter, scale, enterprise, or a plan the config file defines', 'free')
     .option('--json', 'print JSON')
     .action(async (options: { email: string; plan: string } & JsonOption & StoreOptions) => {
       const chosen = plan(options.plan);
@@ -94,14 +126,38 @@ export const registerAccountCommands = (program: Command, output: Output) => {
     command(name).description(description).option('--json', 'print JSON');
   change('set-plan', 'move an account to another plan')
     .argument('<id>', 'account id')
-    .argument('<plan>', `one of ${planNames.join(', ')}`)
+    .argument('<plan>', 'free, starter, scale, enterprise, or a plan the config file defines')
     .action(async (id: string, planName: string, options: JsonOption & StoreOptions) => {
       const next = plan(planName);
       const { result: account, config } = await runAccounts({ options, output }, (a) => a.changePlan(id, next));
-      const maxKeys = config.plans[account.plan].maxKeys;
+      const { maxKeys } = effectiveLimits(config.plans, account);
       emit(output, options.json, { ...accountJson(account), max_keys: maxKeys }, () => [
         `account ${id} is on plan ${account.plan}`,
         ...overLimitLine(account, maxKeys),
+      ]);
+    });
+  // `--json` is the limits here (contract 21), so the answer's JSON is asked for with `--print-json`.
+  command('set-limits')
+    .description("override an account's plan limits key by key (a key set to null removes its override)")
+    .argument('<id>', 'account id')
+    .requiredOption(
+      '--json <limits>',
+      'the limits to change, e.g. \'{"submitsPerMinute": 120, "allowedModels": ["llama"], "maxQueued": null}\'',
+    )
+    .option('--print-json', 'print JSON')
+    .action(async (id: string, given: { json: string; printJson?: boolean } & StoreOptions) => {
+      const change = limitsFromJson(given.json);
+      const { json: _limits, printJson, ...rest } = given;
+      const options = { ...rest, json: printJson };
+      const { result: account, config } = await runAccounts({ options, output }, (a) => a.setLimits(id, change));
+      const limits = effectiveLimits(config.plans, account);
+      const { own, ...effective } = limits;
+      emit(output, printJson, { ...accountJson(account), effective_limits: effective, own_limits: own }, () => [
+        `account ${id} (plan ${account.plan}) is held to:`,
+        ...Object.entries(effective).map(
+          ([key, value]) =>
+            `  ${key}: ${Array.isArray(value) ? value.join(', ') : value === null ? 'unlimited' : value}${own.includes(key as (typeof own)[number]) ? '  (own)' : ''}`,
+        ),
       ]);
     });
   change('set-password', 'set the password the account holder logs in to the dashboard with, read from stdin')
@@ -140,12 +196,17 @@ export const registerKeyCommands = (program: Command, output: Output) => {
     .description('create an API key; it is printed once and cannot be shown again')
     .requiredOption('--account <id>', 'account id')
     .option('--name <name>', 'a name to tell the key by (1 to 100 characters)')
+    .option('--expires-at <time>', 'when the key stops working (ISO 8601, e.g. 2027-01-31T00:00:00Z); never if absent')
     .option('--json', 'print JSON')
-    .action(async (options: { account: string; name?: string } & JsonOption & StoreOptions) => {
-      const created = await withAccounts({ options, output }, (a) => a.createKey(options.account, options.name));
-      emit(output, options.json, { ...created, name: created.name ?? null }, () => [
+    .action(async (options: { account: string; name?: string; expiresAt?: string } & JsonOption & StoreOptions) => {
+      const expiresAt = expiryOf(options.expiresAt);
+      const created = await withAccounts({ options, output }, (a) =>
+        a.createKey(options.account, options.name, expiresAt),
+      );
+      const { expiresAt: endsAt, ...shown } = created;
+      emit(output, options.json, { ...shown, name: created.name ?? null, expires_at: iso(endsAt) }, () => [
         created.key,
-        `(key ${created.id}${created.name === undefined ? '' : ` "${created.name}"`} of account ${created.account_id}; store it now: it cannot be shown again)`,
+        `(key ${created.id}${created.name === undefined ? '' : ` "${created.name}"`} of account ${created.account_id}${endsAt === undefined ? '' : `, expires ${iso(endsAt)}`}; store it now: it cannot be shown again)`,
       ]);
     });
   command('list')

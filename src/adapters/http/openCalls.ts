@@ -1,6 +1,6 @@
-import type { Principal } from '../../app/Auth.js';
+import { limitsOf, type Principal } from '../../app/Auth.js';
 import { RateLimited, Unavailable } from '../../domain/errors.js';
-import type { PlanName, PlanTable } from '../../domain/plans.js';
+import type { PlanTable } from '../../domain/plans.js';
 
 /*
  * Open calls (contract 18): every long-lived call (a stream of either OpenAI API, a retrieve stream, a create that
@@ -59,10 +59,10 @@ export const createOpenCalls = (limits: OpenCallLimits): OpenCallsShape => {
   const refusals: Record<OpenCallRefusal, number> = { account_limit: 0, process_share: 0 };
   const { retryAfterSeconds } = limits;
 
-  const accountRefusal = (plan: PlanName, max: number) =>
+  const accountRefusal = (principal: Principal, max: number) =>
     new RateLimited({
       message:
-        `this account already holds ${max} open calls (streams and waiting calls), the ${plan} plan's maxOpenCalls; ` +
+        `this account already holds ${max} open calls (streams and waiting calls), ${whose(principal)} maxOpenCalls; ` +
         `wait for one to end, or poll (GET) instead of holding a connection; retry after ${retryAfterSeconds} s`,
       retryAfterSeconds,
       budget: 'open_calls',
@@ -75,13 +75,15 @@ export const createOpenCalls = (limits: OpenCallLimits): OpenCallsShape => {
       retryAfterSeconds,
     });
 
+  const whose = (principal: Principal) =>
+    principal.limits?.own.includes('maxOpenCalls') ? "the account's own" : `the ${principal.plan} plan's`;
   const take = (principal: Principal): OpenCall | RateLimited | Unavailable => {
-    const { accountId, plan } = principal;
-    const max = limits.plans[plan].maxOpenCalls;
+    const { accountId } = principal;
+    const max = limitsOf(limits.plans, principal).maxOpenCalls;
     const mine = byAccount.get(accountId) ?? 0;
     if (mine >= max) {
       refusals.account_limit++;
-      return accountRefusal(plan, max);
+      return accountRefusal(principal, max);
     }
     if (total >= maxLongCalls) {
       refusals.process_share++;

@@ -134,6 +134,8 @@ const layouts = {
   BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
   BatchFinalizingCancelled: ['batchId', 'at'],
   RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
+  ApiKeyExpiresAt: ['accountId', 'keyId', 'expiresAt', 'at'],
+  AccountLimitsSet: ['accountId', 'limits', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -277,6 +279,7 @@ const compiledByVersion: Record<number, typeof compiled> = {
   7: compiledEight,
   8: compiledEight,
   9: compiled,
+  10: compiled,
 };
 /** The event types layout 8 added (appended to the table: an older airs has no code for them). */
 const typesOfEight: ReadonlySet<string> = new Set([
@@ -287,6 +290,9 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
+/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits; `limits` is written as the
+ * object it is). The same table as 9: an airs before it refuses the record by its version. */
+const typesOfTen: ReadonlySet<string> = new Set(['ApiKeyExpiresAt', 'AccountLimitsSet']);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
   typesOfNine.has(event.type) ||
@@ -303,6 +309,7 @@ const ofNine = (event: StoredEvent): boolean =>
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
   let version = 3;
+  if (events.some((event) => typesOfTen.has(event.type))) return 10;
   for (const event of events) {
     if (ofNine(event)) return 9;
     if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;
@@ -324,6 +331,7 @@ const tableOf: Record<number, typeof compiled> = {
   7: compiledEight,
   8: compiledEight,
   9: compiled,
+  10: compiled,
 };
 /** A string field the event does not have. */
 const absentText = -1;

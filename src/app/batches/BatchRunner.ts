@@ -3,6 +3,7 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import { defaultMaxAnswerBytes, maxAnswerBytesOf } from '../../config.js';
+import { effectiveLimits } from '../../domain/account/limits.js';
 import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch, stopsLines } from '../../domain/batch/state.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
@@ -252,8 +253,8 @@ export const BatchRunnerLayer = Layer.effect(
           return 2 * (configured === undefined ? defaultMaxAnswerBytes : maxAnswerBytesOf(configured));
         },
         maxStoredBytes: async (accountId) => {
-          const plan = (await store.reads.account(accountId))?.plan;
-          return plan === undefined ? undefined : config.plans[plan].maxFileStorageBytes;
+          const account = await store.reads.account(accountId);
+          return account === undefined ? undefined : effectiveLimits(config.plans, account).maxFileStorageBytes;
         },
         cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
       },

@@ -10,7 +10,7 @@ import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Store, type StoreShape } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
-import type { Principal } from '../Auth.js';
+import { limitsOf, type Principal } from '../Auth.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 import { type ListCall, Metrics } from '../Metrics.js';
 import { StorageHealth } from '../StorageHealth.js';
@@ -182,7 +182,7 @@ export const BatchesLayer = Layer.effect(
         newId: () => `batch_${ids.requestId().slice('req_'.length)}`,
         endpoints: endpoints.endpoints,
         windowMs: config.batches.windowSeconds * 1000,
-        maxInProgress: (principal) => config.plans[principal.plan].maxBatchesInProgress,
+        maxInProgress: (principal) => limitsOf(config.plans, principal).maxBatchesInProgress,
         refusal: (yield* StorageHealth).refusal,
         listRead: Option.getOrUndefined(yield* Effect.serviceOption(Metrics))?.listRead,
       }),

@@ -16,7 +16,7 @@ import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
 import { Store } from '../../ports/Store.js';
 import { AppConfig } from '../AppConfig.js';
-import type { Principal } from '../Auth.js';
+import { limitsOf, type Principal } from '../Auth.js';
 import { Committer } from '../Committer.js';
 import { type ListCall, Metrics } from '../Metrics.js';
 import { StorageHealth } from '../StorageHealth.js';
@@ -151,7 +151,7 @@ export const FilesLayer = Layer.effect(
         uploadMs: config.http.requestTimeoutSeconds * 1000,
         health,
         bounds: (principal) => {
-          const plan = config.plans[principal.plan];
+          const plan = limitsOf(config.plans, principal);
           return {
             maxStoredBytes: plan.maxFileStorageBytes,
             maxFiles: plan.maxFiles,

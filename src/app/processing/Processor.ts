@@ -105,7 +105,10 @@ export type ProcessorDeps = {
   /** This process's name on the leases it takes (new at every start). */
   readonly owner?: string;
   /** Each plan's bound of an account's requests being processed at once, in all processes (maxProcessingByPlan). */
-  readonly maxProcessing?: Readonly<Record<string, number>> | (() => Readonly<Record<string, number>>) | undefined;
+  readonly maxProcessing?:
+    | Readonly<Record<string, number | null>>
+    | (() => Readonly<Record<string, number | null>>)
+    | undefined;
   /** The most of a model's workers one account holds while another account has work of that model due. */
   readonly accountShare?: number | undefined;
   /** The share of a model's workers batches' lines always get (`batches.minShare`). */

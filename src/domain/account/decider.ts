@@ -2,6 +2,7 @@ import { Refused } from '../errors.js';
 import { controlCharacters, emailProblem } from '../identifiers.js';
 import type { PlanName, PlanTable } from '../plans.js';
 import type { AccountEvent } from './events.js';
+import { type AccountLimitsChange, changeLimits, effectiveLimits, sameLimits } from './limits.js';
 import type { AccountState, KeyState, SessionState } from './state.js';
 
 export type AccountCommand =
@@ -23,10 +24,14 @@ export type AccountCommand =
       readonly prefix: string;
       /** Trimmed by the caller; refused unless `keyNameProblem` finds nothing wrong with it. */
       readonly name?: string | undefined;
+      /** When the key stops working (absent: never); refused unless after `now`. */
+      readonly expiresAt?: number | undefined;
       readonly plans: PlanTable;
       readonly now: number;
     }
   | { readonly type: 'RevokeKey'; readonly key: KeyState; readonly now: number }
+  /** Changes the account's own limits key by key (a key set to `null` is removed: the plan's holds again). */
+  | { readonly type: 'SetLimits'; readonly limits: AccountLimitsChange; readonly now: number }
   /**
    * The hash travels with the command to the store's credentials; the event carries none of it. A new password ends
    * the account's other sessions (`sessions`, read inside the write): all of them, unless `keepSessionId` names the
@@ -106,18 +111,31 @@ export const decideAccount = (
     case 'CreateKey': {
       if (account.suspended)
         return new Refused({ message: `account ${accountId} is suspended: no API key can be created for it` });
-      const maxKeys = command.plans[account.plan].maxKeys;
+      const limits = effectiveLimits(command.plans, account);
+      const { maxKeys } = limits;
       if (maxKeys !== null && account.activeKeys >= maxKeys) {
+        const whose = limits.own.includes('maxKeys')
+          ? `account ${accountId}'s own limits allow`
+          : `the ${account.plan} plan allows`;
         return new Refused({
-          message: `the ${account.plan} plan allows ${maxKeys} active API key${maxKeys === 1 ? '' : 's'} and account ${accountId} has ${account.activeKeys}; revoke one or move to a larger plan`,
+          message: `${whose} ${maxKeys} active API key${maxKeys === 1 ? '' : 's'} and account ${accountId} has ${account.activeKeys}; revoke one or move to a larger plan`,
         });
       }
-      const { keyId, keyHash, prefix, name } = command;
-      const created: AccountEvent = { type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at };
-      if (name === undefined) return [created];
-      const problem = keyNameProblem(name);
-      if (problem !== undefined) return new Refused({ message: problem });
-      return [created, { type: 'ApiKeyNamed', accountId, keyId, name, at }];
+      const { keyId, keyHash, prefix, name, expiresAt } = command;
+      if (expiresAt !== undefined && !(Number.isSafeInteger(expiresAt) && expiresAt > at))
+        return new Refused({ message: 'a key must expire in the future: its expiry is already past' });
+      const events: AccountEvent[] = [{ type: 'ApiKeyCreated', accountId, keyId, keyHash, prefix, at }];
+      if (name !== undefined) {
+        const problem = keyNameProblem(name);
+        if (problem !== undefined) return new Refused({ message: problem });
+        events.push({ type: 'ApiKeyNamed', accountId, keyId, name, at });
+      }
+      if (expiresAt !== undefined) events.push({ type: 'ApiKeyExpiresAt', accountId, keyId, expiresAt, at });
+      return events;
+    }
+    case 'SetLimits': {
+      const next = changeLimits(account.limits, command.limits);
+      return sameLimits(account.limits, next) ? [] : [{ type: 'AccountLimitsSet', accountId, limits: next ?? {}, at }];
     }
     case 'SetPassword': {
       const others = command.sessions?.filter((sessionId) => sessionId !== command.keepSessionId);

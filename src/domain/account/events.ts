@@ -1,4 +1,5 @@
 import type { PlanName } from '../plans.js';
+import type { AccountLimits } from './limits.js';
 
 /** Events of accounts and their API keys. Key material never appears here: only its SHA-256 hash and display prefix. */
 export type AccountCreated = {
@@ -32,6 +33,22 @@ export type ApiKeyNamed = {
   readonly accountId: string;
   readonly keyId: string;
   readonly name: string;
+  readonly at: number;
+};
+/** When the key stops working (it answers `401` from then on, as a revoked key does). Appended in the same decision as
+ * `ApiKeyCreated` when the key is created with an expiry: a new type, as `ApiKeyNamed` is. */
+export type ApiKeyExpiresAt = {
+  readonly type: 'ApiKeyExpiresAt';
+  readonly accountId: string;
+  readonly keyId: string;
+  readonly expiresAt: number;
+  readonly at: number;
+};
+/** The account's own limits as they stand after a change (contract 21), whole: absent keys are the plan's. */
+export type AccountLimitsSet = {
+  readonly type: 'AccountLimitsSet';
+  readonly accountId: string;
+  readonly limits: AccountLimits;
   readonly at: number;
 };
 export type ApiKeyRevoked = {
@@ -76,7 +93,9 @@ export type AccountEvent =
   | AccountResumed
   | ApiKeyCreated
   | ApiKeyNamed
-  | ApiKeyRevoked;
+  | ApiKeyExpiresAt
+  | ApiKeyRevoked
+  | AccountLimitsSet;
 
 /** Account, key and session events: neither a request's, a batch's nor a file's. */
 export const isAccountEvent = (event: { type: string }): event is AccountEvent =>

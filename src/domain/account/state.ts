@@ -1,5 +1,6 @@
 import type { PlanName } from '../plans.js';
 import type { AccountEvent } from './events.js';
+import type { AccountLimits } from './limits.js';
 
 export type AccountState = {
   readonly accountId: string;
@@ -10,6 +11,8 @@ export type AccountState = {
   readonly activeKeys: number;
   /** When a password was last set; absent while the account has none (created by the operator, not signed up). */
   readonly passwordSetAt?: number;
+  /** The account's own limits overriding its plan's key by key (absent: its plan's, all of them). */
+  readonly limits?: AccountLimits;
 };
 
 export type KeyState = {
@@ -21,6 +24,8 @@ export type KeyState = {
   /** What the account holder called it (1 to 100 characters, trimmed), if anything. */
   readonly name?: string;
   readonly revokedAt?: number;
+  /** When the key stops working (absent: never); readers compare it with the time. */
+  readonly expiresAt?: number;
 };
 
 /** A dashboard session that has not ended (it may have expired: readers compare `expiresAt` with the time). */
@@ -69,7 +74,13 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
     case 'ApiKeyCreated':
       return { ...state, activeKeys: state.activeKeys + 1 };
     case 'ApiKeyNamed':
+    case 'ApiKeyExpiresAt':
       return state;
+    case 'AccountLimitsSet': {
+      if (Object.keys(event.limits).length > 0) return { ...state, limits: event.limits };
+      const { limits: _removed, ...rest } = state;
+      return rest;
+    }
     case 'ApiKeyRevoked':
       return { ...state, activeKeys: state.activeKeys - 1 };
     default: {
@@ -91,6 +102,7 @@ export const evolveKey = (state: KeyState | undefined, event: AccountEvent): Key
     };
   }
   if (event.type === 'ApiKeyNamed' && state !== undefined) return { ...state, name: event.name };
+  if (event.type === 'ApiKeyExpiresAt' && state !== undefined) return { ...state, expiresAt: event.expiresAt };
   if (event.type === 'ApiKeyRevoked' && state !== undefined) return { ...state, revokedAt: event.at };
   return state;
 };

@@ -1,3 +1,4 @@
+import { effectiveLimits } from '../account/limits.js';
 import type { AccountState } from '../account/state.js';
 import { AccountLimitReached, Refused } from '../errors.js';
 import { controlCharacters } from '../identifiers.js';
@@ -171,7 +172,7 @@ export const decideEndpoint = (
       return new Refused({ message: `account ${account.accountId} is suspended: no webhook endpoint can be added` });
     const problem = webhookUrlProblem(command.url, { allowHttp: command.allowHttp });
     if (problem !== undefined) return new Refused({ message: problem });
-    const limit = command.plans[account.plan].maxWebhookEndpoints;
+    const limit = effectiveLimits(command.plans, account).maxWebhookEndpoints;
     if (command.endpointsOfAccount >= limit)
       return new AccountLimitReached({
         message: `the ${account.plan} plan allows ${limit} webhook endpoint${limit === 1 ? '' : 's'} and account ${account.accountId} has ${command.endpointsOfAccount} (maxWebhookEndpoints); remove one or move to a larger plan`,

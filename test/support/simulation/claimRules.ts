@@ -1,4 +1,5 @@
 import type { MemoryStore } from '../../../src/adapters/memory/MemoryStore.js';
+import { effectiveLimits } from '../../../src/domain/account/limits.js';
 import type { Claim } from '../../../src/domain/claim.js';
 import type { Command } from '../../../src/domain/commands.js';
 import type { PlanTable } from '../../../src/domain/plans.js';
@@ -40,8 +41,10 @@ export const checkingClaimRules = (store: MemoryStore, plans: PlanTable) => {
     return count;
   };
   const boundOf = (accountId: string) => {
-    const plan = store.syncReads.account(accountId)?.plan;
-    return plan === undefined ? Number.POSITIVE_INFINITY : (plans[plan].maxProcessing ?? Number.POSITIVE_INFINITY);
+    const account = store.syncReads.account(accountId);
+    return account === undefined
+      ? Number.POSITIVE_INFINITY
+      : (effectiveLimits(plans, account).maxProcessing ?? Number.POSITIVE_INFINITY);
   };
 
   const checkBounds = (states: Snapshot, after: Command) => {

@@ -11,6 +11,7 @@ import { unavailableFor } from '../../../app/StorageHealth.js';
 import { isThrottled } from '../../../app/throttle.js';
 import type { WebhooksShape } from '../../../app/webhooks/Webhooks.js';
 import type { Config } from '../../../config.js';
+import { effectiveLimits } from '../../../domain/account/limits.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
@@ -435,7 +436,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
   routes.get(
     '/dashboard',
     page(async (_event, { account, csrf }) => {
-      const plan = deps.config.plans[account.plan];
+      const limits = effectiveLimits(deps.config.plans, account);
       const now = deps.clock.now();
       const hourly = await deps.store.reads.requestCountsByHour(account.accountId, now - 24 * hourMs + 1, 24);
       return overviewPage({
@@ -443,11 +444,12 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         email: account.email,
         plan: account.plan,
         plans: deps.config.plans,
+        limits,
         keysUsed: account.activeKeys,
-        maxKeys: plan.maxKeys,
+        maxKeys: limits.maxKeys,
         rate: {
-          submits: await deps.rateLimiter.peek(account.accountId, account.plan, 'submits'),
-          polls: await deps.rateLimiter.peek(account.accountId, account.plan, 'polls'),
+          submits: await deps.rateLimiter.peek(account.accountId, limits, 'submits'),
+          polls: await deps.rateLimiter.peek(account.accountId, limits, 'polls'),
         },
         requestsLast24h: hourly.reduce((sum, count) => sum + count, 0),
         tokensByDay: await deps.store.reads.usageByDay(
@@ -482,7 +484,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       csrf: who.csrf,
       email: account.email,
       keys,
-      maxKeys: deps.config.plans[account.plan].maxKeys,
+      maxKeys: effectiveLimits(deps.config.plans, account).maxKeys,
       ...extra,
     });
   };
@@ -504,7 +506,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     action(async (event, who, form) => {
       const name = form.get('name')?.trim() || undefined;
       // Said in the page's words; the domain refuses the same case again inside the write (another tab, the CLI).
-      const maxKeys = deps.config.plans[who.account.plan].maxKeys;
+      const { maxKeys } = effectiveLimits(deps.config.plans, who.account);
       if (maxKeys !== null && who.account.activeKeys >= maxKeys) {
         const error = `Your ${who.account.plan} plan allows ${maxKeys} API key${maxKeys === 1 ? '' : 's'} and you have ${who.account.activeKeys}. Delete one to make a new one, or ask your operator for a larger plan.`;
         return send(event, 400, await renderKeys(who, { error }));
@@ -774,7 +776,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         csrf: who.csrf,
         email: account.email,
         endpoints: (await endpointsOf(who)).map(endpointRowOf),
-        maxEndpoints: deps.config.plans[account.plan].maxWebhookEndpoints,
+        maxEndpoints: effectiveLimits(deps.config.plans, account).maxWebhookEndpoints,
         eventTypes: webhookEventTypes,
         retentionHours: Math.round(deps.config.webhooks.retentionMs / hourMs),
         ...extra,
@@ -816,7 +818,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         const kept = { url: url.slice(0, 2_048), events: events.filter((name) => name.length <= 64) };
         const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;
         // Said in the page's words; the domain counts again inside the write (another tab, the CLI).
-        const bound = deps.config.plans[account.plan].maxWebhookEndpoints;
+        const bound = effectiveLimits(deps.config.plans, account).maxWebhookEndpoints;
         const count = (await endpointsOf(who)).length;
         if (count >= bound) {
           const error = `Your ${account.plan} plan allows ${plural(bound, 'webhook endpoint')} and you have ${count}. Remove one to add another, or ask your operator for a larger plan.`;

@@ -1,9 +1,15 @@
-import { type PlanName, planNames } from '../../../../domain/plans.js';
+import { type BuiltInPlanName, type PlanName, planNames } from '../../../../domain/plans.js';
 import { grouped, keyLimit, planTitle as title } from './format.js';
 import type { PlanRow } from './viewModels.js';
 
 /** The four plans side by side, the account's own marked. */
-export const PlanTable = ({ plans, current }: { plans: Readonly<Record<PlanName, PlanRow>>; current: PlanName }) => (
+export const PlanTable = ({
+  plans,
+  current,
+}: {
+  plans: Readonly<Record<BuiltInPlanName, PlanRow>>;
+  current: PlanName;
+}) => (
   <div class="table-wrap">
     <table>
       <caption class="visually-hidden">Plans and their limits</caption>

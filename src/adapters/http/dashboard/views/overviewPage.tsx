@@ -1,3 +1,4 @@
+import { AccountLimits } from './AccountLimits.js';
 import { Budget } from './Budget.js';
 import { grouped, keyLimit, planTitle } from './format.js';
 import { Layout } from './Layout.js';
@@ -7,8 +8,7 @@ import type { OverviewView } from './viewModels.js';
 
 /** `GET /dashboard`: plan and its limits, keys used of allowed, the rate-limit budgets now, the last day's usage. */
 export const overviewPage = (view: OverviewView): string => {
-  const { csrf, email, plan, plans, keysUsed, maxKeys, rate, requestsLast24h, tokensByDay } = view;
-  const limits = plans[plan];
+  const { csrf, email, plan, plans, limits, keysUsed, maxKeys, rate, requestsLast24h, tokensByDay } = view;
   return renderDocument(
     <Layout title="Overview" session={{ csrf, email }} current="overview">
       <h1>Overview</h1>
@@ -76,6 +76,7 @@ export const overviewPage = (view: OverviewView): string => {
         <Budget id="rate-submits" label="Submits (POST /v1/ai)" budget={rate.submits} />
         <Budget id="rate-polls" label="Polls (GET /v1/ai)" budget={rate.polls} />
       </section>
+      <AccountLimits plan={plan} limits={limits} />
       <section class="card" aria-labelledby="plans-h">
         <h2 id="plans-h">Plans</h2>
         <PlanTable plans={plans} current={plan} />

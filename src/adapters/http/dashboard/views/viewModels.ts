@@ -2,7 +2,8 @@
  * What the dashboard pages show: plain data, filled by the routes. Times are epoch milliseconds (UTC); the pages
  * format them. Every string here is shown as text (escaped by the renderer), never as markup.
  */
-import type { PlanName } from '../../../../domain/plans.js';
+import type { EffectiveLimits } from '../../../../domain/account/limits.js';
+import type { BuiltInPlanName, PlanName } from '../../../../domain/plans.js';
 
 /** The signed-in account as every logged-in page needs it: who, and the CSRF token its forms carry. */
 export type SessionView = { readonly csrf: string; readonly email: string };
@@ -33,8 +34,10 @@ export type BudgetView = {
 
 export type OverviewView = SessionView & {
   readonly plan: PlanName;
-  /** All four plans, in the order to show them. */
-  readonly plans: Readonly<Record<PlanName, PlanRow>>;
+  /** The four built-in plans, in the order to show them. */
+  readonly plans: Readonly<Record<BuiltInPlanName, PlanRow>>;
+  /** The limits the account is held to: its plan's, overridden by its own (`own` names those). */
+  readonly limits: EffectiveLimits;
   readonly keysUsed: number;
   /** The account's plan's key limit; `null` is unlimited. */
   readonly maxKeys: number | null;
