@@ -28,7 +28,7 @@ import { Processor } from './processing/Processor.js';
 import { affinityOf } from './promptPrefix.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
-import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
+import { beyondModel, checkModelAndSize, parseSubmission, rulesForAccount } from './submission.js';
 import { failedMessage } from './upstreamProblems.js';
 
 /** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
@@ -139,6 +139,7 @@ export const RequestsLayer = Layer.effect(
       maxPromptChars: config.maxPromptChars,
       maxPromptBytes: config.maxPromptBytes,
     };
+    const rulesOf = (principal: Principal) => rulesForAccount(rules, limitsOf(config.plans, principal).allowedModels);
     const lifetime = lifetimeInWords(config.requestTtlSeconds);
     const notFound = (reqId: string) =>
       new NotFound({
@@ -238,7 +239,7 @@ export const RequestsLayer = Layer.effect(
     const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
       const stored = storedInputOf(input);
       return (
-        checkModelAndSize(input, stored.text, rules) ??
+        checkModelAndSize(input, stored.text, rulesOf(principal)) ??
         beyondModel(input, models.get(input.model)?.config.provider) ??
         queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit, options?.face)
       );
@@ -246,7 +247,7 @@ export const RequestsLayer = Layer.effect(
 
     const submit: RequestsShape['submit'] = async (principal, body, options) => {
       // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
-      const submission = parseSubmission(body, rules);
+      const submission = parseSubmission(body, rulesOf(principal));
       if (submission instanceof InvalidRequest) return submission;
       return queue(
         principal,

@@ -31,6 +31,22 @@ export type SubmissionRules = {
 };
 
 /**
+ * The rules for an account held to `allowedModels` (contract 21): a model it may not use is, for it, a model that
+ * does not exist, refused as an unknown model is, and the models named to it are only those it may use.
+ */
+export const rulesForAccount = (
+  rules: SubmissionRules,
+  allowedModels: readonly string[] | undefined,
+): SubmissionRules =>
+  allowedModels === undefined
+    ? rules
+    : {
+        modelIds: rules.modelIds.filter((id) => allowedModels.includes(id)),
+        maxPromptChars: rules.maxPromptChars,
+        maxPromptBytes: rules.maxPromptBytes,
+      };
+
+/**
  * The byte limit (contract 15): the text as stored, in UTF-8, at most `maxPromptBytes`. A prompt of 1,000,000 `€` is
  * within `maxPromptChars` but 3 MB on disk; whichever limit is smaller applies. `what` names the text in the message.
  */

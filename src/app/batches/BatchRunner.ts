@@ -252,6 +252,10 @@ export const BatchRunnerLayer = Layer.effect(
           const configured = models.get(model)?.config;
           return 2 * (configured === undefined ? defaultMaxAnswerBytes : maxAnswerBytesOf(configured));
         },
+        allowedModelsOf: async (accountId) => {
+          const account = await store.reads.account(accountId);
+          return account === undefined ? undefined : effectiveLimits(config.plans, account).allowedModels;
+        },
         maxStoredBytes: async (accountId) => {
           const account = await store.reads.account(accountId);
           return account === undefined ? undefined : effectiveLimits(config.plans, account).maxFileStorageBytes;

@@ -40,6 +40,9 @@ export type BatchRunnerDeps = {
   readonly maxLinesAhead: number;
   /** The account's bound of stored bytes (its plan's `maxFileStorageBytes`; undefined: no such account). */
   readonly maxStoredBytes: (accountId: string) => Promise<number | undefined>;
+  /** The models the account may use (its `allowedModels`; absent: every model): a line naming another fails as a
+   * line naming an unknown model does. */
+  readonly allowedModelsOf?: ((accountId: string) => Promise<readonly string[] | undefined>) | undefined;
   /** The room a line of `model` holds in its account's stored bytes until it ends: twice the most its answer may
    * take (kept, and its line of the output file). */
   readonly answerRoom: (model: string) => number;
@@ -114,9 +117,9 @@ export async function* linesOf(
   deps: BatchRunnerDeps,
   view: BatchView,
 ): AsyncGenerator<(BatchLine & { readonly source: JsonLine }) | LineError> {
-  const { endpoint, inputFileId, batchId } = view.state.context;
+  const { endpoint, inputFileId, batchId, accountId } = view.state.context;
   const seen = new Set<string>();
-  const checks = lineChecksOf(deps, endpoint);
+  const checks = lineChecksOf(deps, endpoint, await deps.allowedModelsOf?.(accountId));
   const pace = eventLoopPace();
   let logged = false;
   for await (const source of jsonLines(deps.store.files.read(inputFileId), deps.maxLineBytes)) {

@@ -4,7 +4,7 @@ import { type JsonBounds, lineBoundExceeded } from '../../domain/jsonBounds.js';
 import type { PassThroughOf } from '../../modelPassThrough.js';
 import type { SubmitInput } from '../Requests.js';
 import { storedInputOf } from '../storedInput.js';
-import { beyondModel, checkModelAndSize, type SubmissionRules } from '../submission.js';
+import { beyondModel, checkModelAndSize, rulesForAccount, type SubmissionRules } from '../submission.js';
 import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import type { JsonLine } from './jsonLines.js';
 
@@ -129,13 +129,18 @@ export type LineCheckRules = {
  * queueing and the start of each line's attempt (lineInput.ts) all check with this, so a line runs only as validation
  * took it.
  */
-export const lineChecksOf = (deps: LineCheckRules, endpoint: string): LineChecks => {
+export const lineChecksOf = (
+  deps: LineCheckRules,
+  endpoint: string,
+  allowedModels?: readonly string[] | undefined,
+): LineChecks => {
+  const rules = rulesForAccount(deps.rules, allowedModels);
   // The size of a conversation is named as each route names it.
   const textParam = endpoint === '/v1/responses' ? 'input' : 'messages';
   const checkBody = (body: unknown) => {
     const input = deps.endpoints.check(endpoint, body, deps.passThroughOf);
     if (!('model' in input)) return input;
-    const refused = checkModelAndSize(input, storedInputOf(input).text, deps.rules);
+    const refused = checkModelAndSize(input, storedInputOf(input).text, rules);
     if (refused !== undefined) {
       // The submit's checks name no field (`/v1/ai` has two): the line's error does.
       const param = refused.details?.known_models !== undefined ? 'model' : textParam;

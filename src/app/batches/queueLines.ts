@@ -32,7 +32,7 @@ export const queueLines = async ({ deps, keep }: BatchStep, view: BatchView) => 
   const windowMs = expiresAt - createdAt;
   // Lines are queued in order, a write at a time: all before the last write in flight are queued already.
   const skip = Math.max(0, view.counts.queued - chunkLines);
-  const checks = lineChecksOf(deps, endpoint);
+  const checks = lineChecksOf(deps, endpoint, await deps.allowedModelsOf?.(accountId));
   const maxStoredBytes = await deps.maxStoredBytes(accountId);
   const perWrite = Math.max(1, Math.min(chunkLines, deps.lineBudget.perAccount.lines, deps.maxLinesAhead));
 

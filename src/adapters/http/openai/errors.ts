@@ -16,7 +16,9 @@ const typeOf = (status: number): string => {
  * contract's code; `param` names the body field at fault when the parser knows it.
  */
 export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<string, string>): Response => {
-  const { status, headers } = statusOf(error);
+  const { status: given, headers } = statusOf(error);
+  // A model the account does not know (unknown, or not among its allowedModels) is OpenAI's 404 model_not_found.
+  const status = isUnknownModel(error) ? 404 : given;
   return answer(status, JSON.stringify({ error: openAiErrorObject(error) }), {
     ...extraHeaders,
     ...jsonHeaders,
@@ -24,9 +26,14 @@ export const openAiErrorResponse = (error: ApiError, extraHeaders?: Record<strin
   });
 };
 
+/** A refusal of a model that does not exist for the caller (submission.ts names the models it knows instead). */
+const isUnknownModel = (error: ApiError) =>
+  error._tag === 'InvalidRequest' && error.details?.known_models !== undefined;
+
 /** The `error` object of OpenAI's error shape, also sent as an event of a stream that ends in an error. */
 export const openAiErrorObject = (error: ApiError) => {
-  const { status, code } = statusOf(error);
+  const { status, code: given } = statusOf(error);
+  const code = isUnknownModel(error) ? 'model_not_found' : given;
   const details = detailsOf(error);
   // The service's own details name the field too: a model it does not know, an input over the size limit.
   const param =

@@ -7,6 +7,7 @@ import { createLiveOutput, type LiveOutputShape } from '../../../app/LiveOutput.
 import { HttpRoute } from '../../../app/Metrics.js';
 import type { BudgetName } from '../../../app/RateLimiter.js';
 import type { RequestsShape, RequestView } from '../../../app/Requests.js';
+import { allowsModel } from '../../../domain/account/limits.js';
 import { type ApiError, InvalidRequest, MethodNotAllowed, NotFound } from '../../../domain/errors.js';
 import type { PassThroughOf } from '../../../modelPassThrough.js';
 import { noteAccess, noteSubmitted } from '../accessNote.js';
@@ -341,7 +342,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     return deps.json(
       200,
       modelListOf(
-        deps.models.map((m) => m.id),
+        deps.models.map((m) => m.id).filter((id) => allowsModel(principal.limits, id)),
         deps.startedAtSeconds,
       ),
       headers,
@@ -352,7 +353,8 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
     const principal = await deps.admit(event, 'polls', headers);
     if (isApiError(principal)) return principal;
     const id = pathIdOf(event);
-    if (!deps.models.some((m) => m.id === id)) {
+    // A model the account may not use does not exist for it (allowedModels).
+    if (!deps.models.some((m) => m.id === id) || !allowsModel(principal.limits, id)) {
       return new NotFound({ message: `no model "${id.slice(0, 100)}"; GET /v1/models lists them` });
     }
     return deps.json(200, modelObjectOf(id, deps.startedAtSeconds), headers);
