@@ -15,6 +15,7 @@ import { limitFeatures } from './features/limits.js';
 import { onChangeFeatures } from './features/onChange.js';
 import { openBatchFeatures } from './features/openBatches.js';
 import { orderingFeatures } from './features/ordering.js';
+import { ownLimitFeatures } from './features/ownLimits.js';
 import { queuedCountFeatures } from './features/queuedCount.js';
 import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
@@ -57,6 +58,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     openBatchFeatures(contract);
     batchFailureFeatures(contract);
     accountLimitFeatures(contract);
+    ownLimitFeatures(contract);
     fileBoundFeatures(contract);
     batchStorageFeatures(contract);
     queuedCountFeatures(contract);
