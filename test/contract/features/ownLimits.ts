@@ -5,17 +5,7 @@ import { Refused } from '../../../src/domain/errors.js';
 import { defaultPlans } from '../../../src/domain/plans.js';
 import type { StoreShape } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
-import {
-  accountId,
-  ask,
-  commitOne,
-  createAccount,
-  eventsOf,
-  oneToN,
-  queueOf,
-  replay,
-  submit,
-} from '../fixtures.js';
+import { accountId, ask, commitOne, createAccount, eventsOf, oneToN, queueOf, replay, submit } from '../fixtures.js';
 
 const setLimits = (account: number, limits: AccountLimitsChange, now = 10): Command => ({
   type: 'Account',
