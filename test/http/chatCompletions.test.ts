@@ -414,13 +414,13 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
     expect(withSchema).toMatchObject({ param: 'response_format', message: expect.stringMatching(/JSON schema/) });
   });
 
-  it('refuses an unknown model naming model, and messages over the size limit naming messages', async () => {
+  it('refuses an unknown model with 404 model_not_found naming model, and messages over the size limit naming messages', async () => {
     const app = await start();
     const { key } = await app.account();
     const unknown = expectOpenAiError(
       await chat(app, key, { model: 'gpt-9', messages: hello }),
-      400,
-      'invalid_request',
+      404,
+      'model_not_found',
       'invalid_request_error',
     );
     expect(unknown).toMatchObject({ param: 'model', message: expect.stringMatching(/echo, slow, doomed/) });
@@ -567,7 +567,7 @@ describe('POST /v1/chat/completions with stream: true, in process', () => {
     const app = await start();
     const { key } = await app.account();
     const answer = await chat(app, key, { model: 'gpt-9', messages: hello, stream: true });
-    expectOpenAiError(answer, 400, 'invalid_request', 'invalid_request_error');
+    expectOpenAiError(answer, 404, 'model_not_found', 'invalid_request_error');
   });
 });
 

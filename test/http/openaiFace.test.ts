@@ -349,13 +349,13 @@ describe('Input of POST /v1/responses', () => {
     expect(error.message).toMatch(message);
   });
 
-  it('refuses an unknown model, listing the known ones, and an input over the size limit, with 400', async () => {
+  it('refuses an unknown model with 404 model_not_found listing the known ones, and an input over the size limit with 400', async () => {
     const app = await start();
     const { key } = await app.account();
     const unknown = expectOpenAiError(
       await create(app, key, { model: 'gpt-9', input: 'x' }),
-      400,
-      'invalid_request',
+      404,
+      'model_not_found',
       'invalid_request_error',
     );
     expect(unknown.message).toMatch(/echo, slow, doomed/);

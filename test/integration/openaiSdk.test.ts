@@ -80,9 +80,13 @@ describe('the official openai SDK against a real airs server, changing only base
     const { key } = await createAccountWithKey(box, 'sdk-errors@example.com', 'free');
     const client = sdk(server, key);
 
-    const badRequest = await client.responses.create({ model: 'gpt-9', input: 'x' }).catch((error: unknown) => error);
+    const badRequest = await client.responses.create({ model: 'echo', input: '' }).catch((error: unknown) => error);
     expect(badRequest).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((badRequest as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/unknown model/);
+    // A model that does not exist is OpenAI's own 404 model_not_found (contract 21).
+    const noModel = await client.responses.create({ model: 'gpt-9', input: 'x' }).catch((error: unknown) => error);
+    expect(noModel).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(noModel).toMatchObject({ code: 'model_not_found', param: 'model' });
+    expect((noModel as InstanceType<typeof OpenAI.NotFoundError>).message).toMatch(/unknown model/);
 
     const unauthorized = await sdk(server, 'sk_not-a-key')
       .models.list()

@@ -253,7 +253,7 @@ const chatPaths = {
         },
         '400': openAiErrorAnswer(
           'Malformed JSON or a body over the JSON bounds; `model` or `messages` missing or of the wrong type; an ' +
-            'unknown model; an empty or too long conversation; a part airs cannot send a model; a parameter out ' +
+            'empty or too long conversation; a part airs cannot send a model; a parameter out ' +
             'of range; `n` other than 1, `logprobs`, `top_logprobs`, a tool that is not a function; tools or a ' +
             'JSON schema on the `echo` provider (named in `param`); a `Content-Type` that is not JSON; an invalid ' +
             '`Idempotency-Key` (with the RateLimit headers). Or a client that closed its connection before its ' +
@@ -262,10 +262,11 @@ const chatPaths = {
         ),
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
-        '404': openAiErrorAnswer('The request expired or was cancelled while waited for.', {
-          'X-Request-Id': 'required',
-          ...rateLimited,
-        }),
+        '404': openAiErrorAnswer(
+          'A model that does not exist for the account (`model_not_found`: not configured, or not among its ' +
+            '`allowedModels`); or the request expired or was cancelled while waited for (with `X-Request-Id`).',
+          { 'X-Request-Id': 'optional', ...rateLimited },
+        ),
         '413': openAiErrorAnswer(
           'The body is larger than `maxBodyBytes`; refused without reading it all.',
           rateLimited,
@@ -368,7 +369,7 @@ const openAiPaths = {
         '400': openAiErrorAnswer(
           'Malformed JSON; JSON nested deeper than `maxJsonDepth` (64) or holding more than `maxJsonValues` ' +
             '(100,000) values; a body that is not an object; `model` or `input` missing or of the wrong type; an ' +
-            'unknown model; an empty or too long input; a part or item airs cannot send a model; a setting out of ' +
+            'empty or too long input; a part or item airs cannot send a model; a setting out of ' +
             'range; a tool that is not a function; tools or a JSON schema on the `echo` provider; ' +
             '`previous_response_id`, `conversation`, `prompt`, `text.verbosity`, `max_tool_calls` or log ' +
             'probabilities (named in `param` where the parser knows the field); a `Content-Type` that is not JSON; ' +
@@ -379,7 +380,9 @@ const openAiPaths = {
         '401': openAi.unauthorized(),
         '403': openAi.forbidden(),
         '404': openAiErrorAnswer(
-          'A waiting create whose request expired (`requestTtlSeconds` passed) before it was final.',
+          'A model that does not exist for the account (`model_not_found`: not configured, or not among its ' +
+            '`allowedModels`); or a waiting create whose request expired (`requestTtlSeconds` passed) before it ' +
+            'was final.',
           rateLimited,
         ),
         '413': openAiErrorAnswer(

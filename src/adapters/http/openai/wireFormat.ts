@@ -798,7 +798,11 @@ export const openAiErrorSchema = z
           '`server_error`, any other `invalid_request_error`.',
       }),
       param: z.string().nullable().meta({ description: 'The body field at fault, where the parser knows it.' }),
-      code: z.enum(errorCodes).meta({ description: 'The contract’s error code, as on `/v1/ai`.' }),
+      code: z.enum([...errorCodes, 'model_not_found']).meta({
+        description:
+          'The contract’s error code, as on `/v1/ai`; `model_not_found` (404) for a model that does not exist for ' +
+          'the account (not configured, or not among its `allowedModels`), as OpenAI answers it.',
+      }),
     }),
   })
   .meta({ description: 'OpenAI’s error shape, on the OpenAI-compatible routes.' });
