@@ -89,10 +89,16 @@ export const fileSchema = z.strictObject({
   pollIntervalSeconds: positiveInt.optional(),
   // Plans of any name (contract 21): the four built-in ones are always there; others start from `free`'s limits.
   plans: z
-    .record(
-      z.string().regex(planNamePattern, 'a plan name is 1 to 40 lower-case letters, digits and dashes'),
-      planOverride,
-    )
+    .record(z.string(), planOverride)
+    .superRefine((plans, context) => {
+      for (const name of Object.keys(plans))
+        if (!planNamePattern.test(name))
+          context.addIssue({
+            code: 'custom',
+            path: [name],
+            message: 'a plan name is 1 to 40 lower-case letters, digits and dashes',
+          });
+    })
     .refine(
       (plans) => Object.keys(plans).length <= maxCustomPlans + planNames.length,
       `at most ${maxCustomPlans} plans besides the four built-in ones`,

@@ -477,6 +477,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         prefix: key.prefix,
         createdAt: key.createdAt,
         lastUsedAt: await deps.store.reads.keyLastUsed(key.keyId),
+        ...(key.expiresAt === undefined ? {} : { expiresAt: key.expiresAt }),
       })),
     );
     const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;

@@ -35,6 +35,10 @@ export const KeyTable = ({ csrf, keys }: { csrf: string; keys: readonly KeyRow[]
         header: 'Last used',
         cell: (row) => (row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />),
       },
+      {
+        header: 'Expires',
+        cell: (row) => (row.expiresAt === undefined ? <span class="muted">never</span> : <Time at={row.expiresAt} />),
+      },
       { header: 'Actions', actions: true, cell: (row) => <DeleteKey csrf={csrf} row={row} /> },
     ]}
   />

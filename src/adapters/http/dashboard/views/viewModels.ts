@@ -58,6 +58,8 @@ export type KeyRow = {
   readonly prefix: string;
   readonly createdAt: number;
   readonly lastUsedAt?: number;
+  /** When the key stops working (absent: never). */
+  readonly expiresAt?: number;
 };
 
 export type KeysView = SessionView & {
