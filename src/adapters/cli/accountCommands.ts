@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { maxLimitsJsonBytes, parseLimitsChange } from '../../app/accountLimitsSchema.js';
 import { effectiveLimits } from '../../domain/account/limits.js';
 import type { AccountState, KeyState } from '../../domain/account/state.js';
 import { type PlanName, planNamePattern } from '../../domain/plans.js';
@@ -63,8 +62,10 @@ const overLimitLine = (account: AccountState, maxKeys: number | null): string[] 
 
 type JsonOption = { json?: boolean };
 
-/** The limits change given on the command line, checked (bounded in size, known keys only). */
-const limitsFromJson = (text: string) => {
+/** The limits change given on the command line, checked (bounded in size, known keys only). The schema (zod) is
+ * loaded here only: `--help` and the other commands load commander alone. */
+const limitsFromJson = async (text: string) => {
+  const { maxLimitsJsonBytes, parseLimitsChange } = await import('../../app/accountLimitsSchema.js');
   if (Buffer.byteLength(text) > maxLimitsJsonBytes)
     throw new CliError(`the limits JSON has more than ${maxLimitsJsonBytes} bytes`, 2);
   let value: unknown;
@@ -146,7 +147,7 @@ export const registerAccountCommands = (program: Command, output: Output) => {
     )
     .option('--print-json', 'print JSON')
     .action(async (id: string, given: { json: string; printJson?: boolean } & StoreOptions) => {
-      const change = limitsFromJson(given.json);
+      const change = await limitsFromJson(given.json);
       const { json: _limits, printJson, ...rest } = given;
       const options = { ...rest, json: printJson };
       const { result: account, config } = await runAccounts({ options, output }, (a) => a.setLimits(id, change));
