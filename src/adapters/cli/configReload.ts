@@ -28,6 +28,13 @@ export const configReloader = (live: LiveConfigShape, load: () => Promise<Config
         { cause, config: next.source, keys: changes.needRestart },
         'config reload: these settings need a restart and were not applied',
       );
+    // Accounts left on a plan the file no longer defines are held to the free plan's limits (docs/decisions.md).
+    const removedPlans = Object.keys(live.config.plans).filter((plan) => !Object.hasOwn(next.plans, plan));
+    if (removedPlans.length > 0)
+      logger.warn(
+        { cause, config: next.source, plans: removedPlans },
+        "config reload: these plans are no longer defined; accounts on them are held to the free plan's limits until moved",
+      );
     live.apply(next);
     logger.info(
       {
