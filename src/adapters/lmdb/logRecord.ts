@@ -134,6 +134,9 @@ const layouts = {
   BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
   BatchFinalizingCancelled: ['batchId', 'at'],
   RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
+  AdminKeyCreated: ['keyId', 'keyHash', 'prefix', 'name', 'at'],
+  AdminKeyRevoked: ['keyId', 'at'],
+  AdminActed: ['accountId', 'adminKeyId', 'action', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -253,6 +256,8 @@ const textFields: ReadonlySet<string> = new Set([
   'servedBy',
   'from',
   'to',
+  'adminKeyId',
+  'action',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>

@@ -69,6 +69,9 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
     case 'ApiKeyCreated':
       return { ...state, activeKeys: state.activeKeys + 1 };
     case 'ApiKeyNamed':
+    case 'AdminKeyCreated':
+    case 'AdminKeyRevoked':
+    case 'AdminActed':
       return state;
     case 'ApiKeyRevoked':
       return { ...state, activeKeys: state.activeKeys - 1 };
