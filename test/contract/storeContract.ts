@@ -1,6 +1,7 @@
 import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
+import { adminKeyFeatures } from './features/adminKeys.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
 import { batchFeatures } from './features/batches.js';
 import { batchFailureFeatures } from './features/batchFailures.js';
@@ -63,4 +64,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     webhookFeatures(contract);
     upstreamPlaceFeatures(contract);
     upstreamCountFeatures(contract);
+    adminKeyFeatures(contract);
   });
