@@ -1,8 +1,8 @@
 import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
-import { adminKeyFeatures } from './features/adminKeys.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
+import { adminKeyFeatures } from './features/adminKeys.js';
 import { batchFeatures } from './features/batches.js';
 import { batchFailureFeatures } from './features/batchFailures.js';
 import { batchStorageFeatures } from './features/batchStorage.js';
