@@ -3,6 +3,7 @@ import { uploadPurposes } from '../../app/batches/Files.js';
 import { submissionBodySchema } from '../../app/submission.js';
 import { type IdKind, idForms } from '../../domain/identifiers.js';
 import { type WebhookEventType, type webhookEnvelope, webhookEventTypes } from '../../domain/webhook/envelope.js';
+import { adminPaths, adminSchemas, adminSecurityScheme, adminTag } from './admin/openapi.js';
 import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
 import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
 import { listLimits } from './openai/batches/routes.js';
@@ -946,6 +947,7 @@ const build = (): Json => ({
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   tags: [
+    adminTag,
     {
       name: 'OpenAI-compatible',
       description:
@@ -1062,6 +1064,7 @@ const build = (): Json => ({
     ...chatPaths,
     ...openAiPaths,
     ...batchPaths,
+    ...adminPaths,
     '/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -1100,6 +1103,7 @@ const build = (): Json => ({
         scheme: 'bearer',
         description: 'An airs API key: `sk_` and 43 base64url characters.',
       },
+      adminKey: adminSecurityScheme,
     },
     schemas: {
       SubmitRequest: jsonSchema(submissionBodySchema, 'input'),
@@ -1123,6 +1127,7 @@ const build = (): Json => ({
       BatchList: jsonSchema(batchListSchema),
       OpenAIError: jsonSchema(openAiErrorSchema),
       Probe: jsonSchema(probeSchema),
+      ...adminSchemas(jsonSchema),
       ...Object.fromEntries(
         webhookEventTypes.map((type) => [webhookSchemaName(type), jsonSchema(webhookEventSchema(type))]),
       ),
