@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createAdminKeys } from '../../src/app/adminKeys.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { loggedEvents, requestInit, servedTestApps, type TestApp } from '../support/testApp.js';
+import { assertMatchesOpenApi } from './support/openapi.js';
 
 /**
  * The admin API (product contract 21) over a real socket: an operator's backend provisions a team (an account and its
@@ -11,6 +12,9 @@ import { loggedEvents, requestInit, servedTestApps, type TestApp } from '../supp
  */
 
 const serve = servedTestApps();
+
+/** The document's path template of an admin call (the checker looks paths up as written there). */
+const templateOf = (path: string) => path.replace(/\/(acct|key)_[^/?]+/, '/{id}');
 
 const start = async () => {
   const { app, served } = await serve({
@@ -27,7 +31,17 @@ const start = async () => {
   ) => {
     const response = await fetch(`${served.url}${path}`, requestInit(method, init));
     const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) };
+    const body = text === '' ? undefined : JSON.parse(text);
+    // Every answer of the admin API is as the OpenAPI document says (status, headers, body).
+    if (path.startsWith('/v1/admin'))
+      assertMatchesOpenApi({
+        method,
+        path: templateOf(path),
+        status: response.status,
+        headers: response.headers,
+        body,
+      });
+    return { status: response.status, headers: response.headers, body };
   };
   return { app, url: served.url, adminKeys, admin: made.key, adminKeyId: made.id, call };
 };
