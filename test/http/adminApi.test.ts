@@ -156,6 +156,15 @@ describe('the admin API', () => {
     expect((await call('GET', '/v1/models', { key: keyAgain.body.key })).status).toBe(200);
   });
 
+  it('makes one account of two creates sent at once with the same Idempotency-Key, and answers both with it', async () => {
+    const { app, call, admin } = await start();
+    const init = { key: admin, body: { email: 'race@example.com' }, headers: { 'Idempotency-Key': 'team-race' } };
+    const answers = await Promise.all([1, 2, 3].map(() => call('POST', '/v1/admin/accounts', init)));
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201]);
+    expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(1);
+    expect(await accountCount(app)).toBe(1);
+  });
+
   it('revokes an account key at once: its very next call is refused', async () => {
     const started = await start();
     const team = await provision(started, 'revoke@example.com');
