@@ -1,7 +1,9 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { createAdminAccounts } from '../../src/app/adminAccounts.js';
 import { createAdminKeys } from '../../src/app/adminKeys.js';
 import { systemClock } from '../../src/ports/Clock.js';
+import { randomIds } from '../../src/ports/Ids.js';
 import { loggedEvents, requestInit, servedTestApps, type TestApp } from '../support/testApp.js';
 import { assertMatchesOpenApi } from './support/openapi.js';
 
@@ -156,13 +158,29 @@ describe('the admin API', () => {
     expect((await call('GET', '/v1/models', { key: keyAgain.body.key })).status).toBe(200);
   });
 
-  it('makes one account of two creates sent at once with the same Idempotency-Key, and answers both with it', async () => {
+  it('makes one account of several creates sent at once with the same Idempotency-Key, and answers each with it', async () => {
     const { app, call, admin } = await start();
     const init = { key: admin, body: { email: 'race@example.com' }, headers: { 'Idempotency-Key': 'team-race' } };
     const answers = await Promise.all([1, 2, 3].map(() => call('POST', '/v1/admin/accounts', init)));
     expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201]);
     expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(1);
     expect(await accountCount(app)).toBe(1);
+    // Through the service, so that all of them read before any is written: one write makes it, the others find it.
+    const accounts = createAdminAccounts({
+      reads: app.store.reads,
+      committer: app.committer,
+      clock: app.clock,
+      ids: randomIds,
+      plans: () => app.config.plans,
+    });
+    const by = { adminKeyId: 'adminkey_AAAAAAAAAAAAAAAA', secret: admin };
+    const made = await Promise.all(
+      [1, 2, 3].map(() => accounts.createAccount(by, { email: 'race2@example.com', plan: 'free' }, 'team-race-2')),
+    );
+    const ids = made.map((one) => ('made' in one ? one.made.accountId : one.message));
+    expect(new Set(ids).size, ids.join(', ')).toBe(1);
+    expect(made.filter((one) => 'made' in one && !one.replayed)).toHaveLength(1);
+    expect(await accountCount(app)).toBe(2);
   });
 
   it('revokes an account key at once: its very next call is refused', async () => {
