@@ -2,6 +2,7 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as ManagedRuntime from 'effect/ManagedRuntime';
 import type { H3 } from 'h3';
+import { adminAuthLimits, createAdminGuard } from './adapters/http/admin/adminGuard.js';
 import { createHttpApp } from './adapters/http/app.js';
 import { batchEndpoints } from './adapters/http/openai/batchEndpoints.js';
 import { createOpenCalls, type OpenCallsShape } from './adapters/http/openCalls.js';
@@ -10,6 +11,7 @@ import { createProvider } from './adapters/models/providers.js';
 import { httpWebhookTransport } from './adapters/webhooks/transport.js';
 import { Accounts, AccountsLayer, type AccountsShape } from './app/Accounts.js';
 import { Auth, AuthLayer, type AuthShape } from './app/Auth.js';
+import { createAdminAccounts } from './app/adminAccounts.js';
 import { BatchEndpoints } from './app/batches/BatchEndpoints.js';
 import { Batches, BatchesLayer, type BatchesShape } from './app/batches/Batches.js';
 import { BatchRunner, BatchRunnerLayer, type BatchRunnerShape } from './app/batches/BatchRunner.js';
@@ -28,12 +30,14 @@ import { Requests, RequestsLayer, type RequestsShape } from './app/Requests.js';
 import { Sessions, SessionsLayer, type SessionsShape } from './app/Sessions.js';
 import { StorageHealth, type StorageHealthShape } from './app/StorageHealth.js';
 import { Sweeper, SweeperLayer, type SweeperShape } from './app/Sweeper.js';
+import { createThrottle } from './app/throttle.js';
 import { createUpstreamStates, type UpstreamStates, watchedProvider } from './app/upstreamStates.js';
 import { WebhookSender, WebhookSenderLayer, type WebhookSenderShape } from './app/webhooks/WebhookSender.js';
 import { Webhooks, type WebhooksShape } from './app/webhooks/Webhooks.js';
 import { WebhooksLayer } from './app/webhooks/WebhooksLayer.js';
 import { type AppOptions, baseLayer } from './baseLayer.js';
 import { systemClock } from './ports/Clock.js';
+import { Ids } from './ports/Ids.js';
 import { Store, type StoreShape } from './ports/Store.js';
 
 export type { AppOptions } from './baseLayer.js';
@@ -151,6 +155,7 @@ export const startApp = async (given: AppOptions): Promise<App> => {
         files: yield* Files,
         batches: yield* Batches,
         batchRunner: yield* BatchRunner,
+        ids: yield* Ids,
       };
     }),
   );
@@ -190,6 +195,19 @@ export const startApp = async (given: AppOptions): Promise<App> => {
     readiness: services.storageHealth.problem,
     upstreams: upstreams.all,
     metrics: { metrics: services.metrics, token: options.config.metrics?.token },
+    admin: {
+      accounts: createAdminAccounts({
+        reads: services.store.reads,
+        committer: services.committer,
+        clock: options.clock ?? systemClock,
+        ids: services.ids,
+        plans: () => options.config.plans,
+      }),
+      guard: createAdminGuard({
+        reads: services.store.reads,
+        throttle: createThrottle(services.store.throttle, options.clock ?? systemClock, 'admin', adminAuthLimits),
+      }),
+    },
     dashboard: {
       sessions: services.sessions,
       accounts: services.accounts,

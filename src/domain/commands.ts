@@ -1,4 +1,5 @@
 import { type AccountCommand, decideAccount } from './account/decider.js';
+import type { AccountEvent } from './account/events.js';
 import type { AccountState, KeyState, SessionState } from './account/state.js';
 import {
   linesAheadCounter,
@@ -67,7 +68,13 @@ export type Command =
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim
   | FailOver
-  | { readonly type: 'Account'; readonly accountId: string; readonly command: AccountCommand }
+  | {
+      readonly type: 'Account';
+      readonly accountId: string;
+      readonly command: AccountCommand;
+      /** The admin key that asks for it (the admin API): an `AdminActed` event naming it follows the change's events. */
+      readonly by?: string | undefined;
+    }
   | { readonly type: 'Batch'; readonly batchId: string; readonly command: BatchCommand }
   | { readonly type: 'File'; readonly fileId: string; readonly command: FileCommand }
   | WebhookCommand;
@@ -267,19 +274,19 @@ const decideClaimCommand = (reads: DecisionReads, claim: Claim): Decision => {
 
 const decideAccountCommand = (
   reads: DecisionReads,
-  { accountId, command }: Extract<Command, { type: 'Account' }>,
+  { accountId, command, by }: Extract<Command, { type: 'Account' }>,
 ): Decision | Refusal => {
   // Facts other than the account itself are read here, inside the write, so that two concurrent writers (the server
   // and the CLI) cannot both take the same email or revoke from a stale copy of a key.
   if (command.type === 'CreateAccount' && reads.accountIdByEmail(command.email) !== undefined) {
     return new Refused({ message: `an account with email ${command.email} already exists` });
   }
-  // Key ids are random; one taken already (by any account) is refused rather than overwritten.
-  if (command.type === 'CreateKey' && reads.key(command.keyId) !== undefined) {
+  // Key ids are random; one taken already (by any account, or an admin key) is refused rather than overwritten.
+  if ((command.type === 'CreateKey' || command.type === 'CreateAdminKey') && reads.key(command.keyId) !== undefined) {
     return new Refused({ message: `a key with id ${command.keyId} already exists` });
   }
   let current = command;
-  if (command.type === 'RevokeKey') {
+  if (command.type === 'RevokeKey' || command.type === 'RevokeAdminKey') {
     const key = reads.key(command.key.keyId);
     if (key === undefined) return new Refused({ message: `no key ${command.key.keyId}` });
     current = { ...command, key };
@@ -291,8 +298,12 @@ const decideAccountCommand = (
     current = { ...command, sessions: reads.sessionsOf(accountId) };
   if (command.type === 'StartSession')
     current = { ...command, passwordHashNow: reads.credential(passwordCredentialKey(accountId)) };
-  const events = decideAccount(reads.account(accountId), current);
-  if (events instanceof Refused) return events;
+  const decided = decideAccount(reads.account(accountId), current);
+  if (decided instanceof Refused) return decided;
+  const events: readonly AccountEvent[] =
+    by === undefined || decided.length === 0
+      ? decided
+      : [...decided, { type: 'AdminActed', accountId, adminKeyId: by, action: command.type, at: command.now }];
   const credentials: { key: string; value: string | undefined }[] = [];
   if (current.type === 'SetPassword')
     credentials.push({ key: passwordCredentialKey(accountId), value: current.passwordHash });

@@ -1,3 +1,4 @@
+import { adminKeysOwner, evolveAdminKey } from '../domain/account/adminKeys.js';
 import type { AccountEvent } from '../domain/account/events.js';
 import {
   type AccountState,
@@ -314,7 +315,18 @@ export const projectAccountEvent = (views: ViewAccess, event: AccountEvent): voi
     else views.removeIndex('accountSessions', [event.accountId, event.sessionId]);
     return;
   }
+  // What an admin key did is read from the log only (airs replay): no view changes.
+  if (event.type === 'AdminActed') return;
   views.bumpAccountsVersion();
+  if (event.type === 'AdminKeyCreated' || event.type === 'AdminKeyRevoked') {
+    const key = evolveAdminKey(views.getKey(event.keyId), event);
+    if (key !== undefined) views.putKey(event.keyId, key);
+    if (event.type === 'AdminKeyCreated') {
+      views.putIndex('keyHashes', event.keyHash, event.keyId);
+      views.putIndex('accountKeys', [adminKeysOwner, event.keyId], '');
+    }
+    return;
+  }
   const account = evolveAccount(views.getAccount(event.accountId), event);
   if (account !== undefined) views.putAccount(event.accountId, account);
   if (event.type === 'AccountCreated') views.putIndex('emails', event.email, event.accountId);

@@ -2,6 +2,7 @@ import { afterEach, describe } from 'vitest';
 import { contractOf } from './contract.js';
 import { accountBoundFeatures } from './features/accountBounds.js';
 import { accountLimitFeatures } from './features/accountLimits.js';
+import { adminKeyFeatures } from './features/adminKeys.js';
 import { batchFeatures } from './features/batches.js';
 import { batchFailureFeatures } from './features/batchFailures.js';
 import { batchStorageFeatures } from './features/batchStorage.js';
@@ -65,4 +66,5 @@ export const describeStoreContract = (factory: StoreFactory) =>
     webhookFeatures(contract);
     upstreamPlaceFeatures(contract);
     upstreamCountFeatures(contract);
+    adminKeyFeatures(contract);
   });

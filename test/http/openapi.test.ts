@@ -84,6 +84,10 @@ describe('the OpenAPI document', () => {
       '/v1/batches',
       '/v1/batches/{id}',
       '/v1/batches/{id}/cancel',
+      '/v1/admin/accounts',
+      '/v1/admin/accounts/{id}',
+      '/v1/admin/accounts/{id}/keys',
+      '/v1/admin/keys/{id}',
       '/v1/openapi.json',
     ]);
     expect(Object.keys(document.paths['/v1/ai'] ?? {}).sort()).toEqual(['get', 'post']);

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   binPath,
+  cliJson,
   createAccountWithKey,
   fileSandboxes,
   poll,
@@ -16,7 +17,8 @@ import {
 
 /**
  * Every example of docs/api.md, run as written against a real `airs serve`: each ```sh block whose first command is
- * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI), `$REQ_ID`, `$RESP_ID`,
+ * `curl`, with `$AIRS` (the server), `$AIRS_KEY` (a free-plan key made with the CLI), `$AIRS_ADMIN_KEY` (an admin key
+ * made with the CLI), `$ACCOUNT_ID`, `$KEY_ID` and `$TEAM_KEY` (what the Admin API's examples make), `$REQ_ID`, `$RESP_ID`,
  * `$FILE_ID` and `$BATCH_ID` set,
  * and the fenced block after it as the answer it must get. The answer is either what `curl -i` prints (status line,
  * headers, blank line, body) or a body whose last line is the status (`curl -w '\n%{http_code}'`). Checked: the
@@ -220,6 +222,8 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
   let box: Sandbox;
   let server: ServerProcess;
   let key: string;
+  /** An admin key made with the CLI: `$AIRS_ADMIN_KEY` of the Admin API's examples. */
+  let adminKey: string;
   /**
    * Set from the answers: a `request_id` answered by an example is `$REQ_ID` for the examples after it, a
    * Response's `resp_…` id is `$RESP_ID`, a file's `file-…` id `$FILE_ID` and a batch's `batch_…` id `$BATCH_ID`.
@@ -230,6 +234,7 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
     box = newBox('airs-api-examples');
     box.writeConfig({ cors: { allowedOrigins: ['https://app.example.com'] } });
     ({ key } = await createAccountWithKey(box, 'api-examples@example.com', 'free'));
+    ({ key: adminKey } = await cliJson<{ key: string }>(box, ['admin-keys', 'create', '--name', 'api-examples']));
     server = await startServer(box);
   });
 
@@ -248,7 +253,7 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
       if (shown === undefined) throw new Error(`no answer shown after: ${example.script}`);
       const { stdout } = await promisify(execFile)('bash', ['-eu', '-c', example.script], {
         cwd: box.dir,
-        env: box.env({ AIRS: server.url, AIRS_KEY: key, ...variables }),
+        env: box.env({ AIRS: server.url, AIRS_KEY: key, AIRS_ADMIN_KEY: adminKey, ...variables }),
         timeout: 30_000,
         maxBuffer: 16 * 1024 * 1024,
       });
@@ -272,6 +277,11 @@ describe('The examples of docs/api.md, against a running server', { timeout: 60_
         }
       }
       if (typeof response.id === 'string' && response.id.startsWith('file-')) variables.FILE_ID = response.id;
+      // The Admin API's: the account it made (`$ACCOUNT_ID`), the key it made (`$KEY_ID`) and that key (`$TEAM_KEY`).
+      if (typeof response.id === 'string' && response.id.startsWith('acct_')) variables.ACCOUNT_ID = response.id;
+      if (typeof response.id === 'string' && response.id.startsWith('key_')) variables.KEY_ID = response.id;
+      const teamKey = (response as { key?: unknown }).key;
+      if (typeof teamKey === 'string') variables.TEAM_KEY = teamKey;
       if (typeof response.id === 'string' && response.id.startsWith('batch_')) {
         variables.BATCH_ID = response.id;
         // As a reader would, let the batch run to its end before the examples that retrieve it.

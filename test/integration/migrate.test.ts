@@ -168,6 +168,10 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     accountC = (await cliJson<{ id: string }>(box, ['accounts', 'create', '--email', 'c@example.com'])).id;
     keys.c = (await cliJson<{ key: string }>(box, ['keys', 'create', '--account', accountC])).key;
     expect((await runCli(box, ['accounts', 'suspend', accountC])).code).toBe(0);
+    // Admin keys (issue 42): one in use, one revoked.
+    await cliJson(box, ['admin-keys', 'create', '--name', 'backend']);
+    const revokedAdmin = await cliJson<{ id: string }>(box, ['admin-keys', 'create']);
+    expect((await runCli(box, ['admin-keys', 'revoke', revokedAdmin.id])).code).toBe(0);
 
     // A request that expires (a TTL of 1 s for this server only), and its expiry written by the sweeper.
     box.writeConfig(config(1));
@@ -268,7 +272,8 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     const migrated = await runCli(box, ['migrate', '--from', box.dataDir, '--to', url]);
     expect(migrated.code, migrated.stderr).toBe(0);
     expect(migrated.stdout.trim()).toMatch(
-      /^migrated \d+ events \(9 requests, 3 accounts, 4 keys, 1 files\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
+      // 4 accounts' keys and the 2 admin keys.
+      /^migrated \d+ events \(9 requests, 3 accounts, 6 keys, 1 files\) from \S+\/data to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+$/,
     );
     expect(migrated.stdout + migrated.stderr).not.toContain('hidden');
     const lmdbLog = await cliJson<Replay>(box, ['replay']);
@@ -283,6 +288,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     expect(await onCopy(['keys', 'list', '--account', accountA])).toEqual(
       await cliJson(box, ['keys', 'list', '--account', accountA]),
     );
+    expect(await onCopy(['admin-keys', 'list'])).toEqual(await cliJson(box, ['admin-keys', 'list']));
 
     // A server on the copy (AIRS_DATABASE_URL; the data directory is not used), with more workers: the request whose
     // lease lapsed is taken up again and hangs again, holding one.

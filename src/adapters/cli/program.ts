@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { redactUrlsIn } from '../postgres/redactedUrl.js';
 import { registerAccountCommands, registerKeyCommands } from './accountCommands.js';
+import { registerAdminKeyCommands } from './adminKeyCommands.js';
 import { registerAskCommand } from './askCommand.js';
 import { registerBackupCommand } from './backupCommand.js';
 import { registerBatchCommands } from './batchCommands.js';
@@ -40,6 +41,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerServeCommand(program, output);
   registerAccountCommands(program, output);
   registerKeyCommands(program, output);
+  registerAdminKeyCommands(program, output);
   registerReplayCommand(program, output);
   registerRequestCommands(program, output);
   registerBatchCommands(program, output);

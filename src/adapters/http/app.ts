@@ -1,6 +1,7 @@
 import { H3, type H3Event } from 'h3';
 import type { Logger } from 'pino';
 import type { AuthShape } from '../../app/Auth.js';
+import type { AdminAccounts } from '../../app/adminAccounts.js';
 import type { BatchesShape } from '../../app/batches/Batches.js';
 import type { FilesShape } from '../../app/batches/Files.js';
 import type { LiveOutputShape } from '../../app/LiveOutput.js';
@@ -10,6 +11,9 @@ import type { RequestsShape } from '../../app/Requests.js';
 import type { UpstreamSeen } from '../../app/upstreamStates.js';
 import { NotFound } from '../../domain/errors.js';
 import type { JsonBounds } from '../../domain/jsonBounds.js';
+import { maxAdminBodyBytes } from './admin/adminAnswers.js';
+import type { AdminGuard } from './admin/adminGuard.js';
+import { mountAdmin } from './admin/routes.js';
 import { createAdmit } from './admit.js';
 import { mountAi } from './ai/routes.js';
 import { createCors } from './cors.js';
@@ -65,6 +69,8 @@ export type HttpDeps = {
   readonly maxPollWaitSeconds?: number;
   /** Aborts when the server starts to stop: held polls then answer at once, so that the drain is not held up. */
   readonly stopping?: AbortSignal;
+  /** The admin API (`/v1/admin/*`, contract 21): its accounts and keys, and the admin key's guard (adminGuard.ts). */
+  readonly admin?: { readonly accounts: AdminAccounts; readonly guard: AdminGuard };
 };
 
 /**
@@ -129,6 +135,13 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       openCalls: deps.openCalls,
       files: deps.files,
       batches: deps.batches,
+    });
+  if (deps.admin !== undefined)
+    mountAdmin(app, {
+      accounts: deps.admin.accounts,
+      guard,
+      adminGuard: deps.admin.guard,
+      readJsonBody: (event) => readJsonBody(event, Math.min(maxAdminBodyBytes, deps.maxBodyBytes), deps.jsonBounds),
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);
   app.get('/v1/openapi.json', (event) => serveOpenApi(corsHeaders(event)));

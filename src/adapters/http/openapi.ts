@@ -3,6 +3,7 @@ import { uploadPurposes } from '../../app/batches/Files.js';
 import { submissionBodySchema } from '../../app/submission.js';
 import { type IdKind, idForms } from '../../domain/identifiers.js';
 import { type WebhookEventType, type webhookEnvelope, webhookEventTypes } from '../../domain/webhook/envelope.js';
+import { adminPaths, adminSchemas, adminSecurityScheme, adminTag } from './admin/openapi.js';
 import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
 import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
 import { listLimits } from './openai/batches/routes.js';
@@ -949,6 +950,7 @@ const build = (): Json => ({
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   tags: [
+    adminTag,
     {
       name: 'OpenAI-compatible',
       description:
@@ -1065,6 +1067,7 @@ const build = (): Json => ({
     ...chatPaths,
     ...openAiPaths,
     ...batchPaths,
+    ...adminPaths,
     '/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -1103,6 +1106,7 @@ const build = (): Json => ({
         scheme: 'bearer',
         description: 'An airs API key: `sk_` and 43 base64url characters.',
       },
+      adminKey: adminSecurityScheme,
     },
     schemas: {
       SubmitRequest: jsonSchema(submissionBodySchema, 'input'),
@@ -1126,6 +1130,7 @@ const build = (): Json => ({
       BatchList: jsonSchema(batchListSchema),
       OpenAIError: jsonSchema(openAiErrorSchema),
       Probe: jsonSchema(probeSchema),
+      ...adminSchemas(jsonSchema),
       ...Object.fromEntries(
         webhookEventTypes.map((type) => [webhookSchemaName(type), jsonSchema(webhookEventSchema(type))]),
       ),

@@ -136,6 +136,9 @@ const layouts = {
   RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
   ApiKeyExpiresAt: ['accountId', 'keyId', 'expiresAt', 'at'],
   AccountLimitsSet: ['accountId', 'limits', 'at'],
+  AdminKeyCreated: ['keyId', 'keyHash', 'prefix', 'name', 'at'],
+  AdminKeyRevoked: ['keyId', 'at'],
+  AdminActed: ['accountId', 'adminKeyId', 'action', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -255,6 +258,8 @@ const textFields: ReadonlySet<string> = new Set([
   'servedBy',
   'from',
   'to',
+  'adminKeyId',
+  'action',
 ]);
 /** Per type code: its fields, and whether each is a string. */
 const compile = (layoutOf: (type: EventType) => readonly string[]) =>
@@ -290,9 +295,15 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
-/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits; `limits` is written as the
+/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits, admin keys and actions; `limits` is written as the
  * object it is). The same table as 9: an airs before it refuses the record by its version. */
-const typesOfTen: ReadonlySet<string> = new Set(['ApiKeyExpiresAt', 'AccountLimitsSet']);
+const typesOfTen: ReadonlySet<string> = new Set([
+  'ApiKeyExpiresAt',
+  'AccountLimitsSet',
+  'AdminKeyCreated',
+  'AdminKeyRevoked',
+  'AdminActed',
+]);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
   typesOfNine.has(event.type) ||

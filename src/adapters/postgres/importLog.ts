@@ -177,7 +177,8 @@ const writePage = async (
   const writes = new Writes();
   const requestEvents = events.filter((event): event is StoredEvent & RequestEvent => isRequestEvent(event));
   const accountEvents = events.filter(isAccountEvent) as (StoredEvent & {
-    accountId: string;
+    /** Absent on an admin key's events (they belong to no account). */
+    accountId?: string;
     keyId?: string;
     sessionId?: string;
   })[];
@@ -265,7 +266,7 @@ const writePage = async (
         ),
     ),
     byIds<AccountState>(
-      accountEvents.map((event) => event.accountId),
+      accountEvents.flatMap((event) => (typeof event.accountId === 'string' ? [event.accountId] : [])),
       fetched.accounts,
       (ids) =>
         query<StateRow[]>(sql`SELECT account_id AS id, state FROM accounts WHERE account_id = ANY(${ids}::text[])`),

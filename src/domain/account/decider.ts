@@ -1,11 +1,13 @@
 import { Refused } from '../errors.js';
 import { controlCharacters, emailProblem } from '../identifiers.js';
 import type { PlanName, PlanTable } from '../plans.js';
+import { type AdminKeyCommand, decideAdminKey, isAdminKeyCommand } from './adminKeys.js';
 import type { AccountEvent } from './events.js';
 import { type AccountLimitsChange, changeLimits, effectiveLimits, sameLimits } from './limits.js';
 import type { AccountState, KeyState, SessionState } from './state.js';
 
 export type AccountCommand =
+  | AdminKeyCommand
   | {
       readonly type: 'CreateAccount';
       readonly accountId: string;
@@ -87,6 +89,7 @@ export const decideAccount = (
   account: AccountState | undefined,
   command: AccountCommand,
 ): readonly AccountEvent[] | Refused => {
+  if (isAdminKeyCommand(command)) return decideAdminKey(command);
   if (command.type === 'CreateAccount') {
     if (account !== undefined) return new Refused({ message: `account ${command.accountId} already exists` });
     const problem = emailProblem(command.email);

@@ -1,4 +1,5 @@
 import type { PlanName } from '../plans.js';
+import type { AdminEvent } from './adminKeys.js';
 import type { AccountLimits } from './limits.js';
 
 /** Events of accounts and their API keys. Key material never appears here: only its SHA-256 hash and display prefix. */
@@ -95,8 +96,12 @@ export type AccountEvent =
   | ApiKeyNamed
   | ApiKeyExpiresAt
   | ApiKeyRevoked
-  | AccountLimitsSet;
+  | AccountLimitsSet
+  | AdminEvent;
 
-/** Account, key and session events: neither a request's, a batch's nor a file's. */
+/** Account, key, session and admin events: neither a request's, a batch's nor a file's. */
 export const isAccountEvent = (event: { type: string }): event is AccountEvent =>
-  event.type.startsWith('Account') || event.type.startsWith('ApiKey') || event.type.startsWith('Session');
+  event.type.startsWith('Account') ||
+  event.type.startsWith('ApiKey') ||
+  event.type.startsWith('Session') ||
+  event.type.startsWith('Admin');

@@ -75,6 +75,9 @@ export const evolveAccount = (state: AccountState | undefined, event: AccountEve
       return { ...state, activeKeys: state.activeKeys + 1 };
     case 'ApiKeyNamed':
     case 'ApiKeyExpiresAt':
+    case 'AdminKeyCreated':
+    case 'AdminKeyRevoked':
+    case 'AdminActed':
       return state;
     case 'AccountLimitsSet': {
       if (Object.keys(event.limits).length > 0) return { ...state, limits: event.limits };

@@ -60,7 +60,8 @@ export const openApiChecker = (document: Json = committedDocument()) => {
 
   /** What is wrong with an answer, by the document; empty when nothing is. */
   const problems = (answer: Observed): string[] => {
-    const pathname = new URL(answer.path, 'http://airs.test').pathname;
+    // A caller may give the path as its template (`/v1/x/{id}`), whose braces the URL escapes.
+    const pathname = new URL(answer.path, 'http://airs.test').pathname.replaceAll('%7B', '{').replaceAll('%7D', '}');
     const paths = document.paths as Json;
     // A HEAD is answered like its GET, without the body.
     const head = answer.method.toUpperCase() === 'HEAD';
