@@ -43,6 +43,9 @@ const planOverride = z.strictObject({
   maxFiles: positiveInt.max(100_000_000).optional(),
   maxConcurrentUploads: positiveInt.max(10_000).optional(),
   maxWebhookEndpoints: positiveInt.max(10_000).optional(),
+  tokensPerMinute: positiveInt.nullable().optional(),
+  tokensPerDay: positiveInt.nullable().optional(),
+  tokensPerMonth: positiveInt.nullable().optional(),
 });
 
 /** A URL the PostgreSQL store takes (`postgres://` or `postgresql://`, as libpq and every client read it). */

@@ -25,6 +25,14 @@ export type PlanLimits = {
   readonly maxConcurrentUploads: number;
   /** Webhook endpoints the account may have (enabled or disabled, not removed) at once (issue 30). */
   readonly maxWebhookEndpoints: number;
+  /** Tokens (input and output) of the account's requests that ended in the last 60 s at which submits answer `429
+   * rate_limited` (contract 21); `null`: no limit. */
+  readonly tokensPerMinute: number | null;
+  /** Tokens of the account's requests that ended this UTC day at which submits answer `429 insufficient_quota`. */
+  readonly tokensPerDay: number | null;
+  /** Tokens of the account's requests that ended this calendar month (UTC) at which submits answer `429
+   * insufficient_quota`. */
+  readonly tokensPerMonth: number | null;
 };
 
 export type PlanTable = Readonly<Record<PlanName, PlanLimits>>;
@@ -42,6 +50,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 1_000,
     maxConcurrentUploads: 2,
     maxWebhookEndpoints: 1,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   starter: {
     maxKeys: 3,
@@ -55,6 +66,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 10_000,
     maxConcurrentUploads: 4,
     maxWebhookEndpoints: 3,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   scale: {
     maxKeys: 10,
@@ -68,6 +82,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 100_000,
     maxConcurrentUploads: 16,
     maxWebhookEndpoints: 10,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
   enterprise: {
     maxKeys: null,
@@ -81,6 +98,9 @@ export const defaultPlans: PlanTable = {
     maxFiles: 1_000_000,
     maxConcurrentUploads: 64,
     maxWebhookEndpoints: 50,
+    tokensPerMinute: null,
+    tokensPerDay: null,
+    tokensPerMonth: null,
   },
 };
 

@@ -5,12 +5,21 @@ import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
+import {
+  createTokenUseChanges,
+  staleBefore,
+  type TokenBucket,
+  type TokenBucketKind,
+  type TokenUseChange,
+  tokenBucketKinds,
+} from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
+import { pastPrefix } from '../../storage/orderedIndexes.js';
 import type { DailyUsage, GroupName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
@@ -160,6 +169,7 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
       limit,
     ),
   usageByDay: indexReads.usageByDay,
+  tokenUse: (accountId) => tokenUseOf(dbs, accountId),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -224,10 +234,13 @@ const createCountChanges = (db: LmdbDatabases['queuedCounts']) => {
   };
 };
 
-/** Usage added in a batch, per account and day, written once per pair when the batch ends. */
+/** Usage added in a batch, per account and day, written once per pair when the batch ends; and the tokens added to
+ * each account's token buckets, written once per account and bucket (old buckets pruned). */
 const createUsageChanges = (dbs: LmdbDatabases) => {
   const added = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  const tokens = createTokenUseChanges();
   return {
+    addTokens: tokens.add,
     add: (accountId: string, day: number, usage: DailyUsage) => {
       const key = `${accountId}\u0000${day}`;
       const entry = added.get(key) ?? { accountId, day, input: 0, output: 0 };
@@ -241,10 +254,34 @@ const createUsageChanges = (dbs: LmdbDatabases) => {
         dbs.dailyUsage.put([accountId, day], [storedInput + input, storedOutput + output]);
       }
       added.clear();
+      for (const change of tokens.changes()) writeTokenUse(dbs, change);
+      tokens.clear();
     },
-    clear: () => added.clear(),
+    clear: () => {
+      added.clear();
+      tokens.clear();
+    },
   };
 };
+
+/** Adds a write's tokens to an account's buckets and removes its buckets no submit reads any more. */
+const writeTokenUse = (dbs: LmdbDatabases, change: TokenUseChange): void => {
+  for (const { kind, start, tokens } of change.added) {
+    const key = [change.accountId, kind, start];
+    dbs.tokenUse.put(key, (dbs.tokenUse.get(key) ?? 0) + tokens);
+  }
+  for (const kind of tokenBucketKinds) {
+    const stale = [...dbs.tokenUse.getKeys({ start: [change.accountId, kind], end: [change.accountId, kind, staleBefore(kind, change.latestAt)] })];
+    for (const key of stale) dbs.tokenUse.remove(key);
+  }
+};
+
+/** An account's token buckets: [accountId, kind, start] keys, read in one range. */
+const tokenUseOf = (dbs: LmdbDatabases, accountId: string): TokenBucket[] =>
+  Array.from(dbs.tokenUse.getRange({ start: [accountId], end: [pastPrefix(accountId)] }), ({ key, value }) => {
+    const [, kind, start] = key as [string, TokenBucketKind, number];
+    return { kind, start, tokens: value };
+  });
 
 /** Entries added to and removed from the dispatch index in a batch: its count (`waitingCountKey`), written once. */
 const createWaitingChanges = (dbs: LmdbDatabases) => {
@@ -308,6 +345,7 @@ const viewsOf = (
   addProcessing: counts.processing.add,
   addAccountCount: counts.account.add,
   addUsage: usage.add,
+  addTokens: usage.addTokens,
   getBatch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
   putBatch: (batchId, view) => void dbs.batches.put(batchId, encodeMap(view)),
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
