@@ -8,7 +8,10 @@ import type { Principal } from './Auth.js';
  * The token limits that hold for the principal's account: the one place they are read (contract 21). For now its
  * plan's; an account's own limits, where it has them, take their place here.
  */
-export const tokenLimitsOf = (plans: PlanTable, principal: Principal): TokenLimits => plans[principal.plan];
+export const tokenLimitsOf = (plans: PlanTable, account: TokenAccount): TokenLimits => plans[account.plan];
+
+/** The account a check is for: the caller's (a principal), or a batch's. */
+export type TokenAccount = Pick<Principal, 'accountId' | 'plan'>;
 
 export type TokenBudgetRefusal = RateLimited | QuotaExceeded;
 
@@ -23,7 +26,7 @@ export const createTokenBudget = (deps: {
   readonly now: () => number;
 }) => {
   const refusalOf = async (
-    principal: Principal,
+    principal: TokenAccount,
     limits: TokenLimits,
   ): Promise<TokenBudgetRefusal | undefined> => {
     const now = deps.now();
@@ -42,7 +45,7 @@ export const createTokenBudget = (deps: {
   };
   return {
     /** The refusal a submit of the principal's gets now, if any; `undefined` at once where no token limit holds. */
-    check(principal: Principal): Promise<TokenBudgetRefusal | undefined> | undefined {
+    check(principal: TokenAccount): Promise<TokenBudgetRefusal | undefined> | undefined {
       const limits = tokenLimitsOf(deps.plans(), principal);
       return hasTokenLimits(limits) ? refusalOf(principal, limits) : undefined;
     },

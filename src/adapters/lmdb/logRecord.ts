@@ -134,6 +134,7 @@ const layouts = {
   BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
   BatchFinalizingCancelled: ['batchId', 'at'],
   RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
+  BatchQuotaSpent: ['batchId', 'owner', 'budget', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };

@@ -22,6 +22,7 @@ import { finalizeBatch } from './outputFiles.js';
 import { queueLines } from './queueLines.js';
 import { validateBatch } from './validateBatch.js';
 import { isWaitedOut, recordWorkFailure } from './workFailures.js';
+import { createTokenBudget } from '../tokenBudget.js';
 
 /**
  * Each server process looks after the batches that have not ended (contract 16): it validates a batch's input file,
@@ -84,8 +85,10 @@ export const createBatchRunner = (given: BatchRunnerDeps, bounds: BatchWorkBound
    * ended, or is no longer this process's).
    */
   const stepOnce = async (step: BatchStep, view: BatchView): Promise<boolean> => {
-    const { batchId, total = 0 } = view.state.context;
+    const { batchId, total: given = 0, quotaSpent } = view.state.context;
     const { status } = view.state;
+    // Its account's token budget used up: the lines queued are all it will have.
+    const total = quotaSpent === undefined ? given : view.counts.queued;
     if (status === 'validating') await validateBatch(step, view);
     else if (status === 'in_progress' && view.counts.queued < total) await queueLines(step, view);
     else if (status === 'in_progress' && linesDone(view.counts) === total)
@@ -135,7 +138,7 @@ export const createBatchRunner = (given: BatchRunnerDeps, bounds: BatchWorkBound
   const needsWork = (view: BatchView, now: number): boolean => {
     if (!mayTakeBatch(view.state, owner, now)) return false;
     if (view.state.status !== 'in_progress') return true;
-    const total = view.state.context.total ?? 0;
+    const total = view.state.context.quotaSpent === undefined ? (view.state.context.total ?? 0) : view.counts.queued;
     return view.counts.queued < total || linesDone(view.counts) === total;
   };
 
@@ -209,6 +212,7 @@ export const BatchRunnerLayer = Layer.effect(
     const store = yield* Store;
     const committer = yield* Committer;
     const clock = yield* AppClock;
+    const tokenBudget = createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() });
     const log = yield* Log;
     const ids = yield* Ids;
     const models = yield* Models;
@@ -256,6 +260,10 @@ export const BatchRunnerLayer = Layer.effect(
           return plan === undefined ? undefined : config.plans[plan].maxFileStorageBytes;
         },
         cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
+        tokenRefusal: async (accountId) => {
+          const plan = (await store.reads.account(accountId))?.plan;
+          return plan === undefined ? undefined : tokenBudget.check({ accountId, plan });
+        },
       },
       { maxConcurrentWork: config.batches.maxConcurrentWork, wake: () => tick() },
     );

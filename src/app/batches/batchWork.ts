@@ -12,6 +12,7 @@ import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import { type JsonLine, jsonLines } from './jsonLines.js';
 import type { LineBudgetShape } from './lineBudget.js';
 import { type BatchLine, checkLine, type LineError, lineChecksOf } from './lineRules.js';
+import type { TokenBudgetRefusal } from '../tokenBudget.js';
 
 /** What the batch runner's steps need: the store, the committer, the clock, and the bounds a batch is held to. */
 export type BatchRunnerDeps = {
@@ -45,6 +46,8 @@ export type BatchRunnerDeps = {
   readonly answerRoom: (model: string) => number;
   /** Aborts a line's model call in this process, if it runs here (a cancelled batch's lines). */
   readonly cancelRunning?: ((reqId: string) => void) | undefined;
+  /** Whether the account's token limits refuse more work now (app/tokenBudget.ts); absent: none are kept. */
+  readonly tokenRefusal?: ((accountId: string) => Promise<TokenBudgetRefusal | undefined>) | undefined;
 };
 
 /** One step of a batch's housekeeping: what it works with, and `keep`, which renews the batch's lease as it goes. */
