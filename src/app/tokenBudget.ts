@@ -41,7 +41,15 @@ export const createTokenBudget = (deps: {
       });
     }
     const { budget, limit, used, resetsAt } = refusal;
-    return new QuotaExceeded({ message: tokenRefusalMessage(refusal, 0), budget, limit, used, resetsAt });
+    const retryAfterSeconds = Math.max(1, Math.ceil((resetsAt - now) / 1000));
+    return new QuotaExceeded({
+      message: tokenRefusalMessage(refusal, retryAfterSeconds),
+      budget,
+      limit,
+      used,
+      resetsAt,
+      retryAfterSeconds,
+    });
   };
   return {
     /** The refusal a submit of the principal's gets now, if any; `undefined` at once where no token limit holds. */

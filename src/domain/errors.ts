@@ -46,6 +46,8 @@ export class QuotaExceeded extends Data.TaggedError('QuotaExceeded')<{
   readonly limit: number;
   readonly used: number;
   readonly resetsAt: number;
+  /** Whole seconds until `resetsAt` (at least 1). */
+  readonly retryAfterSeconds: number;
 }> {}
 
 /** The request's processing failed for good (after its retries). */

@@ -77,7 +77,9 @@ describe.each(['memory', 'lmdb', 'postgres'] as const)('token limits on the %s s
 
     const ai = await submitAi(served.url, key);
     expect(ai.status).toBe(429);
-    expect(ai.headers.get('retry-after')).toBeNull();
+    // Retry-After says when the budget resets (12 hours), and OpenAI's SDKs are told not to retry on their own.
+    expect(ai.headers.get('retry-after')).toBe(String(12 * 3600));
+    expect(ai.headers.get('x-should-retry')).toBe('false');
     const body = (await ai.json()) as { error: { code: string; message: string; details: Record<string, unknown> } };
     expect(body.error.code).toBe('insufficient_quota');
     expect(body.error.details).toEqual({

@@ -28,9 +28,13 @@ const table: {
     code: 'rate_limited',
     headers: { 'Retry-After': String(error.retryAfterSeconds) },
   }),
-  // No Retry-After: the budget comes back when it resets (the message and details say when), and `x-should-retry:
-  // false` tells OpenAI's SDKs not to retry a 429 on their own.
-  QuotaExceeded: () => ({ status: 429, code: 'insufficient_quota', headers: { 'x-should-retry': 'false' } }),
+  // Retry-After: when the budget resets (the message and details say it too); `x-should-retry: false` tells OpenAI's
+  // SDKs not to retry on their own, as they would a 429 (a wait of hours).
+  QuotaExceeded: (error) => ({
+    status: 429,
+    code: 'insufficient_quota',
+    headers: { 'Retry-After': String(error.retryAfterSeconds), 'x-should-retry': 'false' },
+  }),
   ProcessingFailed: () => ({ status: 500, code: 'server_error' }),
   IdempotencyKeyReused: () => ({ status: 422, code: 'idempotency_key_reused' }),
   Unavailable: (error) => ({
