@@ -29,8 +29,8 @@ import { Processor } from './processing/Processor.js';
 import { affinityOf } from './promptPrefix.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
-import { createTokenBudget } from './tokenBudget.js';
 import { beyondModel, checkModelAndSize, parseSubmission } from './submission.js';
+import { createTokenBudget } from './tokenBudget.js';
 import { failedMessage } from './upstreamProblems.js';
 
 /** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */

@@ -25,10 +25,7 @@ export const createTokenBudget = (deps: {
   readonly plans: () => PlanTable;
   readonly now: () => number;
 }) => {
-  const refusalOf = async (
-    principal: TokenAccount,
-    limits: TokenLimits,
-  ): Promise<TokenBudgetRefusal | undefined> => {
+  const refusalOf = async (principal: TokenAccount, limits: TokenLimits): Promise<TokenBudgetRefusal | undefined> => {
     const now = deps.now();
     const refusal = tokenRefusal(limits, await deps.reads.tokenUse(principal.accountId), now);
     if (refusal === undefined) return undefined;

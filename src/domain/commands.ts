@@ -238,7 +238,10 @@ const batchClosed = (reads: DecisionReads, command: Submit): Refused | undefined
   const state = reads.batch(command.batchId)?.state;
   // Its account's token budget used up (BatchQuotaSpent): no more lines, though it is still in progress.
   if (state !== undefined && acceptsLines(state.status) && state.context.quotaSpent === undefined) return undefined;
-  const why = state?.context.quotaSpent === undefined ? `it is ${state?.status ?? 'unknown'}` : `${state.context.quotaSpent} used`;
+  const why =
+    state?.context.quotaSpent === undefined
+      ? `it is ${state?.status ?? 'unknown'}`
+      : `${state.context.quotaSpent} used`;
   return new Refused({ message: `batch ${command.batchId} takes no more lines (${why})` });
 };
 

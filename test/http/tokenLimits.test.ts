@@ -60,7 +60,9 @@ describe.each(['memory', 'lmdb', 'postgres'] as const)('token limits on the %s s
     // Three accepted at once, before any ends: 30 tokens, over the budget of 20, and all three finish.
     const accepted = await Promise.all([1, 2, 3].map(() => submitAi(served.url, key, 'slowish')));
     expect(accepted.map((response) => response.status)).toEqual([202, 202, 202]);
-    const reqIds = await Promise.all(accepted.map(async (r) => ((await r.json()) as { request_id: string }).request_id));
+    const reqIds = await Promise.all(
+      accepted.map(async (r) => ((await r.json()) as { request_id: string }).request_id),
+    );
     await completed(app, reqIds);
 
     const chat = await sdkError(

@@ -90,7 +90,7 @@ describe('One token budget on two PostgreSQL nodes', { timeout: 120_000 }, () =>
       await new Promise((resolve) => setTimeout(resolve, 200));
       log = await readLog(nodes);
     }
-    const completions = log.events.filter((e) => e.type === 'RequestCompleted') as (typeof log.events[number] & {
+    const completions = log.events.filter((e) => e.type === 'RequestCompleted') as ((typeof log.events)[number] & {
       inputTokens: number;
       outputTokens: number;
     })[];

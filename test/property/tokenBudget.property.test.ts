@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { defaultPlans } from '../../src/domain/plans.js';
+import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { createTokenBudget } from '../../src/app/tokenBudget.js';
+import { defaultPlans } from '../../src/domain/plans.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { accountId, commitOne, createAccount, queueOf, submit } from '../contract/fixtures.js';
 import { tempDataDir } from '../support/testApp.js';
@@ -29,7 +29,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.constant({ kind: 'check' as const }), weight: 3 },
   { arbitrary: fc.record({ kind: fc.constant('write' as const), pick: fc.nat(50) }), weight: 3 },
   {
-    arbitrary: fc.record({ kind: fc.constant('end' as const), pick: fc.nat(50), input: fc.nat(20), output: fc.nat(20) }),
+    arbitrary: fc.record({
+      kind: fc.constant('end' as const),
+      pick: fc.nat(50),
+      input: fc.nat(20),
+      output: fc.nat(20),
+    }),
     weight: 3,
   },
   { arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.nat(5_000) }), weight: 1 },
@@ -56,7 +61,11 @@ const run = async (store: StoreShape, steps: readonly Step[]) => {
   };
   const end = async (reqId: string, input: number, output: number) => {
     if (used + input + output >= limit && used < limit) inFlightAtReach = new Set([reqId, ...checked, ...running]);
-    const recorded = await queue.recordSuccess({ reqId, attempt: 1, owner: 'A' }, { text: 'ok', inputTokens: input, outputTokens: output }, now);
+    const recorded = await queue.recordSuccess(
+      { reqId, attempt: 1, owner: 'A' },
+      { text: 'ok', inputTokens: input, outputTokens: output },
+      now,
+    );
     expect(recorded).toBe('recorded');
     used += input + output;
     tokensOf.set(reqId, input + output);

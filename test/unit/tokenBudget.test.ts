@@ -8,7 +8,12 @@ const second = (at: number, tokens: number): TokenBucket => ({ kind: 'second', s
 
 describe('Token limits (contract 21)', () => {
   it('refuses by the tokens of the last 60 s at tokensPerMinute, and says to retry when the oldest seconds that take it under the limit leave the window', () => {
-    const buckets = [second(noon - 50_000, 40), second(noon - 30_000, 40), second(noon - 5_000, 30), second(noon - 61_000, 500)];
+    const buckets = [
+      second(noon - 50_000, 40),
+      second(noon - 30_000, 40),
+      second(noon - 5_000, 30),
+      second(noon - 61_000, 500),
+    ];
     const limits = { ...none, tokensPerMinute: 100 };
     // 110 tokens in the window (the bucket 61 s old is out): under 100 once the bucket 50 s old leaves, in 10 s.
     expect(tokenRefusal(limits, buckets, noon)).toEqual({ kind: 'rate', used: 110, limit: 100, retryAfterMs: 10_000 });
@@ -33,7 +38,9 @@ describe('Token limits (contract 21)', () => {
       resetsAt: Date.UTC(2026, 6, 1),
     });
     // Yesterday's and last month's buckets count for nothing today.
-    expect(tokenRefusal({ ...none, tokensPerDay: 10, tokensPerMonth: 10 }, [day, month], Date.UTC(2026, 6, 1, 0, 0, 1))).toBeUndefined();
+    expect(
+      tokenRefusal({ ...none, tokensPerDay: 10, tokensPerMonth: 10 }, [day, month], Date.UTC(2026, 6, 1, 0, 0, 1)),
+    ).toBeUndefined();
   });
 
   it('keeps at most the last minute of seconds, the current day and the current month when tokens are added', () => {
@@ -41,7 +48,14 @@ describe('Token limits (contract 21)', () => {
     for (let i = 0; i < 1_000; i++) {
       const at = noon + i * 7_000;
       buckets = applyTokenUseChange(buckets, {
-        added: [second(Math.floor(at / 1000) * 1000, 1), { kind: 'day', start: Date.UTC(2026, 5, 15 + Math.floor((at - Date.UTC(2026, 5, 15)) / 86_400_000)), tokens: 1 }],
+        added: [
+          second(Math.floor(at / 1000) * 1000, 1),
+          {
+            kind: 'day',
+            start: Date.UTC(2026, 5, 15 + Math.floor((at - Date.UTC(2026, 5, 15)) / 86_400_000)),
+            tokens: 1,
+          },
+        ],
         latestAt: at,
       });
       expect(buckets.filter((bucket) => bucket.kind === 'second').length).toBeLessThanOrEqual(10);

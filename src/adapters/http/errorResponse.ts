@@ -52,7 +52,12 @@ export const detailsOf = (error: ApiError): Record<string, unknown> | undefined 
   if (error._tag === 'InvalidRequest') return error.details;
   if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };
   if (error._tag === 'QuotaExceeded')
-    return { budget: error.budget, limit: error.limit, used: error.used, resets_at: new Date(error.resetsAt).toISOString() };
+    return {
+      budget: error.budget,
+      limit: error.limit,
+      used: error.used,
+      resets_at: new Date(error.resetsAt).toISOString(),
+    };
   // A failed request stays failed: no Retry-After, and a mark that waiting will not help (clients stop at once).
   if (error._tag === 'ProcessingFailed') return { final: true };
   return undefined;

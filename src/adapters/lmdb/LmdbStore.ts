@@ -271,7 +271,12 @@ const writeTokenUse = (dbs: LmdbDatabases, change: TokenUseChange): void => {
     dbs.tokenUse.put(key, (dbs.tokenUse.get(key) ?? 0) + tokens);
   }
   for (const kind of tokenBucketKinds) {
-    const stale = [...dbs.tokenUse.getKeys({ start: [change.accountId, kind], end: [change.accountId, kind, staleBefore(kind, change.latestAt)] })];
+    const stale = [
+      ...dbs.tokenUse.getKeys({
+        start: [change.accountId, kind],
+        end: [change.accountId, kind, staleBefore(kind, change.latestAt)],
+      }),
+    ];
     for (const key of stale) dbs.tokenUse.remove(key);
   }
 };

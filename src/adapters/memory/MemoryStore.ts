@@ -6,6 +6,12 @@ import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
+import {
+  applyTokenUseChange,
+  bucketStartAt,
+  type TokenBucket,
+  tokenBucketKinds,
+} from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -32,7 +38,6 @@ import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
 import { memoryIndexes } from './indexes.js';
 import { type OrderedMap, orderedMap } from './orderedMap.js';
-import { applyTokenUseChange, bucketStartAt, type TokenBucket, tokenBucketKinds } from '../../domain/tokens/tokenUse.js';
 
 /**
  * The Store in memory: the same deciding and projection as LMDB (storage/writeBatch.ts, projection.ts) over sorted

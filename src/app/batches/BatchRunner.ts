@@ -12,6 +12,7 @@ import { AppConfig } from '../AppConfig.js';
 import { Committer } from '../Committer.js';
 import { Models, passThroughOfModels } from '../Models.js';
 import { Processor } from '../processing/Processor.js';
+import { createTokenBudget } from '../tokenBudget.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
@@ -22,7 +23,6 @@ import { finalizeBatch } from './outputFiles.js';
 import { queueLines } from './queueLines.js';
 import { validateBatch } from './validateBatch.js';
 import { isWaitedOut, recordWorkFailure } from './workFailures.js';
-import { createTokenBudget } from '../tokenBudget.js';
 
 /**
  * Each server process looks after the batches that have not ended (contract 16): it validates a batch's input file,

@@ -12,7 +12,6 @@ import {
   RateLimited,
   type Unavailable,
 } from '../../domain/errors.js';
-import { createTokenBudget, type TokenBudget } from '../tokenBudget.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
@@ -22,6 +21,7 @@ import type { Principal } from '../Auth.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 import { type ListCall, Metrics } from '../Metrics.js';
 import { StorageHealth } from '../StorageHealth.js';
+import { createTokenBudget, type TokenBudget } from '../tokenBudget.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 
 /** A batch to make, as the route understood its body. */

@@ -8,11 +8,11 @@ import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
 import { eventLoopPace } from '../eventLoopPace.js';
 import type { SubmissionRules } from '../submission.js';
+import type { TokenBudgetRefusal } from '../tokenBudget.js';
 import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import { type JsonLine, jsonLines } from './jsonLines.js';
 import type { LineBudgetShape } from './lineBudget.js';
 import { type BatchLine, checkLine, type LineError, lineChecksOf } from './lineRules.js';
-import type { TokenBudgetRefusal } from '../tokenBudget.js';
 
 /** What the batch runner's steps need: the store, the committer, the clock, and the bounds a batch is held to. */
 export type BatchRunnerDeps = {

@@ -51,12 +51,24 @@ export const tokenRefusal = (
   if (limits.tokensPerMonth !== null) {
     const used = usedIn(buckets, 'month', now);
     if (used >= limits.tokensPerMonth)
-      return { kind: 'quota', budget: 'tokensPerMonth', used, limit: limits.tokensPerMonth, resetsAt: nextMonthStartAt(now) };
+      return {
+        kind: 'quota',
+        budget: 'tokensPerMonth',
+        used,
+        limit: limits.tokensPerMonth,
+        resetsAt: nextMonthStartAt(now),
+      };
   }
   if (limits.tokensPerDay !== null) {
     const used = usedIn(buckets, 'day', now);
     if (used >= limits.tokensPerDay)
-      return { kind: 'quota', budget: 'tokensPerDay', used, limit: limits.tokensPerDay, resetsAt: dayStartAt(now) + 86_400_000 };
+      return {
+        kind: 'quota',
+        budget: 'tokensPerDay',
+        used,
+        limit: limits.tokensPerDay,
+        resetsAt: dayStartAt(now) + 86_400_000,
+      };
   }
   if (limits.tokensPerMinute !== null) return minuteRefusal(limits.tokensPerMinute, buckets, now);
   return undefined;

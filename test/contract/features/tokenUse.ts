@@ -78,7 +78,9 @@ export const tokenUseFeatures = ({ open, pair }: Contract) =>
         ),
       ).toBe('recorded');
       await Promise.all(
-        reqIds.slice(0, 9).map((reqId, i) => complete(i % 2 === 0 ? one : two, reqId, from + 100, i % 2 === 0 ? 'A' : 'B')),
+        reqIds
+          .slice(0, 9)
+          .map((reqId, i) => complete(i % 2 === 0 ? one : two, reqId, from + 100, i % 2 === 0 ? 'A' : 'B')),
       );
       const buckets = sorted(await two.reads.tokenUse(accountId(1)));
       expect(buckets.map(({ kind, tokens }) => [kind, tokens])).toEqual([
