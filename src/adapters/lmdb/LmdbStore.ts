@@ -6,12 +6,11 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import {
+  applyTokenUseChange,
   createTokenUseChanges,
-  staleBefore,
   type TokenBucket,
   type TokenBucketKind,
   type TokenUseChange,
-  tokenBucketKinds,
 } from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
@@ -19,7 +18,6 @@ import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
-import { pastPrefix } from '../../storage/orderedIndexes.js';
 import type { DailyUsage, GroupName, ViewAccess } from '../../storage/projection.js';
 import { readModelOf } from '../../storage/readModel.js';
 import type { SyncReads } from '../../storage/syncReads.js';
@@ -264,29 +262,22 @@ const createUsageChanges = (dbs: LmdbDatabases) => {
   };
 };
 
-/** Adds a write's tokens to an account's buckets and removes its buckets no submit reads any more. */
+/** Adds a write's tokens to an account's buckets and drops those no submit reads any more: one record per account. */
 const writeTokenUse = (dbs: LmdbDatabases, change: TokenUseChange): void => {
-  for (const { kind, start, tokens } of change.added) {
-    const key = [change.accountId, kind, start];
-    dbs.tokenUse.put(key, (dbs.tokenUse.get(key) ?? 0) + tokens);
-  }
-  for (const kind of tokenBucketKinds) {
-    const stale = [
-      ...dbs.tokenUse.getKeys({
-        start: [change.accountId, kind],
-        end: [change.accountId, kind, staleBefore(kind, change.latestAt)],
-      }),
-    ];
-    for (const key of stale) dbs.tokenUse.remove(key);
-  }
+  const buckets = applyTokenUseChange(tokenUseOf(dbs, change.accountId), change);
+  dbs.tokenUse.put(
+    change.accountId,
+    buckets.map(({ kind, start, tokens }) => [kind, start, tokens]),
+  );
 };
 
-/** An account's token buckets: [accountId, kind, start] keys, read in one range. */
+/** An account's token buckets, read in one get. */
 const tokenUseOf = (dbs: LmdbDatabases, accountId: string): TokenBucket[] =>
-  Array.from(dbs.tokenUse.getRange({ start: [accountId], end: [pastPrefix(accountId)] }), ({ key, value }) => {
-    const [, kind, start] = key as [string, TokenBucketKind, number];
-    return { kind, start, tokens: value };
-  });
+  (dbs.tokenUse.get(accountId) ?? []).map(([kind, start, tokens]) => ({
+    kind: kind as TokenBucketKind,
+    start,
+    tokens,
+  }));
 
 /** Entries added to and removed from the dispatch index in a batch: its count (`waitingCountKey`), written once. */
 const createWaitingChanges = (dbs: LmdbDatabases) => {
