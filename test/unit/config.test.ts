@@ -37,6 +37,9 @@ describe('Configuration', () => {
       maxFiles: 1_000,
       maxConcurrentUploads: 2,
       maxWebhookEndpoints: 1,
+      tokensPerMinute: null,
+      tokensPerDay: null,
+      tokensPerMonth: null,
     });
     expect(config.plans.enterprise.maxKeys).toBeNull();
     expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
@@ -102,6 +105,9 @@ describe('Configuration', () => {
       maxFiles: 1_000,
       maxConcurrentUploads: 2,
       maxWebhookEndpoints: 1,
+      tokensPerMinute: null,
+      tokensPerDay: null,
+      tokensPerMonth: null,
     });
   });
   it.each([
