@@ -8,6 +8,7 @@ import {
   NotFound,
   ProcessingFailed,
   QueueFull,
+  type QuotaExceeded,
   RateLimited,
   Unavailable,
 } from '../domain/errors.js';
@@ -29,6 +30,7 @@ import { affinityOf } from './promptPrefix.js';
 import { requestHashOf } from './requestHash.js';
 import { answerOf, storedInputOf } from './storedInput.js';
 import { beyondModel, checkModelAndSize, parseSubmission, rulesForAccount } from './submission.js';
+import { createTokenBudget } from './tokenBudget.js';
 import { failedMessage } from './upstreamProblems.js';
 
 /** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
@@ -82,7 +84,7 @@ export interface RequestsShape {
     principal: Principal,
     body: unknown,
     options?: SubmitOptions,
-  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited | QuotaExceeded>;
   /**
    * The `503` a submit would get now whatever its body (no worker of this process free, its backlog full:
    * processing/admission.ts), or undefined. Lets a face refuse before it spends the caller's rate limit and reads the
@@ -94,7 +96,7 @@ export interface RequestsShape {
     principal: Principal,
     input: SubmitInput,
     options?: SubmitOptions,
-  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited>;
+  ): Promise<Submitted | InvalidRequest | Unavailable | IdempotencyKeyReused | RateLimited | QuotaExceeded>;
   /** What the principal's account may see of a request. Another account's request is answered as unknown. */
   poll(
     principal: Principal,
@@ -131,6 +133,7 @@ export const RequestsLayer = Layer.effect(
     const processor = yield* Processor;
     const committer = yield* Committer;
     const ttlMs = config.requestTtlSeconds * 1000;
+    const tokenBudget = createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() });
     const rules = {
       // Read at each use: a reload adds and removes models.
       get modelIds() {
@@ -163,7 +166,11 @@ export const RequestsLayer = Layer.effect(
       idempotency: { readonly key: string; readonly requestHash: string } | undefined,
       beforeCommit: ((reqId: string) => void) | undefined,
       face?: 'responses' | undefined,
-    ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited> => {
+    ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited | QuotaExceeded> => {
+      // The account's token limits (contract 21): read only where it has any.
+      const tokenCheck = tokenBudget.check(principal);
+      const tokenRefusal = tokenCheck === undefined ? undefined : await tokenCheck;
+      if (tokenRefusal !== undefined) return tokenRefusal;
       const { model, prompt, messages, params } = input;
       const { text } = stored;
       const reqId = ids.requestId();

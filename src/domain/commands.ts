@@ -242,9 +242,14 @@ const mayStartNow = (reads: DecisionReads, command: Submit): Submit => {
 /** A batch's line is queued only while its batch takes lines (in progress: not cancelled, not past its window). */
 const batchClosed = (reads: DecisionReads, command: Submit): Refused | undefined => {
   if (command.batchId === undefined) return undefined;
-  const status = reads.batch(command.batchId)?.state.status;
-  if (status !== undefined && acceptsLines(status)) return undefined;
-  return new Refused({ message: `batch ${command.batchId} takes no more lines (it is ${status ?? 'unknown'})` });
+  const state = reads.batch(command.batchId)?.state;
+  // Its account's token budget used up (BatchQuotaSpent): no more lines, though it is still in progress.
+  if (state !== undefined && acceptsLines(state.status) && state.context.quotaSpent === undefined) return undefined;
+  const why =
+    state?.context.quotaSpent === undefined
+      ? `it is ${state?.status ?? 'unknown'}`
+      : `${state.context.quotaSpent} used`;
+  return new Refused({ message: `batch ${command.batchId} takes no more lines (${why})` });
 };
 
 const decideRequest = (reads: DecisionReads, command: RequestCommandOf): Decision | Refusal => {

@@ -36,6 +36,20 @@ export class RateLimited extends Data.TaggedError('RateLimited')<{
   readonly budget: string;
 }> {}
 
+/**
+ * A submit refused because the account used its token budget of the day or the month (contract 21, `tokensPerDay`,
+ * `tokensPerMonth`): `used` tokens of `limit`, until `resetsAt` (ms). Work already accepted finishes.
+ */
+export class QuotaExceeded extends Data.TaggedError('QuotaExceeded')<{
+  readonly message: string;
+  readonly budget: 'tokensPerDay' | 'tokensPerMonth';
+  readonly limit: number;
+  readonly used: number;
+  readonly resetsAt: number;
+  /** Whole seconds until `resetsAt` (at least 1). */
+  readonly retryAfterSeconds: number;
+}> {}
+
 /** The request's processing failed for good (after its retries). */
 export class ProcessingFailed extends Data.TaggedError('ProcessingFailed')<{ readonly message: string }> {}
 
@@ -98,6 +112,7 @@ export type ApiError =
   | NotFound
   | MethodNotAllowed
   | RateLimited
+  | QuotaExceeded
   | ProcessingFailed
   | Unavailable
   | IdempotencyKeyReused;

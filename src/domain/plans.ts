@@ -34,11 +34,13 @@ export type PlanLimits = {
   readonly maxConcurrentUploads: number;
   /** Webhook endpoints the account may have (enabled or disabled, not removed) at once (issue 30). */
   readonly maxWebhookEndpoints: number;
-  /** Tokens (input and output) the account's requests that ended in the last 60 s may hold; `null`: no bound. */
+  /** Tokens (input and output) of the account's requests that ended in the last 60 s at which submits answer `429
+   * rate_limited` (contract 21); `null`: no limit. */
   readonly tokensPerMinute: number | null;
-  /** Tokens the account may use in a UTC day; `null`: no budget. */
+  /** Tokens of the account's requests that ended this UTC day at which submits answer `429 insufficient_quota`. */
   readonly tokensPerDay: number | null;
-  /** Tokens the account may use in a calendar month (UTC); `null`: no budget. */
+  /** Tokens of the account's requests that ended this calendar month (UTC) at which submits answer `429
+   * insufficient_quota`. */
   readonly tokensPerMonth: number | null;
 };
 

@@ -8,6 +8,7 @@ import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { TokenBucket } from '../domain/tokens/tokenUse.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type { FileBytesShape } from './FileBytes.js';
@@ -143,6 +144,9 @@ export interface ReadModel {
   requestCountsByHour(accountId: string, fromMs: number, hours: number): Promise<number[]>;
   /** Tokens the account's completed requests read and wrote on each of `days` UTC days from `fromDay`. */
   usageByDay(accountId: string, fromDay: number, days: number): Promise<DailyTokens[]>;
+  /** The account's token buckets (domain/tokens/tokenUse.ts): tokens of its requests that ended in each of the last
+   * 60 seconds, this UTC day and this calendar month, exact across processes and nodes. At most about 62 of them. */
+  tokenUse(accountId: string): Promise<TokenBucket[]>;
   /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
   keyLastUsed(keyId: string): Promise<number | undefined>;
   /** Ids of up to `limit` requests whose expiry time is at or before `now` and that have not been expired yet. */

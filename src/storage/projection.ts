@@ -83,6 +83,9 @@ export interface ViewAccess {
   addQueued(accountId: string, delta: number): void;
   /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
   addUsage(accountId: string, day: number, usage: DailyUsage): void;
+  /** Adds a request's tokens (input and output) to its account's token buckets, as it ends at `at`
+   * (domain/tokens/tokenUse.ts: what the token limits read), pruning the buckets no submit reads any more. */
+  addTokens(accountId: string, at: number, tokens: number): void;
   /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
    * account, per account and model), in all processes (what their bounds limit). */
   addProcessing(counter: string, delta: number): void;
@@ -301,7 +304,11 @@ export const projectRequestChange = (
   // Completed within this change (it may have expired in the same batch too).
   if (before.context.completedAt === undefined && after.context.completedAt !== undefined) {
     const used = usageOf(after);
-    if (used !== undefined) views.addUsage(after.context.accountId, used.day, used.usage);
+    if (used !== undefined) {
+      views.addUsage(after.context.accountId, used.day, used.usage);
+      const { inputTokens, outputTokens } = used.usage;
+      views.addTokens(after.context.accountId, after.context.completedAt, inputTokens + outputTokens);
+    }
   }
 };
 

@@ -5,6 +5,7 @@ import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { TokenBucket } from '../domain/tokens/tokenUse.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type {
@@ -56,6 +57,7 @@ export interface SyncReads {
   requestsOf(accountId: string, page: RequestPage): RequestState[];
   requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
   usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
+  tokenUse(accountId: string): TokenBucket[];
   keyLastUsed(keyId: string): number | undefined;
   batch(batchId: string): BatchView | undefined;
   file(fileId: string): FileState | undefined;

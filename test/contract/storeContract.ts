@@ -22,6 +22,7 @@ import { readFeatures } from './features/reads.js';
 import { reopenFeatures } from './features/reopen.js';
 import { rollbackFeatures } from './features/rollback.js';
 import { throttleFeatures } from './features/throttle.js';
+import { tokenUseFeatures } from './features/tokenUse.js';
 import { upstreamCountFeatures } from './features/upstreamCounts.js';
 import { upstreamPlaceFeatures } from './features/upstreamPlaces.js';
 import { visibilityFeatures } from './features/visibility.js';
@@ -54,6 +55,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     reopenFeatures(contract);
     visibilityFeatures(contract);
     readFeatures(contract);
+    tokenUseFeatures(contract);
     onChangeFeatures(contract);
     batchFeatures(contract);
     openBatchFeatures(contract);

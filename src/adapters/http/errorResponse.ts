@@ -28,6 +28,13 @@ const table: {
     code: 'rate_limited',
     headers: { 'Retry-After': String(error.retryAfterSeconds) },
   }),
+  // Retry-After: when the budget resets (the message and details say it too); `x-should-retry: false` tells OpenAI's
+  // SDKs not to retry on their own, as they would a 429 (a wait of hours).
+  QuotaExceeded: (error) => ({
+    status: 429,
+    code: 'insufficient_quota',
+    headers: { 'Retry-After': String(error.retryAfterSeconds), 'x-should-retry': 'false' },
+  }),
   ProcessingFailed: () => ({ status: 500, code: 'server_error' }),
   IdempotencyKeyReused: () => ({ status: 422, code: 'idempotency_key_reused' }),
   Unavailable: (error) => ({
@@ -44,6 +51,13 @@ export const isApiError = (value: unknown): value is ApiError =>
 export const detailsOf = (error: ApiError): Record<string, unknown> | undefined => {
   if (error._tag === 'InvalidRequest') return error.details;
   if (error._tag === 'RateLimited') return { budget: error.budget, retry_after_seconds: error.retryAfterSeconds };
+  if (error._tag === 'QuotaExceeded')
+    return {
+      budget: error.budget,
+      limit: error.limit,
+      used: error.used,
+      resets_at: new Date(error.resetsAt).toISOString(),
+    };
   // A failed request stays failed: no Retry-After, and a mark that waiting will not help (clients stop at once).
   if (error._tag === 'ProcessingFailed') return { final: true };
   return undefined;

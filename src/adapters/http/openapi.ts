@@ -97,6 +97,11 @@ const responseHeaders = (names: Readonly<Partial<Record<keyof typeof headers, 'r
   );
 
 const rateLimited = { 'RateLimit-Policy': 'required', RateLimit: 'required' } as const;
+/** What a submit's 429 may also be (contract 21): the account's token limits. */
+const tokenLimitWords =
+  '; or the tokens of its requests that ended in the last 60 s are at its `tokensPerMinute` (code `rate_limited`); ' +
+  'or it used its `tokensPerDay` or `tokensPerMonth` budget (code `insufficient_quota`, `X-Should-Retry: false`, ' +
+  '`Retry-After` until the budget resets, named in the message)';
 const rateLimitedIfAdmitted = { 'RateLimit-Policy': 'optional', RateLimit: 'optional' } as const;
 
 const jsonContent = (schemaName: string) => ({ 'application/json': { schema: ref('schemas', schemaName) } });
@@ -167,11 +172,12 @@ const openAi = {
   rateLimited: (budget: 'submits' | 'polls', longCall = false) =>
     openAiErrorAnswer(
       `The account’s ${budget} budget is spent (\`rate_limit_error\`, code \`rate_limited\`)` +
+        (budget === 'submits' && longCall ? tokenLimitWords : '') +
         (longCall
           ? '; or, for a stream or a create that waits, the account already holds its plan’s `maxOpenCalls` open ' +
             'calls in this server process (the budget was spent all the same).'
           : '.'),
-      { 'Retry-After': 'required', ...rateLimited },
+      { 'Retry-After': 'required', ...(longCall ? { 'X-Should-Retry': 'optional' as const } : {}), ...rateLimited },
     ),
   fault: () =>
     openAiErrorAnswer('An unexpected fault (`Retry-After: 30`): retry.', {
@@ -741,7 +747,8 @@ const batchPaths = {
         ...batchRouteErrors('submits'),
         '429': openAiErrorAnswer(
           'The account’s submits budget is spent, or it has its plan’s `maxBatchesInProgress` batches not ended ' +
-            '(`rate_limit_error`, code `rate_limited`).',
+            '(`rate_limit_error`, code `rate_limited`); or it used its `tokensPerDay` or `tokensPerMonth` budget ' +
+            '(code `insufficient_quota`).',
           { 'Retry-After': 'required', ...rateLimited },
         ),
         '503': diskFloor(),
@@ -992,7 +999,10 @@ const build = (): Json => ({
           '403': errorAnswer('A valid key whose account is suspended.'),
           '413': errorAnswer('The body is larger than `maxBodyBytes`; refused without reading it all.', rateLimited),
           '429': errorAnswer(
-            'The account’s submits budget is spent (`details.budget`, `details.retry_after_seconds`).',
+            'The account’s submits budget is spent (`details.budget`, `details.retry_after_seconds`); or its token ' +
+              'limits refuse (contract 21): `rate_limited` for `tokensPerMinute` (`details.budget`: `tokens`), ' +
+              '`insufficient_quota` once `tokensPerDay` or `tokensPerMonth` is used (`details`: `budget`, `limit`, ' +
+              '`used`, `resets_at`).',
             {
               'Retry-After': 'required',
               ...rateLimited,

@@ -75,6 +75,7 @@ export const errorCodes = [
   'not_found',
   'method_not_allowed',
   'rate_limited',
+  'insufficient_quota',
   'idempotency_key_reused',
   'server_error',
 ] as const;
@@ -91,7 +92,7 @@ export const errorSchema = z
         .meta({
           description:
             'Machine-readable facts where they help: `known_models`, `max_prompt_chars` (400), `budget` and ' +
-            '`retry_after_seconds` (429), `final: true` (500 of a request whose processing failed for good).',
+            '`retry_after_seconds` (429), `limit`, `used` and `resets_at` (429 `insufficient_quota`), `final: true` (500 of a request whose processing failed for good).',
         }),
     }),
   })

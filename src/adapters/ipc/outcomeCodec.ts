@@ -17,6 +17,7 @@ const taggedClasses: Readonly<Record<string, new (fields: never) => Error>> = {
   NotFound: errors.NotFound,
   MethodNotAllowed: errors.MethodNotAllowed,
   RateLimited: errors.RateLimited,
+  QuotaExceeded: errors.QuotaExceeded,
   ProcessingFailed: errors.ProcessingFailed,
   Unavailable: errors.Unavailable,
   IdempotencyKeyReused: errors.IdempotencyKeyReused,

@@ -5,6 +5,13 @@ import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
+import {
+  applyTokenUseChange,
+  createTokenUseChanges,
+  type TokenBucket,
+  type TokenBucketKind,
+  type TokenUseChange,
+} from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -160,6 +167,7 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
       limit,
     ),
   usageByDay: indexReads.usageByDay,
+  tokenUse: (accountId) => tokenUseOf(dbs, accountId),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -224,10 +232,13 @@ const createCountChanges = (db: LmdbDatabases['queuedCounts']) => {
   };
 };
 
-/** Usage added in a batch, per account and day, written once per pair when the batch ends. */
+/** Usage added in a batch, per account and day, written once per pair when the batch ends; and the tokens added to
+ * each account's token buckets, written once per account and bucket (old buckets pruned). */
 const createUsageChanges = (dbs: LmdbDatabases) => {
   const added = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  const tokens = createTokenUseChanges();
   return {
+    addTokens: tokens.add,
     add: (accountId: string, day: number, usage: DailyUsage) => {
       const key = `${accountId}\u0000${day}`;
       const entry = added.get(key) ?? { accountId, day, input: 0, output: 0 };
@@ -241,10 +252,32 @@ const createUsageChanges = (dbs: LmdbDatabases) => {
         dbs.dailyUsage.put([accountId, day], [storedInput + input, storedOutput + output]);
       }
       added.clear();
+      for (const change of tokens.changes()) writeTokenUse(dbs, change);
+      tokens.clear();
     },
-    clear: () => added.clear(),
+    clear: () => {
+      added.clear();
+      tokens.clear();
+    },
   };
 };
+
+/** Adds a write's tokens to an account's buckets and drops those no submit reads any more: one record per account. */
+const writeTokenUse = (dbs: LmdbDatabases, change: TokenUseChange): void => {
+  const buckets = applyTokenUseChange(tokenUseOf(dbs, change.accountId), change);
+  dbs.tokenUse.put(
+    change.accountId,
+    buckets.map(({ kind, start, tokens }) => [kind, start, tokens]),
+  );
+};
+
+/** An account's token buckets, read in one get. */
+const tokenUseOf = (dbs: LmdbDatabases, accountId: string): TokenBucket[] =>
+  (dbs.tokenUse.get(accountId) ?? []).map(([kind, start, tokens]) => ({
+    kind: kind as TokenBucketKind,
+    start,
+    tokens,
+  }));
 
 /** Entries added to and removed from the dispatch index in a batch: its count (`waitingCountKey`), written once. */
 const createWaitingChanges = (dbs: LmdbDatabases) => {
@@ -308,6 +341,7 @@ const viewsOf = (
   addProcessing: counts.processing.add,
   addAccountCount: counts.account.add,
   addUsage: usage.add,
+  addTokens: usage.addTokens,
   getBatch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
   putBatch: (batchId, view) => void dbs.batches.put(batchId, encodeMap(view)),
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),

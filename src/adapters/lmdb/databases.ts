@@ -58,6 +58,9 @@ export type LmdbDatabases = {
   readonly accountCounts: Database<number, string>;
   /** Tokens of each account's completed requests per UTC day: [accountId, day start ms] → [input, output] (a view). */
   readonly dailyUsage: Database<[number, number], Key>;
+  /** Each account's token buckets (domain/tokens/tokenUse.ts) in one record: accountId → [[kind, start ms, tokens]…]
+   * (a view of the last minute, day and month, pruned as they pass: a submit reads it in one get). */
+  readonly tokenUse: Database<[string, number, number][], string>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
    * `accountRequestsIndexed` and `accountSessionsIndexed` (an index was built for what was stored before it existed). */
   readonly meta: Database<number, string>;
@@ -144,6 +147,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     // Made empty in a data directory written before it, then counted once (countAccounts).
     accountCounts: db('cnt.account'),
     dailyUsage: db('usage.daily'),
+    // Made empty in a data directory written before it: budgets count from the first request that ends after.
+    tokenUse: db('usage.tokens'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),

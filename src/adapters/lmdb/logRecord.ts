@@ -139,6 +139,7 @@ const layouts = {
   AdminKeyCreated: ['keyId', 'keyHash', 'prefix', 'name', 'at'],
   AdminKeyRevoked: ['keyId', 'at'],
   AdminActed: ['accountId', 'adminKeyId', 'action', 'at'],
+  BatchQuotaSpent: ['batchId', 'owner', 'budget', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -295,7 +296,7 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
-/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits, admin keys and actions; `limits` is written as the
+/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits, admin keys and actions, a batch's spent budget; `limits` is written as the
  * object it is). The same table as 9: an airs before it refuses the record by its version. */
 const typesOfTen: ReadonlySet<string> = new Set([
   'ApiKeyExpiresAt',
@@ -303,6 +304,7 @@ const typesOfTen: ReadonlySet<string> = new Set([
   'AdminKeyCreated',
   'AdminKeyRevoked',
   'AdminActed',
+  'BatchQuotaSpent',
 ]);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>

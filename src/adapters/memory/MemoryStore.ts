@@ -6,6 +6,12 @@ import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
+import {
+  applyTokenUseChange,
+  bucketStartAt,
+  type TokenBucket,
+  tokenBucketKinds,
+} from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -76,6 +82,8 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
    * (writeBatch reads the committed count and adds what the batch did so far). */
   const accountCountChanges = new Map<string, number>();
   const dailyUsage = new Map<string, readonly [number, number]>();
+  /** Each account's token buckets (domain/tokens/tokenUse.ts). */
+  const tokenUse = new Map<string, readonly TokenBucket[]>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
   const uploads = new Map<string, AccountUploads>();
@@ -124,6 +132,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const putProcessingCount = setIn<string, number>(processingCounts);
   const putAccountCount = setIn<string, number>(accountCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
+  const putTokenUse = setIn<string, readonly TokenBucket[]>(tokenUse);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
   const putUploads = setIn<string, AccountUploads>(uploads);
@@ -161,6 +170,11 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
       const key = `${accountId}\u0000${day}`;
       const [input, output] = dailyUsage.get(key) ?? [0, 0];
       putDailyUsage(key, [input + usage.inputTokens, output + usage.outputTokens]);
+    },
+    addTokens: (accountId, at, tokens) => {
+      if (tokens <= 0) return;
+      const added = tokenBucketKinds.map((kind) => ({ kind, start: bucketStartAt(kind, at), tokens }));
+      putTokenUse(accountId, applyTokenUseChange(tokenUse.get(accountId) ?? [], { added, latestAt: at }));
     },
     addQueued: (accountId, delta) => {
       const count = (queuedCounts.get(accountId) ?? 0) + delta;
@@ -309,6 +323,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     requestCountsByHour: indexReads.requestCountsByHour,
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
     usageByDay: indexReads.usageByDay,
+    tokenUse: (accountId) => [...(tokenUse.get(accountId) ?? [])],
   };
 
   // Throttle keys, and the same keys in the order they leave their window (what pruning reads), as LMDB keeps them.

@@ -14,6 +14,7 @@ import type { AccountUploads } from '../../domain/file/uploads.js';
 import { accountCounter, modelCounter, upstreamCounter } from '../../domain/processingCounters.js';
 import { holdsText } from '../../domain/request/retention.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { staleBefore, tokenBucketKinds } from '../../domain/tokens/tokenUse.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import type { Batch, CommandOutcome } from '../../ports/Store.js';
@@ -777,6 +778,25 @@ export const writeAll = async (
       SELECT * FROM unnest(${rows.map((r) => r.accountId)}::text[], ${rows.map((r) => r.day)}::bigint[], ${rows.map((r) => r.input)}::bigint[], ${rows.map((r) => r.output)}::bigint[])
       ON CONFLICT (account_id, day) DO UPDATE SET input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
         output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens`),
+    );
+  }
+  if (writes.tokens.size > 0) {
+    // Added into each bucket atomically (another node may add to the same one at once), then the stale ones go.
+    const changes = writes.tokens.changes();
+    const added = changes.flatMap(({ accountId, added }) => added.map((bucket) => ({ accountId, ...bucket })));
+    work.push(
+      query(sql`
+      INSERT INTO token_use (account_id, kind, start, tokens)
+      SELECT * FROM unnest(${added.map((r) => r.accountId)}::text[], ${added.map((r) => r.kind)}::text[], ${added.map((r) => r.start)}::bigint[], ${added.map((r) => r.tokens)}::bigint[])
+      ON CONFLICT (account_id, kind, start) DO UPDATE SET tokens = token_use.tokens + EXCLUDED.tokens`),
+    );
+    const stale = changes.flatMap(({ accountId, latestAt }) =>
+      tokenBucketKinds.map((kind) => ({ accountId, kind, before: staleBefore(kind, latestAt) })),
+    );
+    work.push(
+      query(sql`
+      DELETE FROM token_use t USING unnest(${stale.map((r) => r.accountId)}::text[], ${stale.map((r) => r.kind)}::text[], ${stale.map((r) => r.before)}::bigint[]) AS s(account_id, kind, before)
+      WHERE t.account_id = s.account_id AND t.kind = s.kind AND t.start < s.before`),
     );
   }
   const keyUses = new Map((batch.keyUses ?? []).map(({ keyId, at }) => [keyId, at]));

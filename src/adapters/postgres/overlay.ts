@@ -5,6 +5,7 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { createTokenUseChanges } from '../../domain/tokens/tokenUse.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -219,6 +220,8 @@ export class Writes {
   readonly processingDeltas = new Map<string, number>();
   readonly accountDeltas = new Map<string, number>();
   readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  /** Tokens added to accounts' token buckets (domain/tokens/tokenUse.ts). */
+  readonly tokens = createTokenUseChanges();
   readonly webhookEndpoints = new Map<string, WebhookEndpointState>();
   readonly webhookDeliveries = new Map<string, DeliveryState>();
   accountsVersionBumps = 0;
@@ -331,6 +334,7 @@ export const overlayTarget = (
       entry.output += usage.outputTokens;
       writes.usage.set(key, entry);
     },
+    addTokens: (accountId, at, tokens) => writes.tokens.add(accountId, at, tokens),
   };
 
   /** An account's endpoints not removed, oldest first: the committed ones as this batch leaves them, and its own. */

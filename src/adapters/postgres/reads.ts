@@ -4,6 +4,7 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
+import type { TokenBucketKind } from '../../domain/tokens/tokenUse.js';
 import {
   type DailyTokens,
   type ListName,
@@ -221,6 +222,11 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
         return { day, inputTokens: row?.input_tokens ?? 0, outputTokens: row?.output_tokens ?? 0 };
       });
     },
+    tokenUse: async (accountId) =>
+      (
+        await query<{ kind: TokenBucketKind; start: number; tokens: number }[]>(sql`
+        SELECT kind, start, tokens FROM token_use WHERE account_id = ${accountId}`)
+      ).map(({ kind, start, tokens }) => ({ kind, start, tokens })),
     keyLastUsed: (keyId) => one<number>(query(sql`SELECT at AS value FROM key_last_used WHERE key_id = ${keyId}`)),
     dueForExpiry: async (now, limit) =>
       (

@@ -294,6 +294,18 @@ export const migrations: readonly string[] = [
     WHERE status IN ('waiting', 'processing') AND state->'context'->>'batchId' IS NULL
     GROUP BY account_id;
   `,
+  // 11 (issue 42): each account's token buckets (domain/tokens/tokenUse.ts): the tokens of its requests that ended in
+  // each of the last 60 seconds, this UTC day and this calendar month; what its token limits are read against. Empty
+  // at first: budgets count from the first request that ends after.
+  `
+  CREATE TABLE token_use (
+    account_id text NOT NULL,
+    kind text NOT NULL,
+    start bigint NOT NULL,
+    tokens bigint NOT NULL,
+    PRIMARY KEY (account_id, kind, start)
+  );
+  `,
 ];
 
 /** The schema version this code writes and reads. */

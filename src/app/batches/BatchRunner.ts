@@ -13,6 +13,7 @@ import { AppConfig } from '../AppConfig.js';
 import { Committer } from '../Committer.js';
 import { Models, passThroughOfModels } from '../Models.js';
 import { Processor } from '../processing/Processor.js';
+import { createTokenBudget } from '../tokenBudget.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 import { type BatchRunnerDeps, type BatchStep, batchSender, handledSends, LostLease } from './batchWork.js';
 import { cancelLines } from './cancelLines.js';
@@ -85,8 +86,10 @@ export const createBatchRunner = (given: BatchRunnerDeps, bounds: BatchWorkBound
    * ended, or is no longer this process's).
    */
   const stepOnce = async (step: BatchStep, view: BatchView): Promise<boolean> => {
-    const { batchId, total = 0 } = view.state.context;
+    const { batchId, total: given = 0, quotaSpent } = view.state.context;
     const { status } = view.state;
+    // Its account's token budget used up: the lines queued are all it will have.
+    const total = quotaSpent === undefined ? given : view.counts.queued;
     if (status === 'validating') await validateBatch(step, view);
     else if (status === 'in_progress' && view.counts.queued < total) await queueLines(step, view);
     else if (status === 'in_progress' && linesDone(view.counts) === total)
@@ -136,7 +139,7 @@ export const createBatchRunner = (given: BatchRunnerDeps, bounds: BatchWorkBound
   const needsWork = (view: BatchView, now: number): boolean => {
     if (!mayTakeBatch(view.state, owner, now)) return false;
     if (view.state.status !== 'in_progress') return true;
-    const total = view.state.context.total ?? 0;
+    const total = view.state.context.quotaSpent === undefined ? (view.state.context.total ?? 0) : view.counts.queued;
     return view.counts.queued < total || linesDone(view.counts) === total;
   };
 
@@ -210,6 +213,7 @@ export const BatchRunnerLayer = Layer.effect(
     const store = yield* Store;
     const committer = yield* Committer;
     const clock = yield* AppClock;
+    const tokenBudget = createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() });
     const log = yield* Log;
     const ids = yield* Ids;
     const models = yield* Models;
@@ -261,6 +265,11 @@ export const BatchRunnerLayer = Layer.effect(
           return account === undefined ? undefined : effectiveLimits(config.plans, account).maxFileStorageBytes;
         },
         cancelRunning: processor === undefined ? undefined : (reqId) => processor.cancelled(reqId),
+        tokenRefusal: async (accountId) => {
+          const account = await store.reads.account(accountId);
+          if (account === undefined) return undefined;
+          return tokenBudget.check({ accountId, plan: account.plan, limits: effectiveLimits(config.plans, account) });
+        },
       },
       { maxConcurrentWork: config.batches.maxConcurrentWork, wake: () => tick() },
     );

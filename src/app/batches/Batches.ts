@@ -4,7 +4,14 @@ import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import { type BatchView, mayCancelBatch } from '../../domain/batch/state.js';
 import { isRefusal } from '../../domain/commands.js';
-import { AccountLimitReached, InvalidRequest, NotFound, RateLimited, type Unavailable } from '../../domain/errors.js';
+import {
+  AccountLimitReached,
+  InvalidRequest,
+  NotFound,
+  type QuotaExceeded,
+  RateLimited,
+  type Unavailable,
+} from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
@@ -14,6 +21,7 @@ import { limitsOf, type Principal } from '../Auth.js';
 import { Committer, type CommitterShape } from '../Committer.js';
 import { type ListCall, Metrics } from '../Metrics.js';
 import { StorageHealth } from '../StorageHealth.js';
+import { createTokenBudget, type TokenBudget } from '../tokenBudget.js';
 import { BatchEndpoints } from './BatchEndpoints.js';
 
 /** A batch to make, as the route understood its body. */
@@ -31,7 +39,7 @@ export interface BatchesShape {
   create(
     principal: Principal,
     create: BatchCreate,
-  ): Promise<BatchView | InvalidRequest | NotFound | RateLimited | Unavailable>;
+  ): Promise<BatchView | InvalidRequest | NotFound | RateLimited | QuotaExceeded | Unavailable>;
   /** Why a create would be refused now whatever its body (the disk below its free-space floor): asked before the body
    * is read. */
   unavailable(): Unavailable | undefined;
@@ -66,6 +74,8 @@ export const createBatches = (deps: {
   readonly refusal?: () => Unavailable | undefined;
   /** Counts the rows a list call read (the Metrics service's `listRead`). */
   readonly listRead?: (list: ListCall, rows: number) => void;
+  /** The account's token limits (app/tokenBudget.ts): a batch is refused at creation once its budget is used. */
+  readonly tokenBudget?: TokenBudget | undefined;
 }): BatchesShape => {
   const { store } = deps;
   const notFound = (batchId: string) => new NotFound({ message: `no batch ${idForMessage(batchId)}` });
@@ -89,6 +99,9 @@ export const createBatches = (deps: {
         });
       if (!couldBeId('file', create.inputFileId))
         return new NotFound({ message: `no file ${idForMessage(create.inputFileId)}` });
+      const tokenCheck = deps.tokenBudget?.check(principal);
+      const tokenRefusal = tokenCheck === undefined ? undefined : await tokenCheck;
+      if (tokenRefusal !== undefined) return tokenRefusal;
       const batchId = deps.newId();
       // The API's lane: refused (503) while the disk is below its free-space floor or the committer's queue is full,
       // as a submit is.
@@ -185,6 +198,7 @@ export const BatchesLayer = Layer.effect(
         maxInProgress: (principal) => limitsOf(config.plans, principal).maxBatchesInProgress,
         refusal: (yield* StorageHealth).refusal,
         listRead: Option.getOrUndefined(yield* Effect.serviceOption(Metrics))?.listRead,
+        tokenBudget: createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() }),
       }),
     );
   }),

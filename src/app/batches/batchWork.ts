@@ -8,6 +8,7 @@ import type { CommandOutcome, StoreShape } from '../../ports/Store.js';
 import type { CommitterShape } from '../Committer.js';
 import { eventLoopPace } from '../eventLoopPace.js';
 import type { SubmissionRules } from '../submission.js';
+import type { TokenBudgetRefusal } from '../tokenBudget.js';
 import type { BatchEndpointsShape } from './BatchEndpoints.js';
 import { type JsonLine, jsonLines } from './jsonLines.js';
 import type { LineBudgetShape } from './lineBudget.js';
@@ -48,6 +49,8 @@ export type BatchRunnerDeps = {
   readonly answerRoom: (model: string) => number;
   /** Aborts a line's model call in this process, if it runs here (a cancelled batch's lines). */
   readonly cancelRunning?: ((reqId: string) => void) | undefined;
+  /** Whether the account's token limits refuse more work now (app/tokenBudget.ts); absent: none are kept. */
+  readonly tokenRefusal?: ((accountId: string) => Promise<TokenBudgetRefusal | undefined>) | undefined;
 };
 
 /** One step of a batch's housekeeping: what it works with, and `keep`, which renews the batch's lease as it goes. */

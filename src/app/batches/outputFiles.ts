@@ -37,8 +37,14 @@ const answerGroups = (completed: readonly number[], states: readonly (RequestSta
   return groups;
 };
 
-/** What a line that never ran is told, by how its batch ended. */
-const notRunOf = (ending: BatchView['state']['context']['ending']) => {
+/** What a line that never ran is told, by how its batch ended (or why it queued no more lines). */
+const notRunOf = (context: BatchView['state']['context']) => {
+  const { ending, quotaSpent } = context;
+  if (quotaSpent !== undefined && ending === 'completed')
+    return {
+      code: 'insufficient_quota',
+      message: `the account's token budget (${quotaSpent}) was used up before this line was run`,
+    };
   if (ending === 'expired') return { code: 'batch_expired', message: 'the batch expired before this line was run' };
   if (ending === 'failed')
     return { code: 'batch_failed', message: 'the batch failed before this line was run (its errors say why)' };
@@ -54,10 +60,10 @@ const writeFile = async (
   view: BatchView,
   kind: 'output' | 'error',
 ): Promise<{ file: WrittenFile | undefined; lines: number }> => {
-  const { batchId, endpoint, ending } = view.state.context;
+  const { batchId, endpoint } = view.state.context;
   const fileId = deps.newFileId();
   let lines = 0;
-  const notRun = notRunOf(ending);
+  const notRun = notRunOf(view.state.context);
 
   /** A completed line's entry in the output file, its answer's text given apart (it may be long). */
   const outputLine = (line: LineName, stored: StoredRequest) => {

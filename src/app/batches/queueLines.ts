@@ -2,7 +2,7 @@ import { linesAheadCounter, linesWithRoom, storedBytesCounter } from '../../doma
 import { lineRequestId } from '../../domain/batch/lines.js';
 import { type BatchView, linesDone, mayCloseWindow } from '../../domain/batch/state.js';
 import { type Command, payloadBytesOf } from '../../domain/commands.js';
-import { AccountLimitReached, Refused } from '../../domain/errors.js';
+import { AccountLimitReached, QuotaExceeded, Refused } from '../../domain/errors.js';
 import { eventLoopPace } from '../eventLoopPace.js';
 import { type BatchStep, chunkLines } from './batchWork.js';
 import { type JsonLine, jsonLines } from './jsonLines.js';
@@ -27,7 +27,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * the store's write, commands.ts: files and batches' answers against its plan's bound): the batch waits for room,
  * its window bounding the wait (past it, the window is closed here, and the batch takes no more lines).
  */
-export const queueLines = async ({ deps, keep }: BatchStep, view: BatchView) => {
+export const queueLines = async ({ deps, keep, sendBatch }: BatchStep, view: BatchView) => {
   const { batchId, accountId, keyId, expiresAt, createdAt, endpoint, inputFileId } = view.state.context;
   const windowMs = expiresAt - createdAt;
   // Lines are queued in order, a write at a time: all before the last write in flight are queued already.
@@ -100,6 +100,17 @@ export const queueLines = async ({ deps, keep }: BatchStep, view: BatchView) => 
       if (mayCloseWindow(current.state, now)) {
         await deps.send({ type: 'Batch', batchId, command: { type: 'CloseWindow', now } });
         return undefined;
+      }
+      // The account's token limits (contract 21): a budget used up stops the queueing for good (the rest of the
+      // lines end failed with insufficient_quota); the tokens of the last minute at their limit make it wait.
+      const tokens = await deps.tokenRefusal?.(accountId);
+      if (tokens instanceof QuotaExceeded) {
+        await sendBatch(batchId, { type: 'SpendQuota', owner: deps.owner, budget: tokens.budget, now });
+        return undefined;
+      }
+      if (tokens !== undefined) {
+        await sleep(Math.min(tokens.retryAfterSeconds * 1000, lookAgainMs.latest));
+        continue;
       }
       const free = deps.maxLinesAhead - (current.counts.queued - linesDone(current.counts));
       if (free >= enough) {

@@ -31,6 +31,13 @@ export type BatchCommand =
     }
   | { readonly type: 'CancelBatch'; readonly accountId: string; readonly now: number }
   | { readonly type: 'CloseWindow'; readonly now: number }
+  /** Its account's token budget is used up: no more lines are queued (contract 21). */
+  | {
+      readonly type: 'SpendQuota';
+      readonly owner: string;
+      readonly budget: 'tokensPerDay' | 'tokensPerMonth';
+      readonly now: number;
+    }
   | { readonly type: 'FinalizeBatch'; readonly owner: string; readonly now: number }
   | {
       readonly type: 'EndBatch';
@@ -80,6 +87,8 @@ const eventFor = (batchId: string, state: BatchState, counts: BatchCounts, comma
       return { type: 'BatchCancelRequested', batchId, at };
     case 'CloseWindow':
       return { type: 'BatchWindowClosed', batchId, at };
+    case 'SpendQuota':
+      return { type: 'BatchQuotaSpent', batchId, owner: command.owner, budget: command.budget, at };
     case 'FinalizeBatch':
       // The counts as the store holds them in this write: the machine decides whether they allow finalizing.
       return {

@@ -126,7 +126,20 @@ export type BatchFinalizingCancelled = {
   readonly at: number;
 };
 
+/**
+ * The batch's account used its token budget of the day or the month (contract 21) while lines were still to be queued:
+ * no more are; those queued finish, and the rest end failed with `insufficient_quota` once the batch is finalized.
+ */
+export type BatchQuotaSpent = {
+  readonly type: 'BatchQuotaSpent';
+  readonly batchId: string;
+  readonly owner: string;
+  readonly budget: 'tokensPerDay' | 'tokensPerMonth';
+  readonly at: number;
+};
+
 export type BatchEvent =
+  | BatchQuotaSpent
   | BatchCreated
   | BatchTaken
   | BatchOwnerGone

@@ -27,6 +27,8 @@ export type BatchContext = {
   readonly inProgressAt?: number;
   readonly cancellingAt?: number;
   readonly windowClosedAt?: number;
+  /** Its account's token budget that was used up while lines were still to be queued (BatchQuotaSpent): no more are. */
+  readonly quotaSpent?: 'tokensPerDay' | 'tokensPerMonth';
   readonly finalizingAt?: number;
   /** What the batch ends as once its files are written. */
   readonly ending?: 'completed' | 'expired' | 'cancelled' | 'failed';
@@ -111,6 +113,8 @@ const changeOf = (context: BatchContext, event: BatchEvent): Partial<BatchContex
       return { cancellingAt: event.at };
     case 'BatchWindowClosed':
       return { windowClosedAt: event.at };
+    case 'BatchQuotaSpent':
+      return { quotaSpent: event.budget };
     case 'BatchFinalizing':
       return { finalizingAt: event.at };
     case 'BatchEnded': {
@@ -178,6 +182,12 @@ export const batchMachine = setup({
       owns(context, event) && event.type === 'BatchFinalizing' && event.done === (context.total ?? 0),
     queuedLinesDone: ({ context, event }) =>
       owns(context, event) && event.type === 'BatchFinalizing' && event.done === event.queued,
+    // Its budget used up: the lines queued are all it will have.
+    quotaSpentLinesDone: ({ context, event }) =>
+      context.quotaSpent !== undefined &&
+      owns(context, event) &&
+      event.type === 'BatchFinalizing' &&
+      event.done === event.queued,
     windowPassed: ({ context, event }) => event.at >= context.expiresAt,
     lastTry: ({ context, event }) =>
       owns(context, event) && event.type === 'BatchWorkFailed' && failuresAfter(context, event) >= maxWorkFailures,
@@ -213,7 +223,11 @@ export const batchMachine = setup({
         BatchOwnerGone: { guard: 'ownerGone', actions: 'update' },
         BatchCancelRequested: { target: 'cancelling', actions: 'update' },
         BatchWindowClosed: { guard: 'windowPassed', target: 'expiring', actions: 'update' },
-        BatchFinalizing: { guard: 'allLinesDone', target: 'finalizing', actions: ['update', 'endCompleted'] },
+        BatchQuotaSpent: { guard: 'owns', actions: 'update' },
+        BatchFinalizing: [
+          { guard: 'allLinesDone', target: 'finalizing', actions: ['update', 'endCompleted'] },
+          { guard: 'quotaSpentLinesDone', target: 'finalizing', actions: ['update', 'endCompleted'] },
+        ],
         BatchWorkFailed: workFailed('failing'),
       },
     },
