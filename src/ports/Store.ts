@@ -8,6 +8,7 @@ import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { UsageKey, UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type { FileBytesShape } from './FileBytes.js';
@@ -33,6 +34,15 @@ export type KeyUseEntry = { readonly keyId: string; readonly at: number };
 
 /** Tokens read and written on one day. */
 export type DailyTokens = { readonly day: number; readonly inputTokens: number; readonly outputTokens: number };
+
+/** A read of the hourly usage view (domain/usage/hourlyUsage.ts): rows of hours in [fromHour, toHour), after `after`
+ * (exclusive) when given, in key order (hour, account, model), `limit` at most (`maxUsageRowsPerRead` caps it). */
+export type UsageRange = {
+  readonly fromHour: number;
+  readonly toHour: number;
+  readonly after?: UsageKey | undefined;
+  readonly limit: number;
+};
 
 /** Where a page of an account's requests ends: the creation time and id of its last (oldest) or first (newest) row. */
 export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
@@ -143,6 +153,8 @@ export interface ReadModel {
   requestCountsByHour(accountId: string, fromMs: number, hours: number): Promise<number[]>;
   /** Tokens the account's completed requests read and wrote on each of `days` UTC days from `fromDay`. */
   usageByDay(accountId: string, fromDay: number, days: number): Promise<DailyTokens[]>;
+  /** Rows of the hourly usage view (per hour, account and model: tokens and completed requests), in key order. */
+  usageRows(range: UsageRange): Promise<UsageRow[]>;
   /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
   keyLastUsed(keyId: string): Promise<number | undefined>;
   /** Ids of up to `limit` requests whose expiry time is at or before `now` and that have not been expired yet. */

@@ -16,9 +16,11 @@ import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import { counterMoves } from '../domain/processingCounters.js';
 import { queuedDelta } from '../domain/queuedCounter.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { UsageRow } from '../domain/usage/hourlyUsage.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
+import { projectHourlyUsage } from './hourlyUsage.js';
 import { dayMs } from './timeBuckets.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
@@ -82,6 +84,8 @@ export interface ViewAccess {
   addQueued(accountId: string, delta: number): void;
   /** Adds a completed request's tokens to its account's usage of that day (UTC, `dayStartOf`). */
   addUsage(accountId: string, day: number, usage: DailyUsage): void;
+  /** Adds a completed request to its hour's row of the hourly usage view (storage/hourlyUsage.ts). */
+  addHourlyUsage(row: UsageRow): void;
   /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
    * account, per account and model), in all processes (what their bounds limit). */
   addProcessing(counter: string, delta: number): void;
@@ -302,6 +306,7 @@ export const projectRequestChange = (
     const used = usageOf(after);
     if (used !== undefined) views.addUsage(after.context.accountId, used.day, used.usage);
   }
+  projectHourlyUsage(views, before, after);
 };
 
 /** Applies one account or key event to the views and indexes it touches. */

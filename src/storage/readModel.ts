@@ -46,6 +46,7 @@ export const readModelOf = (
     requestsOf: read(reads.requestsOf),
     requestCountsByHour: read(reads.requestCountsByHour),
     usageByDay: read(reads.usageByDay),
+    usageRows: read(reads.usageRows),
     keyLastUsed: read(reads.keyLastUsed),
     batch: read(reads.batch),
     file: read(reads.file),

@@ -5,6 +5,7 @@ import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type {
@@ -18,6 +19,7 @@ import type {
   OpenBatch,
   RequestPage,
   StoredRequest,
+  UsageRange,
 } from '../ports/Store.js';
 
 /**
@@ -56,6 +58,7 @@ export interface SyncReads {
   requestsOf(accountId: string, page: RequestPage): RequestState[];
   requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
   usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
+  usageRows(range: UsageRange): UsageRow[];
   keyLastUsed(keyId: string): number | undefined;
   batch(batchId: string): BatchView | undefined;
   file(fileId: string): FileState | undefined;

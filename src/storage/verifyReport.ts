@@ -56,6 +56,7 @@ export const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => 
     addProcessing: unexpected,
     addAccountCount: unexpected,
     addUsage: unexpected,
+    addHourlyUsage: unexpected,
     getBatch: unexpected,
     putBatch: unexpected,
     getFile: unexpected,

@@ -3,6 +3,7 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import type { GroupName, IndexKey, IndexName } from '../../storage/projection.js';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
+import { countHourlyUsage } from './hourlyUsage.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
 import {
   countAccounts,
@@ -58,6 +59,8 @@ export type LmdbDatabases = {
   readonly accountCounts: Database<number, string>;
   /** Tokens of each account's completed requests per UTC day: [accountId, day start ms] → [input, output] (a view). */
   readonly dailyUsage: Database<[number, number], Key>;
+  /** The hourly usage view (hourlyUsage.ts): [hour start ms, accountId, model] → [input, output, requests]. */
+  readonly hourlyUsage: Database<readonly [number, number, number], Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
    * `accountRequestsIndexed` and `accountSessionsIndexed` (an index was built for what was stored before it existed). */
   readonly meta: Database<number, string>;
@@ -144,6 +147,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     // Made empty in a data directory written before it, then counted once (countAccounts).
     accountCounts: db('cnt.account'),
     dailyUsage: db('usage.daily'),
+    // Made empty in a data directory written before it, then counted once from the request records (countHourlyUsage).
+    hourlyUsage: db('usage.hourly'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
@@ -178,5 +183,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   indexAccountSessions(dbs);
   indexOpenBatches(dbs);
   indexFilesByPurpose(dbs);
+  countHourlyUsage(dbs);
   return dbs;
 };

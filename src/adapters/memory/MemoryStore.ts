@@ -10,6 +10,7 @@ import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
+import { addedUsage, readUsageRows, type StoredUsage, usageKeyOf } from '../../storage/hourlyUsage.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
@@ -31,7 +32,7 @@ import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
 import { memoryIndexes } from './indexes.js';
-import { type OrderedMap, orderedMap } from './orderedMap.js';
+import { compareKeys, type OrderedMap, orderedMap } from './orderedMap.js';
 
 /**
  * The Store in memory: the same deciding and projection as LMDB (storage/writeBatch.ts, projection.ts) over sorted
@@ -76,6 +77,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
    * (writeBatch reads the committed count and adds what the batch did so far). */
   const accountCountChanges = new Map<string, number>();
   const dailyUsage = new Map<string, readonly [number, number]>();
+  const hourlyUsage = orderedMap<StoredUsage>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
   const uploads = new Map<string, AccountUploads>();
@@ -124,6 +126,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const putProcessingCount = setIn<string, number>(processingCounts);
   const putAccountCount = setIn<string, number>(accountCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
+  const putHourlyUsage = setIn<IndexKey, StoredUsage>(hourlyUsage);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
   const putUploads = setIn<string, AccountUploads>(uploads);
@@ -161,6 +164,10 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
       const key = `${accountId}\u0000${day}`;
       const [input, output] = dailyUsage.get(key) ?? [0, 0];
       putDailyUsage(key, [input + usage.inputTokens, output + usage.outputTokens]);
+    },
+    addHourlyUsage: (row) => {
+      const key = usageKeyOf(row);
+      putHourlyUsage(key, addedUsage(hourlyUsage.get(key), row));
     },
     addQueued: (accountId, delta) => {
       const count = (queuedCounts.get(accountId) ?? 0) + delta;
@@ -309,6 +316,13 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     requestCountsByHour: indexReads.requestCountsByHour,
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
     usageByDay: indexReads.usageByDay,
+    usageRows: (range) =>
+      readUsageRows(range, function* (start, end) {
+        for (const [key, value] of hourlyUsage.entries(start as IndexKey)) {
+          if (compareKeys(key, end as IndexKey) >= 0) return;
+          yield { key: key as (number | string)[], value };
+        }
+      }),
   };
 
   // Throttle keys, and the same keys in the order they leave their window (what pruning reads), as LMDB keeps them.

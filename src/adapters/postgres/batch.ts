@@ -31,6 +31,7 @@ import {
   type RequestWrite,
   Writes,
 } from './overlay.js';
+import { hourlyUsageWrite } from './hourlyUsage.js';
 import { lockSpace } from './schema.js';
 import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
 
@@ -779,6 +780,8 @@ export const writeAll = async (
         output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens`),
     );
   }
+  const hourly = hourlyUsageWrite([...writes.hourlyUsage.values()]);
+  if (hourly !== undefined) work.push(query(hourly));
   const keyUses = new Map((batch.keyUses ?? []).map(({ keyId, at }) => [keyId, at]));
   if (keyUses.size > 0) {
     work.push(

@@ -5,6 +5,7 @@ import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
+import { type UsageRow, usageKeyString } from '../../domain/usage/hourlyUsage.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -219,6 +220,8 @@ export class Writes {
   readonly processingDeltas = new Map<string, number>();
   readonly accountDeltas = new Map<string, number>();
   readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
+  /** Rows of the hourly usage view this batch adds to (storage/hourlyUsage.ts), by `usageKeyString`. */
+  readonly hourlyUsage = new Map<string, UsageRow>();
   readonly webhookEndpoints = new Map<string, WebhookEndpointState>();
   readonly webhookDeliveries = new Map<string, DeliveryState>();
   accountsVersionBumps = 0;
@@ -330,6 +333,21 @@ export const overlayTarget = (
       entry.input += usage.inputTokens;
       entry.output += usage.outputTokens;
       writes.usage.set(key, entry);
+    },
+    addHourlyUsage: (row) => {
+      const key = usageKeyString(row);
+      const before = writes.hourlyUsage.get(key);
+      writes.hourlyUsage.set(
+        key,
+        before === undefined
+          ? row
+          : {
+              ...before,
+              inputTokens: before.inputTokens + row.inputTokens,
+              outputTokens: before.outputTokens + row.outputTokens,
+              requests: before.requests + row.requests,
+            },
+      );
     },
   };
 

@@ -1,4 +1,5 @@
 import { type Db, type Query, sql } from './db.js';
+import { hourlyUsageMigration } from './hourlyUsage.js';
 
 /**
  * The PostgreSQL store's tables, made and upgraded by numbered migrations when a store opens. Every node opening the
@@ -294,6 +295,8 @@ export const migrations: readonly string[] = [
     WHERE status IN ('waiting', 'processing') AND state->'context'->>'batchId' IS NULL
     GROUP BY account_id;
   `,
+  // 11: the hourly usage view (issue 42, the usage API), counted whole from the request rows (hourlyUsage.ts).
+  hourlyUsageMigration,
 ];
 
 /** The schema version this code writes and reads. */
