@@ -8,6 +8,7 @@ import { batchStorageFeatures } from './features/batchStorage.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBoundFeatures } from './features/fileBounds.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
+import { hourlyUsageFeatures } from './features/hourlyUsage.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
 import { leaseFeatures } from './features/leases.js';
@@ -52,6 +53,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     reopenFeatures(contract);
     visibilityFeatures(contract);
     readFeatures(contract);
+    hourlyUsageFeatures(contract);
     onChangeFeatures(contract);
     batchFeatures(contract);
     openBatchFeatures(contract);
