@@ -1,5 +1,5 @@
-import { hourlyUsageAdded, type UsageKey, type UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { RequestState } from '../domain/request/state.js';
+import { hourlyUsageAdded, type UsageKey, type UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { UsageRange } from '../ports/Store.js';
 import type { ViewAccess } from './projection.js';
 
@@ -37,7 +37,10 @@ export const addedUsage = (stored: StoredUsage | undefined, row: UsageRow): Stor
  */
 export const readUsageRows = (
   range: UsageRange,
-  scan: (start: readonly (number | string)[], end: readonly (number | string)[]) => Iterable<{
+  scan: (
+    start: readonly (number | string)[],
+    end: readonly (number | string)[],
+  ) => Iterable<{
     readonly key: readonly (number | string)[];
     readonly value: StoredUsage;
   }>,
@@ -45,10 +48,16 @@ export const readUsageRows = (
   const rows: UsageRow[] = [];
   const limit = Math.min(range.limit, maxUsageRowsPerRead);
   if (!(limit > 0) || !(range.toHour > range.fromHour)) return rows;
-  const start = range.after !== undefined && range.after.hour >= range.fromHour ? usageKeyOf(range.after) : [range.fromHour];
+  const start =
+    range.after !== undefined && range.after.hour >= range.fromHour ? usageKeyOf(range.after) : [range.fromHour];
   for (const { key, value } of scan(start, [range.toHour])) {
     const [hour, accountId, model] = key as [number, string, string];
-    if (range.after !== undefined && hour === range.after.hour && accountId === range.after.accountId && model === range.after.model)
+    if (
+      range.after !== undefined &&
+      hour === range.after.hour &&
+      accountId === range.after.accountId &&
+      model === range.after.model
+    )
       continue;
     rows.push({ hour, accountId, model, inputTokens: value[0], outputTokens: value[1], requests: value[2] });
     if (rows.length >= limit) break;

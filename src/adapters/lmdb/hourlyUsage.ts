@@ -42,13 +42,16 @@ export const createHourlyUsageChanges = (dbs: Pick<UsageDatabases, 'hourlyUsage'
 };
 
 /** The view's range read (storage/hourlyUsage.ts), as of the current read snapshot. */
-export const hourlyUsageRowsOf = (dbs: Pick<UsageDatabases, 'hourlyUsage'>) => (range: Parameters<typeof readUsageRows>[0]) =>
-  readUsageRows(range, (start, end) =>
-    dbs.hourlyUsage.getRange({ start: start as IndexKey, end: end as IndexKey }) as Iterable<{
-      key: (number | string)[];
-      value: StoredUsage;
-    }>,
-  );
+export const hourlyUsageRowsOf =
+  (dbs: Pick<UsageDatabases, 'hourlyUsage'>) => (range: Parameters<typeof readUsageRows>[0]) =>
+    readUsageRows(
+      range,
+      (start, end) =>
+        dbs.hourlyUsage.getRange({ start: start as IndexKey, end: end as IndexKey }) as Iterable<{
+          key: (number | string)[];
+          value: StoredUsage;
+        }>,
+    );
 
 /** Set once `usage.hourly` holds the requests completed before it existed. */
 export const hourlyUsageCountedKey = 'hourlyUsageCounted';
