@@ -3,8 +3,8 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import type { GroupName, IndexKey, IndexName } from '../../storage/projection.js';
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
-import { countHourlyUsage } from './hourlyUsage.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
+import { countHourlyUsage } from './hourlyUsage.js';
 import {
   countAccounts,
   countBatchAnswers,

@@ -20,6 +20,7 @@ import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import { type Query, type Statement, sql } from './db.js';
+import { hourlyUsageWrite } from './hourlyUsage.js';
 import {
   compareIds,
   defaultFetchSizes,
@@ -31,7 +32,6 @@ import {
   type RequestWrite,
   Writes,
 } from './overlay.js';
-import { hourlyUsageWrite } from './hourlyUsage.js';
 import { lockSpace } from './schema.js';
 import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
 
