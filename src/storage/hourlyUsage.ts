@@ -1,7 +1,7 @@
 import type { RequestState } from '../domain/request/state.js';
-import { hourlyUsageAdded, type UsageKey, type UsageRow } from '../domain/usage/hourlyUsage.js';
+import { hourlyUsageAdded, hourlyUsageOf, type UsageKey, type UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { UsageRange } from '../ports/Store.js';
-import type { ViewAccess } from './projection.js';
+import type { IndexKey, ViewAccess } from './projection.js';
 
 /*
  * The hourly usage view as the stores keep it (contract 21's usage API): one row per hour, account and model, keyed
@@ -64,3 +64,17 @@ export const readUsageRows = (
   }
   return rows;
 };
+
+/** `replay --verify`: adds a request folded from the log to the rows it gives (by `keyText` of the row's key). */
+export const addRebuiltUsage = (
+  rows: Map<string, StoredUsage>,
+  state: RequestState,
+  keyText: (key: IndexKey) => string,
+): void => {
+  const row = hourlyUsageOf(state);
+  if (row === undefined) return;
+  const id = keyText(usageKeyOf(row));
+  rows.set(id, addedUsage(rows.get(id), row));
+};
+
+export const sameUsage = (a: StoredUsage, b: StoredUsage): boolean => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];

@@ -2,7 +2,9 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { hourlyUsageCountedKey, hourlyUsageRowsOf } from '../../src/adapters/lmdb/hourlyUsage.js';
+import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { UsageRange } from '../../src/ports/Store.js';
+import { keyText } from '../../src/storage/verifyReport.js';
 import { submit } from '../support/submit.js';
 import { type TestApp, testApps } from '../support/testApp.js';
 
@@ -34,11 +36,20 @@ describe('The hourly usage view of a store written before it existed', () => {
       for (const { key } of old.hourlyUsage.getRange({})) old.hourlyUsage.remove(key);
       old.meta.remove(hourlyUsageCountedKey);
     });
+    // replay --verify finds the rows the log gives missing.
+    expect([...verifyViews(old).differences].sort()).toEqual(
+      rows
+        .map(
+          (row) => `hourly usage ${keyText([row.hour, row.accountId, row.model])}: produced by the log but not stored`,
+        )
+        .sort(),
+    );
     await old.root.close();
 
     const reopened = openDatabases(app.dataDir);
     expect(hourlyUsageRowsOf(reopened)(everything)).toEqual(rows);
     expect(reopened.meta.get(hourlyUsageCountedKey)).toBe(1);
+    expect(verifyViews(reopened).differences).toEqual([]);
     await reopened.root.close();
   });
 

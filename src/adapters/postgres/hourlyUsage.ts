@@ -56,6 +56,15 @@ type Row = {
   requests: number | string;
 };
 
+const rowOf = (row: Row): UsageRow => ({
+  hour: Number(row.hour),
+  accountId: row.account_id,
+  model: row.model,
+  inputTokens: Number(row.input_tokens),
+  outputTokens: Number(row.output_tokens),
+  requests: Number(row.requests),
+});
+
 /** The range read (ports/Store.ts `UsageRange`). */
 export const usageRowsOf =
   (query: Query) =>
@@ -74,12 +83,9 @@ export const usageRowsOf =
               ${after.model}::text COLLATE "C")
           ORDER BY hour, account_id, model LIMIT ${limit}`,
     );
-    return rows.map((row) => ({
-      hour: Number(row.hour),
-      accountId: row.account_id,
-      model: row.model,
-      inputTokens: Number(row.input_tokens),
-      outputTokens: Number(row.output_tokens),
-      requests: Number(row.requests),
-    }));
+    return rows.map(rowOf);
   };
+
+/** Every row (`replay --verify`, inside its one snapshot). */
+export const usageRowsAll = async (query: Query): Promise<UsageRow[]> =>
+  (await query<Row[]>(sql`SELECT * FROM usage_hourly`)).map(rowOf);
