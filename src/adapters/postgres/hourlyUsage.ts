@@ -11,10 +11,11 @@ import { type Query, type Statement, sql } from './db.js';
 /**
  * The migration that makes the table, counted whole from the request rows (every request row is kept and holds its
  * account, model, completion time and tokens: the projection's own rule, domain/usage/hourlyUsage.ts), so a database
- * written before it has the usage of every request completed before.
+ * written before it has the usage of every request completed before. Counted again whole if it runs on a database
+ * that has the table (a schema version set back by hand): it never counts a request twice.
  */
 export const hourlyUsageMigration = `
-  CREATE TABLE usage_hourly (
+  CREATE TABLE IF NOT EXISTS usage_hourly (
     hour bigint NOT NULL,
     account_id text COLLATE "C" NOT NULL,
     model text COLLATE "C" NOT NULL,
@@ -23,6 +24,7 @@ export const hourlyUsageMigration = `
     requests bigint NOT NULL,
     PRIMARY KEY (hour, account_id, model)
   );
+  DELETE FROM usage_hourly;
   INSERT INTO usage_hourly (hour, account_id, model, input_tokens, output_tokens, requests)
     SELECT (floor((state->'context'->>'completedAt')::numeric / 3600000) * 3600000)::bigint,
       state->'context'->>'accountId', state->'context'->>'model',
