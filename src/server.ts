@@ -207,6 +207,7 @@ export const startApp = async (given: AppOptions): Promise<App> => {
         reads: services.store.reads,
         throttle: createThrottle(services.store.throttle, options.clock ?? systemClock, 'admin', adminAuthLimits),
       }),
+      reads: services.store.reads,
     },
     dashboard: {
       sessions: services.sessions,

@@ -1,5 +1,5 @@
-import { QuotaExceeded, RateLimited } from '../domain/errors.js';
 import type { EffectiveLimits } from '../domain/account/limits.js';
+import { QuotaExceeded, RateLimited } from '../domain/errors.js';
 import { type PlanTable, planLimitsOf } from '../domain/plans.js';
 import { hasTokenLimits, type TokenLimits, tokenRefusal, tokenRefusalMessage } from '../domain/tokens/tokenBudget.js';
 import type { ReadModel } from '../ports/Store.js';

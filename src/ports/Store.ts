@@ -9,6 +9,7 @@ import type { AccountUploads } from '../domain/file/uploads.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { TokenBucket } from '../domain/tokens/tokenUse.js';
+import type { UsageKey, UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type { FileBytesShape } from './FileBytes.js';
@@ -34,6 +35,15 @@ export type KeyUseEntry = { readonly keyId: string; readonly at: number };
 
 /** Tokens read and written on one day. */
 export type DailyTokens = { readonly day: number; readonly inputTokens: number; readonly outputTokens: number };
+
+/** A read of the hourly usage view (domain/usage/hourlyUsage.ts): rows of hours in [fromHour, toHour), after `after`
+ * (exclusive) when given, in key order (hour, account, model), `limit` at most (`maxUsageRowsPerRead` caps it). */
+export type UsageRange = {
+  readonly fromHour: number;
+  readonly toHour: number;
+  readonly after?: UsageKey | undefined;
+  readonly limit: number;
+};
 
 /** Where a page of an account's requests ends: the creation time and id of its last (oldest) or first (newest) row. */
 export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
@@ -147,6 +157,8 @@ export interface ReadModel {
   /** The account's token buckets (domain/tokens/tokenUse.ts): tokens of its requests that ended in each of the last
    * 60 seconds, this UTC day and this calendar month, exact across processes and nodes. At most about 62 of them. */
   tokenUse(accountId: string): Promise<TokenBucket[]>;
+  /** Rows of the hourly usage view (per hour, account and model: tokens and completed requests), in key order. */
+  usageRows(range: UsageRange): Promise<UsageRow[]>;
   /** When the key was last used for an API call, as last saved (up to about a second behind), if ever. */
   keyLastUsed(keyId: string): Promise<number | undefined>;
   /** Ids of up to `limit` requests whose expiry time is at or before `now` and that have not been expired yet. */

@@ -17,9 +17,11 @@ import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';
 import { counterMoves } from '../domain/processingCounters.js';
 import { queuedDelta } from '../domain/queuedCounter.js';
 import type { RequestState } from '../domain/request/state.js';
+import type { UsageRow } from '../domain/usage/hourlyUsage.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
+import { projectHourlyUsage } from './hourlyUsage.js';
 import { dayMs } from './timeBuckets.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
@@ -86,6 +88,8 @@ export interface ViewAccess {
   /** Adds a request's tokens (input and output) to its account's token buckets, as it ends at `at`
    * (domain/tokens/tokenUse.ts: what the token limits read), pruning the buckets no submit reads any more. */
   addTokens(accountId: string, at: number, tokens: number): void;
+  /** Adds a completed request to its hour's row of the hourly usage view (storage/hourlyUsage.ts). */
+  addHourlyUsage(row: UsageRow): void;
   /** Changes how many requests being processed count in a counter (domain/processingCounters.ts: per model, per
    * account, per account and model), in all processes (what their bounds limit). */
   addProcessing(counter: string, delta: number): void;
@@ -310,6 +314,7 @@ export const projectRequestChange = (
       views.addTokens(after.context.accountId, after.context.completedAt, inputTokens + outputTokens);
     }
   }
+  projectHourlyUsage(views, before, after);
 };
 
 /** Applies one account or key event to the views and indexes it touches. */

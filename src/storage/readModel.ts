@@ -47,6 +47,7 @@ export const readModelOf = (
     requestCountsByHour: read(reads.requestCountsByHour),
     usageByDay: read(reads.usageByDay),
     tokenUse: read(reads.tokenUse),
+    usageRows: read(reads.usageRows),
     keyLastUsed: read(reads.keyLastUsed),
     batch: read(reads.batch),
     file: read(reads.file),

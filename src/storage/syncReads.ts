@@ -6,6 +6,7 @@ import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { TokenBucket } from '../domain/tokens/tokenUse.js';
+import type { UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import type {
@@ -19,6 +20,7 @@ import type {
   OpenBatch,
   RequestPage,
   StoredRequest,
+  UsageRange,
 } from '../ports/Store.js';
 
 /**
@@ -58,6 +60,7 @@ export interface SyncReads {
   requestCountsByHour(accountId: string, fromMs: number, hours: number): number[];
   usageByDay(accountId: string, fromDay: number, days: number): DailyTokens[];
   tokenUse(accountId: string): TokenBucket[];
+  usageRows(range: UsageRange): UsageRow[];
   keyLastUsed(keyId: string): number | undefined;
   batch(batchId: string): BatchView | undefined;
   file(fileId: string): FileState | undefined;

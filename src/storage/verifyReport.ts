@@ -57,6 +57,7 @@ export const accountViews = (): { views: ViewAccess; rebuilt: AccountViews } => 
     addAccountCount: unexpected,
     addUsage: unexpected,
     addTokens: unexpected,
+    addHourlyUsage: unexpected,
     getBatch: unexpected,
     putBatch: unexpected,
     getFile: unexpected,

@@ -9,6 +9,7 @@ import { batchStorageFeatures } from './features/batchStorage.js';
 import { concurrentWriterFeatures } from './features/concurrentWriters.js';
 import { fileBoundFeatures } from './features/fileBounds.js';
 import { fileBytesFeatures } from './features/fileBytes.js';
+import { hourlyUsageFeatures } from './features/hourlyUsage.js';
 import { idempotencyFeatures } from './features/idempotency.js';
 import { indexFeatures } from './features/indexes.js';
 import { leaseFeatures } from './features/leases.js';
@@ -56,6 +57,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     visibilityFeatures(contract);
     readFeatures(contract);
     tokenUseFeatures(contract);
+    hourlyUsageFeatures(contract);
     onChangeFeatures(contract);
     batchFeatures(contract);
     openBatchFeatures(contract);

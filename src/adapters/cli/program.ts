@@ -15,6 +15,7 @@ import { CliError, type Output, processOutput } from './output.js';
 import { registerReplayCommand } from './replayCommand.js';
 import { registerRequestCommands } from './requestCommands.js';
 import { registerServeCommand } from './serveCommand.js';
+import { registerUsageCommand } from './usageCommand.js';
 import { registerWebhookCommands } from './webhookCommands.js';
 
 /** The version in the checkout's package.json: the nearest one above this file (it runs from src/ or dist/src/). */
@@ -50,6 +51,7 @@ export const buildProgram = (output: Output = processOutput): Command => {
   registerMigrateCommand(program, output);
   registerAskCommand(program, output);
   registerModelsCommand(program, output);
+  registerUsageCommand(program, output);
   program.addHelpText('after', exitStatusHelp());
   return program;
 };

@@ -11,6 +11,7 @@ import type { RequestsShape } from '../../app/Requests.js';
 import type { UpstreamSeen } from '../../app/upstreamStates.js';
 import { NotFound } from '../../domain/errors.js';
 import type { JsonBounds } from '../../domain/jsonBounds.js';
+import type { ReadModel } from '../../ports/Store.js';
 import { maxAdminBodyBytes } from './admin/adminAnswers.js';
 import type { AdminGuard } from './admin/adminGuard.js';
 import { mountAdmin } from './admin/routes.js';
@@ -70,7 +71,12 @@ export type HttpDeps = {
   /** Aborts when the server starts to stop: held polls then answer at once, so that the drain is not held up. */
   readonly stopping?: AbortSignal;
   /** The admin API (`/v1/admin/*`, contract 21): its accounts and keys, and the admin key's guard (adminGuard.ts). */
-  readonly admin?: { readonly accounts: AdminAccounts; readonly guard: AdminGuard };
+  readonly admin?: {
+    readonly accounts: AdminAccounts;
+    readonly guard: AdminGuard;
+    /** What the usage route reads (admin/usageRoute.ts). */
+    readonly reads: Pick<ReadModel, 'usageRows'>;
+  };
 };
 
 /**
@@ -141,6 +147,7 @@ export const createHttpApp = (deps: HttpDeps): H3 => {
       accounts: deps.admin.accounts,
       guard,
       adminGuard: deps.admin.guard,
+      reads: deps.admin.reads,
       readJsonBody: (event) => readJsonBody(event, Math.min(maxAdminBodyBytes, deps.maxBodyBytes), deps.jsonBounds),
     });
   if (deps.dashboard !== undefined) mountDashboard(app, deps.dashboard);

@@ -4,6 +4,7 @@ import { submissionBodySchema } from '../../app/submission.js';
 import { type IdKind, idForms } from '../../domain/identifiers.js';
 import { type WebhookEventType, type webhookEnvelope, webhookEventTypes } from '../../domain/webhook/envelope.js';
 import { adminPaths, adminSchemas, adminSecurityScheme, adminTag } from './admin/openapi.js';
+import { usagePathItem, usageSchemas } from './admin/usageOpenapi.js';
 import { answer, type ErrorCode, jsonHeaders } from './errorResponse.js';
 import { batchCreateBodySchema, expiresAfterBounds } from './openai/batches/bodies.js';
 import { listLimits } from './openai/batches/routes.js';
@@ -1078,6 +1079,7 @@ const build = (): Json => ({
     ...openAiPaths,
     ...batchPaths,
     ...adminPaths,
+    ...usagePathItem,
     '/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -1141,6 +1143,7 @@ const build = (): Json => ({
       OpenAIError: jsonSchema(openAiErrorSchema),
       Probe: jsonSchema(probeSchema),
       ...adminSchemas(jsonSchema),
+      ...usageSchemas,
       ...Object.fromEntries(
         webhookEventTypes.map((type) => [webhookSchemaName(type), jsonSchema(webhookEventSchema(type))]),
       ),

@@ -45,6 +45,7 @@ import {
   requestKey,
 } from './databases.js';
 import { lmdbFileBytes } from './fileBytes.js';
+import { createHourlyUsageChanges, hourlyUsageRowsOf } from './hourlyUsage.js';
 import { lmdbIndexes } from './indexes.js';
 import { openLimits } from './limits.js';
 import { decodeLogRecord, encodeLogRecord } from './logRecord.js';
@@ -168,6 +169,7 @@ const readsOf = (dbs: LmdbDatabases, indexReads: ReturnType<typeof indexReadsFor
     ),
   usageByDay: indexReads.usageByDay,
   tokenUse: (accountId) => tokenUseOf(dbs, accountId),
+  usageRows: hourlyUsageRowsOf(dbs),
 });
 
 type WrittenStates = ReturnType<typeof createWrittenStates>;
@@ -305,6 +307,7 @@ const viewsOf = (
   groups: ReturnType<typeof createGroupChanges>,
   counts: { readonly queued: CountChanges; readonly processing: CountChanges; readonly account: CountChanges },
   usage: ReturnType<typeof createUsageChanges>,
+  hourlyUsage: ReturnType<typeof createHourlyUsageChanges>,
   waiting: ReturnType<typeof createWaitingChanges>,
   webhooks: ReturnType<typeof createWebhookViewChanges>,
 ): ViewAccess => ({
@@ -342,6 +345,7 @@ const viewsOf = (
   addAccountCount: counts.account.add,
   addUsage: usage.add,
   addTokens: usage.addTokens,
+  addHourlyUsage: hourlyUsage.add,
   getBatch: (batchId) => decoded(dbs.batches.getBinaryFast(batchId), decodeMap<BatchView>),
   putBatch: (batchId, view) => void dbs.batches.put(batchId, encodeMap(view)),
   getFile: (fileId) => decoded(dbs.files.getBinaryFast(fileId), decodeMap<FileState>),
@@ -405,9 +409,10 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
     account: createCountChanges(dbs.accountCounts),
   };
   const usage = createUsageChanges(dbs);
+  const hourlyUsage = createHourlyUsageChanges(dbs);
   const waiting = createWaitingChanges(dbs);
   const webhookViews = createWebhookViewChanges(dbs);
-  const views = viewsOf(dbs, written, groups, counts, usage, waiting, webhookViews);
+  const views = viewsOf(dbs, written, groups, counts, usage, hourlyUsage, waiting, webhookViews);
   // The outbox reads an account's endpoints through the batch's own views (an endpoint added earlier in it counts).
   const batchWebhookReads = webhookReadsOf(lmdbIndexes(dbs).keys, {
     webhookEndpoint: webhookViews.getEndpoint,
@@ -448,6 +453,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
       counts.processing.flush();
       counts.account.flush();
       usage.flush();
+      hourlyUsage.flush();
       waiting.flush();
       webhookViews.flush();
     },
@@ -482,6 +488,7 @@ export const openLmdbStore = (dataDir: string, options: LmdbStoreOptions = {}): 
           counts.processing.clear();
           counts.account.clear();
           usage.clear();
+          hourlyUsage.clear();
           waiting.clear();
           webhookViews.clear();
           throw error;

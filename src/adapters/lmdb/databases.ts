@@ -4,6 +4,7 @@ import type { GroupName, IndexKey, IndexName } from '../../storage/projection.js
 import { utf8Write } from './codec.js';
 import { ensureDataDir } from './dataDir.js';
 import { checkDataFile, markDataFile } from './dataFile.js';
+import { countHourlyUsage } from './hourlyUsage.js';
 import {
   countAccounts,
   countBatchAnswers,
@@ -61,6 +62,8 @@ export type LmdbDatabases = {
   /** Each account's token buckets (domain/tokens/tokenUse.ts) in one record: accountId → [[kind, start ms, tokens]…]
    * (a view of the last minute, day and month, pruned as they pass: a submit reads it in one get). */
   readonly tokenUse: Database<[string, number, number][], string>;
+  /** The hourly usage view (hourlyUsage.ts): [hour start ms, accountId, model] → [input, output, requests]. */
+  readonly hourlyUsage: Database<readonly [number, number, number], Key>;
   /** Single values kept beside the views: the layout version, `accountsVersion` (account and key events so far),
    * `accountRequestsIndexed` and `accountSessionsIndexed` (an index was built for what was stored before it existed). */
   readonly meta: Database<number, string>;
@@ -149,6 +152,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     dailyUsage: db('usage.daily'),
     // Made empty in a data directory written before it: budgets count from the first request that ends after.
     tokenUse: db('usage.tokens'),
+    // Made empty in a data directory written before it, then counted once from the request records (countHourlyUsage).
+    hourlyUsage: db('usage.hourly'),
     meta,
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
@@ -183,5 +188,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   indexAccountSessions(dbs);
   indexOpenBatches(dbs);
   indexFilesByPurpose(dbs);
+  countHourlyUsage(dbs);
   return dbs;
 };

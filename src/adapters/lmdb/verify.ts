@@ -19,6 +19,7 @@ import {
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { isWebhookEvent } from '../../domain/webhook/events.js';
+import { addRebuiltUsage, type StoredUsage, sameUsage } from '../../storage/hourlyUsage.js';
 import {
   accountRequestKeyOf,
   dispatchKeyOf,
@@ -198,6 +199,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
   const queuedPerAccount = new Map<string, number>();
   const processingPerCounter = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
+  const hourlyUsage = new Map<string, StoredUsage>();
   const inGroups: Record<GroupName, number> = { expiry: 0, processing: 0 };
   const ids = columns.ids();
   for (let slot = 0; slot < ids.length; slot++) {
@@ -206,6 +208,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     // projection's rules and the view's encoding read as absent).
     const rebuilt = columns.load(slot);
     if (dispatchKeyOf(rebuilt) !== undefined) waiting++;
+    addRebuiltUsage(hourlyUsage, rebuilt, keyText);
     const used = usageOf(rebuilt);
     if (used !== undefined) {
       const key = keyText([rebuilt.context.accountId, used.day]);
@@ -329,6 +332,7 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     dailyUsage,
     (a, b) => a[0] === b[0] && a[1] === b[1],
   );
+  compareMap<StoredUsage>('hourly usage', dbs.hourlyUsage.getRange({}), hourlyUsage, sameUsage);
   compareMap<Buffer | SessionState>('session', dbs.sessions.getRange({}), account.rebuilt.sessions, (s, r) =>
     sameEncoded(s as Buffer, r),
   );

@@ -16,6 +16,7 @@ import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
 import { type Batch, type CommandOutcome, Store, type StoreShape } from '../../ports/Store.js';
+import { addedUsage, readUsageRows, type StoredUsage, usageKeyOf } from '../../storage/hourlyUsage.js';
 import { indexReadsOf } from '../../storage/indexReads.js';
 import { lapsedUploadsOf } from '../../storage/lapsedUploads.js';
 import type { GroupName, IndexKey, IndexName, ViewAccess } from '../../storage/projection.js';
@@ -37,7 +38,7 @@ import { webhookReadsOf } from '../../storage/webhookReads.js';
 import { type BatchTarget, writeBatch } from '../../storage/writeBatch.js';
 import { memoryFileBytes } from './fileBytes.js';
 import { memoryIndexes } from './indexes.js';
-import { type OrderedMap, orderedMap } from './orderedMap.js';
+import { compareKeys, type OrderedMap, orderedMap } from './orderedMap.js';
 
 /**
  * The Store in memory: the same deciding and projection as LMDB (storage/writeBatch.ts, projection.ts) over sorted
@@ -84,6 +85,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const dailyUsage = new Map<string, readonly [number, number]>();
   /** Each account's token buckets (domain/tokens/tokenUse.ts). */
   const tokenUse = new Map<string, readonly TokenBucket[]>();
+  const hourlyUsage = orderedMap<StoredUsage>();
   const batches = new Map<string, BatchView>();
   const files = new Map<string, FileState>();
   const uploads = new Map<string, AccountUploads>();
@@ -133,6 +135,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const putAccountCount = setIn<string, number>(accountCounts);
   const putDailyUsage = setIn<string, readonly [number, number]>(dailyUsage);
   const putTokenUse = setIn<string, readonly TokenBucket[]>(tokenUse);
+  const putHourlyUsage = setIn<IndexKey, StoredUsage>(hourlyUsage);
   const putBatch = setIn<string, BatchView>(batches);
   const putFile = setIn<string, FileState>(files);
   const putUploads = setIn<string, AccountUploads>(uploads);
@@ -175,6 +178,10 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
       if (tokens <= 0) return;
       const added = tokenBucketKinds.map((kind) => ({ kind, start: bucketStartAt(kind, at), tokens }));
       putTokenUse(accountId, applyTokenUseChange(tokenUse.get(accountId) ?? [], { added, latestAt: at }));
+    },
+    addHourlyUsage: (row) => {
+      const key = usageKeyOf(row);
+      putHourlyUsage(key, addedUsage(hourlyUsage.get(key), row));
     },
     addQueued: (accountId, delta) => {
       const count = (queuedCounts.get(accountId) ?? 0) + delta;
@@ -324,6 +331,13 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
     usageByDay: indexReads.usageByDay,
     tokenUse: (accountId) => [...(tokenUse.get(accountId) ?? [])],
+    usageRows: (range) =>
+      readUsageRows(range, function* (start, end) {
+        for (const [key, value] of hourlyUsage.entries(start as IndexKey)) {
+          if (compareKeys(key, end as IndexKey) >= 0) return;
+          yield { key: key as (number | string)[], value };
+        }
+      }),
   };
 
   // Throttle keys, and the same keys in the order they leave their window (what pruning reads), as LMDB keeps them.

@@ -21,6 +21,7 @@ import type { Batch, CommandOutcome } from '../../ports/Store.js';
 import { groupOf } from '../../storage/projection.js';
 import { writeBatch } from '../../storage/writeBatch.js';
 import { type Query, type Statement, sql } from './db.js';
+import { hourlyUsageWrite } from './hourlyUsage.js';
 import {
   compareIds,
   defaultFetchSizes,
@@ -799,6 +800,8 @@ export const writeAll = async (
       WHERE t.account_id = s.account_id AND t.kind = s.kind AND t.start < s.before`),
     );
   }
+  const hourly = hourlyUsageWrite([...writes.hourlyUsage.values()]);
+  if (hourly !== undefined) work.push(query(hourly));
   const keyUses = new Map((batch.keyUses ?? []).map(({ keyId, at }) => [keyId, at]));
   if (keyUses.size > 0) {
     work.push(

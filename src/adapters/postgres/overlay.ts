@@ -6,6 +6,7 @@ import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import type { RequestState } from '../../domain/request/state.js';
 import { createTokenUseChanges } from '../../domain/tokens/tokenUse.js';
+import { type UsageRow, usageKeyString } from '../../domain/usage/hourlyUsage.js';
 import { defaultWebhookBackoff } from '../../domain/webhook/backoff.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
@@ -222,6 +223,8 @@ export class Writes {
   readonly usage = new Map<string, { accountId: string; day: number; input: number; output: number }>();
   /** Tokens added to accounts' token buckets (domain/tokens/tokenUse.ts). */
   readonly tokens = createTokenUseChanges();
+  /** Rows of the hourly usage view this batch adds to (storage/hourlyUsage.ts), by `usageKeyString`. */
+  readonly hourlyUsage = new Map<string, UsageRow>();
   readonly webhookEndpoints = new Map<string, WebhookEndpointState>();
   readonly webhookDeliveries = new Map<string, DeliveryState>();
   accountsVersionBumps = 0;
@@ -335,6 +338,21 @@ export const overlayTarget = (
       writes.usage.set(key, entry);
     },
     addTokens: (accountId, at, tokens) => writes.tokens.add(accountId, at, tokens),
+    addHourlyUsage: (row) => {
+      const key = usageKeyString(row);
+      const before = writes.hourlyUsage.get(key);
+      writes.hourlyUsage.set(
+        key,
+        before === undefined
+          ? row
+          : {
+              ...before,
+              inputTokens: before.inputTokens + row.inputTokens,
+              outputTokens: before.outputTokens + row.outputTokens,
+              requests: before.requests + row.requests,
+            },
+      );
+    },
   };
 
   /** An account's endpoints not removed, oldest first: the committed ones as this batch leaves them, and its own. */

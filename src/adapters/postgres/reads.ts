@@ -17,6 +17,7 @@ import { callBatches } from '../../storage/callBatches.js';
 import { tallyQueue } from '../../storage/queueDepths.js';
 import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
 import { type Query, sql } from './db.js';
+import { usageRowsOf } from './hourlyUsage.js';
 import { webhookReadsOf } from './webhookReads.js';
 
 /** Events read per statement while the log is replayed. */
@@ -210,6 +211,7 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       for (const { hour, count } of rows) counts[hour] = count;
       return counts;
     },
+    usageRows: usageRowsOf(query),
     usageByDay: async (accountId, fromDay, days) => {
       const wanted = bucketStarts(fromDay, dayMs, days);
       if (wanted.length === 0) return [];

@@ -1,4 +1,5 @@
 import { type Db, type Query, sql } from './db.js';
+import { hourlyUsageMigration } from './hourlyUsage.js';
 
 /**
  * The PostgreSQL store's tables, made and upgraded by numbered migrations when a store opens. Every node opening the
@@ -306,6 +307,8 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (account_id, kind, start)
   );
   `,
+  // 12: the hourly usage view (issue 42, the usage API), counted whole from the request rows (hourlyUsage.ts).
+  hourlyUsageMigration,
 ];
 
 /** The schema version this code writes and reads. */

@@ -20,12 +20,14 @@ import type { RequestEvent } from '../../domain/request/events.js';
 import { holdsText } from '../../domain/request/retention.js';
 import { evolveInPlace, initialRequestState, isQueued, type MutableRequestState } from '../../domain/request/state.js';
 import { isWebhookEvent } from '../../domain/webhook/events.js';
+import { addRebuiltUsage, type StoredUsage, sameUsage } from '../../storage/hourlyUsage.js';
 import { projectAccountEvent, usageOf } from '../../storage/projection.js';
 import { accountCountsOf, compareAccountCounts, compareUploads } from '../../storage/verifyBatches.js';
 import { accountViews, keyText, maxDifferences, type VerifyReport } from '../../storage/verifyReport.js';
 import { createWebhookFold, webhookSecretKeysOf } from '../../storage/verifyWebhooks.js';
 import { batchColumns, fileColumns, requestColumns } from './batch.js';
 import { type Db, type Query, sql } from './db.js';
+import { usageRowsAll } from './hourlyUsage.js';
 import { webhookDeliveryColumns, webhookEndpointColumns } from './webhookRows.js';
 
 /**
@@ -184,6 +186,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
   const queuedPerAccount = new Map<string, number>();
   const processingPerCounter = new Map<string, number>();
   const dailyUsage = new Map<string, [number, number]>();
+  const hourlyUsage = new Map<string, StoredUsage>();
   const lineCounts = new Map<string, BatchCounts>();
   const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   let pending: MutableRequestState[] = [];
@@ -238,6 +241,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     if (countsAsQueued(rebuilt)) add(queuedPerAccount, accountId);
     if (rebuilt.status === 'processing')
       for (const counter of countersOf(rebuilt.context)) add(processingPerCounter, counter);
+    addRebuiltUsage(hourlyUsage, rebuilt, keyText);
     const used = usageOf(rebuilt);
     if (used !== undefined) {
       const key = keyText([accountId, used.day]);
@@ -514,6 +518,16 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     })),
     dailyUsage,
     (a, b) => a[0] === b[0] && a[1] === b[1],
+  );
+  const hourly = await usageRowsAll(query);
+  compareMap<StoredUsage>(
+    'hourly usage',
+    hourly.map((row) => ({
+      key: keyText([row.hour, row.accountId, row.model]),
+      value: [row.inputTokens, row.outputTokens, row.requests] as const,
+    })),
+    hourlyUsage,
+    sameUsage,
   );
 
   // A credential for exactly the accounts whose log set a password and the sessions it left open (the hashes

@@ -1,11 +1,15 @@
-import { getRouterParam, type H3, type H3Event } from 'h3';
+import { getQuery, getRouterParam, type H3, type H3Event } from 'h3';
 import type { AdminAccounts } from '../../../app/adminAccounts.js';
 import { HttpRoute } from '../../../app/Metrics.js';
 import { type ApiError, MethodNotAllowed } from '../../../domain/errors.js';
+import type { ReadModel } from '../../../ports/Store.js';
+import { isApiError } from '../errorResponse.js';
 import type { Guard } from '../guard.js';
+import { json } from '../jsonAnswer.js';
 import { adminAccountRoutes } from './accountRoutes.js';
 import type { AdminGuard, AdminRoute } from './adminGuard.js';
 import { adminKeyRoutes } from './keyRoutes.js';
+import { usageRoute } from './usageRoute.js';
 
 export type AdminMountDeps = {
   readonly accounts: AdminAccounts;
@@ -15,6 +19,8 @@ export type AdminMountDeps = {
   readonly adminGuard: AdminGuard;
   /** Reads a JSON body within `maxAdminBodyBytes` (adminAnswers.ts) and the JSON bounds. */
   readonly readJsonBody: (event: H3Event) => Promise<unknown | ApiError>;
+  /** What the usage route reads. */
+  readonly reads: Pick<ReadModel, 'usageRows'>;
 };
 
 const pathId = (event: H3Event): string => {
@@ -52,4 +58,10 @@ export const mountAdmin = (app: H3, deps: AdminMountDeps): void => {
   path('/v1/admin/accounts/:id', { GET: accounts.retrieve, PATCH: accounts.patch });
   path('/v1/admin/accounts/:id/keys', { POST: keys.create, GET: keys.list });
   path('/v1/admin/keys/:id', { DELETE: keys.revoke });
+  path('/v1/admin/usage', {
+    GET: async (event, headers) => {
+      const page = await usageRoute(getQuery(event), { reads: deps.reads });
+      return isApiError(page) ? page : json(200, page, headers);
+    },
+  });
 };
