@@ -14,6 +14,7 @@ import {
   indexAccountSessions,
   indexFilesByPurpose,
   indexOpenBatches,
+  indexRequestsByKind,
 } from './migrations.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -148,6 +149,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
       accountRequests: db('idx.accountRequests', 'string'),
+      // Built once from the request records in a data directory written before it (indexRequestsByKind).
+      accountRequestsByKind: db('idx.accountRequestsByKind', 'string'),
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
@@ -178,5 +181,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   indexAccountSessions(dbs);
   indexOpenBatches(dbs);
   indexFilesByPurpose(dbs);
+  indexRequestsByKind(dbs);
   return dbs;
 };

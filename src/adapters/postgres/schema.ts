@@ -294,6 +294,14 @@ export const migrations: readonly string[] = [
     WHERE status IN ('waiting', 'processing') AND state->'context'->>'batchId' IS NULL
     GROUP BY account_id;
   `,
+  // 11: an account's requests by kind (the dashboard's Requests filter, issue 42): its interactive requests and its
+  // batches' lines each in an index of their own, so a page of one kind reads only the rows it shows.
+  `
+  CREATE INDEX requests_interactive_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND (state->'context'->>'batchId') IS NULL;
+  CREATE INDEX requests_lines_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND (state->'context'->>'batchId') IS NOT NULL;
+  `,
 ];
 
 /** The schema version this code writes and reads. */
