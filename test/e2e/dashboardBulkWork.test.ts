@@ -128,6 +128,12 @@ describe('The dashboard for bulk work in a real browser (airs serve + headless c
     );
     expect(await row.locator('dl.metadata dd').allTextContents()).toEqual(['search', 'nightly-eval']);
     await screenshot(page, 'batch-done');
+    // On a phone: neither page is wider than the screen (the table scrolls inside its own box).
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const path of ['/dashboard/batches', `/dashboard/batches/${doneBatchId}`, '/dashboard/requests?show=batch']) {
+      await page.goto(`${served.url}${path}`);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(390);
+    }
     await page.context().close();
   });
 

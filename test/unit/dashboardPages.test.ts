@@ -370,6 +370,24 @@ describe('dashboard pages', () => {
     expect(first).toContain('<a href="/dashboard/requests?before=1000.req_a">Older →</a>');
   });
 
+  it('the requests page keeps its filter in the pager and the filter links, marks the one shown, and links a line to its batch', () => {
+    const lines = requestsPage(
+      requests({
+        show: 'batch',
+        newerCursor: '3000.req_c',
+        olderCursor: '1000.req_a',
+        requests: [{ id: 'req_line', model: 'echo', status: 'queued', createdAt: now, batchId: 'batch_b1' }],
+      }),
+    );
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch&amp;after=3000.req_c">← Newer</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch&amp;before=1000.req_a">Older →</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch" aria-current="page">Batch lines</a>');
+    expect(lines).toContain('<a href="/dashboard/requests">Interactive</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=all">All</a>');
+    expect(lines).toContain('<a href="/dashboard/batches/batch_b1"><code>batch_b1</code></a>');
+    expect(lines).toContain('Recent batch lines');
+  });
+
   it('the batches page lists newest first with status, endpoint, model, progress, counts and download links', () => {
     const html = allPages.batches!;
     const ids = [...html.matchAll(/<code>(batch_[a-z]+)<\/code>/g)].map((m) => m[1]);

@@ -96,7 +96,8 @@ button.link { background: none; border: none; color: var(--muted); padding: 0.25
 .new-key .copy-row input { flex: 1; min-width: 0; }
 .copied { color: var(--ok); font-weight: 600; }
 
-.table-wrap { overflow-x: auto; }
+/* Relative: a visually hidden header (absolutely placed) stays inside the box that scrolls, not past the page. */
+.table-wrap { overflow-x: auto; position: relative; }
 table { width: 100%; border-collapse: collapse; font-size: 0.95rem; }
 th, td { text-align: left; padding: 0.55rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; font-size: 0.82rem; text-transform: uppercase; letter-spacing: 0.04em; }
