@@ -21,8 +21,8 @@ import { webhookReadsOf } from './webhookReads.js';
 
 /** The condition of each kind's partial index over an account's requests (schema.ts, 11), as the statement's text. */
 const requestKindConditions = {
-  interactive: "AND (state->'context'->>'batchId') IS NULL",
-  batch: "AND (state->'context'->>'batchId') IS NOT NULL",
+  interactive: 'AND NOT batch_line',
+  batch: 'AND batch_line',
 } as const satisfies Record<RequestKind, string>;
 
 /** Events read per statement while the log is replayed. */

@@ -294,13 +294,18 @@ export const migrations: readonly string[] = [
     WHERE status IN ('waiting', 'processing') AND state->'context'->>'batchId' IS NULL
     GROUP BY account_id;
   `,
-  // 11: an account's requests by kind (the dashboard's Requests filter, issue 42): its interactive requests and its
-  // batches' lines each in an index of their own, so a page of one kind reads only the rows it shows.
+  // 11: an account's requests by kind (the dashboard's Requests filter, issue 42): whether a request is a batch's line
+  // (`batch_line`, set from its state on every write: `requestColumns`), and its interactive requests and its batches'
+  // lines each in a partial index of their own, so a page of one kind reads only the rows it shows. Rows written
+  // before are marked by their state's text (a key `"batchId"` appears unescaped only as a key), without parsing JSON
+  // a NUL character would stop. Written to run again over itself (IF NOT EXISTS).
   `
-  CREATE INDEX requests_interactive_by_account ON requests (account_id, created_at, req_id)
-    WHERE expires_at IS NOT NULL AND (state->'context'->>'batchId') IS NULL;
-  CREATE INDEX requests_lines_by_account ON requests (account_id, created_at, req_id)
-    WHERE expires_at IS NOT NULL AND (state->'context'->>'batchId') IS NOT NULL;
+  ALTER TABLE requests ADD COLUMN IF NOT EXISTS batch_line boolean NOT NULL DEFAULT false;
+  UPDATE requests SET batch_line = true WHERE NOT batch_line AND state::text LIKE '%"batchId":"%';
+  CREATE INDEX IF NOT EXISTS requests_interactive_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND NOT batch_line;
+  CREATE INDEX IF NOT EXISTS requests_lines_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND batch_line;
   `,
 ];
 
