@@ -215,6 +215,7 @@ export const startApp = async (given: AppOptions): Promise<App> => {
       store: services.store,
       rateLimiter: services.rateLimiter,
       webhooks: services.webhooks,
+      batches: services.batches,
       config: options.config,
       clock: options.clock ?? systemClock,
       log: options.logger,

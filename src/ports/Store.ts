@@ -48,12 +48,17 @@ export type UsageRange = {
 /** Where a page of an account's requests ends: the creation time and id of its last (oldest) or first (newest) row. */
 export type RequestCursor = { readonly createdAt: number; readonly reqId: string };
 
+/** Which of an account's requests: those made one by one on the API's faces, or its batches' lines. */
+export type RequestKind = 'interactive' | 'batch';
+
 /** One page of an account's requests: the newest, or those older than `before`, or those just newer than `after`
- * (at most one of the two), `limit` of them at most. */
+ * (at most one of the two), `limit` of them at most; only those of `kind` when given (read from an index by kind, so
+ * the page reads only the rows it returns). */
 export type RequestPage = {
   readonly before?: RequestCursor | undefined;
   readonly after?: RequestCursor | undefined;
   readonly limit: number;
+  readonly kind?: RequestKind | undefined;
 };
 
 /** An account's batches, or its files (that exist), by creation time. */

@@ -70,25 +70,30 @@ export const indexReadsOf = (indexes: OrderedIndexes, views: IndexedViews) => {
    * An account's requests from the index by account and creation time, newest first: the newest, those older than
    * `before`, or those just newer than `after`. Reads `limit` rows at most, wherever the cursor is.
    */
-  const requestsOf = (accountId: string, { before, after, limit }: RequestPage): RequestState[] => {
+  const requestsOf = (accountId: string, { before, after, limit, kind }: RequestPage): RequestState[] => {
     const rows: RequestState[] = [];
     if (!(limit > 0)) return rows;
     const cursor = after ?? before;
+    // Of one kind: the index by [accountId, kind, …], whose keys of the account and kind start with both.
+    const prefix: string[] = kind === undefined ? [accountId] : [accountId, kind];
+    const past = kind === undefined ? [pastPrefix(accountId)] : [accountId, pastPrefix(kind)];
     // In reverse, a range runs from `start` (inclusive) down to `end` (exclusive). With no cursor it starts above
-    // every key of the account; with one, at the cursor's own key, skipped. Forward (`after`), it runs from the
-    // cursor's key up to the end of the account's keys.
+    // every key of the prefix; with one, at the cursor's own key, skipped. Forward (`after`), it runs from the
+    // cursor's key up to the end of the prefix's keys.
     // `limit` keys and the cursor's own at most: a row whose view is missing is not made up for by reading on.
     const range =
       after !== undefined
-        ? { start: [accountId, after.createdAt, after.reqId], end: [pastPrefix(accountId)], limit: limit + 1 }
+        ? { start: [...prefix, after.createdAt, after.reqId], end: past, limit: limit + 1 }
         : {
-            start: before === undefined ? [pastPrefix(accountId)] : [accountId, before.createdAt, before.reqId],
-            end: [accountId],
+            start: before === undefined ? past : [...prefix, before.createdAt, before.reqId],
+            end: prefix,
             reverse: true,
             limit: limit + 1,
           };
-    for (const key of indexes.keys('accountRequests', range)) {
-      const [, createdAt, reqId] = key as [string, number, string];
+    for (const key of indexes.keys(kind === undefined ? 'accountRequests' : 'accountRequestsByKind', range)) {
+      const parts = key as (string | number)[];
+      const createdAt = parts[prefix.length] as number;
+      const reqId = parts[prefix.length + 1] as string;
       if (cursor !== undefined && createdAt === cursor.createdAt && reqId === cursor.reqId) continue;
       const state = views.request(reqId);
       if (state !== undefined) rows.push(state);

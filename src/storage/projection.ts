@@ -22,12 +22,14 @@ import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../dom
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
 import { projectHourlyUsage } from './hourlyUsage.js';
+import type { RequestKind } from '../ports/Store.js';
 import { dayMs } from './timeBuckets.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */
 export type IndexName =
   | 'dispatch'
   | 'accountRequests'
+  | 'accountRequestsByKind'
   | 'emails'
   | 'keyHashes'
   | 'accountKeys'
@@ -233,6 +235,17 @@ export const accountRequestKeyOf = (state: RequestState): IndexKey | undefined =
     ? undefined
     : [state.context.accountId, state.context.createdAt, state.context.reqId];
 
+/** The same entry by kind, [accountId, kind, createdAt, reqId]: an account's interactive requests or its batches'
+ * lines, page by page, without reading the other kind (the dashboard's Requests filter). */
+export const accountRequestKindKeyOf = (state: RequestState): IndexKey | undefined =>
+  state.status === 'none' || state.status === 'expired'
+    ? undefined
+    : [state.context.accountId, requestKindOf(state), state.context.createdAt, state.context.reqId];
+
+/** A batch's line knows its batch; any other request was made on its own. */
+export const requestKindOf = (state: RequestState): RequestKind =>
+  state.context.batchId === undefined ? 'interactive' : 'batch';
+
 /**
  * A request made with an `Idempotency-Key` is found by it: [accountId, key] → its id, from `RequestQueued` until it
  * expires. A key whose request has expired (or is older than the window) may make a new request, which then takes
@@ -298,6 +311,7 @@ export const projectRequestChange = (
   views.putRequest(after.context.reqId, after, text);
   moveIndex(views, 'dispatch', dispatchKeyOf(before), dispatchKeyOf(after), after.context.model);
   moveIndex(views, 'accountRequests', accountRequestKeyOf(before), accountRequestKeyOf(after));
+  moveIndex(views, 'accountRequestsByKind', accountRequestKindKeyOf(before), accountRequestKindKeyOf(after));
   moveIdempotencyEntry(views, before, after);
   moveGroup(views, 'expiry', before, after);
   moveGroup(views, 'processing', before, after);

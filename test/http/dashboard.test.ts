@@ -243,7 +243,13 @@ describe('The dashboard over HTTP (in process)', () => {
     const numbered = await visitor.get('/dashboard/requests?page=400');
     expect(numbered.status).toBe(303);
     expect(numbered.headers.get('location')).toBe('/dashboard/requests');
-    for (const bad of ['?before=x', '?after=1.req_a&before=1.req_b', `?before=1.${'a'.repeat(200)}`]) {
+    for (const bad of [
+      '?before=x',
+      '?after=1.req_a&before=1.req_b',
+      `?before=1.${'a'.repeat(200)}`,
+      '?show=everything',
+      `?show=${'batch'.repeat(100)}`,
+    ]) {
       const answer = await visitor.get(`/dashboard/requests${bad}`);
       expect(answer.status, bad).toBe(400);
       expect(answer.text).toContain('does not name a page of your requests');

@@ -65,9 +65,12 @@ describe('The dashboard request page', () => {
     expect(html).toMatch(/<dt>Input tokens<\/dt><dd>4<\/dd><dt>Output tokens<\/dt><dd>4<\/dd>/);
     expect(html).toContain('<p class="muted" id="prompt-gone">');
     expect(html).toContain('24 characters');
-    // Times: created, started, completed and expires, each as a <time>.
+    // Times: created, started, completed and expires, each as a <time> to the millisecond.
     const state = (await app.store.reads.request(reqId))!;
-    const stamp = (ms: number) => `<time dateTime="${new Date(ms).toISOString().slice(0, 19)}Z">`;
+    const stamp = (ms: number) => {
+      const iso = new Date(ms).toISOString();
+      return `<time dateTime="${iso}" data-ago>${iso.slice(0, 10)} ${iso.slice(11, 23)} UTC</time>`;
+    };
     for (const [label, at] of [
       ['Created', state.context.createdAt],
       ['Started', state.context.startedAt!],

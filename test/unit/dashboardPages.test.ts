@@ -73,10 +73,14 @@ const requests = (over: Partial<RequestsView> = {}): RequestsView => ({
     { id: 'req_new', model: 'gpt-x', status: 'queued', createdAt: now - 60_000 },
     { id: 'req_mid', model: 'echo', status: 'failed', createdAt: now - 2 * hour },
   ],
+  show: 'interactive',
   hourly,
   now,
   ...over,
 });
+
+/** What a batch row holds besides its counts: no usage, no metadata, not ended, not cancellable unless told. */
+const batchExtras = { inputTokens: 0, outputTokens: 0, metadata: {}, ended: false, cancellable: false };
 
 const batches = (over: Partial<BatchesView> = {}): BatchesView => ({
   csrf,
@@ -93,12 +97,15 @@ const batches = (over: Partial<BatchesView> = {}): BatchesView => ({
       failed: 1,
       outputFileId: 'file-out',
       errorFileId: 'file-err',
+      ...batchExtras,
+      ended: true,
     },
     {
       id: 'batch_running',
       status: 'in_progress',
       endpoint: '/v1/responses',
       createdAt: now - 60_000,
+      ...batchExtras,
       total: 1_200,
       completed: 300,
       failed: 0,
@@ -183,6 +190,7 @@ describe('dashboard pages', () => {
           email: evil,
           batches: [
             {
+              ...batchExtras,
               id: 'batch_x',
               status: 'completed',
               endpoint: evil,
@@ -319,8 +327,8 @@ describe('dashboard pages', () => {
     expect(html).toContain(
       '<td data-label="Name"><span>ci runner</span></td><td data-label="Key"><code>sk_AbCd…</code></td>',
     );
-    expect(html).toContain('<time datetime="2026-11-21T19:30:05Z">2026-11-21 19:30 UTC</time>');
-    expect(html).toContain('<time datetime="2026-11-23T18:30:05Z">2026-11-23 18:30 UTC</time>');
+    expect(html).toContain('<time datetime="2026-11-21T19:30:05.000Z" data-ago>2026-11-21 19:30:05.000 UTC</time>');
+    expect(html).toContain('<time datetime="2026-11-23T18:30:05.000Z" data-ago>2026-11-23 18:30:05.000 UTC</time>');
     expect(html).toContain('<span class="muted">never</span>');
     expect(count(html, '<details class="confirm"><summary>Delete…</summary>')).toBe(2);
     expect(html).toMatch(
@@ -345,8 +353,8 @@ describe('dashboard pages', () => {
     expect(ids).toEqual(['req_new', 'req_mid', 'req_old']);
     expect(html).toContain('<span class="badge status-queued">queued</span>');
     expect(html).toContain('<span class="badge status-failed">failed</span>');
-    expect(html).toContain('<time datetime="2026-11-23T19:29:05Z">2026-11-23 19:29 UTC</time>');
-    expect(html).toContain('<time datetime="2026-11-23T16:30:07Z">2026-11-23 16:30 UTC</time>');
+    expect(html).toContain('<time datetime="2026-11-23T19:29:05.000Z" data-ago>2026-11-23 19:29:05.000 UTC</time>');
+    expect(html).toContain('<time datetime="2026-11-23T16:30:07.000Z" data-ago>2026-11-23 16:30:07.000 UTC</time>');
     expect(html).not.toContain('class="pager"');
   });
 
@@ -364,6 +372,24 @@ describe('dashboard pages', () => {
     expect(first).toContain('<a href="/dashboard/requests?before=1000.req_a">Older →</a>');
   });
 
+  it('the requests page keeps its filter in the pager and the filter links, marks the one shown, and links a line to its batch', () => {
+    const lines = requestsPage(
+      requests({
+        show: 'batch',
+        newerCursor: '3000.req_c',
+        olderCursor: '1000.req_a',
+        requests: [{ id: 'req_line', model: 'echo', status: 'queued', createdAt: now, batchId: 'batch_b1' }],
+      }),
+    );
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch&amp;after=3000.req_c">← Newer</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch&amp;before=1000.req_a">Older →</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=batch" aria-current="page">Batch lines</a>');
+    expect(lines).toContain('<a href="/dashboard/requests">Interactive</a>');
+    expect(lines).toContain('<a href="/dashboard/requests?show=all">All</a>');
+    expect(lines).toContain('<a href="/dashboard/batches/batch_b1"><code>batch_b1</code></a>');
+    expect(lines).toContain('Recent batch lines');
+  });
+
   it('the batches page lists newest first with status, endpoint, model, progress, counts and download links', () => {
     const html = allPages.batches!;
     const ids = [...html.matchAll(/<code>(batch_[a-z]+)<\/code>/g)].map((m) => m[1]);
@@ -372,7 +398,7 @@ describe('dashboard pages', () => {
     expect(html).toContain('<span class="badge status-completed">completed</span>');
     expect(html).toContain('<code>/v1/responses</code>');
     expect(html).toContain('<td>echo</td>');
-    expect(html).toContain('<time datetime="2026-11-23T17:30:05Z">2026-11-23 17:30 UTC</time>');
+    expect(html).toContain('<time datetime="2026-11-23T17:30:05.000Z" data-ago>2026-11-23 17:30:05.000 UTC</time>');
     // Progress is the lines ended (completed and failed) of all its lines, as a bar and in words.
     expect(html).toMatch(/<progress max="10" value="10"[^>]*>100%<\/progress><span>10 of 10 \(100%\)<\/span>/);
     expect(html).toMatch(/<progress max="1200" value="300"[^>]*>25%<\/progress><span>300 of 1,200 \(25%\)<\/span>/);

@@ -15,6 +15,7 @@ import {
   indexAccountSessions,
   indexFilesByPurpose,
   indexOpenBatches,
+  indexRequestsByKind,
 } from './migrations.js';
 
 /** The LMDB environment and its named databases, opened without anything else of the store, so that reading them
@@ -158,6 +159,8 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
     indexes: {
       dispatch: db('idx.dispatch', 'string'),
       accountRequests: db('idx.accountRequests', 'string'),
+      // Built once from the request records in a data directory written before it (indexRequestsByKind).
+      accountRequestsByKind: db('idx.accountRequestsByKind', 'string'),
       emails: db('idx.emails', 'string'),
       keyHashes: db('idx.keyHashes', 'string'),
       accountKeys: db('idx.accountKeys', 'string'),
@@ -189,5 +192,6 @@ export const openDatabases = (dataDir: string): LmdbDatabases => {
   indexOpenBatches(dbs);
   indexFilesByPurpose(dbs);
   countHourlyUsage(dbs);
+  indexRequestsByKind(dbs);
   return dbs;
 };

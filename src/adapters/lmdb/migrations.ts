@@ -8,6 +8,7 @@ import { countsAsQueued } from '../../domain/queuedCounter.js';
 import {
   accountOpenBatchKeyOf,
   accountRequestKeyOf,
+  accountRequestKindKeyOf,
   filePurposeKeyOf,
   type IndexKey,
   openBatchInputKeyOf,
@@ -32,6 +33,7 @@ type LmdbDatabases = {
     Record<
       | 'dispatch'
       | 'accountRequests'
+      | 'accountRequestsByKind'
       | 'accountSessions'
       | 'accountOpenBatches'
       | 'openBatchInputs'
@@ -232,6 +234,25 @@ export const indexFilesByPurpose = (dbs: LmdbDatabases): void => {
     for (const { value } of dbs.files.getRange({}))
       dbs.indexes.accountFilesByPurpose.put(filePurposeKeyOf(decodeMap<FileState>(value)), '');
     dbs.meta.put(filesByPurposeIndexedKey, 1);
+  });
+};
+
+/** Set once the index of requests by account and kind holds the requests written before that index existed. */
+export const requestsByKindIndexedKey = 'requestsByKindIndexed';
+
+/**
+ * Data directories written before `idx.accountRequestsByKind` existed have requests and no entries for them: built
+ * once from the request records (by the projection's own key), as `indexAccountRequests` does.
+ */
+export const indexRequestsByKind = (dbs: LmdbDatabases): void => {
+  if (dbs.meta.get(requestsByKindIndexedKey) !== undefined) return;
+  dbs.root.transactionSync(() => {
+    if (dbs.meta.get(requestsByKindIndexedKey) !== undefined) return;
+    for (const { value } of dbs.requests.getRange({})) {
+      const key = accountRequestKindKeyOf(decodeView(value));
+      if (key !== undefined) dbs.indexes.accountRequestsByKind.put(key, '');
+    }
+    dbs.meta.put(requestsByKindIndexedKey, 1);
   });
 };
 

@@ -22,6 +22,7 @@ import { isWebhookEvent } from '../../domain/webhook/events.js';
 import { addRebuiltUsage, type StoredUsage, sameUsage } from '../../storage/hourlyUsage.js';
 import {
   accountRequestKeyOf,
+  accountRequestKindKeyOf,
   dispatchKeyOf,
   type GroupName,
   groupOf,
@@ -295,6 +296,18 @@ export const verifyViews = (dbs: LmdbDatabases, options: VerifyOptions = {}): Ve
     }
     differ(`index accountRequests: ${listed} entries stored, the log gives ${unexpired}`);
   }
+  // The same requests by kind (interactive or a batch's line): one entry each, the projection's own key.
+  let listedByKind = 0;
+  for (const { key, value } of dbs.indexes.accountRequestsByKind.getRange({})) {
+    listedByKind++;
+    const slot = columns.slotOf((key as (string | number)[])[3] as string);
+    const state = slot === undefined ? undefined : columns.read(slot);
+    const wanted = state === undefined ? undefined : accountRequestKindKeyOf(state);
+    if (!sameKey(key, wanted) || value !== '')
+      differ(`index accountRequestsByKind ${keyText(key)}: stored but not produced by the log`);
+  }
+  if (listedByKind !== unexpired)
+    differ(`index accountRequestsByKind: ${listedByKind} entries stored, the log gives ${unexpired}`);
 
   // Accounts, keys and their indexes (few): compared entry by entry, both ways.
   const compareMap = <V>(

@@ -94,6 +94,7 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   const indexes: Record<IndexName, OrderedMap<string>> = {
     dispatch: orderedMap(),
     accountRequests: orderedMap(),
+    accountRequestsByKind: orderedMap(),
     emails: orderedMap(),
     keyHashes: orderedMap(),
     accountKeys: orderedMap(),

@@ -502,6 +502,8 @@ export const requestColumns = (state: RequestState) => {
     available_at: context.availableAt,
     expires_at: groupOf.expiry(state) ?? null,
     lease_until: groupOf.processing(state) ?? null,
+    // A batch's line or a request made on its own: the dashboard's Requests filter reads each kind by its own index.
+    batch_line: context.batchId !== undefined,
   };
 };
 
@@ -551,6 +553,7 @@ export const writeAll = async (
       available: columns.map((c) => c.available_at),
       expires: columns.map((c) => c.expires_at),
       leases: columns.map((c) => c.lease_until),
+      lines: columns.map((c) => c.batch_line),
       states: rows.map(([, write]) => JSON.stringify(write.state)),
       texts: rows.map(([, write]) => textBytes(write)),
       holds: rows.map(([, write]) => (holdsText(write.state.status) ? 1 : 0)),
@@ -563,13 +566,14 @@ export const writeAll = async (
     work.push(
       query(sql`
       INSERT INTO requests (req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until,
-        state, text)
+        batch_line, state, text)
       SELECT u.req_id, u.account_id, u.status, u.lane, u.model, u.created_at, u.available_at, u.expires_at,
-        u.lease_until, u.state::json, u.text
+        u.lease_until, u.batch_line, u.state::json, u.text
       FROM unnest(${r.ids}::text[], ${r.accounts}::text[], ${r.statuses}::text[], ${r.lanes}::text[],
         ${r.models}::text[], ${r.created}::bigint[], ${r.available}::bigint[], ${r.expires}::bigint[],
-        ${r.leases}::bigint[], ${r.states}::text[], ${r.texts}::bytea[])
-        AS u(req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, state, text)`),
+        ${r.leases}::bigint[], ${r.lines}::boolean[], ${r.states}::text[], ${r.texts}::bytea[])
+        AS u(req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, batch_line,
+          state, text)`),
     );
   }
   if (changed.length > 0) {

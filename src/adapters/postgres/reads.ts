@@ -12,13 +12,20 @@ import {
   maxListRows,
   type OpenBatch,
   type ReadModel,
+  type RequestKind,
 } from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
 import { tallyQueue } from '../../storage/queueDepths.js';
 import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
-import { type Query, sql } from './db.js';
+import { type Query, type Statement, sql } from './db.js';
 import { usageRowsOf } from './hourlyUsage.js';
 import { webhookReadsOf } from './webhookReads.js';
+
+/** The condition of each kind's partial index over an account's requests (schema.ts, 11), as the statement's text. */
+const requestKindConditions = {
+  interactive: 'AND NOT batch_line',
+  batch: 'AND batch_line',
+} as const satisfies Record<RequestKind, string>;
 
 /** Events read per statement while the log is replayed. */
 const eventPage = 1_000;
@@ -178,24 +185,29 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
       one<SessionState>(query(sql`SELECT state AS value FROM sessions WHERE session_id = ${sessionId}`)),
     limiterState: (accountId, budget) =>
       one<number>(query(sql`SELECT tat AS value FROM limiter WHERE account_id = ${accountId} AND budget = ${budget}`)),
-    requestsOf: async (accountId, { before, after, limit }) => {
+    requestsOf: async (accountId, { before, after, limit, kind }) => {
       if (!(limit > 0)) return [];
+      // Of one kind: the very condition of that kind's partial index (schema.ts, 11), written into the statement's
+      // text (a constant, never a value) so that the planner reads that index.
+      const ofKind = kind === undefined ? '' : requestKindConditions[kind];
+      const paged = (statement: Statement) =>
+        query<{ state: RequestState }[]>({ ...statement, text: statement.text.replace('/*kind*/', ofKind) });
       if (after !== undefined) {
-        const rows = await query<{ state: RequestState }[]>(sql`
+        const rows = await paged(sql`
           SELECT state FROM requests
-          WHERE account_id = ${accountId} AND expires_at IS NOT NULL
+          WHERE account_id = ${accountId} AND expires_at IS NOT NULL /*kind*/
             AND (created_at, req_id) > (${after.createdAt}::bigint, ${after.reqId}::text COLLATE "C")
           ORDER BY created_at, req_id LIMIT ${limit}`);
         return rows.map((row) => row.state).reverse();
       }
       const rows =
         before === undefined
-          ? await query<{ state: RequestState }[]>(sql`
-              SELECT state FROM requests WHERE account_id = ${accountId} AND expires_at IS NOT NULL
+          ? await paged(sql`
+              SELECT state FROM requests WHERE account_id = ${accountId} AND expires_at IS NOT NULL /*kind*/
               ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`)
-          : await query<{ state: RequestState }[]>(sql`
+          : await paged(sql`
               SELECT state FROM requests
-              WHERE account_id = ${accountId} AND expires_at IS NOT NULL
+              WHERE account_id = ${accountId} AND expires_at IS NOT NULL /*kind*/
                 AND (created_at, req_id) < (${before.createdAt}::bigint, ${before.reqId}::text COLLATE "C")
               ORDER BY created_at DESC, req_id DESC LIMIT ${limit}`);
       return rows.map((row) => row.state);

@@ -299,7 +299,7 @@ export const migrations: readonly string[] = [
   // each of the last 60 seconds, this UTC day and this calendar month; what its token limits are read against. Empty
   // at first: budgets count from the first request that ends after.
   `
-  CREATE TABLE token_use (
+  CREATE TABLE IF NOT EXISTS token_use (
     account_id text NOT NULL,
     kind text NOT NULL,
     start bigint NOT NULL,
@@ -309,6 +309,19 @@ export const migrations: readonly string[] = [
   `,
   // 12: the hourly usage view (issue 42, the usage API), counted whole from the request rows (hourlyUsage.ts).
   hourlyUsageMigration,
+  // 13: an account's requests by kind (the dashboard's Requests filter, issue 42): whether a request is a batch's line
+  // (`batch_line`, set from its state on every write: `requestColumns`), and its interactive requests and its batches'
+  // lines each in a partial index of their own, so a page of one kind reads only the rows it shows. Rows written
+  // before are marked by their state's text (a key `"batchId"` appears unescaped only as a key), without parsing JSON
+  // a NUL character would stop. Written to run again over itself (IF NOT EXISTS).
+  `
+  ALTER TABLE requests ADD COLUMN IF NOT EXISTS batch_line boolean NOT NULL DEFAULT false;
+  UPDATE requests SET batch_line = true WHERE NOT batch_line AND state::text LIKE '%"batchId":"%';
+  CREATE INDEX IF NOT EXISTS requests_interactive_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND NOT batch_line;
+  CREATE INDEX IF NOT EXISTS requests_lines_by_account ON requests (account_id, created_at, req_id)
+    WHERE expires_at IS NOT NULL AND batch_line;
+  `,
 ];
 
 /** The schema version this code writes and reads. */

@@ -73,6 +73,7 @@ type RequestRow = {
   available_at: number | string;
   expires_at: number | string | null;
   lease_until: number | string | null;
+  batch_line: boolean;
   state: unknown;
   text_length: number | null;
 };
@@ -210,6 +211,7 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
       available_at: numberOrNull(row.available_at),
       expires_at: numberOrNull(row.expires_at),
       lease_until: numberOrNull(row.lease_until),
+      batch_line: row.batch_line,
     };
     for (const name of Object.keys(wanted) as (keyof typeof wanted)[]) {
       if (stored[name] !== wanted[name])
@@ -225,8 +227,8 @@ export const verifyInSnapshot = async (query: Query, pageSize: number): Promise<
     if (pending.length === 0) return;
     const ids = pending.map((state) => state.context.reqId);
     const rows = await query<RequestRow[]>(sql`
-      SELECT req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, state,
-        octet_length(text) AS text_length
+      SELECT req_id, account_id, status, lane, model, created_at, available_at, expires_at, lease_until, batch_line,
+        state, octet_length(text) AS text_length
       FROM requests WHERE req_id = ANY(${ids}::text[])`);
     const byId = new Map(rows.map((row) => [row.req_id, row]));
     for (const rebuilt of pending) compareRow(rebuilt, byId.get(rebuilt.context.reqId));

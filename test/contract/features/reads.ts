@@ -1,11 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import type { AccountCommand } from '../../../src/domain/account/decider.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
 import type { Command } from '../../../src/domain/commands.js';
 import { passwordCredentialKey, sessionCredentialKey } from '../../../src/domain/commands.js';
 import { Refused } from '../../../src/domain/errors.js';
 import type { RequestPage } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
-import { accountId, answer, claimOne, commitOne, createAccount, createKey, queueOf, submit } from '../fixtures.js';
+import {
+  accountId,
+  answer,
+  batchIdOf,
+  claimOne,
+  commitOne,
+  createAccount,
+  createBatch,
+  createFile,
+  createKey,
+  fileIdOf,
+  lineSubmit,
+  queueOf,
+  startBatch,
+  submit,
+  takeBatch,
+} from '../fixtures.js';
 
 const hourMs = 3_600_000;
 const dayMs = 86_400_000;
@@ -163,6 +180,46 @@ export const readFeatures = ({ open }: Contract) =>
       expect(await page({ limit: 0 })).toEqual([]);
       expect(idsOf(await store.reads.requestsOf(accountId(2), { limit: 10 }))).toEqual(['req_other']);
       expect(await store.reads.requestsOf(accountId(3), { limit: 10 })).toEqual([]);
+    });
+
+    it("pages an account's interactive requests without its batches' lines and its lines without its interactive requests, by the same cursors, newest first", async () => {
+      const store = await open();
+      const batchId = batchIdOf(1);
+      await store.commit({
+        commands: [createFile(fileIdOf(1)), createBatch(batchId, fileIdOf(1)), takeBatch(batchId)],
+      });
+      await commitOne(store, startBatch(batchId, 3));
+      await store.commit({
+        commands: [
+          submit('req_a', { now: 1_000 }),
+          lineSubmit(batchId, 1, { now: 1_500 }),
+          submit('req_b', { now: 2_000 }),
+          lineSubmit(batchId, 2, { now: 2_500 }),
+          lineSubmit(batchId, 3, { now: 3_000, ttlMs: 1_000 }),
+          submit('req_c', { now: 3_500 }),
+          submit('req_other', { now: 2_200, account: 2 }),
+        ],
+      });
+      await commitOne(store, { type: 'Expire', reqId: lineRequestId(batchId, 3), now: 4_000 });
+      const [line1, line2] = [lineRequestId(batchId, 1), lineRequestId(batchId, 2)];
+      const page = async (request: RequestPage) => idsOf(await store.reads.requestsOf(accountId(1), request));
+      expect(await page({ limit: 10 })).toEqual(['req_c', line2, 'req_b', line1, 'req_a']);
+      expect(await page({ limit: 10, kind: 'interactive' })).toEqual(['req_c', 'req_b', 'req_a']);
+      expect(await page({ limit: 10, kind: 'batch' })).toEqual([line2, line1]);
+      // One row read per row shown: a page of one kind is full however many of the other lie between.
+      expect(await page({ limit: 2, kind: 'interactive' })).toEqual(['req_c', 'req_b']);
+      expect(await page({ before: { createdAt: 2_000, reqId: 'req_b' }, limit: 2, kind: 'interactive' })).toEqual([
+        'req_a',
+      ]);
+      expect(await page({ after: { createdAt: 1_000, reqId: 'req_a' }, limit: 1, kind: 'interactive' })).toEqual([
+        'req_b',
+      ]);
+      expect(await page({ before: { createdAt: 2_500, reqId: line2 }, limit: 10, kind: 'batch' })).toEqual([line1]);
+      expect(await page({ after: { createdAt: 1_500, reqId: line1 }, limit: 10, kind: 'batch' })).toEqual([line2]);
+      expect(idsOf(await store.reads.requestsOf(accountId(2), { limit: 10, kind: 'batch' }))).toEqual([]);
+      expect(idsOf(await store.reads.requestsOf(accountId(2), { limit: 10, kind: 'interactive' }))).toEqual([
+        'req_other',
+      ]);
     });
 
     it("counts an account's requests by the hour they were created and its tokens by the UTC day they completed, with zeros where there were none", async () => {

@@ -3,6 +3,7 @@ import * as Result from 'effect/Result';
 import { type H3, type H3Event, html, raw, redirect } from 'h3';
 import type { Logger } from 'pino';
 import type { AccountsShape } from '../../../app/Accounts.js';
+import type { BatchesShape } from '../../../app/batches/Batches.js';
 import { isHashingBusy } from '../../../app/PasswordHashing.js';
 import type { RateLimiterShape } from '../../../app/RateLimiter.js';
 import { requestHistory } from '../../../app/requestHistory.js';
@@ -13,7 +14,6 @@ import type { WebhooksShape } from '../../../app/webhooks/Webhooks.js';
 import type { Config } from '../../../config.js';
 import { effectiveLimits } from '../../../domain/account/limits.js';
 import type { AccountState } from '../../../domain/account/state.js';
-import type { BatchView } from '../../../domain/batch/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestEvent } from '../../../domain/request/events.js';
@@ -26,7 +26,7 @@ import type { ClockShape } from '../../../ports/Clock.js';
 import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { fileDownload } from '../fileDownload.js';
-import { batchObjectOf } from '../openai/batches/wire.js';
+import { mountBatchPages } from './batchPages.js';
 import { FormTooLarge, readForm } from './formBody.js';
 import { cursorOf, cursorText, parseCursor } from './requestCursor.js';
 import {
@@ -41,8 +41,6 @@ import {
 import { shownLine, shownText } from './shownText.js';
 import { plural } from './views/format.js';
 import {
-  type BatchRow,
-  batchesPage,
   type DeliveryRow,
   dashboardAssetPaths,
   dashboardCss,
@@ -53,8 +51,10 @@ import {
   loginPage,
   overviewPage,
   type RequestStatusView,
+  type RequestsShown,
   requestPage,
   requestsPage,
+  requestsShown,
   signupPage,
   type WebhookEndpointRow,
   type WebhooksView,
@@ -72,6 +72,8 @@ export type DashboardDeps = {
   readonly log: Logger;
   /** The account's webhook endpoints and deliveries (issue 30). */
   readonly webhooks: WebhooksShape;
+  /** Batches as the API's routes change them: the Batches pages' Cancel (issue 42). */
+  readonly batches: BatchesShape;
   /** False while the server stops: pages then answer 503. */
   readonly accepting?: () => boolean;
 };
@@ -138,31 +140,6 @@ const statusInWords = (state: RequestState, now: number): RequestStatusView => {
   }
 };
 
-/** A batch as the Batches page shows it: what the API shows of it (status, counts, files). */
-const batchRowOf = (view: BatchView): BatchRow => {
-  const shown = batchObjectOf(view);
-  return {
-    id: shown.id,
-    status: shown.status,
-    endpoint: shown.endpoint,
-    model: shown.model ?? undefined,
-    createdAt: view.state.context.createdAt,
-    total: shown.request_counts.total,
-    completed: shown.request_counts.completed,
-    failed: shown.request_counts.failed,
-    outputFileId: shown.output_file_id ?? undefined,
-    errorFileId: shown.error_file_id ?? undefined,
-  };
-};
-
-/** Where a page of batches starts: a batch's creation time and id (as requestCursor.ts names a request's). */
-const batchCursorOf = (view: BatchView) => ({
-  createdAt: view.state.context.createdAt,
-  id: view.state.context.batchId,
-});
-const batchCursorText = (view: BatchView) =>
-  cursorText({ createdAt: view.state.context.createdAt, reqId: view.state.context.batchId });
-
 /** How many deliveries an endpoint's page lists. */
 const deliveryPageSize = 25;
 
@@ -204,6 +181,10 @@ const deliveryRowOf = ({ status, context: c }: DeliveryState): DeliveryRow => ({
   lastError: c.lastError,
   createdAt: c.createdAt,
 });
+
+/** The Requests page's filter (`?show=`): interactive requests when absent; a value not offered is no page. */
+const shownOf = (value: string | null): RequestsShown | undefined =>
+  value === null ? 'interactive' : requestsShown.find((shown) => shown === value);
 
 /** A refusal's message as a sentence on a page: `a webhook URL must …` → `A webhook URL must ….` */
 const sentence = (message: string) => {
@@ -352,8 +333,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
 
   /** A state-changing form of a logged-in visitor: its CSRF token first, then the change. */
   const action =
-    (change: (event: H3Event, who: Visitor, form: URLSearchParams) => Promise<ReturnType<typeof send>>) =>
-    async (event: H3Event) => {
+    (change: (event: H3Event, who: Visitor, form: URLSearchParams) => Promise<unknown>) => async (event: H3Event) => {
       const who = await visitor(event);
       const form = await readForm(event);
       if (form instanceof FormTooLarge) return tooLarge(event, who, form);
@@ -534,8 +514,10 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     }),
   );
 
-  /** One page of the account's requests: the newest, or the page before or after a cursor (requestCursor.ts). */
-  const requestRows = async (accountId: string, query: URLSearchParams) => {
+  /** One page of the account's requests of the kind shown (the store's index by kind: only the rows shown are read): the
+   * newest, or the page before or after a cursor (requestCursor.ts). */
+  const requestRows = async (accountId: string, query: URLSearchParams, show: RequestsShown) => {
+    const kind = show === 'all' ? undefined : show;
     const before = query.get('before');
     const after = query.get('after');
     if (before !== null && after !== null) return undefined;
@@ -543,10 +525,10 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     if ((before !== null || after !== null) && cursor === undefined) return undefined;
     const reads = deps.store.reads;
     const exists = async (page: Omit<RequestPage, 'limit'>) =>
-      (await reads.requestsOf(accountId, { ...page, limit: 1 })).length > 0;
+      (await reads.requestsOf(accountId, { ...page, kind, limit: 1 })).length > 0;
     if (after !== null && cursor !== undefined) {
       // The page just newer than the cursor; one more row says whether there is a newer page still.
-      const rows = await reads.requestsOf(accountId, { after: cursor, limit: pageSize + 1 });
+      const rows = await reads.requestsOf(accountId, { after: cursor, kind, limit: pageSize + 1 });
       const shown = rows.slice(-pageSize);
       const last = shown.at(-1);
       return {
@@ -555,7 +537,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         olderCursor: last !== undefined && (await exists({ before: last.context })) ? cursorOf(last) : undefined,
       };
     }
-    const rows = await reads.requestsOf(accountId, { before: cursor, limit: pageSize + 1 });
+    const rows = await reads.requestsOf(accountId, { before: cursor, kind, limit: pageSize + 1 });
     const shown = rows.slice(0, pageSize);
     const first = shown[0];
     // Past the last row (the rows expired meanwhile), "Newer" still leads back from the cursor.
@@ -575,8 +557,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const { account, csrf } = who;
     // Links of earlier versions paged by number: they lead to the newest page.
     if (event.url.searchParams.has('page')) return seeOther(event, '/dashboard/requests');
-    const page = await requestRows(account.accountId, event.url.searchParams);
-    if (page === undefined)
+    const show = shownOf(event.url.searchParams.get('show'));
+    const page = show === undefined ? undefined : await requestRows(account.accountId, event.url.searchParams, show);
+    if (show === undefined || page === undefined)
       return send(
         event,
         400,
@@ -604,7 +587,9 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
           status: statusInWords(state, now),
           createdAt: state.context.createdAt,
           completedAt: state.context.completedAt ?? state.context.failedAt,
+          batchId: state.context.batchId,
         })),
+        show,
         olderCursor: page.olderCursor,
         newerCursor: page.newerCursor,
         hourly: await deps.store.reads.requestCountsByHour(account.accountId, currentHour - 23 * hourMs, 24),
@@ -680,79 +665,18 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     );
   });
 
-  /** One page of the account's batches, paged as its requests are: the newest, or before or after a cursor. */
-  const batchRows = async (accountId: string, query: URLSearchParams) => {
-    const before = query.get('before');
-    const after = query.get('after');
-    if (before !== null && after !== null) return undefined;
-    const parsed = parseCursor(before ?? after ?? '');
-    if ((before !== null || after !== null) && parsed === undefined) return undefined;
-    const cursor = parsed === undefined ? undefined : { createdAt: parsed.createdAt, id: parsed.reqId };
-    const reads = deps.store.reads;
-    const ids = (order: 'asc' | 'desc', from: typeof cursor, limit: number) =>
-      reads.listOf('accountBatches', accountId, { from, order, limit });
-    const viewsOf = async (list: readonly string[]) =>
-      (await Promise.all(list.map((id) => reads.batch(id)))).filter((view) => view !== undefined);
-    if (after !== null && cursor !== undefined) {
-      // The page just newer than the cursor, oldest first from the store; one more id says whether a newer page is left.
-      const newer = await ids('asc', cursor, pageSize + 1);
-      const shown = await viewsOf(newer.slice(0, pageSize).reverse());
-      const last = shown.at(-1);
-      return {
-        shown,
-        newerCursor: newer.length > pageSize && shown[0] !== undefined ? batchCursorText(shown[0]) : undefined,
-        olderCursor:
-          last !== undefined && (await ids('desc', batchCursorOf(last), 1)).length > 0
-            ? batchCursorText(last)
-            : undefined,
-      };
-    }
-    const older = await ids('desc', cursor, pageSize + 1);
-    const shown = await viewsOf(older.slice(0, pageSize));
-    const first = shown[0];
-    // Past the last row, "Newer" still leads back from the cursor.
-    const newerFrom = first === undefined ? cursor : batchCursorOf(first);
-    return {
-      shown,
-      olderCursor: older.length > pageSize && shown.length > 0 ? batchCursorText(shown.at(-1) as BatchView) : undefined,
-      newerCursor:
-        cursor !== undefined &&
-        newerFrom !== undefined &&
-        (first === undefined || (await ids('asc', newerFrom, 1)).length > 0)
-          ? cursorText({ createdAt: newerFrom.createdAt, reqId: newerFrom.id })
-          : undefined,
-    };
-  };
-  routes.get('/dashboard/batches', async (event) => {
-    const who = await visitor(event);
-    if (who === undefined) return seeOther(event, '/dashboard/login');
-    const { account, csrf } = who;
-    const page = await batchRows(account.accountId, event.url.searchParams);
-    if (page === undefined)
-      return send(
-        event,
-        400,
-        errorPage({
-          status: 400,
-          title: 'Not a page of batches',
-          message:
-            'This link does not name a page of your batches (it may have been cut short). Start again from the newest: Batches, in the menu above.',
-          loggedIn: true,
-          csrf,
-          email: account.email,
-        }),
-      );
-    return send(
-      event,
-      200,
-      batchesPage({
-        csrf,
-        email: account.email,
-        batches: page.shown.map(batchRowOf),
-        olderCursor: page.olderCursor,
-        newerCursor: page.newerCursor,
-      }),
-    );
+  mountBatchPages({
+    get: routes.get,
+    post: routes.post,
+    visitor,
+    action: (change) => action((event, who) => change(event, who)),
+    send,
+    seeOther,
+    notFound: (event, who) => notFound(event, who),
+    store: deps.store,
+    batches: deps.batches,
+    now: () => deps.clock.now(),
+    log: deps.log,
   });
 
   /**

@@ -20,11 +20,14 @@ type LayoutProps = {
   current?: Section;
   /** A narrow column, for the forms of signup and login. */
   narrow?: boolean;
+  /** Reload the page every so many seconds (the script does, while no confirmation is open): a page of work still
+   * running. */
+  refreshSeconds?: number;
   children: ComponentChildren;
 };
 
 /** The frame of every page: head with the two local assets, header, nav, logout, main. */
-export const Layout = ({ title, session, current, narrow, children }: LayoutProps) => (
+export const Layout = ({ title, session, current, narrow, refreshSeconds, children }: LayoutProps) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
@@ -36,7 +39,7 @@ export const Layout = ({ title, session, current, narrow, children }: LayoutProp
       <link rel="stylesheet" href={dashboardAssetUrls.css} />
       <script src={dashboardAssetUrls.js} defer />
     </head>
-    <body>
+    <body data-refresh-seconds={refreshSeconds === undefined ? undefined : String(refreshSeconds)}>
       <header class="site-header">
         <div class="bar">
           <a class="brand" href={session ? '/dashboard' : '/dashboard/login'}>

@@ -1,14 +1,20 @@
 import { BatchTable } from './BatchTable.js';
 import { Layout } from './Layout.js';
 import { renderDocument } from './render.js';
-import type { BatchesView } from './viewModels.js';
+import { type BatchesView, batchRefreshSeconds } from './viewModels.js';
 
 const newest = '/dashboard/batches';
 
-/** `GET /dashboard/batches[?before=…|?after=…]`: one page of the account's batches, newest first. */
+/** `GET /dashboard/batches[?before=…|?after=…]`: one page of the account's batches, newest first; it reloads itself
+ * while one of them runs. */
 export const batchesPage = ({ csrf, email, batches, olderCursor, newerCursor }: BatchesView): string =>
   renderDocument(
-    <Layout title="Batches" session={{ csrf, email }} current="batches">
+    <Layout
+      title="Batches"
+      session={{ csrf, email }}
+      current="batches"
+      refreshSeconds={batches.some((batch) => !batch.ended) ? batchRefreshSeconds : undefined}
+    >
       <h1>Batches</h1>
       <section class="card" aria-labelledby="list-h">
         <h2 id="list-h">Your batches {newerCursor !== undefined && <span class="muted">(older ones)</span>}</h2>
@@ -26,7 +32,7 @@ export const batchesPage = ({ csrf, email, batches, olderCursor, newerCursor }: 
             )}
           </div>
         ) : (
-          <BatchTable batches={batches} />
+          <BatchTable batches={batches} csrf={csrf} />
         )}
         {(newerCursor !== undefined || olderCursor !== undefined) && (
           <nav class="pager" aria-label="Pages">

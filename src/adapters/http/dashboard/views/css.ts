@@ -96,7 +96,8 @@ button.link { background: none; border: none; color: var(--muted); padding: 0.25
 .new-key .copy-row input { flex: 1; min-width: 0; }
 .copied { color: var(--ok); font-weight: 600; }
 
-.table-wrap { overflow-x: auto; }
+/* Relative: a visually hidden header (absolutely placed) stays inside the box that scrolls, not past the page. */
+.table-wrap { overflow-x: auto; position: relative; }
 table { width: 100%; border-collapse: collapse; font-size: 0.95rem; }
 th, td { text-align: left; padding: 0.55rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; font-size: 0.82rem; text-transform: uppercase; letter-spacing: 0.04em; }
@@ -160,6 +161,17 @@ table.deliveries .id { font-family: var(--mono); font-size: 0.8rem; word-break: 
 .lines { display: flex; flex-direction: column; gap: 0.1rem; }
 .lines .reason, .lines .attempts, .lines .outcome { font-size: 0.88rem; color: var(--muted); }
 .lines .badge { align-self: flex-start; }
+
+.filter { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0 0 0.75rem; }
+.filter a { padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 0.4rem; text-decoration: none; }
+.filter a[aria-current="page"] { background: var(--accent-soft); font-weight: 600; }
+time + .ago { color: var(--muted); font-size: 0.88em; }
+dl.metadata { margin: 0; font-size: 0.88rem; }
+dl.metadata div { display: flex; gap: 0.3rem; }
+dl.metadata dt { color: var(--muted); }
+dl.metadata dt::after { content: ":"; }
+dl.metadata dd { margin: 0; overflow-wrap: anywhere; }
+.tokens { white-space: nowrap; }
 
 @media (max-width: 40rem) {
   h1 { font-size: 1.35rem; }

@@ -1,19 +1,32 @@
 /** Text forms of numbers and times, the same on every page and every machine (no locale, always UTC). */
 
-/** `2026-11-23 19:30 UTC`, what people read. */
-export const utcText = (ms: number): string => {
+/**
+ * `2026-11-23 19:30:05.120 UTC`: every time the dashboard shows, to the millisecond and in UTC, as the log and the
+ * API's traces have it, so that an operator can line a request's events up with them (decisions.md, issue 42).
+ */
+export const timeText = (ms: number): string => {
   const iso = new Date(ms).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)} UTC`;
 };
 
-/** `2026-11-23 19:30:05 UTC`: where seconds matter (a request's timings). */
-export const utcSecondsText = (ms: number): string => {
-  const iso = new Date(ms).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
-};
+/** `2026-11-23T19:30:05.120Z`, for `<time datetime>` (the page's script reads it to say how long ago it was). */
+export const utcMachine = (ms: number): string => new Date(ms).toISOString();
 
-/** `2026-11-23T19:30:05Z`, for `<time datetime>`. */
-export const utcMachine = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19)}Z`;
+/** `just now`, `12 s ago`, `3 min ago`, `5 h ago`, `2 d ago`, `in 3 min`: how far `ms` is from `now`, roughly. */
+export const relativeText = (ms: number, now: number): string => {
+  const seconds = Math.round((now - ms) / 1000);
+  const size = Math.abs(seconds);
+  if (size < 2) return 'just now';
+  const amount =
+    size < 60
+      ? `${size} s`
+      : size < 3_600
+        ? `${Math.floor(size / 60)} min`
+        : size < 86_400
+          ? `${Math.floor(size / 3_600)} h`
+          : `${Math.floor(size / 86_400)} d`;
+  return seconds > 0 ? `${amount} ago` : `in ${amount}`;
+};
 
 /** `30,000`: digits grouped by threes. */
 export const grouped = (n: number): string => String(Math.trunc(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');

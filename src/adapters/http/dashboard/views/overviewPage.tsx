@@ -72,9 +72,14 @@ export const overviewPage = (view: OverviewView): string => {
       </section>
       <section class="card" aria-labelledby="rate-h">
         <h2 id="rate-h">Rate limits now</h2>
-        <p class="hint">Counted across all your keys. The whole minute's budget may be used at once.</p>
-        <Budget id="rate-submits" label="Submits (POST /v1/ai)" budget={rate.submits} />
-        <Budget id="rate-polls" label="Polls (GET /v1/ai)" budget={rate.polls} />
+        <p class="hint">
+          Counted across all your keys and every face of the API. Submits: <code>POST /v1/ai</code>,{' '}
+          <code>/v1/responses</code>, <code>/v1/chat/completions</code>, <code>/v1/batches</code> and{' '}
+          <code>/v1/files</code>, and deleting a file. Polls: reading requests, responses, batches, files and models,
+          and cancelling. The whole minute's budget may be used at once.
+        </p>
+        <Budget id="rate-submits" label="Submits (all faces)" budget={rate.submits} />
+        <Budget id="rate-polls" label="Polls (all faces)" budget={rate.polls} />
       </section>
       <AccountLimits plan={plan} limits={limits} />
       <section class="card" aria-labelledby="plans-h">

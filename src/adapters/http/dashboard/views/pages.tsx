@@ -6,6 +6,7 @@
  */
 export { dashboardAssetPaths, dashboardAssetUrls, dashboardCss, dashboardScript } from './assets.js';
 export { batchesPage } from './batchesPage.js';
+export { batchPage } from './batchPage.js';
 export { errorPage } from './errorPage.js';
 export { homePage } from './homePage.js';
 export { keysPage } from './keysPage.js';
@@ -16,6 +17,6 @@ export { requestPage } from './requestPage.js';
 export { requestsPage } from './requestsPage.js';
 export { signupPage } from './signupPage.js';
 export type * from './viewModels.js';
-export { deliveryStatuses, requestStatuses } from './viewModels.js';
+export { batchRefreshSeconds, deliveryStatuses, requestStatuses, requestsShown } from './viewModels.js';
 export { webhookPage } from './webhookPage.js';
 export { webhooksPage } from './webhooksPage.js';

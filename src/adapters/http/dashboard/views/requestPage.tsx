@@ -63,7 +63,7 @@ const Text = ({ id, shown }: { id: string; shown: ShownText }) => (
 );
 
 const Moment = ({ at }: { at: number | undefined }) =>
-  at === undefined ? <span class="muted">—</span> : <Time seconds at={at} />;
+  at === undefined ? <span class="muted">—</span> : <Time at={at} />;
 
 /**
  * `GET /dashboard/requests/:id`: one of the account's own requests: its input while it is kept, its answer (or how
@@ -76,7 +76,7 @@ export const requestPage = (view: RequestDetailView): string => {
   return renderDocument(
     <Layout title={`Request ${id}`} session={{ csrf, email }} current="requests">
       <p>
-        <a href="/dashboard/requests">← Requests</a>
+        <a href={view.batchId === undefined ? '/dashboard/requests' : '/dashboard/requests?show=batch'}>← Requests</a>
       </p>
       <h1 class="request-title">
         Request <code>{id}</code>
@@ -122,7 +122,9 @@ export const requestPage = (view: RequestDetailView): string => {
               <>
                 <dt>Batch</dt>
                 <dd>
-                  <code>{view.batchId}</code>
+                  <a href={`/dashboard/batches/${encodeURIComponent(view.batchId)}`}>
+                    <code>{view.batchId}</code>
+                  </a>
                   {view.customId !== undefined && (
                     <>
                       {' '}
@@ -164,7 +166,7 @@ export const requestPage = (view: RequestDetailView): string => {
           <dl class="facts" id="times">
             <dt>Created</dt>
             <dd>
-              <Time seconds at={view.createdAt} />
+              <Time at={view.createdAt} />
             </dd>
             <dt>Started</dt>
             <dd>
@@ -174,14 +176,14 @@ export const requestPage = (view: RequestDetailView): string => {
               <>
                 <dt>Failed</dt>
                 <dd>
-                  <Time seconds at={view.failedAt} />
+                  <Time at={view.failedAt} />
                 </dd>
               </>
             ) : view.cancelledAt !== undefined ? (
               <>
                 <dt>Cancelled</dt>
                 <dd>
-                  <Time seconds at={view.cancelledAt} />
+                  <Time at={view.cancelledAt} />
                 </dd>
               </>
             ) : (
@@ -194,7 +196,7 @@ export const requestPage = (view: RequestDetailView): string => {
             )}
             <dt>{view.expiredAt === undefined ? 'Expires' : 'Expired'}</dt>
             <dd>
-              <Time seconds at={view.expiredAt ?? view.expiresAt} />
+              <Time at={view.expiredAt ?? view.expiresAt} />
             </dd>
           </dl>
         </section>
@@ -247,14 +249,14 @@ export const requestPage = (view: RequestDetailView): string => {
               {view.events.map((row) => (
                 <tr>
                   <td>
-                    <Time seconds at={row.at} />
+                    <Time at={row.at} />
                   </td>
                   <td>
                     {eventInWords(row)}
                     {row.retryAt !== undefined && (
                       <>
                         {' '}
-                        at <Time seconds at={row.retryAt} />
+                        at <Time at={row.retryAt} />
                       </>
                     )}
                   </td>

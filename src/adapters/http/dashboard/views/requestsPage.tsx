@@ -2,12 +2,50 @@ import { HourlyChart } from './HourlyChart.js';
 import { Layout } from './Layout.js';
 import { RequestTable } from './RequestTable.js';
 import { renderDocument } from './render.js';
-import type { RequestsView } from './viewModels.js';
+import type { RequestsShown, RequestsView } from './viewModels.js';
 
-const newest = '/dashboard/requests';
+/** The Requests page listing `show`, with a cursor's query (`before=…`, `after=…`) when given: the filter is in every
+ * link, so paging and bookmarks keep it. */
+const requestsHref = (show: RequestsShown, cursor?: string) => {
+  const query = [show === 'interactive' ? undefined : `show=${show}`, cursor].filter((part) => part !== undefined);
+  return query.length === 0 ? '/dashboard/requests' : `/dashboard/requests?${query.join('&')}`;
+};
 
-/** `GET /dashboard/requests[?before=…|?after=…]`: the hourly chart, then one page of requests, newest first. */
-export const requestsPage = ({ csrf, email, requests, olderCursor, newerCursor, hourly, now }: RequestsView): string =>
+const shownLabels: Readonly<Record<RequestsShown, string>> = {
+  interactive: 'Interactive',
+  batch: 'Batch lines',
+  all: 'All',
+};
+
+/** The filter: one link per choice, the current one marked (plain links, so it works without the script). */
+const ShowFilter = ({ show }: { show: RequestsShown }) => (
+  <nav class="filter" aria-label="Which requests">
+    {(Object.keys(shownLabels) as RequestsShown[]).map((choice) => (
+      <a href={requestsHref(choice)} aria-current={choice === show ? 'page' : undefined}>
+        {shownLabels[choice]}
+      </a>
+    ))}
+  </nav>
+);
+
+const listTitles: Readonly<Record<RequestsShown, string>> = {
+  interactive: 'Recent interactive requests',
+  batch: 'Recent batch lines',
+  all: 'Recent requests',
+};
+
+/** `GET /dashboard/requests[?show=…][&before=…|&after=…]`: the hourly chart, then one page of requests of the kind
+ * shown (interactive ones unless asked), newest first. */
+export const requestsPage = ({
+  csrf,
+  email,
+  requests,
+  show,
+  olderCursor,
+  newerCursor,
+  hourly,
+  now,
+}: RequestsView): string =>
   renderDocument(
     <Layout title="Requests" session={{ csrf, email }} current="requests">
       <h1>Requests</h1>
@@ -16,12 +54,19 @@ export const requestsPage = ({ csrf, email, requests, olderCursor, newerCursor, 
         <HourlyChart hourly={hourly} now={now} />
       </section>
       <section class="card" aria-labelledby="list-h">
-        <h2 id="list-h">Recent requests {newerCursor !== undefined && <span class="muted">(older ones)</span>}</h2>
+        <h2 id="list-h">
+          {listTitles[show]} {newerCursor !== undefined && <span class="muted">(older ones)</span>}
+        </h2>
+        <ShowFilter show={show} />
         {requests.length === 0 ? (
           <div class="empty">
             {newerCursor !== undefined ? (
               <p>
-                No requests on this page. <a href={newest}>Back to the newest</a>
+                No requests on this page. <a href={requestsHref(show)}>Back to the newest</a>
+              </p>
+            ) : show === 'batch' ? (
+              <p>
+                No batch lines yet. Their batches are on the <a href="/dashboard/batches">Batches</a> page.
               </p>
             ) : (
               <p>
@@ -35,8 +80,8 @@ export const requestsPage = ({ csrf, email, requests, olderCursor, newerCursor, 
         )}
         {(newerCursor !== undefined || olderCursor !== undefined) && (
           <nav class="pager" aria-label="Pages">
-            {newerCursor !== undefined ? <a href={`${newest}?after=${newerCursor}`}>← Newer</a> : <span />}
-            {olderCursor !== undefined ? <a href={`${newest}?before=${olderCursor}`}>Older →</a> : <span />}
+            {newerCursor !== undefined ? <a href={requestsHref(show, `after=${newerCursor}`)}>← Newer</a> : <span />}
+            {olderCursor !== undefined ? <a href={requestsHref(show, `before=${olderCursor}`)}>Older →</a> : <span />}
           </nav>
         )}
         <p class="hint">

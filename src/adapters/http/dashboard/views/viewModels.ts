@@ -83,11 +83,20 @@ export type RequestRow = {
   readonly status: RequestStatusView;
   readonly createdAt: number;
   readonly completedAt?: number;
+  /** A batch's line: its batch (the row links there). */
+  readonly batchId?: string;
 };
+
+/** Which requests the Requests page lists (`?show=`): those made one by one (the default, so that a batch's thousands
+ * of lines do not bury them), its batches' lines, or all. */
+export const requestsShown = ['interactive', 'batch', 'all'] as const;
+export type RequestsShown = (typeof requestsShown)[number];
 
 export type RequestsView = SessionView & {
   /** One page of requests; shown newest first whatever order they come in. */
   readonly requests: readonly RequestRow[];
+  /** Which requests are listed; the pager's links keep it. */
+  readonly show: RequestsShown;
   /** Where the next older page starts (`?before=…`), when there is one. */
   readonly olderCursor?: string;
   /** Where the next newer page starts (`?after=…`), when this is not the newest page. */
@@ -186,7 +195,38 @@ export type BatchRow = {
   readonly failed: number;
   readonly outputFileId?: string;
   readonly errorFileId?: string;
+  /** Tokens its completed lines read and wrote (the API's `usage`). */
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** The caller's metadata, in the order given (empty when none). */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** When it ended (completed, failed, expired or cancelled); absent while it runs. */
+  readonly endedAt?: number;
+  /** Whether it has ended: a page showing one that has not refreshes itself. */
+  readonly ended: boolean;
+  /** Whether a cancel would stop it now (validating or in progress): the Cancel button is shown then. */
+  readonly cancellable: boolean;
 };
+
+/** One batch's own page: all of its row, its input file and the times of its steps. */
+export type BatchDetail = BatchRow & {
+  readonly inputFileId: string;
+  readonly inProgressAt?: number;
+  readonly finalizingAt?: number;
+  readonly cancellingAt?: number;
+  readonly expiresAt?: number;
+  /** Why validation or the batch failed, in the API's words (`errors.data[].message`). */
+  readonly errors: readonly string[];
+};
+
+export type BatchPageView = SessionView & {
+  readonly batch: BatchDetail;
+  /** After a Cancel (`?cancelled=1`): a notice that the cancel was asked. */
+  readonly cancelAsked?: boolean;
+};
+
+/** How often a page showing a batch not ended reloads itself (seconds). */
+export const batchRefreshSeconds = 5;
 
 export type BatchesView = SessionView & {
   /** One page of batches; shown newest first whatever order they come in. */
