@@ -12,6 +12,7 @@ import type {
   DeliveryPage,
   DueDeliveries,
   DueDeliveriesAsk,
+  WebhookBacklog,
   LapsedUpload,
   ListName,
   ListPage,
@@ -73,4 +74,5 @@ export interface SyncReads {
   webhookDelivery(deliveryId: string): DeliveryState | undefined;
   webhookDeliveriesOf(endpointId: string, page: DeliveryPage): DeliveryState[];
   dueWebhookDeliveries(now: number, ask: DueDeliveriesAsk): DueDeliveries;
+  webhookBacklog(endpointId: string, limit: number): WebhookBacklog;
 }

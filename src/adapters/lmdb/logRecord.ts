@@ -134,6 +134,8 @@ const layouts = {
   BatchWorkFailed: ['batchId', 'owner', 'step', 'reason', 'at'],
   BatchFinalizingCancelled: ['batchId', 'at'],
   RequestUpstreamChanged: ['reqId', 'owner', 'attempt', 'from', 'to', 'reason', 'at'],
+  WebhookEndpointRecovered: ['endpointId', 'failingSince', 'at'],
+  WebhookDeliveryReleased: ['deliveryId', 'endpointId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -277,6 +279,7 @@ const compiledByVersion: Record<number, typeof compiled> = {
   7: compiledEight,
   8: compiledEight,
   9: compiled,
+  10: compiled,
 };
 /** The event types layout 8 added (appended to the table: an older airs has no code for them). */
 const typesOfEight: ReadonlySet<string> = new Set([
@@ -287,6 +290,8 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
+/** The event types layout 10 added (issue 42: an endpoint's recovery, a delivery made due by it). */
+const typesOfTen: ReadonlySet<string> = new Set(['WebhookEndpointRecovered', 'WebhookDeliveryReleased']);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
   typesOfNine.has(event.type) ||
@@ -298,10 +303,12 @@ const ofNine = (event: StoredEvent): boolean =>
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
  * request's face (7: an endpoint's `events` filter is written as the list it is), or a type of issue 40 (8: an
  * upload's reservation, a batch's recorded failure or an operator's cancel of its finalizing; the same table, but an
- * airs before it refuses the record by its version rather than misread a type it lacks). A data
+ * airs before it refuses the record by its version rather than misread a type it lacks), issue 41's (9) or issue
+ * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table). A data
  * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
+  if (events.some((event) => typesOfTen.has(event.type))) return 10;
   let version = 3;
   for (const event of events) {
     if (ofNine(event)) return 9;
@@ -324,6 +331,7 @@ const tableOf: Record<number, typeof compiled> = {
   7: compiledEight,
   8: compiledEight,
   9: compiled,
+  10: compiled,
 };
 /** A string field the event does not have. */
 const absentText = -1;
