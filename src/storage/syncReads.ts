@@ -12,13 +12,13 @@ import type {
   DeliveryPage,
   DueDeliveries,
   DueDeliveriesAsk,
-  WebhookBacklog,
   LapsedUpload,
   ListName,
   ListPage,
   OpenBatch,
   RequestPage,
   StoredRequest,
+  WebhookBacklog,
 } from '../ports/Store.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
+import { releasedByRecovery, releaseScan, releasesDeliveries } from '../domain/webhook/recovery.js';
 import type { DeliveryPage, DueDeliveries, DueDeliveriesAsk, WebhookBacklog } from '../ports/Store.js';
-import { releaseScan, releasedByRecovery, releasesDeliveries } from '../domain/webhook/recovery.js';
 import { type OrderedIndexes, pastPrefix } from './orderedIndexes.js';
 import type { IndexKey } from './projection.js';
 
@@ -113,7 +113,8 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
     let nextAttemptAt: number | undefined;
     for (const key of keys('webhookDue', { start: [endpointId], end: [pastPrefix(endpointId)] })) {
       const at = (key as [string, number, string])[1];
-      if (waiting >= limit) return { waiting, truncated: true, ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }) };
+      if (waiting >= limit)
+        return { waiting, truncated: true, ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }) };
       waiting++;
       nextAttemptAt = nextAttemptAt === undefined ? at : Math.min(nextAttemptAt, at);
     }

@@ -1,7 +1,7 @@
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
-import type { DueDeliveries, ReadModel } from '../../ports/Store.js';
 import { releaseScan } from '../../domain/webhook/recovery.js';
+import type { DueDeliveries, ReadModel } from '../../ports/Store.js';
 import { dueEndpointScan } from '../../storage/webhookReads.js';
 import { type Query, sql } from './db.js';
 

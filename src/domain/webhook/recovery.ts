@@ -23,9 +23,15 @@ export const recoveryOf = (
     : undefined;
 
 /** Whether the endpoint releases waiting deliveries now: it recovered, and has not failed since. */
-export const releasesDeliveries = (endpoint: WebhookEndpointState | undefined): endpoint is WebhookEndpointState & {
+export const releasesDeliveries = (
+  endpoint: WebhookEndpointState | undefined,
+): endpoint is WebhookEndpointState & {
   readonly recoveredAt: number;
-} => endpoint !== undefined && endpoint.status === 'enabled' && endpoint.failingSince === undefined && endpoint.recoveredAt !== undefined;
+} =>
+  endpoint !== undefined &&
+  endpoint.status === 'enabled' &&
+  endpoint.failingSince === undefined &&
+  endpoint.recoveredAt !== undefined;
 
 /**
  * Whether `delivery` is due at `now` by its endpoint's recovery though its retry is later: it waits for a retry after
