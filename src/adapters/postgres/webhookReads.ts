@@ -90,21 +90,21 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
       FROM looked l CROSS JOIN LATERAL (
         (SELECT delivery_id, due_at, false AS released FROM webhook_deliveries
         WHERE endpoint_id = l.endpoint_id AND due_at IS NOT NULL
-        ORDER BY due_at, delivery_id LIMIT ${perLook})
+        ORDER BY due_at, delivery_id LIMIT ${perLook}::int)
         UNION ALL
         -- An endpoint that recovered and answers since: its deliveries waiting for a retry after failing before the
-        -- recovery, not released before (recovery.ts, releasedByRecovery), among its next ${releaseScan} entries.
+        -- recovery, not released before (recovery.ts, releasedByRecovery), among its next releaseScan entries.
         (SELECT r.delivery_id, r.due_at, true FROM webhook_endpoints e CROSS JOIN LATERAL (
           SELECT delivery_id, due_at, state FROM webhook_deliveries
           WHERE endpoint_id = e.endpoint_id AND due_at > ${now}::bigint
-          ORDER BY due_at, delivery_id LIMIT ${releaseScan}
+          ORDER BY due_at, delivery_id LIMIT ${releaseScan}::int
         ) r
         WHERE e.endpoint_id = l.endpoint_id AND e.state->>'status' = 'enabled'
           AND e.state->>'failingSince' IS NULL AND e.state->>'recoveredAt' IS NOT NULL
           AND r.state->>'status' = 'waiting' AND r.state->'context'->>'releasedAt' IS NULL
           AND (r.state->'context'->>'giveUpAt')::bigint > ${now}::bigint
           AND (r.state->'context'->>'lastAttemptAt')::bigint <= (e.state->>'recoveredAt')::bigint
-        ORDER BY r.due_at, r.delivery_id LIMIT ${perLook})
+        ORDER BY r.due_at, r.delivery_id LIMIT ${perLook}::int)
       ) q
       ORDER BY l.lap, l.n, q.released, q.due_at, q.delivery_id`);
     // As storage/webhookReads.ts takes them from the index.
@@ -159,7 +159,7 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
     const [row] = await query<{ waiting: number; next_at: number | null }[]>(sql`
       SELECT count(*)::int AS waiting, min(due_at) AS next_at FROM (
         SELECT due_at FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND due_at IS NOT NULL
-        ORDER BY due_at LIMIT ${Math.max(0, limit) + 1}
+        ORDER BY due_at LIMIT ${Math.max(0, limit) + 1}::int
       ) t`);
     const counted = row?.waiting ?? 0;
     const nextAt = row?.next_at;
