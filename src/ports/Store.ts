@@ -128,6 +128,14 @@ export type DueDeliveries = {
   readonly stoppedAt?: string | undefined;
 };
 
+/** An endpoint's deliveries not settled (waiting or being sent), counted up to a bound (`truncated`: more wait), and
+ * the earliest time one of them is next attempted. */
+export type WebhookBacklog = {
+  readonly waiting: number;
+  readonly truncated: boolean;
+  readonly nextAttemptAt?: number | undefined;
+};
+
 /** Reads of the views and the log. Each sees everything committed before it began, also by other processes. */
 export interface ReadModel {
   request(reqId: string): Promise<RequestState | undefined>;
@@ -213,6 +221,8 @@ export interface ReadModel {
    * earliest in turn, at most `perEndpoint` of each, `limit` in all; and when one next becomes due.
    */
   dueWebhookDeliveries(now: number, ask: DueDeliveriesAsk): Promise<DueDeliveries>;
+  /** An endpoint's backlog, `limit` deliveries counted at most (WebhookBacklog). */
+  webhookBacklog(endpointId: string, limit: number): Promise<WebhookBacklog>;
   /** The log in order, from `fromSeq` (inclusive). */
   events(fromSeq?: number): AsyncIterable<StoredEvent>;
   lastSeq(): Promise<number>;

@@ -21,8 +21,8 @@ import type { UsageRow } from '../domain/usage/hourlyUsage.js';
 import { type DeliveryState, evolveDelivery, initialDeliveryState } from '../domain/webhook/delivery.js';
 import { evolveEndpoint, type WebhookEndpointState } from '../domain/webhook/endpoint.js';
 import { isWebhookDeliveryEvent, type WebhookEvent } from '../domain/webhook/events.js';
-import { projectHourlyUsage } from './hourlyUsage.js';
 import type { RequestKind } from '../ports/Store.js';
+import { projectHourlyUsage } from './hourlyUsage.js';
 import { dayMs } from './timeBuckets.js';
 
 /** Secondary indexes with one entry per key. Keys are LMDB ordered keys (arrays sort element by element). */

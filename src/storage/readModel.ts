@@ -65,6 +65,7 @@ export const readModelOf = (
     webhookDelivery: read(reads.webhookDelivery),
     webhookDeliveriesOf: read(reads.webhookDeliveriesOf),
     dueWebhookDeliveries: read(reads.dueWebhookDeliveries),
+    webhookBacklog: read(reads.webhookBacklog),
     dueForExpiry: read(reads.dueForExpiry),
     processing: read((limit: number) => reads.processing().slice(0, Math.max(0, limit))),
     dueWork: read((now: number) => dueWorkOf(reads, now)),

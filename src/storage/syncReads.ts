@@ -21,6 +21,7 @@ import type {
   RequestPage,
   StoredRequest,
   UsageRange,
+  WebhookBacklog,
 } from '../ports/Store.js';
 
 /**
@@ -78,4 +79,5 @@ export interface SyncReads {
   webhookDelivery(deliveryId: string): DeliveryState | undefined;
   webhookDeliveriesOf(endpointId: string, page: DeliveryPage): DeliveryState[];
   dueWebhookDeliveries(now: number, ask: DueDeliveriesAsk): DueDeliveries;
+  webhookBacklog(endpointId: string, limit: number): WebhookBacklog;
 }

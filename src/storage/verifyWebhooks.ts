@@ -76,15 +76,27 @@ const compareViews = <V>(
   stored: Iterable<{ readonly id: string; readonly view: V }>,
   rebuilt: ReadonlyMap<string, V>,
   differ: (message: string) => void,
+  asStored: (wanted: V, stored: V) => V = (wanted) => wanted,
 ) => {
   const seen = new Set<string>();
   for (const { id, view } of stored) {
     seen.add(id);
-    const wanted = rebuilt.get(id);
+    const rebuiltView = rebuilt.get(id);
+    const wanted = rebuiltView === undefined ? undefined : asStored(rebuiltView, view);
     if (wanted === undefined) differ(`${what} ${id}: stored but not produced by the log`);
     else if (!isDeepStrictEqual(view, wanted)) differ(`${what} ${id}: the stored view differs from the log's`);
   }
   for (const id of rebuilt.keys()) if (!seen.has(id)) differ(`${what} ${id}: produced by the log but not stored`);
+};
+
+/**
+ * A delivery's view written by an airs before issue 42 keeps no `recentAttempts` (the rest is the same): the rebuilt
+ * view is compared without them there, so that upgrading does not make `replay --verify` report every delivery.
+ */
+const withoutNewerAttempts = (wanted: DeliveryState, stored: DeliveryState): DeliveryState => {
+  if (stored.context.recentAttempts !== undefined || wanted.context.recentAttempts === undefined) return wanted;
+  const { recentAttempts: _kept, ...context } = wanted.context;
+  return { ...wanted, context };
 };
 
 /** Compares the rebuilt endpoints, deliveries and their three indexes with the stored ones, both ways. */
@@ -94,7 +106,7 @@ export const compareWebhookViews = (
   differ: (message: string) => void,
 ): { readonly endpoints: number; readonly deliveries: number } => {
   compareViews('webhook endpoint', stored.endpoints, fold.endpoints, differ);
-  compareViews('webhook delivery', stored.deliveries, fold.deliveries, differ);
+  compareViews('webhook delivery', stored.deliveries, fold.deliveries, differ, withoutNewerAttempts);
   for (const index of webhookIndexes) compareIndex(index, stored.indexes[index], fold.indexes[index], differ);
   return { endpoints: fold.endpoints.size, deliveries: fold.deliveries.size };
 };

@@ -1,6 +1,7 @@
 import type { DeliveryState } from '../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../domain/webhook/endpoint.js';
-import type { DeliveryPage, DueDeliveries, DueDeliveriesAsk } from '../ports/Store.js';
+import { releasedByRecovery, releaseScan, releasesDeliveries } from '../domain/webhook/recovery.js';
+import type { DeliveryPage, DueDeliveries, DueDeliveriesAsk, WebhookBacklog } from '../ports/Store.js';
 import { type OrderedIndexes, pastPrefix } from './orderedIndexes.js';
 import type { IndexKey } from './projection.js';
 
@@ -61,6 +62,9 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
         if (due.length >= ask.limit || endpoints >= dueEndpointScan) return true;
         let endpoint: string | undefined;
         let taken = 0;
+        /** Past `now`: the endpoint's deliveries its recovery made due are read on for (recovery.ts), a bounded few. */
+        let released: WebhookEndpointState | undefined;
+        let later = 0;
         for (const key of keys('webhookDue', { start, end })) {
           const [endpointId, at, deliveryId] = key as [string, number, string];
           if (endpoint === undefined) {
@@ -70,7 +74,15 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
           } else if (endpointId !== endpoint) break;
           if (at > now) {
             if (next === undefined || at < next) next = at;
-            break;
+            if (taken >= ask.perEndpoint || due.length >= ask.limit) break;
+            if (later === 0) {
+              const view = views.webhookEndpoint(endpointId);
+              if (!releasesDeliveries(view)) break;
+              released = view;
+            }
+            if (++later > releaseScan) break;
+            const delivery = views.webhookDelivery(deliveryId);
+            if (delivery === undefined || !releasedByRecovery(delivery, released, now)) continue;
           }
           if (taken >= ask.perEndpoint || due.length >= ask.limit) break;
           due.push({ deliveryId, endpointId });
@@ -94,5 +106,20 @@ export const webhookReadsOf = (keys: KeyRange, views: WebhookViews) => {
     };
   };
 
-  return { webhookEndpointsOf, webhookDeliveriesOf, dueWebhookDeliveries };
+  /** How many deliveries of an endpoint wait or are being sent (`limit` at most counted), and the earliest time one
+   * is next attempted: what the list shows (issue 42). One range of the due index, `limit` + 1 keys at most. */
+  const webhookBacklog = (endpointId: string, limit: number): WebhookBacklog => {
+    let waiting = 0;
+    let nextAttemptAt: number | undefined;
+    for (const key of keys('webhookDue', { start: [endpointId], end: [pastPrefix(endpointId)] })) {
+      const at = (key as [string, number, string])[1];
+      if (waiting >= limit)
+        return { waiting, truncated: true, ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }) };
+      waiting++;
+      nextAttemptAt = nextAttemptAt === undefined ? at : Math.min(nextAttemptAt, at);
+    }
+    return { waiting, truncated: false, ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }) };
+  };
+
+  return { webhookEndpointsOf, webhookDeliveriesOf, dueWebhookDeliveries, webhookBacklog };
 };

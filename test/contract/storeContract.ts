@@ -27,6 +27,7 @@ import { tokenUseFeatures } from './features/tokenUse.js';
 import { upstreamCountFeatures } from './features/upstreamCounts.js';
 import { upstreamPlaceFeatures } from './features/upstreamPlaces.js';
 import { visibilityFeatures } from './features/visibility.js';
+import { webhookRecoveryFeatures } from './features/webhookRecovery.js';
 import { webhookFeatures } from './features/webhooks.js';
 import type { StoreFactory } from './storeFactory.js';
 
@@ -68,6 +69,7 @@ export const describeStoreContract = (factory: StoreFactory) =>
     batchStorageFeatures(contract);
     queuedCountFeatures(contract);
     webhookFeatures(contract);
+    webhookRecoveryFeatures(contract);
     upstreamPlaceFeatures(contract);
     upstreamCountFeatures(contract);
     adminKeyFeatures(contract);

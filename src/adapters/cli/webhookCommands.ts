@@ -1,15 +1,20 @@
 import type { Command } from 'commander';
 import type * as Effect from 'effect/Effect';
+import type { EndpointWithBacklog, RecoverResult } from '../../app/webhooks/recover.js';
 import type { EndpointWithSecret, WebhooksShape } from '../../app/webhooks/Webhooks.js';
 import type { AccountLimitReached, Refused } from '../../domain/errors.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
+import type { AttemptRecord } from '../../domain/webhook/deliveryMachine.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import type { WebhookBacklog } from '../../ports/Store.js';
 import { configOrFail, dataDirNote, requireDatabase, type StoreOptions, withStoreOptions } from './context.js';
 import { CliError, emit, type Output } from './output.js';
 
 // Every module here that is not a type is loaded on use (see context.ts): `airs --help` starts without effect or lmdb.
 
 type WebhookOptions = StoreOptions & { json?: boolean; account: string };
+/** Commands on an endpoint or delivery by its id: the id names the account, `--account` (if given) must own it. */
+type ByIdOptions = StoreOptions & { json?: boolean; account?: string };
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
@@ -23,11 +28,11 @@ const maxPage = 100;
  * also names the store used on stderr.
  */
 const withWebhooks = async <A>(
-  options: WebhookOptions,
+  options: ByIdOptions,
   output: Output,
   use: (webhooks: WebhooksShape) => Effect.Effect<A, Refused | AccountLimitReached>,
 ): Promise<A> => {
-  if (options.account.trim() === '') throw new CliError('--account: expected an account id, got ""', 2);
+  if (options.account?.trim() === '') throw new CliError('--account: expected an account id, got ""', 2);
   const config = await configOrFail(options);
   await requireDatabase(config, output);
   const [Effect, ManagedRuntime, Result, { Webhooks }, { managementLayer }, { silentLogger }] = await Promise.all([
@@ -63,6 +68,25 @@ const endpointJson = (e: WebhookEndpointState) => ({
   disabled_at: iso(e.disabledAt),
 });
 
+/** Backlog counted to a bound: "1000+" beyond it. */
+const backlogCount = (b: WebhookBacklog) => `${b.waiting}${b.truncated ? '+' : ''}`;
+
+/** The list's entry: the endpoint with whether it fails, its backlog and its next attempt (issue 42). */
+const listedJson = ({ endpoint, backlog }: EndpointWithBacklog<WebhookEndpointState>) => ({
+  ...endpointJson(endpoint),
+  backlog: backlog.waiting,
+  backlog_truncated: backlog.truncated,
+  next_attempt_at: iso(backlog.nextAttemptAt),
+});
+
+const listedLine = ({ endpoint: e, backlog }: EndpointWithBacklog<WebhookEndpointState>) =>
+  [
+    endpointLine(e),
+    ...(e.status === 'enabled' && e.failingSince !== undefined ? [`failing since ${iso(e.failingSince)}`] : []),
+    `backlog ${backlogCount(backlog)}`,
+    ...(backlog.nextAttemptAt === undefined ? [] : [`next attempt ${iso(backlog.nextAttemptAt)}`]),
+  ].join('  ');
+
 const eventsInWords = (e: WebhookEndpointState) => (e.events.length === 0 ? 'all' : e.events.join(','));
 
 const endpointLine = (e: WebhookEndpointState) =>
@@ -84,6 +108,28 @@ const secretLines = ({ endpoint, secret }: EndpointWithSecret, what: string) => 
   `(${what} of webhook endpoint ${endpoint.endpointId} of account ${endpoint.accountId}, ${endpoint.url}, events: ${eventsInWords(endpoint)}; it is shown once: store it now, it cannot be shown again)`,
 ];
 
+/** Its last attempts as the view keeps them; a view written before issue 42 has only its last attempt's fields. */
+const attemptsOf = (d: DeliveryState['context']): readonly AttemptRecord[] =>
+  d.recentAttempts ??
+  (d.lastAttemptAt === undefined
+    ? []
+    : [
+        {
+          attempt: d.attempts,
+          at: d.lastAttemptAt,
+          status: d.lastStatus,
+          latencyMs: d.lastLatencyMs,
+          error: d.lastError,
+        },
+      ]);
+
+/** One attempt on a line of its own, under its delivery. */
+const attemptLine = (a: AttemptRecord) => {
+  const answer = a.status === undefined ? 'no answer' : `answered ${a.status}`;
+  const latency = a.latencyMs === undefined ? '' : ` in ${a.latencyMs} ms`;
+  return `    attempt ${a.attempt}  ${iso(a.at)}  ${answer}${latency}${a.error === undefined ? '' : `  (${a.error})`}`;
+};
+
 const deliveryJson = ({ status, context: d }: DeliveryState) => ({
   id: d.deliveryId,
   endpoint_id: d.endpointId,
@@ -103,6 +149,14 @@ const deliveryJson = ({ status, context: d }: DeliveryState) => ({
   delivered_at: iso(d.deliveredAt),
   gave_up_at: iso(d.gaveUpAt),
   gave_up_reason: d.gaveUpReason ?? null,
+  /** Its last attempts, oldest first (issue 42; a delivery recorded before keeps only its last: shown from it). */
+  recent_attempts: attemptsOf(d).map((a) => ({
+    attempt: a.attempt,
+    at: iso(a.at),
+    status: a.status ?? null,
+    latency_ms: a.latencyMs ?? null,
+    error: a.error ?? null,
+  })),
 });
 
 const lastAttempt = (d: DeliveryState['context']) => {
@@ -111,6 +165,12 @@ const lastAttempt = (d: DeliveryState['context']) => {
   const latency = d.lastLatencyMs === undefined ? '' : ` in ${d.lastLatencyMs} ms`;
   return `last attempt ${iso(d.lastAttemptAt)}: ${answer}${latency}${d.lastError === undefined ? '' : ` (${d.lastError})`}`;
 };
+
+/** A delivery's line, then a line for each of its last attempts (the delivery log shows every attempt: issue 42). */
+const deliveryLines = (delivery: DeliveryState) => [
+  deliveryLine(delivery),
+  ...attemptsOf(delivery.context).map(attemptLine),
+];
 
 const deliveryLine = ({ status, context: d }: DeliveryState) =>
   [
@@ -158,6 +218,11 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
     withStoreOptions(webhooks.command(name))
       .requiredOption('--account <id>', 'account id')
       .option('--json', 'print JSON');
+  /** A command on an endpoint or delivery by its id, which names its account: `--account` is optional (issue 42). */
+  const byId = (name: string) =>
+    withStoreOptions(webhooks.command(name))
+      .option('--account <id>', 'the account that owns it (optional: the id names it; refused if it is not the owner)')
+      .option('--json', 'print JSON');
 
   command('add')
     .description('add a webhook endpoint; its signing secret is printed once and cannot be shown again')
@@ -174,16 +239,16 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
   command('list')
     .description('list an account’s webhook endpoints (never their secrets)')
     .action(async (options: WebhookOptions) => {
-      const list = await withWebhooks(options, output, (w) => w.list(options.account));
-      emit(output, options.json, list.map(endpointJson), () =>
-        list.length === 0 ? ['no webhook endpoints'] : list.map(endpointLine),
+      const list = await withWebhooks(options, output, (w) => w.listWithBacklog(options.account));
+      emit(output, options.json, list.map(listedJson), () =>
+        list.length === 0 ? ['no webhook endpoints'] : list.map(listedLine),
       );
     });
 
-  command('remove')
+  byId('remove')
     .description('remove a webhook endpoint: it receives nothing more, and its secrets are forgotten')
     .argument('<endpointId>', 'the endpoint id (whep_…)')
-    .action(async (endpointId: string, options: WebhookOptions) => {
+    .action(async (endpointId: string, options: ByIdOptions) => {
       const id = idArgument(endpointId, 'a webhook endpoint id');
       const removed = await withWebhooks(options, output, (w) => w.remove(options.account, id));
       emit(output, options.json, endpointJson(removed), () => [
@@ -191,10 +256,10 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
       ]);
     });
 
-  command('rotate-secret')
+  byId('rotate-secret')
     .description('give a webhook endpoint a new signing secret, printed once; the old one still signs for 24 hours')
     .argument('<endpointId>', 'the endpoint id (whep_…)')
-    .action(async (endpointId: string, options: WebhookOptions) => {
+    .action(async (endpointId: string, options: ByIdOptions) => {
       const id = idArgument(endpointId, 'a webhook endpoint id');
       const rotated = await withWebhooks(options, output, (w) => w.rotateSecret(options.account, id));
       const until = iso(rotated.endpoint.previousSecret?.validUntil);
@@ -204,10 +269,10 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
       ]);
     });
 
-  command('enable')
+  byId('enable')
     .description('turn a disabled webhook endpoint back on (missed deliveries: webhooks redeliver)')
     .argument('<endpointId>', 'the endpoint id (whep_…)')
-    .action(async (endpointId: string, options: WebhookOptions) => {
+    .action(async (endpointId: string, options: ByIdOptions) => {
       const id = idArgument(endpointId, 'a webhook endpoint id');
       const enabled = await withWebhooks(options, output, (w) => w.enable(options.account, id));
       emit(output, options.json, endpointJson(enabled), () => [
@@ -215,12 +280,12 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
       ]);
     });
 
-  command('deliveries')
+  byId('deliveries')
     .description('a webhook endpoint’s deliveries, newest first (its delivery log)')
     .argument('<endpointId>', 'the endpoint id (whep_…)')
     .option('--limit <n>', `deliveries shown, 1 to ${maxPage} (default ${defaultPage})`)
     .option('--before <deliveryId>', 'only deliveries older than this one (the last of the previous page)')
-    .action(async (endpointId: string, options: WebhookOptions & { limit?: string; before?: string }) => {
+    .action(async (endpointId: string, options: ByIdOptions & { limit?: string; before?: string }) => {
       const id = idArgument(endpointId, 'a webhook endpoint id');
       const limit = limitOf(options.limit);
       const before = options.before === undefined ? undefined : idArgument(options.before, 'a delivery id');
@@ -229,18 +294,37 @@ export const registerWebhookCommands = (program: Command, output: Output) => {
       emit(output, options.json, page.map(deliveryJson), () =>
         page.length === 0
           ? ['no deliveries']
-          : [...page.map(deliveryLine), ...(page.length < limit ? [] : [`(older ones: --before ${last})`])],
+          : [...page.flatMap(deliveryLines), ...(page.length < limit ? [] : [`(older ones: --before ${last})`])],
       );
     });
 
-  command('redeliver')
+  byId('redeliver')
     .description('send a delivered or given-up delivery again, with the same webhook-id')
     .argument('<deliveryId>', 'the delivery id (wh_…, from webhooks deliveries)')
-    .action(async (deliveryId: string, options: WebhookOptions) => {
+    .action(async (deliveryId: string, options: ByIdOptions) => {
       const id = idArgument(deliveryId, 'a delivery id');
       const delivery = await withWebhooks(options, output, (w) => w.redeliver(options.account, id));
       emit(output, options.json, deliveryJson(delivery), () => [
         `delivery ${id} is due again (the same webhook-id); it is attempted until ${iso(delivery.context.giveUpAt)}`,
+      ]);
+    });
+
+  byId('recover')
+    .description('send again the deliveries of an endpoint that gave up, for events since a time (at most 1000 a call)')
+    .argument('<endpointId>', 'the endpoint id (whep_…)')
+    .requiredOption('--since <time>', 'events at or after this time (ISO 8601 or epoch ms)')
+    .action(async (endpointId: string, options: ByIdOptions & { since: string }) => {
+      const id = idArgument(endpointId, 'a webhook endpoint id');
+      const { parseSince } = await import('../../app/replay.js');
+      const since = parseSince(options.since);
+      if (since === undefined)
+        throw new CliError(`--since: "${options.since.slice(0, 40)}" is not an ISO 8601 time or epoch milliseconds`, 2);
+      const recovered: RecoverResult = await withWebhooks(options, output, (w) =>
+        w.recover(options.account, id, since),
+      );
+      emit(output, options.json, recovered, () => [
+        `${recovered.redelivered} failed deliveries of webhook endpoint ${id} since ${iso(since)} are due again (the same webhook-id each)`,
+        ...(recovered.more ? ['(a bound of one call was reached: run it again for the rest)'] : []),
       ]);
     });
 };

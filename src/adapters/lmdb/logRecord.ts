@@ -140,6 +140,8 @@ const layouts = {
   AdminKeyRevoked: ['keyId', 'at'],
   AdminActed: ['accountId', 'adminKeyId', 'action', 'at'],
   BatchQuotaSpent: ['batchId', 'owner', 'budget', 'at'],
+  WebhookEndpointRecovered: ['endpointId', 'failingSince', 'at'],
+  WebhookDeliveryReleased: ['deliveryId', 'endpointId', 'at'],
 } as const satisfies {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
@@ -296,7 +298,7 @@ const typesOfEight: ReadonlySet<string> = new Set([
 ]);
 /** The event types layout 9 added (issue 41: a model's upstreams). */
 const typesOfNine: ReadonlySet<string> = new Set(['RequestUpstreamChanged']);
-/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits, admin keys and actions, a batch's spent budget; `limits` is written as the
+/** The event types layout 10 added (issue 42: a key's expiry, an account's own limits, admin keys and actions, a batch's spent budget, an endpoint's recovery and a delivery made due by it; `limits` is written as the
  * object it is). The same table as 9: an airs before it refuses the record by its version. */
 const typesOfTen: ReadonlySet<string> = new Set([
   'ApiKeyExpiresAt',
@@ -305,6 +307,8 @@ const typesOfTen: ReadonlySet<string> = new Set([
   'AdminKeyRevoked',
   'AdminActed',
   'BatchQuotaSpent',
+  'WebhookEndpointRecovered',
+  'WebhookDeliveryReleased',
 ]);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
@@ -317,12 +321,13 @@ const ofNine = (event: StoredEvent): boolean =>
  * file's event or a batch's line (5), a failure that says what its caller is told (6), or a webhook's event or a
  * request's face (7: an endpoint's `events` filter is written as the list it is), or a type of issue 40 (8: an
  * upload's reservation, a batch's recorded failure or an operator's cancel of its finalizing; the same table, but an
- * airs before it refuses the record by its version rather than misread a type it lacks). A data
+ * airs before it refuses the record by its version rather than misread a type it lacks), issue 41's (9) or issue
+ * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table). A data
  * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
-  let version = 3;
   if (events.some((event) => typesOfTen.has(event.type))) return 10;
+  let version = 3;
   for (const event of events) {
     if (ofNine(event)) return 9;
     if (event.type.startsWith('Webhook') || (event.type === 'RequestQueued' && event.face !== undefined)) version = 7;

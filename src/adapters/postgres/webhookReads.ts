@@ -1,15 +1,22 @@
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import { releaseScan } from '../../domain/webhook/recovery.js';
 import type { DueDeliveries, ReadModel } from '../../ports/Store.js';
 import { dueEndpointScan } from '../../storage/webhookReads.js';
 import { type Query, sql } from './db.js';
 
 type WebhookReads = Pick<
   ReadModel,
-  'webhookEndpoint' | 'webhookEndpointsOf' | 'webhookDelivery' | 'webhookDeliveriesOf' | 'dueWebhookDeliveries'
+  | 'webhookEndpoint'
+  | 'webhookEndpointsOf'
+  | 'webhookDelivery'
+  | 'webhookDeliveriesOf'
+  | 'dueWebhookDeliveries'
+  | 'webhookBacklog'
 >;
 
-type DueRow = { endpoint_id: string; delivery_id: string; due_at: number };
+/** `released`: past `now`, but made due by its endpoint's recovery (domain/webhook/recovery.ts). */
+type DueRow = { endpoint_id: string; delivery_id: string; due_at: number; released: boolean };
 
 /**
  * The webhook reads over the webhook tables (schema.ts, migration 6), each one statement, with the answers of the
@@ -79,13 +86,27 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
           SELECT endpoint_id, 1 AS lap, n FROM earlier WHERE endpoint_id IS NOT NULL
         ) t ORDER BY lap, n LIMIT ${dueEndpointScan}
       )
-      SELECT l.endpoint_id, q.delivery_id, q.due_at
+      SELECT l.endpoint_id, q.delivery_id, q.due_at, q.released
       FROM looked l CROSS JOIN LATERAL (
-        SELECT delivery_id, due_at FROM webhook_deliveries
+        (SELECT delivery_id, due_at, false AS released FROM webhook_deliveries
         WHERE endpoint_id = l.endpoint_id AND due_at IS NOT NULL
-        ORDER BY due_at, delivery_id LIMIT ${perLook}
+        ORDER BY due_at, delivery_id LIMIT ${perLook}::int)
+        UNION ALL
+        -- An endpoint that recovered and answers since: its deliveries waiting for a retry after failing before the
+        -- recovery, not released before (recovery.ts, releasedByRecovery), among its next releaseScan entries.
+        (SELECT r.delivery_id, r.due_at, true FROM webhook_endpoints e CROSS JOIN LATERAL (
+          SELECT delivery_id, due_at, state FROM webhook_deliveries
+          WHERE endpoint_id = e.endpoint_id AND due_at > ${now}::bigint
+          ORDER BY due_at, delivery_id LIMIT ${releaseScan}::int
+        ) r
+        WHERE e.endpoint_id = l.endpoint_id AND e.state->>'status' = 'enabled'
+          AND e.state->>'failingSince' IS NULL AND e.state->>'recoveredAt' IS NOT NULL
+          AND r.state->>'status' = 'waiting' AND r.state->'context'->>'releasedAt' IS NULL
+          AND (r.state->'context'->>'giveUpAt')::bigint > ${now}::bigint
+          AND (r.state->'context'->>'lastAttemptAt')::bigint <= (e.state->>'recoveredAt')::bigint
+        ORDER BY r.due_at, r.delivery_id LIMIT ${perLook}::int)
       ) q
-      ORDER BY l.lap, l.n, q.due_at, q.delivery_id`);
+      ORDER BY l.lap, l.n, q.released, q.due_at, q.delivery_id`);
     // As storage/webhookReads.ts takes them from the index.
     const due: { deliveryId: string; endpointId: string }[] = [];
     let next: number | undefined;
@@ -93,13 +114,24 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
     let endpoints = 0;
     let taken = 0;
     let done = false;
-    for (const { endpoint_id, delivery_id, due_at } of rows) {
+    /** Delivery ids taken of the current endpoint (a released one may also be among its first rows). */
+    const takenHere = new Set<string>();
+    for (const { endpoint_id, delivery_id, due_at, released } of rows) {
       if (endpoint_id !== current) {
         if (due.length >= limit) break;
         current = endpoint_id;
         endpoints++;
         taken = 0;
+        takenHere.clear();
         done = passOver?.(endpoint_id) ?? false;
+      }
+      if (passOver?.(endpoint_id) === true || takenHere.has(delivery_id)) continue;
+      if (released) {
+        if (taken >= perEndpoint || due.length >= limit) continue;
+        due.push({ deliveryId: delivery_id, endpointId: endpoint_id });
+        takenHere.add(delivery_id);
+        taken++;
+        continue;
       }
       if (done) continue;
       if (due_at > now) {
@@ -112,6 +144,7 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
         continue;
       }
       due.push({ deliveryId: delivery_id, endpointId: endpoint_id });
+      takenHere.add(delivery_id);
       taken++;
     }
     // Stopped by a bound: `limit`, or the statement's `dueEndpointScan` endpoints (more may wait beyond them).
@@ -120,6 +153,20 @@ export const webhookReadsOf = (query: Query): WebhookReads => ({
       due,
       ...(next === undefined ? {} : { next }),
       ...(stopped && current !== undefined ? { stoppedAt: current } : {}),
+    };
+  },
+  webhookBacklog: async (endpointId, limit) => {
+    const [row] = await query<{ waiting: number; next_at: number | null }[]>(sql`
+      SELECT count(*)::int AS waiting, min(due_at) AS next_at FROM (
+        SELECT due_at FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND due_at IS NOT NULL
+        ORDER BY due_at LIMIT ${Math.max(0, limit) + 1}::int
+      ) t`);
+    const counted = row?.waiting ?? 0;
+    const nextAt = row?.next_at;
+    return {
+      waiting: Math.min(counted, limit),
+      truncated: counted > limit,
+      ...(nextAt === null || nextAt === undefined ? {} : { nextAttemptAt: Number(nextAt) }),
     };
   },
 });

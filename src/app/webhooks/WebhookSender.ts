@@ -66,7 +66,13 @@ export const webhookMaxIdleMs = 5_000;
 const freedLookDelayMs = 2;
 
 /** Events after which a delivery may be due here at once. (Retries are found by the timer at their time.) */
-const makesDue = new Set(['WebhookDeliveryDue', 'WebhookRedeliveryRequested', 'WebhookEndpointEnabled']);
+const makesDue = new Set([
+  'WebhookDeliveryDue',
+  'WebhookRedeliveryRequested',
+  'WebhookEndpointEnabled',
+  // Its waiting deliveries are due at once (domain/webhook/recovery.ts).
+  'WebhookEndpointRecovered',
+]);
 
 /** A due delivery this look took a place for, with its endpoint as the look read it. */
 type Taken = {

@@ -3,6 +3,7 @@ import type * as Effect from 'effect/Effect';
 import type { AccountLimitReached, Refused } from '../../domain/errors.js';
 import type { DeliveryState } from '../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../domain/webhook/endpoint.js';
+import type { EndpointWithBacklog, RecoverResult } from './recover.js';
 
 /**
  * An account's webhook endpoints and their deliveries, as the CLI (`airs webhooks …`) and the dashboard's Webhooks
@@ -31,20 +32,28 @@ export interface WebhooksShape {
   ): Effect.Effect<EndpointWithSecret, Refused | AccountLimitReached>;
   /** The account's endpoints that are not removed, oldest first. */
   list(accountId: string): Effect.Effect<readonly WebhookEndpointState[], Refused>;
-  remove(accountId: string, endpointId: string): Effect.Effect<WebhookEndpointState, Refused>;
+  /** The same, each with its backlog (deliveries not settled, counted to `maxBacklogCounted`) and next attempt. */
+  listWithBacklog(accountId: string): Effect.Effect<readonly EndpointWithBacklog<WebhookEndpointState>[], Refused>;
+  /**
+   * The calls below name an endpoint or delivery by its id, which names its account too: `accountId` undefined acts
+   * for that account (as `airs requests cancel ID` does); given, it must be the owner (else: unknown, as before).
+   */
+  remove(accountId: string | undefined, endpointId: string): Effect.Effect<WebhookEndpointState, Refused>;
   /** A new secret; the one it replaces still signs for 24 hours (every delivery then carries both signatures). */
-  rotateSecret(accountId: string, endpointId: string): Effect.Effect<EndpointWithSecret, Refused>;
+  rotateSecret(accountId: string | undefined, endpointId: string): Effect.Effect<EndpointWithSecret, Refused>;
   /** Turns a disabled endpoint back on (missed deliveries: `redeliver`). */
-  enable(accountId: string, endpointId: string): Effect.Effect<WebhookEndpointState, Refused>;
+  enable(accountId: string | undefined, endpointId: string): Effect.Effect<WebhookEndpointState, Refused>;
+  /** Redelivers the endpoint's given-up deliveries of events at or after `since` (recover.ts: bounded per call). */
+  recover(accountId: string | undefined, endpointId: string, since: number): Effect.Effect<RecoverResult, Refused>;
   /** An endpoint's deliveries, newest first, `limit` at most (and older than `before`, a delivery id of the last
    * page). */
   deliveries(
-    accountId: string,
+    accountId: string | undefined,
     endpointId: string,
     page: { readonly limit: number; readonly before?: string | undefined },
   ): Effect.Effect<readonly DeliveryState[], Refused>;
   /** Makes a delivered or given-up delivery due again at once, with the same `webhook-id`. */
-  redeliver(accountId: string, deliveryId: string): Effect.Effect<DeliveryState, Refused>;
+  redeliver(accountId: string | undefined, deliveryId: string): Effect.Effect<DeliveryState, Refused>;
 }
 
 export class Webhooks extends Context.Service<Webhooks, WebhooksShape>()('airs/Webhooks') {}

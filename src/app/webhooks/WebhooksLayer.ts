@@ -10,10 +10,11 @@ import { type WebhookEndpointState, webhookUrlProblem } from '../../domain/webho
 import { parseEventFilter } from '../../domain/webhook/eventTypes.js';
 import { AppClock } from '../../ports/Clock.js';
 import { Ids } from '../../ports/Ids.js';
-import { Store } from '../../ports/Store.js';
+import { Store, type WebhookBacklog } from '../../ports/Store.js';
 import { WebhookDestinations } from '../../ports/WebhookDestinations.js';
 import { AppConfig } from '../AppConfig.js';
 import { Committer } from '../Committer.js';
+import { failedSince, maxBacklogCounted, redeliveryOf } from './recover.js';
 import { newWebhookSecret } from './signing.js';
 import { Webhooks } from './Webhooks.js';
 
@@ -77,6 +78,32 @@ export const WebhooksLayer = Layer.effect(
         ),
       );
 
+    /** The account an endpoint command acts for: the one given, or else the endpoint's own (its id names it). */
+    const accountOfEndpoint = (given: string | undefined, endpointId: string): Effect.Effect<string, Refused> =>
+      given !== undefined
+        ? Effect.succeed(given)
+        : Effect.flatMap(
+            Effect.promise(async () =>
+              couldBeId('webhookEndpoint', endpointId) ? store.reads.webhookEndpoint(endpointId) : undefined,
+            ),
+            (endpoint) =>
+              endpoint === undefined ? Effect.fail(noEndpoint(endpointId)) : Effect.succeed(endpoint.accountId),
+          );
+
+    /** The same for a delivery: the account given, or the delivery's own. */
+    const accountOfDelivery = (given: string | undefined, deliveryId: string): Effect.Effect<string, Refused> =>
+      given !== undefined
+        ? Effect.succeed(given)
+        : Effect.flatMap(
+            Effect.promise(async () =>
+              couldBeId('webhookDelivery', deliveryId) ? store.reads.webhookDelivery(deliveryId) : undefined,
+            ),
+            (delivery) =>
+              delivery === undefined || delivery.status === 'none'
+                ? Effect.fail(noDelivery(deliveryId))
+                : Effect.succeed(delivery.context.accountId),
+          );
+
     const endpointNow = (endpointId: string) => async () =>
       (await store.reads.webhookEndpoint(endpointId)) as WebhookEndpointState;
 
@@ -135,66 +162,116 @@ export const WebhooksLayer = Layer.effect(
         }),
       list: (accountId) =>
         Effect.flatMap(withAccount(accountId), () => Effect.promise(() => store.reads.webhookEndpointsOf(accountId))),
-      remove: (accountId, endpointId) =>
-        endpointCommand(accountId, endpointId, { type: 'RemoveEndpoint', accountId, now: clock.now() }),
-      rotateSecret: (accountId, endpointId) => {
-        const secret = newWebhookSecret();
-        return Effect.map(
-          endpointCommand(accountId, endpointId, {
-            type: 'RotateSecret',
-            accountId,
-            secretId: ids.webhookSecretId(),
-            secret,
-            now: clock.now(),
-          }),
-          (endpoint) => ({ endpoint, secret }),
-        );
-      },
-      enable: (accountId, endpointId) =>
-        endpointCommand(accountId, endpointId, { type: 'EnableEndpoint', accountId, now: clock.now() }),
-      deliveries: (accountId, endpointId, page) =>
-        Effect.flatMap(endpointOf(accountId, endpointId), () => {
-          const { limit, before } = page;
-          if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxDeliveriesPage)
-            return Effect.fail(
-              new Refused({ message: `a page of deliveries holds 1 to ${maxDeliveriesPage}; asked for ${limit}` }),
+      listWithBacklog: (accountId) =>
+        Effect.flatMap(withAccount(accountId), () =>
+          Effect.promise(async () => {
+            const endpoints = await store.reads.webhookEndpointsOf(accountId);
+            // An account has at most its plan's bound of endpoints (50): one bounded read each.
+            const backlogs = await Promise.all(
+              endpoints.map((e) => store.reads.webhookBacklog(e.endpointId, maxBacklogCounted)),
             );
-          return Effect.flatMap(
-            Effect.promise(async () =>
-              before === undefined || !couldBeId('webhookDelivery', before)
-                ? undefined
-                : store.reads.webhookDelivery(before),
-            ),
-            (from): Effect.Effect<readonly DeliveryState[], Refused> => {
-              if (before === undefined)
-                return Effect.promise(() => store.reads.webhookDeliveriesOf(endpointId, { limit }));
-              // The page starts after a delivery of this endpoint's log, or nowhere.
-              if (from === undefined || from.context.endpointId !== endpointId) return Effect.fail(noDelivery(before));
-              const after = { createdAt: from.context.createdAt, deliveryId: from.context.deliveryId };
-              return Effect.promise(() => store.reads.webhookDeliveriesOf(endpointId, { limit, before: after }));
-            },
+            return endpoints.map((endpoint, i) => ({ endpoint, backlog: backlogs[i] as WebhookBacklog }));
+          }),
+        ),
+      remove: (given, endpointId) =>
+        Effect.flatMap(accountOfEndpoint(given, endpointId), (accountId) =>
+          endpointCommand(accountId, endpointId, { type: 'RemoveEndpoint', accountId, now: clock.now() }),
+        ),
+      rotateSecret: (given, endpointId) =>
+        Effect.flatMap(accountOfEndpoint(given, endpointId), (accountId) => {
+          const secret = newWebhookSecret();
+          return Effect.map(
+            endpointCommand(accountId, endpointId, {
+              type: 'RotateSecret',
+              accountId,
+              secretId: ids.webhookSecretId(),
+              secret,
+              now: clock.now(),
+            }),
+            (endpoint) => ({ endpoint, secret }),
           );
         }),
-      redeliver: (accountId, deliveryId) =>
-        Effect.flatMap(withAccount(accountId), () => {
-          if (!couldBeId('webhookDelivery', deliveryId)) return Effect.fail(noDelivery(deliveryId));
-          return refusedOnly(
-            run(
-              {
-                type: 'WebhookDelivery',
-                deliveryId,
-                command: {
-                  type: 'Redeliver',
-                  accountId,
-                  // A redelivery is attempted as long as a first delivery is (`webhooks.retentionHours`).
-                  policy: { ...defaultWebhookBackoff, maxTotalMs: config.webhooks.retentionMs },
-                  now: clock.now(),
-                },
+      enable: (given, endpointId) =>
+        Effect.flatMap(accountOfEndpoint(given, endpointId), (accountId) =>
+          endpointCommand(accountId, endpointId, { type: 'EnableEndpoint', accountId, now: clock.now() }),
+        ),
+      recover: (given, endpointId, since) =>
+        Effect.flatMap(accountOfEndpoint(given, endpointId), (accountId) =>
+          Effect.flatMap(endpointOf(accountId, endpointId), (endpoint) => {
+            if (endpoint.status === 'disabled')
+              return Effect.fail(
+                new Refused({ message: `webhook endpoint ${endpointId} is disabled: enable it first, then recover` }),
+              );
+            if (!Number.isSafeInteger(since) || since < 0)
+              return Effect.fail(new Refused({ message: 'recover: since must be a time' }));
+            return Effect.flatMap(
+              Effect.promise(() => failedSince(store, endpointId, since)),
+              ({ failed, scanned, more }) => {
+                const now = clock.now();
+                const sends = failed.map((delivery) =>
+                  committer.send(
+                    redeliveryOf(delivery, accountId, config.webhooks.retentionMs, defaultWebhookBackoff, now),
+                  ),
+                );
+                return Effect.promise(async () => {
+                  const outcomes = await Promise.all(sends);
+                  // One that changed meanwhile (redelivered already, its endpoint disabled) is refused: not counted.
+                  const redelivered = outcomes.filter((o) => !(o instanceof Error)).length;
+                  return { redelivered, scanned, more };
+                });
               },
-              async () => (await store.reads.webhookDelivery(deliveryId)) as DeliveryState,
-            ),
-          );
-        }),
+            );
+          }),
+        ),
+      deliveries: (given, endpointId, page) =>
+        Effect.flatMap(
+          Effect.flatMap(accountOfEndpoint(given, endpointId), (accountId) => endpointOf(accountId, endpointId)),
+          () => {
+            const { limit, before } = page;
+            if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxDeliveriesPage)
+              return Effect.fail(
+                new Refused({ message: `a page of deliveries holds 1 to ${maxDeliveriesPage}; asked for ${limit}` }),
+              );
+            return Effect.flatMap(
+              Effect.promise(async () =>
+                before === undefined || !couldBeId('webhookDelivery', before)
+                  ? undefined
+                  : store.reads.webhookDelivery(before),
+              ),
+              (from): Effect.Effect<readonly DeliveryState[], Refused> => {
+                if (before === undefined)
+                  return Effect.promise(() => store.reads.webhookDeliveriesOf(endpointId, { limit }));
+                // The page starts after a delivery of this endpoint's log, or nowhere.
+                if (from === undefined || from.context.endpointId !== endpointId)
+                  return Effect.fail(noDelivery(before));
+                const after = { createdAt: from.context.createdAt, deliveryId: from.context.deliveryId };
+                return Effect.promise(() => store.reads.webhookDeliveriesOf(endpointId, { limit, before: after }));
+              },
+            );
+          },
+        ),
+      redeliver: (given, deliveryId) =>
+        Effect.flatMap(accountOfDelivery(given, deliveryId), (accountId) =>
+          Effect.flatMap(withAccount(accountId), () => {
+            if (!couldBeId('webhookDelivery', deliveryId)) return Effect.fail(noDelivery(deliveryId));
+            return refusedOnly(
+              run(
+                {
+                  type: 'WebhookDelivery',
+                  deliveryId,
+                  command: {
+                    type: 'Redeliver',
+                    accountId,
+                    // A redelivery is attempted as long as a first delivery is (`webhooks.retentionHours`).
+                    policy: { ...defaultWebhookBackoff, maxTotalMs: config.webhooks.retentionMs },
+                    now: clock.now(),
+                  },
+                },
+                async () => (await store.reads.webhookDelivery(deliveryId)) as DeliveryState,
+              ),
+            );
+          }),
+        ),
     });
   }),
 );

@@ -10,7 +10,9 @@ import type {
   WebhookDeliveryDue,
   WebhookDeliveryEvent,
   WebhookEndpointDisabled,
+  WebhookEndpointRecovered,
 } from './events.js';
+import { recoveryOf, releasedByRecovery, releaseOf } from './recovery.js';
 
 /** Where a delivery stands: the machine's state. */
 export type DeliveryStatus = 'none' | 'waiting' | 'sending' | 'delivered' | 'gave_up';
@@ -84,8 +86,9 @@ export type DeliveryCommand =
       readonly now: number;
     };
 
-/** Events a delivery command may also write: its failure can disable the endpoint (in the same write). */
-export type DeliveryDecision = readonly (WebhookDeliveryEvent | WebhookEndpointDisabled)[];
+/** Events a delivery command may also write: its failure can disable the endpoint, its success end the endpoint's run
+ * of failures (in the same write). */
+export type DeliveryDecision = readonly (WebhookDeliveryEvent | WebhookEndpointDisabled | WebhookEndpointRecovered)[];
 
 /**
  * Whether a failure at `at` makes the endpoint's run of failures 3 days long: it is disabled by that failure. A run
@@ -122,20 +125,31 @@ const eventsFor = (state: DeliveryState, command: DeliveryCommand): DeliveryDeci
       const reason = giveUpReasonOf(command.endpoint);
       if (reason !== undefined)
         return new Refused({ message: `delivery ${deliveryId}: its endpoint is ${reason.slice('endpoint_'.length)}` });
-      return [
-        {
-          type: 'WebhookAttemptStarted',
-          deliveryId,
-          endpointId,
-          attempt: state.context.attempts + 1,
-          owner: command.owner,
-          leaseUntil: command.now + command.leaseMs,
-          at: command.now,
-        },
-      ];
+      const started = {
+        type: 'WebhookAttemptStarted' as const,
+        deliveryId,
+        endpointId,
+        attempt: state.context.attempts + 1,
+        owner: command.owner,
+        leaseUntil: command.now + command.leaseMs,
+        at: command.now,
+      };
+      // Its retry is later, but its endpoint recovered since it failed: due now (recovery.ts).
+      return releasedByRecovery(state, command.endpoint, command.now)
+        ? [releaseOf(state, command.now), started]
+        : [started];
     }
-    case 'RecordSuccess':
-      return [{ type: 'WebhookDelivered', deliveryId, endpointId, ...outcomeFields(command.outcome), at: command.now }];
+    case 'RecordSuccess': {
+      const delivered = {
+        type: 'WebhookDelivered' as const,
+        deliveryId,
+        endpointId,
+        ...outcomeFields(command.outcome),
+        at: command.now,
+      };
+      const recovered = recoveryOf(command.endpoint, command.now);
+      return recovered === undefined ? [delivered] : [delivered, recovered];
+    }
     case 'RecordFailure': {
       const at = command.now;
       const outcome = outcomeFields(command.outcome);
@@ -222,7 +236,7 @@ export const decideDelivery = (
   if (events === undefined || events instanceof Refused) return events ?? [];
   let next = state;
   for (const event of events) {
-    if (event.type === 'WebhookEndpointDisabled') continue;
+    if (event.type === 'WebhookEndpointDisabled' || event.type === 'WebhookEndpointRecovered') continue;
     if (!canApplyToDelivery(next, event)) {
       const deliveryId = event.deliveryId;
       return new DeliveryLifecycleViolation({

@@ -30,7 +30,24 @@ export type DeliveryContext = {
   readonly deliveredAt?: number | undefined;
   readonly gaveUpAt?: number | undefined;
   readonly gaveUpReason?: GiveUpReason | undefined;
+  /** When its endpoint's recovery made it due ahead of its retry (recovery.ts); cleared by a redelivery. */
+  readonly releasedAt?: number | undefined;
+  /** Its last attempts' outcomes, oldest first, `keptAttempts` at most: the delivery log shows each (issue 42). */
+  readonly recentAttempts?: readonly AttemptRecord[] | undefined;
 };
+
+/** One attempt as the delivery log shows it: when it ended, the answer's status (none came: absent), its time, why
+ * it failed. */
+export type AttemptRecord = {
+  readonly attempt: number;
+  readonly at: number;
+  readonly status?: number | undefined;
+  readonly latencyMs?: number | undefined;
+  readonly error?: string | undefined;
+};
+
+/** How many attempts a delivery's view keeps (its older ones are in the log: `airs replay`). */
+export const keptAttempts = 10;
 
 const emptyContext: DeliveryContext = {
   deliveryId: '',
@@ -68,14 +85,26 @@ const retryBeforeGiveUp = (c: DeliveryContext, e: WebhookDeliveryEvent) =>
 const mayGiveUpUnattempted = (c: DeliveryContext, e: WebhookDeliveryEvent) =>
   e.type === 'WebhookDeliveryGaveUp' && e.attempt === undefined && (e.reason !== 'retention' || e.at >= c.giveUpAt);
 
-const outcomeChange = (event: WebhookDeliveryEvent): Partial<DeliveryContext> => {
+const outcomeChange = (context: DeliveryContext, event: WebhookDeliveryEvent): Partial<DeliveryContext> => {
   const { attempt, status, latencyMs, error } = event as Outcome & {
     status?: number;
     latencyMs?: number;
     error?: string;
   };
   if (attempt === undefined) return {};
-  return { attempts: attempt, lastAttemptAt: event.at, lastStatus: status, lastLatencyMs: latencyMs, lastError: error };
+  const record: { -readonly [K in keyof AttemptRecord]: AttemptRecord[K] } = { attempt, at: event.at };
+  if (status !== undefined) record.status = status;
+  if (latencyMs !== undefined) record.latencyMs = latencyMs;
+  if (error !== undefined) record.error = error;
+  const recentAttempts = [...(context.recentAttempts ?? []), record].slice(-keptAttempts);
+  return {
+    attempts: attempt,
+    lastAttemptAt: event.at,
+    lastStatus: status,
+    lastLatencyMs: latencyMs,
+    lastError: error,
+    recentAttempts,
+  };
 };
 
 const changeOf = (context: DeliveryContext, event: WebhookDeliveryEvent): Partial<DeliveryContext> => {
@@ -100,12 +129,12 @@ const changeOf = (context: DeliveryContext, event: WebhookDeliveryEvent): Partia
     case 'WebhookAttemptStarted':
       return { attempts: event.attempt, owner: event.owner, leaseUntil: event.leaseUntil };
     case 'WebhookAttemptFailed':
-      return { ...outcomeChange(event), availableAt: event.retryAt, owner: undefined, leaseUntil: undefined };
+      return { ...outcomeChange(context, event), availableAt: event.retryAt, owner: undefined, leaseUntil: undefined };
     case 'WebhookDelivered':
-      return { ...outcomeChange(event), deliveredAt: event.at, owner: undefined, leaseUntil: undefined };
+      return { ...outcomeChange(context, event), deliveredAt: event.at, owner: undefined, leaseUntil: undefined };
     case 'WebhookDeliveryGaveUp':
       return {
-        ...outcomeChange(event),
+        ...outcomeChange(context, event),
         gaveUpAt: event.at,
         gaveUpReason: event.reason,
         owner: undefined,
@@ -120,7 +149,10 @@ const changeOf = (context: DeliveryContext, event: WebhookDeliveryEvent): Partia
         deliveredAt: undefined,
         gaveUpAt: undefined,
         gaveUpReason: undefined,
+        releasedAt: undefined,
       };
+    case 'WebhookDeliveryReleased':
+      return { availableAt: event.at, releasedAt: event.at };
   }
 };
 
@@ -134,6 +166,7 @@ const changeOf = (context: DeliveryContext, event: WebhookDeliveryEvent): Partia
  *   waiting ─AttemptFailed | Delivered | GaveUp (an attempt made with no recorded start)→ as from sending
  *   waiting ─GaveUp (no attempt: retention passed, or endpoint disabled or removed)→ gave_up
  *   delivered | gave_up ─RedeliveryRequested→ waiting (same id, a new retention)
+ *   waiting ─Released (once, before its retry: its endpoint recovered)→ waiting, due at once
  *
  * No timers: retries and giving up are events that carry the clock's time. A lapsed lease is taken over by another
  * sender (`AttemptStarted` again); the old holder's outcome is then refused, so one outcome counts per attempt.
@@ -150,6 +183,9 @@ export const deliveryMachine = setup({
     held: ({ context, event }) => heldOutcome(context, event as Outcome),
     unattempted: ({ context, event }) => mayGiveUpUnattempted(context, event),
     lapsedUnattempted: ({ context, event }) => lapsed(context, event.at) && mayGiveUpUnattempted(context, event),
+    /** Made due ahead of its retry once (its endpoint's recovery decides whether: recovery.ts). */
+    releasable: ({ context, event }) =>
+      context.releasedAt === undefined && event.at < context.availableAt && event.at < context.giveUpAt,
   },
   actions: {
     update: assign(({ context, event }) => changeOf(context, event)),
@@ -163,6 +199,7 @@ export const deliveryMachine = setup({
     waiting: {
       on: {
         WebhookAttemptStarted: { guard: 'due', target: 'sending', actions: 'update' },
+        WebhookDeliveryReleased: { guard: 'releasable', actions: 'update' },
         WebhookAttemptFailed: { guard: 'unstartedRetry', actions: 'update' },
         WebhookDelivered: { guard: 'unstarted', target: 'delivered', actions: 'update' },
         WebhookDeliveryGaveUp: [

@@ -29,6 +29,9 @@ export type WebhookEndpointState = {
   /** When its current run of failed attempts began (its first failure since its last delivery); absent: none. */
   readonly failingSince?: number;
   readonly lastDeliveredAt?: number;
+  /** Its last recovery: the first delivered attempt after a run of failures (recovery.ts), and when that run began. */
+  readonly recoveredAt?: number;
+  readonly recoveredFrom?: number;
   readonly disabledAt?: number;
   readonly removedAt?: number;
 };
@@ -67,6 +70,8 @@ export const evolveEndpoint = (
       const { failingSince: _run, ...rest } = state;
       return { ...rest, lastDeliveredAt: event.at };
     }
+    case 'WebhookEndpointRecovered':
+      return { ...state, recoveredAt: event.at, recoveredFrom: event.failingSince };
     case 'WebhookAttemptFailed':
       return state.failingSince === undefined && state.status === 'enabled'
         ? { ...state, failingSince: event.at }

@@ -143,12 +143,34 @@ export type WebhookRedeliveryRequested = {
   readonly at: number;
 };
 
+/**
+ * The first delivered attempt after a run of failures (since `failingSince`): the endpoint answers again (issue 42).
+ * Written with that `WebhookDelivered`, in the same write; its deliveries that wait for a retry after failing in the
+ * run become due at once (recovery.ts), instead of after a backoff grown to an hour.
+ */
+export type WebhookEndpointRecovered = {
+  readonly type: 'WebhookEndpointRecovered';
+  readonly endpointId: string;
+  readonly failingSince: number;
+  readonly at: number;
+};
+
+/** A delivery waiting for its retry was made due at once, since its endpoint recovered after it last failed
+ * (recovery.ts). Written with the attempt's start; once per delivery until it is redelivered. */
+export type WebhookDeliveryReleased = {
+  readonly type: 'WebhookDeliveryReleased';
+  readonly deliveryId: string;
+  readonly endpointId: string;
+  readonly at: number;
+};
+
 export type WebhookEndpointEvent =
   | WebhookEndpointAdded
   | WebhookEndpointRemoved
   | WebhookSecretRotated
   | WebhookEndpointDisabled
-  | WebhookEndpointEnabled;
+  | WebhookEndpointEnabled
+  | WebhookEndpointRecovered;
 
 export type WebhookDeliveryEvent =
   | WebhookDeliveryDue
@@ -156,7 +178,8 @@ export type WebhookDeliveryEvent =
   | WebhookAttemptFailed
   | WebhookDelivered
   | WebhookDeliveryGaveUp
-  | WebhookRedeliveryRequested;
+  | WebhookRedeliveryRequested
+  | WebhookDeliveryReleased;
 
 export type WebhookEvent = WebhookEndpointEvent | WebhookDeliveryEvent;
 

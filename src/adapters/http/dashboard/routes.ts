@@ -10,6 +10,7 @@ import { requestHistory } from '../../../app/requestHistory.js';
 import type { SessionsShape, StartedSession } from '../../../app/Sessions.js';
 import { unavailableFor } from '../../../app/StorageHealth.js';
 import { isThrottled } from '../../../app/throttle.js';
+import { maxBacklogCounted } from '../../../app/webhooks/recover.js';
 import type { WebhooksShape } from '../../../app/webhooks/Webhooks.js';
 import type { Config } from '../../../config.js';
 import { effectiveLimits } from '../../../domain/account/limits.js';
@@ -23,7 +24,7 @@ import type { DeliveryState } from '../../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../../domain/webhook/endpoint.js';
 import { webhookEventTypes } from '../../../domain/webhook/eventTypes.js';
 import type { ClockShape } from '../../../ports/Clock.js';
-import { type RequestPage, StorageFault, type StoreShape } from '../../../ports/Store.js';
+import { type RequestPage, StorageFault, type StoreShape, type WebhookBacklog } from '../../../ports/Store.js';
 import { dayStartOf } from '../../../storage/projection.js';
 import { fileDownload } from '../fileDownload.js';
 import { mountBatchPages } from './batchPages.js';
@@ -61,6 +62,7 @@ import {
   webhookPage,
   webhooksPage,
 } from './views/pages.js';
+import { mountWebhookRecover } from './webhookRecoverRoute.js';
 
 export type DashboardDeps = {
   readonly sessions: SessionsShape;
@@ -152,6 +154,13 @@ const endpointRowOf = (endpoint: WebhookEndpointState): WebhookEndpointRow => ({
   createdAt: endpoint.createdAt,
   lastDeliveredAt: endpoint.lastDeliveredAt,
   disabledAt: endpoint.disabledAt,
+  failingSince: endpoint.status === 'enabled' ? endpoint.failingSince : undefined,
+});
+
+/** The same with its backlog and next attempt (issue 42). */
+const endpointRowWith = (endpoint: WebhookEndpointState, backlog: WebhookBacklog): WebhookEndpointRow => ({
+  ...endpointRowOf(endpoint),
+  backlog,
 });
 
 const gaveUpWords = {
@@ -179,6 +188,20 @@ const deliveryRowOf = ({ status, context: c }: DeliveryState): DeliveryRow => ({
   lastStatus: c.lastStatus,
   lastLatencyMs: c.lastLatencyMs,
   lastError: c.lastError,
+  // A delivery recorded before issue 42 keeps only its last attempt: shown from its last attempt's fields.
+  recentAttempts:
+    c.recentAttempts ??
+    (c.lastAttemptAt === undefined
+      ? []
+      : [
+          {
+            attempt: c.attempts,
+            at: c.lastAttemptAt,
+            status: c.lastStatus,
+            latencyMs: c.lastLatencyMs,
+            error: c.lastError,
+          },
+        ]),
   createdAt: c.createdAt,
 });
 
@@ -697,10 +720,12 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       extra: Pick<WebhooksView, 'newSecret' | 'error' | 'form' | 'done'> = {},
     ) => {
       const account = (await deps.store.reads.account(who.account.accountId)) ?? who.account;
+      const listed = await run(webhooks.listWithBacklog(who.account.accountId));
+      if (Result.isFailure(listed)) throw listed.failure;
       return webhooksPage({
         csrf: who.csrf,
         email: account.email,
-        endpoints: (await endpointsOf(who)).map(endpointRowOf),
+        endpoints: listed.success.map(({ endpoint, backlog }) => endpointRowWith(endpoint, backlog)),
         maxEndpoints: effectiveLimits(deps.config.plans, account).maxWebhookEndpoints,
         eventTypes: webhookEventTypes,
         retentionHours: Math.round(deps.config.webhooks.retentionMs / hourMs),
@@ -826,7 +851,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       event: H3Event,
       who: Visitor,
       endpoint: WebhookEndpointState,
-      extra: { error?: string; redelivered?: string } = {},
+      extra: { error?: string; redelivered?: string; recovered?: { count: number; more: boolean } } = {},
     ) => {
       const before = event.url.searchParams.get('before') ?? undefined;
       if (before !== undefined && !couldBeId('webhookDelivery', before)) return undefined;
@@ -840,7 +865,10 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       return webhookPage({
         csrf: who.csrf,
         email: who.account.email,
-        endpoint: endpointRowOf(endpoint),
+        endpoint: endpointRowWith(
+          endpoint,
+          await deps.store.reads.webhookBacklog(endpoint.endpointId, maxBacklogCounted),
+        ),
         deliveries: shown.map(deliveryRowOf),
         olderCursor: listed.success.length > deliveryPageSize ? shown.at(-1)?.context.deliveryId : undefined,
         older: before !== undefined,
@@ -854,7 +882,12 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
       if (endpoint === undefined) return notFound(event, who);
       // After a redelivery (`?redelivered=wh_…`): a delivery of this endpoint (its id ends with the endpoint's).
       const redelivered = event.url.searchParams.get('redelivered') ?? '';
+      // After a recover (`?recovered=N[&more=1]`): how many were made due again.
+      const recoveredCount = event.url.searchParams.get('recovered') ?? '';
       const markup = await renderEndpoint(event, who, endpoint, {
+        recovered: /^\d{1,5}$/.test(recoveredCount)
+          ? { count: Number(recoveredCount), more: event.url.searchParams.get('more') === '1' }
+          : undefined,
         redelivered:
           couldBeId('webhookDelivery', redelivered) && redelivered.endsWith(endpoint.endpointId.slice('whep_'.length))
             ? redelivered
@@ -896,6 +929,25 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         );
       }),
     );
+
+    mountWebhookRecover({
+      post: routes.post,
+      action,
+      ownEndpoint,
+      accountOf: (who: Visitor) => who.account.accountId,
+      // Declared further down (a const): looked up when a request comes, not now.
+      notFound: (event, who) => notFound(event, who),
+      seeOther,
+      refused: async (event, who, endpoint, message) => {
+        const markup = await renderEndpoint(event, who, endpoint, { error: message });
+        return markup === undefined || markup === 'gone' ? notFound(event, who) : send(event, 400, markup);
+      },
+      webhooks,
+      run,
+      now: () => deps.clock.now(),
+      logRecovered: (accountId, endpointId, redelivered) =>
+        deps.log.info({ accountId, endpointId, redelivered }, 'dashboard webhook deliveries recovered'),
+    });
   };
 
   mountWebhookPages(deps.webhooks);

@@ -2,7 +2,7 @@ import { CsrfField } from './CsrfField.js';
 import { DataTable } from './DataTable.js';
 import { grouped, plural } from './format.js';
 import { Time } from './Time.js';
-import type { DeliveryRow, DeliveryStatusView } from './viewModels.js';
+import type { AttemptRow, DeliveryRow, DeliveryStatusView } from './viewModels.js';
 import { webhookPath } from './WebhookTable.js';
 
 const statusWords: Record<DeliveryStatusView, string> = {
@@ -26,25 +26,42 @@ const Redeliver = ({ csrf, endpointId, row }: { csrf: string; endpointId: string
     </form>
   ) : undefined;
 
-/** The last attempt's outcome: when, the HTTP status and latency, and why it failed. */
-const LastAttempt = ({ row }: { row: DeliveryRow }) => {
-  if (row.lastAttemptAt === undefined) return <span class="muted">none yet</span>;
+/** One attempt's outcome: when, the HTTP status and latency, and why it failed. */
+const AttemptOutcome = ({ attempt }: { attempt: AttemptRow }) => {
   const answer = [
-    row.lastStatus === undefined ? 'no answer' : `HTTP ${row.lastStatus}`,
-    row.lastLatencyMs === undefined ? undefined : `${grouped(row.lastLatencyMs)} ms`,
+    attempt.status === undefined ? 'no answer' : `HTTP ${attempt.status}`,
+    attempt.latencyMs === undefined ? undefined : `${grouped(attempt.latencyMs)} ms`,
   ].filter((part) => part !== undefined);
   return (
     <span class="lines">
-      <Time at={row.lastAttemptAt} seconds />
+      <Time at={attempt.at} seconds />
       <span class="outcome">{answer.join(' · ')}</span>
-      {row.lastError !== undefined && <span class="error-text">{row.lastError}</span>}
+      {attempt.error !== undefined && <span class="error-text">{attempt.error}</span>}
+    </span>
+  );
+};
+
+/** Every attempt the delivery keeps, oldest first (issue 42: not only the last, as Stripe and Svix show them). */
+const Attempts = ({ row }: { row: DeliveryRow }) => {
+  if (row.recentAttempts.length === 0) return <span class="muted">none yet</span>;
+  const older = row.attempts - row.recentAttempts.length;
+  return (
+    <span class="lines">
+      {older > 0 && <span class="muted">{plural(older, 'earlier attempt')} not shown</span>}
+      <ol class="attempt-list">
+        {row.recentAttempts.map((attempt) => (
+          <li value={String(attempt.attempt)}>
+            <AttemptOutcome attempt={attempt} />
+          </li>
+        ))}
+      </ol>
     </span>
   );
 };
 
 /**
  * An endpoint's deliveries, newest first: the `webhook-id`, the event and what it is about, where it stands and after
- * how many attempts, its last attempt's outcome, and Redeliver for one that is delivered or given up.
+ * how many attempts, each attempt's outcome, and Redeliver for one that is delivered or given up.
  */
 export const DeliveryTable = (props: { csrf: string; endpointId: string; deliveries: readonly DeliveryRow[] }) => (
   <DataTable
@@ -77,7 +94,7 @@ export const DeliveryTable = (props: { csrf: string; endpointId: string; deliver
           </span>
         ),
       },
-      { header: 'Last attempt', cell: (row) => <LastAttempt row={row} /> },
+      { header: 'Attempts', cell: (row) => <Attempts row={row} /> },
       {
         header: 'Actions',
         actions: true,

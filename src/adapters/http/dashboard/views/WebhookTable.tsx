@@ -4,7 +4,7 @@ import { Time } from './Time.js';
 import type { WebhookEndpointRow } from './viewModels.js';
 
 /** Where the dashboard shows an endpoint and its delivery log, and where its forms post. */
-export const webhookPath = (endpointId: string, action?: 'remove' | 'rotate' | 'enable') =>
+export const webhookPath = (endpointId: string, action?: 'remove' | 'rotate' | 'enable' | 'recover') =>
   `/dashboard/webhooks/${encodeURIComponent(endpointId)}${action === undefined ? '' : `/${action}`}`;
 
 /** The event types an endpoint receives, in words. */
@@ -62,6 +62,29 @@ export const EndpointActions = ({ csrf, row }: { csrf: string; row: WebhookEndpo
   </div>
 );
 
+/** Whether it fails, since when, what waits for it and when the next attempt is (issue 42): the list said `enabled`
+ * and nothing else while an endpoint was down. */
+export const EndpointHealth = ({ row }: { row: WebhookEndpointRow }) => (
+  <span class="lines">
+    {row.failingSince !== undefined && (
+      <span class="badge endpoint-failing">
+        failing since <Time at={row.failingSince} />
+      </span>
+    )}
+    {row.backlog !== undefined && (
+      <span class="backlog">
+        {row.backlog.waiting}
+        {row.backlog.truncated ? '+' : ''} waiting
+      </span>
+    )}
+    {row.backlog?.nextAttemptAt !== undefined && (
+      <span class="next-attempt">
+        next attempt <Time at={row.backlog.nextAttemptAt} />
+      </span>
+    )}
+  </span>
+);
+
 /** The account's endpoints: URL (to its delivery log), events, status, created, last delivered, and its actions. */
 export const WebhookTable = ({ csrf, endpoints }: { csrf: string; endpoints: readonly WebhookEndpointRow[] }) => (
   <DataTable
@@ -73,6 +96,7 @@ export const WebhookTable = ({ csrf, endpoints }: { csrf: string; endpoints: rea
       { header: 'URL', cellClass: 'url-cell', cell: (row) => <a href={webhookPath(row.id)}>{row.url}</a> },
       { header: 'Events', cell: (row) => <EventList events={row.events} /> },
       { header: 'Status', cell: (row) => <span class={`badge endpoint-${row.status}`}>{row.status}</span> },
+      { header: 'Health', cell: (row) => <EndpointHealth row={row} /> },
       { header: 'Created', cell: (row) => <Time at={row.createdAt} /> },
       {
         header: 'Last delivered',

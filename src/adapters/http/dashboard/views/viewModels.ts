@@ -258,6 +258,10 @@ export type WebhookEndpointRow = {
   readonly lastDeliveredAt?: number;
   /** When it was disabled (after failing for 3 days). */
   readonly disabledAt?: number;
+  /** When its current run of failed attempts began, while it is enabled (issue 42). */
+  readonly failingSince?: number;
+  /** Its deliveries not settled yet (counted to a bound: `truncated`), and when the next attempt is. */
+  readonly backlog?: { readonly waiting: number; readonly truncated: boolean; readonly nextAttemptAt?: number };
 };
 
 /** `GET /dashboard/webhooks`, and the answers to its forms. */
@@ -305,7 +309,18 @@ export type DeliveryRow = {
   readonly lastStatus?: number;
   readonly lastLatencyMs?: number;
   readonly lastError?: string;
+  /** Its last attempts, oldest first (a bounded few): each one's time, answer, latency and error (issue 42). */
+  readonly recentAttempts: readonly AttemptRow[];
   readonly createdAt: number;
+};
+
+/** One attempt of a delivery. */
+export type AttemptRow = {
+  readonly attempt: number;
+  readonly at: number;
+  readonly status?: number;
+  readonly latencyMs?: number;
+  readonly error?: string;
 };
 
 /** `GET /dashboard/webhooks/:id`: one endpoint and a page of its deliveries, newest first. */
@@ -319,4 +334,6 @@ export type WebhookEndpointView = SessionView & {
   readonly error?: string;
   /** Only after a redelivery: the delivery made due again. */
   readonly redelivered?: string;
+  /** Only after a recover: how many deliveries were made due again, and whether a bound stopped it. */
+  readonly recovered?: { readonly count: number; readonly more: boolean };
 };
