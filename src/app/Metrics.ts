@@ -78,8 +78,15 @@ export interface MetricsShape {
   listRead(list: ListCall, rows: number): void;
   /** Exposes the process's long-lived calls (held, their bound, refusals); the last source given is the one read. */
   watchLongCalls(source: LongCallsSource): void;
-  /** The Prometheus text exposition of this app's metrics and the process's. */
+  /** The Prometheus text exposition of this app's metrics and the process's (a server of one process). */
   scrape(): Promise<string>;
+  /**
+   * This process's own figures (counters, histograms, its gauges, the Node process's metrics) as prom-client's JSON:
+   * plain data, which the primary of `serve --processes N` sums over its processes (scrapeSum.ts).
+   */
+  ownFigures(): Promise<readonly unknown[]>;
+  /** The text of the gauges read from the store (queues, upstreams): the same in every process, never summed. */
+  storeFigures(): Promise<string>;
   readonly contentType: string;
 }
 
@@ -98,6 +105,8 @@ export const noMetricsLayer = Layer.succeed(
     listRead: () => {},
     watchLongCalls: () => {},
     scrape: async () => '',
+    ownFigures: async () => [],
+    storeFigures: async () => '',
     contentType: 'text/plain; version=0.0.4; charset=utf-8',
   }),
 );
