@@ -138,4 +138,48 @@ describe('GET /metrics under airs serve --processes 3 (issue 42)', { timeout: 12
     const refused = await fetch(`${server.url}/metrics`, { headers: { connection: 'close' } });
     expect(refused.status).toBe(401);
   });
+
+  it('leaves out a process that does not answer within 2 s, and says so in a gauge and a comment line', async () => {
+    const box = newBox('airs-metrics-missing');
+    box.writeConfig({ metrics: { token } });
+    const server = await startServer(box, { args: ['--processes', '2'], timeoutMs: 60_000 });
+    started.push(server);
+    // Each server process logs `started` with its pid.
+    const pids = new Set<number>();
+    for (let i = 0; i < 50 && pids.size < 2; i++) {
+      for (const line of server.stderr().split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const entry = JSON.parse(line) as { msg?: string; pid?: number };
+        if (entry.msg === 'started' && entry.pid !== undefined) pids.add(entry.pid);
+      }
+      if (pids.size < 2) await sleep(100);
+    }
+    expect(pids.size).toBe(2);
+    const [hung] = [...pids] as [number];
+    process.kill(hung, 'SIGSTOP');
+    try {
+      // A connection handed to the stopped process gets no answer: another one goes to the other process.
+      let text: string | undefined;
+      for (let tries = 0; tries < 6 && text === undefined; tries++) {
+        try {
+          const response = await fetch(`${server.url}/metrics`, {
+            headers: { authorization: `Bearer ${token}`, connection: 'close' },
+            signal: AbortSignal.timeout(8_000),
+          });
+          expect(response.status).toBe(200);
+          text = await response.text();
+        } catch (error) {
+          if ((error as Error).name !== 'TimeoutError') throw error;
+        }
+      }
+      expect(text).toBeDefined();
+      expect(sample(text as string, 'airs_metrics_processes{state="answered"}')).toBe(1);
+      expect(sample(text as string, 'airs_metrics_processes{state="missing"}')).toBe(1);
+      expect(text).toMatch(/^# airs: 1 of 2 server processes did not answer within 2000 ms/m);
+      // The answering process's own figures are there.
+      expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    } finally {
+      process.kill(hung, 'SIGCONT');
+    }
+  });
 });
