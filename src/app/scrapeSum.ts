@@ -9,15 +9,26 @@ import { AggregatorRegistry } from 'prom-client';
  * from the store are not in those figures (read once by the answering process), so never multiplied by N.
  */
 
-/** What the primary gathered for one scrape: the figures of the processes that answered in time. */
+/** What the primary gathered for one scrape. */
 export type GatheredFigures = {
-  /** One entry per process that answered: its `ownFigures()`. */
+  /** One entry per process that answered in time: its `ownFigures()`. */
   readonly answered: readonly (readonly unknown[])[];
-  /** Processes asked that did not answer in time (their figures are missing from the sum). */
+  /** The last figures of the processes that did not answer in time but did before (one entry each). */
+  readonly late: readonly (readonly unknown[])[];
+  /** Processes that did not answer in time and never did: nothing of theirs is in the sums. */
   readonly missing: number;
-  /** How long the primary waited for them (ms), said in the answer when some are missing. */
+  /** The counters and histograms of server processes that ended (retiredFigures), or none. */
+  readonly retired?: readonly unknown[] | undefined;
+  /** How long the primary waited for them (ms), said in the answer when some were late or missing. */
   readonly waitedMs: number;
 };
+
+/*
+ * Why late and retired figures are summed: Prometheus reads any drop of a counter as a restart from 0, so a sum that
+ * lost one process's share for a scrape would show the other processes' whole counts as new. With a late process's
+ * last figures, and the counts of a process that ended kept, every counter and histogram of the answer only grows
+ * (but for the counts of a process between its last scrape and its end, which nobody can read any more).
+ */
 
 const nanSamples = / Nan\n/g;
 
@@ -35,23 +46,44 @@ const gauge = (name: string, help: string, values: readonly Sample[]) => ({
 });
 
 /**
- * The Prometheus text of the processes' figures summed, with `airs_metrics_processes` (answered, missing) and, when
- * some are missing, a comment line saying so (a scraper ignores comments; a person reading the answer sees it).
+ * The counters and histograms of `figures` (processes' `ownFigures()`, and earlier retired figures) summed into one
+ * set: what stays of server processes that ended. Gauges (what a process holds now) end with the process.
+ */
+export const retiredFigures = async (figures: readonly (readonly unknown[])[]): Promise<readonly unknown[]> => {
+  const counts = figures.map((set) =>
+    set.filter((metric) => {
+      const type = (metric as { type?: unknown }).type;
+      return type === 'counter' || type === 'histogram';
+    }),
+  );
+  return AggregatorRegistry.aggregate(counts).getMetricsAsJSON();
+};
+
+/**
+ * The Prometheus text of the processes' figures summed, with `airs_metrics_processes` (answered, late, missing) and,
+ * when some were late or missing, a comment line saying so (a scraper ignores comments; a person reading sees it).
  */
 export const sumFigures = async (gathered: GatheredFigures): Promise<string> => {
-  const summed = await AggregatorRegistry.aggregate([...gathered.answered]).metrics();
+  const sets = [...gathered.answered, ...gathered.late, ...(gathered.retired === undefined ? [] : [gathered.retired])];
+  const summed = await AggregatorRegistry.aggregate(sets).metrics();
   const processes = gauge(
     'airs_metrics_processes',
-    'Server processes whose figures this answer sums (answered) or lacks because they did not answer in time (missing)',
+    'Server processes this answer sums: answered in time; late (did not answer in time: their last figures are summed); missing (never answered: not in the sums)',
     [
       { labels: { state: 'answered' }, value: gathered.answered.length },
+      { labels: { state: 'late' }, value: gathered.late.length },
       { labels: { state: 'missing' }, value: gathered.missing },
     ],
   );
   const own = await AggregatorRegistry.aggregate([[processes]]).metrics();
-  const note =
+  const asked = gathered.answered.length + gathered.late.length + gathered.missing;
+  const notes = [
+    gathered.late.length === 0
+      ? ''
+      : `# airs: ${gathered.late.length} of ${asked} server processes did not answer within ${gathered.waitedMs} ms: their last figures are summed\n`,
     gathered.missing === 0
       ? ''
-      : `# airs: ${gathered.missing} of ${gathered.missing + gathered.answered.length} server processes did not answer within ${gathered.waitedMs} ms: their figures are missing from these sums\n`;
-  return prometheusText(`${note}${summed}\n${own}`);
+      : `# airs: ${gathered.missing} of ${asked} server processes did not answer within ${gathered.waitedMs} ms: their figures are missing from these sums\n`,
+  ].join('');
+  return prometheusText(`${notes}${summed}\n${own}`);
 };

@@ -39,6 +39,29 @@ const scrape = async (url: string) => {
   return response.text();
 };
 
+/**
+ * Scrapes until an answer satisfies `wanted` (at most 60 s), each scrape bounded: a connection the primary handed to
+ * a stopped (or just killed) process never gets an answer.
+ */
+const scrapeAnswering = async (url: string, wanted: (body: string) => boolean): Promise<string> => {
+  const deadline = Date.now() + 60_000;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${url}/metrics`, {
+        headers: { authorization: `Bearer ${token}`, connection: 'close' },
+        signal: AbortSignal.timeout(8_000),
+      });
+      last = await response.text();
+      if (response.status === 200 && wanted(last)) return last;
+    } catch (error) {
+      if ((error as Error).name !== 'TimeoutError') throw error;
+    }
+    await sleep(200);
+  }
+  throw new Error(`no scrape answered as wanted in 60 s; the last: ${last.slice(0, 2_000)}`);
+};
+
 const call = async (url: string, key: string, method: 'GET' | 'POST', path: string, body?: unknown) => {
   const response = await fetch(`${url}${path}`, {
     method,
@@ -117,9 +140,7 @@ describe('GET /metrics under airs serve --processes 3 (issue 42)', { timeout: 12
       expect(sample(text, 'airs_processing_attempts_total{model="echo"}')).toBe(echoes);
       expect(sample(text, 'airs_processing_outcomes_total{model="echo",outcome="completed"}')).toBe(echoes);
       expect(sample(text, 'airs_processing_duration_seconds_count{model="echo"}')).toBe(echoes);
-      expect(sample(text, 'airs_http_requests_total{method="POST",route="/v1/ai",status="202"}')).toBe(
-        echoes + slow,
-      );
+      expect(sample(text, 'airs_http_requests_total{method="POST",route="/v1/ai",status="202"}')).toBe(echoes + slow);
       expect(sample(text, 'airs_http_requests_total{method="GET",route="/v1/ai",status="200"}')).toBe(polls);
       expect(sample(text, 'airs_http_request_duration_seconds_count{method="POST",route="/v1/ai"}')).toBe(
         echoes + slow,
@@ -139,47 +160,52 @@ describe('GET /metrics under airs serve --processes 3 (issue 42)', { timeout: 12
     expect(refused.status).toBe(401);
   });
 
-  it('leaves out a process that does not answer within 2 s, and says so in a gauge and a comment line', async () => {
-    const box = newBox('airs-metrics-missing');
+  it('sums the last figures of a process that does not answer within 2 s, says so, and keeps the counts of a process that died', async () => {
+    const box = newBox('airs-metrics-late');
     box.writeConfig({ metrics: { token } });
-    const server = await startServer(box, { args: ['--processes', '2'], timeoutMs: 60_000 });
+    const server = await startServer(box, {
+      args: ['--processes', '2'],
+      env: { LOG_LEVEL: 'debug' },
+      timeoutMs: 60_000,
+    });
     started.push(server);
-    // Each server process logs `started` with its pid.
-    const pids = new Set<number>();
-    for (let i = 0; i < 50 && pids.size < 2; i++) {
-      for (const line of server.stderr().split('\n')) {
-        if (!line.startsWith('{')) continue;
-        const entry = JSON.parse(line) as { msg?: string; pid?: number };
-        if (entry.msg === 'started' && entry.pid !== undefined) pids.add(entry.pid);
-      }
-      if (pids.size < 2) await sleep(100);
+    const { key } = await createAccountWithKey(box, 'late@example.com', 'scale');
+    // Submits on connections of their own: the two processes take them in turn.
+    const submits = 6;
+    for (let i = 0; i < submits; i++) {
+      const submitted = await call(server.url, key, 'POST', '/v1/ai', { model: 'echo', prompt: `late ${i}` });
+      expect(submitted.status).toBe(202);
     }
-    expect(pids.size).toBe(2);
-    const [hung] = [...pids] as [number];
+    const submitsSeen = 'airs_http_requests_total{method="POST",route="/v1/ai",status="202"}';
+    const first = await scrape(server.url);
+    expect(sample(first, 'airs_metrics_processes{state="answered"}')).toBe(2);
+    expect(sample(first, submitsSeen)).toBe(submits);
+    for (let i = 0; i < 50 && servingPids(server, '/v1/ai', 'POST').size < 2; i++) await sleep(100);
+    const [hung] = [...servingPids(server, '/v1/ai', 'POST')] as [number];
+    expect(servingPids(server, '/v1/ai', 'POST').size).toBe(2);
+
     process.kill(hung, 'SIGSTOP');
+    let text: string | undefined;
     try {
-      // A connection handed to the stopped process gets no answer: another one goes to the other process.
-      let text: string | undefined;
-      for (let tries = 0; tries < 6 && text === undefined; tries++) {
-        try {
-          const response = await fetch(`${server.url}/metrics`, {
-            headers: { authorization: `Bearer ${token}`, connection: 'close' },
-            signal: AbortSignal.timeout(8_000),
-          });
-          expect(response.status).toBe(200);
-          text = await response.text();
-        } catch (error) {
-          if ((error as Error).name !== 'TimeoutError') throw error;
-        }
-      }
-      expect(text).toBeDefined();
-      expect(sample(text as string, 'airs_metrics_processes{state="answered"}')).toBe(1);
-      expect(sample(text as string, 'airs_metrics_processes{state="missing"}')).toBe(1);
-      expect(text).toMatch(/^# airs: 1 of 2 server processes did not answer within 2000 ms/m);
-      // The answering process's own figures are there.
-      expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+      text = await scrapeAnswering(server.url, () => true);
     } finally {
-      process.kill(hung, 'SIGCONT');
+      // Killed while stopped: the primary starts another in its place.
+      process.kill(hung, 'SIGKILL');
     }
+    expect(sample(text, 'airs_metrics_processes{state="answered"}')).toBe(1);
+    expect(sample(text, 'airs_metrics_processes{state="late"}')).toBe(1);
+    expect(sample(text, 'airs_metrics_processes{state="missing"}')).toBe(0);
+    expect(text).toMatch(/^# airs: 1 of 2 server processes did not answer within 2000 ms: their last figures/m);
+    // The stopped process's submits are still counted (its last figures): the counter does not go back.
+    expect(sample(text, submitsSeen)).toBe(submits);
+
+    const after = await scrapeAnswering(
+      server.url,
+      (body) => sample(body, 'airs_metrics_processes{state="answered"}') === 2,
+    );
+    expect(sample(after, 'airs_metrics_processes{state="late"}')).toBe(0);
+    // The dead process's counts stay in the sums.
+    expect(sample(after, submitsSeen)).toBe(submits);
+    expect(sample(after, 'airs_http_request_duration_seconds_count{method="POST",route="/v1/ai"}')).toBe(submits);
   });
 });

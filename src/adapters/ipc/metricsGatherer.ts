@@ -9,7 +9,8 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 type Gather = {
   /** The processes asked that have not answered yet (cluster worker ids). */
   readonly waiting: Set<number>;
-  readonly answered: (readonly unknown[])[];
+  /** By cluster worker id. */
+  readonly answered: Map<number, readonly unknown[]>;
   finish(): void;
 };
 
@@ -24,6 +25,19 @@ export const createMetricsGatherer = (
 ) => {
   let nextGather = 1;
   const open = new Map<number, Gather>();
+  /** Each serving process's last figures: summed for it when it does not answer in time (scrapeSum.ts says why). */
+  const last = new Map<number, readonly unknown[]>();
+  /** The counters and histograms of processes that ended, summed: a counter must not go back when one ends. */
+  let retired: Promise<readonly unknown[] | undefined> = Promise.resolve(undefined);
+  const retire = (worker: Worker) => {
+    const figures = last.get(worker.id);
+    last.delete(worker.id);
+    if (figures === undefined) return;
+    retired = retired.then(async (before) => {
+      const { retiredFigures } = await import('../../app/scrapeSum.js');
+      return retiredFigures(before === undefined ? [figures] : [before, figures]).catch(() => before);
+    });
+  };
   /** The gather in flight, and the askers waiting for it. */
   let current: { readonly askers: { worker: Worker; id: number }[] } | undefined;
 
@@ -31,7 +45,7 @@ export const createMetricsGatherer = (
     const gather = nextGather++;
     const targets = [...serving()].filter((worker) => worker.isConnected());
     const waiting = new Set(targets.map((worker) => worker.id));
-    const answered: (readonly unknown[])[] = [];
+    const answered = new Map<number, readonly unknown[]>();
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, waitMs);
       const finish = () => {
@@ -45,14 +59,27 @@ export const createMetricsGatherer = (
       if (targets.length === 0) finish();
     });
     open.delete(gather);
+    const late = [...waiting].flatMap((id) => {
+      const figures = last.get(id);
+      return figures === undefined ? [] : [figures];
+    });
     if (waiting.size > 0)
       logger.warn(
-        { missing: waiting.size, waitedMs: waitMs },
+        { late: late.length, missing: waiting.size - late.length, waitedMs: waitMs },
         'metrics: server processes did not answer a scrape in time',
       );
     try {
       const { sumFigures } = await import('../../app/scrapeSum.js');
-      return { airs: 'metrics-answer', text: await sumFigures({ answered, missing: waiting.size, waitedMs: waitMs }) };
+      const before = await retired;
+      const text = await sumFigures({
+        // One that answered and ended since is in the retired figures already.
+        answered: [...answered].flatMap(([id, figures]) => (last.has(id) ? [figures] : [])),
+        late,
+        missing: waiting.size - late.length,
+        retired: before,
+        waitedMs: waitMs,
+      });
+      return { airs: 'metrics-answer', text };
     } catch (error) {
       return { airs: 'metrics-answer', failed: error instanceof Error ? error.message : String(error) };
     }
@@ -76,12 +103,14 @@ export const createMetricsGatherer = (
   return {
     /** Hears a server process's asks and figures. */
     attach(worker: Worker) {
+      worker.on('exit', () => retire(worker));
       worker.on('message', (message: unknown) => {
         if (isMetricsAsk(message)) ask(worker, message.id);
         else if (isMetricsPart(message)) {
           const gather = open.get(message.gather);
           if (gather === undefined || !gather.waiting.delete(worker.id)) return;
-          gather.answered.push(message.figures);
+          gather.answered.set(worker.id, message.figures);
+          last.set(worker.id, message.figures);
           if (gather.waiting.size === 0) gather.finish();
         }
       });
