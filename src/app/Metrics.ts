@@ -7,7 +7,9 @@ import type { Usage } from '../ports/ModelProvider.js';
  * prom-client implementation in prometheusMetrics.ts, the server's layer in metricsLayer.ts. One registry per app, not
  * prom-client's global one, so tests can run several apps in one process. Every label has a bounded set of values:
  * routes, statuses, methods, model ids from the config, plan and budget names, event types. Never a key, prompt,
- * response, email, account or request id.
+ * response, email, account or request id (per-account figures are the usage API's: docs/decisions.md, issue 42).
+ * Under `serve --processes N` each process's own figures are summed by the primary (scrapeSum.ts); the gauges read
+ * from the store are read once by the process answering the scrape.
  *
  * The HTTP counters are on the API's hot path, so they are plain typed arrays indexed by route and status, turned
  * into Prometheus samples only when scraped: a call costs two `performance.now()` and a few array writes, no

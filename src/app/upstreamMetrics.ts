@@ -31,7 +31,7 @@ export const upstreamCollectors = (
   >();
   new Counter({
     name: 'airs_upstream_calls_total',
-    help: "Calls of a model's upstream this process made, by model, upstream and outcome (ok, failed, failed_over: failed and moved to another upstream, cancelled)",
+    help: "Calls of a model's upstream the server made, by model, upstream and outcome (ok, failed, failed_over: failed and moved to another upstream, cancelled)",
     labelNames: ['model', 'upstream', 'outcome'],
     registers: [registry],
     collect() {
