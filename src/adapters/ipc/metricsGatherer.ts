@@ -107,10 +107,11 @@ export const createMetricsGatherer = (
       worker.on('message', (message: unknown) => {
         if (isMetricsAsk(message)) ask(worker, message.id);
         else if (isMetricsPart(message)) {
+          // Late or not, these are its latest figures: what a later gather sums if it is late again.
+          if (!worker.isDead()) last.set(worker.id, message.figures);
           const gather = open.get(message.gather);
           if (gather === undefined || !gather.waiting.delete(worker.id)) return;
           gather.answered.set(worker.id, message.figures);
-          last.set(worker.id, message.figures);
           if (gather.waiting.size === 0) gather.finish();
         }
       });
