@@ -126,7 +126,12 @@ export type App = {
 /** A draining server keeps listening until no call has come for this long (clients still sending get their 503). */
 const drainQuietMs = 1_000;
 
-export const startApp = async (given: AppOptions): Promise<App> => {
+export type ServerOptions = AppOptions & {
+  /** Under `serve --processes N`: the sum of every process's metrics (ipc/metricsAsker.ts), which `/metrics` answers. */
+  readonly gatherMetrics?: () => Promise<string>;
+};
+
+export const startApp = async (given: ServerOptions): Promise<App> => {
   // Every read of `options.config` below goes through the live config: a reload is seen where models and plans are read.
   const liveConfig = given.liveConfig ?? createLiveConfig(given.config);
   const options: AppOptions = { ...given, config: liveConfig.config, liveConfig };
@@ -194,7 +199,7 @@ export const startApp = async (given: AppOptions): Promise<App> => {
     openCalls,
     readiness: services.storageHealth.problem,
     upstreams: upstreams.all,
-    metrics: { metrics: services.metrics, token: options.config.metrics?.token },
+    metrics: { metrics: services.metrics, token: options.config.metrics?.token, gather: given.gatherMetrics },
     admin: {
       accounts: createAdminAccounts({
         reads: services.store.reads,

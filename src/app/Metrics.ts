@@ -7,7 +7,9 @@ import type { Usage } from '../ports/ModelProvider.js';
  * prom-client implementation in prometheusMetrics.ts, the server's layer in metricsLayer.ts. One registry per app, not
  * prom-client's global one, so tests can run several apps in one process. Every label has a bounded set of values:
  * routes, statuses, methods, model ids from the config, plan and budget names, event types. Never a key, prompt,
- * response, email, account or request id.
+ * response, email, account or request id (per-account figures are the usage API's: docs/decisions.md, issue 42).
+ * Under `serve --processes N` each process's own figures are summed by the primary (scrapeSum.ts); the gauges read
+ * from the store are read once by the process answering the scrape.
  *
  * The HTTP counters are on the API's hot path, so they are plain typed arrays indexed by route and status, turned
  * into Prometheus samples only when scraped: a call costs two `performance.now()` and a few array writes, no
@@ -78,8 +80,15 @@ export interface MetricsShape {
   listRead(list: ListCall, rows: number): void;
   /** Exposes the process's long-lived calls (held, their bound, refusals); the last source given is the one read. */
   watchLongCalls(source: LongCallsSource): void;
-  /** The Prometheus text exposition of this app's metrics and the process's. */
+  /** The Prometheus text exposition of this app's metrics and the process's (a server of one process). */
   scrape(): Promise<string>;
+  /**
+   * This process's own figures (counters, histograms, its gauges, the Node process's metrics) as prom-client's JSON:
+   * plain data, which the primary of `serve --processes N` sums over its processes (scrapeSum.ts).
+   */
+  ownFigures(): Promise<readonly unknown[]>;
+  /** The text of the gauges read from the store (queues, upstreams): the same in every process, never summed. */
+  storeFigures(): Promise<string>;
   readonly contentType: string;
 }
 
@@ -98,6 +107,8 @@ export const noMetricsLayer = Layer.succeed(
     listRead: () => {},
     watchLongCalls: () => {},
     scrape: async () => '',
+    ownFigures: async () => [],
+    storeFigures: async () => '',
     contentType: 'text/plain; version=0.0.4; charset=utf-8',
   }),
 );

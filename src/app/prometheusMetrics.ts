@@ -1,16 +1,11 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, Registry } from 'prom-client';
-import { type ModelConfig, upstreamsOf } from '../config.js';
+import type { ModelConfig } from '../config.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { ReadModel } from '../ports/Store.js';
-import {
-  type HttpRoute,
-  httpLatencyBuckets,
-  type LongCallsSource,
-  type MetricsShape,
-  queueScanLimit,
-  type UpstreamCallOutcome,
-} from './Metrics.js';
-import { type UpstreamRow, upstreamRows } from './upstreamList.js';
+import { type HttpRoute, httpLatencyBuckets, type LongCallsSource, type MetricsShape } from './Metrics.js';
+import { queueGauges } from './queueGauges.js';
+import { prometheusText } from './scrapeSum.js';
+import { upstreamCollectors } from './upstreamMetrics.js';
 
 /* The Metrics service on prom-client (see Metrics.ts): loaded by the server only. */
 
@@ -40,7 +35,6 @@ const processMetrics = (): Registry => {
 };
 
 const statusSlots = 600;
-const nanSamples = / Nan\n/g;
 
 /**
  * A counter and a latency histogram per HTTP route and status, kept in typed arrays and exposed through a custom
@@ -147,150 +141,19 @@ export type MetricsSources = {
   readonly models?: readonly ModelConfig[];
 };
 
-/**
- * The upstreams' series: calls in flight (all processes and nodes) and in service, read from the store at scrape time
- * (one read per upstream of the config, as `airs models list` does); calls ended, by outcome, counted by this process.
- * Only the config's models × upstreams are labels: a call on an upstream removed from the config is not counted.
- */
-const upstreamCollectors = (
-  registry: Registry,
-  models: readonly ModelConfig[],
-  reads: ReadModel | undefined,
-  now: () => number,
-) => {
-  const key = (model: string, upstream: string) => `${model}\u0000${upstream}`;
-  const configured = new Set(
-    models.flatMap((model) =>
-      model.provider === 'openai' ? upstreamsOf(model).map((upstream) => key(model.id, upstream.name)) : [],
-    ),
-  );
-  /** Per model and upstream (configured ones only), per outcome: calls ended. */
-  const calls = new Map<
-    string,
-    { readonly model: string; readonly upstream: string; readonly counts: Map<string, number> }
-  >();
-  new Counter({
-    name: 'airs_upstream_calls_total',
-    help: "Calls of a model's upstream this process made, by model, upstream and outcome (ok, failed, failed_over: failed and moved to another upstream, cancelled)",
-    labelNames: ['model', 'upstream', 'outcome'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const { model, upstream, counts } of calls.values())
-        for (const [outcome, count] of counts) this.inc({ model, upstream, outcome }, count);
-    },
-  });
-  /** The store's rows as of this scrape: both gauges share one read. */
-  let reading: Promise<UpstreamRow[]> | undefined;
-  const rowsShared = () => {
-    if (reads === undefined) return Promise.resolve([]);
-    reading ??= upstreamRows(models, reads, now()).finally(() => {
-      reading = undefined;
-    });
-    return reading;
-  };
-  new Gauge({
-    name: 'airs_upstream_in_flight',
-    help: "Calls on a model's upstream now, in all processes and nodes (the store's counters), by model and upstream",
-    labelNames: ['model', 'upstream'],
-    registers: [registry],
-    async collect() {
-      const rows = await rowsShared();
-      this.reset();
-      for (const row of rows) this.set({ model: row.model, upstream: row.name }, row.inFlight);
-    },
-  });
-  new Gauge({
-    name: 'airs_upstream_in_service',
-    help: "1 while a model's upstream is in service (takes calls), 0 while it is out of service or waits for its trial call",
-    labelNames: ['model', 'upstream'],
-    registers: [registry],
-    async collect() {
-      const rows = await rowsShared();
-      this.reset();
-      for (const row of rows) this.set({ model: row.model, upstream: row.name }, row.state === 'in_service' ? 1 : 0);
-    },
-  });
-  return (model: string, upstream: string, outcome: UpstreamCallOutcome) => {
-    const at = key(model, upstream);
-    if (!configured.has(at)) return;
-    let entry = calls.get(at);
-    if (entry === undefined) {
-      entry = { model, upstream, counts: new Map() };
-      calls.set(at, entry);
-    }
-    entry.counts.set(outcome, (entry.counts.get(outcome) ?? 0) + 1);
-  };
-};
-
 export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
+  /** This process's own figures: under `serve --processes N`, summed over the processes (scrapeSum.ts). */
   const registry = new Registry();
+  /** Gauges read from the store at scrape time: the same in every process, read by the one answering the scrape. */
+  const storeRegistry = new Registry();
   const http = httpCollectors();
   registry.registerMetric(http.requests as never);
   registry.registerMetric(http.latency as never);
 
   const reads = sources.reads;
   const now = sources.now ?? Date.now;
-  const upstreamCalled = upstreamCollectors(registry, sources.models ?? [], reads, now);
-  /** The queue as of the last scrape, by model; read once per scrape by both gauges. */
-  let queueByModel = new Map<string, { depth: number; oldestAvailableAt: number }>(
-    (sources.modelIds ?? []).map((model) => [model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY }]),
-  );
-  let truncated = false;
-  const scanQueue = async () => {
-    truncated = false;
-    if (reads === undefined) return;
-    const depths = await reads.queueDepths(now(), queueScanLimit);
-    truncated = depths.truncated;
-    const found = new Map(
-      depths.models.map(({ model, depth, oldestAvailableAt }) => [model, { depth, oldestAvailableAt }]),
-    );
-    // Models seen before and empty now go back to 0 rather than keeping their last value.
-    for (const model of queueByModel.keys())
-      if (!found.has(model)) found.set(model, { depth: 0, oldestAvailableAt: Number.POSITIVE_INFINITY });
-    queueByModel = found;
-  };
-  /** prom-client collects the gauges of one scrape at once: both queue gauges share the scan in flight. */
-  let scanning: Promise<void> | undefined;
-  const scanShared = () => {
-    scanning ??= scanQueue().finally(() => {
-      scanning = undefined;
-    });
-    return scanning;
-  };
-  const queueDepth = new Gauge({
-    name: 'airs_queue_depth',
-    help: `Requests queued (waiting for a worker or a retry), by model; read at scrape time, at most ${queueScanLimit} entries`,
-    labelNames: ['model'],
-    registers: [registry],
-    async collect() {
-      await scanShared();
-      this.reset();
-      for (const [model, { depth }] of queueByModel) this.set({ model }, depth);
-    },
-  });
-  void queueDepth;
-  new Gauge({
-    name: 'airs_queue_oldest_age_seconds',
-    help: 'Age of the oldest queued request available to a worker (since its creation or the end of its backoff), by model',
-    labelNames: ['model'],
-    registers: [registry],
-    async collect() {
-      await scanShared();
-      this.reset();
-      const at = now();
-      for (const [model, { oldestAvailableAt }] of queueByModel)
-        this.set({ model }, Number.isFinite(oldestAvailableAt) ? Math.max(0, at - oldestAvailableAt) / 1000 : 0);
-    },
-  });
-  new Gauge({
-    name: 'airs_queue_scan_truncated',
-    help: `1 when the last scrape stopped reading the queue after ${queueScanLimit} entries (the queue gauges are then lower bounds)`,
-    registers: [registry],
-    collect() {
-      this.set(truncated ? 1 : 0);
-    },
-  });
+  const upstreamCalled = upstreamCollectors(registry, storeRegistry, sources.models ?? [], reads, now);
+  queueGauges(storeRegistry, reads, now, sources.modelIds ?? []);
 
   const attempts = tallied(registry, {
     name: 'airs_processing_attempts_total',
@@ -334,7 +197,8 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
   let longCalls: LongCallsSource | undefined;
   new Gauge({
     name: 'airs_long_calls_open',
-    help: 'Long-lived calls (streams, creates waiting for their answer) this process holds now, all accounts',
+    help: 'Long-lived calls (streams, creates waiting for their answer) the server holds now, all accounts (summed over its processes)',
+    aggregator: 'sum',
     registers: [registry],
     collect() {
       this.set(longCalls?.held() ?? 0);
@@ -342,7 +206,8 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
   });
   new Gauge({
     name: 'airs_long_calls_max',
-    help: 'The most long-lived calls this process holds at once (http.maxLongCallsShare of http.maxConnections)',
+    help: 'The most long-lived calls the server holds at once (http.maxLongCallsShare of http.maxConnections, summed over its processes)',
+    aggregator: 'sum',
     registers: [registry],
     collect() {
       if (longCalls !== undefined) this.set(longCalls.maxLongCalls);
@@ -415,9 +280,12 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     watchLongCalls: (source) => {
       longCalls = source;
     },
-    // prom-client writes a NaN as `Nan` (the event-loop lag before its first sample); the text format says `NaN`.
     scrape: async () =>
-      `${await registry.metrics()}\n${await processMetrics().metrics()}`.replace(nanSamples, ' NaN\n'),
+      prometheusText(
+        `${await registry.metrics()}\n${await storeRegistry.metrics()}\n${await processMetrics().metrics()}`,
+      ),
+    ownFigures: async () => [...(await registry.getMetricsAsJSON()), ...(await processMetrics().getMetricsAsJSON())],
+    storeFigures: async () => prometheusText(await storeRegistry.metrics()),
     contentType: registry.contentType,
   };
 };

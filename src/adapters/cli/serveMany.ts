@@ -48,6 +48,8 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
         })
       : undefined;
   const listening = new Set<Worker>();
+  // A scrape taken by any server process is answered with the sum over all of them (issue 42).
+  const metrics = (await import('../ipc/metricsGatherer.js')).createMetricsGatherer(() => listening, logger);
   let stopping = false;
   let respawnMs = firstRespawnMs;
   let lastRespawn = 0;
@@ -62,6 +64,7 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
     new Promise<string>((resolve, reject) => {
       const worker = cluster.fork();
       writer?.attach(worker);
+      metrics.attach(worker);
       worker.on('message', (message: unknown) => {
         if (!isServerMessage(message)) return;
         listening.add(worker);

@@ -77,7 +77,23 @@ export const serveOne = async (config: Config, output: Output, loadAgain: () => 
           return LmdbStoreLayer(config.dataDir, { writer: createRemoteWriter(primaryChannel()) });
         })()
       : undefined;
-  const app = await startApp({ config, logger, ...(storeLayer === undefined ? {} : { storeLayer }) });
+  // Forked, `/metrics` answers for every process: the primary sums their figures (issue 42).
+  const metricsAsker = forked
+    ? await (async () => {
+        const [{ createMetricsAsker }, { primaryChannel }] = await Promise.all([
+          import('../ipc/metricsAsker.js'),
+          import('../ipc/remoteWriter.js'),
+        ]);
+        return createMetricsAsker(primaryChannel());
+      })()
+    : undefined;
+  const app = await startApp({
+    config,
+    logger,
+    ...(storeLayer === undefined ? {} : { storeLayer }),
+    ...(metricsAsker === undefined ? {} : { gatherMetrics: metricsAsker.gather }),
+  });
+  metricsAsker?.answerWith(app.metrics.ownFigures);
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     listening = await listen(app.http, {

@@ -5,7 +5,7 @@ import type { AdminAccounts } from '../../app/adminAccounts.js';
 import type { BatchesShape } from '../../app/batches/Batches.js';
 import type { FilesShape } from '../../app/batches/Files.js';
 import type { LiveOutputShape } from '../../app/LiveOutput.js';
-import { HttpRoute, type MetricsShape } from '../../app/Metrics.js';
+import { HttpRoute } from '../../app/Metrics.js';
 import type { RateLimiterShape } from '../../app/RateLimiter.js';
 import type { RequestsShape } from '../../app/Requests.js';
 import type { UpstreamSeen } from '../../app/upstreamStates.js';
@@ -24,7 +24,7 @@ import { createGuard } from './guard.js';
 import { h3ErrorAnswer } from './h3Errors.js';
 import { json } from './jsonAnswer.js';
 import { readJsonBody } from './jsonBody.js';
-import { mountMetrics } from './metricsRoute.js';
+import { type MetricsRouteDeps, mountMetrics } from './metricsRoute.js';
 import { type FaceModel, mountOpenAi, unknownPathError } from './openai/routes.js';
 import { serveOpenApi } from './openapi.js';
 import type { OpenCallsShape } from './openCalls.js';
@@ -55,7 +55,7 @@ export type HttpDeps = {
   /** Each model's upstream as last seen, for `/readyz` (see upstreamStates.ts). */
   readonly upstreams?: () => Readonly<Record<string, UpstreamSeen>>;
   /** Counts calls by route and status and serves `GET /metrics`; without it nothing is counted or served. */
-  readonly metrics?: { readonly metrics: MetricsShape; readonly token?: string | undefined };
+  readonly metrics?: MetricsRouteDeps;
   /** The configured models (ids, timeouts, fields passed through): with them the OpenAI-compatible face is served. */
   readonly models?: readonly FaceModel[];
   /** Text of attempts in flight, for callers streaming them (the OpenAI face). */
