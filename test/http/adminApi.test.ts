@@ -21,7 +21,12 @@ const templateOf = (path: string) => path.replace(/\/(acct|key)_[^/?]+/, '/{id}'
 const start = async () => {
   const { app, served } = await serve({
     clock: systemClock,
-    config: { models: [{ id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 }] },
+    config: {
+      models: [
+        { id: 'echo', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
+        { id: 'echo-large', provider: 'echo', delayMs: 0, timeoutMs: 60_000 },
+      ],
+    },
   });
   const adminKeys = createAdminKeys({ reads: app.store.reads, committer: app.committer, clock: app.clock });
   const made = await adminKeys.create('backend');
@@ -296,5 +301,99 @@ describe('the admin API', () => {
     expect(noEmail.body.error.details).toEqual({ param: 'email' });
     expect((await call('PUT', '/v1/admin/accounts', { key: admin })).status).toBe(405);
     expect(await accountCount(app)).toBe(0);
+  });
+
+  it('creates an account with its own limits and changes them by PATCH: a model not allowed does not exist for its SDK', async () => {
+    const { app, call, admin, url, adminKeyId } = await start();
+    const account = await call('POST', '/v1/admin/accounts', {
+      key: admin,
+      body: { email: 'limited@example.com', plan: 'starter', limits: { allowedModels: ['echo'], maxQueued: 7 } },
+    });
+    expect(account).toMatchObject({ status: 201, body: { limits: { allowedModels: ['echo'], maxQueued: 7 } } });
+    const key = await call('POST', `/v1/admin/accounts/${account.body.id}/keys`, { key: admin, body: {} });
+    const client = new OpenAI({ apiKey: key.body.key, baseURL: `${url}/v1`, maxRetries: 0 });
+    expect((await client.models.list()).data.map((model) => model.id)).toEqual(['echo']);
+    const refused = await client.chat.completions
+      .create({ model: 'echo-large', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((refused as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+
+    const patched = await call('PATCH', `/v1/admin/accounts/${account.body.id}`, {
+      key: admin,
+      body: { limits: { allowedModels: null } },
+    });
+    expect(patched.body.limits).toEqual({ maxQueued: 7 });
+    expect((await client.models.list()).data.map((model) => model.id).sort()).toEqual(['echo', 'echo-large']);
+    const limitsActions = (await loggedEvents(app)).filter(
+      (event) => event.type === 'AdminActed' && 'action' in event && event.action === 'SetLimits',
+    );
+    expect(limitsActions).toHaveLength(2);
+    for (const event of limitsActions) expect(event).toMatchObject({ accountId: account.body.id, adminKeyId });
+    const bad = await call('PATCH', `/v1/admin/accounts/${account.body.id}`, {
+      key: admin,
+      body: { limits: { maxQueued: -1 } },
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it('makes a key with expires_at that works until then and answers 401 from then on', async () => {
+    const started = await start();
+    const { call, admin } = started;
+    const team = await provision(started, 'expiring@example.com');
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const key = await call('POST', `/v1/admin/accounts/${team.accountId}/keys`, {
+      key: admin,
+      body: { expires_at: expiresAt },
+    });
+    expect(key).toMatchObject({ status: 201, body: { expires_at: expiresAt } });
+    expect((await call('GET', '/v1/models', { key: key.body.key })).status).toBe(200);
+    const past = await call('POST', `/v1/admin/accounts/${team.accountId}/keys`, {
+      key: admin,
+      body: { expires_at: expiresAt - 3_600 },
+    });
+    expect(past.status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, expiresAt * 1000 - Date.now() + 100));
+    expect((await call('GET', '/v1/models', { key: key.body.key })).status).toBe(401);
+    expect((await call('GET', '/v1/models', { key: team.key })).status).toBe(200);
+  });
+
+  it('answers usage in the shape of OpenAI’s usage API, equal to the log’s completions, to admin keys only', async () => {
+    const started = await start();
+    const { app, call, admin } = started;
+    const team = await provision(started, 'usage@example.com');
+    const startTime = Math.floor(Date.now() / 1000);
+    for (const [model, prompt] of [
+      ['echo', 'one two three'],
+      ['echo', 'four five'],
+      ['echo-large', 'six'],
+    ] as const) {
+      const submitted = await call('POST', '/v1/ai', { key: team.key, body: { model, prompt } });
+      let polled = await call('GET', submitted.headers.get('location') as string, { key: team.key });
+      for (let tries = 0; polled.body.status !== 'completed' && tries < 200; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        polled = await call('GET', submitted.headers.get('location') as string, { key: team.key });
+      }
+      expect(polled.body.status).toBe('completed');
+    }
+    const usage = await call('GET', `/v1/admin/usage?start_time=${startTime}&group_by=account_id,model`, {
+      key: admin,
+    });
+    expect(usage.status).toBe(200);
+    expect(usage.body).toMatchObject({ object: 'page', has_more: false });
+    const results = usage.body.data.flatMap((bucket: { results: unknown[] }) => bucket.results);
+    const completed = (await loggedEvents(app)).filter((event) => event.type === 'RequestCompleted');
+    const sum = (field: 'inputTokens' | 'outputTokens') =>
+      completed.reduce((total, event) => total + (('inputTokens' in event && event[field]) || 0), 0);
+    expect(results.map((result: { model: string }) => result.model).sort()).toEqual(['echo', 'echo-large']);
+    for (const result of results) expect(result).toMatchObject({ account_id: team.accountId });
+    const total = (field: string) =>
+      results.reduce((t: number, result: Record<string, number>) => t + (result[field] as number), 0);
+    expect(total('num_model_requests')).toBe(3);
+    expect(total('input_tokens')).toBe(sum('inputTokens'));
+    expect(total('output_tokens')).toBe(sum('outputTokens'));
+    expect(total('input_tokens')).toBeGreaterThan(0);
+    expect((await call('GET', `/v1/admin/usage?start_time=${startTime}`, { key: team.key })).status).toBe(403);
+    expect((await call('GET', '/v1/admin/usage?bucket_width=1w&start_time=0', { key: admin })).status).toBe(400);
   });
 });
