@@ -87,10 +87,10 @@ describe("an account's own limits and its keys' expiry, in process", () => {
     expect((await post()).status).toBe(202);
   });
 
-  it("shows the account's limits on the dashboard's overview, marking those set for it", () => {
+  it("shows the account's limits on the dashboard's overview, marking those set for it, and what it used of each token budget", () => {
     const limits = effectiveLimits(defaultPlans, {
       plan: 'starter',
-      limits: { submitsPerMinute: 42, allowedModels: ['echo'] },
+      limits: { submitsPerMinute: 42, allowedModels: ['echo'], tokensPerMonth: 1_000 },
     });
     const html = overviewPage({
       csrf: 'c',
@@ -98,6 +98,7 @@ describe("an account's own limits and its keys' expiry, in process", () => {
       plan: 'starter',
       plans: defaultPlans,
       limits,
+      tokensUsed: { tokensPerMinute: 7, tokensPerDay: 120, tokensPerMonth: 250 },
       keysUsed: 0,
       maxKeys: limits.maxKeys,
       rate: {
@@ -113,5 +114,7 @@ describe("an account's own limits and its keys' expiry, in process", () => {
     expect(row('pollsPerMinute')).toMatch(/6,000/);
     expect(row('pollsPerMinute')).not.toMatch(/set for your account/);
     expect(row('tokensPerDay')).toMatch(/unlimited/);
+    expect(row('tokensPerDay')).not.toMatch(/ used \(/);
+    expect(row('tokensPerMonth')).toMatch(/1,000[\s\S]*250 used \(25%\)[\s\S]*set for your account/);
   });
 });

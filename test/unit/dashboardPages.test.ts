@@ -32,6 +32,7 @@ const overview = (over: Partial<OverviewView> = {}): OverviewView => ({
   plan: 'starter',
   plans: defaultPlans,
   limits: effectiveLimits(defaultPlans, { plan: 'starter' }),
+  tokensUsed: { tokensPerMinute: 0, tokensPerDay: 0, tokensPerMonth: 0 },
   keysUsed: 2,
   maxKeys: 3,
   rate: {

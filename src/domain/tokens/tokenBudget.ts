@@ -38,6 +38,21 @@ const usedIn = (buckets: readonly TokenBucket[], kind: TokenBucketKind, now: num
   return used;
 };
 
+/** What the account has used of each token limit at `now` (the dashboard shows it beside the limits). */
+export type TokensUsed = {
+  readonly tokensPerMinute: number;
+  readonly tokensPerDay: number;
+  readonly tokensPerMonth: number;
+};
+
+export const tokensUsed = (buckets: readonly TokenBucket[], now: number): TokensUsed => ({
+  tokensPerMinute: buckets
+    .filter((bucket) => bucket.kind === 'second' && bucket.start > now - tokenWindowMs && bucket.start <= now)
+    .reduce((sum, bucket) => sum + bucket.tokens, 0),
+  tokensPerDay: usedIn(buckets, 'day', now),
+  tokensPerMonth: usedIn(buckets, 'month', now),
+});
+
 /**
  * Whether the account may submit at `now`, by its buckets (tokenUse.ts): a budget used (at or over its limit) refuses,
  * the month's and the day's first (they last longest), then the minute's. Tokens count when a request ends, so work

@@ -20,6 +20,7 @@ import { couldBeId } from '../../../domain/identifiers.js';
 import type { RequestEvent } from '../../../domain/request/events.js';
 import { isExpired } from '../../../domain/request/questions.js';
 import type { RequestState } from '../../../domain/request/state.js';
+import { tokensUsed } from '../../../domain/tokens/tokenBudget.js';
 import type { DeliveryState } from '../../../domain/webhook/delivery.js';
 import type { WebhookEndpointState } from '../../../domain/webhook/endpoint.js';
 import { webhookEventTypes } from '../../../domain/webhook/eventTypes.js';
@@ -448,6 +449,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         plan: account.plan,
         plans: deps.config.plans,
         limits,
+        tokensUsed: tokensUsed(await deps.store.reads.tokenUse(account.accountId), now),
         keysUsed: account.activeKeys,
         maxKeys: limits.maxKeys,
         rate: {

@@ -8,7 +8,7 @@ import type { OverviewView } from './viewModels.js';
 
 /** `GET /dashboard`: plan and its limits, keys used of allowed, the rate-limit budgets now, the last day's usage. */
 export const overviewPage = (view: OverviewView): string => {
-  const { csrf, email, plan, plans, limits, keysUsed, maxKeys, rate, requestsLast24h, tokensByDay } = view;
+  const { csrf, email, plan, plans, limits, tokensUsed, keysUsed, maxKeys, rate, requestsLast24h, tokensByDay } = view;
   return renderDocument(
     <Layout title="Overview" session={{ csrf, email }} current="overview">
       <h1>Overview</h1>
@@ -81,7 +81,7 @@ export const overviewPage = (view: OverviewView): string => {
         <Budget id="rate-submits" label="Submits (all faces)" budget={rate.submits} />
         <Budget id="rate-polls" label="Polls (all faces)" budget={rate.polls} />
       </section>
-      <AccountLimits plan={plan} limits={limits} />
+      <AccountLimits plan={plan} limits={limits} used={tokensUsed} />
       <section class="card" aria-labelledby="plans-h">
         <h2 id="plans-h">Plans</h2>
         <PlanTable plans={plans} current={plan} />

@@ -4,6 +4,7 @@
  */
 import type { EffectiveLimits } from '../../../../domain/account/limits.js';
 import type { BuiltInPlanName, PlanName } from '../../../../domain/plans.js';
+import type { TokensUsed } from '../../../../domain/tokens/tokenBudget.js';
 
 /** The signed-in account as every logged-in page needs it: who, and the CSRF token its forms carry. */
 export type SessionView = { readonly csrf: string; readonly email: string };
@@ -38,6 +39,8 @@ export type OverviewView = SessionView & {
   readonly plans: Readonly<Record<BuiltInPlanName, PlanRow>>;
   /** The limits the account is held to: its plan's, overridden by its own (`own` names those). */
   readonly limits: EffectiveLimits;
+  /** What the account has used of each token limit now (domain/tokens/tokenBudget.ts). */
+  readonly tokensUsed: TokensUsed;
   readonly keysUsed: number;
   /** The account's plan's key limit; `null` is unlimited. */
   readonly maxKeys: number | null;
