@@ -1,7 +1,8 @@
 import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
-import { type AccountCommand, keyNameProblem } from '../domain/account/decider.js';
+import type { AccountCommand } from '../domain/account/decider.js';
+import { keyNameProblem } from '../domain/account/keyName.js';
 import type { AccountLimitsChange } from '../domain/account/limits.js';
 import type { AccountState, KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { type AdminKeyCommand, adminKeyPrefix, adminKeysOwner } from '../domain/account/adminKeys.js';
-import { keyNameProblem } from '../domain/account/decider.js';
+import { keyNameProblem } from '../domain/account/keyName.js';
 import type { KeyState } from '../domain/account/state.js';
 import { isRefusal } from '../domain/commands.js';
 import { Forbidden, Refused, Unauthorized, Unavailable } from '../domain/errors.js';

@@ -1,7 +1,6 @@
 import type { RequestState } from '../domain/request/state.js';
 import { hourlyUsageAdded, hourlyUsageOf, type UsageKey, type UsageRow } from '../domain/usage/hourlyUsage.js';
 import type { UsageRange } from '../ports/Store.js';
-import type { IndexKey, ViewAccess } from './projection.js';
 
 /*
  * The hourly usage view as the stores keep it (contract 21's usage API): one row per hour, account and model, keyed
@@ -19,7 +18,11 @@ export type StoredUsage = readonly [inputTokens: number, outputTokens: number, r
 export const usageKeyOf = (key: UsageKey): [number, string, string] => [key.hour, key.accountId, key.model];
 
 /** Adds a request's usage to its hour's row when it completes (within this change). */
-export const projectHourlyUsage = (views: ViewAccess, before: RequestState, after: RequestState): void => {
+export const projectHourlyUsage = (
+  views: { addHourlyUsage(row: UsageRow): void },
+  before: RequestState,
+  after: RequestState,
+): void => {
   const row = hourlyUsageAdded(before, after);
   if (row !== undefined) views.addHourlyUsage(row);
 };
@@ -69,7 +72,7 @@ export const readUsageRows = (
 export const addRebuiltUsage = (
   rows: Map<string, StoredUsage>,
   state: RequestState,
-  keyText: (key: IndexKey) => string,
+  keyText: (key: [number, string, string]) => string,
 ): void => {
   const row = hourlyUsageOf(state);
   if (row === undefined) return;

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type Config, fileSchema, loadConfig } from '../../src/config.js';
+import { planNames } from '../../src/domain/plans.js';
 
 /**
  * The "Configuration reference" of docs/operations.md, checked against the config file's zod schema: every key of the
@@ -24,6 +25,7 @@ type JsonSchema = {
   readonly minimum?: number;
   readonly maximum?: number;
   readonly exclusiveMinimum?: number;
+  readonly additionalProperties?: JsonSchema | boolean;
 };
 
 /** One place a key occurs: list entries of a union (the models' providers) are variants of their own. */
@@ -38,6 +40,9 @@ const variantName = (schema: JsonSchema): string => {
   return String(discriminator?.const ?? '?');
 };
 
+/** A record keyed by names the file chooses (`plans`): the table documents it under the built-in names. */
+const namesOfRecord: Readonly<Record<string, readonly string[]>> = { plans: planNames };
+
 /** Every documentable key of the schema: leaves and lists, not the objects that only group keys. */
 const keysOf = (root: JsonSchema): Map<string, Occurrence[]> => {
   const keys = new Map<string, Occurrence[]>();
@@ -46,7 +51,11 @@ const keysOf = (root: JsonSchema): Map<string, Occurrence[]> => {
     for (const [name, property] of Object.entries(schema.properties ?? {})) {
       const path = prefix === '' ? name : `${prefix}.${name}`;
       const required = schema.required?.includes(name) ?? false;
-      if (isObject(property)) walk(property, path, variant);
+      const members = namesOfRecord[path];
+      if (members !== undefined && typeof property.additionalProperties === 'object') {
+        const entry = property.additionalProperties;
+        for (const member of members) walk(entry, `${path}.${member}`, variant);
+      } else if (isObject(property)) walk(property, path, variant);
       else if (property.type === 'array' && property.items !== undefined) {
         add(path, { variant, schema: property, required });
         const members = alternativesOf(property.items)?.filter(isObject) ?? [];

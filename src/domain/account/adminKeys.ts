@@ -1,5 +1,6 @@
 import { Refused } from '../errors.js';
-import { keyNameProblem } from './decider.js';
+import type { AdminEvent } from './events.js';
+import { keyNameProblem } from './keyName.js';
 import type { KeyState } from './state.js';
 
 /**
@@ -12,28 +13,6 @@ export const adminKeysOwner = 'admin';
 
 /** The prefix of an admin key's secret (`sk_admin_…`): it still has the form of an API key (keyMaterial.ts). */
 export const adminKeyPrefix = 'sk_admin_';
-
-export type AdminKeyCreated = {
-  readonly type: 'AdminKeyCreated';
-  readonly keyId: string;
-  readonly keyHash: string;
-  readonly prefix: string;
-  readonly name?: string | undefined;
-  readonly at: number;
-};
-export type AdminKeyRevoked = { readonly type: 'AdminKeyRevoked'; readonly keyId: string; readonly at: number };
-/**
- * An admin key made the change of the events just before it, in the same decision (`action`: the command's type,
- * `CreateAccount`, `ChangePlan`, `Suspend`, `Resume`, `CreateKey`, `RevokeKey`): who changed what, in the log.
- */
-export type AdminActed = {
-  readonly type: 'AdminActed';
-  readonly accountId: string;
-  readonly adminKeyId: string;
-  readonly action: string;
-  readonly at: number;
-};
-export type AdminEvent = AdminKeyCreated | AdminKeyRevoked | AdminActed;
 
 export type AdminKeyCommand =
   | {

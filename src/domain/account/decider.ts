@@ -1,8 +1,9 @@
 import { Refused } from '../errors.js';
-import { controlCharacters, emailProblem } from '../identifiers.js';
+import { emailProblem } from '../identifiers.js';
 import type { PlanName, PlanTable } from '../plans.js';
 import { type AdminKeyCommand, decideAdminKey, isAdminKeyCommand } from './adminKeys.js';
 import type { AccountEvent } from './events.js';
+import { keyNameProblem } from './keyName.js';
 import { type AccountLimitsChange, changeLimits, effectiveLimits, sameLimits } from './limits.js';
 import type { AccountState, KeyState, SessionState } from './state.js';
 
@@ -62,21 +63,6 @@ export type AccountCommand =
     }
   /** `session` is the session as the store has it (read inside the write), absent once ended. */
   | { readonly type: 'EndSession'; readonly sessionId: string; readonly session?: SessionState; readonly now: number };
-
-/** The longest name a key may have, in characters (code points), after trimming. */
-export const maxKeyNameLength = 100;
-
-/**
- * What is wrong with a key's name, if anything: it must be trimmed already, 1 to 100 characters, and hold no control
- * characters (it is shown on one line in `airs keys list` and in the dashboard).
- */
-export const keyNameProblem = (name: string): string | undefined => {
-  const length = [...name].length;
-  if (name !== name.trim() || length === 0) return 'a key name must not be empty or start or end with spaces';
-  if (length > maxKeyNameLength) return `a key name has at most ${maxKeyNameLength} characters; this one has ${length}`;
-  if (controlCharacters.test(name)) return 'a key name must not contain control characters (line breaks, tabs)';
-  return undefined;
-};
 
 const endSessions = (accountId: string, sessions: readonly string[] | undefined, at: number): AccountEvent[] =>
   (sessions ?? []).map((sessionId) => ({ type: 'SessionEnded', accountId, sessionId, at }));

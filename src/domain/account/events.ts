@@ -1,5 +1,4 @@
 import type { PlanName } from '../plans.js';
-import type { AdminEvent } from './adminKeys.js';
 import type { AccountLimits } from './limits.js';
 
 /** Events of accounts and their API keys. Key material never appears here: only its SHA-256 hash and display prefix. */
@@ -83,6 +82,29 @@ export type SessionEnded = {
   readonly sessionId: string;
   readonly at: number;
 };
+
+/** Admin keys' events (adminKeys.ts), kept in the accounts' log. */
+export type AdminKeyCreated = {
+  readonly type: 'AdminKeyCreated';
+  readonly keyId: string;
+  readonly keyHash: string;
+  readonly prefix: string;
+  readonly name?: string | undefined;
+  readonly at: number;
+};
+export type AdminKeyRevoked = { readonly type: 'AdminKeyRevoked'; readonly keyId: string; readonly at: number };
+/**
+ * An admin key made the change of the events just before it, in the same decision (`action`: the command's type,
+ * `CreateAccount`, `ChangePlan`, `Suspend`, `Resume`, `CreateKey`, `RevokeKey`): who changed what, in the log.
+ */
+export type AdminActed = {
+  readonly type: 'AdminActed';
+  readonly accountId: string;
+  readonly adminKeyId: string;
+  readonly action: string;
+  readonly at: number;
+};
+export type AdminEvent = AdminKeyCreated | AdminKeyRevoked | AdminActed;
 
 export type AccountEvent =
   | AccountCreated

@@ -1,5 +1,4 @@
-import { type PlanLimits, type PlanTable, planLimitsOf } from '../plans.js';
-import type { AccountState } from './state.js';
+import { type PlanLimits, type PlanName, type PlanTable, planLimitsOf } from '../plans.js';
 
 /**
  * An account's own limits (contract 21): each overrides its plan's limit of the same name; `allowedModels` (absent:
@@ -47,7 +46,10 @@ const canonical = (limits: AccountLimits | undefined) =>
     .sort(([a], [b]) => (a < b ? -1 : 1));
 
 /** The limits the account is held to now: its plan's in `plans` (the config in force), overridden by its own. */
-export const effectiveLimits = (plans: PlanTable, account: Pick<AccountState, 'plan' | 'limits'>): EffectiveLimits => {
+export const effectiveLimits = (
+  plans: PlanTable,
+  account: { readonly plan: PlanName; readonly limits?: AccountLimits | undefined },
+): EffectiveLimits => {
   const own = account.limits;
   const base = planLimitsOf(plans, account.plan);
   if (own === undefined) return { ...base, own: [] };

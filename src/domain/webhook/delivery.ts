@@ -3,6 +3,7 @@ import { DeliveryLifecycleViolation, Refused } from '../errors.js';
 import { compileMachine } from '../request/compiledMachine.js';
 import { nextRetryDelayMs, type WebhookBackoff } from './backoff.js';
 import { type DeliveryContext, deliveryMachine } from './deliveryMachine.js';
+import type { DeliveryState, DeliveryStatus } from './deliveryState.js';
 import { disableAfterFailingMs, type WebhookEndpointState } from './endpoint.js';
 import type {
   AttemptOutcome,
@@ -14,10 +15,7 @@ import type {
 } from './events.js';
 import { recoveryOf, releasedByRecovery, releaseOf } from './recovery.js';
 
-/** Where a delivery stands: the machine's state. */
-export type DeliveryStatus = 'none' | 'waiting' | 'sending' | 'delivered' | 'gave_up';
-
-export type DeliveryState = { readonly status: DeliveryStatus; readonly context: DeliveryContext };
+export type { DeliveryState, DeliveryStatus } from './deliveryState.js';
 
 type Snapshot = ReturnType<typeof deliveryMachine.resolveState>;
 

@@ -1,4 +1,4 @@
-import type { DeliveryState } from './delivery.js';
+import type { DeliveryState } from './deliveryState.js';
 import type { WebhookEndpointState } from './endpoint.js';
 import type { WebhookDeliveryReleased, WebhookEndpointRecovered } from './events.js';
 
