@@ -88,6 +88,7 @@ describe('the OpenAPI document', () => {
       '/v1/admin/accounts/{id}',
       '/v1/admin/accounts/{id}/keys',
       '/v1/admin/keys/{id}',
+      '/v1/admin/usage',
       '/v1/openapi.json',
     ]);
     expect(Object.keys(document.paths['/v1/ai'] ?? {}).sort()).toEqual(['get', 'post']);

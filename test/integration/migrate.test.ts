@@ -370,7 +370,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     expect(await tablesIn(target)).toContain('events');
     const empty = await runCli(box, ['migrate', '--from', box.dataDir, '--to', target, '--json']);
     expect(empty.code, empty.stderr).toBe(0);
-    expect(JSON.parse(empty.stdout)).toMatchObject({ requests: 9, accounts: 3, keys: 4, credentials: 2 });
+    expect(JSON.parse(empty.stdout)).toMatchObject({ requests: 9, accounts: 3, keys: 6, credentials: 2 });
     expect((await runCli(box, ['replay', '--verify', '--database-url', target])).code).toBe(0);
   });
 
@@ -427,7 +427,7 @@ describe('airs migrate', { timeout: 180_000 }, () => {
             chunkBytes,
             onProgress: ({ phase }) => void phases.add(phase),
           });
-          expect(summary).toMatchObject({ requests: 9, accounts: 3, keys: 4, credentials: 2, differences: [] });
+          expect(summary).toMatchObject({ requests: 9, accounts: 3, keys: 6, credentials: 2, differences: [] });
           expect(phases.has('events')).toBe(true);
         } finally {
           await db.end();
