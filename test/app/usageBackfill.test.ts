@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { hourlyUsageCountedKey, hourlyUsageRowsOf } from '../../src/adapters/lmdb/hourlyUsage.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
+import { hourlyUsageMigration } from '../../src/adapters/postgres/hourlyUsage.js';
+import { migrations } from '../../src/adapters/postgres/schema.js';
 import type { UsageRange } from '../../src/ports/Store.js';
 import { keyText } from '../../src/storage/verifyReport.js';
 import { submit } from '../support/submit.js';
@@ -58,12 +60,13 @@ describe('The hourly usage view of a store written before it existed', () => {
     const rows = await used(app);
     await app.stop({ keepData: true });
     if (app.testStore.kind !== 'postgres') throw new Error('expected PostgreSQL');
-    // As an older airs left it: the schema one version before, without the table.
+    // As an older airs left it: the schema of the version before the table (the later migrations run again over
+    // themselves).
     const client = new pg.Client({ connectionString: app.testStore.url });
     await client.connect();
     const { rows: versions } = await client.query<{ version: number }>('SELECT version FROM airs_schema_version');
     await client.query('DROP TABLE usage_hourly');
-    await client.query('UPDATE airs_schema_version SET version = version - 1');
+    await client.query('UPDATE airs_schema_version SET version = $1', [migrations.indexOf(hourlyUsageMigration)]);
     await client.end();
 
     const reopened = await start({ storeOf: app });
