@@ -24,6 +24,7 @@ import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
 import { limitsOf, type Principal } from './Auth.js';
 import { Committer } from './Committer.js';
+import { cancelAfterOf, cancelledWords } from './cancelAfter.js';
 import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
 import { affinityOf } from './promptPrefix.js';
@@ -59,6 +60,8 @@ export type SubmitOptions = {
   readonly beforeCommit?: ((reqId: string) => void) | undefined;
   /** `responses` when `POST /v1/responses` made it: kept on the request, it makes `response.*` webhooks too. */
   readonly face?: 'responses' | undefined;
+  /** The `Cancel-After` header as sent (contract 20; cancelAfter.ts reads it): a bad value refuses the submit. */
+  readonly cancelAfter?: string | null | undefined;
 };
 
 /**
@@ -165,7 +168,8 @@ export const RequestsLayer = Layer.effect(
       stored: { readonly kind: 'chat' | undefined; readonly text: string },
       idempotency: { readonly key: string; readonly requestHash: string } | undefined,
       beforeCommit: ((reqId: string) => void) | undefined,
-      face?: 'responses' | undefined,
+      face: 'responses' | undefined,
+      cancelAfterMs: number | undefined,
     ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited | QuotaExceeded> => {
       // The account's token limits (contract 21): read only where it has any.
       const tokenCheck = tokenBudget.check(principal);
@@ -212,6 +216,7 @@ export const RequestsLayer = Layer.effect(
             maxAttempts: config.processing.maxAttempts,
             metadata: input.metadata,
             face,
+            cancelAfterMs,
           },
           { fromApi: true },
         );
@@ -244,15 +249,19 @@ export const RequestsLayer = Layer.effect(
 
     // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
     const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
+      const cancelAfterMs = cancelAfterOf(options?.cancelAfter, config.requestTtlSeconds);
+      if (cancelAfterMs instanceof InvalidRequest) return cancelAfterMs;
       const stored = storedInputOf(input);
       return (
         checkModelAndSize(input, stored.text, rulesOf(principal)) ??
         beyondModel(input, models.get(input.model)?.config.provider) ??
-        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit, options?.face)
+        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit, options?.face, cancelAfterMs)
       );
     };
 
     const submit: RequestsShape['submit'] = async (principal, body, options) => {
+      const cancelAfterMs = cancelAfterOf(options?.cancelAfter, config.requestTtlSeconds);
+      if (cancelAfterMs instanceof InvalidRequest) return cancelAfterMs;
       // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
       const submission = parseSubmission(body, rulesOf(principal));
       if (submission instanceof InvalidRequest) return submission;
@@ -262,6 +271,8 @@ export const RequestsLayer = Layer.effect(
         { kind: undefined, text: submission.prompt },
         idempotencyOf(options),
         options?.beforeCommit,
+        undefined,
+        cancelAfterMs,
       );
     };
 
@@ -289,7 +300,7 @@ export const RequestsLayer = Layer.effect(
         return new ProcessingFailed({ message: failedMessage(reqId, said, '; submit it again') });
       }
       if (status === 'cancelled') {
-        return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
+        return new NotFound({ message: cancelledWords(reqId, visible.state.context.cancelReason) });
       }
       return { ...viewOf(visible), status };
     };

@@ -10,7 +10,7 @@ import { StorageFault, Store, type StoreShape } from '../ports/Store.js';
 import { Committer, type CommitterShape } from './Committer.js';
 
 export interface SweeperShape {
-  /** Expires every request whose time is up; returns how many. */
+  /** Expires every request whose time is up, and cancels those whose deadline passed; returns how many. */
   sweep(): Promise<number>;
 }
 
@@ -20,7 +20,10 @@ const batchSize = 1_000;
 
 /**
  * Appends `RequestExpired` for requests past their expiry time (which deletes their prompt and response). Reads
- * answer 404 from the expiry time on regardless; the sweeper only makes the log and storage catch up.
+ * answer 404 from the expiry time on regardless; the sweeper only makes the log and storage catch up. A queued or
+ * running request past its deadline (`Cancel-After`) is cancelled with reason `deadline` (the same index holds it by
+ * its deadline; `TimeUp` lets the machine say which it is): the process running it hears the cancel and aborts its
+ * call, as it does for any cancel.
  */
 export const createSweeper = (
   store: StoreShape,
@@ -35,9 +38,9 @@ export const createSweeper = (
       const due = await store.reads.dueForExpiry(now, batchSize);
       if (due.length === 0) return total;
       // Sent in one turn: one batch, one durable write for all of them.
-      const outcomes = await Promise.all(due.map((reqId) => committer.send({ type: 'Expire', reqId, now })));
+      const outcomes = await Promise.all(due.map((reqId) => committer.send({ type: 'TimeUp', reqId, now })));
       const refused = outcomes.filter(isRefusal);
-      for (const refusal of refused) log.error({ reason: refusal.message }, 'expiry refused');
+      for (const refusal of refused) log.error({ reason: refusal.message }, 'expiry or deadline refused');
       total += outcomes.filter((outcome) => 'events' in outcome && outcome.events.length > 0).length;
       // A full batch may mean more are due; a refused one would come back forever, so stop on any refusal.
       if (due.length < batchSize || refused.length > 0) return total;

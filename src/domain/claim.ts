@@ -11,7 +11,7 @@ import {
   upstreamCounter,
 } from './processingCounters.js';
 import { decideRequest, type Placement, type RequestDecision } from './request/decider.js';
-import { isExpired } from './request/questions.js';
+import { isExpired, isPastDeadline } from './request/questions.js';
 import type { RetryPolicy } from './request/retryPolicy.js';
 import { attemptsRemain, ownsLease } from './request/rules.js';
 import type { RequestState } from './request/state.js';
@@ -195,12 +195,15 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     const upstream = place(servedBy, entry.reqId);
     return upstream === undefined ? { servedBy } : { servedBy, upstream };
   };
-  /** A request whose time ran out is never started: it is expired here, rather than left for the sweeper. */
-  const expireIfDue = (state: RequestState) => {
-    if (!isExpired(state, claim.now)) return;
-    const expired = decideRequest(state, { type: 'Expire', reqId: state.context.reqId, now: claim.now });
-    if (expired instanceof LifecycleViolation) return;
-    decisions.push(expired);
+  /**
+   * A request whose time ran out is never started: it is expired here, or cancelled if its deadline passed (contract
+   * 20), rather than left for the sweeper.
+   */
+  const endIfTimeUp = (state: RequestState) => {
+    if (!isExpired(state, claim.now) && !isPastDeadline(state, claim.now)) return;
+    const ended = decideRequest(state, { type: 'TimeUp', reqId: state.context.reqId, now: claim.now });
+    if (ended instanceof LifecycleViolation) return;
+    decisions.push(ended);
     taken.add(state.context.reqId);
   };
 
@@ -225,7 +228,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     if (decision instanceof LifecycleViolation) {
       if (upstream !== undefined)
         counted.set(upstreamCounter(model, upstream), count(upstreamCounter(model, upstream)) - 1);
-      expireIfDue(state);
+      endIfTimeUp(state);
       continue;
     }
     decisions.push(decision);
@@ -269,7 +272,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
       if (state === undefined) continue;
       const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, ...placement });
       if (decision instanceof LifecycleViolation) {
-        expireIfDue(state);
+        endIfTimeUp(state);
         continue;
       }
       decisions.push(decision);

@@ -63,7 +63,17 @@ export type Command =
     })
   | Extract<
       RequestCommand,
-      { type: 'StartAttempt' | 'RecordFailure' | 'ExtendLease' | 'Release' | 'OwnerGone' | 'Expire' | 'Cancel' }
+      {
+        type:
+          | 'StartAttempt'
+          | 'RecordFailure'
+          | 'ExtendLease'
+          | 'Release'
+          | 'OwnerGone'
+          | 'Expire'
+          | 'Cancel'
+          | 'TimeUp';
+      }
     >
   | (Extract<RequestCommand, { type: 'RecordSuccess' }> & { readonly response: string })
   | Claim

@@ -49,7 +49,8 @@ export type IndexKey = string | number | (string | number)[];
  * Grouped indexes: one entry per millisecond, holding the sorted ids of the requests that belong there. Requests
  * arrive and settle in bursts that share milliseconds, so a batch rewrites a few groups instead of writing and
  * deleting one entry per request.
- * - `expiry`: requests not expired yet, by expiry time (what the sweeper expires next);
+ * - `expiry`: requests not expired yet, by the time the sweeper has to act on them next: their expiry, or their
+ *   deadline (`Cancel-After`) while they are queued or processing and it comes first (expiryGroupOf);
  * - `processing`: requests being worked on, by the end of their attempt's lease (what another worker may take over
  *   once it has lapsed).
  */
@@ -265,9 +266,23 @@ const moveIdempotencyEntry = (views: ViewAccess, before: RequestState, after: Re
     views.removeIndex('idempotency', key);
 };
 
+/**
+ * When the sweeper acts on a request next (`undefined`: never again): a queued or running one with a deadline before
+ * its expiry is cancelled at the deadline; every other one is expired at its expiry. One index for both keeps the
+ * sweeper's read one bounded read; a request without a deadline is where it always was (no store is rewritten).
+ */
+const expiryGroupOf = (state: RequestState): number | undefined => {
+  const { status, context } = state;
+  if (status === 'none' || status === 'expired') return undefined;
+  const live = status === 'waiting' || status === 'processing';
+  return live && context.deadlineAt !== undefined && context.deadlineAt < context.expiresAt
+    ? context.deadlineAt
+    : context.expiresAt;
+};
+
 /** The group of each grouped index a request in `state` belongs to, if any. */
 export const groupOf: { readonly [G in GroupName]: (state: RequestState) => number | undefined } = {
-  expiry: (state) => (state.status === 'none' || state.status === 'expired' ? undefined : state.context.expiresAt),
+  expiry: (state) => expiryGroupOf(state),
   // By the end of its attempt's lease (older requests, without one: by its start), so lapsed leases come first.
   processing: (state) =>
     state.status === 'processing' ? (state.context.leaseUntil ?? state.context.startedAt) : undefined,

@@ -15,8 +15,8 @@ import { type SimNode, simIds, startSimNode } from '../support/simulation/simNod
 /**
  * Liveness of the worker pool, in simulated time: whatever happened before (submits, cancels, model calls that fail,
  * hang or answer after their timeout, crashes with commits in flight, expiries), once nothing more comes from outside,
- * every request the store holds reaches a final state within its retry budget, and no request is ever in two model
- * calls at once. Two server processes run at once on fake timers over one in-memory store (each hears of the other's
+ * every request the store holds reaches a final state within its retry budget, no request is ever in two model
+ * calls at once, and none is started at or after its deadline (`Cancel-After`, contract 20). Two server processes run at once on fake timers over one in-memory store (each hears of the other's
  * commits as it would through the store's change notifications); fast-check chooses the inputs and which process
  * takes them, when time moves, the order in which commits land and their callers hear back, and which process dies.
  */
@@ -53,6 +53,8 @@ type Step =
       readonly account: number;
       readonly model: string;
       readonly plan: CallBehaviour[];
+      /** A `Cancel-After` in seconds (contract 20), or none. */
+      readonly cancelAfter: number | undefined;
     }
   | { readonly kind: 'cancel'; readonly node: number; readonly pick: number }
   /** Let `count` scheduled commits land (or their callers hear back), in an order fast-check picks. */
@@ -75,6 +77,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       account: fc.integer({ min: 0, max: 2 }),
       model: fc.constantFrom('sim', 'sim', 'sim-one', 'sim-long'),
       plan: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
+      cancelAfter: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), node, pick: fc.nat() }) },
@@ -140,6 +143,19 @@ const budgetMs = (requests: number) => {
   );
 };
 
+/** Every attempt the log shows started at or after its request's deadline (`Cancel-After`): there must be none. */
+const startsPastDeadline = (store: ReturnType<typeof openMemoryStore>) => {
+  const deadlines = new Map<string, number>();
+  const late: { reqId: string; at: number; deadlineAt: number }[] = [];
+  for (const event of store.syncReads.events()) {
+    if (event.type === 'RequestQueued' && event.deadlineAt !== undefined) deadlines.set(event.reqId, event.deadlineAt);
+    if (event.type !== 'RequestProcessingStarted') continue;
+    const deadlineAt = deadlines.get(event.reqId);
+    if (deadlineAt !== undefined && event.at >= deadlineAt) late.push({ reqId: event.reqId, at: event.at, deadlineAt });
+  }
+  return late;
+};
+
 describe('The worker pool, simulated', () => {
   beforeEach(() => {
     vi.useFakeTimers({
@@ -151,7 +167,7 @@ describe('The worker pool, simulated', () => {
     vi.useRealTimers();
   });
 
-  it('brings every stored request to a final state within its retry budget once input stops, never runs one request in two model calls at once, holds every account within its maxProcessing, and never gives a worker to an account over its share of the model while another account’s request of it waits', async () => {
+  it('brings every stored request to a final state within its retry budget once input stops, never starts a request at or after its Cancel-After deadline, never runs one request in two model calls at once, holds every account within its maxProcessing, and never gives a worker to an account over its share of the model while another account’s request of it waits', async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), scenario, async (scheduler, scenario) => {
         const { concurrency, ttlSeconds, steps, maxProcessing, maxAccountShare } = scenario;
@@ -188,8 +204,9 @@ describe('The worker pool, simulated', () => {
           if (s.kind === 'submit') {
             const prompt = `prompt ${++prompts}`;
             model.plan(prompt, s.plan);
+            const cancelAfter = s.cancelAfter === undefined ? undefined : `${s.cancelAfter}s`;
             void running(s.node)
-              .requests.submit(principal(s.account), { model: s.model, prompt })
+              .requests.submit(principal(s.account), { model: s.model, prompt }, { cancelAfter })
               .then((outcome) => {
                 if ('reqId' in outcome) accepted.push({ reqId: outcome.reqId, account: s.account });
               });
@@ -229,6 +246,7 @@ describe('The worker pool, simulated', () => {
         expect(open, `unfinished after ${budgetMs(prompts)} ms of simulated time with no input`).toEqual([]);
         expect(model.overlaps()).toEqual([]);
         expect(checked.violations).toEqual([]);
+        expect(startsPastDeadline(store), 'attempts started at or after their request’s deadline').toEqual([]);
         for (const each of nodes) each?.crash(0);
       }),
       { numRuns: 3_000 },

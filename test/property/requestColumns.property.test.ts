@@ -35,6 +35,7 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
               idempotencyKey: `idem ${reqId}`,
               requestHash: 'h',
               metadata: `{"r":"${reqId}"}`,
+              deadlineAt: at + Math.ceil(ttl / 2),
             }
           : {}),
         ...(line === undefined ? {} : { batchId: line, ...(extras ? { customId: `line ${reqId}` } : {}) }),
@@ -70,8 +71,13 @@ const event: fc.Arbitrary<RequestEvent> = fc.oneof(
     .record({ reqId: fc.constantFrom(...reqIds), at })
     .map(({ reqId, at }): RequestEvent => ({ type: 'RequestExpired', reqId, at })),
   fc
-    .record({ reqId: fc.constantFrom(...reqIds), at })
-    .map(({ reqId, at }): RequestEvent => ({ type: 'RequestCancelled', reqId, at })),
+    .record({ reqId: fc.constantFrom(...reqIds), at, deadline: fc.boolean() })
+    .map(
+      ({ reqId, at, deadline }): RequestEvent =>
+        deadline
+          ? { type: 'RequestCancelled', reqId, at, reason: 'deadline' }
+          : { type: 'RequestCancelled', reqId, at },
+    ),
 );
 
 describe('The columns a verification folds requests into', () => {

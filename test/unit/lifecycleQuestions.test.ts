@@ -120,8 +120,8 @@ describe('How a request comes to be processed', () => {
     };
     walk(requestMachine.root as unknown as Node);
     expect(into).toEqual([
-      { from: 'request.queued.waiting', event: 'RequestProcessingStarted', guard: 'dueBeforeExpiry' },
-      { from: 'request.queued.processing', event: 'RequestProcessingStarted', guard: 'lapsedForAnotherBeforeExpiry' },
+      { from: 'request.queued.waiting', event: 'RequestProcessingStarted', guard: 'dueInTime' },
+      { from: 'request.queued.processing', event: 'RequestProcessingStarted', guard: 'lapsedForAnotherInTime' },
     ]);
   });
 });

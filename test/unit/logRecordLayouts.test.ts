@@ -395,4 +395,29 @@ describe('Log records across layout versions', () => {
     expect(unpacked(encodeLogRecord(plain))[0]).toBe(3);
     expect(decodeLogRecord(encodeLogRecord(plain))).toEqual(plain);
   });
+
+  it("writes a request's deadline and a cancel's reason in layout 11, read back as written, and a layout-10 record as before", () => {
+    const unpacked = (bytes: Buffer) => new Packr({ useRecords: false }).unpack(bytes) as unknown[];
+    const events = [
+      { ...queued, deadlineAt: 1_090, seq: 1 },
+      { ...queued, reqId: 'req_b', seq: 2 },
+      { type: 'RequestCancelled', reqId: 'req_a', at: 1_090, reason: 'deadline', seq: 3 },
+      { type: 'RequestCancelled', reqId: 'req_b', at: 1_091, seq: 4 },
+    ] as unknown as StoredEvent[];
+    const bytes = encodeLogRecord(events);
+    expect(unpacked(bytes)[0]).toBe(11);
+    const read = decodeLogRecord(bytes);
+    expect(read).toEqual(events);
+    expect(Object.keys(read[3] as object)).not.toContain('reason');
+    // Without either, the record stays in the layout an airs before deadlines reads.
+    expect(unpacked(encodeLogRecord(events.slice(1, 2).concat(events.slice(3))))[0]).toBe(3);
+    // Layout 10, by hand: RequestCancelled (type code 16) had two fields, RequestQueued (0) sixteen.
+    const strings = ['req_a', 'acc_1', 'key_1', 'echo'];
+    const queuedValues = [0, 1, 2, 3, 5, 1_000, 2_000, -1, -1, -1, null, -1, -1, -1, -1, null];
+    const old = new Packr({ useRecords: false }).pack([10, 5, strings, [0, 16], [...queuedValues, 0, 1_500]]);
+    expect(decodeLogRecord(old)).toEqual([
+      { ...queued, seq: 5 },
+      { type: 'RequestCancelled', reqId: 'req_a', at: 1_500, seq: 6 },
+    ]);
+  });
 });

@@ -15,6 +15,7 @@ const allowedHeaders = [
   'authorization',
   'content-type',
   'idempotency-key',
+  'cancel-after',
   'openai-organization',
   'openai-project',
   'openai-beta',

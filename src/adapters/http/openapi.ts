@@ -161,6 +161,18 @@ const idempotencyKey = {
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 };
 
+const cancelAfter = {
+  name: 'Cancel-After',
+  in: 'header',
+  required: false,
+  description:
+    'A deadline: the request is cancelled if it has not ended this long after its creation (never started if it ' +
+    'is still queued, its upstream call aborted if it runs), with reason `deadline`. Seconds (`90`, `30s`), minutes ' +
+    '(`5m`) or hours (`2h`), from 1 second to the request lifetime (`requestTtlSeconds`); anything else answers ' +
+    '`400 invalid_request` naming the header.',
+  schema: { type: 'string', pattern: '^[0-9]{1,12}[smh]?$' },
+};
+
 // ---- The OpenAI-compatible face (contract section 11) ----
 
 const openAi = {
@@ -239,7 +251,7 @@ const chatPaths = {
         'and cancels the request if the caller goes away. Spends a submit.',
       tags: ['OpenAI-compatible'],
       security: bearer,
-      parameters: [ref('parameters', 'Idempotency-Key')],
+      parameters: [ref('parameters', 'Idempotency-Key'), ref('parameters', 'Cancel-After')],
       requestBody: { required: true, content: jsonContent('ChatCompletionCreate') },
       responses: {
         '200': {
@@ -361,7 +373,7 @@ const openAiPaths = {
         'one; a stream that is not `background` cancels its request when the caller goes away. Spends a submit.',
       tags: ['OpenAI-compatible'],
       security: bearer,
-      parameters: [ref('parameters', 'Idempotency-Key')],
+      parameters: [ref('parameters', 'Idempotency-Key'), ref('parameters', 'Cancel-After')],
       requestBody: { required: true, content: jsonContent('ResponsesCreate') },
       responses: {
         '200': {
@@ -978,7 +990,7 @@ const build = (): Json => ({
         operationId: 'submitRequest',
         summary: 'Submit a prompt',
         security: bearer,
-        parameters: [ref('parameters', 'Idempotency-Key')],
+        parameters: [ref('parameters', 'Idempotency-Key'), ref('parameters', 'Cancel-After')],
         requestBody: { required: true, content: jsonContent('SubmitRequest') },
         responses: {
           '202': {
@@ -1152,7 +1164,7 @@ const build = (): Json => ({
       ),
     },
     headers: Object.fromEntries(Object.keys(headers).map((name) => [name, headerObject(name as keyof typeof headers)])),
-    parameters: { 'Idempotency-Key': idempotencyKey, ...webhookHeaderParameters },
+    parameters: { 'Idempotency-Key': idempotencyKey, 'Cancel-After': cancelAfter, ...webhookHeaderParameters },
   },
 });
 

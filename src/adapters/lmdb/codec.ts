@@ -125,6 +125,8 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.cancelReason !== undefined) return 21;
+  if (c.deadlineAt !== undefined) return 20;
   if (c.servedBy !== undefined) return 19;
   if (c.upstream !== undefined) return 18;
   if (c.affinity !== undefined) return 17;
@@ -169,7 +171,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.failureSaid?.length ?? 0) +
         (c.face?.length ?? 0) +
         (c.upstream?.length ?? 0) +
-        (c.servedBy?.length ?? 0));
+        (c.servedBy?.length ?? 0) +
+        (c.cancelReason?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -212,6 +215,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 16) writeOptional(c.affinity);
   if (trailing > 17) writeOptional(c.upstream);
   if (trailing > 18) writeOptional(c.servedBy);
+  if (trailing > 19) writeOptional(c.deadlineAt);
+  if (trailing > 20) writeOptional(c.cancelReason);
   return at;
 };
 
@@ -273,6 +278,8 @@ const optionalFields = [
   'affinity',
   'upstream',
   'servedBy',
+  'deadlineAt',
+  'cancelReason',
 ] as const;
 const firstOptional = 11;
 

@@ -35,6 +35,7 @@ const layouts = {
     'customId',
     'face',
     'affinity',
+    'deadlineAt',
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil', 'upstream', 'servedBy'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
@@ -62,7 +63,7 @@ const layouts = {
   SessionStarted: ['accountId', 'sessionId', 'expiresAt', 'at'],
   SessionEnded: ['accountId', 'sessionId', 'at'],
   ApiKeyNamed: ['accountId', 'keyId', 'name', 'at'],
-  RequestCancelled: ['reqId', 'at'],
+  RequestCancelled: ['reqId', 'at', 'reason'],
   RequestLeaseExtended: ['reqId', 'owner', 'attempt', 'leaseUntil', 'at'],
   RequestReleased: ['reqId', 'owner', 'attempt', 'at'],
   BatchCreated: [
@@ -146,11 +147,18 @@ const layouts = {
   readonly [T in DomainEvent['type']]: readonly Exclude<keyof Extract<DomainEvent, { type: T }>, 'type'>[];
 };
 
+/** Layouts 9 and 10 (before deadlines: issue 43): what differs. Every older layout differs in these too. */
+const queuedOfTen = layouts.RequestQueued.filter((field) => field !== 'deadlineAt');
+const layoutTenChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  RequestQueued: queuedOfTen,
+  RequestCancelled: layouts.RequestCancelled.filter((field) => field !== 'reason'),
+};
 /** Layouts 7 and 8 (before a model's upstreams: issue 41): what differs. Issue 41's types are never read with them. */
-const queuedOfEight = layouts.RequestQueued.filter((field) => field !== 'affinity');
+const queuedOfEight = queuedOfTen.filter((field) => field !== 'affinity');
 const startedOfEight = layouts.RequestProcessingStarted.filter((field) => field !== 'upstream' && field !== 'servedBy');
 const completedOfEight = layouts.RequestCompleted.filter((field) => field !== 'firstTokenMs');
 const layoutEightChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutTenChanges,
   RequestQueued: queuedOfEight,
   RequestProcessingStarted: startedOfEight,
   RequestCompleted: completedOfEight,
@@ -158,6 +166,7 @@ const layoutEightChanges: Partial<Record<keyof typeof layouts, readonly string[]
 /** Layout 6 (before webhooks, and a request's face): what differs. Webhook events are never read with it. */
 const queuedOfSix = queuedOfEight.filter((field) => field !== 'face');
 const layoutSixChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutTenChanges,
   RequestQueued: queuedOfSix,
   RequestProcessingStarted: startedOfEight,
   RequestCompleted: completedOfEight,
@@ -179,6 +188,7 @@ const layoutThreeChanges: Partial<Record<keyof typeof layouts, readonly string[]
 };
 /** Layout 2 (before usage and leases were recorded): what differs from layout 3. */
 const layoutTwoChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
+  ...layoutTenChanges,
   RequestQueued: [
     'reqId',
     'accountId',
@@ -276,6 +286,7 @@ const compiledFour = compile((type) => layoutFourChanges[type] ?? layouts[type])
 const compiledFive = compile((type) => layoutFiveChanges[type] ?? layouts[type]);
 const compiledSix = compile((type) => layoutSixChanges[type] ?? layouts[type]);
 const compiledEight = compile((type) => layoutEightChanges[type] ?? layouts[type]);
+const compiledTen = compile((type) => layoutTenChanges[type] ?? layouts[type]);
 /** Per layout version, the table its records are read with. */
 const compiledByVersion: Record<number, typeof compiled> = {
   1: compile((type) => layoutOneChanges[type] ?? layouts[type]),
@@ -286,8 +297,9 @@ const compiledByVersion: Record<number, typeof compiled> = {
   6: compiledSix,
   7: compiledEight,
   8: compiledEight,
-  9: compiled,
-  10: compiled,
+  9: compiledTen,
+  10: compiledTen,
+  11: compiled,
 };
 /** The event types layout 8 added (appended to the table: an older airs has no code for them). */
 const typesOfEight: ReadonlySet<string> = new Set([
@@ -310,6 +322,10 @@ const typesOfTen: ReadonlySet<string> = new Set([
   'WebhookEndpointRecovered',
   'WebhookDeliveryReleased',
 ]);
+/** What only layout 11 holds (issue 43): a request's deadline, a cancel's reason. */
+const ofEleven = (event: StoredEvent): boolean =>
+  (event.type === 'RequestQueued' && event.deadlineAt !== undefined) ||
+  (event.type === 'RequestCancelled' && event.reason !== undefined);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
   typesOfNine.has(event.type) ||
@@ -322,10 +338,12 @@ const ofNine = (event: StoredEvent): boolean =>
  * request's face (7: an endpoint's `events` filter is written as the list it is), or a type of issue 40 (8: an
  * upload's reservation, a batch's recorded failure or an operator's cancel of its finalizing; the same table, but an
  * airs before it refuses the record by its version rather than misread a type it lacks), issue 41's (9) or issue
- * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table). A data
+ * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table), or a deadline or a cancel's
+ * reason (11: issue 43, a table whose RequestQueued and RequestCancelled have a field more). A data
  * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {
+  if (events.some(ofEleven)) return 11;
   if (events.some((event) => typesOfTen.has(event.type))) return 10;
   let version = 3;
   for (const event of events) {
@@ -348,8 +366,9 @@ const tableOf: Record<number, typeof compiled> = {
   6: compiledSix,
   7: compiledEight,
   8: compiledEight,
-  9: compiled,
-  10: compiled,
+  9: compiledTen,
+  10: compiledTen,
+  11: compiled,
 };
 /** A string field the event does not have. */
 const absentText = -1;

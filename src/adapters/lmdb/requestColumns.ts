@@ -74,6 +74,8 @@ export const createRequestColumns = () => {
   const affinities = new Map<number, number>();
   const upstreams = new Map<number, string>();
   const servedBys = new Map<number, string>();
+  const deadlines = new Map<number, number>();
+  const cancelReasons = new Map<number, 'deadline'>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -179,6 +181,8 @@ export const createRequestColumns = () => {
     keepRare(affinities, slot, c.affinity);
     keepRare(upstreams, slot, c.upstream);
     keepRare(servedBys, slot, c.servedBy);
+    keepRare(deadlines, slot, c.deadlineAt);
+    keepRare(cancelReasons, slot, c.cancelReason);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -234,6 +238,8 @@ export const createRequestColumns = () => {
       c.affinity = from.affinity;
       c.upstream = from.upstream;
       c.servedBy = from.servedBy;
+      c.deadlineAt = from.deadlineAt;
+      c.cancelReason = from.cancelReason;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -275,6 +281,8 @@ export const createRequestColumns = () => {
       c.affinity = affinities.get(slot);
       c.upstream = upstreams.get(slot);
       c.servedBy = servedBys.get(slot);
+      c.deadlineAt = deadlines.get(slot);
+      c.cancelReason = cancelReasons.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -334,6 +342,8 @@ export const createRequestColumns = () => {
       if (affinities.has(slot)) context.affinity = affinities.get(slot);
       if (upstreams.has(slot)) context.upstream = upstreams.get(slot);
       if (servedBys.has(slot)) context.servedBy = servedBys.get(slot);
+      if (deadlines.has(slot)) context.deadlineAt = deadlines.get(slot);
+      if (cancelReasons.has(slot)) context.cancelReason = cancelReasons.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -380,6 +390,8 @@ type Covered =
   | 'face'
   | 'affinity'
   | 'upstream'
-  | 'servedBy';
+  | 'servedBy'
+  | 'deadlineAt'
+  | 'cancelReason';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -40,7 +40,16 @@ import { deliveryPrefixOf, webhookDeliveryColumns, webhookEndpointColumns } from
 const maxRounds = 50;
 
 /** Request commands that may end their request (a webhook event: the outbox reads its account's endpoints). */
-const mayEnd = new Set(['Cancel', 'Expire', 'RecordSuccess', 'RecordFailure', 'FailOver', 'OwnerGone', 'Release']);
+const mayEnd = new Set([
+  'Cancel',
+  'Expire',
+  'TimeUp',
+  'RecordSuccess',
+  'RecordFailure',
+  'FailOver',
+  'OwnerGone',
+  'Release',
+]);
 /** Batch commands that may end their batch, or fail it. */
 const mayEndBatch = new Set(['EndBatch', 'FailValidation', 'CancelBatch', 'RecordWorkFailure', 'CancelFinalizing']);
 

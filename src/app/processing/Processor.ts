@@ -351,10 +351,12 @@ export const createProcessor = (deps: ProcessorDeps) => {
    * writer's summary of every commit (this process's own included) tells the same, below: hearing both would look twice.
    */
   const hearOwnCommits = (outcomes: Parameters<Parameters<typeof committer.onCommitted>[0]>[0]) => {
-    const { workDue, freed } = summaryOf(outcomes);
+    const { workDue, freed, cancelled } = summaryOf(outcomes);
     if (workDue) dispatcher.schedule();
     // Work left for its model's bound was seen due by the last read, so the look reads the queue again.
     else if (freed) dispatcher.workerFree();
+    // A cancel this process wrote without asking for it (the sweeper's, at a deadline) stops a call running here too.
+    for (const reqId of cancelled) if (working.has(reqId)) cancelledHere(reqId);
   };
   const stopHearing = store.sharedWriter === undefined ? committer.onCommitted(hearOwnCommits) : () => {};
 

@@ -33,6 +33,10 @@ export type RequestContext = {
   readonly idempotencyKey?: string;
   readonly requestHash?: string;
   readonly cancelledAt?: number;
+  /** When it is cancelled if it has not ended (see RequestQueued.deadlineAt), and why it was cancelled (`deadline`:
+   * that time passed; absent: asked for). */
+  readonly deadlineAt?: number;
+  readonly cancelReason?: 'deadline';
   /** Usage and ending of the answer, from `RequestCompleted` (see events.ts). */
   readonly inputTokens?: number;
   readonly outputTokens?: number;

@@ -35,6 +35,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.customId !== undefined) change.customId = event.customId;
     if (event.face !== undefined) change.face = event.face;
     if (event.affinity !== undefined) change.affinity = event.affinity;
+    if (event.deadlineAt !== undefined) change.deadlineAt = event.deadlineAt;
     return change;
   },
   RequestProcessingStarted: (context, event) => {
@@ -73,7 +74,8 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
       ? { failedAt: event.at, failureReason: event.reason }
       : { failedAt: event.at, failureReason: event.reason, failureSaid: event.said },
   RequestExpired: (_context, event) => ({ expiredAt: event.at }),
-  RequestCancelled: (_context, event) => ({ cancelledAt: event.at }),
+  RequestCancelled: (_context, event) =>
+    event.reason === undefined ? { cancelledAt: event.at } : { cancelledAt: event.at, cancelReason: event.reason },
 };
 
 export const contextChangeOf = (context: RequestContext, event: RequestEvent): Partial<RequestContext> =>

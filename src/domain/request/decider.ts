@@ -7,7 +7,7 @@ import type {
   RequestQueued,
 } from './events.js';
 import { backoffDelayMs, type RetryPolicy } from './retryPolicy.js';
-import { attemptsRemain } from './rules.js';
+import { attemptsRemain, isExpiredAt } from './rules.js';
 import { type RequestState, tryEvolve } from './state.js';
 
 /** Who works on a request: the process that owns the attempt, and how long its lease lasts from the start. */
@@ -51,6 +51,8 @@ export type RequestCommand =
       readonly customId?: string | undefined;
       /** The face it came in by, when it is the Responses face (see RequestQueued.face). */
       readonly face?: 'responses' | undefined;
+      /** `Cancel-After` (contract 20): cancelled this long after its creation if it has not ended by then. */
+      readonly cancelAfterMs?: number | undefined;
     }
   | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease> & Placement)
   | ({
@@ -111,7 +113,10 @@ export type RequestCommand =
       readonly reason: string;
     }
   | { readonly type: 'Expire'; readonly reqId: string; readonly now: number }
-  | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number };
+  /** `deadline`: its deadline passed (the machine allows it only from then on); absent: its account or an operator. */
+  | { readonly type: 'Cancel'; readonly reqId: string; readonly now: number; readonly reason?: 'deadline' | undefined }
+  /** Its time is up (the sweeper): expired once its lifetime ran out, else cancelled for its deadline. */
+  | { readonly type: 'TimeUp'; readonly reqId: string; readonly now: number };
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -169,6 +174,7 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       if (command.customId !== undefined) queued.customId = command.customId;
       if (command.face !== undefined) queued.face = command.face;
       if (command.affinity !== undefined) queued.affinity = command.affinity;
+      if (command.cancelAfterMs !== undefined) queued.deadlineAt = at + command.cancelAfterMs;
       return queued;
     }
     case 'StartAttempt':
@@ -235,7 +241,13 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
     case 'Expire':
       return { type: 'RequestExpired', reqId, at };
     case 'Cancel':
-      return { type: 'RequestCancelled', reqId, at };
+      return command.reason === undefined
+        ? { type: 'RequestCancelled', reqId, at }
+        : { type: 'RequestCancelled', reqId, at, reason: command.reason };
+    case 'TimeUp':
+      return isExpiredAt(state.context, at)
+        ? { type: 'RequestExpired', reqId, at }
+        : { type: 'RequestCancelled', reqId, at, reason: 'deadline' };
     default: {
       const unknown: never = command;
       throw new Error(`unknown command ${(unknown as { type: string }).type}`);
@@ -254,10 +266,12 @@ const refusal = (state: RequestState, command: RequestCommand, event: RequestEve
 /** What a command comes to: its events and the state they leave the request in. */
 export type RequestDecision = { readonly events: readonly RequestEvent[]; readonly state: RequestState };
 
-/** Asking for what already holds changes nothing and is no error: two servers may expire or cancel at once. */
+/** Asking for what already holds changes nothing and is no error: two servers may expire or cancel at once (a
+ * request cancelled before its time was up stays so until it expires). */
 const alreadyHolds = (state: RequestState, command: RequestCommand): boolean =>
-  (command.type === 'Expire' && state.status === 'expired') ||
-  (command.type === 'Cancel' && state.status === 'cancelled');
+  ((command.type === 'Expire' || command.type === 'TimeUp') && state.status === 'expired') ||
+  (command.type === 'Cancel' && state.status === 'cancelled') ||
+  (command.type === 'TimeUp' && state.status === 'cancelled' && !isExpiredAt(state.context, command.now));
 
 /**
  * Decides what a command means for a request in `state`: the events to append and the state they lead to, or why it

@@ -40,6 +40,9 @@ export type RequestQueued = {
   /** A 32-bit hash of its instructions and the start of its input (promptAffinity.ts): which upstream has its prefix
    * cached. Absent: no affinity (batch lines, events of older versions). */
   readonly affinity?: number | undefined;
+  /** When the request is cancelled if it has not ended (`Cancel-After`, contract 20): its creation plus that. Absent:
+   * no deadline (and events of older versions). */
+  readonly deadlineAt?: number | undefined;
 };
 
 /**
@@ -163,11 +166,15 @@ export type RequestExpired = {
   readonly at: number;
 };
 
-/** Cancelled by its account (API) or an operator (CLI) while queued or processing: it is never completed. */
+/**
+ * Cancelled by its account (API) or an operator (CLI) while queued or processing: it is never completed. `deadline`:
+ * cancelled because its deadline (`RequestQueued.deadlineAt`) passed before it ended; absent: asked for.
+ */
 export type RequestCancelled = {
   readonly type: 'RequestCancelled';
   readonly reqId: string;
   readonly at: number;
+  readonly reason?: 'deadline' | undefined;
 };
 
 export type RequestEvent =

@@ -2,7 +2,15 @@ import { assign, setup } from 'xstate';
 import { emptyContext, type RequestContext } from './context.js';
 import { contextChangeOf } from './contextUpdates.js';
 import type { RequestEvent } from './events.js';
-import { attemptsRemain, holdsLease, isDueAt, isExpiredAt, leaseLapsedAt, ownsLease } from './rules.js';
+import {
+  attemptsRemain,
+  holdsLease,
+  isDueAt,
+  isExpiredAt,
+  isPastDeadlineAt,
+  leaseLapsedAt,
+  ownsLease,
+} from './rules.js';
 
 /** Kept here too for the modules that read it beside the machine (defined in context.ts, which imports nothing). */
 export type { RequestContext };
@@ -15,6 +23,8 @@ export type { RequestContext };
  * No timers: expiry and retries are events that carry the clock's time, so folding the log is deterministic.
  * Work may start or finish only before the request's expiry time; expiry is allowed only at or after it. A cancelled
  * request takes no further work and no result: an answer arriving after the cancellation is refused, so dropped.
+ * A request with a deadline (`Cancel-After`) is never started from its deadline on, and only from then may it be
+ * cancelled for it (reason `deadline`); until that cancel is written, its running attempt may still finish.
  *
  * Work is leased: a start names its owner and the lease's end. Only the owner of the current attempt may extend it,
  * give it back, or record its outcome (a worker whose lease was taken over records nothing); another worker may take
@@ -29,12 +39,18 @@ export const requestMachine = setup({
     events: {} as RequestEvent,
   },
   guards: {
-    beforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at),
-    atOrAfterExpiry: ({ context, event }) => isExpiredAt(context, event.at),
-    dueBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && isDueAt(context, event.at),
-    // A takeover: the lease lapsed, and the one taking it is not its holder (a process never takes over its own).
-    lapsedForAnotherBeforeExpiry: ({ context, event }) =>
+    // A cancel before expiry; one for the deadline only once the deadline has come.
+    cancellable: ({ context, event }) =>
       !isExpiredAt(context, event.at) &&
+      ((event as { reason?: string }).reason !== 'deadline' || isPastDeadlineAt(context, event.at)),
+    atOrAfterExpiry: ({ context, event }) => isExpiredAt(context, event.at),
+    // In time: before its expiry, and before its deadline if it has one.
+    dueInTime: ({ context, event }) =>
+      !isExpiredAt(context, event.at) && !isPastDeadlineAt(context, event.at) && isDueAt(context, event.at),
+    // A takeover: the lease lapsed, and the one taking it is not its holder (a process never takes over its own).
+    lapsedForAnotherInTime: ({ context, event }) =>
+      !isExpiredAt(context, event.at) &&
+      !isPastDeadlineAt(context, event.at) &&
       leaseLapsedAt(context, event.at) &&
       !ownsLease(context, (event as { owner?: string }).owner),
     heldBeforeExpiry: ({ context, event }) => !isExpiredAt(context, event.at) && holdsLease(context, event),
@@ -63,12 +79,12 @@ export const requestMachine = setup({
       initial: 'waiting',
       on: {
         RequestExpired: { guard: 'atOrAfterExpiry', target: 'expired', actions: 'update' },
-        RequestCancelled: { guard: 'beforeExpiry', target: 'cancelled', actions: 'update' },
+        RequestCancelled: { guard: 'cancellable', target: 'cancelled', actions: 'update' },
       },
       states: {
         waiting: {
           on: {
-            RequestProcessingStarted: { guard: 'dueBeforeExpiry', target: 'processing', actions: 'update' },
+            RequestProcessingStarted: { guard: 'dueInTime', target: 'processing', actions: 'update' },
           },
         },
         processing: {
@@ -76,7 +92,7 @@ export const requestMachine = setup({
             // The only way back into processing: another worker takes the request over, as a new attempt, once the
             // lease of the one that had it lapsed (its process died); never the lease's own holder.
             RequestProcessingStarted: {
-              guard: 'lapsedForAnotherBeforeExpiry',
+              guard: 'lapsedForAnotherInTime',
               target: 'processing',
               reenter: true,
               actions: 'update',

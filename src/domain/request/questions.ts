@@ -16,3 +16,7 @@ export const isExpired = (state: RequestState, now: number): boolean =>
 /** A cancellation at `now` would be accepted: the request is queued or being processed, and not expired. */
 export const isCancellable = (state: RequestState, now: number): boolean =>
   canApply(state, { type: 'RequestCancelled', reqId: state.context.reqId, at: now });
+
+/** Its deadline has come and it has not ended: a cancel for the deadline at `now` would be accepted. */
+export const isPastDeadline = (state: RequestState, now: number): boolean =>
+  canApply(state, { type: 'RequestCancelled', reqId: state.context.reqId, at: now, reason: 'deadline' });

@@ -9,6 +9,13 @@ import type { RequestContext } from './context.js';
 /** A request is expired from the very millisecond its lifetime runs out, whether or not the log says so yet. */
 export const isExpiredAt = (context: Pick<RequestContext, 'expiresAt'>, at: number): boolean => at >= context.expiresAt;
 
+/**
+ * Its deadline has come (`Cancel-After`, contract 20): from that millisecond on it is never started, and it may be
+ * cancelled for it. A request without one never reaches it.
+ */
+export const isPastDeadlineAt = (context: Pick<RequestContext, 'deadlineAt'>, at: number): boolean =>
+  context.deadlineAt !== undefined && at >= context.deadlineAt;
+
 /** Waiting work may be taken only once it is available (its creation, or the end of its retry backoff). */
 export const isDueAt = (context: Pick<RequestContext, 'availableAt'>, at: number): boolean => at >= context.availableAt;
 

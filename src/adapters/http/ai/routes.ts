@@ -47,11 +47,10 @@ export const mountAi = (app: H3, deps: AiDeps) => {
   const readAndSubmit = async (event: H3Event, principal: Principal, key: string | undefined) => {
     const body = await deps.readJsonBody(event);
     if (isApiError(body)) return body;
-    return deps.requests.submit(
-      principal,
-      body,
-      key === undefined ? undefined : { idempotency: { key, fingerprint: ['ai', body] } },
-    );
+    return deps.requests.submit(principal, body, {
+      idempotency: key === undefined ? undefined : { key, fingerprint: ['ai', body] },
+      cancelAfter: event.req.headers.get('cancel-after'),
+    });
   };
 
   const submit = async (event: H3Event, headers: HeaderBag): Promise<Response | ApiError> => {

@@ -1,3 +1,4 @@
+import { cancelledWords } from '../../../app/cancelAfter.js';
 import type { RequestView } from '../../../app/Requests.js';
 import { failedMessage } from '../../../app/upstreamProblems.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
@@ -112,8 +113,10 @@ const usageOf = (view: RequestView) => {
   };
 };
 
-/** Why a completed answer stopped short, as OpenAI says it: out of tokens, or filtered. */
+/** Why a completed answer stopped short, as OpenAI says it: out of tokens, or filtered; or why it was cancelled, when
+ * its deadline (`Cancel-After`) passed. */
 const incompleteDetailsOf = (view: RequestView) => {
+  if (view.status === 'cancelled' && view.state.context.cancelReason === 'deadline') return { reason: 'deadline' };
   if (view.status !== 'completed') return null;
   const reason = view.state.context.finishReason;
   if (reason === 'length') return { reason: 'max_output_tokens' };
@@ -131,6 +134,22 @@ export const failureOf = (reqId: string, said: string | undefined) => ({
   type: 'server_error',
   param: null,
 });
+
+/** A deadline's cancel, as an error object (the code names the reason the log gives it). */
+const deadlineError = (reqId: string) => ({
+  code: 'deadline',
+  message: cancelledWords(responseIdOf(reqId), 'deadline'),
+  type: 'invalid_request_error',
+  param: null,
+});
+
+/** The `error` of a final Response: its failure, or its deadline's cancel; otherwise none. */
+const errorOf = (view: RequestView) => {
+  const { context } = view.state;
+  if (view.status === 'failed') return failureOf(context.reqId, context.failureSaid);
+  if (view.status === 'cancelled' && context.cancelReason === 'deadline') return deadlineError(context.reqId);
+  return null;
+};
 
 /**
  * A request as OpenAI's Response object (`object: "response"`), with the fields the SDKs read: a completed one
@@ -156,7 +175,7 @@ export const responseObjectOf = (
     completed_at: completed ? seconds(context.completedAt) : null,
     model: context.servedBy ?? context.model,
     output: completed ? outputOf(view) : [],
-    error: final && view.status === 'failed' ? failureOf(context.reqId, context.failureSaid) : null,
+    error: final ? errorOf(view) : null,
     incomplete_details: final ? incompleteDetailsOf(view) : null,
     instructions: null,
     max_output_tokens: settings.max_output_tokens,

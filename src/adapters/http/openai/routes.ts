@@ -221,6 +221,7 @@ export const mountOpenAi = (app: H3, deps: OpenAiFaceDeps): void => {
           idempotency: key === undefined ? undefined : { key, fingerprint: ['responses', body] },
           beforeCommit: listening === undefined ? undefined : (reqId) => listening.listen(reqId),
           face: 'responses',
+          cancelAfter: event.req.headers.get('cancel-after'),
         }),
       };
     } catch (error) {

@@ -654,18 +654,34 @@ export const responseObjectSchema = z
         'tools), then one `function_call` per tool call.',
     }),
     error: z
-      .object({
-        code: z.literal('server_error'),
-        message: z.string(),
-        type: z.literal('server_error'),
-        param: z.null(),
-      })
+      .union([
+        z.object({
+          code: z.literal('server_error'),
+          message: z.string(),
+          type: z.literal('server_error'),
+          param: z.null(),
+        }),
+        z.object({
+          code: z.literal('deadline'),
+          message: z.string(),
+          type: z.literal('invalid_request_error'),
+          param: z.null(),
+        }),
+      ])
       .nullable()
-      .meta({ description: 'Set when `status` is `failed`.' }),
+      .meta({
+        description:
+          'Set when `status` is `failed` (`server_error`), or `cancelled` because its `Cancel-After` deadline passed ' +
+          '(`deadline`).',
+      }),
     incomplete_details: z
-      .object({ reason: z.enum(['max_output_tokens', 'content_filter']) })
+      .object({ reason: z.enum(['max_output_tokens', 'content_filter', 'deadline']) })
       .nullable()
-      .meta({ description: 'Why a completed answer stopped short: out of tokens, or filtered by the upstream.' }),
+      .meta({
+        description:
+          'Why a completed answer stopped short: out of tokens, or filtered by the upstream; or `deadline`: cancelled ' +
+          'because its `Cancel-After` deadline passed before it ended.',
+      }),
     instructions: z.string().nullable().meta({ description: 'Always null: airs does not echo the instructions.' }),
     max_output_tokens: z.int().nullable(),
     metadata: z.record(z.string(), z.string()).meta({

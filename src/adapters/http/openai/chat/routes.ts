@@ -69,6 +69,7 @@ export const chatCompletionsRoute = (deps: ChatDeps) => {
       submitted: requests.submitInput(principal, parsed.input, {
         idempotency: key === undefined ? undefined : { key, fingerprint: ['chat', body] },
         beforeCommit: listening?.listen,
+        cancelAfter: event.req.headers.get('cancel-after'),
       }),
     };
   };

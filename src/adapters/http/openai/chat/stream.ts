@@ -1,4 +1,5 @@
 import type { Principal } from '../../../../app/Auth.js';
+import { cancelledWords } from '../../../../app/cancelAfter.js';
 import { type Follower, followRequest } from '../../../../app/followRequest.js';
 import type { LiveOutputShape } from '../../../../app/LiveOutput.js';
 import type { RequestsShape, RequestView } from '../../../../app/Requests.js';
@@ -34,7 +35,7 @@ export const endingErrorOf = (view: RequestView | NotFound): ApiError | undefine
       message: failedMessage(reqId, view.state.context.failureSaid, ' after its retries; submit it again'),
     });
   if (view.status === 'cancelled')
-    return new NotFound({ message: `request ${reqId} was cancelled; it will not be processed` });
+    return new NotFound({ message: cancelledWords(reqId, view.state.context.cancelReason) });
   return undefined;
 };
 
