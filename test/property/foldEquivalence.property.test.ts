@@ -115,7 +115,7 @@ const divergence = (compiled: CompiledMachine, machine: typeof requestMachine) =
 
 /** Variants of the machine with one rule changed, to show the check notices. */
 const looserGuard = requestMachine.provide({
-  guards: { beforeExpiry: ({ context, event: e }) => e.at <= context.expiresAt },
+  guards: { cancellable: ({ context, event: e }) => e.at <= context.expiresAt },
 });
 const forgetfulUpdate = requestMachine.provide({
   actions: {
