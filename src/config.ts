@@ -21,6 +21,7 @@ import {
   planNamePattern,
   planNames,
 } from './domain/plans.js';
+import { serviceTiers } from './domain/serviceTier.js';
 import { type ModelConfig, modelSchema, modelsChecked, normalizeModel } from './modelConfig.js';
 
 const positiveInt = z.number().int().positive();
@@ -55,6 +56,13 @@ export const planLimitFields = {
   tokensPerMinute: positiveInt.nullable().optional(),
   tokensPerDay: positiveInt.nullable().optional(),
   tokensPerMonth: positiveInt.nullable().optional(),
+  serviceTiers: z
+    .array(z.enum(serviceTiers))
+    .min(1)
+    .max(serviceTiers.length)
+    .refine((tiers) => new Set(tiers).size === tiers.length, 'each tier once')
+    .optional(),
+  defaultServiceTier: z.enum(serviceTiers).optional(),
 };
 const planOverride = z.strictObject(planLimitFields);
 /** The most plans the config may define besides the four built-in ones. */
@@ -122,6 +130,8 @@ export const fileSchema = z.strictObject({
       maxAccountShare: z.number().gt(0).max(1).optional(),
       /** Submits a process queues beyond what its workers have taken, at most, before it answers `503` (admission.ts). */
       maxBacklog: positiveInt.max(100_000_000).optional(),
+      /** How long a `default` request waits before it is started as `priority` would be (contract 20). */
+      promoteAfterSeconds: positiveInt.max(86_400).optional(),
     })
     .optional(),
   /** OpenAI's Batch API (contract 16). */
@@ -244,6 +254,7 @@ export type Config = {
     readonly maxAttempts: number;
     readonly leaseSeconds: number;
     readonly maxAccountShare: number;
+    readonly promoteAfterSeconds: number;
     readonly maxBacklog: number;
   };
   readonly storage: { readonly minFreeBytes: number };
@@ -447,6 +458,7 @@ export const loadConfig = (
       leaseSeconds: file.processing?.leaseSeconds ?? 30,
       maxAccountShare: file.processing?.maxAccountShare ?? 0.75,
       maxBacklog: file.processing?.maxBacklog ?? 10_000,
+      promoteAfterSeconds: file.processing?.promoteAfterSeconds ?? 60,
     },
     storage: { minFreeBytes: (file.storage?.minFreeMegabytes ?? 64) * 1024 * 1024 },
     batches: {

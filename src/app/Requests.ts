@@ -17,6 +17,7 @@ import { queueFullMessage } from '../domain/queuedCounter.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import { isCancellable } from '../domain/request/questions.js';
 import type { RequestState } from '../domain/request/state.js';
+import { type RequestedTier, tierServed } from '../domain/serviceTier.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
 import type { ChatMessage, GenerationParams, ToolCall } from '../ports/ModelProvider.js';
@@ -45,6 +46,8 @@ export type SubmitInput = {
   readonly params?: GenerationParams | undefined;
   /** The caller's `metadata` (the OpenAI face), as the JSON text of the object: kept with the request, never sent. */
   readonly metadata?: string | undefined;
+  /** The service tier it asks for (contract 20): served at it if its limits allow, else the best allowed below. */
+  readonly serviceTier?: RequestedTier | undefined;
 };
 
 export type SubmitOptions = {
@@ -177,6 +180,7 @@ export const RequestsLayer = Layer.effect(
       if (tokenRefusal !== undefined) return tokenRefusal;
       const { model, prompt, messages, params } = input;
       const { text } = stored;
+      const limits = limitsOf(config.plans, principal);
       const reqId = ids.requestId();
       beforeCommit?.(reqId);
       // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
@@ -208,15 +212,15 @@ export const RequestsLayer = Layer.effect(
             upstreams: startNow?.upstreams,
             health: startNow?.health,
             affinity: affinityOf(models.get(model)?.config, input),
-            maxProcessing:
-              startNow === undefined ? undefined : (limitsOf(config.plans, principal).maxProcessing ?? undefined),
+            maxProcessing: startNow === undefined ? undefined : (limits.maxProcessing ?? undefined),
             input: stored.kind,
             idempotency,
-            maxQueued: limitsOf(config.plans, principal).maxQueued,
+            maxQueued: limits.maxQueued,
             maxAttempts: config.processing.maxAttempts,
             metadata: input.metadata,
             face,
             cancelAfterMs,
+            serviceTier: tierServed(input.serviceTier, limits.serviceTiers, limits.defaultServiceTier),
           },
           { fromApi: true },
         );

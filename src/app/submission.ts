@@ -1,9 +1,15 @@
 import { z } from 'zod';
 import { InvalidRequest } from '../domain/errors.js';
+import type { RequestedTier } from '../domain/serviceTier.js';
 import type { GenerationParams } from '../ports/ModelProvider.js';
+import { serviceTierField } from './serviceTierField.js';
 
 /** A POST body that passed validation. */
-export type Submission = { readonly model: string; readonly prompt: string };
+export type Submission = {
+  readonly model: string;
+  readonly prompt: string;
+  readonly serviceTier?: RequestedTier | undefined;
+};
 
 /** The POST body's shape (its finer rules are checked below); the OpenAPI document is generated from it too. */
 export const submissionBodySchema = z
@@ -18,6 +24,7 @@ export const submissionBodySchema = z
           description:
             'Not empty, not only white space, valid Unicode, at most `maxPromptChars` (default 1,000,000) UTF-16 units and at most `maxPromptBytes` (default 1 MiB) in UTF-8.',
         }),
+      service_tier: serviceTierField,
     },
     { error: 'the body must be a JSON object with "model" and "prompt"' },
   )
@@ -72,6 +79,7 @@ export const parseSubmission = (body: unknown, rules: SubmissionRules): Submissi
     return new InvalidRequest({ message: issue?.message ?? 'invalid body' });
   }
   const { model, prompt } = parsed.data;
+  const serviceTier = parsed.data.service_tier ?? undefined;
   if (!rules.modelIds.includes(model)) {
     return new InvalidRequest({
       message: `unknown model "${model.slice(0, 100)}"; known models: ${rules.modelIds.join(', ')}`,
@@ -94,7 +102,7 @@ export const parseSubmission = (body: unknown, rules: SubmissionRules): Submissi
       details: { max_prompt_chars: rules.maxPromptChars },
     });
   }
-  return overBytes(prompt, 'prompt', rules) ?? { model, prompt };
+  return overBytes(prompt, 'prompt', rules) ?? { model, prompt, serviceTier };
 };
 
 /**

@@ -65,6 +65,8 @@ export type Claim = {
   readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
   /** The claiming process's upstream health (its book: those not in service), read before the store's view. */
   readonly health?: HealthView | undefined;
+  /** How long a `default` request waits before it starts as `priority` would (contract 20; absent: never). */
+  readonly promoteAfterMs?: number | undefined;
 };
 
 /** A model's fallbacks (contract 19): in order, and the wait after which a request spills over to them. */
@@ -264,6 +266,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
         upstreamOpen,
         fallbackOpen: (entry) => fallbackFor(entry) !== undefined,
         place: placeEntry,
+        promoteAfterMs: claim.promoteAfterMs,
       },
       claim.now,
     );

@@ -1,4 +1,4 @@
-import { accountOfLane, isBatchLane } from './batch/lines.js';
+import { accountOfLane, isBatchLane, type LaneKind, laneKindOf } from './dispatchLane.js';
 import type { Placement } from './request/decider.js';
 
 /** A request waiting for a worker, as the dispatch index holds it. */
@@ -45,6 +45,9 @@ export type ClaimLimits = {
   readonly fallbackOpen?: (entry: QueuedEntry) => boolean;
   /** Takes the place the entry's call goes to (its model's upstream, or a fallback's), once it is claimed. */
   readonly place?: (entry: QueuedEntry, own: boolean) => Placement | undefined;
+  /** How long a `default` request waits (from when it became available) before it is started as `priority` would be
+   * (`processing.promoteAfterSeconds`; absent: never). */
+  readonly promoteAfterMs?: number | undefined;
 };
 
 /** A waiting request the claim takes. */
@@ -77,11 +80,26 @@ type Cursor = {
   readonly entries: Iterator<QueuedEntry>;
   scanned: number;
   done: boolean;
+  /** The entry read but left for a later phase (its tier's turn has not come): the lane's next, whatever the phase. */
+  held: QueuedEntry | undefined;
   /** Entries passed over because the account held its share of their model: taken in the second pass, if any. */
   readonly deferred: QueuedEntry[];
 };
 
 const noBound = () => Number.POSITIVE_INFINITY;
+
+/** The claim's phases, one per tier, highest first (see claimFairly). */
+type Phase = 0 | 1 | 2;
+/** The passes, each a phase with the accounts' shares held or not: priority and default work within the shares, then
+ * beyond them (the share holds while another account has such work due, whatever its tier), then flex. */
+const passes: readonly (readonly [Phase, boolean])[] = [
+  [0, true],
+  [1, true],
+  [0, false],
+  [1, false],
+  [2, true],
+  [2, false],
+];
 
 /**
  * Chooses the up to `free` waiting requests a claim takes, accounts in turn: one request from each account with work, in
@@ -90,15 +108,18 @@ const noBound = () => Number.POSITIVE_INFINITY;
  * they became available; requests of a model at its concurrency limit are passed over for that account's next, and
  * an account at its own bound (`accountLimit`) takes none.
  *
- * Batches' lines wait in their account's batch lane. In the first pass a line is passed over once batches hold their
- * share of the model's workers (`batchShare`), so interactive work of the model goes first; the second pass gives
- * lines the workers nothing else could take. So a batch neither starves interactive traffic nor is starved by it.
+ * Service tiers (contract 20) make three phases, each its own rounds: `priority` lanes, with `default` requests that
+ * have waited `promoteAfterMs` (so `default` never starves); then `default` lanes, with batches' lines while batches
+ * hold less than their share of the model's workers (`batchShare`); then `flex` lanes and the rest of the lines. So
+ * due work of a higher tier always goes first, and flex work and a batch beyond its share get only the workers nothing
+ * else could take: a batch neither starves interactive traffic nor is starved by it.
  *
  * Two passes make the share of a model's workers (`accountShare`) a rule of the claim: the first passes over a request
  * whose account already holds its share of the model, so the workers go to other accounts' work of that model first;
  * the second, only while workers are left (no other account could start work of that model), takes what the first
  * passed over. So an account alone may use every worker, and while it holds more than its share, every worker that
- * comes free goes to another account that has work of the model due.
+ * comes free goes to another account that has work of the model due. Both passes of priority and default go before
+ * flex's (`passes`): an account's share holds against another's default work, and flex still waits for both.
  */
 export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: ClaimLimits, now: number): FairClaim => {
   const claimed: ClaimedEntry[] = [];
@@ -128,32 +149,59 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
     ofAccount(accountId) < accountLimit(accountId) &&
     ((runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true)) ||
       (limits.fallbackOpen?.(entry) ?? false));
-  const overShare = (entry: QueuedEntry, accountId: string, batch: boolean) =>
-    ofAccountModel(accountId, entry.model) >= accountShare(entry.model) ||
-    (batch && batchesNow(entry.model) >= batchShare(entry.model));
+  const overShare = (entry: QueuedEntry, accountId: string) =>
+    ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
+  const { promoteAfterMs } = limits;
+  /** The first phase (0 priority, 1 default, 2 flex) in which an entry of a lane of this kind may start. */
+  const phaseOf = (kind: LaneKind, entry: QueuedEntry): Phase => {
+    switch (kind) {
+      case 'priority':
+        return 0;
+      case 'default':
+        return promoteAfterMs !== undefined && now - entry.availableAt >= promoteAfterMs ? 0 : 1;
+      case 'batch':
+        return batchesNow(entry.model) < batchShare(entry.model) ? 1 : 2;
+      case 'flex':
+        return 2;
+    }
+  };
+  /** The earliest phase a lane of this kind can have anything for (no read of it before). */
+  const laneOpensAt = (kind: LaneKind): Phase =>
+    kind === 'priority' || (kind === 'default' && promoteAfterMs !== undefined) ? 0 : kind === 'flex' ? 2 : 1;
 
   // One cursor per account for the whole claim: later rounds continue where the last one stopped.
   const cursors = new Map<string, Cursor>();
-  const firstEligible = (lane: string, sharing: boolean): QueuedEntry | undefined => {
+  const firstEligible = (lane: string, sharing: boolean, phase: Phase): QueuedEntry | undefined => {
+    const kind = laneKindOf(lane);
+    if (laneOpensAt(kind) > phase) return undefined;
     const accountId = accountOfLane(lane);
-    const batch = isBatchLane(lane);
     let cursor = cursors.get(lane);
     if (cursor === undefined) {
-      cursor = { entries: reads.queuedOf(lane)[Symbol.iterator](), scanned: 0, done: false, deferred: [] };
+      cursor = {
+        entries: reads.queuedOf(lane)[Symbol.iterator](),
+        scanned: 0,
+        done: false,
+        held: undefined,
+        deferred: [],
+      };
       cursors.set(lane, cursor);
     }
     if (!sharing) {
       const index = cursor.deferred.findIndex((entry) => eligible(entry, accountId));
       if (index >= 0) return cursor.deferred.splice(index, 1)[0];
     }
-    while (!cursor.done) {
-      const next = cursor.entries.next();
-      if (next.done || ++cursor.scanned > scanLimit) {
-        if (!next.done) leftBehind = true;
-        cursor.done = true;
-        return undefined;
+    while (cursor.held !== undefined || !cursor.done) {
+      let entry = cursor.held;
+      cursor.held = undefined;
+      if (entry === undefined) {
+        const next = cursor.entries.next();
+        if (next.done || ++cursor.scanned > scanLimit) {
+          if (!next.done) leftBehind = true;
+          cursor.done = true;
+          return undefined;
+        }
+        entry = next.value;
       }
-      const entry = next.value;
       if (!eligible(entry, accountId)) {
         // Passed over for its model's limit or its account's (not because it is being worked on): it still waits.
         if (waitingHere(entry)) leftBehind = true;
@@ -166,7 +214,12 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
         cursor.done = true;
         return undefined;
       }
-      if (sharing && overShare(entry, accountId, batch)) {
+      // Its tier's turn has not come: the lane waits for a later phase (its later entries are no more due).
+      if (phaseOf(kind, entry) > phase) {
+        cursor.held = entry;
+        return undefined;
+      }
+      if (sharing && overShare(entry, accountId)) {
         cursor.deferred.push(entry);
         continue;
       }
@@ -195,11 +248,11 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   }
 
   let full = false;
-  const rounds = (sharing: boolean) => {
+  const rounds = (sharing: boolean, phase: Phase) => {
     while (claimed.length < limits.free) {
       const before = claimed.length;
       for (const lane of lanesAfter(lastAccount)) {
-        const entry = firstEligible(lane, sharing);
+        const entry = firstEligible(lane, sharing, phase);
         if (entry === undefined) continue;
         const accountId = accountOfLane(lane);
         const own =
@@ -228,10 +281,12 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
     for (const cursor of cursors.values()) if (cursor.deferred.length > 0) return true;
     return false;
   };
-  rounds(true);
-  if (!full && anyDeferred()) rounds(false);
-  // What the share still holds back waits for a worker that comes free.
-  if (anyDeferred()) leftBehind = true;
+  for (const [phase, sharing] of passes) {
+    if (full) break;
+    if (sharing || anyDeferred()) rounds(sharing, phase);
+  }
+  // What the share or a tier still holds back waits for a worker that comes free.
+  if (anyDeferred() || [...cursors.values()].some((cursor) => cursor.held !== undefined)) leftBehind = true;
   // Close the database cursors left open part-way.
   for (const cursor of cursors.values()) cursor.entries.return?.();
   return { claimed, lastAccount, nextAvailableAt, exhausted: !full && !leftBehind };

@@ -1,3 +1,5 @@
+import type { ServiceTier } from './serviceTier.js';
+
 /**
  * The plans an account can be on, and what each allows. The four built-in plans are always there with these
  * defaults; the config file may override them and define plans of any other name (`planNamePattern`).
@@ -42,6 +44,11 @@ export type PlanLimits = {
   /** Tokens of the account's requests that ended this calendar month (UTC) at which submits answer `429
    * insufficient_quota`. */
   readonly tokensPerMonth: number | null;
+  /** The service tiers its requests may be served at (contract 20); a tier beyond them is served at the best one
+   * below it (serviceTier.ts). */
+  readonly serviceTiers: readonly ServiceTier[];
+  /** The tier of a request that asks for `auto` or none. */
+  readonly defaultServiceTier: ServiceTier;
 };
 
 /** The plan limits that are numbers or `null` (unbounded), as opposed to those that are always a number. */
@@ -73,6 +80,8 @@ export const defaultPlans: PlanTable = {
     tokensPerMinute: null,
     tokensPerDay: null,
     tokensPerMonth: null,
+    serviceTiers: ['default', 'flex'],
+    defaultServiceTier: 'default',
   },
   starter: {
     maxKeys: 3,
@@ -89,6 +98,8 @@ export const defaultPlans: PlanTable = {
     tokensPerMinute: null,
     tokensPerDay: null,
     tokensPerMonth: null,
+    serviceTiers: ['default', 'flex'],
+    defaultServiceTier: 'default',
   },
   scale: {
     maxKeys: 10,
@@ -105,6 +116,8 @@ export const defaultPlans: PlanTable = {
     tokensPerMinute: null,
     tokensPerDay: null,
     tokensPerMonth: null,
+    serviceTiers: ['default', 'flex', 'priority'],
+    defaultServiceTier: 'default',
   },
   enterprise: {
     maxKeys: null,
@@ -121,6 +134,8 @@ export const defaultPlans: PlanTable = {
     tokensPerMinute: null,
     tokensPerDay: null,
     tokensPerMonth: null,
+    serviceTiers: ['default', 'flex', 'priority'],
+    defaultServiceTier: 'default',
   },
 };
 

@@ -95,6 +95,8 @@ export type ClaimAsk = {
   readonly fallbacks?: Readonly<Record<string, Fallbacks>> | undefined;
   /** This process's upstream health (its book: those not in service), read before the store's view. */
   readonly health?: HealthView | undefined;
+  /** How long a `default` request waits before it starts as `priority` would (contract 20; absent: never). */
+  readonly promoteAfterMs?: number | undefined;
 };
 
 /** A request a claim took: started under the claimant's lease, in attempt `attempt`, on `upstream` of its model (the

@@ -9,8 +9,8 @@ import {
   type SessionState,
 } from '../domain/account/state.js';
 import { accountCountsOfBatch, accountCountsOfFile, addCountChange } from '../domain/accountCounters.js';
-import { dispatchLaneOf } from '../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../domain/batch/state.js';
+import { dispatchLaneOf } from '../domain/dispatchLane.js';
 import { type FileEvent, isUploadEvent } from '../domain/file/events.js';
 import { evolveFile, type FileState } from '../domain/file/state.js';
 import { type AccountUploads, evolveUploads } from '../domain/file/uploads.js';

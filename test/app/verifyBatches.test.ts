@@ -12,10 +12,10 @@ import {
 } from '../../src/adapters/lmdb/migrations.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
-import { dispatchLaneOf } from '../../src/domain/batch/lines.js';
 import type { BatchView } from '../../src/domain/batch/state.js';
 import type { Command } from '../../src/domain/commands.js';
 import { isRefusal } from '../../src/domain/commands.js';
+import { dispatchLaneOf } from '../../src/domain/dispatchLane.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { FileState } from '../../src/domain/file/state.js';
 import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatches.js';

@@ -328,14 +328,18 @@ describe('the OpenAPI document', () => {
     ).toBe(false);
   });
 
-  it('documents the Idempotency-Key header on both submit routes', () => {
+  it('documents the Idempotency-Key and Cancel-After headers on every submit route', () => {
     const document = openApiDocument() as {
       paths: Record<string, Record<string, { parameters?: unknown[] }>>;
       components: { parameters: Record<string, { in: string; schema: { pattern: string } }> };
     };
-    const reference = { $ref: '#/components/parameters/Idempotency-Key' };
-    expect(document.paths['/v1/ai']?.post?.parameters).toEqual([reference]);
-    expect(document.paths['/v1/responses']?.post?.parameters).toEqual([reference]);
+    const references = [
+      { $ref: '#/components/parameters/Idempotency-Key' },
+      { $ref: '#/components/parameters/Cancel-After' },
+    ];
+    for (const path of ['/v1/ai', '/v1/responses', '/v1/chat/completions'])
+      expect(document.paths[path]?.post?.parameters).toEqual(references);
+    expect(document.components.parameters['Cancel-After']?.in).toBe('header');
     const parameter = document.components.parameters['Idempotency-Key'];
     expect(parameter?.in).toBe('header');
     const pattern = new RegExp(parameter?.schema.pattern ?? '');

@@ -188,7 +188,14 @@ describe('The worker pool, simulated', () => {
           models,
           requestTtlSeconds: ttlSeconds,
           plans,
-          processing: { concurrency, maxAttempts, leaseSeconds, maxAccountShare, maxBacklog: 1_000_000 },
+          processing: {
+            concurrency,
+            maxAttempts,
+            leaseSeconds,
+            maxAccountShare,
+            maxBacklog: 1_000_000,
+            promoteAfterSeconds: 60,
+          },
         });
         const ids = simIds();
         const clock = { now: () => Date.now() };
@@ -282,7 +289,14 @@ describe('The worker pool, simulated', () => {
           };
           const config = defaultConfig({
             models,
-            processing: { concurrency, maxAttempts, leaseSeconds: 3_600, maxAccountShare: 0.75, maxBacklog: 1_000_000 },
+            processing: {
+              concurrency,
+              maxAttempts,
+              leaseSeconds: 3_600,
+              maxAccountShare: 0.75,
+              maxBacklog: 1_000_000,
+              promoteAfterSeconds: 60,
+            },
           });
           const node = startSimNode({
             store: { ...store, reads: unheard },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { servedTierField } from '../../app/serviceTierField.js';
 import type { AcceptedBody, PollBody } from './ai/wire.js';
 
 /**
@@ -49,7 +50,13 @@ export const toolCallSchema = z
   .meta({ description: 'A function tool the model calls (requests of the OpenAI face with `tools`).' });
 
 export const queuedSchema = z
-  .looseObject({ req_id: requestId, status: z.literal('queued'), model, created_at: createdAt })
+  .looseObject({
+    req_id: requestId,
+    status: z.literal('queued'),
+    model,
+    created_at: createdAt,
+    service_tier: servedTierField,
+  })
   .meta({ description: 'Waiting or being processed; poll again after `Retry-After` seconds.' });
 
 export const completedSchema = z
@@ -62,6 +69,7 @@ export const completedSchema = z
     completed_at: unixSeconds('When the model’s answer was recorded (Unix seconds). An extra field.').optional(),
     usage: usageSchema.optional(),
     tool_calls: z.array(toolCallSchema).optional(),
+    service_tier: servedTierField,
   })
   .meta({ description: 'Done: the response is here.' });
 

@@ -125,6 +125,7 @@ const viewFields = 18;
 
 /** Newer optional fields, in the order they follow the fixed ones: a view holds them up to the last one it has. */
 const trailingFieldsOf = (c: RequestContext): number => {
+  if (c.serviceTier !== undefined) return 22;
   if (c.cancelReason !== undefined) return 21;
   if (c.deadlineAt !== undefined) return 20;
   if (c.servedBy !== undefined) return 19;
@@ -172,7 +173,8 @@ const writeView = ({ status, context: c }: RequestState): number => {
         (c.face?.length ?? 0) +
         (c.upstream?.length ?? 0) +
         (c.servedBy?.length ?? 0) +
-        (c.cancelReason?.length ?? 0));
+        (c.cancelReason?.length ?? 0) +
+        (c.serviceTier?.length ?? 0));
   if (scratch.length < room) scratch = Buffer.allocUnsafe(room * 2);
   at = 0;
   const trailing = trailingFieldsOf(c);
@@ -217,6 +219,7 @@ const writeView = ({ status, context: c }: RequestState): number => {
   if (trailing > 18) writeOptional(c.servedBy);
   if (trailing > 19) writeOptional(c.deadlineAt);
   if (trailing > 20) writeOptional(c.cancelReason);
+  if (trailing > 21) writeOptional(c.serviceTier);
   return at;
 };
 
@@ -280,6 +283,7 @@ const optionalFields = [
   'servedBy',
   'deadlineAt',
   'cancelReason',
+  'serviceTier',
 ] as const;
 const firstOptional = 11;
 

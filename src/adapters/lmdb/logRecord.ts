@@ -36,6 +36,7 @@ const layouts = {
     'face',
     'affinity',
     'deadlineAt',
+    'serviceTier',
   ],
   RequestProcessingStarted: ['reqId', 'attempt', 'at', 'owner', 'leaseUntil', 'upstream', 'servedBy'],
   RequestAttemptFailed: ['reqId', 'attempt', 'reason', 'retryAt', 'at', 'owner'],
@@ -148,7 +149,7 @@ const layouts = {
 };
 
 /** Layouts 9 and 10 (before deadlines: issue 43): what differs. Every older layout differs in these too. */
-const queuedOfTen = layouts.RequestQueued.filter((field) => field !== 'deadlineAt');
+const queuedOfTen = layouts.RequestQueued.filter((field) => field !== 'deadlineAt' && field !== 'serviceTier');
 const layoutTenChanges: Partial<Record<keyof typeof layouts, readonly string[]>> = {
   RequestQueued: queuedOfTen,
   RequestCancelled: layouts.RequestCancelled.filter((field) => field !== 'reason'),
@@ -322,9 +323,9 @@ const typesOfTen: ReadonlySet<string> = new Set([
   'WebhookEndpointRecovered',
   'WebhookDeliveryReleased',
 ]);
-/** What only layout 11 holds (issue 43): a request's deadline, a cancel's reason. */
+/** What only layout 11 holds (issue 43): a request's deadline or service tier, a cancel's reason. */
 const ofEleven = (event: StoredEvent): boolean =>
-  (event.type === 'RequestQueued' && event.deadlineAt !== undefined) ||
+  (event.type === 'RequestQueued' && (event.deadlineAt !== undefined || event.serviceTier !== undefined)) ||
   (event.type === 'RequestCancelled' && event.reason !== undefined);
 /** What only layout 9 holds: issue 41's types, a request's affinity, an attempt's upstream or serving model, an answer's time to first token. */
 const ofNine = (event: StoredEvent): boolean =>
@@ -338,8 +339,8 @@ const ofNine = (event: StoredEvent): boolean =>
  * request's face (7: an endpoint's `events` filter is written as the list it is), or a type of issue 40 (8: an
  * upload's reservation, a batch's recorded failure or an operator's cancel of its finalizing; the same table, but an
  * airs before it refuses the record by its version rather than misread a type it lacks), issue 41's (9) or issue
- * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table), or a deadline or a cancel's
- * reason (11: issue 43, a table whose RequestQueued and RequestCancelled have a field more). A data
+ * 42's (10: an endpoint's recovery and the deliveries it makes due, the same table), or a deadline, a service tier or a
+ * cancel's reason (11: issue 43, a table whose RequestQueued and RequestCancelled have a field more). A data
  * directory that never held what a newer layout added stays readable by the airs before it (it can be rolled back to).
  */
 const versionFor = (events: readonly StoredEvent[]): number => {

@@ -76,6 +76,7 @@ export const createRequestColumns = () => {
   const servedBys = new Map<number, string>();
   const deadlines = new Map<number, number>();
   const cancelReasons = new Map<number, 'deadline'>();
+  const tiers = new Map<number, 'priority' | 'flex'>();
   const keepRare = <T>(column: Map<number, T>, slot: number, value: T | undefined) => {
     if (value === undefined) column.delete(slot);
     else column.set(slot, value);
@@ -183,6 +184,7 @@ export const createRequestColumns = () => {
     keepRare(servedBys, slot, c.servedBy);
     keepRare(deadlines, slot, c.deadlineAt);
     keepRare(cancelReasons, slot, c.cancelReason);
+    keepRare(tiers, slot, c.serviceTier);
     const previous = fresh && slot > 0 ? slot - 1 : slot;
     accountId[slot] = keep(accountId[previous] as number, c.accountId);
     keyId[slot] = keep(keyId[previous] as number, c.keyId);
@@ -240,6 +242,7 @@ export const createRequestColumns = () => {
       c.servedBy = from.servedBy;
       c.deadlineAt = from.deadlineAt;
       c.cancelReason = from.cancelReason;
+      c.serviceTier = from.serviceTier;
       return working as MutableRequestState;
     },
     /** The working state filled from `slot`. */
@@ -283,6 +286,7 @@ export const createRequestColumns = () => {
       c.servedBy = servedBys.get(slot);
       c.deadlineAt = deadlines.get(slot);
       c.cancelReason = cancelReasons.get(slot);
+      c.serviceTier = tiers.get(slot);
       return working as MutableRequestState;
     },
     /** Writes the working state into `slot`. */
@@ -344,6 +348,7 @@ export const createRequestColumns = () => {
       if (servedBys.has(slot)) context.servedBy = servedBys.get(slot);
       if (deadlines.has(slot)) context.deadlineAt = deadlines.get(slot);
       if (cancelReasons.has(slot)) context.cancelReason = cancelReasons.get(slot);
+      if (tiers.has(slot)) context.serviceTier = tiers.get(slot);
       return { status: statuses[status[slot] as number] as RequestStatus, context: context as RequestContext };
     },
     /** The request id of each slot, in slot order. */
@@ -392,6 +397,7 @@ type Covered =
   | 'upstream'
   | 'servedBy'
   | 'deadlineAt'
-  | 'cancelReason';
+  | 'cancelReason'
+  | 'serviceTier';
 const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
 void everyFieldHasAColumn;

@@ -5,10 +5,10 @@ import {
   storedBytesCounter,
   storedFilesCounter,
 } from '../../domain/accountCounters.js';
-import { dispatchLaneOf } from '../../domain/batch/lines.js';
 import { type BatchView, isFinalBatch } from '../../domain/batch/state.js';
 import { scanLimit } from '../../domain/claimFairly.js';
 import { type Command, passwordCredentialKey, sessionCredentialKey } from '../../domain/commands.js';
+import { dispatchLaneOf } from '../../domain/dispatchLane.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
 import { accountCounter, modelCounter, upstreamCounter } from '../../domain/processingCounters.js';

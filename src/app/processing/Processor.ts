@@ -113,6 +113,8 @@ export type ProcessorDeps = {
   readonly accountShare?: number | undefined;
   /** The share of a model's workers batches' lines always get (`batches.minShare`). */
   readonly batchShare?: number | undefined;
+  /** How long a `default` request waits before it is started as `priority` would be (absent: never). */
+  readonly promoteAfterMs?: number | undefined;
   /** Submits queued and not yet taken by this process's workers beyond which a submit that must queue answers `503`
    * (`processing.maxBacklog`; admission.ts). None: no bound. */
   readonly maxBacklog?: number | undefined;
@@ -310,6 +312,7 @@ export const createProcessor = (deps: ProcessorDeps) => {
       },
       accountShare: deps.accountShare,
       batchShare: deps.batchShare,
+      promoteAfterMs: deps.promoteAfterMs,
       workers: deps.concurrency,
       get upstreams() {
         return current().upstreams;
@@ -495,6 +498,7 @@ export const ProcessorLayer = Layer.effect(
           maxProcessing: () => maxProcessingByPlan(config.plans),
           accountShare: config.processing.maxAccountShare,
           batchShare: config.batches.minShare,
+          promoteAfterMs: config.processing.promoteAfterSeconds * 1000,
           maxBacklog: config.processing.maxBacklog,
           metrics: Option.getOrUndefined(yield* Effect.serviceOption(Metrics)),
           live: Option.getOrUndefined(yield* Effect.serviceOption(LiveOutput)),

@@ -21,20 +21,6 @@ export const lineRequestId = (batchId: string, line: number): string => {
   return `req_${body}${code}`;
 };
 
-/**
- * The lane of the dispatch index a waiting request is in: its account's own, or, for a batch's line, its account's
- * batch lane. A claim takes lanes in turn like accounts, and holds a batch lane back while interactive work of the
- * same model is due (beyond the share batches always get, claimFairly.ts); an account's interactive requests never
- * wait behind its own batch's thousands of lines. Account ids have no control character, so the lane's separator
- * (U+001F) tells the two apart.
- */
-const batchLaneSuffix = '\u001fbatch';
-export const dispatchLaneOf = (context: { readonly accountId: string; readonly batchId?: string | undefined }) =>
-  context.batchId === undefined ? context.accountId : `${context.accountId}${batchLaneSuffix}`;
-export const isBatchLane = (lane: string): boolean => lane.endsWith(batchLaneSuffix);
-export const accountOfLane = (lane: string): string =>
-  isBatchLane(lane) ? lane.slice(0, -batchLaneSuffix.length) : lane;
-
 const ended = (status: RequestStatus) =>
   status === 'completed' || status === 'failed' || status === 'cancelled' || status === 'expired';
 

@@ -37,6 +37,8 @@ export type RequestContext = {
    * that time passed; absent: asked for). */
   readonly deadlineAt?: number;
   readonly cancelReason?: 'deadline';
+  /** The service tier it is served at (see RequestQueued.serviceTier); absent: `default`. */
+  readonly serviceTier?: 'priority' | 'flex';
   /** Usage and ending of the answer, from `RequestCompleted` (see events.ts). */
   readonly inputTokens?: number;
   readonly outputTokens?: number;

@@ -36,6 +36,7 @@ export const contextChanges: { readonly [T in RequestEvent['type']]: Change<T> }
     if (event.face !== undefined) change.face = event.face;
     if (event.affinity !== undefined) change.affinity = event.affinity;
     if (event.deadlineAt !== undefined) change.deadlineAt = event.deadlineAt;
+    if (event.serviceTier !== undefined) change.serviceTier = event.serviceTier;
     return change;
   },
   RequestProcessingStarted: (context, event) => {

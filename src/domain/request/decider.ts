@@ -1,4 +1,5 @@
 import { LifecycleViolation } from '../errors.js';
+import type { ServiceTier } from '../serviceTier.js';
 import type {
   RequestCompleted,
   RequestEvent,
@@ -53,6 +54,8 @@ export type RequestCommand =
       readonly face?: 'responses' | undefined;
       /** `Cancel-After` (contract 20): cancelled this long after its creation if it has not ended by then. */
       readonly cancelAfterMs?: number | undefined;
+      /** The service tier it is served at (contract 20; tierServed); absent or `default`: default. */
+      readonly serviceTier?: ServiceTier | undefined;
     }
   | ({ readonly type: 'StartAttempt'; readonly reqId: string; readonly now: number } & Partial<Lease> & Placement)
   | ({
@@ -175,6 +178,8 @@ const eventFor = (state: RequestState, command: RequestCommand): RequestEvent =>
       if (command.face !== undefined) queued.face = command.face;
       if (command.affinity !== undefined) queued.affinity = command.affinity;
       if (command.cancelAfterMs !== undefined) queued.deadlineAt = at + command.cancelAfterMs;
+      if (command.serviceTier !== undefined && command.serviceTier !== 'default')
+        queued.serviceTier = command.serviceTier;
       return queued;
     }
     case 'StartAttempt':

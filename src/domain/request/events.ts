@@ -43,6 +43,8 @@ export type RequestQueued = {
   /** When the request is cancelled if it has not ended (`Cancel-After`, contract 20): its creation plus that. Absent:
    * no deadline (and events of older versions). */
   readonly deadlineAt?: number | undefined;
+  /** The service tier it is served at (contract 20, serviceTier.ts); absent: `default` (and events of older versions). */
+  readonly serviceTier?: 'priority' | 'flex' | undefined;
 };
 
 /**

@@ -1,4 +1,5 @@
 import type { PollView, Submitted } from '../../../app/Requests.js';
+import { type ServiceTier, tierOf } from '../../../domain/serviceTier.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
 
 /**
@@ -10,7 +11,12 @@ import type { ToolCall } from '../../../ports/ModelProvider.js';
 export type AcceptedBody = { readonly request_id: string; readonly model: string };
 
 /** When a request was made and finished, in Unix seconds (extra fields the contract allows on `/v1/ai`). */
-type Times = { readonly created_at: number; readonly completed_at?: number };
+type Times = {
+  readonly created_at: number;
+  readonly completed_at?: number;
+  /** The service tier it is served at (contract 20). */
+  readonly service_tier: ServiceTier;
+};
 
 /** Tokens a completed request's model read and wrote. */
 type UsageBody = { readonly input_tokens: number; readonly output_tokens: number; readonly total_tokens: number };
@@ -41,7 +47,8 @@ export const pollBody = (view: PollView): PollBody => {
   // The model that served it: a fallback's when one did (contract 19).
   const model = context.servedBy ?? context.model;
   const created_at = secondsOf(context.createdAt);
-  if (view.status === 'queued') return { req_id: reqId, status: 'queued', model, created_at };
+  const service_tier = tierOf(context);
+  if (view.status === 'queued') return { req_id: reqId, status: 'queued', model, created_at, service_tier };
   const { inputTokens, outputTokens } = context;
   return {
     req_id: reqId,
@@ -50,6 +57,7 @@ export const pollBody = (view: PollView): PollBody => {
     response: view.response ?? '',
     created_at,
     completed_at: secondsOf(context.completedAt ?? context.createdAt),
+    service_tier,
     ...(view.toolCalls === undefined ? {} : { tool_calls: [...view.toolCalls] }),
     // The usage only when the model told it.
     ...(inputTokens === undefined || outputTokens === undefined

@@ -54,6 +54,7 @@ const createOf = (body: Record<string, unknown>, data: ResponsesCreateBody): Res
       params: Object.keys(params).length === 0 ? undefined : params,
       // As given: the schema's copy leaves out a `__proto__` key.
       metadata: keptMetadataOf(body.metadata),
+      serviceTier: data.service_tier ?? undefined,
     },
     background,
     stream: data.stream === true,

@@ -1,6 +1,7 @@
 import { cancelledWords } from '../../../app/cancelAfter.js';
 import type { RequestView } from '../../../app/Requests.js';
 import { failedMessage } from '../../../app/upstreamProblems.js';
+import { tierOf } from '../../../domain/serviceTier.js';
 import type { ToolCall } from '../../../ports/ModelProvider.js';
 import { defaultSettings, type ResponseSettings } from './generationSettings.js';
 import type { ReferencedItem } from './inputItems.js';
@@ -189,6 +190,8 @@ export const responseObjectOf = (
     top_p: settings.top_p,
     user: settings.user,
     usage: final ? usageOf(view) : null,
+    // The tier it is served at (contract 20), as OpenAI's answers say it.
+    service_tier: tierOf(context),
   };
 };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { servedTierField, serviceTierField } from '../../../app/serviceTierField.js';
 import type { ChatMessage, ToolCall } from '../../../ports/ModelProvider.js';
 import { errorCodes } from '../wireFormat.js';
 import {
@@ -547,6 +548,7 @@ export const responsesCreateBodySchema = z
         .nullish()
         .meta({ description: 'The answer’s format, sent upstream as `response_format`.' }),
       metadata: metadataField,
+      service_tier: serviceTierField,
     },
     'the body must be a JSON object with "model" and "input"',
   )
@@ -561,7 +563,7 @@ export const responsesCreateBodySchema = z
   .meta({
     description:
       'An OpenAI Responses create body. Fields that do not change the answer (`store`, `truncation`, ' +
-      '`service_tier`, `prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted ' +
+      '`prompt_cache_key`, `safety_identifier`, `reasoning`, `stream_options`, ...) are accepted ' +
       'and ignored.',
   });
 
@@ -700,6 +702,7 @@ export const responseObjectSchema = z
     top_p: z.number().nullable(),
     user: z.string().nullable(),
     usage: usage.nullable().meta({ description: 'Set when the request is completed and its model told it.' }),
+    service_tier: servedTierField,
   })
   .meta({
     description:

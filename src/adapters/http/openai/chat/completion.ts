@@ -1,4 +1,5 @@
 import type { RequestView } from '../../../../app/Requests.js';
+import { tierOf } from '../../../../domain/serviceTier.js';
 import type { ToolCall } from '../../../../ports/ModelProvider.js';
 
 /** Chat completion ids are the request's id under OpenAI's prefix: `req_X` is answered as `chatcmpl-X`. */
@@ -43,6 +44,8 @@ export const chatCompletionOf = (view: RequestView) => {
       },
     ],
     usage: chatUsageOf(view),
+    // The tier it is served at (contract 20), as OpenAI's answers say it.
+    service_tier: tierOf(context),
   };
 };
 

@@ -83,6 +83,7 @@ const createOf = (body: unknown, data: ChatBody): ChatCreate => {
       params: paramsOf(data),
       // As given: the schema's copy leaves out a `__proto__` key.
       metadata: keptMetadataOf((body as { metadata?: unknown }).metadata),
+      serviceTier: data.service_tier ?? undefined,
     },
     stream,
     includeUsage: stream && data.stream_options?.include_usage === true,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { servedTierField, serviceTierField } from '../../../../app/serviceTierField.js';
 import type { ChatMessage, FunctionTool, ResponseFormat, ToolChoice } from '../../../../ports/ModelProvider.js';
 import {
   absent,
@@ -415,7 +416,7 @@ export const chatCompletionCreateBodySchema = z
       // Accepted and not forwarded: storage, billing, caching and abuse-tracking hints of OpenAI's own service, which
       // cannot change the answer's text. (`metadata`, below, is kept with the request.)
       store: z.boolean('must be a boolean').nullish().meta({ description: 'Accepted and ignored.' }),
-      service_tier: acceptedString,
+      service_tier: serviceTierField,
       prompt_cache_key: acceptedString,
       prompt_cache_retention: acceptedString,
       safety_identifier: acceptedString,
@@ -562,6 +563,7 @@ export const chatCompletionSchema = z
       )
       .length(1),
     usage: chatUsageSchema.nullable().optional().meta({ description: 'Absent when the model did not tell it.' }),
+    service_tier: servedTierField,
   })
   .meta({ description: 'OpenAI’s chat completion, as the SDKs read it.' });
 
