@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { InvalidRequest } from '../domain/errors.js';
 import type { RequestedTier } from '../domain/serviceTier.js';
 import type { GenerationParams } from '../ports/ModelProvider.js';
-import { serviceTierField } from './serviceTierField.js';
+import { serviceTierFieldNamed } from './serviceTierField.js';
 
 /** A POST body that passed validation. */
 export type Submission = {
@@ -24,7 +24,7 @@ export const submissionBodySchema = z
           description:
             'Not empty, not only white space, valid Unicode, at most `maxPromptChars` (default 1,000,000) UTF-16 units and at most `maxPromptBytes` (default 1 MiB) in UTF-8.',
         }),
-      service_tier: serviceTierField,
+      service_tier: serviceTierFieldNamed(true),
     },
     { error: 'the body must be a JSON object with "model" and "prompt"' },
   )

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { dispatchLaneOf } from '../../domain/dispatchLane.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import { type DueWork, StorageFault, type StoreShape } from '../../ports/Store.js';
 import type { ClaimAsk, Claimed, ClaimedAttempt, WorkQueueShape } from '../../ports/WorkQueue.js';
@@ -146,12 +147,13 @@ export const createDispatcher = (deps: {
       } else deps.run(attempt);
     }
     for (const reqId of claimed.gaveUp) deps.gaveUp(reqId);
-    // Accounts in turn across claims: the next starts after the account of the last request this one took.
+    // Lanes in turn across claims: the next starts after the lane of the last request this one took (its lane, not its
+    // account: after an account's default work, its own priority, flex or batch lane is not next by right).
     const last = started.at(-1);
-    // Only the order of accounts depends on this read: when it fails (the store cannot be reached), the order keeps on.
+    // Only the order of lanes depends on this read: when it fails (the store cannot be reached), the order keeps on.
     if (last !== undefined)
       lastAccount = await store.reads.request(last.reqId).then(
-        (state) => state?.context.accountId ?? lastAccount,
+        (state) => (state === undefined ? lastAccount : dispatchLaneOf(state.context)),
         () => lastAccount,
       );
     if (again || started.length === holding) {
