@@ -1,5 +1,6 @@
 import * as Context from 'effect/Context';
 import * as Layer from 'effect/Layer';
+import type { ServiceTier } from '../domain/serviceTier.js';
 import type { Usage } from '../ports/ModelProvider.js';
 
 /*
@@ -69,6 +70,8 @@ export interface MetricsShape {
   committed(commands: number, seconds: number, outcomes: readonly unknown[]): void;
   /** A model call begins (an attempt). */
   attemptStarted(model: string): void;
+  /** A request's first attempt began this long after its submit (contract 20: the queue wait, per model and tier). */
+  queueWaited(model: string, tier: ServiceTier, seconds: number): void;
   /** A model call ended after `seconds` with this outcome; a completed one with the tokens it read and wrote, when
    * the model told them. */
   attemptEnded(model: string, outcome: AttemptOutcome, seconds: number, usage?: Usage): void;
@@ -101,6 +104,7 @@ export const noMetricsLayer = Layer.succeed(
     http: () => {},
     committed: () => {},
     attemptStarted: () => {},
+    queueWaited: () => {},
     attemptEnded: () => {},
     upstreamCalled: () => {},
     rateLimited: () => {},

@@ -1,6 +1,7 @@
 import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
+import * as Option from 'effect/Option';
 import { isRefusal } from '../domain/commands.js';
 import {
   IdempotencyKeyReused,
@@ -26,6 +27,7 @@ import { AppConfig } from './AppConfig.js';
 import { limitsOf, type Principal } from './Auth.js';
 import { Committer } from './Committer.js';
 import { cancelAfterOf, cancelledWords } from './cancelAfter.js';
+import { Metrics } from './Metrics.js';
 import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
 import { affinityOf } from './promptPrefix.js';
@@ -138,6 +140,7 @@ export const RequestsLayer = Layer.effect(
     const models = yield* Models;
     const processor = yield* Processor;
     const committer = yield* Committer;
+    const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
     const ttlMs = config.requestTtlSeconds * 1000;
     const tokenBudget = createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() });
     const rules = {
@@ -181,6 +184,7 @@ export const RequestsLayer = Layer.effect(
       const { model, prompt, messages, params } = input;
       const { text } = stored;
       const limits = limitsOf(config.plans, principal);
+      const serviceTier = tierServed(input.serviceTier, limits.serviceTiers, limits.defaultServiceTier);
       const reqId = ids.requestId();
       beforeCommit?.(reqId);
       // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
@@ -220,7 +224,7 @@ export const RequestsLayer = Layer.effect(
             metadata: input.metadata,
             face,
             cancelAfterMs,
-            serviceTier: tierServed(input.serviceTier, limits.serviceTiers, limits.defaultServiceTier),
+            serviceTier,
           },
           { fromApi: true },
         );
@@ -237,14 +241,16 @@ export const RequestsLayer = Layer.effect(
         if (isRefusal(outcome)) throw outcome;
         if (outcome.replayOf !== undefined) return { reqId: outcome.replayOf, model, replayed: true };
         const start = outcome.events.find((event) => event.type === 'RequestProcessingStarted');
-        if (start !== undefined && start.type === 'RequestProcessingStarted')
+        if (start !== undefined && start.type === 'RequestProcessingStarted') {
+          // Started with its submit: it waited in no queue.
+          metrics?.queueWaited(model, serviceTier, 0);
           started = {
             attempt: start.attempt,
             leaseUntil: start.leaseUntil,
             upstream: start.upstream,
             input: { model, prompt, messages, params },
           };
-        else queued = true;
+        } else queued = true;
       } finally {
         processor.submitted(reqId, model, startNow !== undefined, started, queued);
       }

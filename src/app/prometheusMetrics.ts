@@ -177,6 +177,15 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers: [registry],
   });
+  const queueWait = new Histogram({
+    name: 'airs_queue_wait_seconds',
+    help: 'Time from a submit to its first attempt, by model and service tier (contract 20)',
+    labelNames: ['model', 'tier'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [registry],
+  });
+  /** Each model and tier's series, found once (prom-client hashes labels on every `observe` with labels). */
+  const queueWaitOf = new Map<string, ReturnType<typeof queueWait.labels>>();
   const expired = new Counter({
     name: 'airs_requests_expired_total',
     help: 'Requests expired (RequestExpired appended)',
@@ -266,6 +275,15 @@ export const createMetrics = (sources: MetricsSources = {}): MetricsShape => {
     http: http.record,
     committed,
     attemptStarted: (model) => attempts.add(1, model),
+    queueWaited: (model, tier, seconds) => {
+      const key = `${model}\u0000${tier}`;
+      let series = queueWaitOf.get(key);
+      if (series === undefined) {
+        series = queueWait.labels(model, tier);
+        queueWaitOf.set(key, series);
+      }
+      series.observe(seconds);
+    },
     attemptEnded: (model, outcome, seconds, usage) => {
       outcomes.add(1, model, outcome);
       processing.observe({ model }, seconds);

@@ -70,6 +70,14 @@ describe('service tiers', () => {
     // Default work of the two accounts in turn, then flex.
     expect(new Set(order.slice(1, 3))).toEqual(new Set([plain, auto]));
     expect(order[3]).toBe(flex);
+
+    // Each first start is counted in the queue wait histogram under its model and tier.
+    const metrics = await (await app.call('GET', '/metrics')).text();
+    const count = (tier: string) =>
+      Number(
+        metrics.match(new RegExp(`^airs_queue_wait_seconds_count\\{model="echo",tier="${tier}"\\} (\\d+)`, 'm'))?.[1],
+      );
+    expect([count('priority'), count('default'), count('flex')]).toEqual([1, 2, 1]);
   });
 
   it('promotes a default request that waited promoteAfterSeconds to go in turn with priority work', async () => {

@@ -118,7 +118,9 @@ export type ProcessorDeps = {
   /** Submits queued and not yet taken by this process's workers beyond which a submit that must queue answers `503`
    * (`processing.maxBacklog`; admission.ts). None: no bound. */
   readonly maxBacklog?: number | undefined;
-  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled'> | undefined;
+  readonly metrics?:
+    | Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled' | 'queueWaited'>
+    | undefined;
   readonly live?: LiveOutputShape | undefined;
   /** Batches' lines, read from their input files when their attempts start (batches/lineInput.ts). */
   readonly lineInputs?: LineInputs | undefined;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { upstreamsOf } from '../../config.js';
 import { isExpired } from '../../domain/request/questions.js';
 import type { RetryPolicy } from '../../domain/request/retryPolicy.js';
+import { tierOf } from '../../domain/serviceTier.js';
 import type { UpstreamPlace } from '../../domain/upstreamChoice.js';
 import type { ClockShape } from '../../ports/Clock.js';
 import type { Generation } from '../../ports/ModelProvider.js';
@@ -75,7 +76,9 @@ export const createAttemptRunner = (deps: {
   readonly owner: string;
   readonly policy: RetryPolicy;
   readonly caller: ModelCaller;
-  readonly metrics?: Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled'> | undefined;
+  readonly metrics?:
+    | Pick<MetricsShape, 'attemptStarted' | 'attemptEnded' | 'upstreamCalled' | 'queueWaited'>
+    | undefined;
   /** Cancelled while its start was being recorded: its model is never called. */
   readonly cancelledEarly: (reqId: string) => boolean;
   /** The lease is gone or about to be (see leaseKeeper.ts): the model is not called; the attempt is given back. */
@@ -102,6 +105,14 @@ export const createAttemptRunner = (deps: {
   ): Promise<{ readonly model: string | undefined; readonly input: ModelInput | CallFailure | undefined }> => {
     const stored = await store.reads.requestWithText(attempt.reqId);
     const model = attempt.model ?? stored?.state.context.model;
+    const context = stored?.state.context;
+    // Its first attempt: how long it waited in the queue, by tier (a retry's wait is its backoff's, not the queue's).
+    if (attempt.attempt === 1 && context?.startedAt !== undefined)
+      deps.metrics?.queueWaited(
+        context.model,
+        tierOf(context),
+        Math.max(0, context.startedAt - context.createdAt) / 1000,
+      );
     const kind = stored?.state.context.input;
     if (stored?.text === undefined) return { model, input: undefined };
     if (kind !== 'line') return { model, input: modelInputOf(stored.text, kind) };

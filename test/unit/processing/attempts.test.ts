@@ -98,6 +98,7 @@ const runnerOver = (options: {
     leaseGivenUp: () => options.leaseLapsing === true,
     metrics: {
       attemptStarted: () => {},
+      queueWaited: () => {},
       attemptEnded: (_model, how) => ended.push(how),
       upstreamCalled: () => {},
     },
