@@ -7,6 +7,7 @@ import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { defaultPlans, type PlanName, type PlanTable } from '../../src/domain/plans.js';
 import { backoffDelayMs, defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import type { RequestStatus } from '../../src/domain/request/state.js';
+import type { RequestedTier } from '../../src/domain/serviceTier.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { checkingClaimRules } from '../support/simulation/claimRules.js';
 import { type CallBehaviour, createSimModel } from '../support/simulation/simModel.js';
@@ -16,7 +17,9 @@ import { type SimNode, simIds, startSimNode } from '../support/simulation/simNod
  * Liveness of the worker pool, in simulated time: whatever happened before (submits, cancels, model calls that fail,
  * hang or answer after their timeout, crashes with commits in flight, expiries), once nothing more comes from outside,
  * every request the store holds reaches a final state within its retry budget, no request is ever in two model
- * calls at once, and none is started at or after its deadline (`Cancel-After`, contract 20). Two server processes run at once on fake timers over one in-memory store (each hears of the other's
+ * calls at once, and none is started at or after its deadline (`Cancel-After`, contract 20), whatever the requests'
+ * service tiers; and a `default` request waits no longer than `promoteAfterSeconds` and one call while priority work
+ * keeps every worker busy. Two server processes run at once on fake timers over one in-memory store (each hears of the other's
  * commits as it would through the store's change notifications); fast-check chooses the inputs and which process
  * takes them, when time moves, the order in which commits land and their callers hear back, and which process dies.
  */
@@ -55,6 +58,8 @@ type Step =
       readonly plan: CallBehaviour[];
       /** A `Cancel-After` in seconds (contract 20), or none. */
       readonly cancelAfter: number | undefined;
+      /** The `service_tier` asked for (contract 20), or none. */
+      readonly serviceTier: RequestedTier | undefined;
     }
   | { readonly kind: 'cancel'; readonly node: number; readonly pick: number }
   /** Let `count` scheduled commits land (or their callers hear back), in an order fast-check picks. */
@@ -78,6 +83,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       model: fc.constantFrom('sim', 'sim', 'sim-one', 'sim-long'),
       plan: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
       cancelAfter: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+      serviceTier: fc.constantFrom(undefined, 'auto', 'default', 'flex', 'priority'),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), node, pick: fc.nat() }) },
@@ -167,7 +173,7 @@ describe('The worker pool, simulated', () => {
     vi.useRealTimers();
   });
 
-  it('brings every stored request to a final state within its retry budget once input stops, never starts a request at or after its Cancel-After deadline, never runs one request in two model calls at once, holds every account within its maxProcessing, and never gives a worker to an account over its share of the model while another account’s request of it waits', async () => {
+  it('brings every stored request to a final state within its retry budget once input stops, whatever its service tier, never starts a request at or after its Cancel-After deadline, never runs one request in two model calls at once, holds every account within its maxProcessing, and never gives a worker to an account over its share of the model while another account’s request of it waits', async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), scenario, async (scheduler, scenario) => {
         const { concurrency, ttlSeconds, steps, maxProcessing, maxAccountShare } = scenario;
@@ -194,7 +200,8 @@ describe('The worker pool, simulated', () => {
             leaseSeconds,
             maxAccountShare,
             maxBacklog: 1_000_000,
-            promoteAfterSeconds: 60,
+            // Short: promotion happens within a run.
+            promoteAfterSeconds: 2,
           },
         });
         const ids = simIds();
@@ -213,7 +220,11 @@ describe('The worker pool, simulated', () => {
             model.plan(prompt, s.plan);
             const cancelAfter = s.cancelAfter === undefined ? undefined : `${s.cancelAfter}s`;
             void running(s.node)
-              .requests.submit(principal(s.account), { model: s.model, prompt }, { cancelAfter })
+              .requests.submit(
+                principal(s.account),
+                { model: s.model, prompt, service_tier: s.serviceTier },
+                { cancelAfter },
+              )
               .then((outcome) => {
                 if ('reqId' in outcome) accepted.push({ reqId: outcome.reqId, account: s.account });
               });
@@ -260,6 +271,85 @@ describe('The worker pool, simulated', () => {
     );
     // About 20 s alone on a quiet 2-core machine; the bound leaves room for a machine loaded by other work.
   }, 180_000);
+
+  it('starts a default request within promoteAfterSeconds and one call while a flood of priority work keeps every worker busy', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 50, max: 400 }),
+        fc.integer({ min: 0, max: 1_000 }),
+        async (scheduler, concurrency, callMs, defaultAtMs) => {
+          vi.clearAllTimers();
+          const store = openMemoryStore();
+          await accountsMade(store);
+          const model = createSimModel(timeoutMs);
+          const modelsShape: ModelsShape = {
+            get: (id) => {
+              const config = models.find((m) => m.id === id);
+              return config === undefined ? undefined : { config, provider: model.provider };
+            },
+            ids: () => models.map((m) => m.id),
+          };
+          const promoteAfterSeconds = 2;
+          const config = defaultConfig({
+            models,
+            processing: {
+              concurrency,
+              maxAttempts,
+              leaseSeconds: 3_600,
+              maxAccountShare: 1,
+              maxBacklog: 1_000_000,
+              promoteAfterSeconds,
+            },
+          });
+          const node = startSimNode({
+            store,
+            scheduler,
+            models: modelsShape,
+            config,
+            clock: { now: () => Date.now() },
+            ids: simIds(),
+            sweepIntervalMs,
+          });
+          const began = Date.now();
+          const until = began + 3 * promoteAfterSeconds * 1000;
+          let prompts = 0;
+          let waiting: string | undefined;
+          let defaultAt: number | undefined;
+          // Priority work of the enterprise account arrives faster than the workers end calls, until `until`.
+          while (Date.now() < until) {
+            for (let i = 0; i < concurrency; i++) {
+              const prompt = `flood ${++prompts}`;
+              model.plan(prompt, [{ kind: 'ok', delayMs: callMs }]);
+              void node.requests.submit(principal(2), { model: 'sim', prompt, service_tier: 'priority' });
+            }
+            if (defaultAt === undefined && Date.now() >= began + defaultAtMs) {
+              defaultAt = Date.now();
+              model.plan('the default one', [{ kind: 'ok', delayMs: callMs }]);
+              void node.requests.submit(principal(0), { model: 'sim', prompt: 'the default one' }).then((outcome) => {
+                if ('reqId' in outcome) waiting = outcome.reqId;
+              });
+            }
+            await scheduler.waitAll();
+            await vi.advanceTimersByTimeAsync(Math.floor(callMs / 2));
+          }
+          await scheduler.waitAll();
+          const startedAt = waiting === undefined ? undefined : store.syncReads.request(waiting)?.context.startedAt;
+          expect(startedAt, 'the default request never started').toBeDefined();
+          // Promoted after its wait, it goes in turn with the priority lane: the next worker that frees up is its. Here
+          // a commit lands only at the next step of the loop (half a call later), and a start takes two (the freed
+          // worker's outcome, then its claim): one call and two steps.
+          const step = Math.floor(callMs / 2);
+          expect((startedAt as number) - (defaultAt as number)).toBeLessThanOrEqual(
+            promoteAfterSeconds * 1000 + callMs + 2 * step,
+          );
+          node.crash(0);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  }, 60_000);
 
   it('starts a failed attempt’s retry when its backoff ends, on a quiet process whose lease would not lapse for an hour', async () => {
     // The property above gives every request its whole retry budget, within which a lapsing lease (3 s) wakes the pool

@@ -13,7 +13,8 @@ type Snapshot = ReadonlyMap<string, RequestState>;
  * - no account ever has more requests being processed than its plan's `maxProcessing`, in all processes together;
  * - no claim starts a request for an account that holds more than its share of the model's workers once it has
  *   started it, while another account's request of that model was due and left waiting, that account being below
- *   its own bound and below its share: the worker should have gone to the other account.
+ *   its own bound and below its share: the worker should have gone to the other account (a flex request waits for
+ *   priority and default work by right, contract 20).
  * A batch is applied one command at a time, synchronously (as the memory store decides a batch: its outcomes equal
  * those of its commands one by one, which test/property/batchEquivalence.property.test.ts holds), so that each
  * claim is seen with the state it was decided against.
@@ -69,6 +70,9 @@ export const checkingClaimRules = (store: MemoryStore, plans: PlanTable) => {
           state.status === 'waiting' &&
           state.context.model === model &&
           state.context.accountId !== accountId &&
+          // Flex work waits for priority and default work whatever the shares (contract 20): it is passed over by
+          // right, unless the request started was flex too.
+          (state.context.serviceTier !== 'flex' || context.serviceTier === 'flex') &&
           state.context.availableAt <= claim.now &&
           after.get(state.context.reqId)?.status === 'waiting' &&
           held(after, state.context.accountId) < boundOf(state.context.accountId) &&

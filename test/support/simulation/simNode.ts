@@ -97,6 +97,7 @@ export const startSimNode = (deps: {
     leaseMs: deps.config.processing.leaseSeconds * 1000,
     maxProcessing: maxProcessingByPlan(deps.config.plans),
     accountShare: deps.config.processing.maxAccountShare,
+    promoteAfterMs: deps.config.processing.promoteAfterSeconds * 1000,
   });
   const requests = Effect.runSync(
     Effect.gen(function* () {
