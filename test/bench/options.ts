@@ -12,6 +12,7 @@ export const scenarioNames = [
   'webhooks',
   'abuse',
   'fleet',
+  'tiers',
 ] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
@@ -104,6 +105,20 @@ export type Sizes = {
    * after `delayMs`; `rounds` runs of each model of `requests` (after a warm-up of `warmup`), the prompts in `groups`
    * prefix groups; `probeWaves` light-load waves (one request per group) measure the affinity share.
    */
+  /**
+   * `--only=tiers` (issue 43): `workers` workers of an echo model answering after `callMs`; a flood of `defaults`
+   * default requests (two accounts), `flex` flex requests and a batch of `lines` lines; one priority request every
+   * `trickleMs` for `trickleSec`.
+   */
+  readonly tiers: {
+    readonly workers: number;
+    readonly callMs: number;
+    readonly defaults: number;
+    readonly flex: number;
+    readonly lines: number;
+    readonly trickleMs: number;
+    readonly trickleSec: number;
+  };
   readonly fleet: {
     readonly requests: number;
     readonly warmup: number;
@@ -210,6 +225,7 @@ const fullSizes: Sizes = {
     deliveryIdleSec: 15,
     deliveryTimeoutSec: 600,
   },
+  tiers: { workers: 8, callMs: 200, defaults: 2_000, flex: 300, lines: 500, trickleMs: 250, trickleSec: 30 },
   fleet: {
     requests: 1_500,
     warmup: 200,
@@ -259,6 +275,7 @@ const smokeSizes: Sizes = {
     deliveryTimeoutSec: 60,
   },
   fleet: { requests: 200, warmup: 20, clients: 16, delayMs: 20, rounds: 1, groups: 8, probeWaves: 2, timeoutSec: 60 },
+  tiers: { workers: 4, callMs: 50, defaults: 200, flex: 30, lines: 50, trickleMs: 250, trickleSec: 3 },
   abuse: {
     quietSec: 1.5,
     poisonedLines: { accounts: 1, batchesPerAccount: 1, depth: 2_000_000, watchSec: 3 },

@@ -11,6 +11,7 @@
  *   npm run bench -- --only=abuse         issue 40: the attacks replayed, a bystander measured (about 10 minutes);
  *                                         --only=abuse:uploads,abuse:webhooks runs some of them
  *   npm run bench -- --only=fleet         issue 41: 4 fake replicas vs 1 upstream, with 500s, a death (about 2 minutes)
+ *   npm run bench -- --only=tiers         issue 43: priority requests' queue wait under a flood of default and batch work
 
  *   npm run bench -- --against REV        this build against revision REV's, run after run (A B A B), figure by figure
  *
@@ -38,6 +39,7 @@ import { fleetScenario } from './scenarios/fleet.js';
 import { httpScenario } from './scenarios/http.js';
 import { pgScenario } from './scenarios/pg.js';
 import { storageScenario } from './scenarios/storage.js';
+import { tiersScenario } from './scenarios/tiers.js';
 import { webhooksScenario } from './scenarios/webhooks.js';
 
 const scenarios: Record<ScenarioName, { title: string; run: (context: Context) => Promise<ScenarioResult> }> = {
@@ -66,6 +68,10 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
   fleet: {
     title: 'one model over 4 fake replicas x 8 places vs 1 fake upstream x 32; 500s, a death, affinity (LMDB)',
     run: fleetScenario,
+  },
+  tiers: {
+    title: 'the queue wait of a trickle of priority requests while default, flex and batch work fill every worker (LMDB)',
+    run: tiersScenario,
   },
 };
 
