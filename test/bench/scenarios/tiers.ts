@@ -164,7 +164,9 @@ export const tiersScenario = async (context: Context): Promise<ScenarioResult> =
   const batch = line('batch');
   const floorMs = sizes.callMs + floorSlackMs;
   const describe = (of: ReturnType<typeof line>) =>
-    `p50 ${round(of.p50)} ms, p99 ${round(of.p99)} ms; ${of.started} started, ${of.waiting} still waiting at the end`;
+    of.started === 0
+      ? `none started, ${of.waiting} still waiting at the end`
+      : `p50 ${round(of.p50)} ms, p99 ${round(of.p99)} ms; ${of.started} started, ${of.waiting} still waiting at the end`;
   if (priority.started < priorityIds.length)
     notes.push(`${priorityIds.length - priority.started} priority requests had not started when the run ended`);
   const busy = defaults.waiting + flex.waiting + batch.waiting > 0;
@@ -190,7 +192,7 @@ export const tiersScenario = async (context: Context): Promise<ScenarioResult> =
     {
       scenario: 'Tiers: flex and batch lines beside it',
       target: 'none (reported)',
-      measured: `flex p50 ${round(flex.p50)} ms`,
+      measured: flex.started === 0 ? 'flex: none started' : `flex p50 ${round(flex.p50)} ms`,
       detail: `flex ${describe(flex)}; batch lines ${describe(batch)}`,
       met: null,
     },
