@@ -52,9 +52,9 @@ describe('claiming work by service tier', () => {
     ]);
     expect(claimedIds(reads, 1)).toEqual(['b-default']);
     // A model at its bound takes nothing more, flex included.
-    expect(claimFairly(reads, { ...idle, runningOf: () => 1 }, { free: 2, modelLimit: () => 2 }, 1_000).claimed).toEqual(
-      [expect.objectContaining({ reqId: 'b-default' })],
-    );
+    expect(
+      claimFairly(reads, { ...idle, runningOf: () => 1 }, { free: 2, modelLimit: () => 2 }, 1_000).claimed,
+    ).toEqual([expect.objectContaining({ reqId: 'b-default' })]);
   });
 
   it('starts a default request that has waited promoteAfterMs as priority would be, so default never starves', () => {
