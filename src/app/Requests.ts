@@ -15,6 +15,7 @@ import {
 } from '../domain/errors.js';
 import { couldBeId, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
 import { queueFullMessage } from '../domain/queuedCounter.js';
+import { queuedRequestOf } from '../domain/queuePosition.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import { isCancellable } from '../domain/request/questions.js';
 import type { RequestState } from '../domain/request/state.js';
@@ -84,7 +85,12 @@ export type RequestView = {
 };
 
 /** A request as a poll answers it: waiting or being processed, or completed with its answer. */
-export type PollView = RequestView & { readonly status: 'queued' | 'completed' };
+export type PollView = RequestView & {
+  readonly status: 'queued' | 'completed';
+  /** While it waits for a worker (not while it is processed): how many due requests of its model go first
+   * (domain/queuePosition.ts, contract 20). */
+  readonly queuePosition?: number | undefined;
+};
 
 export interface RequestsShape {
   /** Validates a `/v1/ai` body and queues it; resolves only once its `RequestQueued` event is durable on disk. */
@@ -312,7 +318,18 @@ export const RequestsLayer = Layer.effect(
       if (status === 'cancelled') {
         return new NotFound({ message: cancelledWords(reqId, visible.state.context.cancelReason) });
       }
-      return { ...viewOf(visible), status };
+      const queuePosition = await queuePositionOf(visible.state, visible.now);
+      return { ...viewOf(visible), status, ...(queuePosition === undefined ? {} : { queuePosition }) };
+    };
+
+    /** A waiting request's place in the claim's order (none once it is processed, or when it waits no more). */
+    const queuePositionOf = (state: RequestState, now: number): Promise<number | undefined> | undefined => {
+      if (state.status !== 'waiting') return undefined;
+      return store.reads.queuePosition(
+        queuedRequestOf(state.context),
+        now,
+        config.processing.promoteAfterSeconds * 1000,
+      );
     };
 
     const viewOf = (visible: NonNullable<Awaited<ReturnType<typeof visibleRequest>>>): RequestView => {

@@ -6,6 +6,7 @@ import type { Command, Refusal } from '../domain/commands.js';
 import type { StoredEvent } from '../domain/events.js';
 import type { FileState } from '../domain/file/state.js';
 import type { AccountUploads } from '../domain/file/uploads.js';
+import type { QueuedRequest } from '../domain/queuePosition.js';
 import type { Decision as LimitDecision } from '../domain/rateLimit/gcra.js';
 import type { RequestState } from '../domain/request/state.js';
 import type { TokenBucket } from '../domain/tokens/tokenUse.js';
@@ -183,6 +184,10 @@ export interface ReadModel {
   dueWork(now: number): Promise<DueWork>;
   /** The waiting requests by model, for the metrics (read at most `limit` entries deep). */
   queueDepths(now: number, limit: number): Promise<QueueDepths>;
+  /** A waiting request's place in the claim's order at `now` (domain/queuePosition.ts: how many due requests of its
+   * model go first, at most `queuePositionCap`), reading each lane with work at most once; undefined when it is not
+   * in the dispatch index (started, or no longer waiting). */
+  queuePosition(request: QueuedRequest, now: number, promoteAfterMs: number | undefined): Promise<number | undefined>;
   /** A batch (its state and its lines' counts), if it was made. */
   batch(batchId: string): Promise<BatchView | undefined>;
   /** A file that exists (not deleted). */

@@ -1,3 +1,4 @@
+import { type QueuedRequest, queuePositionOf } from '../domain/queuePosition.js';
 import type { ReadModel } from '../ports/Store.js';
 import { dueWorkOf } from './dueWork.js';
 import { queueDepthsOf } from './queueDepths.js';
@@ -70,6 +71,9 @@ export const readModelOf = (
     processing: read((limit: number) => reads.processing().slice(0, Math.max(0, limit))),
     dueWork: read((now: number) => dueWorkOf(reads, now)),
     queueDepths: read((now: number, limit: number) => queueDepthsOf(reads, now, limit)),
+    queuePosition: read((request: QueuedRequest, now: number, promoteAfterMs: number | undefined) =>
+      queuePositionOf(reads, request, now, promoteAfterMs),
+    ),
     lastSeq: read(reads.lastSeq),
     events: (fromSeq) => {
       fresh();

@@ -434,7 +434,13 @@ describe('the OpenAPI document', () => {
       problems({ ...ok, headers: new Headers({ ...limits, ...location, 'content-type': 'text/plain' }) }).join(),
     ).toMatch(/content type/);
     const poll = { method: 'GET', path: `/v1/ai?req_id=${reqId}`, status: 200, headers: headers(polls) };
-    expect(problems({ ...poll, body: { req_id: reqId, status: 'queued', model: 'echo', created_at: 1 } })).toEqual([]);
+    const queued = { req_id: reqId, status: 'queued', model: 'echo', created_at: 1, service_tier: 'default' };
+    expect(problems({ ...poll, body: queued })).toEqual([]);
+    // Where a waiting request stands (contract 20): a whole number from 0 to 10,000.
+    expect(problems({ ...poll, body: { ...queued, queue_position: 0 } })).toEqual([]);
+    expect(problems({ ...poll, body: { ...queued, queue_position: 10_000 } })).toEqual([]);
+    for (const wrong of [-1, 10_001, 1.5, '3'])
+      expect(problems({ ...poll, body: { ...queued, queue_position: wrong } }), String(wrong)).not.toEqual([]);
     expect(
       problems({ ...poll, body: { req_id: reqId, status: 'completed', model: 'echo', created_at: 1 } }).join(),
     ).toMatch(/response/);
@@ -472,6 +478,7 @@ describe('the OpenAPI document', () => {
       top_p: null,
       user: null,
       usage: null,
+      service_tier: 'default',
     };
     const create = { method: 'POST', path: '/v1/responses', status: 200, headers: headers(limits), body: response };
     expect(problems(create)).toEqual([]);

@@ -56,6 +56,20 @@ export const queuedSchema = z
     model,
     created_at: createdAt,
     service_tier: servedTierField,
+    queue_position: z
+      .number()
+      .int()
+      .min(0)
+      .max(10_000)
+      .optional()
+      .meta({
+        description:
+          'While it waits for a worker (absent once it is processed): how many due requests of its model the workers ' +
+          'would start before it if nothing new arrived (`0`: next), in the claim’s order (tiers first, then ' +
+          'accounts in turn); `10000` means at least that many. An estimate: it leaves out where each server’s round ' +
+          'robin starts, the batches’ share of the workers, accounts’ limits and shares of a model, promotion of ' +
+          '`default` requests while they wait, and requests that arrive later in a higher tier. An extra field.',
+      }),
   })
   .meta({ description: 'Waiting or being processed; poll again after `Retry-After` seconds.' });
 

@@ -3,6 +3,7 @@ import type { BatchView } from '../../domain/batch/state.js';
 import type { StoredEvent } from '../../domain/events.js';
 import type { FileState } from '../../domain/file/state.js';
 import type { AccountUploads } from '../../domain/file/uploads.js';
+import { queuePositionCap, queuePositionFromTallies } from '../../domain/queuePosition.js';
 import type { RequestState } from '../../domain/request/state.js';
 import type { TokenBucketKind } from '../../domain/tokens/tokenUse.js';
 import {
@@ -275,6 +276,39 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
         now,
         limit,
       );
+    },
+    queuePosition: async (request, now, promoteAfterMs) => {
+      // As domain/queuePosition.ts, in one statement: the lanes with waiting work (a loose index scan, one hop of the
+      // dispatch index per lane), each read once and `queuePositionCap` entries deep at most (its own lane: those
+      // ahead of the request), tallied there.
+      const promotedBy = promoteAfterMs === undefined ? null : now - promoteAfterMs;
+      const rows = await query<{ lane: string; due: number; promoted: number; found: boolean }[]>(sql`
+        WITH RECURSIVE waiting(lane) AS (
+          (SELECT lane FROM requests WHERE status = 'waiting' ORDER BY lane LIMIT 1)
+          UNION ALL
+          SELECT (SELECT r.lane FROM requests r WHERE r.status = 'waiting' AND r.lane > w.lane
+            ORDER BY r.lane LIMIT 1)
+          FROM waiting w WHERE w.lane IS NOT NULL
+        )
+        SELECT w.lane, q.due, q.promoted,
+          EXISTS (SELECT 1 FROM requests WHERE req_id = ${request.reqId} AND status = 'waiting'
+            AND lane = ${request.lane}::text COLLATE "C") AS found
+        FROM waiting w CROSS JOIN LATERAL (
+          SELECT count(*) AS due,
+            count(*) FILTER (WHERE ${promotedBy}::bigint IS NOT NULL AND e.available_at <= ${promotedBy}::bigint)
+              AS promoted
+          FROM (
+            SELECT r.available_at FROM requests r
+            WHERE r.status = 'waiting' AND r.lane = w.lane AND r.model = ${request.model}
+              AND r.available_at <= ${now}::bigint
+              AND (w.lane <> ${request.lane}::text COLLATE "C"
+                OR (r.available_at, r.req_id) < (${request.availableAt}::bigint, ${request.reqId}::text COLLATE "C"))
+            ORDER BY r.available_at, r.req_id LIMIT ${queuePositionCap}) e
+        ) q
+        WHERE w.lane IS NOT NULL`);
+      if (rows[0]?.found !== true) return undefined;
+      const own = rows.find((row) => row.lane === request.lane) ?? { due: 0, promoted: 0 };
+      return queuePositionFromTallies(request, { ahead: own.due, promoted: own.promoted }, rows, now, promoteAfterMs);
     },
     events: (fromSeq = 1) =>
       (async function* () {

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { Command } from '../../../src/domain/commands.js';
+import { queuedRequestOf } from '../../../src/domain/queuePosition.js';
 import type { QueueDepths } from '../../../src/ports/Store.js';
 import type { Contract } from '../contract.js';
 import { answer, ask, claimOne, commitOne, policy, queueOf, statusOf, submit } from '../fixtures.js';
@@ -59,6 +61,62 @@ export const indexFeatures = ({ open }: Contract) =>
       expect(read.map((stored) => stored?.text)).toEqual(['second', undefined, 'first']);
       expect(read.map((stored) => stored?.state.context.reqId)).toEqual(['req_2', undefined, 'req_1']);
       expect(await store.reads.requestsWithText([])).toEqual([]);
+    });
+
+    it('places a waiting request in the claim’s order: priority first, lanes in turn, its own model only, none once started', async () => {
+      const store = await open();
+      const tier = (command: Command, serviceTier: 'priority' | 'flex') => ({ ...command, serviceTier }) as Command;
+      await store.commit({
+        commands: [
+          submit('req_a1', { now: 1_000 }),
+          submit('req_a2', { now: 2_000 }),
+          submit('req_a3', { now: 3_000 }),
+          submit('req_b1', { now: 1_500, account: 2 }),
+          tier(submit('req_bp', { now: 2_500, account: 2 }), 'priority'),
+          tier(submit('req_af', { now: 500 }), 'flex'),
+          submit('req_o1', { now: 500, account: 2, model: 'slow' }),
+          submit('req_late', { now: 9_000, account: 2 }),
+        ],
+      });
+      const position = async (reqId: string, now = 5_000, promoteAfterMs: number | undefined = undefined) => {
+        const state = await store.reads.request(reqId);
+        if (state === undefined) throw new Error(`no ${reqId}`);
+        return store.reads.queuePosition(queuedRequestOf(state.context), now, promoteAfterMs);
+      };
+      const all = async (now?: number, promoteAfterMs?: number) =>
+        Object.fromEntries(
+          await Promise.all(
+            ['req_bp', 'req_a1', 'req_b1', 'req_a2', 'req_a3', 'req_af', 'req_o1'].map(
+              async (reqId) => [reqId, await position(reqId, now, promoteAfterMs)] as const,
+            ),
+          ),
+        );
+      // req_late is not due at 5,000: nothing counts it.
+      expect(await all()).toEqual({
+        req_bp: 0,
+        req_a1: 1,
+        req_b1: 1,
+        req_a2: 3,
+        req_a3: 4,
+        req_af: 5,
+        req_o1: 0,
+      });
+      // Promoted after 3.5 s waiting: req_a1 (waited 4 s) and req_b1 (3.5 s) go with priority's work.
+      expect(await all(5_000, 3_500)).toEqual({
+        req_bp: 0,
+        req_a1: 0,
+        req_b1: 0,
+        req_a2: 3,
+        req_a3: 4,
+        req_af: 5,
+        req_o1: 0,
+      });
+      // A request being processed is not in the queue; those behind it move up.
+      const queue = queueOf(store);
+      expect((await claimOne(queue, 'owner_a', 5_000, { max: 1 })).reqId).toBe('req_bp');
+      expect(await position('req_bp')).toBeUndefined();
+      expect(await position('req_a1')).toBe(0);
+      expect(await position('req_af')).toBe(4);
     });
 
     it('tells whether work is due and when it next becomes due, and counts the waiting requests per model, through queueing, starting, retrying and settling', async () => {

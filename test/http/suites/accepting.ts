@@ -42,9 +42,10 @@ export const acceptingSuite = (transport: Transport) =>
         status: 'queued',
         model: 'slow',
         created_at: Math.floor(env.app.clock.now() / 1000),
+        service_tier: 'default',
       });
-      // Byte for byte as always: the fields in the same order too.
-      expect(Object.keys(answer.body as object)).toEqual(['req_id', 'status', 'model', 'created_at']);
+      // Byte for byte as always: the fields in the same order too (being processed: no queue_position).
+      expect(Object.keys(answer.body as object)).toEqual(['req_id', 'status', 'model', 'created_at', 'service_tier']);
       expect(answer.headers.get('retry-after')).toBe('5');
     });
 
@@ -63,11 +64,12 @@ export const acceptingSuite = (transport: Transport) =>
         response: 'say this back',
         created_at: now,
         completed_at: now,
+        service_tier: 'default',
         usage: { input_tokens: 3, output_tokens: 3, total_tokens: 6 },
       });
       expect(JSON.stringify(answer.body)).toBe(
         `{"req_id":"${reqId}","status":"completed","model":"echo","response":"say this back","created_at":${now},` +
-          `"completed_at":${now},"usage":{"input_tokens":3,"output_tokens":3,"total_tokens":6}}`,
+          `"completed_at":${now},"service_tier":"default","usage":{"input_tokens":3,"output_tokens":3,"total_tokens":6}}`,
       );
       expect(answer.headers.get('retry-after')).toBeNull();
     });

@@ -23,7 +23,13 @@ type UsageBody = { readonly input_tokens: number; readonly output_tokens: number
 
 /** The 200 of `GET /v1/ai`, with the contract's field names (and extra fields it allows). */
 export type PollBody =
-  | ({ readonly req_id: string; readonly status: 'queued'; readonly model: string } & Times)
+  | ({
+      readonly req_id: string;
+      readonly status: 'queued';
+      readonly model: string;
+      /** While it waits for a worker: how many due requests of its model go first (contract 20); absent once running. */
+      readonly queue_position?: number;
+    } & Times)
   | ({
       readonly req_id: string;
       readonly status: 'completed';
@@ -48,7 +54,15 @@ export const pollBody = (view: PollView): PollBody => {
   const model = context.servedBy ?? context.model;
   const created_at = secondsOf(context.createdAt);
   const service_tier = tierOf(context);
-  if (view.status === 'queued') return { req_id: reqId, status: 'queued', model, created_at, service_tier };
+  if (view.status === 'queued')
+    return {
+      req_id: reqId,
+      status: 'queued',
+      model,
+      created_at,
+      service_tier,
+      ...(view.queuePosition === undefined ? {} : { queue_position: view.queuePosition }),
+    };
   const { inputTokens, outputTokens } = context;
   return {
     req_id: reqId,

@@ -17,6 +17,7 @@ import { effectiveLimits } from '../../../domain/account/limits.js';
 import type { AccountState } from '../../../domain/account/state.js';
 import { Refused } from '../../../domain/errors.js';
 import { couldBeId } from '../../../domain/identifiers.js';
+import { queuedRequestOf } from '../../../domain/queuePosition.js';
 import type { RequestEvent } from '../../../domain/request/events.js';
 import { isExpired } from '../../../domain/request/questions.js';
 import type { RequestState } from '../../../domain/request/state.js';
@@ -636,6 +637,15 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
     const now = deps.clock.now();
     const status = statusInWords(state, now);
     const history = await requestHistory(deps.store.reads, state, historyBounds);
+    // Where it stands while it waits for a worker (contract 20), as the `/v1/ai` poll says it.
+    const queuePosition =
+      state.status === 'waiting'
+        ? await deps.store.reads.queuePosition(
+            queuedRequestOf(c),
+            now,
+            deps.config.processing.promoteAfterSeconds * 1000,
+          )
+        : undefined;
     // The record holds the input while the request is queued, the answer once it is completed (decisions.md).
     const queued = state.status === 'waiting' || state.status === 'processing';
     const shown = text === undefined ? undefined : shownText(text, shownChars);
@@ -653,6 +663,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         id: c.reqId,
         model: c.model,
         status,
+        queuePosition,
         input: c.input ?? 'prompt',
         promptChars: c.promptChars,
         prompt: c.input === 'line' ? line : queued ? shown : undefined,

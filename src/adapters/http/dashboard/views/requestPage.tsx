@@ -1,3 +1,4 @@
+import { queuePositionCap } from '../../../../domain/queuePosition.js';
 import { grouped, plural } from './format.js';
 import { Layout } from './Layout.js';
 import { renderDocument } from './render.js';
@@ -91,6 +92,15 @@ export const requestPage = (view: RequestDetailView): string => {
                 {status}
               </span>
             </dd>
+            {view.queuePosition !== undefined && (
+              <>
+                <dt>Queue position</dt>
+                <dd id="queue-position">
+                  {grouped(view.queuePosition)}
+                  {view.queuePosition >= queuePositionCap ? ' or more' : view.queuePosition === 0 ? ' (next)' : ''}
+                </dd>
+              </>
+            )}
             <dt>Model</dt>
             <dd>{view.model}</dd>
             {view.upstream !== undefined && (

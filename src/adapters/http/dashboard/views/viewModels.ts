@@ -148,6 +148,8 @@ export type RequestDetailView = SessionView & {
   readonly id: string;
   readonly model: string;
   readonly status: RequestStatusView;
+  /** While it waits for a worker: how many due requests of its model go first (domain/queuePosition.ts). */
+  readonly queuePosition?: number | undefined;
   /** What the request's input is: a prompt, a conversation (as JSON), or a batch's line (its JSON, read from the
    * batch's input file). */
   readonly input: 'prompt' | 'messages' | 'chat' | 'line';
