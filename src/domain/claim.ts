@@ -127,6 +127,12 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
     return Math.max(1, Math.floor(batchShare * (claim.modelLimits[model] ?? claim.workers ?? claim.max)));
   };
   const lease = { owner: claim.owner, leaseMs: claim.leaseMs };
+  /** The requests this claim read, read once (the queue's candidates are read to see whether their time is up). */
+  const states = new Map<string, RequestState | undefined>();
+  const stateOf = (reqId: string) => {
+    if (!states.has(reqId)) states.set(reqId, reads.request(reqId));
+    return states.get(reqId);
+  };
   let started = 0;
   /** The model's upstreams as this claim finds them (places taken by earlier moves of the claim included). */
   const standingsOfModel = (model: string): UpstreamStanding[] | undefined => {
@@ -165,7 +171,7 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
   const place = (model: string, reqId: string): string | undefined => {
     const standings = standingsOfModel(model);
     if (standings === undefined) return undefined;
-    const chosen = chooseUpstream(standings, reads.request(reqId)?.context.affinity);
+    const chosen = chooseUpstream(standings, stateOf(reqId)?.context.affinity);
     if (chosen !== undefined) counted.set(upstreamCounter(model, chosen), count(upstreamCounter(model, chosen)) + 1);
     return chosen;
   };
@@ -201,12 +207,13 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
    * A request whose time ran out is never started: it is expired here, or cancelled if its deadline passed (contract
    * 20), rather than left for the sweeper.
    */
-  const endIfTimeUp = (state: RequestState) => {
-    if (!isExpired(state, claim.now) && !isPastDeadline(state, claim.now)) return;
+  const endIfTimeUp = (state: RequestState): boolean => {
+    if (!isExpired(state, claim.now) && !isPastDeadline(state, claim.now)) return false;
     const ended = decideRequest(state, { type: 'TimeUp', reqId: state.context.reqId, now: claim.now });
-    if (ended instanceof LifecycleViolation) return;
+    if (ended instanceof LifecycleViolation) return false;
     decisions.push(ended);
     taken.add(state.context.reqId);
+    return true;
   };
 
   for (const reqId of reads.lapsedLeases(claim.now, lapsedScan)) {
@@ -267,11 +274,16 @@ export const decideClaim = (reads: ClaimReads, claim: Claim): RequestDecision[] 
         fallbackOpen: (entry) => fallbackFor(entry) !== undefined,
         place: placeEntry,
         promoteAfterMs: claim.promoteAfterMs,
+        endsInstead: (entry) => {
+          if (taken.has(entry.reqId)) return true;
+          const state = stateOf(entry.reqId);
+          return state !== undefined && endIfTimeUp(state);
+        },
       },
       claim.now,
     );
     for (const { reqId, placement } of fromQueue.claimed) {
-      const state = reads.request(reqId);
+      const state = stateOf(reqId);
       if (state === undefined) continue;
       const decision = decideRequest(state, { type: 'StartAttempt', reqId, now: claim.now, ...lease, ...placement });
       if (decision instanceof LifecycleViolation) {

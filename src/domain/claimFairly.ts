@@ -48,6 +48,9 @@ export type ClaimLimits = {
   /** How long a `default` request waits (from when it became available) before it is started as `priority` would be
    * (`processing.promoteAfterSeconds`; absent: never). */
   readonly promoteAfterMs?: number | undefined;
+  /** Whether the entry's time is up (expired, or past its `Cancel-After` deadline): the claim ends it instead of
+   * starting it (claim.ts), and passes over it here, so that it takes no worker and counts for no bound. */
+  readonly endsInstead?: (entry: QueuedEntry) => boolean;
 };
 
 /** A waiting request the claim takes. */
@@ -214,6 +217,7 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
         cursor.done = true;
         return undefined;
       }
+      if (limits.endsInstead?.(entry)) continue;
       // Its tier's turn has not come: the lane waits for a later phase (its later entries are no more due).
       if (phaseOf(kind, entry) > phase) {
         cursor.held = entry;

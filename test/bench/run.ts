@@ -70,7 +70,8 @@ const scenarios: Record<ScenarioName, { title: string; run: (context: Context) =
     run: fleetScenario,
   },
   tiers: {
-    title: 'the queue wait of a trickle of priority requests while default, flex and batch work fill every worker (LMDB)',
+    title:
+      'the queue wait of a trickle of priority requests while default, flex and batch work fill every worker (LMDB)',
     run: tiersScenario,
   },
 };

@@ -33,7 +33,9 @@ const submit = async (url: string, key: string, tier: string | undefined, prompt
   const response = await fetch(`${url}/v1/ai`, {
     method: 'POST',
     headers: authHeaders(key, true),
-    body: JSON.stringify(tier === undefined ? { model: 'echo', prompt } : { model: 'echo', prompt, service_tier: tier }),
+    body: JSON.stringify(
+      tier === undefined ? { model: 'echo', prompt } : { model: 'echo', prompt, service_tier: tier },
+    ),
     signal: AbortSignal.timeout(30_000),
   });
   const body = (await response.json()) as { request_id?: string };
