@@ -141,6 +141,7 @@ describe('POST /v1/chat/completions, waiting for the answer', () => {
       ],
       // echo counts words: two in, two out.
       usage: { prompt_tokens: 2, completion_tokens: 2, total_tokens: 4 },
+      service_tier: 'default',
     });
     expect(Math.abs(completion.created - Date.now() / 1000)).toBeLessThan(60);
     expect(answer.headers.get('ratelimit-policy')).toBe('"submits";q=60;w=60');

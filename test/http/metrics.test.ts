@@ -256,6 +256,7 @@ describe('GET /metrics', () => {
       'type',
       'direction',
       'reason',
+      'tier',
     ];
     const processLabels = ['version', 'major', 'minor', 'patch', 'space', 'kind', 'quantile'];
     for (const name of labelNames) expect([...bounded, ...processLabels]).toContain(name);

@@ -40,8 +40,12 @@ describe('Configuration', () => {
       tokensPerMinute: null,
       tokensPerDay: null,
       tokensPerMonth: null,
+      serviceTiers: ['default', 'flex'],
+      defaultServiceTier: 'default',
     });
     expect(config.plans.enterprise.maxKeys).toBeNull();
+    expect(config.plans.enterprise.serviceTiers).toEqual(['default', 'flex', 'priority']);
+    expect(config.processing.promoteAfterSeconds).toBe(60);
     expect(config.dashboard).toEqual({ signupsPerHour: 5, hashingConcurrency: 2, hashingQueue: 4 });
   });
   it('reads ./airs.config.json when AIRS_CONFIG is not set', () => {
@@ -108,6 +112,8 @@ describe('Configuration', () => {
       tokensPerMinute: null,
       tokensPerDay: null,
       tokensPerMonth: null,
+      serviceTiers: ['default', 'flex'],
+      defaultServiceTier: 'default',
     });
   });
   it.each([
@@ -120,6 +126,9 @@ describe('Configuration', () => {
     ['{"requestTtlSeconds":1.5}', 'requestTtlSeconds'],
     ['{"models":[{"id":"echo\\u001b[2J","provider":"echo"}]}', 'models[0].id: must not contain control characters'],
     ['{"dashboard":{"hashingConcurrency":0}}', 'dashboard.hashingConcurrency'],
+    ['{"plans":{"free":{"serviceTiers":["gold"]}}}', 'plans.free.serviceTiers'],
+    ['{"plans":{"free":{"serviceTiers":["flex","flex"]}}}', 'plans.free.serviceTiers'],
+    ['{"processing":{"promoteAfterSeconds":0}}', 'processing.promoteAfterSeconds'],
   ])('refuses %s with a message naming %s', (content, field) => {
     expect(withFile(content)).toThrow(ConfigError);
     expect(withFile(content)).toThrow(field);
