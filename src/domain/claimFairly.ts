@@ -1,4 +1,5 @@
-import { accountOfLane, isBatchLane, type LaneKind, laneKindOf } from './dispatchLane.js';
+import { type ClaimPhase, laneOpensAt, phaseOfEntry } from './claimPhases.js';
+import { accountOfLane, isBatchLane, laneKindOf } from './dispatchLane.js';
 import type { Placement } from './request/decider.js';
 
 /** A request waiting for a worker, as the dispatch index holds it. */
@@ -92,7 +93,7 @@ type Cursor = {
 const noBound = () => Number.POSITIVE_INFINITY;
 
 /** The claim's phases, one per tier, highest first (see claimFairly). */
-type Phase = 0 | 1 | 2;
+type Phase = ClaimPhase;
 /** The passes, each a phase with the accounts' shares held or not: priority and default work within the shares, then
  * beyond them (the share holds while another account has such work due, whatever its tier), then flex. */
 const passes: readonly (readonly [Phase, boolean])[] = [
@@ -155,28 +156,9 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   const overShare = (entry: QueuedEntry, accountId: string) =>
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
   const { promoteAfterMs } = limits;
-  /** The first phase (0 priority, 1 default, 2 flex) in which an entry of a lane of this kind may start. */
-  const phaseOf = (kind: LaneKind, entry: QueuedEntry): Phase => {
-    switch (kind) {
-      case 'priority':
-        return 0;
-      case 'default':
-        return promoteAfterMs !== undefined && now - entry.availableAt >= promoteAfterMs ? 0 : 1;
-      case 'batch':
-        return batchesNow(entry.model) < batchShare(entry.model) ? 1 : 2;
-      case 'flex':
-        return 2;
-    }
-  };
-  /** The earliest phase a lane of this kind can have anything for (no read of it before). */
-  const laneOpensAt = (kind: LaneKind): Phase =>
-    kind === 'priority' || (kind === 'default' && promoteAfterMs !== undefined) ? 0 : kind === 'flex' ? 2 : 1;
-
-  // One cursor per account for the whole claim: later rounds continue where the last one stopped.
-  const cursors = new Map<string, Cursor>();
   const firstEligible = (lane: string, sharing: boolean, phase: Phase): QueuedEntry | undefined => {
     const kind = laneKindOf(lane);
-    if (laneOpensAt(kind) > phase) return undefined;
+    if (laneOpensAt(kind, promoteAfterMs) > phase) return undefined;
     const accountId = accountOfLane(lane);
     let cursor = cursors.get(lane);
     if (cursor === undefined) {
@@ -219,7 +201,8 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
       }
       if (limits.endsInstead?.(entry)) continue;
       // Its tier's turn has not come: the lane waits for a later phase (its later entries are no more due).
-      if (phaseOf(kind, entry) > phase) {
+      const batchWithinShare = kind !== 'batch' || batchesNow(entry.model) < batchShare(entry.model);
+      if (phaseOfEntry(kind, entry.availableAt, now, promoteAfterMs, batchWithinShare) > phase) {
         cursor.held = entry;
         return undefined;
       }

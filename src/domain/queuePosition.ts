@@ -1,4 +1,5 @@
 import type { DispatchReads } from './claimFairly.js';
+import { type ClaimPhase, laneOpensAt, phaseOfEntry } from './claimPhases.js';
 import { dispatchLaneOf, type LaneKind, laneKindOf } from './dispatchLane.js';
 import type { RequestContext } from './request/context.js';
 
@@ -21,36 +22,6 @@ export const queuedRequestOf = (context: RequestContext): QueuedRequest => ({
   model: context.model,
   availableAt: context.availableAt,
 });
-
-/** The claim's phases (claimFairly.ts): 0 priority (and promoted default), 1 default (and batches' lines), 2 flex. */
-export type QueuePhase = 0 | 1 | 2;
-
-/**
- * The phase in which the claim starts a lane's due entry, as claimFairly's `phaseOf` without the batches' share: a
- * batch's line counts as default work (phase 1) even where the batches hold their share and it would wait for flex's.
- * Along a lane the phase never decreases (a default lane's promoted entries are the ones available earliest).
- */
-export const phaseOfEntry = (
-  kind: LaneKind,
-  availableAt: number,
-  now: number,
-  promoteAfterMs: number | undefined,
-): QueuePhase => {
-  switch (kind) {
-    case 'priority':
-      return 0;
-    case 'default':
-      return promoteAfterMs !== undefined && now - availableAt >= promoteAfterMs ? 0 : 1;
-    case 'batch':
-      return 1;
-    case 'flex':
-      return 2;
-  }
-};
-
-/** The earliest phase a lane of this kind can have anything for: a lane opening after the request's is not read. */
-export const laneOpensAt = (kind: LaneKind, promoteAfterMs: number | undefined): QueuePhase =>
-  kind === 'priority' || (kind === 'default' && promoteAfterMs !== undefined) ? 0 : kind === 'flex' ? 2 : 1;
 
 /** How far into one other lane the count looks, whatever the lane holds (its entries of other models included). */
 export const laneScanLimit = queuePositionCap;
