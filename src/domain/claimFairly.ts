@@ -156,6 +156,9 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
   const overShare = (entry: QueuedEntry, accountId: string) =>
     ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
   const { promoteAfterMs } = limits;
+
+  // One cursor per account for the whole claim: later rounds continue where the last one stopped.
+  const cursors = new Map<string, Cursor>();
   const firstEligible = (lane: string, sharing: boolean, phase: Phase): QueuedEntry | undefined => {
     const kind = laneKindOf(lane);
     if (laneOpensAt(kind, promoteAfterMs) > phase) return undefined;
