@@ -71,8 +71,12 @@ describe('service tiers', () => {
     expect(new Set(order.slice(1, 3))).toEqual(new Set([plain, auto]));
     expect(order[3]).toBe(flex);
 
-    // Each first start is counted in the queue wait histogram under its model and tier.
-    const metrics = await (await app.call('GET', '/metrics')).text();
+    // Each first start is counted in the queue wait histogram under its model and tier (when its attempt reads its
+    // input, just after the start is logged).
+    const metrics = await eventually(async () => {
+      const text = await (await app.call('GET', '/metrics')).text();
+      return text.includes('airs_queue_wait_seconds_count{model="echo",tier="flex"}') ? text : undefined;
+    });
     const count = (tier: string) =>
       Number(
         metrics.match(new RegExp(`^airs_queue_wait_seconds_count\\{model="echo",tier="${tier}"\\} (\\d+)`, 'm'))?.[1],

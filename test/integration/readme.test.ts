@@ -46,6 +46,7 @@ describe('The README', () => {
       response: 'Hello, airs',
       created_at: expect.any(Number),
       completed_at: expect.any(Number),
+      service_tier: 'default',
       // echo counts words, as the README says in its comment.
       usage: { input_tokens: 2, output_tokens: 2, total_tokens: 4 },
     });
