@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { coalescedSocket } from './coalescedSocket.js';
 
 /**
  * The store's connections, over node-postgres (`pg`). A transaction runs on one client checked out of the pool: if
@@ -39,6 +40,7 @@ const connectionConfig = (url: string): pg.ClientConfig => ({
   // acknowledged).
   options: `-c synchronous_commit=on -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
   keepAlive: true,
+  stream: coalescedSocket,
 });
 
 export type Db = {
@@ -54,10 +56,29 @@ export type Db = {
   end(): Promise<void>;
 };
 
+/** The most statements given a name (prepared once per connection); those seen after run unnamed. */
+const maxNamedStatements = 1_000;
+const statementNames = new Map<string, string>();
+
+/**
+ * A statement with parameters runs as a named prepared statement: each connection parses it once, not at every
+ * call (the same text always has the same name in this process). Without parameters it stays unnamed: a migration's
+ * several commands in one text cannot be prepared.
+ */
+const configOf = (statement: Statement): pg.QueryConfig => {
+  if (statement.values.length === 0) return { text: statement.text };
+  let name = statementNames.get(statement.text);
+  if (name === undefined && statementNames.size < maxNamedStatements) {
+    name = `airs_${statementNames.size}`;
+    statementNames.set(statement.text, name);
+  }
+  return { text: statement.text, values: statement.values, ...(name === undefined ? {} : { name }) };
+};
+
 const queryOn =
   (client: pg.Pool | pg.PoolClient | pg.Client): Query =>
   async <R extends readonly unknown[]>(statement: Statement) =>
-    (await client.query(statement.text, statement.values)).rows as unknown as R;
+    (await client.query(configOf(statement))).rows as unknown as R;
 
 export const openDb = (url: string, max: number): Db => {
   // Pipeline mode (pg 8.23): the statements asked for on a connection go out at once, each answered in order, rather
