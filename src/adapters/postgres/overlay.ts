@@ -384,7 +384,10 @@ export const overlayTarget = (
     const page = fetched.sizes.queue;
     if (queue === undefined) return fetched.miss({ kind: 'queuedOf', id: lane, limit: page }, undefined);
     yield* queue.entries;
-    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: lane, limit: queue.entries.length + page }, undefined);
+    // Read on past what was fetched: a page that grows (four times as deep each time, up to the scan's limit), as most
+    // claims take a few more than the first entries, and each entry read is a request's whole state to parse.
+    const more = Math.min(page, Math.max(16, 3 * queue.entries.length));
+    if (!queue.complete) fetched.miss({ kind: 'queuedOf', id: lane, limit: queue.entries.length + more }, undefined);
   }
 
   return {

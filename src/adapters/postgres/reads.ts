@@ -14,12 +14,14 @@ import {
   type OpenBatch,
   type ReadModel,
   type RequestKind,
+  type StoredRequest,
 } from '../../ports/Store.js';
 import { callBatches } from '../../storage/callBatches.js';
 import { tallyQueue } from '../../storage/queueDepths.js';
 import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
 import { type Query, type Statement, sql } from './db.js';
 import { usageRowsOf } from './hourlyUsage.js';
+import { sameTickReads } from './sameTickReads.js';
 import { webhookReadsOf } from './webhookReads.js';
 
 /** The condition of each kind's partial index over an account's requests (schema.ts, 11), as the statement's text. */
@@ -88,6 +90,20 @@ const openBatchAccountsBetween = async (query: Query, after: string, until: stri
  */
 export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadModel => {
   const one = async <T>(rows: Promise<readonly { value: T }[]>): Promise<T | undefined> => (await rows)[0]?.value;
+  const requestsWithText = async (reqIds: readonly string[]): Promise<(StoredRequest | undefined)[]> => {
+    if (reqIds.length === 0) return [];
+    const rows = await query<{ req_id: string; state: RequestState; text: Buffer | null }[]>(sql`
+      SELECT req_id, state, text FROM requests WHERE req_id = ANY(${[...reqIds]}::text[])`);
+    const found = new Map(
+      rows.map((row) => [
+        row.req_id,
+        { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') },
+      ]),
+    );
+    return reqIds.map((reqId) => found.get(reqId));
+  };
+  // The attempts a claim starts each read their request in the same tick: one statement for them all.
+  const requestsWithTextInOneRead = sameTickReads(requestsWithText);
   return {
     batch: (batchId) => one<BatchView>(query(sql`SELECT state AS value FROM batches WHERE batch_id = ${batchId}`)),
     file: (fileId) => one<FileState>(query(sql`SELECT state AS value FROM files WHERE file_id = ${fileId}`)),
@@ -133,24 +149,8 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
         LIMIT ${Math.max(0, limit)}`),
     ...webhookReadsOf(query),
     request: (reqId) => one<RequestState>(query(sql`SELECT state AS value FROM requests WHERE req_id = ${reqId}`)),
-    requestWithText: async (reqId) => {
-      const [row] = await query<{ state: RequestState; text: Buffer | null }[]>(sql`
-        SELECT state, text FROM requests WHERE req_id = ${reqId}`);
-      if (row === undefined) return undefined;
-      return { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') };
-    },
-    requestsWithText: async (reqIds) => {
-      if (reqIds.length === 0) return [];
-      const rows = await query<{ req_id: string; state: RequestState; text: Buffer | null }[]>(sql`
-        SELECT req_id, state, text FROM requests WHERE req_id = ANY(${[...reqIds]}::text[])`);
-      const found = new Map(
-        rows.map((row) => [
-          row.req_id,
-          { state: row.state, text: row.text === null ? undefined : row.text.toString('utf8') },
-        ]),
-      );
-      return reqIds.map((reqId) => found.get(reqId));
-    },
+    requestWithText: requestsWithTextInOneRead,
+    requestsWithText,
     requests: async (reqIds) => {
       if (reqIds.length === 0) return [];
       const rows = await query<{ req_id: string; state: RequestState }[]>(sql`
