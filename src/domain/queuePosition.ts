@@ -1,5 +1,5 @@
 import type { DispatchReads } from './claimFairly.js';
-import { type ClaimPhase, laneOpensAt, phaseOfEntry } from './claimPhases.js';
+import { laneOpensAt, phaseOfEntry } from './claimPhases.js';
 import { dispatchLaneOf, type LaneKind, laneKindOf } from './dispatchLane.js';
 import type { RequestContext } from './request/context.js';
 
