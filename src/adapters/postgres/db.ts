@@ -1,5 +1,4 @@
 import pg from 'pg';
-import { coalescedSocket } from './coalescedSocket.js';
 
 /**
  * The store's connections, over node-postgres (`pg`). A transaction runs on one client checked out of the pool: if
@@ -40,7 +39,6 @@ const connectionConfig = (url: string): pg.ClientConfig => ({
   // acknowledged).
   options: `-c synchronous_commit=on -c idle_in_transaction_session_timeout=${idleInTransactionMs}`,
   keepAlive: true,
-  stream: coalescedSocket,
 });
 
 export type Db = {
