@@ -153,8 +153,27 @@ export const claimFairly = (reads: DispatchReads, state: ClaimState, limits: Cla
     ofAccount(accountId) < accountLimit(accountId) &&
     ((runningNow(entry.model) < limits.modelLimit(entry.model) && (limits.upstreamOpen?.(entry.model) ?? true)) ||
       (limits.fallbackOpen?.(entry) ?? false));
+  /**
+   * Whether a lane of another account has work waiting, per account, read once per claim. The share holds only while
+   * another account has work due: an account alone defers nothing, so its claim reads no deeper than it takes (a
+   * sharing pass that deferred every entry of a lone account read its queue to the scan's limit at every claim).
+   */
+  const others = new Map<string, boolean>();
+  const anotherAccountWaits = (accountId: string) => {
+    let found = others.get(accountId);
+    if (found === undefined) {
+      found = false;
+      for (const lane of reads.queuedAccounts(undefined))
+        if (accountOfLane(lane) !== accountId) {
+          found = true;
+          break;
+        }
+      others.set(accountId, found);
+    }
+    return found;
+  };
   const overShare = (entry: QueuedEntry, accountId: string) =>
-    ofAccountModel(accountId, entry.model) >= accountShare(entry.model);
+    ofAccountModel(accountId, entry.model) >= accountShare(entry.model) && anotherAccountWaits(accountId);
   const { promoteAfterMs } = limits;
 
   // One cursor per account for the whole claim: later rounds continue where the last one stopped.

@@ -72,6 +72,37 @@ describe('claiming work from the queue fairly', () => {
     expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_b-0', 'acct_c-0']);
   });
 
+  it('reads an account alone no deeper than it takes, though the account holds more than its share', () => {
+    // acct_a holds 40 echo workers (its share is 8) and is the only account with work: the share holds nothing back.
+    const { reads } = queueOf(['acct_a'], 1_000);
+    let scanned = 0;
+    const counting: DispatchReads = {
+      ...reads,
+      *queuedOf(lane) {
+        for (const entry of reads.queuedOf(lane)) {
+          scanned++;
+          yield entry;
+        }
+      },
+    };
+    const state: ClaimState = { ...idle(undefined), runningOfAccount: () => 40 };
+    const limits = { free: 4, modelLimit: () => 100, accountShare: () => 8 };
+    const fromQueue = claimFairly(counting, state, limits, 0);
+    expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_a-1', 'acct_a-2', 'acct_a-3']);
+    expect(scanned).toBe(4);
+  });
+
+  it('still holds an account over its share back while another account has work waiting', () => {
+    const { reads } = queueOf(['acct_a', 'acct_b'], 5);
+    const state: ClaimState = {
+      ...idle(undefined),
+      runningOfAccount: (accountId) => (accountId === 'acct_a' ? 40 : 0),
+    };
+    const limits = { free: 3, modelLimit: () => 100, accountShare: () => 8 };
+    const fromQueue = claimFairly(reads, state, limits, 0);
+    expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_b-0', 'acct_b-1', 'acct_b-2']);
+  });
+
   it('takes an account that has no more work out of the turns without losing the order of the others', () => {
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 1);
     const fromQueue = claimFairly(reads, idle('acct_b'), { free: 5, modelLimit: () => 100 }, 0);
