@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { type ClaimState, claimFairly, type DispatchReads, type QueuedEntry } from '../../src/domain/claimFairly.js';
 
-/** Lanes in id order, each with `depth` requests of `echo` available at 0; `queuedAccounts` wraps round as the stores do. */
+/** Lanes in id order, each with `depth` requests of `echo` available at 0; `queuedAccounts` wraps round as the stores do.
+ * Counts the lanes and the entries the claim reads. */
 const queueOf = (lanes: readonly string[], depth: number) => {
   const entries = new Map<string, QueuedEntry[]>(
     lanes.map((lane) => [
@@ -10,6 +11,7 @@ const queueOf = (lanes: readonly string[], depth: number) => {
     ]),
   );
   let lanesRead = 0;
+  let entriesRead = 0;
   const reads: DispatchReads = {
     *queuedAccounts(after) {
       const sorted = [...lanes].sort();
@@ -19,9 +21,14 @@ const queueOf = (lanes: readonly string[], depth: number) => {
         yield sorted[(from + i) % sorted.length] as string;
       }
     },
-    queuedOf: (lane) => entries.get(lane) ?? [],
+    *queuedOf(lane) {
+      for (const entry of entries.get(lane) ?? []) {
+        entriesRead++;
+        yield entry;
+      }
+    },
   };
-  return { reads, lanesRead: () => lanesRead };
+  return { reads, lanesRead: () => lanesRead, entriesRead: () => entriesRead };
 };
 
 const idle = (lastAccount: string | undefined): ClaimState => ({
@@ -74,22 +81,12 @@ describe('claiming work from the queue fairly', () => {
 
   it('reads an account alone no deeper than it takes, though the account holds more than its share', () => {
     // acct_a holds 40 echo workers (its share is 8) and is the only account with work: the share holds nothing back.
-    const { reads } = queueOf(['acct_a'], 1_000);
-    let scanned = 0;
-    const counting: DispatchReads = {
-      ...reads,
-      *queuedOf(lane) {
-        for (const entry of reads.queuedOf(lane)) {
-          scanned++;
-          yield entry;
-        }
-      },
-    };
+    const { reads, entriesRead } = queueOf(['acct_a'], 1_000);
     const state: ClaimState = { ...idle(undefined), runningOfAccount: () => 40 };
     const limits = { free: 4, modelLimit: () => 100, accountShare: () => 8 };
-    const fromQueue = claimFairly(counting, state, limits, 0);
+    const fromQueue = claimFairly(reads, state, limits, 0);
     expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_a-1', 'acct_a-2', 'acct_a-3']);
-    expect(scanned).toBe(4);
+    expect(entriesRead()).toBe(4);
   });
 
   it('still holds an account over its share back while another account has work waiting', () => {
