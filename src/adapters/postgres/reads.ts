@@ -21,7 +21,6 @@ import { tallyQueue } from '../../storage/queueDepths.js';
 import { bucketStarts, dayMs, hourMs } from '../../storage/timeBuckets.js';
 import { type Query, type Statement, sql } from './db.js';
 import { usageRowsOf } from './hourlyUsage.js';
-import { sameTickReads } from './sameTickReads.js';
 import { webhookReadsOf } from './webhookReads.js';
 
 /** The condition of each kind's partial index over an account's requests (schema.ts, 11), as the statement's text. */
@@ -102,8 +101,8 @@ export const readsOf = (query: Query, onChange: ReadModel['onChange']): ReadMode
     );
     return reqIds.map((reqId) => found.get(reqId));
   };
-  // The attempts a claim starts each read their request in the same tick: one statement for them all.
-  const requestsWithTextInOneRead = sameTickReads(requestsWithText);
+  // The attempts a claim starts each read their request in the same turn: one statement for them all (callBatches.ts).
+  const requestsWithTextInOneRead = callBatches(requestsWithText);
   return {
     batch: (batchId) => one<BatchView>(query(sql`SELECT state AS value FROM batches WHERE batch_id = ${batchId}`)),
     file: (fileId) => one<FileState>(query(sql`SELECT state AS value FROM files WHERE file_id = ${fileId}`)),

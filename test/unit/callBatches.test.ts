@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { sameTickReads } from '../../src/adapters/postgres/sameTickReads.js';
+import { callBatches } from '../../src/storage/callBatches.js';
 
-/** The PostgreSQL client's economies (issue 44): the reads asked in one tick are one read. */
+/** The reads asked in one turn are one read (the accounts version, the requests a claim's attempts read on PostgreSQL). */
 
-describe('reads asked in the same tick', () => {
+describe('reads asked in the same turn of the event loop', () => {
   it('are made as one read of all their keys, each caller getting its own answer', async () => {
     const reads: string[][] = [];
-    const read = sameTickReads(async (keys: readonly string[]) => {
+    const read = callBatches(async (keys: readonly string[]) => {
       reads.push([...keys]);
       return keys.map((key) => (key === 'missing' ? undefined : key.toUpperCase()));
     });
@@ -17,9 +17,9 @@ describe('reads asked in the same tick', () => {
     expect(reads).toEqual([['a', 'missing', 'c'], ['d']]);
   });
 
-  it('fail together when their read fails, and the next tick reads again', async () => {
+  it('fail together when their read fails, and the next turn reads again', async () => {
     let fail = true;
-    const read = sameTickReads(async (keys: readonly string[]) => {
+    const read = callBatches(async (keys: readonly string[]) => {
       if (fail) throw new Error('connection lost');
       return keys;
     });
