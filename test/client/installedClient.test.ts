@@ -126,8 +126,17 @@ describe('airs/client installed in another project', { timeout: 60_000 }, () => 
       expect.arrayContaining(['package.json', 'dist/src/client/index.js', 'dist/src/client/index.d.ts']),
     );
     expect(
-      files.filter((path) => !path.startsWith('dist/src/') && path !== 'package.json' && path !== 'README.md'),
+      files.filter(
+        (path) =>
+          !path.startsWith('dist/src/') &&
+          !path.startsWith('dist/cli/') &&
+          path !== 'package.json' &&
+          path !== 'README.md',
+      ),
     ).toEqual([]);
+    // The CLI's bundle is shipped; the script that builds it is not.
+    expect(files.some((path) => path.startsWith('dist/cli/'))).toBe(true);
+    expect(files.filter((path) => path.includes('/bundle.'))).toEqual([]);
     // Unpacked where `npm install <tgz>` puts it. npm itself is not used here: it would fetch the server's
     // dependencies from the registry, which the client never loads and a test cannot reach.
     const target = join(dir, 'node_modules', 'airs');
