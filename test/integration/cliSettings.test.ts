@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { packagesIn, sourcesLoadedBy } from '../support/loadedSources.js';
 import { unusedPort } from '../support/ports.js';
 import {
   binPath,
@@ -234,31 +234,8 @@ describe('--version', () => {
 });
 
 describe('start-up', { timeout: 60_000 }, () => {
-  /** The packages a command loads, recorded by a module hook in the child. */
-  const packagesLoadedBy = async (box: Sandbox, args: string[]) => {
-    const log = join(box.dir, `loaded-${args.join('-')}.txt`);
-    const hooks = join(box.dir, 'hooks.mjs');
-    writeFileSync(
-      hooks,
-      `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context); }\n`,
-    );
-    const register = join(box.dir, 'register.mjs');
-    writeFileSync(
-      register,
-      `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
-    );
-    const result = await new Promise<number | null>((done) => {
-      const child = spawn(process.execPath, ['--import', pathToFileURL(register).href, binPath, ...args], {
-        cwd: box.dir,
-        env: box.env(),
-        stdio: 'ignore',
-      });
-      child.on('exit', done);
-    });
-    expect(result).toBe(0);
-    const urls = readFileSync(log, 'utf8').split('\n');
-    return new Set(urls.flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []));
-  };
+  const packagesLoadedBy = async (box: Sandbox, args: string[]) =>
+    packagesIn(sourcesLoadedBy(args, { cwd: box.dir, env: box.env() }));
 
   it('`--help` loads commander alone; a management command loads neither the HTTP server nor the model providers', async () => {
     const box = newBox('airs-cli-startup');

@@ -71,7 +71,7 @@ describe('the README’s webhook receiver', { timeout: 60_000 }, () => {
     receiver.stderr?.setEncoding('utf8').on('data', (text: string) => {
       stderr += text;
     });
-    await eventually(() => (stdout.includes(`listening on ${port}`) ? true : undefined), 20_000).catch(() => {
+    await eventually(() => (stdout.includes(`listening on 127.0.0.1:${port}`) ? true : undefined), 20_000).catch(() => {
       throw new Error(`the receiver did not start: ${stderr}`);
     });
   }, 60_000);

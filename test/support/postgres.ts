@@ -86,6 +86,31 @@ export type Cluster = TestCluster & {
  * turns it on for itself. */
 const testSettings = { synchronous_commit: 'off', max_connections: '300', shared_buffers: '64MB' };
 
+const stoppers = new Set<() => void>();
+let stoppingAtEnd = false;
+const endSignals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * Runs `stop` when this process ends: at its exit, and at a signal that would end it without one (`npm test` stopped
+ * with ^C or SIGTERM, a vitest worker ended by its pool), which then ends the process as the signal would have.
+ */
+const stopAtEnd = (stop: () => void) => {
+  if (!stoppingAtEnd) {
+    stoppingAtEnd = true;
+    process.once('exit', stopAll);
+    for (const signal of endSignals)
+      process.once(signal, () => {
+        stopAll();
+        process.kill(process.pid, signal);
+      });
+  }
+  stoppers.add(stop);
+};
+const stopAll = () => {
+  for (const stop of stoppers) stop();
+  stoppers.clear();
+};
+
 /** Starts a throwaway cluster (initdb in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
  * the end of this process. */
 export const startCluster = async (clusterOptions: ClusterOptions): Promise<Cluster> => {
@@ -129,7 +154,7 @@ export const startCluster = async (clusterOptions: ClusterOptions): Promise<Clus
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', stopNow);
+  stopAtEnd(stopNow);
   const url = (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`;
   const admin = new pg.Pool({ connectionString: url(), max: 2 });
   admin.on('error', () => {});
@@ -177,6 +202,7 @@ export const startCluster = async (clusterOptions: ClusterOptions): Promise<Clus
     stop: async () => {
       await admin.end().catch(() => {});
       stopNow();
+      stoppers.delete(stopNow);
     },
     createDatabase: async (location) => {
       const name = `airs_test_${process.pid}_${++databases}`;
