@@ -7,6 +7,7 @@ import { AppConfig } from './app/AppConfig.js';
 import { CommitterLayer, type CommitterLimits } from './app/Committer.js';
 import { createLiveConfig, LiveConfig, type LiveConfigShape } from './app/LiveConfig.js';
 import { type Metrics, noMetricsLayer } from './app/Metrics.js';
+import type { ProviderFactory } from './app/Models.js';
 import { PasswordHashingLayer } from './app/PasswordHashing.js';
 import { StorageHealthLayer } from './app/StorageHealth.js';
 import { WebhooksLayer } from './app/webhooks/WebhooksLayer.js';
@@ -42,6 +43,8 @@ export type AppOptions = {
   readonly webhookDestinations?: WebhookDestinationsShape;
   /** The holder a reload applies to (server.ts makes it over `config`); none: one made here, never reloaded. */
   readonly liveConfig?: LiveConfigShape;
+  /** Makes each model's provider (default: adapters/models/providers.ts); tests give one that records its calls. */
+  readonly createProvider?: ProviderFactory;
 };
 
 /** The network check of webhook URLs: adapters/webhooks/urlCheck.ts, with the system's resolver. */

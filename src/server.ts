@@ -53,11 +53,12 @@ export const appLayer = (options: AppOptions, upstreams?: UpstreamStates) => {
       Layer.mergeAll(
         AuthLayer,
         RateLimiterLayer,
-        ModelsLayer((model) =>
-          upstreams === undefined || model.provider !== 'openai'
-            ? createProvider(model)
-            : watchedProvider(createProvider(model), model.id, upstreams),
-        ),
+        ModelsLayer((model) => {
+          const provider = (options.createProvider ?? createProvider)(model);
+          return upstreams === undefined || model.provider !== 'openai'
+            ? provider
+            : watchedProvider(provider, model.id, upstreams);
+        }),
         AccountsLayer,
         WebhooksLayer,
         SweeperLayer(options.sweepIntervalMs),

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
-import { describe, expect, it, vi } from 'vitest';
-import type { ModelConfig } from '../../src/config.js';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/ports/Clock.js';
 import type { ModelProvider } from '../../src/ports/ModelProvider.js';
 import { type Client, submit, transports } from '../http/support/contract.js';
@@ -17,37 +16,30 @@ import { eventually, startTestApp, syncReads, type TestApp, tempDataDir } from '
 
 type Behaviour = { readonly fails: boolean; readonly delayMs: number };
 
-const recorder = vi.hoisted(() => ({
+const recorder = {
   running: new Set<string>(),
   overlaps: [] as string[],
   calls: new Map<string, number>(),
   plans: new Map<string, readonly Behaviour[]>(),
-}));
+};
 
-vi.mock('../../src/adapters/models/providers.js', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../src/adapters/models/providers.js')>();
-  const recorded: ModelProvider = {
-    generate: async ({ prompt, signal }) => {
-      if (recorder.running.has(prompt)) recorder.overlaps.push(prompt);
-      recorder.running.add(prompt);
-      const count = (recorder.calls.get(prompt) ?? 0) + 1;
-      recorder.calls.set(prompt, count);
-      const plan = recorder.plans.get(prompt) ?? [];
-      const behaviour = plan[Math.min(count, plan.length) - 1] ?? { fails: false, delayMs: 0 };
-      try {
-        await sleep(behaviour.delayMs, undefined, { signal });
-        if (behaviour.fails) throw new Error(`planned failure of call ${count}`);
-        return { text: prompt, finishReason: 'stop' };
-      } finally {
-        recorder.running.delete(prompt);
-      }
-    },
-  };
-  return {
-    ...original,
-    createProvider: (model: ModelConfig) => (model.id === 'recorded' ? recorded : original.createProvider(model)),
-  };
-});
+const recorded: ModelProvider = {
+  generate: async ({ prompt, signal }) => {
+    if (recorder.running.has(prompt)) recorder.overlaps.push(prompt);
+    recorder.running.add(prompt);
+    const count = (recorder.calls.get(prompt) ?? 0) + 1;
+    recorder.calls.set(prompt, count);
+    const plan = recorder.plans.get(prompt) ?? [];
+    const behaviour = plan[Math.min(count, plan.length) - 1] ?? { fails: false, delayMs: 0 };
+    try {
+      await sleep(behaviour.delayMs, undefined, { signal });
+      if (behaviour.fails) throw new Error(`planned failure of call ${count}`);
+      return { text: prompt, finishReason: 'stop' };
+    } finally {
+      recorder.running.delete(prompt);
+    }
+  },
+};
 
 const behaviours = fc.array(fc.record({ fails: fc.boolean(), delayMs: fc.integer({ min: 0, max: 4 }) }), {
   minLength: 1,
@@ -110,7 +102,12 @@ describe('The worker pool with submits that carry their start, retries, restarts
         recorder.plans.clear();
         const dataDir = tempDataDir('airs-exclusive');
         const clock = new ManualClock();
-        const options = { dataDir, clock, config: { ...config, processing: { concurrency, maxAttempts } } };
+        const options = {
+          dataDir,
+          clock,
+          config: { ...config, processing: { concurrency, maxAttempts } },
+          createProvider: () => recorded,
+        };
         let app: TestApp = await startTestApp(options);
         let client: Client = await (transports[0] as (typeof transports)[number]).open(app);
         const accounts = [];

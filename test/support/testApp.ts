@@ -52,6 +52,8 @@ export type TestAppOptions = {
   readonly wrapStore?: (store: StoreShape) => StoreShape;
   /** Silent by default; tests that read the logs give their own. */
   readonly logger?: AppOptions['logger'];
+  /** Makes each model's provider (default: the real ones, adapters/models/providers.ts). */
+  readonly createProvider?: AppOptions['createProvider'];
   /** The disk's free space as the app reads it (default: the real one). */
   readonly readFreeBytes?: AppOptions['readFreeBytes'];
   /** How long a stream may stay silent before a keep-alive comment. */
@@ -122,6 +124,7 @@ export const startTestApp = async (options: TestAppOptions = {}): Promise<TestAp
         : wrappedStoreLayer(testStore, config, options.wrapStore)),
     readFreeBytes: options.readFreeBytes,
     streamKeepAliveMs: options.streamKeepAliveMs,
+    createProvider: options.createProvider,
   });
   return {
     ...app,
