@@ -294,12 +294,15 @@ export type Config = {
   readonly dataDirFrom: string;
 };
 
+/** How long a delivery is attempted before it gives up, in ms (`webhooks.retentionHours`). */
+export const webhookRetentionMs = (webhooks: Pick<WebhookSettings, 'retentionHours'>): number =>
+  webhooks.retentionHours * 3_600_000;
+
 export type WebhookSettings = {
   readonly allowHttp: boolean;
   readonly allowPrivateNetworks: boolean;
-  /** How long a delivery is attempted before it gives up: as the file says it, and in ms. */
+  /** How long a delivery is attempted before it gives up (webhookRetentionMs: in ms). */
   readonly retentionHours: number;
-  readonly retentionMs: number;
   readonly maxInFlight: number;
   readonly maxInFlightPerEndpoint: number;
   readonly maxInFlightPerAccount: number;
@@ -487,7 +490,6 @@ export const loadConfig = (
       allowHttp: file.webhooks?.allowHttp ?? false,
       allowPrivateNetworks: file.webhooks?.allowPrivateNetworks ?? false,
       retentionHours: file.webhooks?.retentionHours ?? 72,
-      retentionMs: (file.webhooks?.retentionHours ?? 72) * 3_600_000,
       maxInFlight: file.webhooks?.maxInFlight ?? 64,
       maxInFlightPerEndpoint: file.webhooks?.maxInFlightPerEndpoint ?? 4,
       maxInFlightPerAccount: file.webhooks?.maxInFlightPerAccount ?? 8,

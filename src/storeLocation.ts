@@ -2,7 +2,7 @@ import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import { LmdbStoreLayer } from './adapters/lmdb/LmdbStore.js';
 import { redactedUrl } from './adapters/postgres/redactedUrl.js';
-import type { Config } from './config.js';
+import { type Config, webhookRetentionMs } from './config.js';
 import type { Store, StoreShape } from './ports/Store.js';
 
 /*
@@ -26,11 +26,12 @@ export const usesPostgres = (config: Config): boolean => config.store.url !== un
 /** The store the config names, as a layer: opened when the layer is built, closed with its scope. */
 export const configuredStoreLayer = (config: Config): Layer.Layer<Store> => {
   const url = config.store.url;
-  if (url === undefined) return LmdbStoreLayer(config.dataDir, { webhookRetentionMs: config.webhooks.retentionMs });
+  if (url === undefined)
+    return LmdbStoreLayer(config.dataDir, { webhookRetentionMs: webhookRetentionMs(config.webhooks) });
   return Layer.unwrap(
     Effect.promise(async () =>
       (await import('./adapters/postgres/PostgresStore.js')).PostgresStoreLayer(url, {
-        webhookRetentionMs: config.webhooks.retentionMs,
+        webhookRetentionMs: webhookRetentionMs(config.webhooks),
       }),
     ),
   );
@@ -41,10 +42,10 @@ export const openConfiguredStore = async (config: Config): Promise<StoreShape> =
   const url = config.store.url;
   if (url === undefined)
     return (await import('./adapters/lmdb/LmdbStore.js')).openLmdbStore(config.dataDir, {
-      webhookRetentionMs: config.webhooks.retentionMs,
+      webhookRetentionMs: webhookRetentionMs(config.webhooks),
     });
   return (await import('./adapters/postgres/PostgresStore.js')).openPostgresStore(url, {
     maxConnections: 2,
-    webhookRetentionMs: config.webhooks.retentionMs,
+    webhookRetentionMs: webhookRetentionMs(config.webhooks),
   });
 };

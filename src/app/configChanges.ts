@@ -16,8 +16,8 @@ export type ConfigChanges = {
 const reloadable = new Set(['models', 'plans']);
 /** Not settings: where the config came from. */
 const notSettings = new Set(['source', 'dataDirFrom']);
-/** Figures made from another setting, named by it instead (`webhooks.retentionHours`, `store.url`). */
-const derived = new Set(['webhooks.retentionMs', 'store.urlFrom']);
+/** Figures made from another setting, named by it instead (`store.url`). */
+const derived = new Set(['store.urlFrom']);
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -19,7 +19,6 @@ const webhooks: TestConfig['webhooks'] = {
   allowHttp: true,
   allowPrivateNetworks: true,
   retentionHours: 72,
-  retentionMs: 72 * 3_600_000,
   maxInFlight: 16,
   maxInFlightPerEndpoint: perEndpoint,
   maxInFlightPerAccount: 8,
@@ -46,7 +45,7 @@ describe.each(['memory', 'lmdb', 'postgres'] as const)('Webhooks after an outage
     start({
       clock,
       store,
-      config: { models: [echo], webhooks: { ...webhooks, retentionHours, retentionMs: retentionHours * hourMs } },
+      config: { models: [echo], webhooks: { ...webhooks, retentionHours } },
       sweepIntervalMs: 50,
     });
 

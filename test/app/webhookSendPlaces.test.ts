@@ -89,7 +89,6 @@ const appWithSender = async (transport: ReturnType<typeof scriptedTransport>['tr
         allowHttp: true,
         allowPrivateNetworks: true,
         retentionHours: 72,
-        retentionMs: 72 * 3_600_000,
         ...bounds,
       },
     },

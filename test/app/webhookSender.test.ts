@@ -37,7 +37,6 @@ const webhookConfig = (webhooks: Partial<TestConfig['webhooks']> = {}): TestConf
   allowHttp: true,
   allowPrivateNetworks: true,
   retentionHours: 72,
-  retentionMs: 72 * 3_600_000,
   maxInFlight: 16,
   maxInFlightPerEndpoint: 4,
   maxInFlightPerAccount: 8,

@@ -8,7 +8,7 @@ import { Accounts } from '../../src/app/Accounts.js';
 import { Committer } from '../../src/app/Committer.js';
 import { Webhooks } from '../../src/app/webhooks/Webhooks.js';
 import { managementLayer } from '../../src/baseLayer.js';
-import { type Config, defaultConfig } from '../../src/config.js';
+import { type Config, defaultConfig, webhookRetentionMs } from '../../src/config.js';
 import type { Command } from '../../src/domain/commands.js';
 import { AccountLimitReached, Refused } from '../../src/domain/errors.js';
 import type { PlanName } from '../../src/domain/plans.js';
@@ -324,7 +324,7 @@ describe.each(stores)('The Webhooks service on the $name store', ({ storeLayer }
         deliveryId,
         redeliveries: 1,
         availableAt: app.clock.now(),
-        giveUpAt: app.clock.now() + app.config.webhooks.retentionMs,
+        giveUpAt: app.clock.now() + webhookRetentionMs(app.config.webhooks),
       },
     });
     // Due again already: a second redelivery changes nothing.
@@ -350,7 +350,7 @@ describe.each(stores)('The Webhooks service on the $name store', ({ storeLayer }
         now: app.clock.now(),
       },
     });
-    app.clock.advance(app.config.webhooks.retentionMs);
+    app.clock.advance(webhookRetentionMs(app.config.webhooks));
     await app.send({ type: 'WebhookDelivery', deliveryId, command: { type: 'GiveUp', now: app.clock.now() } });
     expect((await app.store.reads.webhookEndpoint(endpointId))?.status).toBe('disabled');
     const refused = await app.failure(app.webhooks.redeliver(accountId, deliveryId));

@@ -371,7 +371,6 @@ describe('the webhook sender on PostgreSQL', () => {
           allowHttp: true,
           allowPrivateNetworks: true,
           retentionHours: 72,
-          retentionMs: 72 * 3_600_000,
           maxInFlight: 4,
           maxInFlightPerEndpoint: 2,
           maxInFlightPerAccount: 4,

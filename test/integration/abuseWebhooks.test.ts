@@ -30,7 +30,6 @@ const webhooks = {
   allowHttp: true,
   allowPrivateNetworks: true,
   retentionHours: 72,
-  retentionMs: 72 * 3_600_000,
   maxInFlight,
   maxInFlightPerEndpoint: 4,
   maxInFlightPerAccount: 8,

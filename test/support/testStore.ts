@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { Effect, Layer } from 'effect';
 import { type MemoryStore, MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
-import type { Config } from '../../src/config.js';
+import { type Config, webhookRetentionMs } from '../../src/config.js';
 import { Store, type StoreShape } from '../../src/ports/Store.js';
 import { configuredStoreLayer } from '../../src/storeLocation.js';
 
@@ -35,7 +35,7 @@ export type TestStore =
 export const createTestStore = async (kind: StoreKind, dataDir: string, config: Config): Promise<TestStore> => {
   switch (kind) {
     case 'memory':
-      return { kind, memory: openMemoryStore({ webhookRetentionMs: config.webhooks.retentionMs }) };
+      return { kind, memory: openMemoryStore({ webhookRetentionMs: webhookRetentionMs(config.webhooks) }) };
     case 'lmdb':
       return { kind, dataDir };
     case 'postgres': {

@@ -32,7 +32,7 @@ describe('what a config reload finds (contract 19)', () => {
       port: 9999,
       store: { url: 'postgres://user:secret@db/airs', urlFrom: 'AIRS_DATABASE_URL' },
       processing: { ...before.processing, maxAttempts: 9 },
-      webhooks: { ...before.webhooks, retentionHours: 1, retentionMs: 3_600_000 },
+      webhooks: { ...before.webhooks, retentionHours: 1 },
       source: '/elsewhere.json',
     };
     const changes = configChanges(before, after);

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../../config.js';
+import { type Config, webhookRetentionMs } from '../../config.js';
 import type { UpstreamCheck } from '../models/upstreamCheck.js';
 import { CliError, type Output } from './output.js';
 import {
@@ -44,7 +44,7 @@ export const serveMany = async (config: Config, output: Output): Promise<void> =
   const writer =
     config.store.url === undefined
       ? (await import('./primaryWriter.js')).createPrimaryWriter(config.dataDir, logger, {
-          webhookRetentionMs: config.webhooks.retentionMs,
+          webhookRetentionMs: webhookRetentionMs(config.webhooks),
         })
       : undefined;
   const listening = new Set<Worker>();

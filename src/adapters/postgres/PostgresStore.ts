@@ -59,7 +59,7 @@ export type PostgresStoreOptions = {
   readonly onBatch?: (rounds: number) => void;
   /** The most throttle keys kept (about; see `withThrottleKeys`), and how many reservations apart this node counts them. */
   readonly throttleBounds?: { readonly maxKeys: number; readonly checkEvery: number };
-  /** How long a webhook delivery is attempted before it gives up (`webhooks.retentionMs`; default: the backoff's). */
+  /** How long a webhook delivery is attempted before it gives up (`webhooks.retentionHours`, in ms; default: the backoff's). */
   readonly webhookRetentionMs?: number | undefined;
 };
 

@@ -3,6 +3,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import type { Logger } from 'pino';
+import { webhookRetentionMs } from '../../config.js';
 import { isRefusal } from '../../domain/commands.js';
 import { defaultWebhookBackoff, type WebhookBackoff } from '../../domain/webhook/backoff.js';
 import { webhookSecretCredentialKey } from '../../domain/webhook/commands.js';
@@ -52,7 +53,7 @@ export type WebhookSenderDeps = {
   readonly maxInFlightPerAccount: number;
   /** How long a start holds the delivery: longer than the transport's 10 s bound, so no renewal is needed. */
   readonly leaseMs?: number;
-  /** How long a delivery is attempted (`webhooks.retentionMs`): the backoff's bound on the total. */
+  /** How long a delivery is attempted (`webhooks.retentionHours`, in ms): the backoff's bound on the total. */
   readonly retentionMs: number;
   /** The longest wait between two looks at the outbox while nothing is heard (a retry due, another node's write). */
   readonly maxIdleMs?: number;
@@ -364,7 +365,7 @@ export const WebhookSenderLayer = (transport: WebhookTransport) =>
             maxInFlight: config.webhooks.maxInFlight,
             maxInFlightPerEndpoint: config.webhooks.maxInFlightPerEndpoint,
             maxInFlightPerAccount: config.webhooks.maxInFlightPerAccount,
-            retentionMs: config.webhooks.retentionMs,
+            retentionMs: webhookRetentionMs(config.webhooks),
           });
         }),
         (s) => Effect.promise(() => s.stop()),

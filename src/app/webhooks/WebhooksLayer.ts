@@ -1,5 +1,6 @@
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
+import { webhookRetentionMs } from '../../config.js';
 import { isRefusal } from '../../domain/commands.js';
 import { AccountLimitReached, Refused, Unavailable } from '../../domain/errors.js';
 import { couldBeId, idForMessage } from '../../domain/identifiers.js';
@@ -210,7 +211,7 @@ export const WebhooksLayer = Layer.effect(
                 const now = clock.now();
                 const sends = failed.map((delivery) =>
                   committer.send(
-                    redeliveryOf(delivery, accountId, config.webhooks.retentionMs, defaultWebhookBackoff, now),
+                    redeliveryOf(delivery, accountId, webhookRetentionMs(config.webhooks), defaultWebhookBackoff, now),
                   ),
                 );
                 return Effect.promise(async () => {
@@ -263,7 +264,7 @@ export const WebhooksLayer = Layer.effect(
                     type: 'Redeliver',
                     accountId,
                     // A redelivery is attempted as long as a first delivery is (`webhooks.retentionHours`).
-                    policy: { ...defaultWebhookBackoff, maxTotalMs: config.webhooks.retentionMs },
+                    policy: { ...defaultWebhookBackoff, maxTotalMs: webhookRetentionMs(config.webhooks) },
                     now: clock.now(),
                   },
                 },

@@ -741,7 +741,7 @@ export const mountDashboard = (app: H3, deps: DashboardDeps) => {
         endpoints: listed.success.map(({ endpoint, backlog }) => endpointRowWith(endpoint, backlog)),
         maxEndpoints: effectiveLimits(deps.config.plans, account).maxWebhookEndpoints,
         eventTypes: webhookEventTypes,
-        retentionHours: Math.round(deps.config.webhooks.retentionMs / hourMs),
+        retentionHours: deps.config.webhooks.retentionHours,
         ...extra,
       });
     };
