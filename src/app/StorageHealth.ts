@@ -2,6 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
+import * as Schedule from 'effect/Schedule';
 import type { Logger } from 'pino';
 import { Unavailable } from '../domain/errors.js';
 import { AppClock, type ClockShape } from '../ports/Clock.js';
@@ -212,17 +213,12 @@ export const StorageHealthLayer = (options: StorageHealthOptions) =>
     Effect.gen(function* () {
       const store = Option.getOrUndefined(yield* Effect.serviceOption(Store));
       const health = createStorageHealth({ ping: store?.ping, ...options }, yield* Log, yield* AppClock);
+      // Each watch is a fiber of the layer's scope on Effect's clock, as the sweeper is; neither check ever fails.
       if (options.watchStore === true && store?.ping !== undefined)
-        yield* Effect.acquireRelease(
-          Effect.sync(() => setInterval(health.ping, pingIntervalMs).unref()),
-          (timer) => Effect.sync(() => clearInterval(timer)),
-        );
+        yield* Effect.forkScoped(Effect.schedule(Effect.promise(health.ping), Schedule.fixed(pingIntervalMs)));
       if (options.minFreeBytes === 0) return StorageHealth.of(health);
       yield* Effect.promise(health.check);
-      yield* Effect.acquireRelease(
-        Effect.sync(() => setInterval(health.check, 1_000).unref()),
-        (timer) => Effect.sync(() => clearInterval(timer)),
-      );
+      yield* Effect.forkScoped(Effect.schedule(Effect.promise(health.check), Schedule.fixed(1_000)));
       return StorageHealth.of(health);
     }),
   );

@@ -2,6 +2,7 @@ import * as Context from 'effect/Context';
 import * as Effect from 'effect/Effect';
 import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
+import * as Schedule from 'effect/Schedule';
 import { defaultMaxAnswerBytes, maxAnswerBytesOf } from '../../config.js';
 import { effectiveLimits } from '../../domain/account/limits.js';
 import { type BatchView, linesDone, mayCloseWindow, mayTakeBatch, stopsLines } from '../../domain/batch/state.js';
@@ -303,22 +304,24 @@ export const BatchRunnerLayer = Layer.effect(
     };
     yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const timers = [setInterval(tick, tickMs).unref(), setInterval(sweep, fileSweepMs).unref()];
         const stopHearing = store.reads.onChange(tick);
         tick();
-        return { timers, stopHearing };
+        return stopHearing;
       }),
-      ({ timers, stopHearing }) =>
+      (stopHearing) =>
         Effect.promise(async () => {
           stopped = true;
           runner.stop();
           stopHearing();
-          for (const timer of timers) clearInterval(timer);
           await ticking;
           await sweeping;
           await runner.idle();
         }),
     );
+    // The timers, as fibers of the layer's scope on Effect's clock (as the sweeper's): made after the release above,
+    // they are interrupted before it runs, so no tick starts once it has begun.
+    yield* Effect.forkScoped(Effect.schedule(Effect.sync(tick), Schedule.fixed(tickMs)));
+    yield* Effect.forkScoped(Effect.schedule(Effect.sync(sweep), Schedule.fixed(fileSweepMs)));
     return BatchRunner.of(runner);
   }),
 );
