@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { planLimitFields } from '../config.js';
+import { planLimitFields } from '../configFile.js';
 import type { AccountLimitsChange } from '../domain/account/limits.js';
 import { maxAllowedModels } from '../domain/account/limits.js';
 

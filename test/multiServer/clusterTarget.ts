@@ -1,4 +1,4 @@
-import type { CliResult, ServerProcess } from '../support/processes.js';
+import { type CliResult, runCli, type Sandbox, type ServerProcess, startServer } from '../support/processes.js';
 
 /**
  * Several `airs serve` processes on one store, each its own process with its own URL, so that a call can be sent to
@@ -24,6 +24,38 @@ export type ClusterTarget = {
    * but where the store is (the target adds that). Resolves once every server listens.
    */
   start(config: Record<string, unknown>, servers: number): Promise<Cluster>;
+};
+
+/**
+ * Starts `count` servers in `box` (whose environment points them at the store) with `config` as their config file:
+ * the first alone (it makes the store: a data directory and its database, or a database's schema), the others
+ * together (they find it). `removeStore` runs after the servers are killed and the box removed.
+ */
+export const startNodes = async (
+  box: Sandbox,
+  config: Record<string, unknown>,
+  count: number,
+  removeStore: () => Promise<void> = async () => {},
+): Promise<Cluster> => {
+  box.writeConfig(config);
+  const servers: ServerProcess[] = [];
+  const dispose = async () => {
+    await Promise.all(servers.map((server) => server.stop('SIGKILL')));
+    box.remove();
+    await removeStore();
+  };
+  try {
+    servers.push(await startServer(box));
+    await Promise.all(
+      Array.from({ length: count - 1 }, async () => {
+        servers.push(await startServer(box));
+      }),
+    );
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  return { servers, cli: (args) => runCli(box, args, { timeoutMs: 30_000 }), dispose };
 };
 
 /** Runs a CLI command that must succeed and print one JSON document (`--json` is added); returns the document. */

@@ -1,6 +1,6 @@
 import { testCluster } from '../support/postgres.js';
-import { runCli, type Sandbox, type ServerProcess, sandbox, startServer } from '../support/processes.js';
-import type { Cluster, ClusterTarget } from './clusterTarget.js';
+import { type Sandbox, sandbox } from '../support/processes.js';
+import { type Cluster, type ClusterTarget, startNodes } from './clusterTarget.js';
 
 /** Starts `count` nodes on a new database (as `postgresCluster.start`), and says which (for tests that read it). */
 export const startPostgresNodes = async (
@@ -11,31 +11,8 @@ export const startPostgresNodes = async (
   const url = await postgres.createDatabase();
   const plain: Sandbox = sandbox('airs-multi-pg');
   const box: Sandbox = { ...plain, env: (extra) => plain.env({ ...extra, AIRS_DATABASE_URL: url }) };
-  box.writeConfig(config);
-  const servers: ServerProcess[] = [];
-  const dispose = async () => {
-    await Promise.all(servers.map((server) => server.stop('SIGKILL')));
-    box.remove();
-    await postgres.dropDatabase(url);
-  };
-  try {
-    // The first makes the schema alone; the others find it (they would also wait on the migrations' lock).
-    servers.push(await startServer(box));
-    await Promise.all(
-      Array.from({ length: count - 1 }, async () => {
-        servers.push(await startServer(box));
-      }),
-    );
-  } catch (error) {
-    await dispose();
-    throw error;
-  }
-  return {
-    servers,
-    cli: (args) => runCli(box, args, { timeoutMs: 30_000 }),
-    dispose,
-    databaseUrl: url,
-  };
+  const cluster = await startNodes(box, config, count, () => postgres.dropDatabase(url));
+  return { ...cluster, databaseUrl: url };
 };
 
 /**

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type Config, fileSchema, loadConfig } from '../../src/config.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { fileSchema } from '../../src/configFile.js';
 import { planNames } from '../../src/domain/plans.js';
 
 /**

@@ -35,7 +35,7 @@ export const registerMigrateCommand = (program: Command, output: Output) => {
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
       const [{ isPostgresUrl }, { redactedUrl, withoutSecrets }] = await Promise.all([
-        import('../../config.js'),
+        import('../../configFile.js'),
         import('../postgres/redactedUrl.js'),
       ]);
       if (!isPostgresUrl(options.to))
