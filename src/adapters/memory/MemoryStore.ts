@@ -287,14 +287,11 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
   };
 
   const syncReads: SyncReads = {
+    // Every read over the ordered indexes, as storage/indexReads.ts writes it once for every adapter.
+    ...indexReads,
     refresh: () => {},
     batch: (batchId) => batches.get(batchId),
     file: (fileId) => files.get(fileId),
-    listOf: indexReads.listOf,
-    openBatches: indexReads.openBatches,
-    openBatchAccounts: indexReads.openBatchAccounts,
-    openBatchesOf: indexReads.openBatchesOf,
-    isOpenBatchInput: indexReads.isOpenBatchInput,
     processingCount: (counter) => processingCounts.get(counter) ?? 0,
     accountCount: (counter) => accountCounts.get(counter) ?? 0,
     uploadsOf: (accountId) => uploads.get(accountId) ?? [],
@@ -315,22 +312,12 @@ export const openMemoryStore = (options: MemoryStoreOptions = {}): MemoryStore =
     accounts: () => accounts.valuesArray(),
     key: (keyId) => keys.get(keyId),
     keyIdByHash: (keyHash) => indexes.keyHashes.get(keyHash),
-    keysOf: indexReads.keysOf,
-    queuedAccounts: indexReads.queuedAccounts,
-    queuedOf: indexReads.queuedOf,
-    dueForExpiry: indexReads.dueForExpiry,
-    lapsedLeases: indexReads.lapsedLeases,
-    nextLeaseEnd: indexReads.nextLeaseEnd,
-    processing: indexReads.processing,
     events: (fromSeq = 1) => log.slice(Math.max(0, fromSeq - 1)),
     lastSeq: () => log.length,
     accountsVersion: () => accountsVersion,
     credential: (key) => credentials.get(key),
     session: (sessionId) => sessions.get(sessionId),
-    requestsOf: indexReads.requestsOf,
-    requestCountsByHour: indexReads.requestCountsByHour,
     keyLastUsed: (keyId) => keyLastUsed.get(keyId),
-    usageByDay: indexReads.usageByDay,
     tokenUse: (accountId) => [...(tokenUse.get(accountId) ?? [])],
     usageRows: (range) =>
       readUsageRows(range, function* (start, end) {
