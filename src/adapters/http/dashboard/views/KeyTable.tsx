@@ -1,6 +1,6 @@
 import { CsrfField } from './CsrfField.js';
 import { DataTable } from './DataTable.js';
-import { Time } from './Time.js';
+import { Time, TimeOrNever } from './Time.js';
 import type { KeyRow } from './viewModels.js';
 
 /** One key's delete button, behind a confirmation that needs no script (a `<details>`). */
@@ -33,11 +33,11 @@ export const KeyTable = ({ csrf, keys }: { csrf: string; keys: readonly KeyRow[]
       { header: 'Created', cell: (row) => <Time at={row.createdAt} /> },
       {
         header: 'Last used',
-        cell: (row) => (row.lastUsedAt === undefined ? <span class="muted">never</span> : <Time at={row.lastUsedAt} />),
+        cell: (row) => <TimeOrNever at={row.lastUsedAt} />,
       },
       {
         header: 'Expires',
-        cell: (row) => (row.expiresAt === undefined ? <span class="muted">never</span> : <Time at={row.expiresAt} />),
+        cell: (row) => <TimeOrNever at={row.expiresAt} />,
       },
       { header: 'Actions', actions: true, cell: (row) => <DeleteKey csrf={csrf} row={row} /> },
     ]}

@@ -10,3 +10,7 @@ export const Time = ({ at }: { at: number; seconds?: boolean }) => (
     {timeText(at)}
   </time>
 );
+
+/** A moment that may not have come yet (a key never used, an endpoint never delivered to): `never` then. */
+export const TimeOrNever = ({ at }: { at: number | undefined }) =>
+  at === undefined ? <span class="muted">never</span> : <Time at={at} />;

@@ -1,6 +1,6 @@
 import { CsrfField } from './CsrfField.js';
 import { DataTable } from './DataTable.js';
-import { Time } from './Time.js';
+import { Time, TimeOrNever } from './Time.js';
 import type { WebhookEndpointRow } from './viewModels.js';
 
 /** Where the dashboard shows an endpoint and its delivery log, and where its forms post. */
@@ -100,8 +100,7 @@ export const WebhookTable = ({ csrf, endpoints }: { csrf: string; endpoints: rea
       { header: 'Created', cell: (row) => <Time at={row.createdAt} /> },
       {
         header: 'Last delivered',
-        cell: (row) =>
-          row.lastDeliveredAt === undefined ? <span class="muted">never</span> : <Time at={row.lastDeliveredAt} />,
+        cell: (row) => <TimeOrNever at={row.lastDeliveredAt} />,
       },
       { header: 'Actions', actions: true, cell: (row) => <EndpointActions csrf={csrf} row={row} /> },
     ]}

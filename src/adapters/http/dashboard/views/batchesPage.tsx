@@ -1,5 +1,6 @@
 import { BatchTable } from './BatchTable.js';
 import { Layout } from './Layout.js';
+import { Pager } from './Pager.js';
 import { renderDocument } from './render.js';
 import { type BatchesView, batchRefreshSeconds } from './viewModels.js';
 
@@ -34,12 +35,10 @@ export const batchesPage = ({ csrf, email, batches, olderCursor, newerCursor }: 
         ) : (
           <BatchTable batches={batches} csrf={csrf} />
         )}
-        {(newerCursor !== undefined || olderCursor !== undefined) && (
-          <nav class="pager" aria-label="Pages">
-            {newerCursor !== undefined ? <a href={`${newest}?after=${newerCursor}`}>← Newer</a> : <span />}
-            {olderCursor !== undefined ? <a href={`${newest}?before=${olderCursor}`}>Older →</a> : <span />}
-          </nav>
-        )}
+        <Pager
+          newer={newerCursor === undefined ? undefined : `${newest}?after=${newerCursor}`}
+          older={olderCursor === undefined ? undefined : `${newest}?before=${olderCursor}`}
+        />
         <p class="hint">
           Once a batch has ended, its output file holds the answers of its completed lines and its error file the lines
           that failed or were not run; either is absent when it would hold no line.

@@ -1,5 +1,6 @@
 import { HourlyChart } from './HourlyChart.js';
 import { Layout } from './Layout.js';
+import { Pager } from './Pager.js';
 import { RequestTable } from './RequestTable.js';
 import { renderDocument } from './render.js';
 import type { RequestsShown, RequestsView } from './viewModels.js';
@@ -78,12 +79,10 @@ export const requestsPage = ({
         ) : (
           <RequestTable requests={requests} />
         )}
-        {(newerCursor !== undefined || olderCursor !== undefined) && (
-          <nav class="pager" aria-label="Pages">
-            {newerCursor !== undefined ? <a href={requestsHref(show, `after=${newerCursor}`)}>← Newer</a> : <span />}
-            {olderCursor !== undefined ? <a href={requestsHref(show, `before=${olderCursor}`)}>Older →</a> : <span />}
-          </nav>
-        )}
+        <Pager
+          newer={newerCursor === undefined ? undefined : requestsHref(show, `after=${newerCursor}`)}
+          older={olderCursor === undefined ? undefined : requestsHref(show, `before=${olderCursor}`)}
+        />
         <p class="hint">
           Requests are kept for 24 hours after they are created; expired ones leave no prompt or answer.
         </p>

@@ -4,8 +4,9 @@ import { DisabledEndpoint } from './DisabledEndpoint.js';
 import { plural } from './format.js';
 import { Layout } from './Layout.js';
 import { Notice } from './Notice.js';
+import { Pager } from './Pager.js';
 import { renderDocument } from './render.js';
-import { Time } from './Time.js';
+import { Time, TimeOrNever } from './Time.js';
 import type { WebhookEndpointView } from './viewModels.js';
 import { EndpointActions, EndpointHealth, EventList, webhookPath } from './WebhookTable.js';
 
@@ -93,11 +94,7 @@ export const webhookPage = (view: WebhookEndpointView): string => {
           </dd>
           <dt>Last delivered</dt>
           <dd>
-            {endpoint.lastDeliveredAt === undefined ? (
-              <span class="muted">never</span>
-            ) : (
-              <Time at={endpoint.lastDeliveredAt} />
-            )}
+            <TimeOrNever at={endpoint.lastDeliveredAt} />
           </dd>
         </dl>
         <EndpointActions csrf={csrf} row={endpoint} />
@@ -118,16 +115,11 @@ export const webhookPage = (view: WebhookEndpointView): string => {
         ) : (
           <DeliveryTable csrf={csrf} endpointId={endpoint.id} deliveries={deliveries} />
         )}
-        {(older || olderCursor !== undefined) && (
-          <nav class="pager" aria-label="Pages">
-            {older ? <a href={newest}>← Newest</a> : <span />}
-            {olderCursor !== undefined ? (
-              <a href={`${newest}?before=${encodeURIComponent(olderCursor)}`}>Older →</a>
-            ) : (
-              <span />
-            )}
-          </nav>
-        )}
+        <Pager
+          newer={older ? newest : undefined}
+          newerLabel="← Newest"
+          older={olderCursor === undefined ? undefined : `${newest}?before=${encodeURIComponent(olderCursor)}`}
+        />
         <p class="hint">
           Every attempt of a delivery, and every redelivery, carries the same <code>webhook-id</code>: receivers dedupe
           on it.
