@@ -1,15 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import pg from 'pg';
 import { unusedPort } from './ports.js';
 
 /**
  * A throwaway PostgreSQL cluster for the tests, from the system's binaries (Debian's `postgresql` package; the
- * package's own cluster need not run): one per test process, started on first use (initdb in a temporary directory,
- * pg_ctl on a free port, listening on 127.0.0.1 and a socket in that directory), stopped (immediate) and removed when
- * the process ends or `stopTestCluster` is called. As root it runs as the `postgres` user (PostgreSQL refuses root).
+ * package's own cluster need not run): one per test process, started on first use (a copy of one initdb'd template
+ * in a temporary directory, pg_ctl on a free port, listening on 127.0.0.1 and a socket in that directory), stopped
+ * (immediate) and removed when the process ends or `stopTestCluster` is called. As root it runs as the `postgres` user (PostgreSQL refuses root).
  * Missing binaries are a failing setup naming the one command that fixes it, never a skipped test.
  * `startCluster` is the same with other settings (the bench's cluster: test/bench/postgres.ts).
  */
@@ -111,7 +111,29 @@ const stopAll = () => {
   stoppers.clear();
 };
 
-/** Starts a throwaway cluster (initdb in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
+/**
+ * An initdb'd data directory made once per machine, user and PostgreSQL version, which every cluster copies (0.1 s,
+ * where initdb takes a second of CPU). initdb skips its closing fsync (`--no-sync`): a throwaway cluster's files need
+ * not survive a power cut, and under the suite's disk load that fsync took minutes. The server itself keeps fsync on.
+ */
+const copyTemplate = (bin: string, data: string, owner: { uid: number; gid: number }) => {
+  const template = join(tmpdir(), `airs-pg-template-${basename(dirname(bin))}-${process.getuid?.() ?? 0}`);
+  if (!existsSync(join(template, 'PG_VERSION'))) {
+    const making = mkdtempSync(`${template}-making-`);
+    if (asRoot) chownSync(making, owner.uid, owner.gid);
+    run(join(bin, 'initdb'), ['-D', making, '-N', '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8']);
+    try {
+      renameSync(making, template);
+    } catch {
+      // Another test process made it first: theirs is the same.
+      rmSync(making, { recursive: true, force: true });
+    }
+  }
+  // -a keeps the owner (the postgres user, under root) and the modes PostgreSQL insists on (0700).
+  execFileSync('cp', ['-a', template, data]);
+};
+
+/** Starts a throwaway cluster (a copy of the template in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
  * the end of this process. */
 export const startCluster = async (clusterOptions: ClusterOptions): Promise<Cluster> => {
   const bin = binDir();
@@ -119,7 +141,7 @@ export const startCluster = async (clusterOptions: ClusterOptions): Promise<Clus
   const owner = { uid: Number(run('id', ['-u']).trim()), gid: Number(run('id', ['-g']).trim()) };
   if (asRoot) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
-  run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8']);
+  copyTemplate(bin, data, owner);
   const port = await unusedPort();
   const options = [
     `-p ${port}`,
