@@ -9,9 +9,9 @@ import { unusedPort } from './ports.js';
  * A throwaway PostgreSQL cluster for the tests, from the system's binaries (Debian's `postgresql` package; the
  * package's own cluster need not run): one per test process, started on first use (a copy of one initdb'd template
  * in a temporary directory, pg_ctl on a free port, listening on 127.0.0.1 and a socket in that directory), stopped
- * (immediate) and removed when the process ends or `stopTestCluster` is called. As root it runs as the `postgres` user (PostgreSQL refuses root).
- * Missing binaries are a failing setup naming the one command that fixes it, never a skipped test.
- * `startCluster` is the same with other settings (the bench's cluster: test/bench/postgres.ts).
+ * (immediate) and removed when the process ends or `stopTestCluster` is called. As root it runs as the `postgres`
+ * user (PostgreSQL refuses root). Missing binaries are a failing setup naming the one command that fixes it, never a
+ * skipped test. `startCluster` is the same with other settings (the bench's cluster: test/bench/postgres.ts).
  */
 
 export type TestCluster = {
