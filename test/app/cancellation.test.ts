@@ -5,6 +5,7 @@ import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { submit } from '../support/submit.js';
 import { eventually, syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
 const echo = (id: string, delayMs: number): ModelConfig => ({ id, provider: 'echo', delayMs, timeoutMs: 60_000 });
@@ -16,10 +17,6 @@ describe('Cancelling a request', () => {
   const start = testApps();
   const principalOf = (account: { accountId: string; keyId: string }): Principal =>
     ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
-  const submit = async (app: TestApp, key: string, model: string) => {
-    const answer = await app.call('POST', '/v1/ai', { key, body: { model, prompt: 'cancel me' } });
-    return ((await answer.json()) as { request_id: string }).request_id;
-  };
 
   it('stops a waiting request from ever being processed, and GET /v1/ai answers 404 saying it was cancelled', async () => {
     // One worker, busy with a slow request: the second one waits in the queue.
@@ -27,8 +24,8 @@ describe('Cancelling a request', () => {
       config: { models: [echo('slow', 300)], processing: { concurrency: 1, maxAttempts: 3 } },
     });
     const account = await app.account('scale');
-    await submit(app, account.key, 'slow');
-    const waiting = await submit(app, account.key, 'slow');
+    await submit(app, account.key, { model: 'slow', prompt: 'cancel me' });
+    const waiting = await submit(app, account.key, { model: 'slow', prompt: 'cancel me' });
     expect(syncReads(app).request(waiting)?.status).toBe('waiting');
     const view = await app.requests.cancel(principalOf(account), waiting);
     expect(view).toMatchObject({ status: 'cancelled' });
@@ -49,7 +46,7 @@ describe('Cancelling a request', () => {
     // the cancel itself aborted the call, not the time it took. No bound on that time.
     const app = await start({ config: { models: [echo('slow', 600_000)], processing: { leaseSeconds: 3_600 } } });
     const account = await app.account('scale');
-    const reqId = await submit(app, account.key, 'slow');
+    const reqId = await submit(app, account.key, { model: 'slow', prompt: 'cancel me' });
     await eventually(() => (syncReads(app).request(reqId)?.status === 'processing' ? true : undefined));
     await app.requests.cancel(principalOf(account), reqId);
     await app.processor.idle();
@@ -76,7 +73,7 @@ describe('Cancelling a request', () => {
         },
       });
       const account = await app.account('scale');
-      const reqId = await submit(app, account.key, 'up');
+      const reqId = await submit(app, account.key, { model: 'up', prompt: 'cancel me' });
       await eventually(() => (upstream.received.length > 0 ? true : undefined));
       await app.requests.cancel(principalOf(account), reqId);
       await app.processor.idle();
@@ -89,10 +86,10 @@ describe('Cancelling a request', () => {
   it('answers a second cancel with the cancelled request, and refuses to cancel a completed one', async () => {
     const app = await start({ config: { models: [echo('echo', 0), echo('slow', 60_000)] } });
     const account = await app.account('scale');
-    const slow = await submit(app, account.key, 'slow');
+    const slow = await submit(app, account.key, { model: 'slow', prompt: 'cancel me' });
     await app.requests.cancel(principalOf(account), slow);
     expect(await app.requests.cancel(principalOf(account), slow)).toMatchObject({ status: 'cancelled' });
-    const done = await submit(app, account.key, 'echo');
+    const done = await submit(app, account.key, { model: 'echo', prompt: 'cancel me' });
     await eventually(() => (syncReads(app).request(done)?.status === 'completed' ? true : undefined));
     const refused = await app.requests.cancel(principalOf(account), done);
     expect(refused).toMatchObject({ _tag: 'InvalidRequest', message: expect.stringMatching(/completed/) });
@@ -102,7 +99,7 @@ describe('Cancelling a request', () => {
     const app = await start({ config: { models: [echo('slow', 60_000)] } });
     const owner = await app.account('scale');
     const stranger = await app.account('scale');
-    const reqId = await submit(app, owner.key, 'slow');
+    const reqId = await submit(app, owner.key, { model: 'slow', prompt: 'cancel me' });
     expect(await app.requests.cancel(principalOf(stranger), reqId)).toMatchObject({ _tag: 'NotFound' });
     expect(syncReads(app).request(reqId)?.status).not.toBe('cancelled');
   });
@@ -111,7 +108,10 @@ describe('Cancelling a request', () => {
     const dataDir = tempDataDir('airs-cancel');
     const app = await start({ dataDir, config: { models: [echo('slow', 60_000)], requestTtlSeconds: 60 } });
     const account = await app.account('scale');
-    const ids = [await submit(app, account.key, 'slow'), await submit(app, account.key, 'slow')];
+    const ids = [
+      await submit(app, account.key, { model: 'slow', prompt: 'cancel me' }),
+      await submit(app, account.key, { model: 'slow', prompt: 'cancel me' }),
+    ];
     for (const reqId of ids) await app.requests.cancel(principalOf(account), reqId);
     (app.clock as ManualClock).advance(61_000);
     await app.sweeper.sweep();

@@ -3,6 +3,7 @@ import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { submit } from '../support/submit.js';
 import {
   eventually,
   loggedEvents,
@@ -46,16 +47,6 @@ const start = async (options: TestAppOptions) => {
 const principalOf = (account: { accountId: string; keyId: string }): Principal =>
   ({ accountId: account.accountId, keyId: account.keyId, plan: 'scale' }) as Principal;
 
-const submit = async (app: TestApp, key: string, model: string, cancelAfter?: string) => {
-  const answer = await app.call('POST', '/v1/ai', {
-    key,
-    body: { model, prompt: 'a prompt with a deadline' },
-    headers: cancelAfter === undefined ? undefined : { 'cancel-after': cancelAfter },
-  });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
-};
-
 const eventsOf = async (app: TestApp, reqId: string) =>
   (await loggedEvents(app)).filter((event) => 'reqId' in event && event.reqId === reqId);
 const typesOf = async (app: TestApp, reqId: string) => (await eventsOf(app, reqId)).map((event) => event.type);
@@ -69,9 +60,13 @@ describe.each<StoreKind>(['lmdb', 'postgres'])('A Cancel-After deadline on %s', 
     const app = await start({ store });
     const account = await app.account('scale');
     // The one worker is busy: the request with the deadline waits.
-    const busy = await submit(app, account.key, 'slow');
+    const busy = await submit(app, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     await eventually(async () => ((await statusOf(app, busy)) === 'processing' ? true : undefined));
-    const reqId = await submit(app, account.key, 'echo', '5s');
+    const reqId = await submit(app, account.key, {
+      model: 'echo',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '5s' },
+    });
     const queued = (await eventsOf(app, reqId))[0];
     expect(queued).toMatchObject({ type: 'RequestQueued', deadlineAt: (queued as { at: number }).at + 5_000 });
     // A millisecond before the deadline the sweeper leaves it be.
@@ -92,9 +87,13 @@ describe.each<StoreKind>(['lmdb', 'postgres'])('A Cancel-After deadline on %s', 
   it('has the claim cancel a queued request past its deadline instead of starting it, before any sweep', async () => {
     const app = await start({ store });
     const account = await app.account('scale');
-    const busy = await submit(app, account.key, 'slow');
+    const busy = await submit(app, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     await eventually(async () => ((await statusOf(app, busy)) === 'processing' ? true : undefined));
-    const reqId = await submit(app, account.key, 'echo', '5');
+    const reqId = await submit(app, account.key, {
+      model: 'echo',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '5' },
+    });
     advance(app, 5_000);
     // The worker frees: the next claim finds the request past its deadline.
     await app.requests.cancel(principalOf(account), busy);
@@ -107,7 +106,11 @@ describe.each<StoreKind>(['lmdb', 'postgres'])('A Cancel-After deadline on %s', 
   it('aborts the upstream call of a running request at its deadline and records the cancel with reason deadline', async () => {
     const app = await start({ store });
     const account = await app.account('scale');
-    const reqId = await submit(app, account.key, 'slow', '1m');
+    const reqId = await submit(app, account.key, {
+      model: 'slow',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '1m' },
+    });
     await eventually(async () => ((await statusOf(app, reqId)) === 'processing' ? true : undefined));
     advance(app, 60_000);
     await app.sweeper.sweep();
@@ -120,9 +123,13 @@ describe.each<StoreKind>(['lmdb', 'postgres'])('A Cancel-After deadline on %s', 
   it('leaves a request without a deadline, and one that ended before it, as they were', async () => {
     const app = await start({ store });
     const account = await app.account('scale');
-    const done = await submit(app, account.key, 'echo', '5s');
+    const done = await submit(app, account.key, {
+      model: 'echo',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '5s' },
+    });
     await eventually(async () => ((await statusOf(app, done)) === 'completed' ? true : undefined));
-    const plain = await submit(app, account.key, 'slow');
+    const plain = await submit(app, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     advance(app, 10_000);
     await app.sweeper.sweep();
     expect(await statusOf(app, done)).toBe('completed');
@@ -134,13 +141,21 @@ describe('A Cancel-After deadline on two PostgreSQL nodes', () => {
   it('is honoured by whichever node holds it: another node sweeps, the node running the request aborts its call', async () => {
     const first = await start({ store: 'postgres' });
     const account = await first.account('scale');
-    const running = await submit(first, account.key, 'slow', '30s');
+    const running = await submit(first, account.key, {
+      model: 'slow',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '30s' },
+    });
     await eventually(async () => ((await statusOf(first, running)) === 'processing' ? true : undefined));
     // The second node shares the database and the clock; it holds a request of its own, queued behind its worker.
     const second = await start({ storeOf: first, clock: first.clock });
-    const busy = await submit(second, account.key, 'slow');
+    const busy = await submit(second, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     await eventually(async () => ((await statusOf(second, busy)) === 'processing' ? true : undefined));
-    const queued = await submit(second, account.key, 'echo', '30s');
+    const queued = await submit(second, account.key, {
+      model: 'echo',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '30s' },
+    });
     advance(first, 30_000);
     // Only the second node sweeps: the first hears the cancel of the request it runs, and aborts its call.
     await second.sweeper.sweep();
@@ -153,13 +168,17 @@ describe('A Cancel-After deadline on two PostgreSQL nodes', () => {
   it('is honoured by the claim of the node that frees a worker, whichever node queued the request', async () => {
     const first = await start({ store: 'postgres' });
     const account = await first.account('scale');
-    const busy = await submit(first, account.key, 'slow');
+    const busy = await submit(first, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     await eventually(async () => ((await statusOf(first, busy)) === 'processing' ? true : undefined));
     const second = await start({ storeOf: first, clock: first.clock });
-    const busyToo = await submit(second, account.key, 'slow');
+    const busyToo = await submit(second, account.key, { model: 'slow', prompt: 'a prompt with a deadline' });
     await eventually(async () => ((await statusOf(second, busyToo)) === 'processing' ? true : undefined));
     // Queued by the second node, behind both busy workers.
-    const reqId = await submit(second, account.key, 'echo', '5s');
+    const reqId = await submit(second, account.key, {
+      model: 'echo',
+      prompt: 'a prompt with a deadline',
+      headers: { 'cancel-after': '5s' },
+    });
     advance(first, 5_000);
     // The first node's worker frees; its claim finds the request past its deadline.
     await first.requests.cancel(principalOf(account), busy);

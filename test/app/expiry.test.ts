@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabases } from '../../src/adapters/lmdb/databases.js';
 import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { submit } from '../support/submit.js';
 import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
 const dayMs = 86_400_000;
@@ -11,10 +12,6 @@ describe('Expiry and retention', () => {
   let app: TestApp;
   afterEach(() => app?.stop());
 
-  const submit = async (key: string, model = 'echo', prompt = 'secret prompt') => {
-    const response = await app.call('POST', '/v1/ai', { key, body: { model, prompt } });
-    return ((await response.json()) as { request_id: string }).request_id;
-  };
   const typesOf = (reqId: string) =>
     [...syncReads(app).events()].filter((e) => 'reqId' in e && e.reqId === reqId).map((e) => e.type);
 
@@ -22,7 +19,7 @@ describe('Expiry and retention', () => {
     app = await startTestApp();
     const clock = app.clock as ManualClock;
     const { key } = await app.account();
-    const reqId = await submit(key);
+    const reqId = await submit(app, key, { prompt: 'secret prompt' });
     await app.processor.idle();
     clock.advance(dayMs - 1);
     expect((await app.call('GET', `/v1/ai?req_id=${reqId}`, { key })).status).toBe(200);
@@ -37,7 +34,7 @@ describe('Expiry and retention', () => {
     app = await startTestApp({ config: { requestTtlSeconds: 3_600 } });
     const clock = app.clock as ManualClock;
     const { key } = await app.account();
-    const reqId = await submit(key);
+    const reqId = await submit(app, key, { prompt: 'secret prompt' });
     await app.processor.idle();
     clock.advance(3_600_000);
     const expired = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key });
@@ -108,8 +105,8 @@ describe('Expiry and retention', () => {
     });
     const clock = app.clock as ManualClock;
     const { key } = await app.account('starter');
-    const busy = await submit(key, 'slow');
-    const waiting = await submit(key, 'echo');
+    const busy = await submit(app, key, { model: 'slow', prompt: 'secret prompt' });
+    const waiting = await submit(app, key, { model: 'echo', prompt: 'secret prompt' });
     await eventually(() => (typesOf(busy).includes('RequestProcessingStarted') ? true : undefined));
     clock.advance(dayMs);
     await eventually(() => (typesOf(waiting).includes('RequestExpired') ? true : undefined));
@@ -122,7 +119,7 @@ describe('Expiry and retention', () => {
     app = await startTestApp();
     const clock = app.clock as ManualClock;
     const { key } = await app.account();
-    for (let i = 0; i < 5; i++) await submit(key);
+    for (let i = 0; i < 5; i++) await submit(app, key, { prompt: 'secret prompt' });
     await app.processor.idle();
     clock.advance(dayMs);
     await app.sweeper.sweep();

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/config.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { submit } from '../support/submit.js';
 import { eventually, loggedEvents, servedTestApps, type TestApp } from '../support/testApp.js';
 
 /**
@@ -20,18 +21,6 @@ const config = {
 };
 
 const clientOf = (url: string, key: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: key, maxRetries: 0 });
-
-const submit = async (app: TestApp, key: string, tier?: string) => {
-  const answer = await app.call('POST', '/v1/ai', {
-    key,
-    body:
-      tier === undefined
-        ? { model: 'echo', prompt: 'a tiered prompt' }
-        : { model: 'echo', prompt: 'a tiered prompt', service_tier: tier },
-  });
-  expect(answer.status).toBe(202);
-  return ((await answer.json()) as { request_id: string }).request_id;
-};
 
 /** Holds the one worker with a background Response of `slow`, and returns what frees it. */
 const holdTheWorker = async (app: TestApp, url: string, key: string) => {
@@ -60,10 +49,10 @@ describe('service tiers', () => {
     const team = await app.account('scale');
     const other = await app.account('scale');
     const free = await holdTheWorker(app, served.url, team.key);
-    const flex = await submit(app, team.key, 'flex');
-    const plain = await submit(app, other.key);
-    const auto = await submit(app, team.key, 'auto');
-    const priority = await submit(app, other.key, 'priority');
+    const flex = await submit(app, team.key, { prompt: 'a tiered prompt', fields: { service_tier: 'flex' } });
+    const plain = await submit(app, other.key, { prompt: 'a tiered prompt' });
+    const auto = await submit(app, team.key, { prompt: 'a tiered prompt', fields: { service_tier: 'auto' } });
+    const priority = await submit(app, other.key, { prompt: 'a tiered prompt', fields: { service_tier: 'priority' } });
     await free();
     const order = await startOrder(app, [flex, plain, auto, priority]);
     expect(order[0]).toBe(priority);
@@ -89,10 +78,13 @@ describe('service tiers', () => {
     const team = await app.account('scale');
     const other = await app.account('scale');
     const free = await holdTheWorker(app, served.url, team.key);
-    const old = await submit(app, team.key);
+    const old = await submit(app, team.key, { prompt: 'a tiered prompt' });
     (app.clock as ManualClock).advance(61_000);
-    const newer = await submit(app, team.key);
-    const priorities = [await submit(app, other.key, 'priority'), await submit(app, other.key, 'priority')];
+    const newer = await submit(app, team.key, { prompt: 'a tiered prompt' });
+    const priorities = [
+      await submit(app, other.key, { prompt: 'a tiered prompt', fields: { service_tier: 'priority' } }),
+      await submit(app, other.key, { prompt: 'a tiered prompt', fields: { service_tier: 'priority' } }),
+    ];
     await free();
     const order = await startOrder(app, [old, newer, ...priorities]);
     // Without promotion it would start third; promoted, it goes in turn with the other account's priority work.
@@ -122,7 +114,10 @@ describe('service tiers', () => {
       expect(completion.service_tier).toBe(servedAt);
       const response = await client.responses.create({ model: 'echo', input: 'hello', ...tier });
       expect(response.service_tier).toBe(servedAt);
-      const reqId = await submit(app, account.key, asked);
+      const reqId = await submit(app, account.key, {
+        prompt: 'a tiered prompt',
+        fields: asked === undefined ? {} : { service_tier: asked },
+      });
       const polled = await eventually(async () => {
         const answer = await app.call('GET', `/v1/ai?req_id=${reqId}`, { key: account.key });
         const body = (await answer.json()) as { status: string; service_tier: string };

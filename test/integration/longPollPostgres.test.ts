@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readLog } from '../multiServer/theLog.js';
 import { sleep } from '../support/processes.js';
+import { servedAt, submit } from '../support/submit.js';
 import { type Nodes, startNodes, useTestCluster } from './postgresFaults.js';
 
 /**
@@ -21,21 +22,12 @@ describe('Long polls across two nodes on one PostgreSQL', { timeout: 90_000 }, (
     nodes = await startNodes(2, { concurrency: 1 }, 'airs-longpoll-pg');
     const [a] = nodes.servers.map((server) => server.url) as [string, string];
     nodes.upstream.setDelay((prompt) => (prompt === 'slow' ? 30_000 : 500));
-    const submit = async (prompt: string) => {
-      const answer = await fetch(`${a}/v1/ai`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${nodes.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'llm', prompt }),
-      });
-      expect(answer.status).toBe(202);
-      return ((await answer.json()) as { request_id: string }).request_id;
-    };
-    const slowId = await submit('slow');
+    const slowId = await submit(servedAt(a), nodes.key, { model: 'llm', prompt: 'slow' });
     while (nodes.upstream.callsFor('slow') === 0) await sleep(20);
 
     const polled: { reqId: string; answeredAt: number }[] = [];
     for (let i = 0; i < rounds; i++) {
-      const reqId = await submit(`run on B ${i}`);
+      const reqId = await submit(servedAt(a), nodes.key, { model: 'llm', prompt: `run on B ${i}` });
       const answer = await fetch(`${a}/v1/ai?req_id=${reqId}`, {
         headers: { authorization: `Bearer ${nodes.key}`, prefer: 'wait=30' },
       });

@@ -16,6 +16,8 @@ export type Submission = {
   /** More fields of the body (`ttl_seconds`, `webhook`…). */
   readonly fields?: Record<string, unknown>;
   readonly idempotencyKey?: string;
+  /** More headers (`cancel-after`…). */
+  readonly headers?: Record<string, string>;
 };
 
 /** POST /v1/ai, answered as it is (for tests of the answer itself). */
@@ -23,7 +25,10 @@ export const postSubmission = (app: Caller, key: string, submission: Submission 
   app.call('POST', '/v1/ai', {
     key,
     body: { model: submission.model ?? 'echo', prompt: submission.prompt ?? 'hello', ...submission.fields },
-    headers: submission.idempotencyKey === undefined ? {} : { 'idempotency-key': submission.idempotencyKey },
+    headers: {
+      ...submission.headers,
+      ...(submission.idempotencyKey === undefined ? {} : { 'idempotency-key': submission.idempotencyKey }),
+    },
   });
 
 /** Submits a request through POST /v1/ai and returns its id; the test fails unless it was accepted (202). */
