@@ -133,8 +133,8 @@ const copyTemplate = (bin: string, data: string, owner: { uid: number; gid: numb
   execFileSync('cp', ['-a', template, data]);
 };
 
-/** Starts a throwaway cluster (a copy of the template in a temporary directory, pg_ctl on a free port); `stop` removes it, and so does
- * the end of this process. */
+/** Starts a throwaway cluster (a copy of the template in a temporary directory, pg_ctl on a free port); `stop`
+ * removes it, and so does the end of this process. */
 export const startCluster = async (clusterOptions: ClusterOptions): Promise<Cluster> => {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'airs-pg-'));
