@@ -37,6 +37,12 @@ const idle = (lastAccount: string | undefined): ClaimState => ({
   runningOf: () => 0,
 });
 
+/** No worker of this process busy but those each account holds (`workers`; none where it is absent). */
+const holding = (workers: Readonly<Record<string, number>>): ClaimState => ({
+  ...idle(undefined),
+  runningOfAccount: (accountId) => workers[accountId] ?? 0,
+});
+
 describe('claiming work from the queue fairly', () => {
   it('takes one request of each account in turn, starting after the account served last, round after round', () => {
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 5);
@@ -70,10 +76,7 @@ describe('claiming work from the queue fairly', () => {
   it('gives what the share held back in turn too, starting after the account served last', () => {
     // acct_b and acct_c each hold one echo worker already (their share): the first pass passes them over.
     const { reads } = queueOf(['acct_a', 'acct_b', 'acct_c'], 3);
-    const state: ClaimState = {
-      ...idle(undefined),
-      runningOfAccount: (accountId) => (accountId === 'acct_a' ? 0 : 1),
-    };
+    const state = holding({ acct_b: 1, acct_c: 1 });
     const limits = { free: 3, modelLimit: () => 100, accountShare: () => 1 };
     const fromQueue = claimFairly(reads, state, limits, 0);
     expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_b-0', 'acct_c-0']);
@@ -82,7 +85,7 @@ describe('claiming work from the queue fairly', () => {
   it('reads an account alone no deeper than it takes, though the account holds more than its share', () => {
     // acct_a holds 40 echo workers (its share is 8) and is the only account with work: the share holds nothing back.
     const { reads, entriesRead } = queueOf(['acct_a'], 1_000);
-    const state: ClaimState = { ...idle(undefined), runningOfAccount: () => 40 };
+    const state = holding({ acct_a: 40 });
     const limits = { free: 4, modelLimit: () => 100, accountShare: () => 8 };
     const fromQueue = claimFairly(reads, state, limits, 0);
     expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_a-0', 'acct_a-1', 'acct_a-2', 'acct_a-3']);
@@ -91,10 +94,7 @@ describe('claiming work from the queue fairly', () => {
 
   it('still holds an account over its share back while another account has work waiting', () => {
     const { reads } = queueOf(['acct_a', 'acct_b'], 5);
-    const state: ClaimState = {
-      ...idle(undefined),
-      runningOfAccount: (accountId) => (accountId === 'acct_a' ? 40 : 0),
-    };
+    const state = holding({ acct_a: 40 });
     const limits = { free: 3, modelLimit: () => 100, accountShare: () => 8 };
     const fromQueue = claimFairly(reads, state, limits, 0);
     expect(fromQueue.claimed.map((claimed) => claimed.reqId)).toEqual(['acct_b-0', 'acct_b-1', 'acct_b-2']);
