@@ -1,8 +1,8 @@
 /**
  * `npm run build`'s last step: the CLI as one bundle (esbuild), written over tsc's dist/src/adapters/cli/bin.js so
  * every documented path stays. Node resolves, reads and compiles each module file on its own, and that was most of
- * a command's start (docs/performance.md, "The CLI's start"): the bundle is one file per lazily loaded part, its
- * chunks in dist/cli/. Not shipped code: it runs at build time only (esbuild is a dev dependency).
+ * a command's start (docs/performance.md, "Issue 45: the CLI's start"): the bundle is one file per lazily loaded
+ * part, its chunks in dist/cli/. Not shipped code: it runs at build time only (esbuild is a dev dependency).
  */
 import { chmodSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
