@@ -1,10 +1,10 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { batchEndpoints } from '../../src/adapters/http/openai/batchEndpoints.js';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { type BatchRunnerDeps, linesOf } from '../../src/app/batches/batchWork.js';
 import type { BatchView } from '../../src/domain/batch/state.js';
 import { chatLines } from '../support/batches.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /**
  * Issue 40: a line whose check throws (a bug of the route's code, not the line's fault) is that line's error, with
@@ -13,7 +13,7 @@ import { chatLines } from '../support/batches.js';
  */
 describe('a batch line whose check throws', () => {
   it('is the line’s invalid_request error naming the reason, the other lines checked as ever, logged once', async () => {
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     try {
       const lines = chatLines('echo', ['fine', 'boom', 'boom', 'also fine']);
       const text = `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`;

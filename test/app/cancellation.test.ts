@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelConfig } from '../../src/config.js';
 import { type ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { startFakeOpenAi } from '../support/fakeOpenAi.js';
+import { dataDirViewDifferences } from '../support/lmdbData.js';
 import { submit } from '../support/submit.js';
 import { eventually, syncReads, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
@@ -116,11 +115,6 @@ describe('Cancelling a request', () => {
     (app.clock as ManualClock).advance(61_000);
     await app.sweeper.sweep();
     expect(typesOf(app, ids[0] as string)).toContain('RequestExpired');
-    const dbs = openDatabases(dataDir);
-    try {
-      expect(verifyViews(dbs).differences).toEqual([]);
-    } finally {
-      await dbs.root.close();
-    }
+    expect(await dataDirViewDifferences(dataDir)).toEqual([]);
   });
 });

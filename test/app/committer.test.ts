@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type MemoryStore, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { type CommitterLimits, createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
 import { Unavailable } from '../../src/domain/errors.js';
 import type { Batch, StoreShape } from '../../src/ports/Store.js';
 import { submitCommand } from '../support/commands.js';
+import { type MemoryStore, openStoreOf } from '../support/testStore.js';
 
 const reqIdOf = (n: number) => `req_${String(n).padStart(6, '0')}`;
 
@@ -52,7 +52,7 @@ const settled = async <A>(promise: Promise<A>) => {
 describe('The committer (one durable write per batch of commands)', () => {
   let store: MemoryStore;
   const setUp = (limits: Partial<CommitterLimits> = {}) => {
-    store = openMemoryStore();
+    store = openStoreOf('memory');
     const watch = watched(store);
     return { ...watch, committer: createCommitter(watch.store, { ...defaultCommitterLimits, ...limits }) };
   };

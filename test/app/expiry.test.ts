@@ -1,8 +1,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { dataDirViewDifferences } from '../support/lmdbData.js';
 import { submit } from '../support/submit.js';
 import { eventually, startTestApp, syncReads, type TestApp } from '../support/testApp.js';
 
@@ -125,12 +124,7 @@ describe('Expiry and retention', () => {
     await app.sweeper.sweep();
     const dataDir = app.dataDir;
     await app.stop({ keepData: true });
-    const dbs = openDatabases(dataDir);
-    try {
-      expect(verifyViews(dbs).differences).toEqual([]);
-    } finally {
-      await dbs.root.close();
-    }
+    expect(await dataDirViewDifferences(dataDir)).toEqual([]);
   });
 });
 

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { idempotencyWindowMs } from '../../src/domain/commands.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
+import { dataDirViewDifferences } from '../support/lmdbData.js';
 import { postSubmission } from '../support/submit.js';
 import { loggedEvents, type TestApp, tempDataDir, testApps } from '../support/testApp.js';
 
@@ -100,12 +99,7 @@ describe('Idempotency-Key on POST /v1/ai', () => {
       second,
     );
     await app.processor.idle();
-    const dbs = openDatabases(dataDir);
-    try {
-      expect(verifyViews(dbs).differences).toEqual([]);
-    } finally {
-      await dbs.root.close();
-    }
+    expect(await dataDirViewDifferences(dataDir)).toEqual([]);
   });
 
   it('refuses an Idempotency-Key that is empty, too long or not visible ASCII with 400', async () => {

@@ -1,6 +1,6 @@
 import { Effect, Result } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { lmdbViewDifferences } from '../support/lmdbData.js';
 import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 describe('Accounts.createKey with a name', () => {

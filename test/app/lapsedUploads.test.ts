@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { endLapsedUploads } from '../../src/app/batches/lapsedUploads.js';
 import type { Command } from '../../src/domain/commands.js';
+import { openStoreOf } from '../support/testStore.js';
 
 const start = (fileId: string, now: number): Command => ({
   type: 'File',
@@ -21,7 +21,7 @@ const start = (fileId: string, now: number): Command => ({
 
 describe("the file sweep's end of lapsed uploads", () => {
   it('ends the reservations whose time is up, as lapsed, and leaves those still within their time', async () => {
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     await store.commit({ commands: [start('file-a', 1_000), start('file-b', 30_000)] });
     let now = 60_999;
     const deps = {

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { defaultTurnsBounds, type OpenBatchTurnsBounds, openBatchTurns } from '../../src/app/batches/openBatchTurns.js';
 import type { Command } from '../../src/domain/commands.js';
 import type { ReadModel, StoreShape } from '../../src/ports/Store.js';
 import { batchIdOf, createBatch, createFile, fileIdOf } from '../contract/fixtures.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /**
  * Issue 40 (finding 5): which open batches each tick of a server's batch runner looks at. The runner read the 1,000
@@ -15,7 +15,7 @@ import { batchIdOf, createBatch, createFile, fileIdOf } from '../contract/fixtur
 
 /** A memory store holding, for each account i, `counts[i]` open batches (their ids by account, in id order). */
 const storeWith = async (counts: readonly number[]): Promise<{ store: StoreShape; batchesOf: string[][] }> => {
-  const store = openMemoryStore();
+  const store = openStoreOf('memory');
   const commands: Command[] = [];
   const batchesOf: string[][] = [];
   let n = 0;

@@ -2,10 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Effect, Result } from 'effect';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { hashPassword, verifyPassword } from '../../src/app/passwords.js';
 import { passwordCredentialKey } from '../../src/domain/commands.js';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { lmdbDatabasesOf, lmdbViewDifferences } from '../support/lmdbData.js';
 import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';
@@ -70,10 +69,10 @@ describe('Setting an account’s password', () => {
     const { accountId } = await app.account();
     const other = await app.account();
     await Effect.runPromise(app.accounts.setPassword(accountId, password));
-    const dbs = (app.store as unknown as { databases: Parameters<typeof verifyViews>[0] }).databases;
+    const dbs = lmdbDatabasesOf(app);
     await dbs.credentials.remove(passwordCredentialKey(accountId));
     await dbs.credentials.put(passwordCredentialKey(other.accountId), 'scrypt$stray');
-    expect(verifyViews(dbs).differences).toEqual([
+    expect(lmdbViewDifferences(app)).toEqual([
       `credential password:${other.accountId}: stored but the log sets no such credential`,
       `credential password:${accountId}: the log sets it but it is missing`,
     ]);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { createCommitter } from '../../src/app/Committer.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { createProcessor } from '../../src/app/processing/Processor.js';
@@ -8,6 +7,7 @@ import { ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { eventually, loggedEvents } from '../support/testApp.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /** A model that answers only when its call is aborted. */
 const neverAnswers: ModelsShape = {
@@ -26,7 +26,7 @@ const neverAnswers: ModelsShape = {
 
 describe('Stopping the worker pool', () => {
   it('starts no model call for work its claim got after the stop, and has given that work back when the stop ends', async () => {
-    const memory = openMemoryStore();
+    const memory = openStoreOf('memory');
     let release = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     let held = 0;

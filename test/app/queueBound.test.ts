@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { queuedCountedKey } from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ModelConfig } from '../../src/config.js';
 import { defaultPlans } from '../../src/domain/plans.js';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { forgetQueuedCounts, lmdbViewDifferences } from '../support/lmdbData.js';
 import { postSubmission } from '../support/submit.js';
 import { testApps } from '../support/testApp.js';
 
@@ -66,15 +63,9 @@ describe('The bound on requests an account may have waiting or being processed (
     for (let i = 0; i < 3; i++) expect((await postSubmission(app, account.key, waiter)).status).toBe(202);
     await app.close();
     // As an older airs left it: no counts, no marker.
-    const old = openDatabases(app.dataDir);
-    old.root.transactionSync(() => {
-      for (const key of old.queuedCounts.getKeys({})) old.queuedCounts.remove(key);
-      old.meta.remove(queuedCountedKey);
-    });
-    expect(verifyViews(old).differences).toContain(
+    expect(await forgetQueuedCounts(app.dataDir)).toContain(
       `queued count of account ${account.accountId}: produced by the log but not stored`,
     );
-    await old.root.close();
 
     const reopened = await start({
       storeOf: app,

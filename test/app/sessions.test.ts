@@ -4,7 +4,7 @@ import { type StartedSession, sessionLifetimeMs } from '../../src/app/Sessions.j
 import { passwordCredentialKey } from '../../src/domain/commands.js';
 import { Refused } from '../../src/domain/errors.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { lmdbViewDifferences } from '../support/lmdbData.js';
 import { loggedEvents, startTestApp, type TestApp } from '../support/testApp.js';
 
 const password = 'correct horse battery staple';

@@ -1,13 +1,13 @@
 import { Effect, Exit, Layer, Scope } from 'effect';
 import { TestClock } from 'effect/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { Committer, createCommitter } from '../../src/app/Committer.js';
 import { SweeperLayer } from '../../src/app/Sweeper.js';
 import { AppClock, ManualClock } from '../../src/ports/Clock.js';
 import { Log, silentLogger } from '../../src/ports/Logger.js';
 import { Store, type StoreShape } from '../../src/ports/Store.js';
 import { createAccount, submit } from '../contract/fixtures.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /**
  * The server's sweeper as its layer runs it: on Effect's clock (TestClock here, so no test waits for a tick), over the
@@ -21,7 +21,7 @@ const expiresAt = 61_000; // The fixtures' submit: now 1,000, ttl 60 s.
 const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
 
 const setUp = async () => {
-  const store = openMemoryStore();
+  const store = openStoreOf('memory');
   await store.commit({ commands: [createAccount(1), submit('req_a')] });
   const clock = new ManualClock(expiresAt);
   let held: (() => void)[] | undefined;

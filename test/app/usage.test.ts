@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import type { ManualClock } from '../../src/ports/Clock.js';
 import { dayStartOf } from '../../src/storage/projection.js';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
+import { lmdbDatabasesOf, lmdbViewDifferences } from '../support/lmdbData.js';
 import { submit } from '../support/submit.js';
 import { loggedEvents, testApps } from '../support/testApp.js';
 
@@ -50,10 +48,10 @@ describe('Token usage of completed requests', () => {
     const { key, accountId } = await app.account();
     await submit(app, key, { prompt: 'count these four words' });
     await app.processor.idle();
-    const { databases } = app.store as LmdbStore;
+    const databases = lmdbDatabasesOf(app);
     const day = dayStartOf(app.clock.now());
     await databases.dailyUsage.put([accountId, day], [5, 4]);
-    expect(verifyViews(databases).differences).toEqual([
+    expect(lmdbViewDifferences(app)).toEqual([
       `daily usage ${accountId}\u0001${day}: the stored value differs from the log's`,
     ]);
   });

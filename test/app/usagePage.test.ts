@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { usageRoute } from '../../src/adapters/http/admin/usageRoute.js';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { usagePage } from '../../src/app/usage.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { accountId, answer, commitOne, queueOf, submit } from '../contract/fixtures.js';
+import { openStoreOf } from '../support/testStore.js';
 
 const hourMs = 3_600_000;
 const dayMs = 24 * hourMs;
@@ -39,7 +39,7 @@ const bucket = (startMs: number, widthMs: number, results: unknown[]) => ({
 });
 
 const seeded = async () => {
-  const store = openMemoryStore();
+  const store = openStoreOf('memory');
   await completeAt(store, [
     [1, 'echo', day0 + 10],
     [1, 'echo', day0 + 20],
@@ -171,7 +171,7 @@ describe('The usage API page (OpenAI’s usage shape over the hourly view)', () 
     ],
     [{ start_time: '100', account_ids: 'a'.repeat(201) }, 'account_ids', 'account_ids must be at most 200 characters'],
   ])('refuses %j naming the parameter', async (query, param, message) => {
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     const refused = await usageRoute(query, store);
     expect(refused).toMatchObject({ _tag: 'InvalidRequest', message, details: { param } });
   });

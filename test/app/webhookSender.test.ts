@@ -1,12 +1,12 @@
 import { Effect } from 'effect';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { defaultSendTimeoutMs } from '../../src/adapters/webhooks/sender.js';
 import type { Principal } from '../../src/app/Auth.js';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
 import { type ClockShape, ManualClock, systemClock } from '../../src/ports/Clock.js';
 import { batchWhen, chatLines, createBatch, isEnded, uploadLines } from '../support/batches.js';
+import { withLmdbStore } from '../support/lmdbData.js';
 import { unusedPort } from '../support/ports.js';
 import { call } from '../support/processes.js';
 import { type Answer, type Posted, type ScriptedReceiver, startScriptedReceiver } from '../support/scriptedReceiver.js';
@@ -469,12 +469,7 @@ describe.each(['memory', 'lmdb'] as const)('The webhook sender on the %s store',
     const left = await (async () => {
       const closed = closing.testStore;
       if (closed.kind === 'memory') return closed.memory.reads.webhookDelivery(hanging);
-      const reopened = openLmdbStore(closing.dataDir);
-      try {
-        return await reopened.reads.webhookDelivery(hanging);
-      } finally {
-        await reopened.close();
-      }
+      return withLmdbStore(closing.dataDir, (reopened) => reopened.reads.webhookDelivery(hanging));
     })();
     expect(left?.status).toBe('sending');
   });

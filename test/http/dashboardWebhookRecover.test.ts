@@ -6,6 +6,7 @@ import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
 import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
 import { systemClock } from '../../src/ports/Clock.js';
 import { sessionBrowser } from '../support/dashboardForm.js';
+import { submit } from '../support/submit.js';
 import { eventually, startTestApp, type TestApp } from '../support/testApp.js';
 import { startWebhookReceiver } from '../support/webhookReceiver.js';
 
@@ -38,10 +39,7 @@ describe('Recover on the dashboard', () => {
       app.webhooks.add(accountId, receiver.url('/ok'), ['request.cancelled']),
     );
     const endpointId = endpoint.endpointId;
-    const submitted = async () => {
-      const answer = await app.call('POST', '/v1/ai', { key, body: { model: 'slow', prompt: 'hooked' } });
-      return ((await answer.json()) as { request_id: string }).request_id;
-    };
+    const submitted = () => submit(app, key, { model: 'slow', prompt: 'hooked' });
     // One delivery is delivered; then two fail their last attempt at the end of their retention and give up. Each
     // made and settled in one commit: the app's sender never sees them in between.
     const t = app.clock.now();

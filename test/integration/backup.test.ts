@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { inOddChunks, readAll } from '../contract/blobBytes.js';
+import { withLmdbStore } from '../support/lmdbData.js';
 import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../support/processes.js';
 
 /** A small tmpfs at `dir` (needs root, as CI and the developers' machines run); its unmount, or undefined where none
@@ -65,26 +65,20 @@ describe('airs backup', { timeout: 90_000 }, () => {
     const box = newBox('airs-backup-files');
     await createAccountWithKey(box, 'files@example.com');
     const bytes = randomBytes(3 * 1024 * 1024 + 17);
-    const store = openLmdbStore(box.dataDir);
-    try {
-      await store.files.write('file-backed-up', inOddChunks(bytes), bytes.length, 1_000);
-    } finally {
-      await store.close();
-    }
+    await withLmdbStore(box.dataDir, (store) =>
+      store.files.write('file-backed-up', inOddChunks(bytes), bytes.length, 1_000),
+    );
     const dest = join(box.dir, 'copy');
     const backup = await runCli(box, ['backup', dest]);
     expect(backup.code, backup.stderr).toBe(0);
     const verified = await runCli(box, ['replay', '--verify', '--data-dir', dest]);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
-    const copy = openLmdbStore(dest);
-    try {
+    await withLmdbStore(dest, async (copy) => {
       expect((await readAll(copy.files.read('file-backed-up'))).bytes.equals(bytes)).toBe(true);
       const listed = [];
       for await (const entry of copy.files.list()) listed.push(entry);
       expect(listed).toEqual([{ blobId: 'file-backed-up', startedAt: 1_000 }]);
-    } finally {
-      await copy.close();
-    }
+    });
   });
 
   it('never overwrites: a destination that is not empty, or the data directory itself, is refused with exit 2', async () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import type { Command } from '../../src/domain/commands.js';
 import { batchWhen, chatLines, createBatch, fileContent, isEnded, uploadLines } from '../support/batches.js';
+import { withLmdbStore } from '../support/lmdbData.js';
 import {
   type CliResult,
   cliJson,
@@ -62,14 +62,8 @@ const expectOneLineFailure = (result: CliResult, code: number, message: RegExp) 
 
 /** Commits `commands` into the sandbox's data directory in one write, each of which must be accepted. */
 const commit = async (box: Sandbox, commands: readonly Command[]) => {
-  const store = openLmdbStore(box.dataDir);
-  try {
-    const outcomes = await store.commit({ commands });
-    for (const outcome of outcomes)
-      if (!('events' in outcome)) throw new Error(`refused: ${(outcome as Error).message}`);
-  } finally {
-    await store.close();
-  }
+  const outcomes = await withLmdbStore(box.dataDir, (store) => store.commit({ commands }));
+  for (const outcome of outcomes) if (!('events' in outcome)) throw new Error(`refused: ${(outcome as Error).message}`);
 };
 
 type Owner = { readonly accountId: string; readonly keyId: string };

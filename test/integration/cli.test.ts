@@ -3,9 +3,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
 import { ManualClock } from '../../src/ports/Clock.js';
+import { changeStoredRequest } from '../support/lmdbData.js';
 import {
   type CliResult,
   type CreatedKey,
@@ -361,20 +360,9 @@ describe('replay', { timeout: 60_000 }, () => {
     expect(clean.code).toBe(0);
     expect(clean.stdout).toMatch(/every view matches the log/);
 
-    const dbs = openDatabases(box.dataDir);
-    try {
-      const bytes = dbs.requests.get(requestKey(first.reqId));
-      const stored = bytes === undefined ? undefined : decodeRecord(bytes);
-      expect(stored?.state.status).toBe('completed');
-      // The same record with its view changed: status waiting, text kept.
-      if (stored !== undefined)
-        dbs.requests.putSync(
-          requestKey(first.reqId),
-          encodeRecord({ ...stored.state, status: 'waiting' }, stored.text),
-        );
-    } finally {
-      await dbs.root.close();
-    }
+    // The same record with its view changed: status waiting, text kept.
+    const stored = await changeStoredRequest(box.dataDir, first.reqId, (state) => ({ ...state, status: 'waiting' }));
+    expect(stored?.status).toBe('completed');
 
     const tampered = await runCli(box, ['replay', '--verify']);
     expect(tampered.code).not.toBe(0);

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import type { AccountEvent } from '../../src/domain/account/events.js';
-import type { AccountState } from '../../src/domain/account/state.js';
-import { type IndexName, projectAccountEvent, type ViewAccess } from '../../src/storage/projection.js';
+import { storeOldAccount } from '../support/lmdbData.js';
 import { cliJson, fileSandboxes, runCli } from '../support/processes.js';
 
 /**
@@ -17,31 +12,6 @@ const newBox = fileSandboxes();
 const evilEmail = 'evil\u001b[2J\u0007\u009b31m@example.com';
 /** Any control character but the line feed that ends each line. */
 const rawControl = /(?!\n)\p{Cc}/u;
-
-/**
- * Appends an account created by an older version that let any email through: the event in the log and the views
- * the projection makes of it, written as the store writes them (the decider of this version would refuse it).
- */
-const storeOldAccount = (dataDir: string, email: string) => {
-  const dbs = openDatabases(dataDir);
-  const views = {
-    getAccount: (id: string) => {
-      const stored = dbs.accounts.getBinaryFast(id);
-      return stored === undefined ? undefined : decodeMap<AccountState>(stored);
-    },
-    putAccount: (id: string, state: AccountState) => void dbs.accounts.put(id, encodeMap(state)),
-    putIndex: (index: IndexName, key: string, value: string) => void dbs.indexes[index].put(key, value),
-    bumpAccountsVersion: () => void dbs.meta.put('accountsVersion', (dbs.meta.get('accountsVersion') ?? 0) + 1),
-  } as unknown as ViewAccess;
-  dbs.root.transactionSync(() => {
-    const seq = (dbs.meta.get('lastSeq') ?? 0) + 1;
-    const event: AccountEvent = { type: 'AccountCreated', accountId: 'acct_old', email, plan: 'free', at: 1_000 };
-    dbs.log.put(seq, encodeLogRecord([{ ...event, seq }]));
-    dbs.meta.put('lastSeq', seq);
-    projectAccountEvent(views, event);
-  });
-  return dbs.root.close();
-};
 
 describe('control characters and the operator’s terminal', { timeout: 60_000 }, () => {
   it('`accounts create` refuses an email with control characters in one line that holds none of them', async () => {

@@ -1,24 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDb, sql } from '../../src/adapters/postgres/db.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { stopTestCluster, tablesIn, testCluster } from '../support/postgres.js';
 import { fileSandboxes, runCli } from '../support/processes.js';
 
 beforeAll(() => testCluster().then(() => {}), 120_000);
 afterAll(() => stopTestCluster(), 60_000);
 
 const newBox = fileSandboxes();
-
-/** The tables of the database at `url` (none: nothing was made there). */
-const tablesIn = async (url: string) => {
-  const db = openDb(url, 1);
-  try {
-    return (
-      await db.query<{ name: string }[]>(sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`)
-    ).map((row) => row.name);
-  } finally {
-    await db.end();
-  }
-};
 
 describe('the CLI on a PostgreSQL store', { timeout: 60_000 }, () => {
   it('creates an account and a key there, lists them, and shows them in the log, naming the database without its password', async () => {

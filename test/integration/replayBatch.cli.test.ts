@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { BatchView } from '../../src/domain/batch/state.js';
 import { isRefusal } from '../../src/domain/commands.js';
 import { batchLogWrites, contentOf, done, line, open } from '../support/batchLog.js';
+import { changeStoredBatch, withLmdbStore } from '../support/lmdbData.js';
 import { cliJson, runCli, type Sandbox, sandbox } from '../support/processes.js';
 
 type ReplayJson = {
@@ -17,8 +14,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
   beforeAll(async () => {
     box = sandbox('airs-replay-batch');
     // The log is written in-process through the store, as the server writes it; no server runs.
-    const store = openLmdbStore(box.dataDir);
-    try {
+    await withLmdbStore(box.dataDir, async (store) => {
       for (const commands of batchLogWrites)
         for (const outcome of await store.commit({ commands }))
           if (isRefusal(outcome) || outcome instanceof Error) throw outcome;
@@ -32,9 +28,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
           1_000_000,
           1_000,
         );
-    } finally {
-      await store.close();
-    }
+    });
   });
   afterAll(() => box.remove());
 
@@ -103,13 +97,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
     expect(clean.code, clean.stdout).toBe(0);
     expect(clean.stdout).toMatch(/every view matches the log \(.*, 2 batches, 3 files\)/);
 
-    const dbs = openDatabases(box.dataDir);
-    try {
-      const view = decodeMap<BatchView>(dbs.batches.get(done) as Buffer);
-      dbs.batches.putSync(done, encodeMap({ ...view, counts: { ...view.counts, queued: 4 } }));
-    } finally {
-      await dbs.root.close();
-    }
+    await changeStoredBatch(box.dataDir, done, (view) => ({ ...view, counts: { ...view.counts, queued: 4 } }));
     const tampered = await runCli(box, ['replay', '--verify', '--json']);
     expect(tampered.code).toBe(3);
     expect((JSON.parse(tampered.stdout) as { differences: string[] }).differences).toEqual([
@@ -118,8 +106,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
   });
 
   it("--verify names a file whose bytes are gone or are not the log's", async () => {
-    const store = openLmdbStore(box.dataDir);
-    try {
+    await withLmdbStore(box.dataDir, async (store) => {
       await store.files.remove('file_in2');
       await store.files.remove('file_out');
       await store.files.write(
@@ -130,9 +117,7 @@ describe('replay --batch and --verify of batches, through the CLI', { timeout: 6
         1_000_000,
         1_000,
       );
-    } finally {
-      await store.close();
-    }
+    });
     const damaged = await runCli(box, ['replay', '--verify', '--json']);
     expect(damaged.code).toBe(3);
     const { differences } = JSON.parse(damaged.stdout) as { differences: string[] };

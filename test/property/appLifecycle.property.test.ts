@@ -1,9 +1,8 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
 import { ManualClock } from '../../src/ports/Clock.js';
+import { dataDirViewDifferences } from '../support/lmdbData.js';
 import { startTestApp, type TestApp, tempDataDir } from '../support/testApp.js';
 
 /**
@@ -235,12 +234,7 @@ describe('the app against a model of the request lifecycle (real LMDB, manual cl
           await appOf(real).processor.idle();
           await appOf(real).stop({ keepData: true });
           real.app = undefined;
-          const dbs = openDatabases(dataDir);
-          try {
-            expect(verifyViews(dbs).differences).toEqual([]);
-          } finally {
-            await dbs.root.close();
-          }
+          expect(await dataDirViewDifferences(dataDir)).toEqual([]);
         } finally {
           await real.app?.stop({ keepData: true });
           rmSync(dataDir, { recursive: true, force: true });

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { createGoneOwners } from '../../src/app/processing/goneOwners.js';
 import type { Command } from '../../src/domain/commands.js';
 import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import type { StoreShape } from '../../src/ports/Store.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /**
  * Dead owners on one machine (contract 17): a look at start (or when a sibling dies) ends the leases of processes that
@@ -43,7 +43,7 @@ describe('Leases of processes that no longer exist (contract 17)', () => {
   it('are ended at once, and the leases of a process that still exists never are', async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ gone, requests, after }) => {
-        const memory = openMemoryStore();
+        const memory = openStoreOf('memory');
         const goneOwners = new Set(gone.flatMap((isGone, index) => (isGone ? [ownerName(index)] : [])));
         const looked: string[] = [];
         const store: StoreShape = {

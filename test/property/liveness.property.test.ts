@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import type { Principal } from '../../src/app/Auth.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { defaultConfig, type ModelConfig } from '../../src/config.js';
@@ -12,6 +11,7 @@ import type { StoreShape } from '../../src/ports/Store.js';
 import { checkingClaimRules } from '../support/simulation/claimRules.js';
 import { type CallBehaviour, createSimModel } from '../support/simulation/simModel.js';
 import { type SimNode, simIds, startSimNode } from '../support/simulation/simNode.js';
+import { type MemoryStore, openStoreOf } from '../support/testStore.js';
 
 /**
  * Liveness of the worker pool, in simulated time: whatever happened before (submits, cancels, model calls that fail,
@@ -150,7 +150,7 @@ const budgetMs = (requests: number) => {
 };
 
 /** Every attempt the log shows started at or after its request's deadline (`Cancel-After`): there must be none. */
-const startsPastDeadline = (store: ReturnType<typeof openMemoryStore>) => {
+const startsPastDeadline = (store: MemoryStore) => {
   const deadlines = new Map<string, number>();
   const late: { reqId: string; at: number; deadlineAt: number }[] = [];
   for (const event of store.syncReads.events()) {
@@ -179,7 +179,7 @@ describe('The worker pool, simulated', () => {
         const { concurrency, ttlSeconds, steps, maxProcessing, maxAccountShare } = scenario;
         vi.clearAllTimers();
         const plans: PlanTable = { ...defaultPlans, free: { ...defaultPlans.free, maxProcessing } };
-        const checked = checkingClaimRules(openMemoryStore(), plans);
+        const checked = checkingClaimRules(openStoreOf('memory'), plans);
         const store = checked.store;
         await accountsMade(store);
         const model = createSimModel(timeoutMs);
@@ -281,7 +281,7 @@ describe('The worker pool, simulated', () => {
         fc.integer({ min: 0, max: 1_000 }),
         async (scheduler, concurrency, callMs, defaultAtMs) => {
           vi.clearAllTimers();
-          const store = openMemoryStore();
+          const store = openStoreOf('memory');
           await accountsMade(store);
           const model = createSimModel(timeoutMs);
           const modelsShape: ModelsShape = {
@@ -364,7 +364,7 @@ describe('The worker pool, simulated', () => {
         fc.integer({ min: 0, max: timeoutMs - 1 }),
         async (scheduler, concurrency, failsAfterMs) => {
           vi.clearAllTimers();
-          const store = openMemoryStore();
+          const store = openStoreOf('memory');
           const unheard: typeof store.reads = new Proxy(store.reads, {
             get: (target, name, receiver) =>
               name === 'onChange' ? () => () => {} : Reflect.get(target, name, receiver),

@@ -1,7 +1,6 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { createCommitter } from '../../src/app/Committer.js';
 import type { ModelsShape } from '../../src/app/Models.js';
 import { createProcessor } from '../../src/app/processing/Processor.js';
@@ -10,6 +9,7 @@ import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
 import { ManualClock } from '../../src/ports/Clock.js';
 import { silentLogger } from '../../src/ports/Logger.js';
 import { eventually, tempDataDir } from '../support/testApp.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /** How the model answers one call: after some turns, with the prompt or an error. */
 type Behaviour = { readonly fails: boolean; readonly delayMs: number };
@@ -69,7 +69,7 @@ describe('The worker pool', () => {
     await fc.assert(
       fc.asyncProperty(workload, async ({ concurrency, requests }) => {
         const dir = tempDataDir('airs-pool');
-        const store = openLmdbStore(dir);
+        const store = openStoreOf('lmdb', dir);
         const committer = createCommitter(store);
         const clock = new ManualClock();
         const prompts = requests.map((_, i) => `prompt ${i}`);

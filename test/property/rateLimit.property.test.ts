@@ -1,7 +1,6 @@
 import { Effect, Layer } from 'effect';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { AppConfigLayer } from '../../src/app/AppConfig.js';
 import type { Principal } from '../../src/app/Auth.js';
 import { type BudgetName, RateLimiter, RateLimiterLayer, type RateLimitStatus } from '../../src/app/RateLimiter.js';
@@ -9,6 +8,7 @@ import { defaultConfig } from '../../src/config.js';
 import { defaultPlans, type PlanName } from '../../src/domain/plans.js';
 import { AppClock, ManualClock } from '../../src/ports/Clock.js';
 import { Store } from '../../src/ports/Store.js';
+import { openStoreOf } from '../support/testStore.js';
 
 const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
   const config = defaultConfig({
@@ -16,7 +16,11 @@ const limiterWith = (clock: ManualClock, submitsPerMinute: number) => {
   });
   const layer = RateLimiterLayer.pipe(
     Layer.provide(
-      Layer.mergeAll(AppConfigLayer(config), Layer.succeed(AppClock, clock), Layer.succeed(Store, openMemoryStore())),
+      Layer.mergeAll(
+        AppConfigLayer(config),
+        Layer.succeed(AppClock, clock),
+        Layer.succeed(Store, openStoreOf('memory')),
+      ),
     ),
   );
   return Effect.runSync(Effect.provide(RateLimiter, layer));

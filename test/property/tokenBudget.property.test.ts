@@ -1,13 +1,12 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { createTokenBudget } from '../../src/app/tokenBudget.js';
 import { defaultPlans } from '../../src/domain/plans.js';
 import type { StoreShape } from '../../src/ports/Store.js';
 import { accountId, commitOne, createAccount, queueOf, submit } from '../contract/fixtures.js';
 import { tempDataDir } from '../support/testApp.js';
+import { openStoreOf } from '../support/testStore.js';
 
 /**
  * Contract 21's bound, over random interleavings of submits and endings: a day budget is overspent by no more than
@@ -104,7 +103,7 @@ describe('Token budgets over random interleavings of submits and endings', () =>
   it('never overspend a day budget by more than the tokens of the requests in flight when it was reached (memory store)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 40, maxLength: 150 }), async (steps) => {
-        const store = openMemoryStore();
+        const store = openStoreOf('memory');
         try {
           await run(store, steps);
         } finally {
@@ -119,7 +118,7 @@ describe('Token budgets over random interleavings of submits and endings', () =>
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 40, maxLength: 100 }), async (steps) => {
         const dataDir = tempDataDir('airs-token-property');
-        const store = openLmdbStore(dataDir);
+        const store = openStoreOf('lmdb', dataDir);
         try {
           await run(store, steps);
         } finally {

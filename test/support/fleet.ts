@@ -1,6 +1,6 @@
 import type { FakeReplica } from './fakeReplica.js';
 import { unusedPort } from './ports.js';
-import { call, createAccountWithKey, type Sandbox, type ServerProcess, sleep, startServer } from './processes.js';
+import { createAccountWithKey, type Sandbox, type ServerProcess, sleep, startServer, submit } from './processes.js';
 
 /**
  * The fleet tests' side of contract 19: a model whose `upstreams` are fake replicas (fakeReplica.ts), a config that
@@ -55,7 +55,7 @@ export const submitAll = async (
   const lane = async () => {
     for (let i = next++; i < prompts.length; i = next++) {
       const url = urls[i % urls.length] as string;
-      const answer = await call(url, 'POST', '/v1/ai', key, { model, prompt: prompts[i] });
+      const answer = await submit(url, key, model, prompts[i] as string);
       if (answer.status !== 202)
         throw new Error(`POST /v1/ai answered ${answer.status}: ${JSON.stringify(answer.body)}`);
       ids[i] = String(answer.body.request_id);

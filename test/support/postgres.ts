@@ -277,3 +277,17 @@ export const stopTestCluster = async () => {
   started = undefined;
   await (await cluster?.catch(() => undefined))?.stop();
 };
+
+/** The tables of the database at `url` (none: nothing was made there), read by a client of its own. */
+export const tablesIn = async (url: string): Promise<string[]> => {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`,
+    );
+    return rows.map((row) => row.name);
+  } finally {
+    await client.end();
+  }
+};

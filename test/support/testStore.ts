@@ -1,9 +1,12 @@
 import { rmSync } from 'node:fs';
 import { Effect, Layer } from 'effect';
+import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
 import { type MemoryStore, MemoryStoreLayer, openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { type Config, webhookRetentionMs } from '../../src/config.js';
 import { Store, type StoreShape } from '../../src/ports/Store.js';
 import { configuredStoreLayer } from '../../src/storeLocation.js';
+
+export type { MemoryStore };
 
 /**
  * Which store a test app runs on. App tests test the app through the store port, so they run on the memory store
@@ -66,3 +69,15 @@ export const removeTestStore = async (store: TestStore): Promise<void> => {
   if (store.kind === 'lmdb') rmSync(store.dataDir, { recursive: true, force: true });
   if (store.kind === 'postgres') await (await (await import('./postgres.js')).testCluster()).dropDatabase(store.url);
 };
+
+/**
+ * A store opened by itself, with no app around it, for a test of one part the app wires (the worker pool, token
+ * budgets): memory, or LMDB in `dataDir`. The caller closes it.
+ */
+export function openStoreOf(kind: 'memory'): MemoryStore;
+export function openStoreOf(kind: 'lmdb', dataDir: string): LmdbStore;
+export function openStoreOf(kind: 'memory' | 'lmdb', dataDir?: string): MemoryStore | LmdbStore {
+  if (kind === 'memory') return openMemoryStore();
+  if (dataDir === undefined) throw new Error('an LMDB store needs its data directory');
+  return openLmdbStore(dataDir);
+}

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
 import { spendBatches } from '../../src/app/spendBatches.js';
 import { decideGcra } from '../../src/domain/rateLimit/gcra.js';
 import type { Spend, StoreShape } from '../../src/ports/Store.js';
+import { openStoreOf } from '../support/testStore.js';
 
 const spendOf = (accountId: string, now: number): Spend => ({
   accountId,
@@ -14,7 +14,7 @@ const spendOf = (accountId: string, now: number): Spend => ({
 
 /** The memory store, counting its writes of spends. */
 const countingStore = () => {
-  const store = openMemoryStore();
+  const store = openStoreOf('memory');
   const writes: number[] = [];
   const counted: Pick<StoreShape, 'spend'> = {
     spend: (spends) => {
@@ -53,7 +53,7 @@ describe('Spends of many callers', () => {
   });
 
   it('holds one write in flight at a time: spends that come meanwhile go together in the next write', async () => {
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     const writes: number[] = [];
     let open = () => {};
     const gate = new Promise<void>((resolve) => (open = resolve));
@@ -79,7 +79,7 @@ describe('Spends of many callers', () => {
   });
 
   it('rejects the spends of a store that throws instead of rejecting, and keeps serving', async () => {
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     let fail = true;
     const spend = spendBatches({
       spend: (spends) => {
@@ -94,7 +94,7 @@ describe('Spends of many callers', () => {
 
   it('rejects every spend of a write that failed, and the next turn writes again', async () => {
     let fail = true;
-    const store = openMemoryStore();
+    const store = openStoreOf('memory');
     const spend = spendBatches({
       spend: (spends) => (fail ? Promise.reject(new Error('disk gone')) : store.spend(spends)),
     });

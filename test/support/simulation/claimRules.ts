@@ -16,7 +16,7 @@ type Snapshot = ReadonlyMap<string, RequestState>;
  *   its own bound and below its share: the worker should have gone to the other account (a flex request waits for
  *   priority and default work by right, contract 20).
  * A batch is applied one command at a time, synchronously (as the memory store decides a batch: its outcomes equal
- * those of its commands one by one, which test/property/batchEquivalence.property.test.ts holds), so that each
+ * those of its commands one by one, which test/adapters/lmdb/batchEquivalence.property.test.ts holds), so that each
  * claim is seen with the state it was decided against.
  */
 export const checkingClaimRules = (store: MemoryStore, plans: PlanTable) => {

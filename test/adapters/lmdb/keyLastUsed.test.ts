@@ -1,15 +1,15 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import { createAuth } from '../../src/app/Auth.js';
-import { createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
-import { hashKey } from '../../src/app/keyMaterial.js';
-import type { Command } from '../../src/domain/commands.js';
-import { defaultPlans } from '../../src/domain/plans.js';
-import type { Batch, StoreShape } from '../../src/ports/Store.js';
-import { submit } from '../support/submit.js';
-import { eventually, startTestApp, tempDataDir } from '../support/testApp.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import { createAuth } from '../../../src/app/Auth.js';
+import { createCommitter, defaultCommitterLimits } from '../../../src/app/Committer.js';
+import { hashKey } from '../../../src/app/keyMaterial.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { defaultPlans } from '../../../src/domain/plans.js';
+import type { Batch, StoreShape } from '../../../src/ports/Store.js';
+import { submit } from '../../support/submit.js';
+import { eventually, startTestApp, tempDataDir } from '../../support/testApp.js';
 
 const key = `sk_${'a'.repeat(43)}`;
 const otherKey = `sk_${'b'.repeat(43)}`;

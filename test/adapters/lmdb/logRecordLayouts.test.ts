@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { decodeLogRecord, encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import type { StoredEvent } from '../../src/domain/events.js';
+import { decodeLogRecord, encodeLogRecord } from '../../../src/adapters/lmdb/logRecord.js';
+import type { StoredEvent } from '../../../src/domain/events.js';
 
 const queued = {
   type: 'RequestQueued',

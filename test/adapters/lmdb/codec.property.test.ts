@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeMap, decodeRecord, encodeRecord, encodeView, viewMatches } from '../../src/adapters/lmdb/codec.js';
-import type { RequestContext } from '../../src/domain/request/machine.js';
-import type { RequestState, RequestStatus } from '../../src/domain/request/state.js';
+import { decodeMap, decodeRecord, encodeRecord, encodeView, viewMatches } from '../../../src/adapters/lmdb/codec.js';
+import type { RequestContext } from '../../../src/domain/request/machine.js';
+import type { RequestState, RequestStatus } from '../../../src/domain/request/state.js';
 
 const statuses: RequestStatus[] = ['waiting', 'processing', 'completed', 'failed', 'cancelled', 'expired'];
 /** Numbers as the views hold them: small counts, epoch milliseconds, and the odd large value. */

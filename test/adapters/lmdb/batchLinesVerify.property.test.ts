@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import type { BatchCommand } from '../../src/domain/batch/decider.js';
-import { lineRequestId } from '../../src/domain/batch/lines.js';
-import type { Command } from '../../src/domain/commands.js';
-import { tempDataDir } from '../support/testApp.js';
+import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import type { BatchCommand } from '../../../src/domain/batch/decider.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const owner = 'proc_prop';
 const batchIds = ['batch_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'batch_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'];

@@ -1,16 +1,16 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sql } from '../../src/adapters/postgres/db.js';
-import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { lockSpace, migrations, schemaVersion } from '../../src/adapters/postgres/schema.js';
-import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
-import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
-import { lineRequestId } from '../../src/domain/batch/lines.js';
-import type { Command } from '../../src/domain/commands.js';
-import { AccountLimitReached } from '../../src/domain/errors.js';
-import { accountCounter, accountModelCounter, countersOf } from '../../src/domain/processingCounters.js';
-import { isRequestEvent, type RequestEvent } from '../../src/domain/request/events.js';
-import { foldRequest, isQueued } from '../../src/domain/request/state.js';
+import { sql } from '../../../src/adapters/postgres/db.js';
+import { openPostgresStore, type PostgresStore } from '../../../src/adapters/postgres/PostgresStore.js';
+import { lockSpace, migrations, schemaVersion } from '../../../src/adapters/postgres/schema.js';
+import { verifyPostgres } from '../../../src/adapters/postgres/verify.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../../src/domain/accountCounters.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { AccountLimitReached } from '../../../src/domain/errors.js';
+import { accountCounter, accountModelCounter, countersOf } from '../../../src/domain/processingCounters.js';
+import { isRequestEvent, type RequestEvent } from '../../../src/domain/request/events.js';
+import { foldRequest, isQueued } from '../../../src/domain/request/state.js';
 import {
   ask,
   batchCommand,
@@ -31,8 +31,8 @@ import {
   startBatch,
   submit,
   takeBatch,
-} from '../contract/fixtures.js';
-import { binDir, stopTestCluster, testCluster } from '../support/postgres.js';
+} from '../../contract/fixtures.js';
+import { binDir, stopTestCluster, testCluster } from '../../support/postgres.js';
 
 /**
  * What the PostgreSQL store does beyond the storage contract (test/contract/postgres.test.ts): its connections'

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import type { LmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { waitingCountKey } from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import type { ModelConfig } from '../../src/config.js';
-import { lmdbViewDifferences } from '../support/lmdbViews.js';
-import { submit } from '../support/submit.js';
-import { type TestApp, testApps } from '../support/testApp.js';
+import { openDatabases } from '../../../src/adapters/lmdb/databases.js';
+import type { LmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { waitingCountKey } from '../../../src/adapters/lmdb/migrations.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import type { ModelConfig } from '../../../src/config.js';
+import { lmdbViewDifferences } from '../../support/lmdbData.js';
+import { submit } from '../../support/submit.js';
+import { type TestApp, testApps } from '../../support/testApp.js';
 
 /** A model that never answers within these tests: its requests stay processing or waiting. */
 const stuck: ModelConfig = { id: 'stuck', provider: 'echo', delayMs: 600_000, timeoutMs: 600_000 };

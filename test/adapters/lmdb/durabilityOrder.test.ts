@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { environmentFile } from '../../src/adapters/lmdb/databases.js';
+import { environmentFile } from '../../../src/adapters/lmdb/databases.js';
 import {
   createAccountWithKey,
   killChildren,
@@ -11,8 +11,8 @@ import {
   sleep,
   startServer,
   submit,
-} from '../support/processes.js';
-import { acknowledgementsBeforeSync, readStrace, straceWrapper } from '../support/straceLog.js';
+} from '../../support/processes.js';
+import { acknowledgementsBeforeSync, readStrace, straceWrapper } from '../../support/straceLog.js';
 
 /** How many submits are in flight at once: enough that many requests share a commit. */
 const burst = 200;

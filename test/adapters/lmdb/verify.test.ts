@@ -1,16 +1,16 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeIds, decodeRecord, encodeIds, encodeRecord } from '../../src/adapters/lmdb/codec.js';
-import { lastSeqKey, requestKey } from '../../src/adapters/lmdb/databases.js';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import { accountSessionsIndexedKey } from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import type { AccountCommand } from '../../src/domain/account/decider.js';
-import type { Command } from '../../src/domain/commands.js';
-import type { StoredEvent } from '../../src/domain/events.js';
-import { submitCommand } from '../support/commands.js';
-import { tempDataDir } from '../support/testApp.js';
+import { decodeIds, decodeRecord, encodeIds, encodeRecord } from '../../../src/adapters/lmdb/codec.js';
+import { lastSeqKey, requestKey } from '../../../src/adapters/lmdb/databases.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { encodeLogRecord } from '../../../src/adapters/lmdb/logRecord.js';
+import { accountSessionsIndexedKey } from '../../../src/adapters/lmdb/migrations.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import type { AccountCommand } from '../../../src/domain/account/decider.js';
+import type { Command } from '../../../src/domain/commands.js';
+import type { StoredEvent } from '../../../src/domain/events.js';
+import { submitCommand } from '../../support/commands.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 /** Queued and started in one write, as the server submits when a worker is free. */
 const submitAndStart = (reqId: string, now = 1_000): Command =>

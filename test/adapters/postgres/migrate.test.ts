@@ -1,14 +1,14 @@
 import { cpSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeRecord, encodeRecord } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases, requestKey } from '../../src/adapters/lmdb/databases.js';
-import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
-import { openDb, sql } from '../../src/adapters/postgres/db.js';
-import { importLog } from '../../src/adapters/postgres/importLog.js';
-import { lineRequestId } from '../../src/domain/batch/lines.js';
-import { startFakeOpenAi } from '../support/fakeOpenAi.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { decodeRecord, encodeRecord } from '../../../src/adapters/lmdb/codec.js';
+import { openDatabases, requestKey } from '../../../src/adapters/lmdb/databases.js';
+import { lmdbLogSource } from '../../../src/adapters/lmdb/logSource.js';
+import { openDb, sql } from '../../../src/adapters/postgres/db.js';
+import { importLog } from '../../../src/adapters/postgres/importLog.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import { startFakeOpenAi } from '../../support/fakeOpenAi.js';
+import { stopTestCluster, testCluster } from '../../support/postgres.js';
 import {
   call,
   cliJson,
@@ -20,7 +20,7 @@ import {
   sleep,
   startServer,
   submit,
-} from '../support/processes.js';
+} from '../../support/processes.js';
 
 /**
  * `airs migrate`: a data directory made by a real `airs serve` on LMDB and the CLI, with accounts, keys, a dashboard

@@ -1,11 +1,11 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { accountRequestsIndexedKey } from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import type { Command } from '../../src/domain/commands.js';
-import { submitCommand } from '../support/commands.js';
-import { tempDataDir } from '../support/testApp.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { accountRequestsIndexedKey } from '../../../src/adapters/lmdb/migrations.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { submitCommand } from '../../support/commands.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const hour = 3_600_000;
 const ttlMs = 24 * hour;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
-import { batchFailureEndings, batchFailureWrites } from '../support/batchFailureLog.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { openPostgresStore } from '../../../src/adapters/postgres/PostgresStore.js';
+import { verifyPostgres } from '../../../src/adapters/postgres/verify.js';
+import { batchFailureEndings, batchFailureWrites } from '../../support/batchFailureLog.js';
+import { stopTestCluster, testCluster } from '../../support/postgres.js';
 
 /**
  * `airs replay --verify` on PostgreSQL folds issue 40's batch events (`BatchWorkFailed`, `BatchFinalizingCancelled`)

@@ -10,7 +10,7 @@ import {
   type ProcessIdentity,
   type ProcessSeen,
   parseStat,
-} from '../../src/adapters/lmdb/processOwners.js';
+} from '../../../src/adapters/lmdb/processOwners.js';
 
 const base36 = fc.nat({ max: 2 ** 40 }).map((n) => n.toString(36));
 const identity: fc.Arbitrary<ProcessIdentity> = fc.record({

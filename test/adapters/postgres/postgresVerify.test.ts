@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { sql } from '../../src/adapters/postgres/db.js';
-import { openPostgresStore, type PostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { verifyPostgres } from '../../src/adapters/postgres/verify.js';
-import type { AccountCommand } from '../../src/domain/account/decider.js';
-import { lineRequestId } from '../../src/domain/batch/lines.js';
-import type { Command } from '../../src/domain/commands.js';
-import { accountCounter } from '../../src/domain/processingCounters.js';
+import { sql } from '../../../src/adapters/postgres/db.js';
+import { openPostgresStore, type PostgresStore } from '../../../src/adapters/postgres/PostgresStore.js';
+import { verifyPostgres } from '../../../src/adapters/postgres/verify.js';
+import type { AccountCommand } from '../../../src/domain/account/decider.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { accountCounter } from '../../../src/domain/processingCounters.js';
 import {
   answer,
   ask,
@@ -25,8 +25,8 @@ import {
   startBatch,
   submit,
   takeBatch,
-} from '../contract/fixtures.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+} from '../../contract/fixtures.js';
+import { stopTestCluster, testCluster } from '../../support/postgres.js';
 
 /**
  * `airs replay --verify` on PostgreSQL: a store written as the server writes it verifies clean, and each thing broken

@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { decideGcra } from '../../src/domain/rateLimit/gcra.js';
-import { tempDataDir } from '../support/testApp.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { decideGcra } from '../../../src/domain/rateLimit/gcra.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 /**
  * Rate limits are decided by the store, so that processes sharing a data directory share each account's budget

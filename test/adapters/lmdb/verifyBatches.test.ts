@@ -1,27 +1,27 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
-import { lastSeqKey } from '../../src/adapters/lmdb/databases.js';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
+import { decodeMap, encodeMap } from '../../../src/adapters/lmdb/codec.js';
+import { lastSeqKey } from '../../../src/adapters/lmdb/databases.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { encodeLogRecord } from '../../../src/adapters/lmdb/logRecord.js';
 import {
   accountsCountedKey,
   batchAnswersCountedKey,
   filesByPurposeIndexedKey,
   openBatchesIndexedKey,
-} from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../src/domain/accountCounters.js';
-import type { BatchView } from '../../src/domain/batch/state.js';
-import type { Command } from '../../src/domain/commands.js';
-import { isRefusal } from '../../src/domain/commands.js';
-import { dispatchLaneOf } from '../../src/domain/dispatchLane.js';
-import type { StoredEvent } from '../../src/domain/events.js';
-import type { FileState } from '../../src/domain/file/state.js';
-import { type FileDigest, verifyFileDigests } from '../../src/storage/verifyBatches.js';
-import { batchFailureEndings, batchFailureWrites } from '../support/batchFailureLog.js';
-import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../support/batchLog.js';
-import { tempDataDir } from '../support/testApp.js';
+} from '../../../src/adapters/lmdb/migrations.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import { openBatchesCounter, storedBytesCounter, storedFilesCounter } from '../../../src/domain/accountCounters.js';
+import type { BatchView } from '../../../src/domain/batch/state.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { isRefusal } from '../../../src/domain/commands.js';
+import { dispatchLaneOf } from '../../../src/domain/dispatchLane.js';
+import type { StoredEvent } from '../../../src/domain/events.js';
+import type { FileState } from '../../../src/domain/file/state.js';
+import { type FileDigest, verifyFileDigests } from '../../../src/storage/verifyBatches.js';
+import { batchFailureEndings, batchFailureWrites } from '../../support/batchFailureLog.js';
+import { batchLogWrites, digestOf, done, line, open, owner, sha } from '../../support/batchLog.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 describe("LMDB's replay --verify of batches and files (rebuilt from the log and compared)", () => {
   let store: LmdbStore;

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openMemoryStore } from '../../src/adapters/memory/MemoryStore.js';
-import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { type Command, isRefusal } from '../../src/domain/commands.js';
-import { defaultPlans } from '../../src/domain/plans.js';
-import type { RetryPolicy } from '../../src/domain/request/retryPolicy.js';
-import type { CommandOutcome, StoreShape } from '../../src/ports/Store.js';
-import { batchCommand, fileCommand } from '../contract/fixtures.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
+import { openMemoryStore } from '../../../src/adapters/memory/MemoryStore.js';
+import { openPostgresStore } from '../../../src/adapters/postgres/PostgresStore.js';
+import { type Command, isRefusal } from '../../../src/domain/commands.js';
+import { defaultPlans } from '../../../src/domain/plans.js';
+import type { RetryPolicy } from '../../../src/domain/request/retryPolicy.js';
+import type { CommandOutcome, StoreShape } from '../../../src/ports/Store.js';
+import { batchCommand, fileCommand } from '../../contract/fixtures.js';
+import { stopTestCluster, testCluster } from '../../support/postgres.js';
 
 /**
  * The PostgreSQL store decides every batch as the in-memory store does (the reference: the same writeBatch over maps

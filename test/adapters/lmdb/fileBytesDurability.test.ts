@@ -4,12 +4,12 @@ import { realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { environmentFile } from '../../src/adapters/lmdb/databases.js';
-import { partBytes } from '../../src/ports/FileBytes.js';
-import { seededBytes } from '../contract/blobBytes.js';
-import { builtProgram } from '../contract/otherProcess.js';
-import { readStrace, type Syscall } from '../support/straceLog.js';
-import { tempDataDir } from '../support/testApp.js';
+import { environmentFile } from '../../../src/adapters/lmdb/databases.js';
+import { partBytes } from '../../../src/ports/FileBytes.js';
+import { seededBytes } from '../../contract/blobBytes.js';
+import { builtProgram } from '../../contract/otherProcess.js';
+import { readStrace, type Syscall } from '../../support/straceLog.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 /**
  * `files.write` on LMDB resolves only once its parts are on disk: seen by strace in a process that writes a blob

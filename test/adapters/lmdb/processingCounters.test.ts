@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { processingCountedKey } from '../../src/adapters/lmdb/migrations.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import { accountCounter, accountModelCounter } from '../../src/domain/processingCounters.js';
-import { ask, createAccount, oneToN, queueOf, submit } from '../contract/fixtures.js';
-import { tempDataDir } from '../support/testApp.js';
+import { openDatabases } from '../../../src/adapters/lmdb/databases.js';
+import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { processingCountedKey } from '../../../src/adapters/lmdb/migrations.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import { accountCounter, accountModelCounter } from '../../../src/domain/processingCounters.js';
+import { ask, createAccount, oneToN, queueOf, submit } from '../../contract/fixtures.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const dirs: string[] = [];
 afterEach(() => {

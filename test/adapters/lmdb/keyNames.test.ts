@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { decodeLogRecord, encodeLogRecord } from '../../src/adapters/lmdb/logRecord.js';
-import { type AccountCommand, decideAccount } from '../../src/domain/account/decider.js';
-import type { AccountEvent } from '../../src/domain/account/events.js';
-import { keyNameProblem } from '../../src/domain/account/keyName.js';
-import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../src/domain/account/state.js';
-import { Refused } from '../../src/domain/errors.js';
-import type { StoredEvent } from '../../src/domain/events.js';
-import { defaultPlans } from '../../src/domain/plans.js';
+import { decodeLogRecord, encodeLogRecord } from '../../../src/adapters/lmdb/logRecord.js';
+import { type AccountCommand, decideAccount } from '../../../src/domain/account/decider.js';
+import type { AccountEvent } from '../../../src/domain/account/events.js';
+import { keyNameProblem } from '../../../src/domain/account/keyName.js';
+import { type AccountState, evolveAccount, evolveKey, type KeyState } from '../../../src/domain/account/state.js';
+import { Refused } from '../../../src/domain/errors.js';
+import type { StoredEvent } from '../../../src/domain/events.js';
+import { defaultPlans } from '../../../src/domain/plans.js';
 
 const accountId = 'acct_a';
 const account: AccountState = {

@@ -1,15 +1,15 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeMap, encodeMap } from '../../src/adapters/lmdb/codec.js';
-import { openDatabases } from '../../src/adapters/lmdb/databases.js';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { lmdbLogSource } from '../../src/adapters/lmdb/logSource.js';
-import { openDb } from '../../src/adapters/postgres/db.js';
-import { importLog, SourceDamaged } from '../../src/adapters/postgres/importLog.js';
-import { openPostgresStore } from '../../src/adapters/postgres/PostgresStore.js';
-import { lineRequestId } from '../../src/domain/batch/lines.js';
-import type { Command } from '../../src/domain/commands.js';
-import type { StoreShape } from '../../src/ports/Store.js';
+import { decodeMap, encodeMap } from '../../../src/adapters/lmdb/codec.js';
+import { openDatabases } from '../../../src/adapters/lmdb/databases.js';
+import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { lmdbLogSource } from '../../../src/adapters/lmdb/logSource.js';
+import { openDb } from '../../../src/adapters/postgres/db.js';
+import { importLog, SourceDamaged } from '../../../src/adapters/postgres/importLog.js';
+import { openPostgresStore } from '../../../src/adapters/postgres/PostgresStore.js';
+import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import type { Command } from '../../../src/domain/commands.js';
+import type { StoreShape } from '../../../src/ports/Store.js';
 import {
   answer,
   ask,
@@ -28,9 +28,9 @@ import {
   startBatch,
   submit,
   takeBatch,
-} from '../contract/fixtures.js';
-import { stopTestCluster, testCluster } from '../support/postgres.js';
-import { tempDataDir } from '../support/testApp.js';
+} from '../../contract/fixtures.js';
+import { stopTestCluster, testCluster } from '../../support/postgres.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 /**
  * `airs migrate` of a data directory holding batches and files: each batch's view (its lines' counts summed from its

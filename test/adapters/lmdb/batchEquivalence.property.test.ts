@@ -1,14 +1,14 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { Command } from '../../src/domain/commands.js';
-import { defaultPlans } from '../../src/domain/plans.js';
-import { defaultRetryPolicy } from '../../src/domain/request/retryPolicy.js';
-import { defaultWebhookBackoff } from '../../src/domain/webhook/backoff.js';
-import { webhookDeliveryId, webhookEventId } from '../../src/domain/webhook/eventTypes.js';
-import type { CommandOutcome } from '../../src/ports/Store.js';
-import { tempDataDir } from '../support/testApp.js';
+import { openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { defaultPlans } from '../../../src/domain/plans.js';
+import { defaultRetryPolicy } from '../../../src/domain/request/retryPolicy.js';
+import { defaultWebhookBackoff } from '../../../src/domain/webhook/backoff.js';
+import { webhookDeliveryId, webhookEventId } from '../../../src/domain/webhook/eventTypes.js';
+import type { CommandOutcome } from '../../../src/ports/Store.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const reqIds = ['req_a', 'req_b', 'req_c'];
 const accounts = ['acct_1', 'acct_2'];

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeView } from '../../src/adapters/lmdb/codec.js';
-import { createRequestColumns } from '../../src/adapters/lmdb/requestColumns.js';
-import type { RequestEvent } from '../../src/domain/request/events.js';
-import { evolve, evolveInPlace, initialRequestState, type RequestState } from '../../src/domain/request/state.js';
+import { encodeView } from '../../../src/adapters/lmdb/codec.js';
+import { createRequestColumns } from '../../../src/adapters/lmdb/requestColumns.js';
+import type { RequestEvent } from '../../../src/domain/request/events.js';
+import { evolve, evolveInPlace, initialRequestState, type RequestState } from '../../../src/domain/request/state.js';
 
 const reqIds = ['req_a', 'req_b', 'req_c'];
 const at = fc.integer({ min: 0, max: 400 });

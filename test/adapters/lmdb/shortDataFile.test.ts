@@ -2,8 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
-import { checkDataFile } from '../../src/adapters/lmdb/dataFile.js';
-import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../support/processes.js';
+import { checkDataFile } from '../../../src/adapters/lmdb/dataFile.js';
+import { createAccountWithKey, fileSandboxes, poll, runCli, startServer, submit } from '../../support/processes.js';
 
 const newBox = fileSandboxes();
 

@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { connectionFault, isConnectionLoss } from '../../src/adapters/postgres/faults.js';
-import { createCommitter, defaultCommitterLimits } from '../../src/app/Committer.js';
-import { createStorageHealth } from '../../src/app/StorageHealth.js';
-import { Unavailable } from '../../src/domain/errors.js';
-import { ManualClock } from '../../src/ports/Clock.js';
-import { StorageFault, type StoreShape, StoreUnreachable } from '../../src/ports/Store.js';
-import { submitCommand } from '../support/commands.js';
+import { connectionFault, isConnectionLoss } from '../../../src/adapters/postgres/faults.js';
+import { createCommitter, defaultCommitterLimits } from '../../../src/app/Committer.js';
+import { createStorageHealth } from '../../../src/app/StorageHealth.js';
+import { Unavailable } from '../../../src/domain/errors.js';
+import { ManualClock } from '../../../src/ports/Clock.js';
+import { StorageFault, type StoreShape, StoreUnreachable } from '../../../src/ports/Store.js';
+import { submitCommand } from '../../support/commands.js';
 
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactedUrl, redactUrlsIn, secretsOf, withoutSecrets } from '../../src/adapters/postgres/redactedUrl.js';
+import { redactedUrl, redactUrlsIn, secretsOf, withoutSecrets } from '../../../src/adapters/postgres/redactedUrl.js';
 
 // Contract 18, "Secrets in URLs": a database URL is shown with every secret masked, the rest as written.
 

@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requestKey } from '../../src/adapters/lmdb/databases.js';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import type { Command } from '../../src/domain/commands.js';
-import { Refused } from '../../src/domain/errors.js';
-import type { CommandOutcome } from '../../src/ports/Store.js';
-import { submitCommand } from '../support/commands.js';
-import { tempDataDir } from '../support/testApp.js';
+import { requestKey } from '../../../src/adapters/lmdb/databases.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { Refused } from '../../../src/domain/errors.js';
+import type { CommandOutcome } from '../../../src/ports/Store.js';
+import { submitCommand } from '../../support/commands.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const createAccount = (n: number, email = `${n}@example.com`): Command => ({
   type: 'Account',

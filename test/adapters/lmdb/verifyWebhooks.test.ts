@@ -1,13 +1,13 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeMap } from '../../src/adapters/lmdb/codec.js';
-import { type LmdbStore, openLmdbStore } from '../../src/adapters/lmdb/LmdbStore.js';
-import { verifyViews } from '../../src/adapters/lmdb/verify.js';
-import type { Command } from '../../src/domain/commands.js';
-import { defaultPlans } from '../../src/domain/plans.js';
-import { webhookSecretCredentialKey } from '../../src/domain/webhook/commands.js';
-import { submitCommand } from '../support/commands.js';
-import { tempDataDir } from '../support/testApp.js';
+import { encodeMap } from '../../../src/adapters/lmdb/codec.js';
+import { type LmdbStore, openLmdbStore } from '../../../src/adapters/lmdb/LmdbStore.js';
+import { verifyViews } from '../../../src/adapters/lmdb/verify.js';
+import type { Command } from '../../../src/domain/commands.js';
+import { defaultPlans } from '../../../src/domain/plans.js';
+import { webhookSecretCredentialKey } from '../../../src/domain/webhook/commands.js';
+import { submitCommand } from '../../support/commands.js';
+import { tempDataDir } from '../../support/testApp.js';
 
 const endpointId = 'whep_AAAAAAAAAAAAAAAA';
 const commands: Command[] = [
