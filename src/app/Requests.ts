@@ -4,77 +4,36 @@ import * as Layer from 'effect/Layer';
 import * as Option from 'effect/Option';
 import { isRefusal } from '../domain/commands.js';
 import {
-  IdempotencyKeyReused,
+  type IdempotencyKeyReused,
   InvalidRequest,
   NotFound,
   ProcessingFailed,
-  QueueFull,
   type QuotaExceeded,
-  RateLimited,
+  type RateLimited,
   Unavailable,
 } from '../domain/errors.js';
 import { couldBeId, idForMessage, lifetimeInWords } from '../domain/identifiers.js';
-import { queueFullMessage } from '../domain/queuedCounter.js';
 import { queuedRequestOf } from '../domain/queuePosition.js';
 import { type PublicStatus, publicStatus } from '../domain/request/publicStatus.js';
 import { isCancellable } from '../domain/request/questions.js';
 import type { RequestState } from '../domain/request/state.js';
-import { type RequestedTier, tierServed } from '../domain/serviceTier.js';
 import { AppClock } from '../ports/Clock.js';
 import { Ids } from '../ports/Ids.js';
-import type { ChatMessage, GenerationParams, ToolCall } from '../ports/ModelProvider.js';
+import type { ToolCall } from '../ports/ModelProvider.js';
 import { Store } from '../ports/Store.js';
 import { AppConfig } from './AppConfig.js';
-import { limitsOf, type Principal } from './Auth.js';
+import type { Principal } from './Auth.js';
 import { Committer } from './Committer.js';
-import { cancelAfterOf, cancelledWords } from './cancelAfter.js';
+import { cancelledWords } from './cancelAfter.js';
 import { Metrics } from './Metrics.js';
 import { Models } from './Models.js';
 import { Processor } from './processing/Processor.js';
-import { affinityOf } from './promptPrefix.js';
-import { requestHashOf } from './requestHash.js';
-import { answerOf, storedInputOf } from './storedInput.js';
-import { beyondModel, checkModelAndSize, parseSubmission, rulesForAccount } from './submission.js';
-import { createTokenBudget } from './tokenBudget.js';
+import { answerOf } from './storedInput.js';
+import { createSubmits, type SubmitInput, type SubmitOptions, type Submitted } from './submitRequest.js';
 import { failedMessage } from './upstreamProblems.js';
 
-/** A submit's input once its body is understood (from `POST /v1/ai` or `POST /v1/responses`). */
-export type SubmitInput = {
-  readonly model: string;
-  /** The prompt; for a conversation, the last user message's text (what `echo` answers). */
-  readonly prompt: string;
-  /** A conversation (the OpenAI face): sent to the model as messages. */
-  readonly messages?: readonly ChatMessage[] | undefined;
-  /** Generation parameters and tools (the OpenAI face), kept with the request and sent on every attempt. */
-  readonly params?: GenerationParams | undefined;
-  /** The caller's `metadata` (the OpenAI face), as the JSON text of the object: kept with the request, never sent. */
-  readonly metadata?: string | undefined;
-  /** The service tier it asks for (contract 20): served at it if its limits allow, else the best allowed below. */
-  readonly serviceTier?: RequestedTier | undefined;
-};
-
-export type SubmitOptions = {
-  /**
-   * The `Idempotency-Key` header, and what identifies the call it came with (the route and its parsed body): a repeat
-   * with the same key and the same fingerprint answers the first request; another fingerprint is refused.
-   */
-  readonly idempotency?: { readonly key: string; readonly fingerprint: unknown } | undefined;
-  /**
-   * Called with the new request's id before its submit is committed, so that a caller streaming it can listen to its
-   * first attempt from its beginning (LiveOutput).
-   */
-  readonly beforeCommit?: ((reqId: string) => void) | undefined;
-  /** `responses` when `POST /v1/responses` made it: kept on the request, it makes `response.*` webhooks too. */
-  readonly face?: 'responses' | undefined;
-  /** The `Cancel-After` header as sent (contract 20; cancelAfter.ts reads it): a bad value refuses the submit. */
-  readonly cancelAfter?: string | null | undefined;
-};
-
-/**
- * A submit's answer: the request queued, and for which model; `replayed` when an earlier submit with the same
- * idempotency key made the request. Each face says it in its own words (adapters/http/ai/wire.ts for `/v1/ai`).
- */
-export type Submitted = { readonly reqId: string; readonly model: string; readonly replayed: boolean };
+// A submit's input, options and answer are defined with the submit; importers keep reading them here.
+export type { SubmitInput, SubmitOptions, Submitted } from './submitRequest.js';
 
 /** A request as its account may see it: its state, and its answer once completed (text, and tools it calls). */
 export type RequestView = {
@@ -147,150 +106,14 @@ export const RequestsLayer = Layer.effect(
     const processor = yield* Processor;
     const committer = yield* Committer;
     const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics));
-    const ttlMs = config.requestTtlSeconds * 1000;
-    const tokenBudget = createTokenBudget({ reads: store.reads, plans: () => config.plans, now: () => clock.now() });
-    const rules = {
-      // Read at each use: a reload adds and removes models.
-      get modelIds() {
-        return models.ids();
-      },
-      maxPromptChars: config.maxPromptChars,
-      maxPromptBytes: config.maxPromptBytes,
-    };
-    const rulesOf = (principal: Principal) => rulesForAccount(rules, limitsOf(config.plans, principal).allowedModels);
     const lifetime = lifetimeInWords(config.requestTtlSeconds);
     const notFound = (reqId: string) =>
       new NotFound({
         message: `no request ${idForMessage(reqId)}; it may never have existed or it expired (requests live ${lifetime})`,
       });
 
-    /**
-     * The idempotency key and the hash of the call's fingerprint, taken before anything is awaited: the fingerprint
-     * holds the parsed body, which must not stay in memory while the commit is waited for.
-     */
-    const idempotencyOf = (options: SubmitOptions | undefined) =>
-      options?.idempotency === undefined
-        ? undefined
-        : { key: options.idempotency.key, requestHash: requestHashOf(options.idempotency.fingerprint) };
-
-    /** Queues an input that meets the rules, kept as `stored` (storedInput.ts). */
-    const queue = async (
-      principal: Principal,
-      input: SubmitInput,
-      stored: { readonly kind: 'chat' | undefined; readonly text: string },
-      idempotency: { readonly key: string; readonly requestHash: string } | undefined,
-      beforeCommit: ((reqId: string) => void) | undefined,
-      face: 'responses' | undefined,
-      cancelAfterMs: number | undefined,
-    ): Promise<Submitted | Unavailable | IdempotencyKeyReused | RateLimited | QuotaExceeded> => {
-      // The account's token limits (contract 21): read only where it has any.
-      const tokenCheck = tokenBudget.check(principal);
-      const tokenRefusal = tokenCheck === undefined ? undefined : await tokenCheck;
-      if (tokenRefusal !== undefined) return tokenRefusal;
-      const { model, prompt, messages, params } = input;
-      const { text } = stored;
-      const limits = limitsOf(config.plans, principal);
-      const serviceTier = tierServed(input.serviceTier, limits.serviceTiers, limits.defaultServiceTier);
-      const reqId = ids.requestId();
-      beforeCommit?.(reqId);
-      // A free worker here and nothing waiting in the store: the request is queued and started in one write (the
-      // store decides), and worked on at once.
-      const startNow = processor.reserve(model);
-      // No worker free for it: it would wait in the queue, which takes it only while the workers keep up (admission.ts).
-      if (startNow === undefined) {
-        const refused = processor.admission();
-        if (refused !== undefined) return refused;
-      }
-      let queued = false;
-      let started:
-        | { attempt: number; leaseUntil: number | undefined; upstream?: string | undefined; input: SubmitInput }
-        | undefined;
-      try {
-        const outcome = await committer.send(
-          {
-            type: 'Submit',
-            reqId,
-            accountId: principal.accountId,
-            keyId: principal.keyId,
-            model,
-            promptChars: text.length,
-            prompt: text,
-            ttlMs,
-            now: clock.now(),
-            startNow: startNow === undefined ? undefined : { owner: startNow.owner, leaseMs: startNow.leaseMs },
-            modelLimit: startNow?.modelLimit,
-            upstreams: startNow?.upstreams,
-            health: startNow?.health,
-            affinity: affinityOf(models.get(model)?.config, input),
-            maxProcessing: startNow === undefined ? undefined : (limits.maxProcessing ?? undefined),
-            input: stored.kind,
-            idempotency,
-            maxQueued: limits.maxQueued,
-            maxAttempts: config.processing.maxAttempts,
-            metadata: input.metadata,
-            face,
-            cancelAfterMs,
-            serviceTier,
-          },
-          { fromApi: true },
-        );
-        if (outcome instanceof Unavailable) return outcome;
-        if (outcome instanceof IdempotencyKeyReused) return outcome;
-        if (outcome instanceof QueueFull) {
-          return new RateLimited({
-            message: queueFullMessage(outcome.count, outcome.maxQueued, `the ${principal.plan} plan`),
-            retryAfterSeconds: config.pollIntervalSeconds,
-            budget: 'queued',
-          });
-        }
-        // A fresh random id cannot already exist; if it somehow did, that is a fault, not the caller's error.
-        if (isRefusal(outcome)) throw outcome;
-        if (outcome.replayOf !== undefined) return { reqId: outcome.replayOf, model, replayed: true };
-        const start = outcome.events.find((event) => event.type === 'RequestProcessingStarted');
-        if (start !== undefined && start.type === 'RequestProcessingStarted') {
-          // Started with its submit: it waited in no queue.
-          metrics?.queueWaited(model, serviceTier, 0);
-          started = {
-            attempt: start.attempt,
-            leaseUntil: start.leaseUntil,
-            upstream: start.upstream,
-            input: { model, prompt, messages, params },
-          };
-        } else queued = true;
-      } finally {
-        processor.submitted(reqId, model, startNow !== undefined, started, queued);
-      }
-      return { reqId, model, replayed: false };
-    };
-
-    // Both return the queuing's promise without awaiting it: the caller's body (in `options`) is not held meanwhile.
-    const submitInput: RequestsShape['submitInput'] = async (principal, input, options) => {
-      const cancelAfterMs = cancelAfterOf(options?.cancelAfter, config.requestTtlSeconds);
-      if (cancelAfterMs instanceof InvalidRequest) return cancelAfterMs;
-      const stored = storedInputOf(input);
-      return (
-        checkModelAndSize(input, stored.text, rulesOf(principal)) ??
-        beyondModel(input, models.get(input.model)?.config.provider) ??
-        queue(principal, input, stored, idempotencyOf(options), options?.beforeCommit, options?.face, cancelAfterMs)
-      );
-    };
-
-    const submit: RequestsShape['submit'] = async (principal, body, options) => {
-      const cancelAfterMs = cancelAfterOf(options?.cancelAfter, config.requestTtlSeconds);
-      if (cancelAfterMs instanceof InvalidRequest) return cancelAfterMs;
-      // parseSubmission checks the model and the size itself (in the order the contract's messages come in).
-      const submission = parseSubmission(body, rulesOf(principal));
-      if (submission instanceof InvalidRequest) return submission;
-      return queue(
-        principal,
-        submission,
-        { kind: undefined, text: submission.prompt },
-        idempotencyOf(options),
-        options?.beforeCommit,
-        undefined,
-        cancelAfterMs,
-      );
-    };
+    // Submits are built once here, with what they need (submitRequest.ts).
+    const { submit, submitInput } = createSubmits({ config, store, clock, ids, models, processor, committer, metrics });
 
     /** The request if the principal's account may see it now, with its public status. */
     const visibleRequest = async (principal: Principal, reqId: string) => {

@@ -1,5 +1,7 @@
 import type { RequestContext } from '../../domain/request/machine.js';
 import type { MutableRequestState, RequestState, RequestStatus } from '../../domain/request/state.js';
+import { absentNumber, numberOrUndefined, statusCode, statuses } from './requestColumnFields.js';
+import { createStringTable } from './stringTable.js';
 
 /**
  * Many requests' folded states, kept in columns (typed arrays, outside the JavaScript heap) rather than one object
@@ -9,30 +11,7 @@ import type { MutableRequestState, RequestState, RequestStatus } from '../../dom
  * name: a loop over field names made every copy a slow lookup.
  */
 
-const statuses: readonly RequestStatus[] = [
-  'none',
-  'waiting',
-  'processing',
-  'completed',
-  'failed',
-  'expired',
-  'cancelled',
-];
-const statusCode: Readonly<Record<RequestStatus, number>> = {
-  none: 0,
-  waiting: 1,
-  processing: 2,
-  completed: 3,
-  failed: 4,
-  expired: 5,
-  cancelled: 6,
-};
-
 type Working = { -readonly [K in keyof RequestContext]: RequestContext[K] | undefined };
-
-/** A column of numbers; NaN stands for an absent field. */
-const absentNumber = Number.NaN;
-const numberOrUndefined = (value: number): number | undefined => (Number.isNaN(value) ? undefined : value);
 
 export const createRequestColumns = () => {
   let capacity = 1024;
@@ -90,22 +69,7 @@ export const createRequestColumns = () => {
   let failureReason = new Int32Array(capacity);
   let finishReason = new Int32Array(capacity);
   let owner = new Int32Array(capacity);
-  const table: string[] = [];
-  const indexOf = new Map<string, number>();
-  const intern = (text: string | undefined): number => {
-    if (text === undefined) return -1;
-    let index = indexOf.get(text);
-    if (index === undefined) {
-      index = table.length;
-      table.push(text);
-      indexOf.set(text, index);
-    }
-    return index;
-  };
-  /** The index of `text`, reusing `current` (the slot's index so far, or the index last stored in this column) when
-   * the text is the same: a string compare instead of a map lookup, as accounts, keys and models repeat. */
-  const keep = (current: number, text: string | undefined): number =>
-    current >= 0 && text === table[current] ? current : intern(text);
+  const { table, keep, text } = createStringTable();
 
   const grow = () => {
     capacity *= 2;
@@ -194,8 +158,6 @@ export const createRequestColumns = () => {
     finishReason[slot] = keep(fresh ? -1 : (finishReason[slot] as number), c.finishReason);
     owner[slot] = keep(fresh ? -1 : (owner[slot] as number), c.owner);
   };
-
-  const text = (index: number) => (index >= 0 ? table[index] : undefined);
 
   return {
     /** The working state: what `load` and `loadState` fill, and the step changes. */
@@ -358,46 +320,3 @@ export const createRequestColumns = () => {
 };
 
 export type RequestColumns = ReturnType<typeof createRequestColumns>;
-
-// The columns cover the whole context: adding a field to it without adding a column does not compile.
-type Covered =
-  | 'reqId'
-  | 'accountId'
-  | 'keyId'
-  | 'model'
-  | 'promptChars'
-  | 'createdAt'
-  | 'expiresAt'
-  | 'attempts'
-  | 'availableAt'
-  | 'lastError'
-  | 'responseChars'
-  | 'completedAt'
-  | 'failedAt'
-  | 'failureReason'
-  | 'expiredAt'
-  | 'startedAt'
-  | 'cancelledAt'
-  | 'input'
-  | 'idempotencyKey'
-  | 'requestHash'
-  | 'inputTokens'
-  | 'outputTokens'
-  | 'finishReason'
-  | 'output'
-  | 'owner'
-  | 'leaseUntil'
-  | 'maxAttempts'
-  | 'metadata'
-  | 'batchId'
-  | 'customId'
-  | 'failureSaid'
-  | 'face'
-  | 'affinity'
-  | 'upstream'
-  | 'servedBy'
-  | 'deadlineAt'
-  | 'cancelReason'
-  | 'serviceTier';
-const everyFieldHasAColumn: [Exclude<keyof RequestContext, Covered>] extends [never] ? true : never = true;
-void everyFieldHasAColumn;

@@ -3,9 +3,8 @@ import * as Result from 'effect/Result';
 import type { H3Event } from 'h3';
 import type { WebhooksShape } from '../../../app/webhooks/Webhooks.js';
 import type { WebhookEndpointState } from '../../../domain/webhook/endpoint.js';
+import { hourMs } from '../../../storage/timeBuckets.js';
 import { recoverWindows } from './views/webhookPage.js';
-
-const hourMs = 3_600_000;
 
 /** What the recover route needs of the dashboard's routes (routes.ts): its helpers, so it answers as they do. */
 export type RecoverRouteDeps<Visitor, Answer> = {

@@ -8,12 +8,8 @@ import { givenFieldsReader } from './givenFields.js';
 import { type ItemResolver, resolvedInputOf } from './inputItems.js';
 import { keptMetadataOf } from './metadata.js';
 import { withPassThrough } from './passThrough.js';
-import {
-  type ResponsesCreateBody,
-  responsesConversationOf,
-  responsesCreateBodySchema,
-  responsesCrossFieldFaults,
-} from './wireFormat.js';
+import { responsesConversationOf } from './responsesInput.js';
+import { type ResponsesCreateBody, responsesCreateBodySchema, responsesCrossFieldFaults } from './wireFormat.js';
 
 /**
  * A `POST /v1/responses` body understood: what to queue, whether the caller waits for it or streams it, and the

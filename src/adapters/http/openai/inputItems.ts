@@ -1,5 +1,5 @@
 import type { ToolCall } from '../../../ports/ModelProvider.js';
-import { itemReferenceIdChars } from './wireFormat.js';
+import { itemReferenceIdChars } from './responsesInput.js';
 
 /**
  * The `item_reference`s of a Responses `input` list, read as the items they name before the body's schema reads it

@@ -1,5 +1,5 @@
 import { InvalidRequest } from '../../../domain/errors.js';
-import { metadataRefusal } from './wireFormat.js';
+import { metadataRefusal } from './metadataSchema.js';
 
 /**
  * A create's `metadata` (`POST /v1/responses`, `POST /v1/chat/completions`), kept with the request as the JSON text of

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { completionWindows } from '../../../../app/batches/Batches.js';
-import { metadataRefusal, metadataSchema } from '../wireFormat.js';
+import { metadataRefusal, metadataSchema } from '../metadataSchema.js';
 
 /** The routes a batch's lines may be for (batchEndpoints.ts runs them). */
 export const batchEndpointPaths = ['/v1/chat/completions', '/v1/responses'] as const;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { responsesUsageSchema } from '../wireFormat.js';
+import { responsesUsageSchema } from '../responseObjectSchema.js';
 
 /**
  * OpenAI's Files and Batches objects as airs answers them (product contract section 16), as zod schemas: the File,

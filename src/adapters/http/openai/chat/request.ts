@@ -8,13 +8,9 @@ import { checkOrderOf, refusalOf } from '../bodyRefusal.js';
 import { givenFieldsReader } from '../givenFields.js';
 import { keptMetadataOf } from '../metadata.js';
 import { withPassThrough } from '../passThrough.js';
-import {
-  chatCompletionCreateBodySchema,
-  chatMessageOf,
-  chatUnknownFieldsBefore,
-  functionToolOf,
-  toolChoiceFault,
-} from './wireFormat.js';
+import { chatMessageOf } from './messagesSchema.js';
+import { functionToolOf, toolChoiceFault } from './toolsSchema.js';
+import { chatCompletionCreateBodySchema, chatUnknownFieldsBefore } from './wireFormat.js';
 
 /** A `POST /v1/chat/completions` body understood: what to queue, and how the caller wants the answer. */
 export type ChatCreate = {

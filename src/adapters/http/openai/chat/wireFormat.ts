@@ -1,21 +1,23 @@
 import { z } from 'zod';
-import { servedTierField, serviceTierField } from '../../../../app/serviceTierField.js';
-import type { ChatMessage, FunctionTool, ResponseFormat, ToolChoice } from '../../../../ports/ModelProvider.js';
+import { serviceTierField } from '../../../../app/serviceTierField.js';
+import type { ResponseFormat } from '../../../../ports/ModelProvider.js';
+import { metadataField } from '../metadataSchema.js';
+import { absent, brokenUnicode, isObject, restatingFaults, shown } from '../wireFaults.js';
 import {
-  absent,
-  brokenUnicode,
-  isObject,
-  type RawIssue,
-  reportedInside,
-  restated,
-  restatingFaults,
-  shown,
-} from '../wireFaults.js';
-import { metadataField } from '../wireFormat.js';
+  chatBounds,
+  functionName,
+  jsonSchemaObject,
+  optionalBoolean,
+  optionalString,
+  unitsAtMost,
+} from './fieldSchemas.js';
+import { message, textOf } from './messagesSchema.js';
+import { functionTools, toolChoice, toolChoiceFault } from './toolsSchema.js';
 
 /**
- * `POST /v1/chat/completions` (product contract section 13) as zod schemas: the body airs understands, the
- * `chat.completion` answer and the `chat.completion.chunk` of its stream, in the shapes the official SDKs, vLLM and
+ * `POST /v1/chat/completions` (product contract section 13) as zod schemas: here the body airs understands (its
+ * messages in messagesSchema.ts, its tools in toolsSchema.ts); the `chat.completion` answer and the
+ * `chat.completion.chunk` of its stream are in completionSchema.ts; all in the shapes the official SDKs, vLLM and
  * llama.cpp use. The OpenAPI document (adapters/http/openapi.ts) is generated from them. Errors are OpenAI's shape
  * (openai/wireFormat.ts).
  */
@@ -28,47 +30,8 @@ import { metadataField } from '../wireFormat.js';
 // first in the order of the fields below, unknown fields just before `stream` (the order airs has always checked
 // them in).
 
-/** Bounds of what airs keeps with a request (the text of messages and schemas is bounded as stored text). */
-export const chatBounds = {
-  /** OpenAI's own limit. */
-  tools: 128,
-  toolCallsPerMessage: 128,
-  stopSequences: 16,
-  /** Ids of tool calls, `user`: short identifiers, not text. */
-  idChars: 256,
-  userChars: 256,
-  maxTokens: 2_147_483_647,
-} as const;
-
 /** The field read just after unknown fields are refused (the parser places their refusal there). */
 export const chatUnknownFieldsBefore = 'stream';
-
-/** At most `max` UTF-16 units, as airs counts an identifier (zod's `.max` counts code points). */
-const unitsAtMost = (schema: z.ZodString, max: number, message: string) =>
-  schema.refine((value) => value.length <= max, message).meta({ description: `At most ${max} UTF-16 units.` });
-
-/**
- * A list whose length is checked before its items: one too long is refused as such, whatever it holds. (zod's own
- * `.max` refuses first too, but its fault ends the read of all that holds the list, restatements included.)
- * `onRead` runs as the list is about to be read.
- */
-const boundedList = <T extends z.ZodType>(
-  item: T,
-  max: number,
-  notList: string,
-  tooLong: string,
-  onRead?: () => void,
-) =>
-  z.preprocess(
-    (value, payload) => {
-      onRead?.();
-      if (Array.isArray(value) && value.length > max)
-        payload.addIssue({ code: 'custom', message: tooLong, input: value });
-      return value;
-    },
-    // Refused above first, so this .max never fires: it shows the bound in the document.
-    z.array(item, notList).max(max, tooLong),
-  );
 
 /** A field refused (naming it as a whole) unless it is what `schema` allows, or absent. */
 const refusedUnless = <T extends z.ZodType>(schema: T, message: string) =>
@@ -81,9 +44,6 @@ const refused = (message: string) =>
     .optional()
     .meta({ description: `Refused (400): ${message}.` });
 
-const optionalString = z.string('must be a string').nullish();
-const optionalBoolean = z.boolean('must be true or false').nullish();
-
 const numberIn = (min: number, max: number) => {
   const rule = `must be a number from ${min} to ${max}`;
   return z.number(rule).min(min, rule).max(max, rule).nullish();
@@ -94,199 +54,6 @@ const tokens = () => {
   // int32: the bound is the format's own (its maximum is chatBounds.maxTokens), one check the fewer.
   return z.int32(rule).min(1, rule).nullish();
 };
-
-const functionNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
-const functionNameRule = 'must be 1 to 64 letters, digits, _ or -';
-/** A function's name as OpenAI takes it. */
-const functionName = z.string(functionNameRule).regex(functionNamePattern, functionNameRule);
-
-const shortId = unitsAtMost(
-  z.string('must be a non-empty string').min(1, 'must be a non-empty string'),
-  chatBounds.idChars,
-  `must be at most ${chatBounds.idChars} characters long`,
-);
-
-/**
- * A JSON Schema: any object, forwarded as given (the very object: read as a record, it would be copied key by key).
- * Its type is shown in the document by hand, as the check is not one zod can show.
- */
-const jsonSchemaObject = z
-  .unknown()
-  .refine(isObject, 'must be a JSON schema object')
-  .meta({ type: 'object' })
-  .nullish()
-  .meta({ description: 'A JSON Schema.' });
-
-const textPart = z
-  .object(
-    {
-      type: z.literal('text', {
-        error: (issue) =>
-          `content part type ${shown(issue.input)} is not supported; airs takes text parts only (no images, audio or files)`,
-      }),
-      text: z.string('must be a string'),
-    },
-    'must be an object {"type": "text", "text": ...}',
-  )
-  .meta({ description: 'A text part. Image, audio and file parts are refused (400).' });
-
-/** A message's content: a string, or text parts (joined with newlines: textOf). */
-const content = reportedInside(
-  z.union([z.string(), z.array(textPart)], 'must be a string or a list of text parts'),
-  1,
-  (issue) => issue.path.length > 0, // a fault of a part
-).meta({ description: 'A string, or a list of text parts (joined with newlines).' });
-
-const toolCall = z
-  .object(
-    {
-      id: shortId,
-      type: z.literal('function', {
-        error: (issue) => `tool call type ${shown(issue.input)} is not supported; only function`,
-      }),
-      function: z.object(
-        {
-          name: functionName,
-          arguments: z
-            .string('must be a string (the arguments as JSON text)')
-            .meta({ description: 'JSON text, as the model wrote it.' }),
-        },
-        'must be an object {"name", "arguments"}',
-      ),
-    },
-    'must be an object {"id", "type": "function", "function"}',
-  )
-  .meta({ description: 'A call of a function tool.' });
-
-/** `name` on a message other than a tool's. */
-const participantName = z
-  .literal('', 'participant names are not supported; put the name in the content')
-  .nullish()
-  .meta({ description: 'Participant names are not supported (400); an empty one is ignored.' });
-
-const textMessage = z.object({ name: participantName, role: z.enum(['system', 'developer', 'user']), content });
-
-const assistantMessage = z
-  .object({
-    name: participantName,
-    role: z.literal('assistant'),
-    audio: z.null('is not supported').optional().meta({ description: 'Not supported (400).' }),
-    function_call: z.null('is not supported').optional().meta({ description: 'Not supported (400).' }),
-    refusal: z.string('must be a string or null').nullish(),
-    tool_calls: boundedList(
-      toolCall,
-      chatBounds.toolCallsPerMessage,
-      'must be a list of tool calls',
-      `must hold at most ${chatBounds.toolCallsPerMessage} tool calls`,
-    ).nullish(),
-    content: content.nullish().meta({ description: 'Required unless the message has `tool_calls`.' }),
-  })
-  .check((payload) => {
-    const message = payload.value;
-    if (absent(message.content) && (message.tool_calls ?? []).length === 0)
-      payload.issues.push({
-        code: 'custom',
-        path: ['content'],
-        message: 'is required unless the message has tool_calls',
-        input: message.content,
-      });
-  });
-
-const toolMessageName = 'must be the function’s name: 1 to 64 letters, digits, _ or -';
-
-const toolMessage = z.object({
-  name: z
-    .string(toolMessageName)
-    .regex(functionNamePattern, toolMessageName)
-    .nullish()
-    .meta({ description: 'The function’s name (LangChain sends it); not forwarded: the call answered names it.' }),
-  role: z.literal('tool'),
-  tool_call_id: shortId,
-  content,
-});
-
-const message = restated(
-  z.discriminatedUnion('role', [textMessage, assistantMessage, toolMessage], {
-    error: (issue) =>
-      !isObject(issue.input)
-        ? 'must be a message {"role": ..., "content": ...}'
-        : issue.input.role === 'function'
-          ? 'function messages are not supported; send tool messages'
-          : 'must be one of system, developer, user, assistant, tool',
-  }),
-  // A message of another role has its name checked first, as a message of a known role has.
-  (issue) => {
-    if (issue.code !== 'invalid_union' || !isObject(issue.input)) return undefined;
-    const name = participantName.safeParse(issue.input.name);
-    return name.success
-      ? undefined
-      : name.error.issues.map((fault): RawIssue => ({ ...fault, path: ['name', ...fault.path], input: undefined }));
-  },
-);
-
-type ReadMessage = z.output<typeof message>;
-
-const textOf = (given: z.output<typeof content>) =>
-  typeof given === 'string' ? given : given.map((part) => part.text).join('\n');
-
-/** A message read by the schema as airs keeps it: its text joined, and only what is forwarded. */
-export const chatMessageOf = (read: ReadMessage): ChatMessage => {
-  if (read.role === 'tool') return { role: 'tool', tool_call_id: read.tool_call_id, content: textOf(read.content) };
-  if (read.role !== 'assistant') return { role: read.role, content: textOf(read.content) };
-  const calls = read.tool_calls ?? [];
-  if (absent(read.content)) return { role: 'assistant', content: null, tool_calls: calls };
-  const text = textOf(read.content);
-  return calls.length === 0
-    ? { role: 'assistant', content: text }
-    : { role: 'assistant', content: text, tool_calls: calls };
-};
-
-/** A tool read by the schema as airs keeps it: unset (null) fields left out. */
-export const functionToolOf = ({ function: read }: z.output<typeof functionTools>[number]): FunctionTool => {
-  const fn: { -readonly [K in keyof FunctionTool['function']]: FunctionTool['function'][K] } = { name: read.name };
-  if (!absent(read.description)) fn.description = read.description;
-  if (!absent(read.parameters)) fn.parameters = read.parameters;
-  if (!absent(read.strict)) fn.strict = read.strict;
-  return { type: 'function', function: fn };
-};
-
-const functionTools = (() => {
-  // The names of the tools read so far in the list being read. zod reads a list in order and at once, so a
-  // duplicate is refused where it stands, before the rest of its tool; the list forgets them as it starts.
-  const named = new Set<string>();
-  const tool = z
-    .object(
-      {
-        type: z.literal('function', {
-          error: (issue) => `tool type ${shown(issue.input)} is not supported; airs takes function tools only`,
-        }),
-        function: z.object(
-          {
-            name: functionName.check((payload) => {
-              const name = payload.value;
-              if (payload.issues.length > 0) return; // not a name
-              if (named.has(name))
-                payload.issues.push({ code: 'custom', message: `another tool is already named ${name}`, input: name });
-              named.add(name);
-            }),
-            description: optionalString,
-            parameters: jsonSchemaObject,
-            strict: optionalBoolean,
-          },
-          'must be an object {"name", "parameters"}',
-        ),
-      },
-      'must be an object {"type": "function", "function": ...}',
-    )
-    .meta({ description: 'A function the model may call. Other tool types are refused (400).' });
-  return boundedList(
-    tool,
-    chatBounds.tools,
-    'must be a list of function tools',
-    `must hold at most ${chatBounds.tools} tools`,
-    () => named.clear(),
-  );
-})();
 
 const responseFormat = z
   .discriminatedUnion(
@@ -326,44 +93,7 @@ const responseFormat = z
     };
   });
 
-// The restatement is registered on the union as it runs: after its check (a check makes a new definition).
-const toolChoice = reportedInside(
-  restatingFaults(
-    z.union(
-      [
-        z.enum(['none', 'auto', 'required']),
-        z.object({
-          type: z.literal('function'),
-          function: z.object({ name: z.string('must name one of the tools') }),
-        }),
-      ],
-      'must be none, auto, required or {"type": "function", "function": {"name"}}',
-    ),
-  ),
-  1,
-  (issue) => issue.path.length > 1, // a fault of the function's name
-);
-
 const acceptedString = z.string('must be a string').nullish().meta({ description: 'Accepted and ignored.' });
-
-/**
- * The rule across fields of a body whose fields were read: a function `tool_choice` names one of `tools`, and
- * `required` needs tools. The fault, or undefined.
- */
-export const toolChoiceFault = (body: {
-  readonly tools?: readonly { readonly function: { readonly name: string } }[] | null | undefined;
-  readonly tool_choice?: ToolChoice | null | undefined;
-}): { readonly path: PropertyKey[]; readonly message: string } | undefined => {
-  const tools = body.tools ?? [];
-  const choice = body.tool_choice;
-  if (typeof choice === 'object' && choice !== null)
-    return tools.some((tool) => tool.function.name === choice.function.name)
-      ? undefined
-      : { path: ['tool_choice', 'function', 'name'], message: 'must name one of the tools' };
-  return choice === 'required' && tools.length === 0
-    ? { path: ['tool_choice'], message: 'required needs tools' }
-    : undefined;
-};
 
 /** The body of `POST /v1/chat/completions`, in the order its fields are checked. */
 export const chatCompletionCreateBodySchema = z
@@ -502,102 +232,3 @@ export const chatCompletionCreateBodySchema = z
       'kept with the request. Any other field is refused (400), naming it, unless the model passes it through (its ' +
       '`passThrough`): then it is sent to the upstream as given.',
   });
-
-// ---- The answer ----
-
-const completionId = z
-  .string()
-  .regex(/^chatcmpl-[A-Za-z0-9_-]{22,}$/)
-  .meta({
-    description: 'The request’s id under OpenAI’s prefix: `chatcmpl-X` is the request `req_X` of `/v1/ai`.',
-  });
-
-const seconds = z.int().min(0).meta({ description: 'Unix time in seconds.' });
-
-/** A call of a function tool, as the answer shows it (the model's, as the upstream gave it). */
-const answeredToolCall = z
-  .looseObject({
-    id: z.string().min(1),
-    type: z.literal('function'),
-    function: z.looseObject({
-      name: z.string().min(1),
-      arguments: z.string().meta({ description: 'JSON text, as the model wrote it.' }),
-    }),
-  })
-  .meta({ description: 'A call of a function tool.' });
-
-const finishReason = z.enum(['stop', 'length', 'tool_calls', 'content_filter']);
-
-export const chatUsageSchema = z
-  .looseObject({
-    prompt_tokens: z.int().min(0),
-    completion_tokens: z.int().min(0),
-    total_tokens: z.int().min(0),
-  })
-  .meta({
-    description:
-      'Tokens read and written: the upstream’s figures for `openai` models; for `echo`, whitespace-separated words ' +
-      'of the prompt and of the answer.',
-  });
-
-/** A completed request as a `chat.completion`. */
-export const chatCompletionSchema = z
-  .looseObject({
-    id: completionId,
-    object: z.literal('chat.completion'),
-    created: seconds,
-    model: z.string(),
-    choices: z
-      .array(
-        z.looseObject({
-          index: z.literal(0),
-          message: z.looseObject({
-            role: z.literal('assistant'),
-            content: z.string().nullable().meta({ description: 'The text; null when the model only calls tools.' }),
-            refusal: z.null(),
-            tool_calls: z.array(answeredToolCall).optional(),
-          }),
-          finish_reason: finishReason,
-          logprobs: z.null(),
-        }),
-      )
-      .length(1),
-    usage: chatUsageSchema.nullable().optional().meta({ description: 'Absent when the model did not tell it.' }),
-    service_tier: servedTierField,
-  })
-  .meta({ description: 'OpenAI’s chat completion, as the SDKs read it.' });
-
-const toolCallDelta = z.looseObject({
-  index: z.int().min(0),
-  id: z.string().optional(),
-  type: z.literal('function').optional(),
-  function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
-});
-
-/** One event of a chat completion stream. */
-export const chatCompletionChunkSchema = z
-  .looseObject({
-    id: completionId,
-    object: z.literal('chat.completion.chunk'),
-    created: seconds,
-    model: z.string(),
-    choices: z
-      .array(
-        z.looseObject({
-          index: z.literal(0),
-          delta: z.looseObject({
-            role: z.literal('assistant').optional(),
-            content: z.string().nullable().optional(),
-            tool_calls: z.array(toolCallDelta).optional(),
-          }),
-          finish_reason: finishReason.nullable(),
-          logprobs: z.null().optional(),
-        }),
-      )
-      .max(1)
-      .meta({ description: 'One choice; none in the last chunk that carries `usage`.' }),
-    usage: chatUsageSchema.nullable().optional().meta({
-      description: 'In the last chunk, when `stream_options.include_usage` is true.',
-    }),
-  })
-  .meta({ description: 'A `chat.completion.chunk`: `data: <this>`; the stream ends with `data: [DONE]`.' });
