@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { sessionBrowser } from '../support/dashboardForm.js';
 import {
   type CliResult,
   cliJson,
@@ -14,38 +15,7 @@ import {
  * login; the log stays verifiable throughout.
  */
 
-const password = 'correct horse battery staple';
 const newBox = fileSandboxes();
-
-/** A browser's cookies for one visitor of a running server. */
-const visitorOf = (server: ServerProcess) => {
-  const jar = new Map<string, string>();
-  const request = async (method: string, path: string, form?: Record<string, string>) => {
-    const headers: Record<string, string> = { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ') };
-    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers,
-      body: form === undefined ? undefined : new URLSearchParams(form).toString(),
-      redirect: 'manual',
-    });
-    for (const cookie of response.headers.getSetCookie()) {
-      const [name, value] = (cookie.split(';')[0] as string).split('=') as [string, string];
-      if (value === '') jar.delete(name);
-      else jar.set(name, value);
-    }
-    return { status: response.status, location: response.headers.get('location'), text: await response.text() };
-  };
-  const csrfOf = (text: string) => /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
-  const post = async (path: string, form: Record<string, string>) =>
-    request('POST', path, { ...form, csrf: csrfOf((await request('GET', path)).text) });
-  return {
-    keysPage: () => request('GET', '/dashboard/keys'),
-    signup: (email: string) => post('/dashboard/signup', { email, password }),
-    login: (email: string, pass: string) => post('/dashboard/login', { email, password: pass }),
-    forget: () => jar.delete('airs_session'),
-  };
-};
 
 const expectOneLineFailure = (result: CliResult, message: RegExp) => {
   expect(result.code, result.stderr).toBe(1);
@@ -61,31 +31,31 @@ describe('dashboard sessions and the operator’s commands', { timeout: 90_000 }
   it('a password set with the CLI ends every session; a suspension ends them all and refuses login and keys; resume restores login', async () => {
     const box = newBox('airs-sessions');
     server = await startServer(box);
-    const first = visitorOf(server);
-    const second = visitorOf(server);
+    const first = sessionBrowser(server);
+    const second = sessionBrowser(server);
     expect((await first.signup('holder@example.com')).status).toBe(303);
-    expect((await second.login('holder@example.com', password)).status).toBe(303);
-    expect((await first.keysPage()).status).toBe(200);
-    expect((await second.keysPage()).status).toBe(200);
+    expect((await second.login('holder@example.com')).status).toBe(303);
+    expect((await first.get('/dashboard/keys')).status).toBe(200);
+    expect((await second.get('/dashboard/keys')).status).toBe(200);
     const [account] = await cliJson<{ id: string }[]>(box, ['accounts', 'list']);
     const id = (account as { id: string }).id;
 
     const set = await runCli(box, ['accounts', 'set-password', id], { input: 'the operator chose this\n' });
     expect(set.code, set.stderr).toBe(0);
     for (const visitor of [first, second]) {
-      const page = await visitor.keysPage();
+      const page = await visitor.get('/dashboard/keys');
       expect(page.status).toBe(303);
-      expect(page.location).toBe('/dashboard/login');
+      expect(page.headers.get('location')).toBe('/dashboard/login');
     }
-    expect((await first.login('holder@example.com', password)).status).toBe(401);
+    expect((await first.login('holder@example.com')).status).toBe(401);
     expect((await first.login('holder@example.com', 'the operator chose this')).status).toBe(303);
-    expect((await first.keysPage()).status).toBe(200);
+    expect((await first.get('/dashboard/keys')).status).toBe(200);
 
     expect((await runCli(box, ['accounts', 'suspend', id])).code).toBe(0);
-    const afterSuspension = await first.keysPage();
+    const afterSuspension = await first.get('/dashboard/keys');
     expect(afterSuspension.status).toBe(303);
-    expect(afterSuspension.location).toBe('/dashboard/login');
-    first.forget();
+    expect(afterSuspension.headers.get('location')).toBe('/dashboard/login');
+    first.jar.delete('airs_session');
     const refused = await first.login('holder@example.com', 'the operator chose this');
     expect(refused.status).toBe(401);
     expect(refused.text).toContain('this account is suspended; contact the service operator');
@@ -96,7 +66,7 @@ describe('dashboard sessions and the operator’s commands', { timeout: 90_000 }
 
     expect((await runCli(box, ['accounts', 'resume', id])).code).toBe(0);
     expect((await first.login('holder@example.com', 'the operator chose this')).status).toBe(303);
-    expect((await first.keysPage()).status).toBe(200);
+    expect((await first.get('/dashboard/keys')).status).toBe(200);
     const verified = await runCli(box, ['replay', '--verify']);
     expect(verified.code, verified.stdout).toBe(0);
   });

@@ -16,14 +16,21 @@ export const formTokensOf = async (page: Response) => {
 /** The password the dashboard's tests sign up with. */
 export const dashboardPassword = 'correct horse battery staple';
 
-/** A browser in miniature: keeps the cookies the app sets and sends them back. */
-export const sessionBrowser = (app: TestApp) => {
-  const jar = new Map<string, string>();
+/** What a session browser visits: a test app in process, or a server on a socket by its URL (`airs serve`). */
+export type Site = TestApp | { readonly url: string };
+
+/**
+ * A browser in miniature: keeps the cookies the site sets and sends them back. `jar` starts it with cookies another
+ * browser held (a session carried to a copy of the store).
+ */
+export const sessionBrowser = (site: Site, jar = new Map<string, string>()) => {
+  const send = (path: string, init: RequestInit) =>
+    'http' in site ? site.http.request(`http://airs.test${path}`, init) : fetch(`${site.url}${path}`, init);
   const request = async (method: string, path: string, form?: Record<string, string>) => {
     const headers: Record<string, string> = {};
     if (jar.size > 0) headers.cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
     if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const response = await app.http.request(`http://airs.test${path}`, {
+    const response = await send(path, {
       method,
       headers,
       body: form === undefined ? undefined : new URLSearchParams(form).toString(),

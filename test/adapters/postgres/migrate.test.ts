@@ -7,6 +7,7 @@ import { lmdbLogSource } from '../../../src/adapters/lmdb/logSource.js';
 import { openDb, sql } from '../../../src/adapters/postgres/db.js';
 import { importLog } from '../../../src/adapters/postgres/importLog.js';
 import { lineRequestId } from '../../../src/domain/batch/lines.js';
+import { sessionBrowser } from '../../support/dashboardForm.js';
 import { startFakeOpenAi } from '../../support/fakeOpenAi.js';
 import { stopTestCluster, testCluster } from '../../support/postgres.js';
 import {
@@ -34,36 +35,6 @@ afterAll(() => stopTestCluster(), 60_000);
 type FakeOpenAi = Awaited<ReturnType<typeof startFakeOpenAi>>;
 
 const newBox = fileSandboxes();
-const password = 'correct horse battery staple';
-
-/** A browser's cookies for one visitor of a running server. */
-const visitorOf = (server: { url: string }, jar = new Map<string, string>()) => {
-  const request = async (method: string, path: string, form?: Record<string, string>) => {
-    const headers: Record<string, string> = { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; ') };
-    if (form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers,
-      body: form === undefined ? undefined : new URLSearchParams(form).toString(),
-      redirect: 'manual',
-    });
-    for (const cookie of response.headers.getSetCookie()) {
-      const [name, value] = (cookie.split(';')[0] as string).split('=') as [string, string];
-      if (value === '') jar.delete(name);
-      else jar.set(name, value);
-    }
-    return { status: response.status, location: response.headers.get('location'), text: await response.text() };
-  };
-  const csrfOf = (text: string) => /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
-  const post = async (path: string, form: Record<string, string>) =>
-    request('POST', path, { ...form, csrf: csrfOf((await request('GET', path)).text) });
-  return {
-    jar,
-    keysPage: () => request('GET', '/dashboard/keys'),
-    signup: (email: string) => post('/dashboard/signup', { email, password }),
-    login: (email: string, pass: string) => post('/dashboard/login', { email, password: pass }),
-  };
-};
 
 const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -186,9 +157,9 @@ describe('airs migrate', { timeout: 180_000 }, () => {
     box.writeConfig(config());
     server = await startServer(box);
     // B signs up on the dashboard: a password and a live session.
-    const visitor = visitorOf(server);
+    const visitor = sessionBrowser(server);
     expect((await visitor.signup('b@example.com')).status).toBe(303);
-    expect((await visitor.keysPage()).status).toBe(200);
+    expect((await visitor.get('/dashboard/keys')).status).toBe(200);
     session = new Map(visitor.jar);
 
     const settled = async (name: Name, want: (status: number, body: Record<string, unknown>) => boolean) =>
@@ -313,8 +284,8 @@ describe('airs migrate', { timeout: 180_000 }, () => {
       expect((await call(copy.url, 'GET', `/v1/ai?req_id=${ids.completed}`, keys.revoked)).status).toBe(401);
       expect((await submit(copy.url, keys.c as string, 'echo', 'x')).status).toBe(403);
       // The dashboard session goes on, and the password logs in.
-      expect((await visitorOf(copy, new Map(session)).keysPage()).status).toBe(200);
-      expect((await visitorOf(copy).login('b@example.com', password)).status).toBe(303);
+      expect((await sessionBrowser(copy, new Map(session)).get('/dashboard/keys')).status).toBe(200);
+      expect((await sessionBrowser(copy).login('b@example.com')).status).toBe(303);
       // The work left: the waiting request completes, the retry fails for good (its second attempt), the lapsed
       // lease of the killed server's request is taken up as a new attempt.
       await until('the queued request to complete', async () => {
