@@ -8,6 +8,7 @@ import { defaultRetryPolicy } from '../../../src/domain/request/retryPolicy.js';
 import { defaultWebhookBackoff } from '../../../src/domain/webhook/backoff.js';
 import { webhookDeliveryId, webhookEventId } from '../../../src/domain/webhook/eventTypes.js';
 import type { CommandOutcome } from '../../../src/ports/Store.js';
+import { submitCommand } from '../../support/commands.js';
 import { tempDataDir } from '../../support/testApp.js';
 
 const reqIds = ['req_a', 'req_b', 'req_c'];
@@ -25,19 +26,7 @@ const requestCommand: fc.Arbitrary<Command> = fc.oneof(
       prompt: fc.string({ minLength: 1, maxLength: 8 }),
       accountId: fc.constantFrom(...accounts),
     })
-    .map(
-      ({ reqId, now, prompt, accountId }): Command => ({
-        type: 'Submit',
-        reqId,
-        accountId,
-        keyId: 'key_1',
-        model: 'echo',
-        promptChars: prompt.length,
-        prompt,
-        ttlMs: 150,
-        now,
-      }),
-    ),
+    .map(({ reqId, now, prompt, accountId }) => submitCommand(reqId, now, { accountId, prompt, ttlMs: 150 })),
   fc
     .record({ reqId: fc.constantFrom(...reqIds), now: at })
     .map(({ reqId, now }): Command => ({ type: 'StartAttempt', reqId, now })),
